@@ -1,0 +1,124 @@
+//! The allowance a gate enforces, validated once at the boundary so the rest of the core can
+//! trust it.
+
+use std::fmt;
+
+/// A token-bucket allowance: `burst` requests at once, refilled at `per_second`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    burst: f64,
+    per_second: f64,
+}
+
+/// Why a configuration value was refused. Every variant names the field it is about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfigError {
+    /// The value is not a finite number inside the field's range.
+    OutOfRange {
+        /// The option's name as the caller wrote it.
+        field: &'static str,
+        /// What would have been accepted.
+        expected: &'static str,
+        /// What was given.
+        got: f64,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::OutOfRange {
+                field,
+                expected,
+                got,
+            } => write!(f, "`{field}` must be {expected}, got {got}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Accepts a finite number `>= min`; names `field` otherwise.
+pub fn at_least(
+    field: &'static str,
+    value: f64,
+    min: f64,
+    expected: &'static str,
+) -> Result<f64, ConfigError> {
+    if value.is_finite() && value >= min {
+        Ok(value)
+    } else {
+        Err(ConfigError::OutOfRange {
+            field,
+            expected,
+            got: value,
+        })
+    }
+}
+
+/// Accepts a finite number `> 0`; names `field` otherwise.
+pub fn positive(field: &'static str, value: f64) -> Result<f64, ConfigError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(ConfigError::OutOfRange {
+            field,
+            expected: "a finite number greater than 0",
+            got: value,
+        })
+    }
+}
+
+impl Rate {
+    /// Validates an allowance. A burst below one could never admit anything, so it is refused
+    /// along with zero, negative and non-finite values.
+    pub fn new(burst: f64, per_second: f64) -> Result<Rate, ConfigError> {
+        let burst = at_least("rate.burst", burst, 1.0, "a finite number >= 1")?;
+        let per_second = positive("rate.perSecond", per_second)?;
+        Ok(Rate { burst, per_second })
+    }
+
+    /// Tokens the bucket holds when full.
+    pub fn burst(&self) -> f64 {
+        self.burst
+    }
+
+    /// Tokens added per second.
+    pub fn per_second(&self) -> f64 {
+        self.per_second
+    }
+
+    /// Milliseconds it takes to refill one token.
+    pub fn ms_per_token(&self) -> f64 {
+        1000.0 / self.per_second
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_articles_allowance() {
+        let rate = Rate::new(2.0, 2.0).unwrap();
+        assert_eq!(rate.ms_per_token(), 500.0);
+    }
+
+    #[test]
+    fn refuses_bad_values_and_names_the_field() {
+        for (burst, per_second, field) in [
+            (0.0, 2.0, "rate.burst"),
+            (-1.0, 2.0, "rate.burst"),
+            (f64::NAN, 2.0, "rate.burst"),
+            (f64::INFINITY, 2.0, "rate.burst"),
+            (0.5, 2.0, "rate.burst"),
+            (2.0, 0.0, "rate.perSecond"),
+            (2.0, -3.0, "rate.perSecond"),
+            (2.0, f64::NAN, "rate.perSecond"),
+            (2.0, f64::INFINITY, "rate.perSecond"),
+        ] {
+            let err = Rate::new(burst, per_second).unwrap_err();
+            assert!(err.to_string().contains(field), "{err} should name {field}");
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! What a response's headers say about the allowance. A pure function of the header values and
+//! the wall clock (needed only for an HTTP-date `Retry-After`).
+//!
+//! Precedence and rules, one per line:
+//! - `Retry-After` of ASCII digits only (optional surrounding spaces/tabs) is delay-seconds;
+//! - otherwise an HTTP-date (IMF-fixdate, RFC 850, asctime) is a delay until that instant, and a
+//!   date in the past is no wait;
+//! - anything else, or no header, sets no cooldown: we never invent a wait;
+//! - delay-seconds too large to hold exactly in milliseconds is an error, never a shorter wait;
+//! - `X-RateLimit-Limit`/`-Remaining` are non-negative integers, `-Reset` a non-negative number
+//!   of seconds as sent, `-Bucket` a name; each is recorded when valid and ignored when not.
+
+use std::fmt;
+
+use super::http_date::parse_http_date;
+use super::Millis;
+
+/// The largest delay we can hold exactly: JavaScript's `Number.MAX_SAFE_INTEGER` milliseconds.
+pub const MAX_DELAY_MS: u64 = (1 << 53) - 1;
+
+/// Longest bucket name kept; a longer one is cut so a hostile header cannot grow memory.
+const MAX_BUCKET_LEN: usize = 64;
+
+/// The allowance feedback carried by one response.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Feedback {
+    /// The wait the server asked for, in milliseconds.
+    pub retry_after_ms: Option<Millis>,
+    /// `X-RateLimit-Limit`: the bucket's capacity.
+    pub limit: Option<u64>,
+    /// `X-RateLimit-Remaining`: approximate, never a reservation.
+    pub remaining: Option<u64>,
+    /// `X-RateLimit-Reset`, in seconds as the server sent it.
+    pub reset_seconds: Option<f64>,
+    /// `X-RateLimit-Bucket`: the provider's name for the limiter.
+    pub bucket: Option<String>,
+}
+
+/// Feedback that cannot be honoured faithfully.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FeedbackError {
+    /// `Retry-After` asks for more seconds than we can represent.
+    RetryAfterTooLarge,
+}
+
+impl fmt::Display for FeedbackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FeedbackError::RetryAfterTooLarge => {
+                write!(f, "Retry-After exceeds the supported delay")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FeedbackError {}
+
+/// Reads the feedback headers through `header` (a case-insensitive lookup by name).
+pub fn parse_feedback(
+    header: impl Fn(&str) -> Option<String>,
+    wall_now: Millis,
+) -> Result<Feedback, FeedbackError> {
+    Ok(Feedback {
+        retry_after_ms: match header("retry-after") {
+            Some(value) => parse_retry_after(&value, wall_now)?,
+            None => None,
+        },
+        limit: header("x-ratelimit-limit").and_then(|v| parse_count(&v)),
+        remaining: header("x-ratelimit-remaining").and_then(|v| parse_count(&v)),
+        reset_seconds: header("x-ratelimit-reset").and_then(|v| parse_seconds(&v)),
+        bucket: header("x-ratelimit-bucket").and_then(|v| parse_name(&v)),
+    })
+}
+
+/// `Retry-After` as a delay in milliseconds from now, `None` when the value is not one.
+pub fn parse_retry_after(value: &str, wall_now: Millis) -> Result<Option<Millis>, FeedbackError> {
+    let value = trim_ows(value);
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        let ms = value
+            .parse::<u64>()
+            .ok()
+            .and_then(|seconds| seconds.checked_mul(1000))
+            .filter(|&ms| ms <= MAX_DELAY_MS)
+            .ok_or(FeedbackError::RetryAfterTooLarge)?;
+        return Ok(Some(ms as Millis));
+    }
+    Ok(parse_http_date(value, wall_now).map(|at| (at - wall_now).max(0.0)))
+}
+
+fn trim_ows(value: &str) -> &str {
+    value.trim_matches(|c| c == ' ' || c == '\t')
+}
+
+fn parse_count(value: &str) -> Option<u64> {
+    let value = trim_ows(value);
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
+}
+
+fn parse_seconds(value: &str) -> Option<f64> {
+    let value = trim_ows(value);
+    let digits_and_dot = value.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    if value.is_empty() || !digits_and_dot {
+        return None;
+    }
+    value.parse::<f64>().ok().filter(|s| s.is_finite())
+}
+
+fn parse_name(value: &str) -> Option<String> {
+    let value = trim_ows(value);
+    if value.is_empty() {
+        return None;
+    }
+    let end = value
+        .char_indices()
+        .nth(MAX_BUCKET_LEN)
+        .map_or(value.len(), |(i, _)| i);
+    Some(value[..end].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: Millis = 784_111_777_000.0; // Sun, 06 Nov 1994 08:49:37 GMT
+
+    fn headers<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn reads_delay_seconds() {
+        assert_eq!(parse_retry_after("30", NOW), Ok(Some(30_000.0)));
+        assert_eq!(parse_retry_after(" 1\t", NOW), Ok(Some(1000.0)));
+        assert_eq!(parse_retry_after("0", NOW), Ok(Some(0.0)));
+        assert_eq!(parse_retry_after("007", NOW), Ok(Some(7000.0)));
+    }
+
+    #[test]
+    fn reads_http_dates_as_a_delay_from_the_wall_clock() {
+        for value in [
+            "Sun, 06 Nov 1994 08:50:07 GMT",
+            "Sunday, 06-Nov-94 08:50:07 GMT",
+            "Sun Nov  6 08:50:07 1994",
+        ] {
+            assert_eq!(parse_retry_after(value, NOW), Ok(Some(30_000.0)), "{value}");
+        }
+    }
+
+    #[test]
+    fn a_date_in_the_past_means_no_wait() {
+        let value = "Sun, 06 Nov 1994 08:00:00 GMT";
+        assert_eq!(parse_retry_after(value, NOW), Ok(Some(0.0)));
+    }
+
+    #[test]
+    fn invalid_values_set_no_cooldown() {
+        for value in ["", "later", "-1", "1.5", "+3", "1e3", "0x10", "١٢"] {
+            assert_eq!(parse_retry_after(value, NOW), Ok(None), "{value:?}");
+        }
+    }
+
+    #[test]
+    fn an_unrepresentable_delay_is_an_error_not_a_shorter_wait() {
+        for value in ["999999999999999999999", "9007199254740992", "9007199254741"] {
+            assert_eq!(
+                parse_retry_after(value, NOW),
+                Err(FeedbackError::RetryAfterTooLarge),
+                "{value}"
+            );
+        }
+        // The largest whole number of seconds that still fits.
+        assert_eq!(
+            parse_retry_after("9007199254740", NOW),
+            Ok(Some(9_007_199_254_740_000.0))
+        );
+    }
+
+    #[test]
+    fn records_the_rate_limit_headers() {
+        let h = headers(&[
+            ("Retry-After", "1"),
+            ("X-RateLimit-Limit", "2"),
+            ("X-RateLimit-Remaining", "0"),
+            ("X-RateLimit-Reset", "0.5"),
+            ("X-RateLimit-Bucket", "snapshot"),
+        ]);
+        let feedback = parse_feedback(h, NOW).unwrap();
+        assert_eq!(
+            feedback,
+            Feedback {
+                retry_after_ms: Some(1000.0),
+                limit: Some(2),
+                remaining: Some(0),
+                reset_seconds: Some(0.5),
+                bucket: Some("snapshot".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn ignores_malformed_rate_limit_headers() {
+        let long = "b".repeat(500);
+        let pairs = [
+            ("X-RateLimit-Limit", "two"),
+            ("X-RateLimit-Remaining", "-1"),
+            ("X-RateLimit-Reset", "soon"),
+            ("X-RateLimit-Bucket", long.as_str()),
+        ];
+        let feedback = parse_feedback(headers(&pairs), NOW).unwrap();
+        assert_eq!(feedback.limit, None);
+        assert_eq!(feedback.remaining, None);
+        assert_eq!(feedback.reset_seconds, None);
+        assert_eq!(feedback.bucket.map(|b| b.len()), Some(MAX_BUCKET_LEN));
+        assert_eq!(feedback.retry_after_ms, None);
+    }
+}

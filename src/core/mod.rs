@@ -1,0 +1,14 @@
+//! The pure core: every rule of the gate, with time passed in as milliseconds and no I/O. The
+//! bindings, the simulator and the tests all drive this same code.
+
+pub mod bucket;
+pub mod config;
+pub mod feedback;
+pub mod gate;
+pub mod http_date;
+pub mod scope;
+pub mod sim;
+
+/// Milliseconds on whatever clock the caller uses: `performance.now()` in production, a virtual
+/// clock in the simulator and the tests. Fractional, as `performance.now()` is.
+pub type Millis = f64;

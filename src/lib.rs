@@ -1,0 +1,6 @@
+//! odds-gate: one shared rate-limit gate per credential, in front of the Odds API SDK's
+//! `fetchImpl`. [`core`] holds every rule and runs natively; the `js` bindings (wasm only) are
+//! the single layer that knows promises, timers and `Response` objects.
+#![deny(missing_docs)]
+
+pub mod core;
