@@ -4,3 +4,6 @@
 #![deny(missing_docs)]
 
 pub mod core;
+
+#[cfg(target_arch = "wasm32")]
+pub mod js;

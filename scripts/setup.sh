@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine lacks; each step skips itself when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WASM_BINDGEN_VERSION=0.2.130 # must equal the `wasm-bindgen` pin in Cargo.toml
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  rustup target add wasm32-unknown-unknown
+fi
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION\$"; then
+  echo "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 5 minutes on a cold machine)"
+  # No --locked: one locked dependency version is not on the registry.
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+fi
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi

@@ -1,0 +1,21 @@
+//! The two clocks: monotonic time for every wait, wall time only to read an HTTP-date.
+
+use wasm_bindgen::prelude::*;
+
+use crate::core::Millis;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now() -> f64;
+}
+
+/// Monotonic milliseconds (`performance.now()`): never jumps when the system clock is set.
+pub fn now() -> Millis {
+    performance_now()
+}
+
+/// Unix milliseconds (`Date.now()`), used only to turn an HTTP-date into a delay.
+pub fn wall_now() -> Millis {
+    js_sys::Date::now()
+}

@@ -1,0 +1,50 @@
+//! The process-wide map from credential scope to its one gate: every wrapper in the process
+//! that sees the same key draws from the same allowance.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use wasm_bindgen::JsValue;
+
+use super::errors::range_error;
+use super::shared_gate::SharedGate;
+use crate::core::config::Rate;
+use crate::core::scope::Scope;
+
+thread_local! {
+    static GATES: RefCell<HashMap<Scope, Rc<SharedGate>>> = RefCell::new(HashMap::new());
+}
+
+/// The gate for `scope`, created with `rate` on first use. Asking for a different allowance
+/// for a scope that already has a gate is an error: two allowances for one key cannot both hold.
+pub fn gate_for(scope: &Scope, rate: Rate) -> Result<Rc<SharedGate>, JsValue> {
+    GATES.with(|gates| {
+        let mut gates = gates.borrow_mut();
+        if let Some(gate) = gates.get(scope) {
+            let existing = gate.rate();
+            if existing != rate {
+                return Err(range_error(&format!(
+                    "The gate for credential {} already enforces {{ burst: {}, perSecond: {} }}; \
+                     this wrapper asks for {{ burst: {}, perSecond: {} }}. One credential has one \
+                     allowance: configure every wrapper that uses it the same way.",
+                    short(scope),
+                    existing.burst(),
+                    existing.per_second(),
+                    rate.burst(),
+                    rate.per_second()
+                )));
+            }
+            return Ok(gate.clone());
+        }
+        let gate = SharedGate::new(scope.clone(), rate);
+        gates.insert(scope.clone(), gate.clone());
+        Ok(gate)
+    })
+}
+
+/// A scope shortened for messages: enough to tell two keys apart in a log.
+pub fn short(scope: &Scope) -> &str {
+    let name = scope.as_str();
+    &name[..name.len().min("key:".len() + 8)]
+}

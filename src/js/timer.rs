@@ -1,0 +1,69 @@
+//! One `setTimeout` at a time, bound from the global scope (Node has no `window`). The handle is
+//! cleared on drop and whenever nothing needs waking, so an idle process holds no timer.
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::core::Millis;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(handler: &js_sys::Function, ms: f64) -> JsValue;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    fn clear_timeout(handle: &JsValue);
+}
+
+/// Node's `setTimeout` treats anything above 2^31 - 1 ms as 1 ms; longer waits re-arm.
+const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
+
+/// A re-armable timer that runs one callback.
+pub struct Timer {
+    callback: Closure<dyn FnMut()>,
+    armed: Option<(JsValue, Millis)>,
+}
+
+impl Timer {
+    /// A disarmed timer that will run `callback` when it fires.
+    pub fn new(callback: Closure<dyn FnMut()>) -> Self {
+        Timer {
+            callback,
+            armed: None,
+        }
+    }
+
+    /// Makes sure the callback runs at `due` (on the clock where it is `now`) or earlier. An
+    /// armed timer that is already due no later is kept, so many waiters cost one timer.
+    pub fn arm(&mut self, due: Millis, now: Millis) {
+        if matches!(self.armed, Some((_, armed_due)) if armed_due <= due) {
+            return;
+        }
+        self.disarm();
+        let delay = (due - now).ceil().clamp(0.0, MAX_TIMEOUT_MS);
+        let handle = set_timeout(self.callback.as_ref().unchecked_ref(), delay);
+        self.armed = Some((handle, due));
+    }
+
+    /// Cancels the pending run, if any.
+    pub fn disarm(&mut self) {
+        if let Some((handle, _)) = self.armed.take() {
+            clear_timeout(&handle);
+        }
+    }
+
+    /// Forgets the handle of a run that has just happened.
+    pub fn fired(&mut self) {
+        self.armed = None;
+    }
+
+    /// Whether a run is pending.
+    pub fn is_armed(&self) -> bool {
+        self.armed.is_some()
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        self.disarm();
+    }
+}
