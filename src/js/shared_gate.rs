@@ -61,12 +61,9 @@ impl SharedGate {
         self.state.borrow().gate.rate()
     }
 
-    /// Waits for admission. Rejects with the abort reason, spending no token, if `signal`
-    /// aborts first (or already has).
-    pub async fn admit(
-        self: &Rc<Self>,
-        signal: Option<web_sys::AbortSignal>,
-    ) -> Result<(), JsValue> {
+    /// Joins the gate at once, so the place in line is the order of the calls. Rejects with the
+    /// abort reason, spending no token, if `signal` has already aborted.
+    pub fn enter(self: &Rc<Self>, signal: Option<web_sys::AbortSignal>) -> Result<Entry, JsValue> {
         if let Some(signal) = &signal {
             if signal.aborted() {
                 return Err(abort_reason(signal));
@@ -75,7 +72,7 @@ impl SharedGate {
         let now = clock::now();
         let admission = self.state.borrow_mut().gate.request(now);
         let (ticket, wake_at) = match admission {
-            Admission::Now => return Ok(()),
+            Admission::Now => return Ok(Entry::Admitted),
             Admission::Wait { ticket, wake_at } => (ticket, wake_at),
         };
         let slot = Slot::default();
@@ -84,8 +81,8 @@ impl SharedGate {
             .waiters
             .insert(ticket.id(), slot.clone());
         self.arm(wake_at, now);
-        let _listener = signal.map(|signal| AbortListener::new(self, signal, ticket, &slot));
-        slot.wait().await
+        let listener = signal.map(|signal| AbortListener::new(self, signal, ticket, &slot));
+        Ok(Entry::Waiting { slot, listener })
     }
 
     /// Records a throttled response's feedback (and the cooldown it sets).
@@ -153,9 +150,36 @@ impl SharedGate {
     }
 }
 
+/// A call's place at the gate: admitted already, or waiting in line.
+pub enum Entry {
+    /// A token was spent; go.
+    Admitted,
+    /// In line until the timer admits it or its signal aborts.
+    Waiting {
+        /// Settled by whichever comes first.
+        slot: Slot,
+        /// Removed when the wait ends, whichever way.
+        listener: Option<AbortListener>,
+    },
+}
+
+impl Entry {
+    /// Resolves once admitted; rejects with the abort reason if the signal aborts first.
+    pub async fn admitted(self) -> Result<(), JsValue> {
+        match self {
+            Entry::Admitted => Ok(()),
+            Entry::Waiting { slot, listener } => {
+                let outcome = slot.wait().await;
+                drop(listener);
+                outcome
+            }
+        }
+    }
+}
+
 /// An `abort` listener that lives exactly as long as the wait: removed on drop, so a
 /// long-lived signal does not collect listeners from calls that were admitted.
-struct AbortListener {
+pub struct AbortListener {
     signal: web_sys::AbortSignal,
     callback: Closure<dyn FnMut()>,
 }

@@ -87,7 +87,16 @@ impl Transport {
     /// `fetch(input, init)` through the credential's gate.
     pub fn fetch(&self, input: JsValue, init: JsValue) -> js_sys::Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move { inner.fetch(input, init).await })
+        // Join the line now, in call order; only the waiting and the network are asynchronous.
+        let entry = self
+            .inner
+            .gate(&input, &init)
+            .and_then(|gate| Ok((gate.enter(signal(&input, &init))?, gate)));
+        future_to_promise(async move {
+            let (entry, gate) = entry?;
+            entry.admitted().await?;
+            inner.send(&gate, input, init).await
+        })
     }
 
     /// Live figures of every gate this wrapper has used.
@@ -102,9 +111,13 @@ impl Transport {
 }
 
 impl Inner {
-    async fn fetch(&self, input: JsValue, init: JsValue) -> Result<JsValue, JsValue> {
-        let gate = self.gate(&input, &init)?;
-        gate.admit(signal(&input, &init)).await?;
+    /// Calls the inner fetch for an admitted call and observes the response.
+    async fn send(
+        &self,
+        gate: &SharedGate,
+        input: JsValue,
+        init: JsValue,
+    ) -> Result<JsValue, JsValue> {
         let fetch = match &self.fetch {
             Some(fetch) => fetch.clone(),
             None => global_fetch()?,
@@ -112,7 +125,7 @@ impl Inner {
         let pending = fetch.call2(&JsValue::UNDEFINED, &input, &init)?;
         let response = JsFuture::from(js_sys::Promise::resolve(&pending)).await?;
         if get(&response, "status").as_f64() == Some(429.0) {
-            observe_throttle(&gate, &response)?;
+            observe_throttle(gate, &response)?;
         }
         Ok(response)
     }

@@ -1,0 +1,218 @@
+// createFetch as the SDK sees it: a drop-in fetchImpl in front of a real local server.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { randomUUID } from 'node:crypto';
+import { createFetch } from '../pkg/index.js';
+import { startFakeOddsApi } from './support/fake-odds-api.mjs';
+import { OddsApiClient } from './support/sdk-client.mjs';
+import { runWorkers } from './support/workers.mjs';
+
+const rate = { burst: 2, perSecond: 2 };
+const freshKey = () => `test-${randomUUID()}`;
+const ok = async () => new Response('{}', { status: 200 });
+let api;
+
+before(async () => { api = await startFakeOddsApi({ burst: 2, perSecond: 2, retryAfterSeconds: 1 }); });
+after(() => api.close());
+
+test('returns the very same Response, body unread, through the SDK-shaped client', async () => {
+  let returned;
+  const fetchImpl = createFetch({ rate, fetch: async (...args) => (returned = await fetch(...args)) });
+  const apiKey = freshKey();
+  const response = await fetchImpl(`${api.baseUrl}/events/e1/odds/snapshot`, { headers: { 'X-API-Key': apiKey } });
+  assert.equal(response, returned);
+  assert.equal(response.bodyUsed, false);
+  assert.equal((await response.json()).event_id, 'e1');
+  const client = new OddsApiClient({ apiKey, baseUrl: api.baseUrl, fetchImpl });
+  assert.equal((await client.getEventSnapshot('e2')).event_id, 'e2');
+});
+
+test('eight workers: plain fetch collides, the shared gate does not', async () => {
+  const apiKey = freshKey();
+  api.reset();
+  const plain = await runWorkers({ fetchImpl: fetch, baseUrl: api.baseUrl, apiKey });
+  const plainServer = api.stats();
+  api.reset();
+  const fetchImpl = createFetch({ rate });
+  const gated = await runWorkers({ fetchImpl, baseUrl: api.baseUrl, apiKey });
+  const gatedServer = api.stats();
+  console.log(`plain: ${plainServer.attempts} attempts, ${plainServer.rejected} 429s; ` +
+    `gated: ${gatedServer.attempts} attempts, ${gatedServer.rejected} 429s, ${gated.wallMs} ms`);
+  assert.equal(plain.completed, 8);
+  assert.ok(plainServer.attempts >= 20, `plain made ${plainServer.attempts} attempts`);
+  assert.equal(gated.completed, 8);
+  // The gate's clock and the server's differ by network latency; the retry issue removes the
+  // last 429s. Until then the bound is the issue's: at most 11 attempts and three 429s.
+  assert.ok(gatedServer.attempts <= 11, `gated made ${gatedServer.attempts} attempts`);
+  assert.ok(gatedServer.rejected <= 3, `gated got ${gatedServer.rejected} 429s`);
+  assert.equal(fetchImpl.stats().throttled, gatedServer.rejected);
+});
+
+test('two API keys keep independent allowances', async () => {
+  api.reset();
+  const fetchImpl = createFetch({ rate });
+  const keys = [freshKey(), freshKey()];
+  const calls = keys.flatMap((key) => [1, 2].map((n) =>
+    fetchImpl(`${api.baseUrl}/events/${n}/odds/snapshot`, { headers: { 'X-API-Key': key } })));
+  // Each key's burst of two goes at once; nobody waits for the other key's tokens.
+  assert.equal(fetchImpl.stats().waiting, 0);
+  const statuses = (await Promise.all(calls)).map((r) => r.status);
+  assert.deepEqual(statuses, [200, 200, 200, 200]);
+  assert.equal(fetchImpl.stats().gates.length, 2);
+  assert.equal(api.stats().rejected, 0);
+});
+
+test('wrappers with the same allowance share one gate per credential; a different allowance is refused', async () => {
+  const key = freshKey();
+  const init = { headers: { 'X-API-Key': key } };
+  const a = createFetch({ rate: { burst: 1, perSecond: 1 }, fetch: ok });
+  const b = createFetch({ rate: { burst: 1, perSecond: 1 }, fetch: ok });
+  await a('http://127.0.0.1/x', init);
+  const waiting = b('http://127.0.0.1/x', { ...init, signal: AbortSignal.timeout(50) });
+  assert.equal(b.stats().waiting, 1, 'b waits for the token a spent');
+  await assert.rejects(waiting, { name: 'TimeoutError' });
+  const c = createFetch({ rate: { burst: 5, perSecond: 1 }, fetch: ok });
+  await assert.rejects(c('http://127.0.0.1/x', init), (err) => {
+    assert.equal(err.name, 'RangeError');
+    assert.match(err.message, /already enforces \{ burst: 1, perSecond: 1 \}/);
+    assert.ok(!err.message.includes(key));
+    return true;
+  });
+});
+
+test('credentials are read from every header shape, case-insensitively, and from a Request', async () => {
+  const key = freshKey();
+  const fetchImpl = createFetch({ rate: { burst: 10, perSecond: 10 }, fetch: ok });
+  await fetchImpl('http://127.0.0.1/x', { headers: { 'x-API-key': key } });
+  await fetchImpl('http://127.0.0.1/x', { headers: new Headers({ 'X-Api-Key': key }) });
+  await fetchImpl('http://127.0.0.1/x', { headers: [['X-API-KEY', key]] });
+  await fetchImpl(new Request('http://127.0.0.1/x', { headers: { 'X-API-Key': key } }));
+  await fetchImpl('http://127.0.0.1/x', { headers: { Authorization: `Bearer ${key}` } });
+  await fetchImpl('http://127.0.0.1/x');
+  const gates = fetchImpl.stats().gates;
+  assert.deepEqual(gates.map((g) => g.admitted).sort(), [1, 1, 4]);
+  assert.ok(gates.some((g) => g.scope === 'anonymous'));
+  assert.ok(!JSON.stringify(gates).includes(key), 'the raw key is never kept');
+});
+
+test('10,000 concurrent calls all settle, in FIFO order, with one timer', async () => {
+  const n = 10_000;
+  const order = [];
+  const fetchImpl = createFetch({
+    rate: { burst: 10, perSecond: 20_000 },
+    fetch: async (url) => { order.push(Number(url.slice(url.lastIndexOf('/') + 1))); return new Response(null); },
+  });
+  const init = { headers: { 'X-API-Key': freshKey() } };
+  const timeouts = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const before = timeouts();
+  const calls = Array.from({ length: n }, (_, i) => fetchImpl(`http://127.0.0.1/${i}`, init));
+  // The burst went at once; tokens refilled while the loop ran let a few more through.
+  assert.ok(fetchImpl.stats().waiting > n / 2, `${fetchImpl.stats().waiting} waiting`);
+  assert.equal(timeouts() - before, 1, 'one timer for the whole line');
+  const settled = await Promise.allSettled(calls);
+  assert.equal(settled.filter((s) => s.status === 'fulfilled').length, n);
+  assert.deepEqual(order, Array.from({ length: n }, (_, i) => i));
+  const [gate] = fetchImpl.stats().gates;
+  assert.equal(gate.admitted, n);
+  assert.equal(gate.waiting, 0);
+  assert.equal(gate.timerArmed, false);
+  assert.equal(timeouts(), before, 'no timer left once nobody waits');
+  console.log(`10,000 calls: ${gate.wakeups} wake-ups, peak line ${gate.peakWaiting}`);
+});
+
+test('an already-aborted signal rejects before admission and spends no token', async () => {
+  let calls = 0;
+  const fetchImpl = createFetch({ rate: { burst: 1, perSecond: 1 }, fetch: async () => { calls++; return new Response(null); } });
+  const key = freshKey();
+  await assert.rejects(
+    fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': key }, signal: AbortSignal.abort() }),
+    { name: 'AbortError' },
+  );
+  assert.equal(calls, 0);
+  // The one token is still there.
+  await fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': key } });
+  assert.equal(fetchImpl.stats().gates[0].admitted, 1);
+});
+
+test('aborting a waiting call rejects it at once, spends no token, and keeps the line in order', async () => {
+  const order = [];
+  const fetchImpl = createFetch({
+    rate: { burst: 1, perSecond: 20 },
+    fetch: async (url) => { order.push(url); return new Response(null); },
+  });
+  const headers = { 'X-API-Key': freshKey() };
+  const first = fetchImpl('http://127.0.0.1/1', { headers });
+  const controller = new AbortController();
+  const second = fetchImpl('http://127.0.0.1/2', { headers, signal: controller.signal });
+  const third = fetchImpl('http://127.0.0.1/3', { headers });
+  assert.equal(fetchImpl.stats().waiting, 2);
+  const reason = new Error('caller gave up');
+  controller.abort(reason);
+  await assert.rejects(second, (err) => err === reason);
+  assert.equal(fetchImpl.stats().waiting, 1);
+  await Promise.all([first, third]);
+  assert.deepEqual(order, ['http://127.0.0.1/1', 'http://127.0.0.1/3']);
+  const [gate] = fetchImpl.stats().gates;
+  assert.deepEqual([gate.admitted, gate.cancelled, gate.timerArmed], [2, 1, false]);
+});
+
+test('aborting the last waiter leaves no timer behind', async () => {
+  const fetchImpl = createFetch({ rate: { burst: 1, perSecond: 0.01 }, fetch: ok });
+  const headers = { 'X-API-Key': freshKey() };
+  await fetchImpl('http://127.0.0.1/1', { headers });
+  const controller = new AbortController();
+  const waiting = fetchImpl('http://127.0.0.1/2', { headers, signal: controller.signal });
+  assert.equal(fetchImpl.stats().gates[0].timerArmed, true);
+  controller.abort();
+  await assert.rejects(waiting, { name: 'AbortError' });
+  assert.equal(fetchImpl.stats().gates[0].timerArmed, false);
+});
+
+test('a rejection of the inner fetch reaches the caller unchanged', async () => {
+  const failure = new TypeError('fetch failed');
+  const fetchImpl = createFetch({ rate, fetch: async () => { throw failure; } });
+  await assert.rejects(fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } }), (err) => err === failure);
+  const throwsSync = createFetch({ rate, fetch: () => { throw failure; } });
+  await assert.rejects(throwsSync('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } }), (err) => err === failure);
+});
+
+test('the global fetch is looked up at call time', async () => {
+  const fetchImpl = createFetch({ rate });
+  const original = globalThis.fetch;
+  const marker = new Response('stubbed');
+  globalThis.fetch = async () => marker;
+  try {
+    assert.equal(await fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } }), marker);
+  } finally {
+    globalThis.fetch = original;
+  }
+});
+
+test('bad options are refused with a typed error that names the field', () => {
+  const cases = [
+    [undefined, TypeError, /options/],
+    [{}, TypeError, /`rate` is required/],
+    [{ rate: { burst: 2 } }, TypeError, /rate\.perSecond/],
+    [{ rate: { burst: '2', perSecond: 2 } }, TypeError, /rate\.burst/],
+    [{ rate: { burst: 0, perSecond: 2 } }, RangeError, /rate\.burst/],
+    [{ rate: { burst: -1, perSecond: 2 } }, RangeError, /rate\.burst/],
+    [{ rate: { burst: 2, perSecond: 0 } }, RangeError, /rate\.perSecond/],
+    [{ rate: { burst: 2, perSecond: NaN } }, RangeError, /rate\.perSecond/],
+    [{ rate: { burst: Infinity, perSecond: 2 } }, RangeError, /rate\.burst/],
+    [{ rate, fetch: 'fetch' }, TypeError, /`fetch`/],
+    [{ rate, retry: true }, TypeError, /`retry`/],
+    [{ rate, retires: 3 }, TypeError, /options\.retires/],
+  ];
+  for (const [options, type, message] of cases) {
+    assert.throws(() => createFetch(options), (err) => err instanceof type && message.test(err.message),
+      `${JSON.stringify(options)} should throw ${type.name} ${message}`);
+  }
+  assert.equal(typeof createFetch({ rate, retry: false }), 'function');
+});
+
+test('describe() summarises the configuration as an object and as text', () => {
+  const summary = createFetch({ rate }).describe();
+  assert.deepEqual(summary.rate, rate);
+  assert.match(summary.store, /this process only/);
+  assert.match(summary.text, /burst 2 at 2 per second/);
+});
