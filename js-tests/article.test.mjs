@@ -95,7 +95,9 @@ test('an unrepresentable server delay fails instead of shortening the requested 
     fetchImpl('https://example.invalid/snapshot', { headers: { 'X-API-Key': freshKey() } }),
     { name: 'RangeError', message: /Retry-After exceeds the supported delay/ },
   );
-  assert.equal(fetchImpl.stats().gates[0].cooldownUntil, 0);
+  const [gate] = fetchImpl.stats().gates;
+  assert.equal(gate.throttled, 1, 'the 429 is still counted');
+  assert.equal(gate.lastFeedback.retryAfterMs, null);
   // The body nobody will read was cancelled, which frees its connection.
   await assert.rejects(response.text(), TypeError);
 });

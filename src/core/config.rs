@@ -73,8 +73,17 @@ impl Rate {
     /// Validates an allowance. A burst below one could never admit anything, so it is refused
     /// along with zero, negative and non-finite values.
     pub fn new(burst: f64, per_second: f64) -> Result<Rate, ConfigError> {
-        let burst = at_least("rate.burst", burst, 1.0, "a finite number >= 1")?;
-        let per_second = positive("rate.perSecond", per_second)?;
+        Rate::named(burst, per_second, ["rate.burst", "rate.perSecond"])
+    }
+
+    /// As [`Rate::new`], with the caller's names for the two fields in its errors.
+    pub fn named(
+        burst: f64,
+        per_second: f64,
+        fields: [&'static str; 2],
+    ) -> Result<Rate, ConfigError> {
+        let burst = at_least(fields[0], burst, 1.0, "a finite number >= 1")?;
+        let per_second = positive(fields[1], per_second)?;
         Ok(Rate { burst, per_second })
     }
 

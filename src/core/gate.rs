@@ -113,7 +113,8 @@ impl Gate {
         Ok(())
     }
 
-    /// Records a throttled response and sets the cooldown it asks for, if any.
+    /// Records a throttled response and sets the cooldown it asks for, if any. A response whose
+    /// `Retry-After` could not be honoured is recorded with `retry_after_ms: None`.
     pub fn observe_throttle(&mut self, now: Millis, feedback: Feedback) {
         self.figures.throttled += 1;
         if let Some(delay) = feedback.retry_after_ms {

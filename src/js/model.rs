@@ -69,7 +69,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
     Ok(SimOptions {
         workers: read::integer(options, "workers", "workers", 1.0, 100_000.0)?
             .unwrap_or(defaults.workers),
-        rate: Rate::new(burst, per_second).map_err(config_error)?,
+        rate: Rate::named(burst, per_second, ["burst", "perSecond"]).map_err(config_error)?,
         retry_after_ms: read::number(options, "retryAfterMs", "retryAfterMs")?
             .unwrap_or(defaults.retry_after_ms),
         coordination,

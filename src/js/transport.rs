@@ -160,6 +160,16 @@ fn observe_throttle(gate: &SharedGate, response: &JsValue) -> Result<(), JsValue
             Ok(())
         }
         Err(error) => {
+            // Counted and recorded, but no cooldown: the call itself fails loudly instead.
+            let readable = parse_feedback(
+                |name| {
+                    (name != "retry-after")
+                        .then(|| lookup(&headers, name))
+                        .flatten()
+                },
+                clock::wall_now(),
+            );
+            gate.observe_throttle(readable.unwrap_or_default());
             cancel_body(response);
             Err(range_error(&error.to_string()))
         }
