@@ -56,7 +56,8 @@ test('the observer preserves a long server delay and leaves the body readable', 
     status: 429, headers: { 'Retry-After': '30' },
   });
   let calls = 0;
-  const fetchImpl = createFetch({ rate, fetch: async () => { calls++; return response; } });
+  // The article's observer records feedback and admits; it does not retry.
+  const fetchImpl = createFetch({ rate, retry: false, fetch: async () => { calls++; return response; } });
   const init = { headers: { 'X-API-Key': freshKey() } };
   assert.equal(await fetchImpl('https://example.invalid/snapshot', init), response);
   const [gate] = fetchImpl.stats().gates;
@@ -75,7 +76,7 @@ test('missing or invalid delay headers do not become invented cooldowns', async 
   for (const raw of [null, 'later', '-1', '1.5']) {
     const headers = raw === null ? {} : { 'Retry-After': raw };
     const response = new Response(null, { status: 429, headers });
-    const fetchImpl = createFetch({ rate, fetch: async () => response });
+    const fetchImpl = createFetch({ rate, retry: false, fetch: async () => response });
     const init = { headers: { 'X-API-Key': freshKey() } };
     assert.equal(await fetchImpl('https://example.invalid/snapshot', init), response);
     const [gate] = fetchImpl.stats().gates;
@@ -90,7 +91,7 @@ test('an unrepresentable server delay fails instead of shortening the requested 
   const response = new Response('x'.repeat(100_000), {
     status: 429, headers: { 'Retry-After': '999999999999999999999' },
   });
-  const fetchImpl = createFetch({ rate, fetch: async () => response });
+  const fetchImpl = createFetch({ rate, retry: false, fetch: async () => response });
   await assert.rejects(
     fetchImpl('https://example.invalid/snapshot', { headers: { 'X-API-Key': freshKey() } }),
     { name: 'RangeError', message: /Retry-After exceeds the supported delay/ },

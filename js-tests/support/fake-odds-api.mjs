@@ -13,12 +13,14 @@ export async function startFakeOddsApi(options = {}) {
   const retryAfterSeconds = options.retryAfterSeconds === undefined ? 1 : options.retryAfterSeconds;
   const creditLimit = options.creditLimit ?? 1e6;
 
-  let startedAt, buckets, labels, stats;
+  let startedAt, buckets, labels, stats, faults;
+  const sockets = { opened: 0, open: 0, peakOpen: 0 };
   const clear = () => {
     startedAt = performance.now();
     buckets = new Map(); // raw key -> { tokens, last }
     labels = new Map(); // raw key -> 'key#N'; raw keys never leave this closure
-    stats = { attempts: 0, rejected: 0, ok: 0, byKey: {}, arrivals: [] };
+    stats = { attempts: 0, rejected: 0, ok: 0, faults: 0, usageCalls: 0, byKey: {}, arrivals: [] };
+    faults = [];
   };
   clear();
 
@@ -52,13 +54,37 @@ export async function startFakeOddsApi(options = {}) {
     res.end(JSON.stringify(body));
   };
 
-  const server = http.createServer((req, res) => {
+  // Injected faults, consumed one per snapshot request in order: { status, bodyBytes,
+  // retryAfter } answers with that status; { reset: true } destroys the socket; { delayMs }
+  // answers normally after a pause.
+  const fault = (req, res) => {
+    const f = faults.shift();
+    if (!f) return false;
+    stats.faults++;
+    if (f.reset) { req.socket.destroy(); return true; }
+    if (f.delayMs) { setTimeout(() => handle(req, res, true), f.delayMs); return true; }
+    const headers = { 'Content-Type': 'application/octet-stream' };
+    if (f.retryAfter !== undefined) headers['Retry-After'] = String(f.retryAfter);
+    res.writeHead(f.status, headers);
+    res.end(Buffer.alloc(f.bodyBytes ?? 0, 120));
+    return true;
+  };
+
+  const server = http.createServer((req, res) => handle(req, res, false));
+  server.on('connection', (socket) => {
+    sockets.opened++;
+    sockets.peakOpen = Math.max(sockets.peakOpen, ++sockets.open);
+    socket.on('close', () => sockets.open--);
+  });
+
+  function handle(req, res, faulted) {
     req.resume(); // drain any body so keep-alive sockets stay usable
     const raw = req.headers['x-api-key'] ?? req.headers.authorization ?? 'anonymous';
     const path = new URL(req.url, 'http://x').pathname;
     const match = req.method === 'GET' ? SNAPSHOT.exec(path) : null;
 
     if (req.method === 'GET' && path === '/v1/usage') {
+      stats.usageCalls++;
       return send(res, 200, {
         api_credits_used: stats.byKey[labelFor(raw)]?.ok ?? 0,
         api_credits_limit: creditLimit,
@@ -66,8 +92,13 @@ export async function startFakeOddsApi(options = {}) {
       });
     }
     if (!match) return send(res, 404, { detail: 'Not found' });
+    if (!faulted && fault(req, res)) return;
 
     const label = labelFor(raw);
+    if ((stats.byKey[label]?.ok ?? 0) >= creditLimit) {
+      record(label, 429);
+      return send(res, 429, { detail: 'Monthly API credits exhausted', code: 'quota_exceeded' });
+    }
     const t = take(raw);
     const rl = { 'X-RateLimit-Limit': String(burst), 'X-RateLimit-Remaining': String(t.left), 'X-RateLimit-Bucket': 'snapshot' };
     if (!t.ok) {
@@ -76,14 +107,14 @@ export async function startFakeOddsApi(options = {}) {
       return send(res, 429, { detail: 'Rate limit exceeded', code: 'rate_limited', request_id: randomUUID() }, rl);
     }
     record(label, 200);
-    send(res, 200, {
+    return send(res, 200, {
       event_id: decodeURIComponent(match[1]),
       bookmakers: [
         { key: 'fakebook', markets: [{ key: 'h2h', outcomes: [{ name: 'Home', price: 1.91 }, { name: 'Away', price: 1.95 }] }] },
       ],
       fetched_at: new Date().toISOString(),
     }, rl);
-  });
+  }
 
   await new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -94,8 +125,9 @@ export async function startFakeOddsApi(options = {}) {
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     port,
-    stats: () => structuredClone(stats), // a copy, so callers can't mutate counters
+    stats: () => structuredClone({ ...stats, sockets }), // a copy, so callers can't mutate counters
     reset: clear,
+    inject: (...list) => { faults.push(...list); },
     close: () => new Promise((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections(); // don't wait for idle keep-alive sockets to time out

@@ -1,5 +1,12 @@
 //! A token bucket with fractional refill: the shape of the allowance both the provider and the
 //! gate enforce.
+//!
+//! Two refinements for the live gate, both of which only ever make it slower than the server:
+//! - *Anchored refill.* A server's bucket starts refilling when the first request of a burst
+//!   *arrives*, which is later than when we admitted it. So a take from a full bucket can pause
+//!   refilling until that request's response comes back (the latest moment it can have
+//!   arrived); the pause ends by itself after [`MAX_PAUSE_MS`] so a lost response costs little.
+//! - *Slow mode.* Refill at half the rate while the server says the key is nearly spent.
 
 use super::config::Rate;
 use super::Millis;
@@ -9,12 +16,17 @@ use super::Millis;
 const SLACK: f64 = 1e-9;
 const WHOLE_TOKEN: f64 = 1.0 - SLACK;
 
+/// The longest an anchored refill waits for its response.
+pub const MAX_PAUSE_MS: Millis = 1_000.0;
+
 /// Tokens refill continuously; one token is one request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TokenBucket {
     rate: Rate,
     tokens: f64,
     last: Millis,
+    paused_at: Option<Millis>,
+    slow: bool,
 }
 
 impl TokenBucket {
@@ -24,6 +36,8 @@ impl TokenBucket {
             rate,
             tokens: rate.burst(),
             last: now,
+            paused_at: None,
+            slow: false,
         }
     }
 
@@ -38,11 +52,22 @@ impl TokenBucket {
         self.tokens
     }
 
+    /// Milliseconds per token at the current pace.
+    fn interval(&self) -> Millis {
+        self.rate.ms_per_token() * if self.slow { 2.0 } else { 1.0 }
+    }
+
     fn refill(&mut self, now: Millis) {
+        if let Some(at) = self.paused_at {
+            if now < at + MAX_PAUSE_MS {
+                return;
+            }
+            self.resume(at + MAX_PAUSE_MS);
+        }
         // A clock that seems to step back (two readers racing) adds nothing rather than
         // draining tokens.
         if now > self.last {
-            let added = (now - self.last) / self.rate.ms_per_token();
+            let added = (now - self.last) / self.interval();
             self.tokens = (self.tokens + added).min(self.rate.burst());
             self.last = now;
         }
@@ -58,16 +83,63 @@ impl TokenBucket {
         true
     }
 
+    /// Spends one token if a whole one is there, as [`take`](Self::take). When the bucket was
+    /// full, refilling pauses until [`resume`](Self::resume) and the answer is `Some(true)`.
+    pub fn take_anchored(&mut self, now: Millis) -> Option<bool> {
+        self.refill(now);
+        let full = self.tokens >= self.rate.burst() - SLACK;
+        if !self.take(now) {
+            return None;
+        }
+        if full {
+            self.paused_at = Some(now);
+        }
+        Some(full)
+    }
+
+    /// Restarts a paused refill from `now` (the response came back).
+    pub fn resume(&mut self, now: Millis) {
+        if let Some(at) = self.paused_at.take() {
+            self.last = now.clamp(at, at + MAX_PAUSE_MS);
+        }
+    }
+
+    /// Never believe in more tokens than the server says are left (it is approximate, so this
+    /// only ever lowers the count).
+    pub fn at_most(&mut self, now: Millis, tokens: f64) {
+        self.refill(now);
+        self.tokens = self.tokens.min(tokens);
+    }
+
+    /// Halves the refill rate (`true`) or restores it.
+    pub fn set_slow(&mut self, now: Millis, slow: bool) {
+        self.refill(now);
+        self.slow = slow;
+    }
+
+    /// Whether the bucket refills at half rate.
+    pub fn is_slow(&self) -> bool {
+        self.slow
+    }
+
     /// The earliest time at which `take` will succeed, without spending anything. Rounded up
     /// to a whole millisecond, as timers are.
+    /// While paused this is a lower bound: refilling restarts no earlier than `now`.
     pub fn ready_at(&mut self, now: Millis) -> Millis {
+        self.nth_ready_at(now, 0)
+    }
+
+    /// When the waiter with `n` others ahead of it could be admitted, if nothing else changed:
+    /// the time `n + 1` whole tokens will have been there.
+    pub fn nth_ready_at(&mut self, now: Millis, n: usize) -> Millis {
         self.refill(now);
-        if self.tokens >= WHOLE_TOKEN {
+        let missing = n as f64 + 1.0 - self.tokens;
+        if missing <= SLACK {
             now
         } else {
-            let wait = (1.0 - self.tokens) * self.rate.ms_per_token();
+            let wait = missing * self.interval();
             // Half the slack, so the wake-up still finds a whole token.
-            now + (wait - SLACK / 2.0 * self.rate.ms_per_token()).ceil()
+            now + (wait - SLACK / 2.0 * self.interval()).ceil()
         }
     }
 }
@@ -111,6 +183,57 @@ mod tests {
         let at = b.ready_at(10.25);
         assert_eq!(at, 10.25 + 334.0);
         assert!(b.take(at));
+    }
+
+    #[test]
+    fn an_anchored_take_from_full_pauses_refill_until_the_response() {
+        let mut b = article_bucket();
+        assert_eq!(b.take_anchored(0.0), Some(true));
+        assert_eq!(b.take_anchored(0.0), Some(false));
+        assert_eq!(b.take_anchored(0.0), None);
+        // The burst's response comes back at 3 ms: the refill clock starts there.
+        b.resume(3.0);
+        assert!(!b.take(502.0));
+        assert_eq!(b.ready_at(502.0), 503.0);
+        assert!(b.take(503.0));
+    }
+
+    #[test]
+    fn a_lost_response_pauses_refill_for_at_most_max_pause() {
+        let mut b = article_bucket();
+        b.take_anchored(0.0);
+        b.take_anchored(0.0);
+        assert_eq!(b.tokens(MAX_PAUSE_MS - 1.0), 0.0);
+        assert_eq!(b.tokens(MAX_PAUSE_MS + 500.0), 1.0);
+    }
+
+    #[test]
+    fn slow_mode_halves_the_refill_rate() {
+        let mut b = article_bucket();
+        b.take(0.0);
+        b.take(0.0);
+        b.set_slow(0.0, true);
+        assert_eq!(b.ready_at(0.0), 1000.0);
+        b.set_slow(500.0, false);
+        assert_eq!(b.tokens(500.0), 0.5);
+        assert_eq!(b.ready_at(500.0), 750.0);
+    }
+
+    #[test]
+    fn the_servers_remaining_only_lowers_the_count() {
+        let mut b = article_bucket();
+        b.at_most(0.0, 0.0);
+        assert_eq!(b.tokens(0.0), 0.0);
+        b.at_most(250.0, 5.0);
+        assert_eq!(b.tokens(250.0), 0.5);
+    }
+
+    #[test]
+    fn nth_ready_at_counts_the_waiters_ahead() {
+        let mut b = article_bucket();
+        assert_eq!(b.nth_ready_at(0.0, 1), 0.0);
+        assert_eq!(b.nth_ready_at(0.0, 2), 500.0);
+        assert_eq!(b.nth_ready_at(0.0, 5), 2000.0);
     }
 
     #[test]

@@ -7,8 +7,14 @@
 //!   date in the past is no wait;
 //! - anything else, or no header, sets no cooldown: we never invent a wait;
 //! - delay-seconds too large to hold exactly in milliseconds is an error, never a shorter wait;
-//! - `X-RateLimit-Limit`/`-Remaining` are non-negative integers, `-Reset` a non-negative number
-//!   of seconds as sent, `-Bucket` a name; each is recorded when valid and ignored when not.
+//! - `X-RateLimit-Limit`/`-Remaining` are non-negative integers, `-Bucket` a name; each is
+//!   recorded when valid and ignored when not;
+//! - `X-RateLimit-Reset` is seconds until the reset, or Unix seconds when it is larger than
+//!   10^9 (no window is that long, and no epoch time is that short);
+//! - the IETF draft fields fill in what `X-RateLimit-*` left out: first the separate
+//!   `RateLimit-Limit`/`-Remaining`/`-Reset`, then the structured `RateLimit` (`r=`, `t=`, or
+//!   the older `remaining=`, `reset=`) and `RateLimit-Policy` (`q=`, or `limit=`); of several
+//!   policies the first is read.
 
 use std::fmt;
 
@@ -30,8 +36,8 @@ pub struct Feedback {
     pub limit: Option<u64>,
     /// `X-RateLimit-Remaining`: approximate, never a reservation.
     pub remaining: Option<u64>,
-    /// `X-RateLimit-Reset`, in seconds as the server sent it.
-    pub reset_seconds: Option<f64>,
+    /// Time until the window resets, in milliseconds.
+    pub reset_ms: Option<Millis>,
     /// `X-RateLimit-Bucket`: the provider's name for the limiter.
     pub bucket: Option<String>,
 }
@@ -60,15 +66,46 @@ pub fn parse_feedback(
     header: impl Fn(&str) -> Option<String>,
     wall_now: Millis,
 ) -> Result<Feedback, FeedbackError> {
+    let first = |names: [&str; 2]| names.iter().find_map(|name| header(name));
+    let structured = header("ratelimit").unwrap_or_default();
+    let policy = header("ratelimit-policy").unwrap_or_default();
+    let reset = |v: String| parse_seconds(&v).map(|s| reset_delay(s, wall_now));
     Ok(Feedback {
         retry_after_ms: match header("retry-after") {
             Some(value) => parse_retry_after(&value, wall_now)?,
             None => None,
         },
-        limit: header("x-ratelimit-limit").and_then(|v| parse_count(&v)),
-        remaining: header("x-ratelimit-remaining").and_then(|v| parse_count(&v)),
-        reset_seconds: header("x-ratelimit-reset").and_then(|v| parse_seconds(&v)),
+        limit: first(["x-ratelimit-limit", "ratelimit-limit"])
+            .and_then(|v| parse_count(&v))
+            .or_else(|| param(&policy, &["q", "limit"]).and_then(parse_count))
+            .or_else(|| param(&structured, &["limit"]).and_then(parse_count)),
+        remaining: first(["x-ratelimit-remaining", "ratelimit-remaining"])
+            .and_then(|v| parse_count(&v))
+            .or_else(|| param(&structured, &["r", "remaining"]).and_then(parse_count)),
+        reset_ms: first(["x-ratelimit-reset", "ratelimit-reset"])
+            .and_then(reset)
+            .or_else(|| param(&structured, &["t", "reset"]).and_then(|v| reset(v.into()))),
         bucket: header("x-ratelimit-bucket").and_then(|v| parse_name(&v)),
+    })
+}
+
+/// Seconds until a reset, or an epoch time in seconds, as milliseconds from now.
+fn reset_delay(seconds: f64, wall_now: Millis) -> Millis {
+    if seconds > 1e9 {
+        (seconds * 1000.0 - wall_now).max(0.0)
+    } else {
+        seconds * 1000.0
+    }
+}
+
+/// The first `key=value` for any of `keys` in a structured or list header, wherever it sits
+/// among `,` and `;` separators.
+fn param<'a>(value: &'a str, keys: &[&str]) -> Option<&'a str> {
+    value.split([',', ';']).find_map(|part| {
+        let (key, val) = part.split_once('=')?;
+        keys.iter()
+            .any(|k| key.trim().eq_ignore_ascii_case(k))
+            .then(|| val.trim().trim_matches('"'))
     })
 }
 
@@ -91,7 +128,8 @@ fn trim_ows(value: &str) -> &str {
     value.trim_matches(|c| c == ' ' || c == '\t')
 }
 
-fn parse_count(value: &str) -> Option<u64> {
+fn parse_count(value: impl AsRef<str>) -> Option<u64> {
+    let value = value.as_ref();
     let value = trim_ows(value);
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -199,10 +237,55 @@ mod tests {
                 retry_after_ms: Some(1000.0),
                 limit: Some(2),
                 remaining: Some(0),
-                reset_seconds: Some(0.5),
+                reset_ms: Some(500.0),
                 bucket: Some("snapshot".into()),
             }
         );
+    }
+
+    #[test]
+    fn a_large_reset_is_an_epoch_time() {
+        let now_2026 = 1_795_000_000_000.0;
+        let at = (now_2026 / 1000.0 + 30.0).to_string();
+        let pairs = [("X-RateLimit-Reset", at.as_str())];
+        let feedback = parse_feedback(headers(&pairs), now_2026).unwrap();
+        assert_eq!(feedback.reset_ms, Some(30_000.0));
+    }
+
+    #[test]
+    fn reads_the_ietf_draft_fields() {
+        let structured = [
+            ("RateLimit", "\"default\";r=5;t=30, \"burst\";r=1;t=1"),
+            ("RateLimit-Policy", "\"default\";q=100;w=60"),
+        ];
+        let f = parse_feedback(headers(&structured), NOW).unwrap();
+        assert_eq!(
+            (f.limit, f.remaining, f.reset_ms),
+            (Some(100), Some(5), Some(30_000.0))
+        );
+        let older = [("RateLimit", "limit=10, remaining=0, reset=2")];
+        let f = parse_feedback(headers(&older), NOW).unwrap();
+        assert_eq!(
+            (f.limit, f.remaining, f.reset_ms),
+            (Some(10), Some(0), Some(2_000.0))
+        );
+        let separate = [
+            ("RateLimit-Limit", "7"),
+            ("RateLimit-Remaining", "3"),
+            ("RateLimit-Reset", "4"),
+        ];
+        let f = parse_feedback(headers(&separate), NOW).unwrap();
+        assert_eq!(
+            (f.limit, f.remaining, f.reset_ms),
+            (Some(7), Some(3), Some(4_000.0))
+        );
+    }
+
+    #[test]
+    fn x_ratelimit_wins_over_the_ietf_fields() {
+        let both = [("X-RateLimit-Remaining", "9"), ("RateLimit", "r=1")];
+        let f = parse_feedback(headers(&both), NOW).unwrap();
+        assert_eq!(f.remaining, Some(9));
     }
 
     #[test]
@@ -217,7 +300,7 @@ mod tests {
         let feedback = parse_feedback(headers(&pairs), NOW).unwrap();
         assert_eq!(feedback.limit, None);
         assert_eq!(feedback.remaining, None);
-        assert_eq!(feedback.reset_seconds, None);
+        assert_eq!(feedback.reset_ms, None);
         assert_eq!(feedback.bucket.map(|b| b.len()), Some(MAX_BUCKET_LEN));
         assert_eq!(feedback.retry_after_ms, None);
     }

@@ -1,11 +1,18 @@
 //! The pure core: every rule of the gate, with time passed in as milliseconds and no I/O. The
 //! bindings, the simulator and the tests all drive this same code.
 
+pub mod backoff;
 pub mod bucket;
+pub mod budget;
+pub mod classify;
 pub mod config;
 pub mod feedback;
 pub mod gate;
+pub mod histogram;
 pub mod http_date;
+pub mod policy;
+pub mod quota;
+pub mod random;
 pub mod scope;
 pub mod sim;
 

@@ -1,9 +1,28 @@
-//! Errors as JavaScript sees them: built-in `TypeError`/`RangeError` for bad input, and what
-//! `fetch` itself rejects with for an abort. Messages never contain a credential.
+//! Errors as JavaScript sees them: built-in `TypeError`/`RangeError` for bad input, what
+//! `fetch` itself rejects with for an abort, and the package's own classes for a call given up
+//! or a spent quota. Messages never contain a credential.
+//!
+//! The package's classes are written in JavaScript (`pkg-template/errors.js`) and registered at
+//! load time, so `instanceof` works against the very classes the package exports. Without
+//! registration (the wasm tests) a plain `Error` with the same `name` and fields is made.
+
+use std::cell::RefCell;
 
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::core::config::ConfigError;
+use crate::core::policy::Abandoned;
+
+thread_local! {
+    static CLASSES: RefCell<Option<(js_sys::Function, js_sys::Function)>> = const { RefCell::new(None) };
+}
+
+/// Registers the package's `GateAbandonedError` and `QuotaExhaustedError` classes.
+#[wasm_bindgen(js_name = registerErrors)]
+pub fn register_errors(abandoned: js_sys::Function, quota: js_sys::Function) {
+    CLASSES.with(|c| *c.borrow_mut() = Some((abandoned, quota)));
+}
 
 /// A `TypeError`: the value has the wrong type or is missing.
 pub fn type_error(message: &str) -> JsValue {
@@ -26,7 +45,77 @@ pub fn abort_reason(signal: &web_sys::AbortSignal) -> JsValue {
     if !reason.is_undefined() {
         return reason;
     }
-    web_sys::DomException::new_with_message_and_name("This operation was aborted", "AbortError")
+    dom_exception("This operation was aborted", "AbortError")
+}
+
+/// A `DOMException` such as `AbortSignal.timeout()` produces.
+pub fn dom_exception(message: &str, name: &str) -> JsValue {
+    web_sys::DomException::new_with_message_and_name(message, name)
         .map(JsValue::from)
         .unwrap_or_else(|e| e)
+}
+
+fn set(object: &JsValue, key: &str, value: JsValue) {
+    let _ = js_sys::Reflect::set(object, &JsValue::from_str(key), &value);
+}
+
+fn build(
+    class: Option<js_sys::Function>,
+    name: &str,
+    message: &str,
+    fields: &js_sys::Object,
+) -> JsValue {
+    let args = js_sys::Array::of2(&JsValue::from_str(message), fields);
+    if let Some(error) = class.and_then(|c| js_sys::Reflect::construct(&c, &args).ok()) {
+        return error;
+    }
+    let error: JsValue = js_sys::Error::new(message).into();
+    set(&error, "name", name.into());
+    let _ = js_sys::Object::assign(error.unchecked_ref(), fields);
+    error
+}
+
+/// `GateAbandonedError`: the call was given up, with why and how far it got.
+pub fn abandoned_error(a: Abandoned) -> JsValue {
+    let fields = js_sys::Object::new();
+    set(&fields, "reason", a.reason.as_str().into());
+    set(&fields, "attempts", a.attempts.into());
+    set(
+        &fields,
+        "status",
+        a.status.map_or(JsValue::NULL, JsValue::from),
+    );
+    set(
+        &fields,
+        "retryAfterMs",
+        a.retry_after_ms.map_or(JsValue::NULL, JsValue::from),
+    );
+    let status = a
+        .status
+        .map_or(String::new(), |s| format!(", last status {s}"));
+    let message = format!(
+        "odds-gate gave up on the request ({}) after {} attempt(s){status}",
+        a.reason, a.attempts
+    );
+    let class = CLASSES.with(|c| c.borrow().as_ref().map(|(a, _)| a.clone()));
+    build(class, "GateAbandonedError", &message, &fields)
+}
+
+/// `QuotaExhaustedError`: the key's monthly quota is spent; `periodEnd` is a `Date` when known.
+pub fn quota_error(period_end_wall: Option<f64>) -> JsValue {
+    let fields = js_sys::Object::new();
+    let end = period_end_wall.map(|ms| js_sys::Date::new(&JsValue::from(ms)));
+    set(
+        &fields,
+        "periodEnd",
+        end.clone().map_or(JsValue::NULL, JsValue::from),
+    );
+    let until = end.map_or("until reset".to_string(), |d| {
+        format!("until {}", String::from(d.to_iso_string()))
+    });
+    let message = format!(
+        "The API key's monthly quota is spent ({until}); calls fail fast instead of waiting"
+    );
+    let class = CLASSES.with(|c| c.borrow().as_ref().map(|(_, q)| q.clone()));
+    build(class, "QuotaExhaustedError", &message, &fields)
 }

@@ -5,12 +5,17 @@ use std::rc::Rc;
 use wasm_bindgen::JsValue;
 
 use super::clock;
+use super::events::set;
+use super::options::Config;
 use super::shared_gate::SharedGate;
 use crate::core::config::Rate;
 use crate::core::feedback::Feedback;
+use crate::core::histogram::{Histogram, BOUNDS_MS};
+use crate::core::policy::Reason;
+use crate::core::quota::QuotaState;
 
-fn set(object: &js_sys::Object, key: &str, value: impl Into<JsValue>) {
-    let _ = js_sys::Reflect::set(object, &JsValue::from_str(key), &value.into());
+fn num(object: &js_sys::Object, key: &str, value: impl Into<f64>) {
+    set(object, key, JsValue::from(value.into()));
 }
 
 fn opt<T: Into<JsValue>>(value: Option<T>) -> JsValue {
@@ -19,8 +24,8 @@ fn opt<T: Into<JsValue>>(value: Option<T>) -> JsValue {
 
 fn rate_object(rate: Rate) -> js_sys::Object {
     let object = js_sys::Object::new();
-    set(&object, "burst", rate.burst());
-    set(&object, "perSecond", rate.per_second());
+    num(&object, "burst", rate.burst());
+    num(&object, "perSecond", rate.per_second());
     object
 }
 
@@ -33,80 +38,172 @@ fn feedback_object(feedback: &Feedback) -> js_sys::Object {
         "remaining",
         opt(feedback.remaining.map(|n| n as f64)),
     );
-    set(&object, "resetSeconds", opt(feedback.reset_seconds));
+    set(&object, "resetMs", opt(feedback.reset_ms));
     set(&object, "bucket", opt(feedback.bucket.clone()));
     object
 }
 
-/// `{ admitted, waiting, throttled, gates: [...] }`: totals over the gates, then each gate.
+/// `{ count, sumMs, maxMs, buckets: [{ leMs, count }] }`, the last bucket's `leMs` Infinity.
+fn histogram_object(h: &Histogram) -> js_sys::Object {
+    let object = js_sys::Object::new();
+    num(&object, "count", h.count() as f64);
+    num(&object, "sumMs", h.sum());
+    num(&object, "maxMs", h.max());
+    let buckets = js_sys::Array::new();
+    for (i, &count) in h.counts().iter().enumerate() {
+        let bucket = js_sys::Object::new();
+        num(
+            &bucket,
+            "leMs",
+            BOUNDS_MS.get(i).copied().unwrap_or(f64::INFINITY),
+        );
+        num(&bucket, "count", count as f64);
+        buckets.push(&bucket);
+    }
+    set(&object, "buckets", buckets.into());
+    object
+}
+
+fn quota_object(state: Option<QuotaState>, now: f64) -> js_sys::Object {
+    let object = js_sys::Object::new();
+    let (name, until) = match state {
+        Some(QuotaState::Probing) => ("probing", None),
+        Some(QuotaState::Exhausted { until }) => ("exhausted", until),
+        _ => ("open", None),
+    };
+    set(&object, "state", name.into());
+    let end = until.map(|u| js_sys::Date::new(&JsValue::from(clock::wall_now() + (u - now))));
+    set(&object, "periodEnd", opt(end));
+    object
+}
+
+/// `{ admitted, waiting, throttled, retries, abandoned, gates: [...] }`: totals over the gates,
+/// then each gate in full.
 pub fn stats(gates: &[Rc<SharedGate>]) -> JsValue {
     let now = clock::now();
     let list = js_sys::Array::new();
-    let (mut admitted, mut waiting, mut throttled) = (0u64, 0usize, 0u64);
+    let (mut admitted, mut waiting, mut throttled, mut retries, mut abandoned) =
+        (0u64, 0usize, 0u64, 0u64, 0u64);
     for gate in gates {
         let (f, timer_armed) = gate.figures();
+        let r = f.retries;
         admitted += f.admitted;
         waiting += f.waiting;
         throttled += f.throttled;
+        retries += r.throttled + r.server_error + r.network + r.timeout;
+        abandoned += f.abandoned.iter().sum::<u64>();
         let object = js_sys::Object::new();
-        set(&object, "scope", gate.scope().as_str());
-        set(&object, "rate", rate_object(gate.rate()));
-        set(&object, "admitted", f.admitted as f64);
-        set(&object, "waiting", f.waiting as f64);
-        set(&object, "peakWaiting", f.peak_waiting as f64);
-        set(&object, "cancelled", f.cancelled as f64);
-        set(&object, "throttled", f.throttled as f64);
-        set(&object, "wakeups", f.wakeups as f64);
-        set(&object, "timerArmed", timer_armed);
-        set(&object, "cooldownUntil", f.cooldown_until);
-        set(
+        set(&object, "scope", gate.scope().as_str().into());
+        set(&object, "rate", rate_object(gate.config().0).into());
+        num(&object, "requests", f.requests as f64);
+        num(&object, "admitted", f.admitted as f64);
+        num(&object, "waiting", f.waiting as f64);
+        num(&object, "peakWaiting", f.peak_waiting as f64);
+        num(&object, "cancelled", f.cancelled as f64);
+        num(&object, "expired", f.expired as f64);
+        num(&object, "throttled", f.throttled as f64);
+        num(&object, "wakeups", f.wakeups as f64);
+        set(&object, "timerArmed", timer_armed.into());
+        num(&object, "cooldownUntil", f.cooldown_until);
+        num(
             &object,
             "cooldownRemainingMs",
             (f.cooldown_until - now).max(0.0),
         );
+        set(&object, "slow", f.slow.into());
         set(
             &object,
             "lastFeedback",
             opt(f.last_feedback.as_ref().map(feedback_object)),
         );
+        let by_cause = js_sys::Object::new();
+        num(&by_cause, "throttled", r.throttled as f64);
+        num(&by_cause, "serverError", r.server_error as f64);
+        num(&by_cause, "network", r.network as f64);
+        num(&by_cause, "timeout", r.timeout as f64);
+        set(&object, "retries", by_cause.into());
+        let by_reason = js_sys::Object::new();
+        for (reason, count) in Reason::ALL.iter().zip(f.abandoned) {
+            num(&by_reason, reason.as_str(), count as f64);
+        }
+        set(&object, "abandoned", by_reason.into());
+        num(&object, "quotaRejected", f.quota_rejected as f64);
+        set(&object, "quota", quota_object(f.quota, now).into());
+        set(&object, "retryBudget", opt(f.retry_budget));
+        set(
+            &object,
+            "admissionWaitMs",
+            histogram_object(&f.admission_wait).into(),
+        );
+        set(&object, "backoffMs", histogram_object(&f.backoff).into());
         list.push(&object);
     }
     let object = js_sys::Object::new();
-    set(&object, "admitted", admitted as f64);
-    set(&object, "waiting", waiting as f64);
-    set(&object, "throttled", throttled as f64);
-    set(&object, "gates", list);
+    num(&object, "admitted", admitted as f64);
+    num(&object, "waiting", waiting as f64);
+    num(&object, "throttled", throttled as f64);
+    num(&object, "retries", retries as f64);
+    num(&object, "abandoned", abandoned as f64);
+    set(&object, "gates", list.into());
     object.into()
 }
 
-/// The configuration summary: what the next engineer tunes when the provider changes its limits.
-pub fn describe(rate: Rate) -> JsValue {
+/// The checklist's configuration summary: what the next engineer tunes when the provider
+/// changes its limits.
+pub fn describe(config: &Config) -> JsValue {
+    let rate = config.rate;
     let object = js_sys::Object::new();
-    let scope = "one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process";
-    let store = "in-process memory: this process only; other processes have their own allowance";
-    let admission = "token bucket behind a cooldown, FIFO, one timer per gate, monotonic clock";
-    let feedback = "429: Retry-After (delay-seconds or HTTP-date) sets the shared cooldown, extended never shortened; X-RateLimit-Limit/-Remaining/-Reset/-Bucket recorded";
-    let retry = "off: a 429 is returned to the caller, whose next call waits for the gate";
-    let metrics = "stats(): admitted, waiting, peakWaiting, cancelled, throttled, wakeups, timerArmed, cooldownUntil, lastFeedback per gate";
-    set(&object, "rate", rate_object(rate));
-    set(&object, "scope", scope);
-    set(&object, "store", store);
-    set(&object, "admission", admission);
-    set(&object, "feedback", feedback);
-    set(&object, "retry", retry);
-    set(&object, "metrics", metrics);
-    let text = format!(
-        "odds-gate configuration\n\
-         - bucket: burst {} at {} per second (set this to the provider's allowance for the key)\n\
-         - scope: {scope}\n\
-         - store: {store}\n\
-         - admission: {admission}\n\
-         - feedback: {feedback}\n\
-         - retry: {retry}\n\
-         - metrics: {metrics}",
+    let mut lines = vec![format!(
+        "bucket: burst {} at {} per second, per credential (set it to the provider's allowance for the key)",
         rate.burst(),
         rate.per_second()
+    )];
+    set(&object, "rate", rate_object(rate).into());
+    let mut add = |key: &str, label: &str, value: String| {
+        lines.push(format!("{label}: {value}"));
+        set(&object, key, value.into());
+    };
+    add("scope", "scope", "one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process".into());
+    add(
+        "store",
+        "store",
+        "in-process memory: per process; other processes have their own allowance".into(),
     );
-    set(&object, "text", text);
+    add("admission", "admission", "cooldown first, then token bucket; FIFO; one timer per gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < 10% of limit)".into());
+    add("feedback", "feedback", "Retry-After (seconds or HTTP-date) on 429/503 is the shared cooldown, extended never shortened; X-RateLimit-* and IETF RateLimit/RateLimit-Policy read on every response".into());
+    match &config.retry {
+        None => add(
+            "retry",
+            "retry",
+            "off: observe and admit only; the response goes back as it is".into(),
+        ),
+        Some(p) => {
+            let statuses: Vec<String> = p.rules.statuses().iter().map(u16::to_string).collect();
+            add("retry", "retry", format!(
+                "on for {} and network failures / per-attempt timeouts ({} ms); methods {}, or any with an Idempotency-Key",
+                statuses.join(", "), p.attempt_timeout_ms, p.rules.methods().join(", ")));
+            add("backoff", "backoff", format!(
+                "Retry-After exactly when given; otherwise full jitter: uniform(0, min({} ms, {} ms * 2^n))",
+                p.backoff.cap_ms(), p.backoff.base_ms()));
+            add(
+                "bounds",
+                "bounds",
+                format!(
+                    "{} attempts per call, {} ms per call (never past the caller's AbortSignal)",
+                    p.max_attempts, p.time_budget_ms
+                ),
+            );
+        }
+    }
+    add("retryBudget", "retry budget", match config.budget {
+        Some(b) => format!(
+            "shared per gate: {} tokens, a 429 retry costs {}, a transient one {}, success refunds the retry's cost (+{} for a first-time success); batch({{ retryBudget }}) adds a fixed allowance per round",
+            b.capacity, b.throttle_cost, b.transient_cost, b.success_refill),
+        None => "none".into(),
+    });
+    add("quota", "quota", "a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate; used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()".into());
+    add("metrics", "metrics", "stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms; onEvent: throttled, retry, abandoned, quota-probe".into());
+    let text = format!("odds-gate configuration\n- {}", lines.join("\n- "));
+    set(&object, "text", text.into());
     object.into()
 }

@@ -7,16 +7,18 @@ use wasm_bindgen::JsCast;
 
 use super::read::get;
 
-/// The credential headers of a request: `(X-API-Key, Authorization)`.
+/// What the gate needs to know of a request's headers.
 pub struct Credential {
     /// `X-API-Key`, when sent.
     pub api_key: Option<String>,
     /// `Authorization`, when sent.
     pub authorization: Option<String>,
+    /// Whether an `Idempotency-Key` makes a non-idempotent method safe to replay.
+    pub idempotency_key: bool,
 }
 
-/// The credential a `fetch(input, init)` call carries. As in `fetch`, `init.headers` replaces
-/// the headers of a `Request` passed as `input`.
+/// The credential (and idempotency key) a `fetch(input, init)` call carries. As in `fetch`,
+/// `init.headers` replaces the headers of a `Request` passed as `input`.
 pub fn credential(input: &JsValue, init: &JsValue) -> Credential {
     let mut headers = if init.is_object() {
         get(init, "headers")
@@ -29,15 +31,35 @@ pub fn credential(input: &JsValue, init: &JsValue) -> Credential {
     let mut found = Credential {
         api_key: None,
         authorization: None,
+        idempotency_key: false,
     };
     each_header(&headers, |name, value| {
         if name.eq_ignore_ascii_case("x-api-key") {
             found.api_key = Some(value);
         } else if name.eq_ignore_ascii_case("authorization") {
             found.authorization = Some(value);
+        } else if name.eq_ignore_ascii_case("idempotency-key") {
+            found.idempotency_key = true;
         }
     });
     found
+}
+
+/// The request's method: `init.method`, else a `Request`'s, else GET.
+pub fn method(input: &JsValue, init: &JsValue) -> String {
+    [init, input]
+        .into_iter()
+        .filter(|v| v.is_object())
+        .find_map(|v| get(v, "method").as_string())
+        .unwrap_or_else(|| "GET".into())
+}
+
+/// The request's URL as a string: `input` itself, a `URL`'s `href`, or a `Request`'s `url`.
+pub fn url(input: &JsValue) -> Option<String> {
+    input
+        .as_string()
+        .or_else(|| get(input, "href").as_string())
+        .or_else(|| get(input, "url").as_string())
 }
 
 /// Calls `visit(name, value)` for each header in `headers`.
@@ -58,7 +80,7 @@ fn each_header(headers: &JsValue, mut visit: impl FnMut(&str, String)) {
             }
         }
     } else if get(headers, "get").is_function() {
-        for name in ["x-api-key", "authorization"] {
+        for name in ["x-api-key", "authorization", "idempotency-key"] {
             if let Some(value) = lookup(headers, name) {
                 visit(name, value);
             }

@@ -9,6 +9,7 @@ use wasm_bindgen::JsValue;
 
 use super::errors::range_error;
 use super::shared_gate::SharedGate;
+use crate::core::budget::RefillingConfig;
 use crate::core::config::Rate;
 use crate::core::scope::Scope;
 
@@ -16,13 +17,28 @@ thread_local! {
     static GATES: RefCell<HashMap<Scope, Rc<SharedGate>>> = RefCell::new(HashMap::new());
 }
 
-/// The gate for `scope`, created with `rate` on first use. Asking for a different allowance
-/// for a scope that already has a gate is an error: two allowances for one key cannot both hold.
-pub fn gate_for(scope: &Scope, rate: Rate) -> Result<Rc<SharedGate>, JsValue> {
+/// The gate for `scope`, created with `rate` and `budget` on first use. Asking for a different
+/// allowance (or shared retry budget) for a scope that already has a gate is an error: two
+/// allowances for one key cannot both hold.
+pub fn gate_for(
+    scope: &Scope,
+    rate: Rate,
+    budget: Option<RefillingConfig>,
+) -> Result<Rc<SharedGate>, JsValue> {
     GATES.with(|gates| {
         let mut gates = gates.borrow_mut();
         if let Some(gate) = gates.get(scope) {
-            let existing = gate.rate();
+            let (existing, existing_budget) = gate.config();
+            if existing_budget != budget {
+                return Err(range_error(&format!(
+                    "The gate for credential {} already has {}; this wrapper asks for {}. \
+                     Wrappers sharing a credential share its retry budget: configure \
+                     `retry.budget` the same way in each.",
+                    short(scope),
+                    budget_text(existing_budget),
+                    budget_text(budget)
+                )));
+            }
             if existing != rate {
                 return Err(range_error(&format!(
                     "The gate for credential {} already enforces {{ burst: {}, perSecond: {} }}; \
@@ -37,7 +53,7 @@ pub fn gate_for(scope: &Scope, rate: Rate) -> Result<Rc<SharedGate>, JsValue> {
             }
             return Ok(gate.clone());
         }
-        let gate = SharedGate::new(scope.clone(), rate);
+        let gate = SharedGate::new(scope.clone(), rate, budget);
         gates.insert(scope.clone(), gate.clone());
         Ok(gate)
     })
@@ -47,4 +63,14 @@ pub fn gate_for(scope: &Scope, rate: Rate) -> Result<Rc<SharedGate>, JsValue> {
 pub fn short(scope: &Scope) -> &str {
     let name = scope.as_str();
     &name[..name.len().min("key:".len() + 8)]
+}
+
+fn budget_text(budget: Option<RefillingConfig>) -> String {
+    match budget {
+        None => "no shared retry budget".into(),
+        Some(b) => format!(
+            "a retry budget of {} (throttle {}, transient {}, success refill {})",
+            b.capacity, b.throttle_cost, b.transient_cost, b.success_refill
+        ),
+    }
 }

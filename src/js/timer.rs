@@ -44,6 +44,12 @@ impl Timer {
         self.armed = Some((handle, due));
     }
 
+    /// Makes the callback run at `due` exactly, moving an armed timer later if need be.
+    pub fn set(&mut self, due: Millis, now: Millis) {
+        self.disarm();
+        self.arm(due, now);
+    }
+
     /// Cancels the pending run, if any.
     pub fn disarm(&mut self) {
         if let Some((handle, _)) = self.armed.take() {

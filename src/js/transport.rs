@@ -1,40 +1,63 @@
-//! `createFetch`'s engine: for every call, find the credential's gate, wait for admission, call
-//! the inner `fetch`, read throttle feedback from the headers, and hand back the very same
-//! `Response` with its body unread.
+//! `createFetch`'s engine. For every call: find the credential's gate, join its line, and once
+//! admitted call the inner `fetch`; learn from the response's headers; then, as the core's
+//! policy decides, hand back the very same `Response` (body unread), or dispose of its body
+//! and retry through the same gate, or give up with a typed error.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::{future_to_promise, JsFuture};
+use wasm_bindgen_futures::{future_to_promise, spawn_local};
 
+use super::attempt::{self, Attempted};
+use super::body;
 use super::clock;
-use super::errors::{config_error, range_error, type_error};
+use super::errors::{abandoned_error, quota_error, range_error, type_error};
+use super::events::set;
 use super::figures;
-use super::headers::{credential, lookup};
-use super::read::{self, get};
+use super::headers::{self, credential, lookup, Credential};
+use super::options::{self, Config};
+use super::probe;
+use super::random::OsRandom;
+use super::read::get;
 use super::registry::gate_for;
-use super::shared_gate::SharedGate;
-use crate::core::config::Rate;
-use crate::core::feedback::parse_feedback;
+use super::shared_gate::{Entry, Refusal, SharedGate};
+use super::wait::Slot;
+use crate::core::budget::BatchBudget;
+use crate::core::classify::Outcome;
+use crate::core::feedback::{parse_feedback, Feedback};
+use crate::core::policy::{Budgets, Call, Reason, Verdict};
+use crate::core::quota::{looks_exhausted, QuotaState};
 use crate::core::scope::Scope;
-
-const OPTIONS: &[&str] = &["rate", "fetch", "retry"];
-const RATE_OPTIONS: &[&str] = &["burst", "perSecond"];
+use crate::core::Millis;
 
 /// A gated `fetch`. The package's `createFetch` wraps it in a plain function.
 #[wasm_bindgen]
 pub struct Transport {
-    inner: Rc<Inner>,
+    config: Rc<Config>,
+    /// Gates this wrapper (and its batches) have used, most recent first: the figures it
+    /// reports, and a fast path for the common case of one key.
+    gates: Rc<RefCell<Vec<Rc<SharedGate>>>>,
+    batch: Option<Rc<RefCell<Batch>>>,
 }
 
-struct Inner {
-    rate: Rate,
-    fetch: Option<js_sys::Function>,
-    /// Gates this wrapper has used, most recent first: the figures it reports, and a fast path
-    /// for the common case of one key.
-    gates: RefCell<Vec<Rc<SharedGate>>>,
+/// One refresh round: a deadline for every call in it and, optionally, a retry allowance.
+struct Batch {
+    deadline: Millis,
+    budget: Option<BatchBudget>,
+}
+
+/// What one call carries from attempt to attempt.
+struct Flight {
+    config: Rc<Config>,
+    gate: Rc<SharedGate>,
+    batch: Option<Rc<RefCell<Batch>>>,
+    input: JsValue,
+    init: JsValue,
+    signal: Option<web_sys::AbortSignal>,
+    call: Option<Call>,
+    credential: Credential,
 }
 
 #[wasm_bindgen]
@@ -42,96 +65,100 @@ impl Transport {
     /// Validates the options; see the package's `index.d.ts` for each one.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<Transport, JsValue> {
-        read::object(&options, "options", OPTIONS, false)?;
-        let rate_value = get(&options, "rate");
-        if rate_value.is_undefined() {
-            return Err(type_error(
-                "`rate` is required: the provider's allowance for this key, e.g. { burst: 2, perSecond: 2 }",
-            ));
-        }
-        read::object(&rate_value, "rate", RATE_OPTIONS, false)?;
-        let rate = Rate::new(
-            read::required_number(&rate_value, "burst", "rate.burst")?,
-            read::required_number(&rate_value, "perSecond", "rate.perSecond")?,
-        )
-        .map_err(config_error)?;
-
-        let fetch = get(&options, "fetch");
-        let fetch = if fetch.is_undefined() {
-            None
-        } else {
-            Some(fetch.dyn_into::<js_sys::Function>().map_err(|v| {
-                type_error(&format!(
-                    "Expected `fetch` to be a function, got {}",
-                    read::describe(&v)
-                ))
-            })?)
-        };
-
-        let retry = get(&options, "retry");
-        if !(retry.is_undefined() || retry == JsValue::FALSE) {
-            return Err(type_error(
-                "Expected `retry` to be false: retries are not built yet, a 429 is returned to the caller",
-            ));
-        }
-
         Ok(Transport {
-            inner: Rc::new(Inner {
-                rate,
-                fetch,
-                gates: RefCell::new(Vec::new()),
-            }),
+            config: Rc::new(options::config(&options)?),
+            gates: Rc::new(RefCell::new(Vec::new())),
+            batch: None,
         })
     }
 
     /// `fetch(input, init)` through the credential's gate.
     pub fn fetch(&self, input: JsValue, init: JsValue) -> js_sys::Promise {
-        let inner = self.inner.clone();
         // Join the line now, in call order; only the waiting and the network are asynchronous.
-        let entry = self
-            .inner
-            .gate(&input, &init)
-            .and_then(|gate| Ok((gate.enter(signal(&input, &init))?, gate)));
+        let started = self.start(input, init);
         future_to_promise(async move {
-            let (entry, gate) = entry?;
-            entry.admitted().await?;
-            inner.send(&gate, input, init).await
+            let (mut flight, entry) = started?;
+            flight.run(entry).await
+        })
+    }
+
+    /// A `fetchImpl` for one refresh round sharing this wrapper's gates: every call in it
+    /// gives up rather than be admitted after `deadlineMs` from now, and the round's retries
+    /// are limited to `retryBudget` in all.
+    pub fn batch(&self, options: JsValue) -> Result<Transport, JsValue> {
+        let (deadline_ms, retry_budget) = options::batch(&options)?;
+        Ok(Transport {
+            config: self.config.clone(),
+            gates: self.gates.clone(),
+            batch: Some(Rc::new(RefCell::new(Batch {
+                deadline: clock::now() + deadline_ms,
+                budget: retry_budget.map(BatchBudget::new),
+            }))),
         })
     }
 
     /// Live figures of every gate this wrapper has used.
     pub fn stats(&self) -> JsValue {
-        figures::stats(&self.inner.gates.borrow())
+        let stats = figures::stats(&self.gates.borrow());
+        if let Some(batch) = &self.batch {
+            let batch = batch.borrow();
+            let object = js_sys::Object::new();
+            set(
+                &object,
+                "remainingMs",
+                (batch.deadline - clock::now()).max(0.0).into(),
+            );
+            let left = batch.budget.as_ref().map(|b| b.left());
+            set(
+                &object,
+                "retriesLeft",
+                left.map_or(JsValue::NULL, JsValue::from),
+            );
+            let _ = js_sys::Reflect::set(&stats, &"batch".into(), &object);
+        }
+        stats
     }
 
     /// The configuration summary, as an object with a `text` rendering.
     pub fn describe(&self) -> JsValue {
-        figures::describe(self.inner.rate)
+        figures::describe(&self.config)
+    }
+
+    /// Declares the quota available again on every gate this wrapper has used.
+    #[wasm_bindgen(js_name = resetQuota)]
+    pub fn reset_quota(&self) {
+        for gate in self.gates.borrow().iter() {
+            gate.with(|g| g.reset_quota());
+        }
     }
 }
 
-impl Inner {
-    /// Calls the inner fetch for an admitted call and observes the response.
-    async fn send(
-        &self,
-        gate: &SharedGate,
-        input: JsValue,
-        init: JsValue,
-    ) -> Result<JsValue, JsValue> {
-        let fetch = match &self.fetch {
-            Some(fetch) => fetch.clone(),
-            None => global_fetch()?,
+impl Transport {
+    fn start(&self, input: JsValue, init: JsValue) -> Result<(Flight, Entry), JsValue> {
+        let credential = credential(&input, &init);
+        let gate = self.gate(&credential)?;
+        let signal = signal(&input, &init);
+        let call = self.config.retry.as_ref().map(|policy| {
+            let method = headers::method(&input, &init);
+            let replayable = policy.rules.may_replay(&method, credential.idempotency_key);
+            let batch_deadline = self.batch.as_ref().map(|b| b.borrow().deadline);
+            policy.start(clock::now(), batch_deadline, replayable)
+        });
+        let mut flight = Flight {
+            config: self.config.clone(),
+            gate,
+            batch: self.batch.clone(),
+            input,
+            init,
+            signal,
+            call,
+            credential,
         };
-        let pending = fetch.call2(&JsValue::UNDEFINED, &input, &init)?;
-        let response = JsFuture::from(js_sys::Promise::resolve(&pending)).await?;
-        if get(&response, "status").as_f64() == Some(429.0) {
-            observe_throttle(gate, &response)?;
-        }
-        Ok(response)
+        let entry = flight.enter()?;
+        Ok((flight, entry))
     }
 
-    fn gate(&self, input: &JsValue, init: &JsValue) -> Result<Rc<SharedGate>, JsValue> {
-        let credential = credential(input, init);
+    fn gate(&self, credential: &Credential) -> Result<Rc<SharedGate>, JsValue> {
         let scope = Scope::of(
             credential.api_key.as_deref(),
             credential.authorization.as_deref(),
@@ -144,54 +171,272 @@ impl Inner {
             }
             return Ok(gates[0].clone());
         }
-        let gate = gate_for(&scope, self.rate)?;
+        let gate = gate_for(&scope, self.config.rate, self.config.budget)?;
         gates.insert(0, gate.clone());
         Ok(gate)
     }
 }
 
-/// Feeds a 429's headers to the gate. A `Retry-After` too large to honour exactly rejects the
-/// call (never a shorter wait), and the body nobody will read is cancelled.
-fn observe_throttle(gate: &SharedGate, response: &JsValue) -> Result<(), JsValue> {
-    let headers = get(response, "headers");
-    match parse_feedback(|name| lookup(&headers, name), clock::wall_now()) {
-        Ok(feedback) => {
-            gate.observe_throttle(feedback);
-            Ok(())
-        }
-        Err(error) => {
-            // Counted and recorded, but no cooldown: the call itself fails loudly instead.
-            let readable = parse_feedback(
-                |name| {
-                    (name != "retry-after")
-                        .then(|| lookup(&headers, name))
-                        .flatten()
-                },
-                clock::wall_now(),
-            );
-            gate.observe_throttle(readable.unwrap_or_default());
-            cancel_body(response);
-            Err(range_error(&error.to_string()))
+impl Flight {
+    /// The call's deadline: its own time budget or its batch's; none with `retry: false`.
+    fn deadline(&self) -> Millis {
+        match (&self.call, &self.batch) {
+            (Some(call), _) => call.deadline(),
+            (None, Some(batch)) => batch.borrow().deadline,
+            (None, None) => f64::INFINITY,
         }
     }
-}
 
-thread_local! {
-    /// A rejection handler that does nothing, made once.
-    static IGNORE: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
-}
+    /// Joins the gate's line, turning a refusal into the error the caller sees.
+    fn enter(&mut self) -> Result<Entry, JsValue> {
+        let refused = match self.gate.enter(self.signal.as_ref(), self.deadline()) {
+            Ok(entry) => return Ok(entry),
+            Err(refusal) => refusal,
+        };
+        Err(self.refused(refused))
+    }
 
-/// Cancels a response body so its connection is freed.
-fn cancel_body(response: &JsValue) {
-    let body = get(response, "body");
-    if let Ok(cancel) = get(&body, "cancel").dyn_into::<js_sys::Function>() {
-        if let Ok(promise) = cancel.call0(&body) {
-            // A failed cancel has nobody to tell; keep it from becoming an unhandled rejection.
-            if let Ok(promise) = promise.dyn_into::<js_sys::Promise>() {
-                let _ = IGNORE.with(|ignore| promise.catch(ignore));
+    fn refused(&self, refusal: Refusal) -> JsValue {
+        match refusal {
+            Refusal::Aborted(reason) => reason,
+            Refusal::Exhausted(end) => quota_error(end),
+            Refusal::Late => {
+                let reason = self
+                    .call
+                    .as_ref()
+                    .map_or(Reason::Deadline, Call::deadline_reason);
+                self.give_up(reason)
             }
         }
     }
+
+    fn give_up(&self, reason: Reason) -> JsValue {
+        let abandoned = match &self.call {
+            Some(call) => call.abandon(reason),
+            None => crate::core::policy::Abandoned {
+                reason,
+                attempts: 0,
+                status: None,
+                retry_after_ms: None,
+            },
+        };
+        self.gate.with(|g| g.record_abandoned(reason));
+        self.config
+            .events
+            .emit("abandoned", self.gate.scope().as_str(), |e| {
+                set(e, "reason", reason.as_str().into());
+                set(e, "attempts", abandoned.attempts.into());
+            });
+        abandoned_error(abandoned)
+    }
+
+    /// Attempts until the policy delivers or gives up.
+    async fn run(&mut self, mut entry: Entry) -> Result<JsValue, JsValue> {
+        loop {
+            let ticket = entry.admitted().await.map_err(|r| self.refused(r))?;
+            let fetch = match &self.config.fetch {
+                Some(fetch) => fetch.clone(),
+                None => global_fetch()?,
+            };
+            let attempted = match &mut self.call {
+                None => attempt::send_plain(&fetch, &self.input, &self.init).await,
+                Some(call) => {
+                    call.sent();
+                    let left = call.deadline() - clock::now();
+                    let policy = self.config.retry.as_ref().expect("a call has a policy");
+                    let timeout = policy.attempt_timeout_ms.min(left).max(1.0);
+                    let signal = self.signal.as_ref();
+                    attempt::send_guarded(&fetch, &self.input, &self.init, signal, timeout).await
+                }
+            };
+            self.gate.responded(ticket);
+            let (outcome, response, error) = match attempted {
+                Attempted::CallerAborted(reason) => return Err(reason),
+                Attempted::Failed { error, timeout } => {
+                    let outcome = if timeout {
+                        Outcome::Timeout
+                    } else {
+                        Outcome::Network
+                    };
+                    (outcome, None, Some(error))
+                }
+                Attempted::Response(response) => {
+                    let feedback = self.observe(&response)?;
+                    let status = attempt::status(&response);
+                    let outcome = Outcome::Response {
+                        status,
+                        retry_after_ms: feedback.and_then(|f| f.retry_after_ms),
+                    };
+                    (outcome, Some(response), None)
+                }
+            };
+            let verdict = match &mut self.call {
+                None => Verdict::Deliver,
+                Some(call) => {
+                    let policy = self.config.retry.as_ref().expect("a call has a policy");
+                    let mut batch = self.batch.as_ref().map(|b| b.borrow_mut());
+                    self.gate.with(|g| {
+                        let budgets = Budgets {
+                            gate: g.budget_mut(),
+                            batch: batch.as_mut().and_then(|b| b.budget.as_mut()),
+                        };
+                        policy.after(call, outcome, clock::now(), budgets, &mut OsRandom)
+                    })
+                }
+            };
+            if let Verdict::Deliver = verdict {
+                return match (response, error) {
+                    (Some(response), _) => Ok(response),
+                    (None, Some(error)) => Err(error),
+                    (None, None) => unreachable!("an attempt ends with a response or an error"),
+                };
+            }
+            // The caller will never see this response: free its connection, and ask whether
+            // the 429 meant the monthly quota.
+            if let Some(response) = &response {
+                let text = body::discard(response).await;
+                if outcome_status(outcome) == Some(429) {
+                    self.check_quota(text).await?;
+                }
+            }
+            match verdict {
+                Verdict::Abandon(abandoned) => {
+                    self.gate.with(|g| g.record_abandoned(abandoned.reason));
+                    self.config
+                        .events
+                        .emit("abandoned", self.gate.scope().as_str(), |e| {
+                            set(e, "reason", abandoned.reason.as_str().into());
+                            set(e, "attempts", abandoned.attempts.into());
+                        });
+                    return Err(abandoned_error(abandoned));
+                }
+                Verdict::Retry {
+                    not_before,
+                    delay_ms,
+                    server_delay,
+                    ..
+                } => {
+                    let backoff = (!server_delay).then_some(delay_ms);
+                    self.gate.with(|g| g.record_retry(outcome, backoff));
+                    let attempts = self.call.as_ref().map_or(0, Call::attempts);
+                    self.config
+                        .events
+                        .emit("retry", self.gate.scope().as_str(), |e| {
+                            set(e, "attempt", (attempts + 1).into());
+                            set(e, "delayMs", delay_ms.into());
+                            set(e, "serverDelay", server_delay.into());
+                        });
+                    // A Retry-After already holds the whole gate; only our own backoff sleeps.
+                    if not_before > self.gate.with(|g| g.blocked_until()) {
+                        super::sleep::until(not_before, self.signal.as_ref()).await?;
+                    }
+                    entry = self.enter()?;
+                }
+                Verdict::Deliver => unreachable!("delivered above"),
+            }
+        }
+    }
+
+    /// Feeds a response's headers to the gate (and the quota watch). A `Retry-After` too
+    /// large to honour exactly rejects the call, never a shorter wait.
+    fn observe(&self, response: &JsValue) -> Result<Option<Feedback>, JsValue> {
+        let status = attempt::status(response);
+        // With `retry: false` only a 429 is read; with retries every response may pace us.
+        if self.call.is_none() && status != 429 {
+            return Ok(None);
+        }
+        let headers = get(response, "headers");
+        let feedback = match parse_feedback(|name| lookup(&headers, name), clock::wall_now()) {
+            Ok(feedback) => feedback,
+            Err(error) => {
+                // Counted and recorded, but no cooldown: the call itself fails loudly instead.
+                let readable = parse_feedback(
+                    |name| {
+                        (name != "retry-after")
+                            .then(|| lookup(&headers, name))
+                            .flatten()
+                    },
+                    clock::wall_now(),
+                );
+                self.gate.observe(status, readable.unwrap_or_default());
+                body::cancel(&get(response, "body"));
+                return Err(range_error(&error.to_string()));
+            }
+        };
+        let retry_after = feedback.retry_after_ms;
+        self.gate.observe(status, feedback.clone());
+        if status == 429 {
+            self.config
+                .events
+                .emit("throttled", self.gate.scope().as_str(), |e| {
+                    set(
+                        e,
+                        "retryAfterMs",
+                        retry_after.map_or(JsValue::NULL, JsValue::from),
+                    );
+                });
+        }
+        // A run of bare 429s starts the probe. Without retries the 429 still goes back
+        // untouched; the probe's answer is for later calls.
+        if self
+            .gate
+            .with(|g| g.quota_suspect(status, retry_after.is_some()))
+        {
+            self.start_probe();
+        }
+        Ok(Some(feedback))
+    }
+
+    /// After a 429 the caller will not see: probe `/usage` once for the gate if it looks like
+    /// the monthly quota, wait for the probe's answer, and fail fast when it confirms.
+    async fn check_quota(&self, text: Option<String>) -> Result<(), JsValue> {
+        let says = text.as_deref().is_some_and(body_says_quota);
+        if says && self.gate.with(|g| g.quota_hint()) {
+            self.start_probe();
+        }
+        let slot = Slot::default();
+        if self.gate.probe_running(Some(&slot)) {
+            slot.wait().await;
+        }
+        let now = clock::now();
+        match self.gate.with(|g| g.quota(now)) {
+            QuotaState::Exhausted { until } => {
+                Err(quota_error(until.map(|u| clock::wall_now() + (u - now))))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn start_probe(&self) {
+        self.gate.probe_started();
+        let url = self.config.usage_url.clone().or_else(|| {
+            headers::url(&self.input).and_then(|u| crate::core::quota::usage_url_for(&u))
+        });
+        let probe = probe::Probe {
+            gate: self.gate.clone(),
+            config: self.config.clone(),
+            url,
+            api_key: self.credential.api_key.clone(),
+            authorization: self.credential.authorization.clone(),
+        };
+        spawn_local(probe.run());
+    }
+}
+
+fn outcome_status(outcome: Outcome) -> Option<u16> {
+    match outcome {
+        Outcome::Response { status, .. } => Some(status),
+        _ => None,
+    }
+}
+
+/// Whether a 429 body (JSON `{ code, detail }`) speaks of the monthly quota.
+fn body_says_quota(text: &str) -> bool {
+    let Ok(json) = js_sys::JSON::parse(text) else {
+        return false;
+    };
+    let field = |k| get(&json, k).as_string();
+    looks_exhausted(field("code").as_deref(), field("detail").as_deref())
 }
 
 /// The `AbortSignal` of the call: `init.signal`, else that of a `Request` passed as `input`.
@@ -205,7 +450,7 @@ fn signal(input: &JsValue, init: &JsValue) -> Option<web_sys::AbortSignal> {
 }
 
 /// The global `fetch`, looked up at call time so a test or polyfill installed later is used.
-fn global_fetch() -> Result<js_sys::Function, JsValue> {
+pub fn global_fetch() -> Result<js_sys::Function, JsValue> {
     get(&js_sys::global(), "fetch")
         .dyn_into()
         .map_err(|_| type_error("No global `fetch`: pass one as the `fetch` option"))

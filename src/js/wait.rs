@@ -1,5 +1,5 @@
-//! A one-shot slot a waiting call awaits: settled once by the gate's timer (admitted) or by an
-//! abort, whichever comes first. Plain Rust, so 100,000 waiters cost no JavaScript objects.
+//! A one-shot slot a waiting call awaits, settled once by whoever comes first (the gate's
+//! timer, an abort, a deadline). Plain Rust, so 100,000 waiters cost no JavaScript objects.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -7,25 +7,34 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use wasm_bindgen::JsValue;
-
-/// The outcome of a wait: admitted, or the value to reject with.
-pub type Outcome = Result<(), JsValue>;
-
-#[derive(Default)]
-struct State {
-    outcome: Option<Outcome>,
+struct State<T> {
+    outcome: Option<T>,
     waker: Option<Waker>,
     settled: bool,
 }
 
 /// Shared between the waiting call and whoever settles it.
-#[derive(Clone, Default)]
-pub struct Slot(Rc<RefCell<State>>);
+pub struct Slot<T>(Rc<RefCell<State<T>>>);
 
-impl Slot {
+impl<T> Clone for Slot<T> {
+    fn clone(&self) -> Self {
+        Slot(self.0.clone())
+    }
+}
+
+impl<T> Default for Slot<T> {
+    fn default() -> Self {
+        Slot(Rc::new(RefCell::new(State {
+            outcome: None,
+            waker: None,
+            settled: false,
+        })))
+    }
+}
+
+impl<T> Slot<T> {
     /// Settles the wait; later settles are ignored, so a call settles exactly once.
-    pub fn settle(&self, outcome: Outcome) {
+    pub fn settle(&self, outcome: T) {
         let waker = {
             let mut state = self.0.borrow_mut();
             if state.settled {
@@ -41,18 +50,18 @@ impl Slot {
     }
 
     /// A future that resolves with the outcome.
-    pub fn wait(&self) -> Wait {
+    pub fn wait(&self) -> Wait<T> {
         Wait(self.clone())
     }
 }
 
 /// Resolves when the slot is settled.
-pub struct Wait(Slot);
+pub struct Wait<T>(Slot<T>);
 
-impl Future for Wait {
-    type Output = Outcome;
+impl<T> Future for Wait<T> {
+    type Output = T;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let mut state = (self.0).0.borrow_mut();
         match state.outcome.take() {
             Some(outcome) => Poll::Ready(outcome),

@@ -1,0 +1,192 @@
+//! Retry budgets: how much extra work failures may cause across many calls. A per-call attempt
+//! cap stops one call from retrying forever; a budget stops a thousand calls from each retrying
+//! a little during an outage and multiplying the load.
+//!
+//! Two shapes. [`BatchBudget`] is the article's: a fixed allowance of retries for one round of
+//! work, never replenished. [`RefillingBudget`] is for a long-running service, after AWS SDK
+//! "standard" retry mode: a pool of 500 tokens; a throttling retry costs 5, a transient one
+//! (5xx, network, timeout) 10; a call that succeeds after retrying refunds what its last retry
+//! cost, and a call that succeeds first time adds 1. A healthy service refills the pool; a
+//! sustained outage drains it and retries stop until successes return.
+
+use super::classify::Kind;
+use super::config::{at_least, ConfigError};
+
+/// A fixed number of retries for one batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchBudget {
+    left: u32,
+}
+
+impl BatchBudget {
+    /// `retries` retries in all.
+    pub fn new(retries: u32) -> Self {
+        BatchBudget { left: retries }
+    }
+
+    /// Retries still allowed.
+    pub fn left(&self) -> u32 {
+        self.left
+    }
+
+    /// Whether a retry may go now (nothing is spent).
+    pub fn can_withdraw(&self) -> bool {
+        self.left > 0
+    }
+
+    /// Spends one retry.
+    pub fn withdraw(&mut self) {
+        self.left = self.left.saturating_sub(1);
+    }
+}
+
+/// The settings of a [`RefillingBudget`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RefillingConfig {
+    /// Tokens when full (AWS: 500).
+    pub capacity: f64,
+    /// Cost of retrying a 429 (here: 5).
+    pub throttle_cost: f64,
+    /// Cost of retrying a 5xx, network failure or timeout (here: 10).
+    pub transient_cost: f64,
+    /// Added by a call that succeeds on its first attempt (AWS: 1).
+    pub success_refill: f64,
+}
+
+impl RefillingConfig {
+    /// The AWS-standard-mode numbers.
+    pub const DEFAULT: RefillingConfig = RefillingConfig {
+        capacity: 500.0,
+        throttle_cost: 5.0,
+        transient_cost: 10.0,
+        success_refill: 1.0,
+    };
+
+    /// Checks every field is a finite number >= 0 (capacity > 0).
+    pub fn validate(self) -> Result<Self, ConfigError> {
+        at_least(
+            "retry.budget.capacity",
+            self.capacity,
+            1.0,
+            "a finite number >= 1",
+        )?;
+        for (field, value) in [
+            ("retry.budget.throttleCost", self.throttle_cost),
+            ("retry.budget.transientCost", self.transient_cost),
+            ("retry.budget.successRefill", self.success_refill),
+        ] {
+            at_least(field, value, 0.0, "a finite number >= 0")?;
+        }
+        Ok(self)
+    }
+}
+
+/// A pool of retry tokens that successes refill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefillingBudget {
+    config: RefillingConfig,
+    available: f64,
+}
+
+impl RefillingBudget {
+    /// A full pool.
+    pub fn new(config: RefillingConfig) -> Self {
+        RefillingBudget {
+            config,
+            available: config.capacity,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> RefillingConfig {
+        self.config
+    }
+
+    /// Tokens in the pool.
+    pub fn available(&self) -> f64 {
+        self.available
+    }
+
+    /// What a retry of this kind costs.
+    pub fn cost(&self, kind: Kind) -> f64 {
+        match kind {
+            Kind::Throttle => self.config.throttle_cost,
+            Kind::Transient => self.config.transient_cost,
+        }
+    }
+
+    /// Whether a retry of this kind may go now (nothing is spent).
+    pub fn can_withdraw(&self, kind: Kind) -> bool {
+        self.available >= self.cost(kind)
+    }
+
+    /// Spends a retry's cost and returns it, for the refund on success.
+    pub fn withdraw(&mut self, kind: Kind) -> f64 {
+        let cost = self.cost(kind);
+        self.available -= cost;
+        cost
+    }
+
+    /// A call succeeded: refund its last retry's cost, or add the first-time bonus.
+    pub fn on_success(&mut self, last_retry_cost: Option<f64>) {
+        let refill = last_retry_cost.unwrap_or(self.config.success_refill);
+        self.available = (self.available + refill).min(self.config.capacity);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_allowance_is_never_replenished() {
+        let mut b = BatchBudget::new(2);
+        assert!(b.can_withdraw());
+        b.withdraw();
+        b.withdraw();
+        assert!(!b.can_withdraw());
+        b.withdraw();
+        assert_eq!(b.left(), 0);
+    }
+
+    #[test]
+    fn an_outage_drains_the_pool_and_stops_retries() {
+        let mut b = RefillingBudget::new(RefillingConfig::DEFAULT);
+        let mut retries = 0;
+        while b.can_withdraw(Kind::Transient) {
+            b.withdraw(Kind::Transient);
+            retries += 1;
+        }
+        assert_eq!(retries, 50);
+        // Throttling retries are cheaper, but the pool is empty for them too.
+        assert!(!b.can_withdraw(Kind::Throttle));
+    }
+
+    #[test]
+    fn successes_refill_the_pool_up_to_capacity() {
+        let mut b = RefillingBudget::new(RefillingConfig::DEFAULT);
+        let cost = b.withdraw(Kind::Throttle);
+        assert_eq!(b.available(), 495.0);
+        b.on_success(Some(cost));
+        assert_eq!(b.available(), 500.0);
+        b.on_success(None);
+        assert_eq!(b.available(), 500.0, "never above capacity");
+        b.withdraw(Kind::Transient);
+        b.on_success(None);
+        assert_eq!(b.available(), 491.0);
+    }
+
+    #[test]
+    fn refuses_nonsense_settings() {
+        let mut c = RefillingConfig::DEFAULT;
+        c.transient_cost = -1.0;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("transientCost"));
+        c = RefillingConfig::DEFAULT;
+        c.capacity = f64::NAN;
+        assert!(c.validate().is_err());
+    }
+}

@@ -1,0 +1,161 @@
+//! Which failures are worth another attempt, and which requests may be sent twice.
+//!
+//! Retried: 429, 502, 503, 504, a network failure, and our own per-attempt timeout. Never:
+//! 400, 401, 403, 404, 422, which fail the same way every time. Only idempotent methods (GET,
+//! HEAD, OPTIONS, PUT, DELETE) or a request carrying an `Idempotency-Key` are replayed; a bare
+//! POST or PATCH is sent once.
+
+use super::config::ConfigError;
+use super::Millis;
+
+/// Statuses that mean "this request is wrong", not "try later": never retried, whatever the
+/// configuration says.
+pub const NEVER_RETRIED: [u16; 5] = [400, 401, 403, 404, 422];
+
+/// What one attempt came to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Outcome {
+    /// A response arrived (its `Retry-After`, if any, already parsed).
+    Response {
+        /// The HTTP status.
+        status: u16,
+        /// The server's requested wait, if it gave one we can honour.
+        retry_after_ms: Option<Millis>,
+    },
+    /// The inner fetch rejected: connection refused, reset, DNS.
+    Network,
+    /// Our own per-attempt timeout fired.
+    Timeout,
+}
+
+/// The retry budget charges throttling and transient failures differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// 429: the allowance is spent for now.
+    Throttle,
+    /// 5xx, network failure or timeout: something is unwell.
+    Transient,
+}
+
+/// The retryable sets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryRules {
+    statuses: Vec<u16>,
+    methods: Vec<String>,
+}
+
+impl Default for RetryRules {
+    fn default() -> Self {
+        RetryRules {
+            statuses: vec![429, 502, 503, 504],
+            methods: ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+}
+
+impl RetryRules {
+    /// Custom sets. Statuses must be 408, 425, 429 or 5xx; the client-error set above is
+    /// refused by name. Methods are compared case-insensitively.
+    pub fn new(statuses: Vec<u16>, methods: Vec<String>) -> Result<RetryRules, ConfigError> {
+        for &status in &statuses {
+            let allowed = matches!(status, 408 | 425 | 429 | 500..=599);
+            if !allowed || NEVER_RETRIED.contains(&status) {
+                return Err(ConfigError::OutOfRange {
+                    field: "retry.statuses",
+                    expected: "408, 425, 429 or a 5xx status (4xx client errors fail the same way every time)",
+                    got: status.into(),
+                });
+            }
+        }
+        let methods = methods
+            .into_iter()
+            .map(|m| m.to_ascii_uppercase())
+            .collect();
+        Ok(RetryRules { statuses, methods })
+    }
+
+    /// The retryable statuses.
+    pub fn statuses(&self) -> &[u16] {
+        &self.statuses
+    }
+
+    /// The methods that may be replayed without an `Idempotency-Key`.
+    pub fn methods(&self) -> &[String] {
+        &self.methods
+    }
+
+    /// Whether a request may be sent more than once.
+    pub fn may_replay(&self, method: &str, has_idempotency_key: bool) -> bool {
+        has_idempotency_key || self.methods.iter().any(|m| m.eq_ignore_ascii_case(method))
+    }
+
+    /// The kind of a failure worth retrying, or `None` when the outcome is final.
+    pub fn retryable(&self, outcome: Outcome) -> Option<Kind> {
+        match outcome {
+            Outcome::Response { status: 429, .. } if self.statuses.contains(&429) => {
+                Some(Kind::Throttle)
+            }
+            Outcome::Response { status, .. } => {
+                self.statuses.contains(&status).then_some(Kind::Transient)
+            }
+            Outcome::Network | Outcome::Timeout => Some(Kind::Transient),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(status: u16) -> Outcome {
+        Outcome::Response {
+            status,
+            retry_after_ms: None,
+        }
+    }
+
+    #[test]
+    fn retries_throttles_gateway_errors_and_network_failures() {
+        let rules = RetryRules::default();
+        assert_eq!(rules.retryable(status(429)), Some(Kind::Throttle));
+        for s in [502, 503, 504] {
+            assert_eq!(rules.retryable(status(s)), Some(Kind::Transient), "{s}");
+        }
+        assert_eq!(rules.retryable(Outcome::Network), Some(Kind::Transient));
+        assert_eq!(rules.retryable(Outcome::Timeout), Some(Kind::Transient));
+    }
+
+    #[test]
+    fn never_retries_client_errors_or_success() {
+        let rules = RetryRules::default();
+        for s in [200, 204, 301, 400, 401, 403, 404, 422, 500, 501] {
+            assert_eq!(rules.retryable(status(s)), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn replays_only_idempotent_or_keyed_requests() {
+        let rules = RetryRules::default();
+        for m in ["GET", "get", "HEAD", "OPTIONS", "PUT", "DELETE"] {
+            assert!(rules.may_replay(m, false), "{m}");
+        }
+        assert!(!rules.may_replay("POST", false));
+        assert!(!rules.may_replay("PATCH", false));
+        assert!(rules.may_replay("POST", true));
+    }
+
+    #[test]
+    fn the_sets_are_configurable_but_client_errors_are_refused() {
+        let rules = RetryRules::new(vec![503], vec!["get".into()]).unwrap();
+        assert_eq!(rules.retryable(status(429)), None);
+        assert_eq!(rules.retryable(status(503)), Some(Kind::Transient));
+        assert!(rules.may_replay("GET", false));
+        assert!(!rules.may_replay("DELETE", false));
+        for s in [400, 401, 403, 404, 422, 200, 302, 418] {
+            let err = RetryRules::new(vec![s], vec![]).unwrap_err();
+            assert!(err.to_string().contains("retry.statuses"), "{s}");
+        }
+    }
+}

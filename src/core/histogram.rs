@@ -1,0 +1,72 @@
+//! A fixed-bucket histogram of durations: cheap to record, and enough to see the shape of
+//! admission waits and backoffs without keeping every sample.
+
+use super::Millis;
+
+/// Upper bounds of the buckets, in milliseconds; a last bucket holds everything above.
+pub const BOUNDS_MS: [Millis; 14] = [
+    1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 5e3, 1e4, 6e4,
+];
+
+/// Counts of durations per bucket, with their count, sum and maximum.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Histogram {
+    counts: [u64; BOUNDS_MS.len() + 1],
+    count: u64,
+    sum: Millis,
+    max: Millis,
+}
+
+impl Histogram {
+    /// Adds one duration (negative ones count as 0).
+    pub fn record(&mut self, ms: Millis) {
+        let ms = ms.max(0.0);
+        let bucket = BOUNDS_MS
+            .iter()
+            .position(|&b| ms <= b)
+            .unwrap_or(BOUNDS_MS.len());
+        self.counts[bucket] += 1;
+        self.count += 1;
+        self.sum += ms;
+        self.max = self.max.max(ms);
+    }
+
+    /// Per-bucket counts, the last for durations above every bound.
+    pub fn counts(&self) -> &[u64] {
+        &self.counts
+    }
+
+    /// Durations recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Their sum.
+    pub fn sum(&self) -> Millis {
+        self.sum
+    }
+
+    /// The longest.
+    pub fn max(&self) -> Millis {
+        self.max
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_into_the_first_bucket_that_fits() {
+        let mut h = Histogram::default();
+        for ms in [0.0, 1.0, 1.5, 499.0, 500.0, 501.0, 1e6] {
+            h.record(ms);
+        }
+        assert_eq!(h.counts()[0], 2);
+        assert_eq!(h.counts()[1], 1);
+        assert_eq!(h.counts()[8], 2);
+        assert_eq!(h.counts()[9], 1);
+        assert_eq!(h.counts()[14], 1);
+        assert_eq!((h.count(), h.max()), (7, 1e6));
+    }
+}

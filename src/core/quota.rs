@@ -1,0 +1,281 @@
+//! Monthly-quota exhaustion: a 429 that waiting cannot fix. Recognised from the 429 body's
+//! `code`/`detail`, or from 429s that keep coming without `Retry-After`; confirmed by one
+//! `GET /usage` for the whole gate; then terminal until the period ends or the caller resets.
+
+use super::Millis;
+
+/// Consecutive 429s without `Retry-After` that make us suspect the quota rather than the rate.
+pub const SUSPICIOUS_RUN: u32 = 3;
+
+/// Whether a 429 body's `code` or `detail` speaks of the monthly quota rather than the rate.
+pub fn looks_exhausted(code: Option<&str>, detail: Option<&str>) -> bool {
+    let mentions = |text: &str, words: &[&str]| {
+        let text = text.to_ascii_lowercase();
+        words.iter().any(|w| text.contains(w))
+    };
+    code.is_some_and(|c| mentions(c, &["quota", "credit", "exhaust"]))
+        || detail.is_some_and(|d| mentions(d, &["quota", "credits", "monthly"]))
+}
+
+/// The `/usage` address next to an API request's: the part of the URL before the first known
+/// route (`/events`, `/bets`, `/usage`, `/limits`), plus `/usage`. `None` for other URLs.
+pub fn usage_url_for(request_url: &str) -> Option<String> {
+    let after_scheme = request_url.find("://")? + 3;
+    let path_start = after_scheme + request_url[after_scheme..].find('/')?;
+    let end = request_url.find(['?', '#']).unwrap_or(request_url.len());
+    let path = &request_url[path_start..end];
+    let at = ["/events", "/bets", "/usage", "/limits"]
+        .iter()
+        .filter_map(|route| {
+            path.match_indices(route).find_map(|(i, _)| {
+                let rest = &path[i + route.len()..];
+                (rest.is_empty() || rest.starts_with('/')).then_some(i)
+            })
+        })
+        .min()?;
+    Some(format!("{}/usage", &request_url[..path_start + at]))
+}
+
+/// What `GET /usage` reported.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usage {
+    /// Credits (or requests) used this period.
+    pub used: f64,
+    /// The period's allowance.
+    pub limit: f64,
+    /// When the period ends, on the gate's clock, when the API said.
+    pub period_end: Option<Millis>,
+}
+
+impl Usage {
+    /// Reads `/usage` fields through `number`: `api_credits_used`/`api_credits_limit`, or the
+    /// legacy `used`/`limit` and `request_count`/`request_limit`. `None` when no pair is there.
+    pub fn from_fields(
+        number: impl Fn(&str) -> Option<f64>,
+        period_end: Option<Millis>,
+    ) -> Option<Usage> {
+        [
+            ("api_credits_used", "api_credits_limit"),
+            ("used", "limit"),
+            ("request_count", "request_limit"),
+        ]
+        .iter()
+        .find_map(|(used, limit)| {
+            Some(Usage {
+                used: number(used)?,
+                limit: number(limit)?,
+                period_end,
+            })
+        })
+    }
+
+    /// The quota is spent.
+    pub fn exhausted(&self) -> bool {
+        self.limit > 0.0 && self.used >= self.limit
+    }
+}
+
+/// The gate's view of the quota.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum QuotaState {
+    /// Nothing suggests the quota is spent.
+    Open,
+    /// One `/usage` probe is in flight; nobody starts another.
+    Probing,
+    /// Spent: calls fail fast until `until` (or until reset, when the period end is unknown).
+    Exhausted {
+        /// The period's end on the gate's clock, if known.
+        until: Option<Millis>,
+    },
+}
+
+/// Watches 429s and holds the quota state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaWatch {
+    state: QuotaState,
+    bare_429s: u32,
+}
+
+impl Default for QuotaWatch {
+    fn default() -> Self {
+        QuotaWatch {
+            state: QuotaState::Open,
+            bare_429s: 0,
+        }
+    }
+}
+
+impl QuotaWatch {
+    /// The state at `now`; an exhaustion whose period has ended reopens.
+    pub fn state(&mut self, now: Millis) -> QuotaState {
+        if let QuotaState::Exhausted { until: Some(until) } = self.state {
+            if now >= until {
+                self.state = QuotaState::Open;
+            }
+        }
+        self.state
+    }
+
+    /// Records a response's status. Returns true when a probe should start now: 429s without
+    /// `Retry-After` keep coming and no probe is running or done.
+    pub fn observe(&mut self, status: u16, has_retry_after: bool) -> bool {
+        if status != 429 || has_retry_after {
+            self.bare_429s = 0;
+            return false;
+        }
+        self.bare_429s += 1;
+        self.bare_429s >= SUSPICIOUS_RUN && self.suspect()
+    }
+
+    /// A 429's body spoke of the quota. Returns true when a probe should start now.
+    pub fn suspect(&mut self) -> bool {
+        if self.state != QuotaState::Open {
+            return false;
+        }
+        self.state = QuotaState::Probing;
+        true
+    }
+
+    /// The probe's answer: `Some` usage when `/usage` answered, `None` when it failed (the
+    /// ordinary bounded retries carry on, and a later 429 may probe again).
+    pub fn probed(&mut self, usage: Option<Usage>) -> QuotaState {
+        self.bare_429s = 0;
+        self.state = match usage {
+            Some(u) if u.exhausted() => QuotaState::Exhausted {
+                until: u.period_end,
+            },
+            _ => QuotaState::Open,
+        };
+        self.state
+    }
+
+    /// The caller says the quota is back (a new plan, a top-up).
+    pub fn reset(&mut self) {
+        *self = QuotaWatch::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_usage_beside_any_known_route() {
+        let base = "https://api.odds-api.net/v1";
+        for path in [
+            "/events/e1/odds/snapshot?x=1",
+            "/events",
+            "/bets/snapshot",
+            "/limits",
+        ] {
+            assert_eq!(
+                usage_url_for(&format!("{base}{path}")).as_deref(),
+                Some("https://api.odds-api.net/v1/usage"),
+                "{path}"
+            );
+        }
+        assert_eq!(usage_url_for("http://127.0.0.1:9/v1/eventsx"), None);
+        assert_eq!(usage_url_for("not a url"), None);
+    }
+
+    #[test]
+    fn reads_current_and_legacy_usage_fields() {
+        let fields = |pairs: &'static [(&'static str, f64)]| {
+            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
+        };
+        let current = Usage::from_fields(
+            fields(&[("api_credits_used", 5.0), ("api_credits_limit", 5.0)]),
+            None,
+        );
+        assert!(current.unwrap().exhausted());
+        let legacy = Usage::from_fields(
+            fields(&[("request_count", 1.0), ("request_limit", 9.0)]),
+            None,
+        );
+        assert!(!legacy.unwrap().exhausted());
+        assert_eq!(Usage::from_fields(fields(&[("used", 1.0)]), None), None);
+    }
+
+    #[test]
+    fn recognises_quota_bodies() {
+        assert!(looks_exhausted(Some("quota_exceeded"), None));
+        assert!(looks_exhausted(None, Some("Monthly API credits exhausted")));
+        assert!(!looks_exhausted(
+            Some("rate_limited"),
+            Some("Rate limit exceeded")
+        ));
+        assert!(!looks_exhausted(None, None));
+    }
+
+    #[test]
+    fn one_probe_for_many_suspicious_429s() {
+        let mut q = QuotaWatch::default();
+        let starts: Vec<bool> = (0..8).map(|_| q.suspect()).collect();
+        assert_eq!(starts.iter().filter(|&&s| s).count(), 1);
+        assert_eq!(q.state(0.0), QuotaState::Probing);
+    }
+
+    #[test]
+    fn bare_429s_in_a_row_raise_suspicion_but_retry_after_clears_it() {
+        let mut q = QuotaWatch::default();
+        assert!(!q.observe(429, false));
+        assert!(!q.observe(429, true));
+        assert!(!q.observe(429, false));
+        assert!(!q.observe(429, false));
+        assert!(q.observe(429, false), "the third bare 429 in a row");
+        assert!(!q.observe(429, false), "one probe at a time");
+    }
+
+    #[test]
+    fn a_confirmed_exhaustion_is_terminal_until_the_period_ends() {
+        let mut q = QuotaWatch::default();
+        q.suspect();
+        let usage = Usage {
+            used: 1000.0,
+            limit: 1000.0,
+            period_end: Some(5_000.0),
+        };
+        assert_eq!(
+            q.probed(Some(usage)),
+            QuotaState::Exhausted {
+                until: Some(5_000.0)
+            }
+        );
+        assert!(!q.suspect(), "no second probe");
+        assert_eq!(
+            q.state(4_999.0),
+            QuotaState::Exhausted {
+                until: Some(5_000.0)
+            }
+        );
+        assert_eq!(q.state(5_000.0), QuotaState::Open);
+    }
+
+    #[test]
+    fn a_failed_or_negative_probe_reopens() {
+        let mut q = QuotaWatch::default();
+        q.suspect();
+        assert_eq!(q.probed(None), QuotaState::Open);
+        q.suspect();
+        let fine = Usage {
+            used: 10.0,
+            limit: 1000.0,
+            period_end: None,
+        };
+        assert_eq!(q.probed(Some(fine)), QuotaState::Open);
+    }
+
+    #[test]
+    fn reset_reopens_an_exhaustion_without_period_end() {
+        let mut q = QuotaWatch::default();
+        q.suspect();
+        q.probed(Some(Usage {
+            used: 2.0,
+            limit: 1.0,
+            period_end: None,
+        }));
+        assert_eq!(q.state(1e15), QuotaState::Exhausted { until: None });
+        q.reset();
+        assert_eq!(q.state(0.0), QuotaState::Open);
+    }
+}

@@ -1,0 +1,65 @@
+//! Disposing of a response body the caller will never see (a retried 429 or 503). An unread
+//! body keeps its connection busy until garbage collection, so it is drained when small (the
+//! connection goes back to the pool) and cancelled past a cap (the connection closes now).
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+use super::headers::lookup;
+use super::read::get;
+
+/// Bodies up to this size are read to the end; larger ones are cancelled.
+pub const DRAIN_CAP: usize = 64 * 1024;
+
+/// Drains or cancels the body. Returns its text when it was small enough to read whole.
+pub async fn discard(response: &JsValue) -> Option<String> {
+    let body = get(response, "body");
+    if !body.is_object() {
+        return None;
+    }
+    let declared = lookup(&get(response, "headers"), "content-length")
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    if declared.is_some_and(|n| n > DRAIN_CAP) {
+        cancel(&body);
+        return None;
+    }
+    let reader = call(&body, "getReader")?;
+    let mut bytes = Vec::new();
+    loop {
+        let chunk = match call(&reader, "read") {
+            Some(promise) => JsFuture::from(js_sys::Promise::resolve(&promise))
+                .await
+                .ok()?,
+            None => return None,
+        };
+        if get(&chunk, "done").is_truthy() {
+            return Some(String::from_utf8_lossy(&bytes).into_owned());
+        }
+        let value: js_sys::Uint8Array = get(&chunk, "value").dyn_into().ok()?;
+        if bytes.len() + value.length() as usize > DRAIN_CAP {
+            cancel(&reader);
+            return None;
+        }
+        bytes.extend(value.to_vec());
+    }
+}
+
+/// Cancels a body or a reader, ignoring a failed cancel: there is nobody to tell.
+pub fn cancel(stream: &JsValue) {
+    if let Some(promise) = call(stream, "cancel") {
+        if let Ok(promise) = promise.dyn_into::<js_sys::Promise>() {
+            let _ = IGNORE.with(|ignore| promise.catch(ignore));
+        }
+    }
+}
+
+thread_local! {
+    /// A rejection handler that does nothing, made once.
+    static IGNORE: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
+}
+
+fn call(target: &JsValue, method: &str) -> Option<JsValue> {
+    let f: js_sys::Function = get(target, method).dyn_into().ok()?;
+    f.call0(target).ok()
+}

@@ -1,0 +1,30 @@
+//! The `onEvent` hook: one plain object per event, delivered synchronously. A throwing hook is
+//! ignored: observing must never change what happens to the call.
+
+use wasm_bindgen::JsValue;
+
+/// Builds and delivers events when a hook is set; costs nothing when it is not.
+#[derive(Clone, Default)]
+pub struct Events(Option<js_sys::Function>);
+
+impl Events {
+    /// Delivers to `hook`, when there is one.
+    pub fn new(hook: Option<js_sys::Function>) -> Self {
+        Events(hook)
+    }
+
+    /// Sends `{ type, scope, ...fields }`. `fields` is only built when someone listens.
+    pub fn emit(&self, kind: &str, scope: &str, fields: impl FnOnce(&js_sys::Object)) {
+        let Some(hook) = &self.0 else { return };
+        let event = js_sys::Object::new();
+        set(&event, "type", kind.into());
+        set(&event, "scope", scope.into());
+        fields(&event);
+        let _ = hook.call1(&JsValue::UNDEFINED, &event);
+    }
+}
+
+/// Sets `key` on an event object.
+pub fn set(object: &js_sys::Object, key: &str, value: JsValue) {
+    let _ = js_sys::Reflect::set(object, &JsValue::from_str(key), &value);
+}
