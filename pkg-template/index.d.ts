@@ -13,11 +13,50 @@ export interface Rate {
   perSecond: number;
 }
 
+/** The shared, refilling retry budget (after AWS SDK standard retry mode). */
+export interface RetryBudgetOptions {
+  /** Tokens when full. @default 500 */
+  capacity?: number;
+  /** Cost of retrying a 429. @default 5 */
+  throttleCost?: number;
+  /** Cost of retrying a 5xx, a network failure or a timeout. @default 10 */
+  transientCost?: number;
+  /** Added by a call that succeeds first time (a retried success refunds its retry's cost). @default 1 */
+  successRefill?: number;
+}
+
+export interface RetryOptions {
+  /** Attempts per call, the first included (1 to 100). @default 3 */
+  maxAttempts?: number;
+  /** Per-call time budget: nothing is admitted or retried after it. @default 60000 */
+  timeBudgetMs?: number;
+  /** One attempt's time limit before it is aborted and retried as a timeout. @default 30000 */
+  attemptTimeoutMs?: number;
+  /** Full-jitter backoff base without Retry-After: uniform(0, min(capMs, baseMs * 2^n)). @default 2000 */
+  baseMs?: number;
+  /** Full-jitter backoff cap. Never applied to a server's Retry-After. @default 60000 */
+  capMs?: number;
+  /** Retryable statuses; 408, 425, 429 or 5xx only (400/401/403/404/422 are refused). @default [429, 502, 503, 504] */
+  statuses?: number[];
+  /** Methods replayed without an Idempotency-Key. @default ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE'] */
+  methods?: string[];
+  /** The gate's shared retry budget, or `false` for none. @default { capacity: 500, throttleCost: 5, transientCost: 10, successRefill: 1 } */
+  budget?: RetryBudgetOptions | false;
+}
+
+/** What `onEvent` receives. Never carries a credential. */
+export type GateEvent =
+  | { type: 'throttled'; scope: string; retryAfterMs: number | null }
+  | { type: 'retry'; scope: string; attempt: number; delayMs: number; serverDelay: boolean }
+  | { type: 'abandoned'; scope: string; reason: AbandonReason; attempts: number }
+  | { type: 'quota-probe'; scope: string; exhausted: boolean; answered: boolean };
+
 export interface CreateFetchOptions {
   /**
    * The provider's documented allowance for the key. Every wrapper in the process that sees
-   * the same credential shares one gate, so they must all pass the same `rate`; a different one
-   * for a credential that already has a gate rejects that call with a `RangeError`.
+   * the same credential shares one gate, so they must all pass the same `rate` (and retry
+   * budget); a different one for a credential that already has a gate rejects that call with
+   * a `RangeError`.
    */
   rate: Rate;
   /**
@@ -26,11 +65,47 @@ export interface CreateFetchOptions {
    */
   fetch?: (input: any, init?: any) => Promise<Response>;
   /**
-   * Retries inside the wrapper. Only `false` exists in this version: a 429 goes back to the
-   * caller, whose next call waits for the shared gate.
-   * @default false
+   * Retries inside the wrapper, each admitted through the same gate. `false`: observe and
+   * admit only (the response or rejection goes back as it is; for best-effort calls).
+   * @default true (the defaults of RetryOptions)
    */
-  retry?: false;
+  retry?: RetryOptions | boolean;
+  /** Called synchronously for each event; a throwing hook is ignored. @default none */
+  onEvent?: (event: GateEvent) => void;
+  /** Where `GET /usage` is, when it is not beside the request's route. @default derived from the request URL */
+  usageUrl?: string;
+}
+
+export type AbandonReason = 'attempts' | 'time-budget' | 'retry-budget' | 'deadline' | 'retry-after-exceeds-deadline';
+
+/** Base class of odds-gate's errors. `OddsGateError.is(value)` works across realms. */
+export class OddsGateError extends Error {
+  static is(value: unknown): value is OddsGateError;
+}
+
+/** A call given up: never a success. */
+export class GateAbandonedError extends OddsGateError {
+  readonly name: 'GateAbandonedError';
+  readonly reason: AbandonReason;
+  /** Attempts actually sent (0 when given up before sending). */
+  readonly attempts: number;
+  /** The last response's status, if one arrived. */
+  readonly status: number | null;
+  /** The last Retry-After, in ms, if any. */
+  readonly retryAfterMs: number | null;
+}
+
+/** The key's monthly quota is spent; calls fail fast until `periodEnd` or `resetQuota()`. */
+export class QuotaExhaustedError extends OddsGateError {
+  readonly name: 'QuotaExhaustedError';
+  readonly periodEnd: Date | null;
+}
+
+export interface BatchOptions {
+  /** The round's deadline from now: a call that cannot be admitted before it is abandoned. No default. */
+  deadlineMs: number;
+  /** Retries allowed across the whole round, never replenished. @default unlimited (the gate's budget still applies) */
+  retryBudget?: number;
 }
 
 /** The headers of the last throttled response, as recorded. */
@@ -38,8 +113,17 @@ export interface Feedback {
   retryAfterMs: number | null;
   limit: number | null;
   remaining: number | null;
-  resetSeconds: number | null;
+  /** Time until the window resets, in ms. */
+  resetMs: number | null;
   bucket: string | null;
+}
+
+export interface DurationHistogram {
+  count: number;
+  sumMs: number;
+  maxMs: number;
+  /** Counts per bucket; `leMs` is the bucket's upper bound (the last is Infinity). */
+  buckets: { leMs: number; count: number }[];
 }
 
 /** One credential's gate. Times are `performance.now()` milliseconds. */
@@ -47,11 +131,15 @@ export interface GateStats {
   /** `anonymous`, or `key:` and 32 hex digits of a SHA-256 of the credential. */
   scope: string;
   rate: Rate;
+  /** Admission requests: first attempts and retries. */
+  requests: number;
   admitted: number;
   waiting: number;
   peakWaiting: number;
   /** Waiters that left the line without a token (aborted). */
   cancelled: number;
+  /** Calls let go because admission would come after their deadline. */
+  expired: number;
   /** 429 responses observed. */
   throttled: number;
   /** Times the gate's one timer fired. */
@@ -60,13 +148,27 @@ export interface GateStats {
   /** No admission before this time; 0 when never deferred. */
   cooldownUntil: number;
   cooldownRemainingMs: number;
+  /** Refilling at half rate: the server says the key is nearly spent by someone else. */
+  slow: boolean;
   lastFeedback: Feedback | null;
+  retries: { throttled: number; serverError: number; network: number; timeout: number };
+  abandoned: Record<AbandonReason, number>;
+  quotaRejected: number;
+  quota: { state: 'open' | 'probing' | 'exhausted'; periodEnd: Date | null };
+  /** Tokens left in the shared retry budget, or null without one. */
+  retryBudget: number | null;
+  admissionWaitMs: DurationHistogram;
+  backoffMs: DurationHistogram;
 }
 
 export interface Stats {
   admitted: number;
   waiting: number;
   throttled: number;
+  retries: number;
+  abandoned: number;
+  /** Present on a batch's fetchImpl. */
+  batch?: { remainingMs: number; retriesLeft: number | null };
   /** Every gate this wrapper has used, most recently used first. */
   gates: GateStats[];
 }
@@ -79,6 +181,12 @@ export interface Description {
   admission: string;
   feedback: string;
   retry: string;
+  /** Present when retries are on. */
+  backoff?: string;
+  /** Present when retries are on. */
+  bounds?: string;
+  retryBudget: string;
+  quota: string;
   metrics: string;
   /** All of the above as readable text. */
   text: string;
@@ -90,11 +198,18 @@ export interface GatedFetch extends FetchLike {
   stats(): Stats;
   /** The configuration summary. */
   describe(): Description;
+  /** A fetchImpl for one refresh round sharing this wrapper's gates. */
+  batch(options: BatchOptions): GatedFetch;
+  /** Declares the quota available again on every gate this wrapper has used. */
+  resetQuota(): void;
 }
 
 /**
  * Wraps `fetch` so that every call waits for its credential's shared gate first.
  * @throws {TypeError} an option of the wrong type, a missing `rate`, or an unknown option.
+ * Calls reject with the inner fetch's own rejection or Response (final statuses), a
+ * `GateAbandonedError`, a `QuotaExhaustedError`, the caller's abort reason, or a `RangeError`
+ * for a Retry-After too large to honour.
  * @throws {RangeError} a rate that is zero, negative or not finite (the message names the field).
  */
 export function createFetch(options: CreateFetchOptions): GatedFetch;
