@@ -54,8 +54,11 @@ test('503 bursts and connection resets are recovered within the attempt bound', 
   api.reset();
   const fetchImpl = createFetch({ rate: { burst: 10, perSecond: 100 }, retry: { ...fast, maxAttempts: 3 } });
   const key = freshKey();
-  api.inject({ status: 503 }, { reset: true }, { status: 502 }, { status: 504 });
-  const [a, b] = await Promise.all([snapshot(fetchImpl, key, 'a'), snapshot(fetchImpl, key, 'b')]);
+  // Each call meets two faults in a row (its first two attempts); the third gets through.
+  api.inject({ status: 503 }, { reset: true });
+  const a = await snapshot(fetchImpl, key, 'a');
+  api.inject({ status: 502 }, { status: 504 });
+  const b = await snapshot(fetchImpl, key, 'b');
   assert.deepEqual([a.status, b.status], [200, 200]);
   const [gate] = fetchImpl.stats().gates;
   assert.equal(gate.retries.serverError + gate.retries.network, 4);
@@ -207,7 +210,8 @@ test('a spent monthly quota: one /usage call, every worker stops with QuotaExhau
 });
 
 test('10,000 retried 503s with 64 KiB bodies leave the socket count bounded', async () => {
-  const bodyApi = await startFakeOddsApi({ burst: 50, perSecond: 5_000 });
+  // The server allows more than the gate sends: this test is about bodies, not throttling.
+  const bodyApi = await startFakeOddsApi({ burst: 500, perSecond: 50_000 });
   try {
     const n = 10_000;
     bodyApi.inject(...Array.from({ length: n }, () => ({ status: 503, bodyBytes: 64 * 1024 })));
@@ -225,4 +229,21 @@ test('10,000 retried 503s with 64 KiB bodies leave the socket count bounded', as
   } finally {
     await bodyApi.close();
   }
+});
+
+test('a Retry-After on a status that does not honour it neither fails nor holds the call', async () => {
+  const fetchImpl = createFetch({
+    rate, retry: fast,
+    fetch: async () => new Response('ok', { status: 200, headers: { 'Retry-After': '999999999999999999999' } }),
+  });
+  const response = await fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } });
+  assert.equal(await response.text(), 'ok');
+  assert.equal(fetchImpl.stats().gates[0].cooldownUntil, 0);
+});
+
+test('giving up after network failures keeps the last rejection as the cause', async () => {
+  const failure = new TypeError('fetch failed');
+  const fetchImpl = createFetch({ rate, retry: fast, fetch: async () => { throw failure; } });
+  await assert.rejects(fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } }),
+    (err) => err instanceof GateAbandonedError && err.reason === 'attempts' && err.cause === failure);
 });

@@ -1,7 +1,11 @@
 #![cfg(target_arch = "wasm32")]
 //! `Transport` (the engine behind `createFetch`) under Node: option validation, credential
 //! extraction, the caller's `Response` handed back untouched, 429 feedback, rejections passed
-//! through, FIFO waiting and aborts.
+//! through, FIFO waiting and aborts, and the retry path.
+//!
+//! Retries are on by default. Tests of the observe-and-admit behaviour (the caller's very
+//! `init`, a 429 or a rejection handed back as it is, waiting with no deadline) make their
+//! wrapper with `retry: false`; tests of the retry path use a backoff of a few milliseconds.
 //!
 //! Gates are process-wide per credential, so every test uses keys of its own.
 
@@ -129,17 +133,55 @@ impl FakeFetch {
         Self::new(|_, _| Ok(Promise::resolve(&response(200, "ok", &[])).into()))
     }
 
+    /// Answers the calls in turn with `replies`; a call past the last one is rejected.
+    fn replies(replies: Vec<JsValue>) -> Self {
+        let mut queue = std::collections::VecDeque::from(replies);
+        Self::new(move |_, _| match queue.pop_front() {
+            Some(reply) => Ok(Promise::resolve(&reply).into()),
+            None => Ok(Promise::reject(&construct("Error", &["no reply left".into()])).into()),
+        })
+    }
+
     fn count(&self) -> usize {
         self.calls.borrow().len()
     }
+
+    /// The `init` the inner fetch got on call `index`.
+    fn init(&self, index: usize) -> JsValue {
+        self.calls.borrow()[index].1.clone()
+    }
 }
 
+/// A wrapper with retries as configured by default.
 fn transport(burst: f64, per_second: f64, fake: &FakeFetch) -> Transport {
-    let options = object(&[
+    transport_with(burst, per_second, fake, &[])
+}
+
+/// A wrapper with `extra` options (`retry`, `onEvent`, ...).
+fn transport_with(
+    burst: f64,
+    per_second: f64,
+    fake: &FakeFetch,
+    extra: &[(&str, JsValue)],
+) -> Transport {
+    let mut options = vec![
         ("rate", rate(burst, per_second)),
         ("fetch", fake.function.clone().into()),
-    ]);
-    Transport::new(options).expect("valid options are accepted")
+    ];
+    options.extend_from_slice(extra);
+    Transport::new(object(&options)).expect("valid options are accepted")
+}
+
+/// A wrapper with `retry: false`: observe and admit only.
+fn observer(burst: f64, per_second: f64, fake: &FakeFetch) -> Transport {
+    transport_with(burst, per_second, fake, &[("retry", false.into())])
+}
+
+/// `retry` options with a backoff of at most 2 ms, plus `extra`.
+fn fast_retry(extra: &[(&str, JsValue)]) -> JsValue {
+    let mut options = vec![("baseMs", 1.into()), ("capMs", 2.into())];
+    options.extend_from_slice(extra);
+    object(&options)
 }
 
 async fn settle(promise: Promise) -> Result<JsValue, JsValue> {
@@ -214,6 +256,52 @@ fn abort_controller() -> JsValue {
     construct("AbortController", &[])
 }
 
+/// What `fetch` does with a server that never answers: stays pending until `init.signal`
+/// aborts, then rejects with the signal's reason.
+fn until_aborted(init: &JsValue) -> JsValue {
+    let signal = get(init, "signal");
+    Promise::new(&mut |_resolve, reject| {
+        let aborted = signal.clone();
+        let on_abort = Closure::once_into_js(move || {
+            reject
+                .call1(&JsValue::UNDEFINED, &get(&aborted, "reason"))
+                .unwrap();
+        });
+        call_method(&signal, "addEventListener", &["abort".into(), on_abort]);
+    })
+    .into()
+}
+
+/// A body nobody will read was drained or cancelled: `bodyUsed`, or reading it fails.
+async fn assert_body_disposed(response: &JsValue, case: &str) {
+    if get(response, "bodyUsed") == JsValue::TRUE {
+        return;
+    }
+    let read = settle(call_method(response, "text", &[]).unchecked_into()).await;
+    assert!(read.is_err(), "{case}: the body was left unread: {read:?}");
+}
+
+/// A `GateAbandonedError` (a plain `Error` named so, without the package's classes) with
+/// these `reason` and `attempts`.
+#[track_caller]
+fn assert_abandoned(error: &JsValue, reason: &str, attempts: u32, case: &str) {
+    assert!(
+        error.is_instance_of::<js_sys::Error>(),
+        "{case}: expected an Error, got {error:?}"
+    );
+    assert_eq!(
+        get(error, "name").as_string().as_deref(),
+        Some("GateAbandonedError"),
+        "{case}: {error:?}"
+    );
+    assert_eq!(
+        get(error, "reason").as_string().as_deref(),
+        Some(reason),
+        "{case}: {error:?}"
+    );
+    assert_eq!(num(error, "attempts"), f64::from(attempts), "{case}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Options
 
@@ -278,18 +366,85 @@ fn options_of_the_wrong_type_or_shape_are_type_errors_naming_the_field() {
             "fetch",
         ),
         (
-            "retry true",
-            object(&[
-                ("rate", ok_rate()),
-                ("fetch", fetch.clone()),
-                ("retry", true.into()),
-            ]),
-            "retry",
-        ),
-        (
             "retry a number",
             object(&[("rate", ok_rate()), ("retry", 3.into())]),
             "retry",
+        ),
+        (
+            "retry a string",
+            object(&[("rate", ok_rate()), ("retry", "yes".into())]),
+            "retry",
+        ),
+        (
+            "retry null",
+            object(&[("rate", ok_rate()), ("retry", JsValue::NULL)]),
+            "retry",
+        ),
+        (
+            "retry an array",
+            object(&[("rate", ok_rate()), ("retry", Array::new().into())]),
+            "retry",
+        ),
+        (
+            "misspelt retry key",
+            object(&[
+                ("rate", ok_rate()),
+                ("retry", object(&[("maxattempts", 3.into())])),
+            ]),
+            "retry.maxattempts",
+        ),
+        (
+            "string retry.baseMs",
+            object(&[
+                ("rate", ok_rate()),
+                ("retry", object(&[("baseMs", "5".into())])),
+            ]),
+            "retry.baseMs",
+        ),
+        (
+            "retry.statuses not an array",
+            object(&[
+                ("rate", ok_rate()),
+                ("retry", object(&[("statuses", 503.into())])),
+            ]),
+            "retry.statuses",
+        ),
+        (
+            "retry.methods not strings",
+            object(&[
+                ("rate", ok_rate()),
+                (
+                    "retry",
+                    object(&[("methods", Array::of1(&1.into()).into())]),
+                ),
+            ]),
+            "retry.methods",
+        ),
+        (
+            "retry.budget a number",
+            object(&[
+                ("rate", ok_rate()),
+                ("retry", object(&[("budget", 5.into())])),
+            ]),
+            "retry.budget",
+        ),
+        (
+            "misspelt retry.budget key",
+            object(&[
+                ("rate", ok_rate()),
+                ("retry", object(&[("budget", object(&[("cap", 5.into())]))])),
+            ]),
+            "retry.budget.cap",
+        ),
+        (
+            "onEvent not a function",
+            object(&[("rate", ok_rate()), ("onEvent", "log".into())]),
+            "onEvent",
+        ),
+        (
+            "usageUrl not a string",
+            object(&[("rate", ok_rate()), ("usageUrl", 1.into())]),
+            "usageUrl",
         ),
     ];
     for (case, options, needle) in cases {
@@ -297,14 +452,46 @@ fn options_of_the_wrong_type_or_shape_are_type_errors_naming_the_field() {
         assert_type_error(&error, needle, case);
     }
 
-    // And the accepted shapes really are accepted.
+    // And the accepted shapes really are accepted: `retry` is false, true, absent or an
+    // object whose every field is optional.
+    let full_retry = object(&[
+        ("maxAttempts", 5.into()),
+        ("timeBudgetMs", 10_000.into()),
+        ("attemptTimeoutMs", 1_000.into()),
+        ("baseMs", 10.into()),
+        ("capMs", 100.into()),
+        ("statuses", Array::of2(&429.into(), &503.into()).into()),
+        ("methods", Array::of1(&"get".into()).into()),
+        (
+            "budget",
+            object(&[
+                ("capacity", 50.into()),
+                ("throttleCost", 1.into()),
+                ("transientCost", 2.into()),
+                ("successRefill", 0.into()),
+            ]),
+        ),
+    ]);
     for options in [
         object(&[("rate", ok_rate())]),
         object(&[("rate", ok_rate()), ("retry", false.into())]),
+        object(&[("rate", ok_rate()), ("retry", true.into())]),
+        object(&[("rate", ok_rate()), ("retry", object(&[]))]),
+        object(&[("rate", ok_rate()), ("retry", full_retry)]),
+        object(&[
+            ("rate", ok_rate()),
+            ("retry", object(&[("budget", false.into())])),
+        ]),
         object(&[("rate", ok_rate()), ("fetch", fetch.clone())]),
         object(&[("rate", ok_rate()), ("fetch", JsValue::UNDEFINED)]),
+        object(&[
+            ("rate", ok_rate()),
+            ("onEvent", fetch.clone()),
+            ("usageUrl", "https://example.test/usage".into()),
+        ]),
     ] {
-        assert!(Transport::new(options).is_ok());
+        let shown = js_sys::JSON::stringify(&options).unwrap();
+        assert!(Transport::new(options).is_ok(), "refused: {shown:?}");
     }
 }
 
@@ -328,6 +515,41 @@ fn out_of_range_rates_are_range_errors_naming_the_field() {
     }
     // The boundaries themselves are valid.
     assert!(Transport::new(object(&[("rate", rate(1.0, 0.001))])).is_ok());
+
+    // Retry values of the right type but out of range are range errors too.
+    let budget = |entries: &[(&str, JsValue)]| object(&[("budget", object(entries))]);
+    let retry_cases: Vec<(JsValue, &str)> = vec![
+        (object(&[("maxAttempts", 0.into())]), "retry.maxAttempts"),
+        (object(&[("maxAttempts", 2.5.into())]), "retry.maxAttempts"),
+        (object(&[("timeBudgetMs", 0.into())]), "retry.timeBudgetMs"),
+        (
+            object(&[("attemptTimeoutMs", f64::INFINITY.into())]),
+            "retry.attemptTimeoutMs",
+        ),
+        (object(&[("baseMs", (-1).into())]), "retry.baseMs"),
+        (
+            object(&[("baseMs", 10.into()), ("capMs", 5.into())]),
+            "retry.capMs",
+        ),
+        (
+            object(&[("statuses", Array::of1(&404.into()).into())]),
+            "retry.statuses",
+        ),
+        (budget(&[("capacity", 0.into())]), "retry.budget.capacity"),
+        (
+            budget(&[("transientCost", (-1).into())]),
+            "retry.budget.transientCost",
+        ),
+    ];
+    for (retry, field) in retry_cases {
+        let case = js_sys::JSON::stringify(&retry)
+            .unwrap()
+            .as_string()
+            .unwrap();
+        let options = object(&[("rate", rate(2.0, 2.0)), ("retry", retry)]);
+        let error = construct_error(options, &case);
+        assert_range_error(&error, field, &case);
+    }
 }
 
 #[wasm_bindgen_test]
@@ -364,6 +586,29 @@ async fn no_error_message_or_figure_repeats_a_raw_key() {
         .expect_err("a second allowance for one key is refused");
     assert_range_error(&error, "already enforces", "rate mismatch");
     messages.push(message(&error));
+    // So does the retry-budget mismatch (`retry: false` has none; the default has one).
+    let third = FakeFetch::ok();
+    let c = observer(2.0, 2.0, &third);
+    let error = call(&c, "https://example.test/c", &key_init(&key))
+        .await
+        .expect_err("a second retry budget for one key is refused");
+    assert_range_error(&error, "retry budget", "budget mismatch");
+    messages.push(message(&error));
+    // And a call given up.
+    let refusing = FakeFetch::new(|_, _| Ok(Promise::reject(&"down".into()).into()));
+    let d = transport_with(
+        2.0,
+        2.0,
+        &refusing,
+        &[("retry", fast_retry(&[("maxAttempts", 2.into())]))],
+    );
+    let other_key = fresh_key("secret-abandoned");
+    let error = call(&d, "https://example.test/d", &key_init(&other_key))
+        .await
+        .expect_err("given up");
+    assert_abandoned(&error, "attempts", 2, "abandoned");
+    assert!(!message(&error).contains(&other_key));
+    messages.push(message(&error));
 
     for text in &messages {
         assert!(!text.is_empty());
@@ -396,7 +641,15 @@ fn describe_reports_the_configured_rate() {
     // A wrapper that has made no call has no gate and no totals yet.
     let stats = t.stats();
     assert_eq!(gates(&t).length(), 0);
-    assert_eq!(num(&stats, "admitted"), 0.0);
+    for total in ["admitted", "waiting", "throttled", "retries", "abandoned"] {
+        assert_eq!(num(&stats, total), 0.0, "{total}");
+    }
+    // The retry line says whether retries are on.
+    let retry = get(&description, "retry").as_string().unwrap();
+    assert!(retry.starts_with("on") && retry.contains("503"), "{retry}");
+    let off = observer(4.0, 0.5, &fake).describe();
+    let retry = get(&off, "retry").as_string().unwrap();
+    assert!(retry.starts_with("off"), "{retry}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -547,6 +800,36 @@ async fn wrappers_that_share_a_key_share_one_gate_and_one_allowance() {
     assert_eq!(fake_c.count(), 0);
     assert_eq!(gates(&c).length(), 0);
     assert_eq!(num(&only_gate(&a), "admitted"), 3.0);
+
+    // They must agree on the shared retry budget too: `retry: false` has none, the default
+    // has 500 tokens, and a different capacity is a different budget.
+    for (case, retry) in [
+        ("retry: false", JsValue::FALSE),
+        (
+            "another capacity",
+            object(&[("budget", object(&[("capacity", 100.into())]))]),
+        ),
+    ] {
+        let fake = FakeFetch::ok();
+        let d = transport_with(5.0, 1000.0, &fake, &[("retry", retry)]);
+        let error = call(&d, "https://example.test/d", &key_init(&key))
+            .await
+            .expect_err(case);
+        assert_range_error(&error, "retry budget", case);
+        assert_eq!(fake.count(), 0, "{case}");
+    }
+    // Per-call limits may differ: only the shared budget must agree.
+    let fake_e = FakeFetch::ok();
+    let e = transport_with(
+        5.0,
+        1000.0,
+        &fake_e,
+        &[("retry", fast_retry(&[("maxAttempts", 5.into())]))],
+    );
+    call(&e, "https://example.test/e", &key_init(&key))
+        .await
+        .unwrap();
+    assert_eq!(num(&only_gate(&a), "admitted"), 4.0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -560,7 +843,8 @@ async fn the_very_same_response_comes_back_with_its_body_unread() {
         &[("Content-Type", "application/json")],
     );
     let fake = FakeFetch::always(&original);
-    let t = transport(10.0, 1000.0, &fake);
+    // Observe and admit only: nothing is copied.
+    let t = observer(10.0, 1000.0, &fake);
     let init = key_init(&fresh_key("identity"));
     let returned = call(&t, "https://example.test/odds", &init).await.unwrap();
     assert!(
@@ -583,6 +867,19 @@ async fn the_very_same_response_comes_back_with_its_body_unread() {
         .await
         .unwrap();
     assert_eq!(text.as_string().as_deref(), Some("{\"odds\":[1.5,2.5]}"));
+
+    // With retries on (the default), a success is the very same object, body unread, too.
+    let original = response(200, "fresh", &[]);
+    let fake = FakeFetch::always(&original);
+    let t = transport(10.0, 1000.0, &fake);
+    let init = key_init(&fresh_key("identity-retry"));
+    let returned = call(&t, "https://example.test/odds", &init).await.unwrap();
+    assert!(
+        Object::is(&returned, &original),
+        "retries on: a copy came back"
+    );
+    assert_eq!(get(&returned, "bodyUsed"), JsValue::FALSE);
+    assert_eq!(fake.count(), 1);
 }
 
 #[wasm_bindgen_test]
@@ -600,10 +897,12 @@ async fn an_inner_fetch_that_returns_a_plain_response_works_too() {
 
 #[wasm_bindgen_test]
 async fn an_inner_fetch_rejection_reaches_the_caller_unchanged() {
+    // Observe and admit only (`retry: false`): what the inner fetch rejects with is what the
+    // caller gets.
     let failure = construct("TypeError", &["fetch failed: ECONNREFUSED".into()]);
     let thrown = failure.clone();
     let fake = FakeFetch::new(move |_, _| Ok(Promise::reject(&thrown).into()));
-    let t = transport(10.0, 1000.0, &fake);
+    let t = observer(10.0, 1000.0, &fake);
     let init = key_init(&fresh_key("reject"));
     let error = call(&t, "https://example.test/", &init)
         .await
@@ -617,7 +916,7 @@ async fn an_inner_fetch_rejection_reaches_the_caller_unchanged() {
     let sentinel = object(&[("code", "E_SENTINEL".into())]);
     let thrown = sentinel.clone();
     let throwing = FakeFetch::new(move |_, _| Err(thrown.clone()));
-    let t2 = transport(10.0, 1000.0, &throwing);
+    let t2 = observer(10.0, 1000.0, &throwing);
     let error = call(&t2, "https://example.test/", &init)
         .await
         .expect_err("the throw is passed on");
@@ -627,7 +926,7 @@ async fn an_inner_fetch_rejection_reaches_the_caller_unchanged() {
     );
 
     let rejecting = FakeFetch::new(|_, _| Ok(Promise::reject(&"plain string".into()).into()));
-    let t3 = transport(10.0, 1000.0, &rejecting);
+    let t3 = observer(10.0, 1000.0, &rejecting);
     let error = call(&t3, "https://example.test/", &init).await.unwrap_err();
     assert_eq!(error.as_string().as_deref(), Some("plain string"));
 
@@ -635,6 +934,33 @@ async fn an_inner_fetch_rejection_reaches_the_caller_unchanged() {
     let gate = only_gate(&t);
     assert_eq!(num(&gate, "admitted"), 3.0);
     assert_eq!(num(&gate, "throttled"), 0.0);
+    assert_eq!(num(&t.stats(), "retries"), 0.0);
+
+    // With retries on, a rejection is a network failure: retried through the gate, and after
+    // the third attempt given up with a GateAbandonedError, never a success.
+    let thrown = failure.clone();
+    let fake = FakeFetch::new(move |_, _| Ok(Promise::reject(&thrown).into()));
+    let t = transport_with(10.0, 1000.0, &fake, &[("retry", fast_retry(&[]))]);
+    let error = call(
+        &t,
+        "https://example.test/",
+        &key_init(&fresh_key("reject-retry")),
+    )
+    .await
+    .expect_err("given up");
+    assert_abandoned(&error, "attempts", 3, "retried rejection");
+    assert!(get(&error, "status").is_null(), "no response ever came");
+    assert_eq!(fake.count(), 3);
+    let gate = only_gate(&t);
+    assert_eq!(num(&gate, "admitted"), 3.0);
+    assert_eq!(num(&gate, "requests"), 3.0);
+    assert_eq!(num(&get(&gate, "retries"), "network"), 2.0);
+    assert_eq!(num(&get(&gate, "abandoned"), "attempts"), 1.0);
+    // Two transient retries at 10 tokens each, never refunded: the call did not succeed.
+    assert_eq!(num(&gate, "retryBudget"), 480.0);
+    let totals = t.stats();
+    assert_eq!(num(&totals, "retries"), 2.0);
+    assert_eq!(num(&totals, "abandoned"), 1.0);
 }
 
 #[wasm_bindgen_test]
@@ -670,7 +996,8 @@ async fn a_429_with_retry_after_seconds_sets_the_cooldown_and_records_the_header
         ],
     );
     let fake = FakeFetch::always(&original);
-    let t = transport(2.0, 2.0, &fake);
+    // Observe and admit only: the 429 goes back to the caller as it is.
+    let t = observer(2.0, 2.0, &fake);
     let key = fresh_key("retry-after");
     let before = now();
     let returned = call(&t, "https://example.test/", &key_init(&key))
@@ -696,17 +1023,17 @@ async fn a_429_with_retry_after_seconds_sets_the_cooldown_and_records_the_header
     assert_eq!(num(&feedback, "retryAfterMs"), 30_000.0);
     assert_eq!(num(&feedback, "limit"), 2.0);
     assert_eq!(num(&feedback, "remaining"), 0.0);
-    assert_eq!(num(&feedback, "resetSeconds"), 0.5);
+    assert_eq!(num(&feedback, "resetMs"), 500.0);
     assert_eq!(
         get(&feedback, "bucket").as_string().as_deref(),
         Some("snapshot")
     );
     assert_eq!(get(&gate, "timerArmed"), JsValue::FALSE);
 
-    // Another wrapper on the same key is held by the same cooldown: it waits (a token is
-    // there), and its abort takes it out of line without a fetch.
+    // Another wrapper on the same key is held by the same cooldown: with no deadline it waits
+    // (a token is there), and only its abort takes it out of line, without a fetch.
     let other_fake = FakeFetch::ok();
-    let other = transport(2.0, 2.0, &other_fake);
+    let other = observer(2.0, 2.0, &other_fake);
     let controller = abort_controller();
     let init = object(&[
         ("headers", object(&[("X-API-Key", key.as_str().into())])),
@@ -732,6 +1059,31 @@ async fn a_429_with_retry_after_seconds_sets_the_cooldown_and_records_the_header
     assert!(num(&gate, "cooldownRemainingMs") > 29_000.0);
     assert_eq!(other_fake.count(), 0);
     assert_eq!(fake.count(), 1);
+
+    // A wrapper with retries on (and, to share the gate, no retry budget) has a deadline: the
+    // cooldown outlasts its 1 s time budget, so it is given up at once, without a fetch.
+    let hurried_fake = FakeFetch::ok();
+    let hurried = transport_with(
+        2.0,
+        2.0,
+        &hurried_fake,
+        &[(
+            "retry",
+            object(&[("timeBudgetMs", 1000.into()), ("budget", false.into())]),
+        )],
+    );
+    let started = now();
+    let error = call(&hurried, "https://example.test/", &key_init(&key))
+        .await
+        .expect_err("admission is predicted after the deadline");
+    assert!(now() - started < 200.0, "it waited before giving up");
+    assert_abandoned(&error, "time-budget", 0, "predicted late");
+    assert_eq!(hurried_fake.count(), 0);
+    let gate = only_gate(&hurried);
+    assert_eq!(num(&gate, "expired"), 1.0);
+    assert_eq!(num(&get(&gate, "abandoned"), "time-budget"), 1.0);
+    assert_eq!(num(&gate, "waiting"), 0.0);
+    assert_eq!(num(&gate, "admitted"), 1.0);
 }
 
 #[wasm_bindgen_test]
@@ -740,7 +1092,7 @@ async fn a_retry_after_http_date_sets_a_cooldown_until_that_date() {
     let date = at.to_utc_string().as_string().unwrap();
     let original = response(429, "", &[("Retry-After", date.as_str())]);
     let fake = FakeFetch::always(&original);
-    let t = transport(2.0, 2.0, &fake);
+    let t = observer(2.0, 2.0, &fake);
     call(&t, "https://example.test/", &key_init(&fresh_key("date")))
         .await
         .unwrap();
@@ -764,7 +1116,7 @@ async fn an_unreadable_retry_after_sets_no_cooldown() {
         let headers: Vec<(&str, &str)> = value.map(|v| ("Retry-After", v)).into_iter().collect();
         let original = response(429, "", &headers);
         let fake = FakeFetch::always(&original);
-        let t = transport(2.0, 2.0, &fake);
+        let t = observer(2.0, 2.0, &fake);
         let init = key_init(&fresh_key("later"));
         let case = format!("Retry-After: {value:?}");
         let returned = call(&t, "https://example.test/", &init).await.unwrap();
@@ -787,46 +1139,125 @@ async fn an_unreadable_retry_after_sets_no_cooldown() {
 
 #[wasm_bindgen_test]
 async fn only_a_429_is_read_as_throttle_feedback() {
+    // Observe and admit only: nothing but a 429 is read.
     for status in [200, 503] {
         let original = response(status, "", &[("Retry-After", "30")]);
         let fake = FakeFetch::always(&original);
-        let t = transport(2.0, 2.0, &fake);
-        call(&t, "https://example.test/", &key_init(&fresh_key("status")))
+        let t = observer(2.0, 2.0, &fake);
+        let returned = call(&t, "https://example.test/", &key_init(&fresh_key("status")))
             .await
             .unwrap();
+        assert!(Object::is(&returned, &original), "status {status}");
         let gate = only_gate(&t);
         assert_eq!(num(&gate, "throttled"), 0.0, "status {status}");
         assert_eq!(num(&gate, "cooldownUntil"), 0.0, "status {status}");
         assert!(get(&gate, "lastFeedback").is_null(), "status {status}");
     }
+
+    // With retries on, every response may pace the gate: a 503's Retry-After becomes the
+    // shared cooldown as a 429's does, a 200's does not. Neither is a throttle. (503 is left
+    // out of the retried statuses so the call ends at once, with the 503 itself.)
+    for (status, held) in [(200, false), (503, true)] {
+        let original = response(status, "", &[("Retry-After", "30")]);
+        let fake = FakeFetch::always(&original);
+        let retry = object(&[("statuses", Array::of1(&429.into()).into())]);
+        let t = transport_with(2.0, 2.0, &fake, &[("retry", retry)]);
+        let returned = call(&t, "https://example.test/", &key_init(&fresh_key("paced")))
+            .await
+            .unwrap();
+        assert!(Object::is(&returned, &original), "status {status}");
+        assert_eq!(fake.count(), 1, "status {status}");
+        let gate = only_gate(&t);
+        assert_eq!(num(&gate, "throttled"), 0.0, "status {status}");
+        assert!(get(&gate, "lastFeedback").is_null(), "status {status}");
+        let remaining = num(&gate, "cooldownRemainingMs");
+        if held {
+            assert!(
+                (29_000.0..=30_000.0).contains(&remaining),
+                "status {status}: cooldownRemainingMs {remaining}"
+            );
+        } else {
+            assert_eq!(remaining, 0.0, "status {status}");
+        }
+    }
 }
 
 #[wasm_bindgen_test]
 async fn a_retry_after_too_large_to_hold_rejects_with_a_range_error() {
-    for value in ["999999999999999999999", "9007199254741"] {
-        let original = response(429, &"x".repeat(1000), &[("Retry-After", value)]);
-        let fake = FakeFetch::always(&original);
-        let t = transport(2.0, 2.0, &fake);
-        let key = fresh_key("huge");
-        let error = call(&t, "https://example.test/", &key_init(&key))
-            .await
-            .expect_err("an unrepresentable delay is an error, never a shorter wait");
-        assert_range_error(&error, "Retry-After", value);
-        assert!(!message(&error).contains(&key));
-        // Deliberately not asserted: whether the gate counts this 429 or holds a cooldown for
-        // it. Today it does neither, which is an open design question, not a settled contract.
-        // The body nobody will read was cancelled.
-        assert_eq!(get(&original, "bodyUsed"), JsValue::TRUE, "{value}");
+    for retry in [JsValue::FALSE, JsValue::TRUE] {
+        for value in ["999999999999999999999", "9007199254741"] {
+            let case = format!("retry: {retry:?}, Retry-After: {value}");
+            let original = response(
+                429,
+                &"x".repeat(1000),
+                &[("Retry-After", value), ("X-RateLimit-Limit", "2")],
+            );
+            let fake = FakeFetch::always(&original);
+            let t = transport_with(2.0, 2.0, &fake, &[("retry", retry.clone())]);
+            let key = fresh_key("huge");
+            let error = call(&t, "https://example.test/", &key_init(&key))
+                .await
+                .expect_err("an unrepresentable delay is an error, never a shorter wait");
+            assert_range_error(&error, "Retry-After", &case);
+            assert!(!message(&error).contains(&key));
+            assert_eq!(fake.count(), 1, "{case}: not retried");
+            // The 429 is still counted, with the headers that could be read; its delay is
+            // recorded as none rather than as a shorter one. (Whether it holds a cooldown is
+            // deliberately not asserted.)
+            let gate = only_gate(&t);
+            assert_eq!(num(&gate, "throttled"), 1.0, "{case}");
+            assert_eq!(num(&t.stats(), "throttled"), 1.0, "{case}");
+            let feedback = get(&gate, "lastFeedback");
+            assert!(feedback.is_object(), "{case}: feedback is recorded");
+            assert!(get(&feedback, "retryAfterMs").is_null(), "{case}");
+            assert_eq!(num(&feedback, "limit"), 2.0, "{case}");
+            // The body nobody will read was cancelled.
+            assert_eq!(get(&original, "bodyUsed"), JsValue::TRUE, "{case}");
+        }
     }
-    // The largest whole number of seconds that fits is honoured exactly.
+
+    // The largest whole number of seconds that fits is honoured exactly: handed back as it
+    // is without retries...
+    let original = response(429, "", &[("Retry-After", "9007199254740")]);
+    let fake = FakeFetch::always(&original);
+    let t = observer(2.0, 2.0, &fake);
+    let returned = call(&t, "https://example.test/", &key_init(&fresh_key("max")))
+        .await
+        .unwrap();
+    assert!(Object::is(&returned, &original));
+    let feedback = get(&only_gate(&t), "lastFeedback");
+    assert_eq!(num(&feedback, "retryAfterMs"), 9_007_199_254_740_000.0);
+
+    // ...and with retries, given up at once because it outlasts the call's time budget, the
+    // exact delay reported on the error.
     let original = response(429, "", &[("Retry-After", "9007199254740")]);
     let fake = FakeFetch::always(&original);
     let t = transport(2.0, 2.0, &fake);
-    call(&t, "https://example.test/", &key_init(&fresh_key("max")))
-        .await
-        .unwrap();
+    let error = call(
+        &t,
+        "https://example.test/",
+        &key_init(&fresh_key("max-retry")),
+    )
+    .await
+    .expect_err("no call waits 285,000 years");
+    assert_abandoned(
+        &error,
+        "retry-after-exceeds-deadline",
+        1,
+        "max with retries",
+    );
+    assert_eq!(num(&error, "status"), 429.0);
+    assert_eq!(num(&error, "retryAfterMs"), 9_007_199_254_740_000.0);
+    assert_eq!(fake.count(), 1);
     let feedback = get(&only_gate(&t), "lastFeedback");
     assert_eq!(num(&feedback, "retryAfterMs"), 9_007_199_254_740_000.0);
+    assert_eq!(
+        num(
+            &get(&only_gate(&t), "abandoned"),
+            "retry-after-exceeds-deadline"
+        ),
+        1.0
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -893,8 +1324,9 @@ async fn a_429_cooldown_holds_the_next_call() {
         };
         Ok(Promise::resolve(&reply).into())
     });
-    // Plenty of tokens: only the cooldown can hold the second call.
-    let t = transport(5.0, 1000.0, &fake);
+    // Plenty of tokens: only the cooldown can hold the second call. Observe and admit only,
+    // so the 429 comes back to the caller instead of being retried.
+    let t = observer(5.0, 1000.0, &fake);
     let init = key_init(&fresh_key("cooldown"));
     let status = get(
         &call(&t, "https://example.test/", &init).await.unwrap(),
@@ -1031,4 +1463,233 @@ async fn an_already_aborted_signal_rejects_at_once_without_a_fetch() {
         .await
         .unwrap();
     assert_eq!(fake.count(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retries
+
+#[wasm_bindgen_test]
+async fn a_503_then_a_200_resolves_with_the_200_after_disposing_of_the_503() {
+    let unavailable = response(503, "{\"detail\":\"Service unavailable\"}", &[]);
+    let ok = response(200, "{\"odds\":[]}", &[]);
+    let fake = FakeFetch::replies(vec![unavailable.clone(), ok.clone()]);
+    let events = Rc::new(RefCell::new(Vec::new()));
+    let seen = events.clone();
+    let on_event =
+        Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| seen.borrow_mut().push(event));
+    let t = transport_with(
+        10.0,
+        1000.0,
+        &fake,
+        &[
+            ("retry", fast_retry(&[])),
+            ("onEvent", on_event.into_js_value()),
+        ],
+    );
+    let init = key_init(&fresh_key("503-200"));
+    let returned = call(&t, "https://example.test/odds", &init)
+        .await
+        .expect("the retry succeeded");
+    assert!(Object::is(&returned, &ok), "not the 200 Response itself");
+    assert_eq!(get(&returned, "bodyUsed"), JsValue::FALSE);
+    assert_eq!(fake.count(), 2, "one attempt and one retry");
+    assert_body_disposed(&unavailable, "the retried 503").await;
+    // Both attempts carried the caller's request.
+    for index in 0..2 {
+        let sent = fake.init(index);
+        assert!(Object::is(&get(&sent, "headers"), &get(&init, "headers")));
+    }
+
+    let gate = only_gate(&t);
+    assert_eq!(num(&gate, "requests"), 2.0);
+    assert_eq!(num(&gate, "admitted"), 2.0);
+    let retries = get(&gate, "retries");
+    assert_eq!(num(&retries, "serverError"), 1.0);
+    assert_eq!(num(&retries, "throttled"), 0.0);
+    assert_eq!(num(&retries, "network"), 0.0);
+    let backoff = get(&gate, "backoffMs");
+    assert_eq!(
+        num(&backoff, "count"),
+        1.0,
+        "a computed backoff, no Retry-After"
+    );
+    assert!(num(&backoff, "maxMs") < 2.0, "capMs is 2");
+    // The retry's cost is refunded on success.
+    assert_eq!(num(&gate, "retryBudget"), 500.0);
+    let stats = t.stats();
+    assert_eq!(num(&stats, "retries"), 1.0);
+    assert_eq!(num(&stats, "abandoned"), 0.0);
+
+    let events = events.borrow();
+    let retry_events: Vec<&JsValue> = events
+        .iter()
+        .filter(|e| get(e, "type").as_string().as_deref() == Some("retry"))
+        .collect();
+    assert_eq!(retry_events.len(), 1, "{events:?}");
+    assert_eq!(num(retry_events[0], "attempt"), 2.0);
+    assert_eq!(get(retry_events[0], "serverDelay"), JsValue::FALSE);
+    assert_eq!(get(retry_events[0], "scope"), get(&gate, "scope"));
+}
+
+#[wasm_bindgen_test]
+async fn a_bare_post_is_sent_once_and_an_idempotency_key_makes_it_retryable() {
+    let key = fresh_key("post");
+    let post = |headers: JsValue| {
+        object(&[
+            ("method", "POST".into()),
+            ("body", "{\"stake\":1}".into()),
+            ("headers", headers),
+        ])
+    };
+
+    // No Idempotency-Key: the 503 goes back as it is, after one attempt, body unread.
+    let busy = response(503, "busy", &[]);
+    let fake = FakeFetch::replies(vec![busy.clone(), response(200, "placed", &[])]);
+    let t = transport_with(10.0, 1000.0, &fake, &[("retry", fast_retry(&[]))]);
+    let bare = post(object(&[("X-API-Key", key.as_str().into())]));
+    let returned = call(&t, "https://example.test/bets", &bare)
+        .await
+        .expect("a 503 is a response, not an error");
+    assert!(Object::is(&returned, &busy), "not the 503 itself");
+    assert_eq!(get(&returned, "bodyUsed"), JsValue::FALSE);
+    assert_eq!(fake.count(), 1, "a bare POST was sent twice");
+    assert_eq!(num(&t.stats(), "retries"), 0.0);
+
+    // Nor is a failed bare POST retried: its rejection comes back unchanged.
+    let failure = construct("TypeError", &["socket hang up".into()]);
+    let thrown = failure.clone();
+    let rejecting = FakeFetch::new(move |_, _| Ok(Promise::reject(&thrown).into()));
+    let t2 = transport_with(10.0, 1000.0, &rejecting, &[("retry", fast_retry(&[]))]);
+    let error = call(&t2, "https://example.test/bets", &bare)
+        .await
+        .expect_err("the rejection is passed on");
+    assert!(Object::is(&error, &failure), "replaced: {error:?}");
+    assert_eq!(rejecting.count(), 1);
+
+    // With an Idempotency-Key (here in a `Headers`) the same POST is retried.
+    let busy = response(503, "busy", &[]);
+    let placed = response(200, "placed", &[]);
+    let keyed_fake = FakeFetch::replies(vec![busy.clone(), placed.clone()]);
+    let t3 = transport_with(10.0, 1000.0, &keyed_fake, &[("retry", fast_retry(&[]))]);
+    let headers = web_sys::Headers::new().unwrap();
+    headers.append("X-API-Key", &key).unwrap();
+    headers.append("Idempotency-Key", "bet-42").unwrap();
+    let returned = call(&t3, "https://example.test/bets", &post(headers.into()))
+        .await
+        .expect("retried to success");
+    assert!(Object::is(&returned, &placed), "not the 200 itself");
+    assert_eq!(keyed_fake.count(), 2, "the keyed POST was not retried");
+    for index in 0..2 {
+        let sent = keyed_fake.init(index);
+        assert_eq!(get(&sent, "method").as_string().as_deref(), Some("POST"));
+        let sent_headers: web_sys::Headers = get(&sent, "headers").unchecked_into();
+        assert_eq!(
+            sent_headers.get("idempotency-key").unwrap().as_deref(),
+            Some("bet-42")
+        );
+    }
+    assert_body_disposed(&busy, "the retried 503").await;
+    // All three wrappers share the key's gate.
+    assert_eq!(num(&get(&only_gate(&t3), "retries"), "serverError"), 1.0);
+    assert_eq!(num(&only_gate(&t3), "admitted"), 4.0);
+}
+
+#[wasm_bindgen_test]
+async fn the_inner_fetch_gets_a_copy_of_init_with_a_signal_of_its_own() {
+    let key = fresh_key("copy");
+    let fake = FakeFetch::ok();
+    let t = transport_with(10.0, 1000.0, &fake, &[("retry", fast_retry(&[]))]);
+    let controller = abort_controller();
+    let caller_signal = get(&controller, "signal");
+    let headers = object(&[("X-API-Key", key.as_str().into())]);
+    let init = object(&[
+        ("method", "GET".into()),
+        ("headers", headers.clone()),
+        ("cache", "no-store".into()),
+        ("signal", caller_signal.clone()),
+    ]);
+    call(&t, "https://example.test/", &init).await.unwrap();
+    let sent = fake.init(0);
+    assert!(
+        !Object::is(&sent, &init),
+        "the caller's own init was passed on"
+    );
+    let inner_signal = get(&sent, "signal");
+    assert!(
+        inner_signal.is_instance_of::<web_sys::AbortSignal>(),
+        "not an AbortSignal: {inner_signal:?}"
+    );
+    assert!(
+        !Object::is(&inner_signal, &caller_signal),
+        "the caller's signal"
+    );
+    // Everything else is the caller's, and the caller's init is left as it was.
+    assert!(Object::is(&get(&sent, "headers"), &headers));
+    assert_eq!(get(&sent, "method").as_string().as_deref(), Some("GET"));
+    assert_eq!(get(&sent, "cache").as_string().as_deref(), Some("no-store"));
+    assert!(Object::is(&get(&init, "signal"), &caller_signal));
+
+    // A caller without a signal (or without an init) gets one for the attempt all the same.
+    call(&t, "https://example.test/", &key_init(&key))
+        .await
+        .unwrap();
+    let request = construct("Request", &["https://example.test/".into(), key_init(&key)]);
+    settle(t.fetch(request, JsValue::UNDEFINED)).await.unwrap();
+    for index in [1, 2] {
+        let signal = get(&fake.init(index), "signal");
+        assert!(signal.is_instance_of::<web_sys::AbortSignal>(), "{index}");
+    }
+
+    // That signal follows the caller's: an abort mid-attempt aborts it with the caller's
+    // reason, and the call rejects with that reason, never retried.
+    let hanging = FakeFetch::new(|_, init| Ok(until_aborted(init)));
+    // A short attempt timeout, so a signal that failed to follow the caller's fails fast.
+    let retry = fast_retry(&[("attemptTimeoutMs", 2000.into())]);
+    let t2 = transport_with(10.0, 1000.0, &hanging, &[("retry", retry)]);
+    let controller = abort_controller();
+    let init = object(&[
+        ("headers", headers.clone()),
+        ("signal", get(&controller, "signal")),
+    ]);
+    let pending = t2.fetch("https://example.test/".into(), init);
+    sleep(20.0).await;
+    assert_eq!(hanging.count(), 1);
+    let inner_signal = get(&hanging.init(0), "signal");
+    assert_eq!(get(&inner_signal, "aborted"), JsValue::FALSE);
+    let reason = construct("Error", &["caller gave up".into()]);
+    let aborted_at = now();
+    call_method(&controller, "abort", std::slice::from_ref(&reason));
+    let error = settle(pending).await.expect_err("aborted mid-attempt");
+    assert!(now() - aborted_at < 500.0, "the attempt outlived the abort");
+    assert!(
+        Object::is(&error, &reason),
+        "not the abort reason: {error:?}"
+    );
+    assert_eq!(get(&inner_signal, "aborted"), JsValue::TRUE);
+    assert!(Object::is(&get(&inner_signal, "reason"), &reason));
+    assert_eq!(hanging.count(), 1, "an aborted call was retried");
+
+    // And it is ours: the per-attempt timeout aborts it with a TimeoutError, and a timed-out
+    // attempt is retried.
+    let hanging = FakeFetch::new(|_, init| Ok(until_aborted(init)));
+    let retry = fast_retry(&[("attemptTimeoutMs", 20.into()), ("maxAttempts", 2.into())]);
+    let t3 = transport_with(10.0, 1000.0, &hanging, &[("retry", retry)]);
+    let started = now();
+    let error = call(
+        &t3,
+        "https://example.test/",
+        &key_init(&fresh_key("timeout")),
+    )
+    .await
+    .expect_err("every attempt timed out");
+    assert!(now() - started < 1000.0, "the attempts were not cut off");
+    assert_abandoned(&error, "attempts", 2, "timed out twice");
+    assert_eq!(hanging.count(), 2);
+    let first = get(&hanging.init(0), "signal");
+    assert_eq!(get(&first, "aborted"), JsValue::TRUE);
+    assert_eq!(
+        get(&get(&first, "reason"), "name").as_string().as_deref(),
+        Some("TimeoutError")
+    );
+    assert_eq!(num(&get(&only_gate(&t3), "retries"), "timeout"), 1.0);
 }

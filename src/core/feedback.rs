@@ -61,6 +61,13 @@ impl fmt::Display for FeedbackError {
 
 impl std::error::Error for FeedbackError {}
 
+/// Whether a response with this status is one whose `Retry-After` we honour: a 429 (slow
+/// down) or a 503 (come back later). On any other status it is ignored, so it can neither
+/// hold the gate nor fail a successful call.
+pub fn honours_retry_after(status: u16) -> bool {
+    matches!(status, 429 | 503)
+}
+
 /// Reads the feedback headers through `header` (a case-insensitive lookup by name).
 pub fn parse_feedback(
     header: impl Fn(&str) -> Option<String>,

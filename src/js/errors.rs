@@ -75,9 +75,13 @@ fn build(
     error
 }
 
-/// `GateAbandonedError`: the call was given up, with why and how far it got.
-pub fn abandoned_error(a: Abandoned) -> JsValue {
+/// `GateAbandonedError`: the call was given up, with why and how far it got; `cause` is the
+/// last attempt's rejection when it ended without a response.
+pub fn abandoned_error(a: Abandoned, cause: Option<JsValue>) -> JsValue {
     let fields = js_sys::Object::new();
+    if let Some(cause) = cause {
+        set(&fields, "cause", cause);
+    }
     set(&fields, "reason", a.reason.as_str().into());
     set(&fields, "attempts", a.attempts.into());
     set(
