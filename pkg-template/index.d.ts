@@ -74,9 +74,48 @@ export interface CreateFetchOptions {
   onEvent?: (event: GateEvent) => void;
   /** Where `GET /usage` is, when it is not beside the request's route. @default derived from the request URL */
   usageUrl?: string;
+  /** Where gates live: this process's memory, or `redisStore(client)` for one allowance across processes. @default in-process memory */
+  store?: GateStore;
 }
 
-export type AbandonReason = 'attempts' | 'time-budget' | 'retry-budget' | 'deadline' | 'retry-after-exceeds-deadline';
+export type AbandonReason =
+  | 'attempts'
+  | 'time-budget'
+  | 'retry-budget'
+  | 'deadline'
+  | 'retry-after-exceeds-deadline'
+  | 'store-unavailable';
+
+/** Options of `redisStore`. */
+export interface RedisStoreOptions {
+  /** Key prefix: a gate lives at `<prefix>:{<scope>}:gate`. @default 'og' */
+  prefix?: string;
+  /** How long to wait for Redis before treating it as down. @default 500 */
+  timeoutMs?: number;
+  /** While Redis is down: admit locally at `localShare` of the allowance, or reject calls. @default 'local' */
+  onFailure?: 'local' | 'closed';
+  /** The share of the allowance one process may use alone while Redis is down (0 < x <= 1). @default 0.25 */
+  localShare?: number;
+  /** How long after a failure Redis is asked again. @default 1000 */
+  retryMs?: number;
+}
+
+/** A store descriptor for `createFetch({ store })`. */
+export interface GateStore {
+  readonly __oddsGateStore: true;
+}
+
+/** The smallest shape of client `redisStore` accepts: an ioredis or node-redis client. */
+export type RedisClientLike =
+  | { evalsha(...args: any[]): Promise<unknown>; script(...args: any[]): Promise<unknown> }
+  | { evalSha(...args: any[]): Promise<unknown>; scriptLoad(...args: any[]): Promise<unknown> };
+
+/**
+ * Keeps gates in Redis so every process that uses the same key shares one allowance.
+ * @throws {TypeError} a client without script loading and evalsha, or a bad option.
+ * @throws {RangeError} an option out of range.
+ */
+export function redisStore(client: RedisClientLike, options?: RedisStoreOptions): GateStore;
 
 /** Base class of odds-gate's errors. `OddsGateError.is(value)` works across realms. */
 export class OddsGateError extends Error {
@@ -131,6 +170,8 @@ export interface GateStats {
   /** `anonymous`, or `key:` and 32 hex digits of a SHA-256 of the credential. */
   scope: string;
   rate: Rate;
+  /** `memory`, or `redis:<prefix>` with Redis call counts and whether Redis is answering. */
+  store: { kind: string; calls?: number; failures?: number; up?: boolean };
   /** Admission requests: first attempts and retries. */
   requests: number;
   admitted: number;

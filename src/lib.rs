@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 pub mod core;
+pub mod store;
 
 #[cfg(target_arch = "wasm32")]
 pub mod js;

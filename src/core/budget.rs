@@ -38,6 +38,11 @@ impl BatchBudget {
     pub fn withdraw(&mut self) {
         self.left = self.left.saturating_sub(1);
     }
+
+    /// Gives back a retry that another budget refused.
+    pub fn refund(&mut self) {
+        self.left += 1;
+    }
 }
 
 /// The settings of a [`RefillingBudget`].
@@ -61,6 +66,14 @@ impl RefillingConfig {
         transient_cost: 10.0,
         success_refill: 1.0,
     };
+
+    /// What a retry of this kind costs.
+    pub fn cost(&self, kind: Kind) -> f64 {
+        match kind {
+            Kind::Throttle => self.throttle_cost,
+            Kind::Transient => self.transient_cost,
+        }
+    }
 
     /// Checks every field is a finite number >= 0 (capacity > 0).
     pub fn validate(self) -> Result<Self, ConfigError> {
@@ -109,10 +122,7 @@ impl RefillingBudget {
 
     /// What a retry of this kind costs.
     pub fn cost(&self, kind: Kind) -> f64 {
-        match kind {
-            Kind::Throttle => self.config.throttle_cost,
-            Kind::Transient => self.config.transient_cost,
-        }
+        self.config.cost(kind)
     }
 
     /// Whether a retry of this kind may go now (nothing is spent).
@@ -125,6 +135,11 @@ impl RefillingBudget {
         let cost = self.cost(kind);
         self.available -= cost;
         cost
+    }
+
+    /// Spends `amount` (a cost decided elsewhere).
+    pub fn withdraw_amount(&mut self, amount: f64) {
+        self.available -= amount;
     }
 
     /// A call succeeded: refund its last retry's cost, or add the first-time bonus.

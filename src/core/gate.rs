@@ -9,7 +9,7 @@ use super::bucket::TokenBucket;
 use super::budget::{RefillingBudget, RefillingConfig};
 use super::classify::Outcome;
 use super::config::{at_least, ConfigError, Rate};
-use super::feedback::Feedback;
+use super::feedback::{honours_retry_after, Feedback};
 use super::histogram::Histogram;
 use super::policy::Reason;
 use super::quota::{QuotaState, QuotaWatch, Usage};
@@ -56,6 +56,15 @@ pub enum Admission {
         /// When the period ends, on the gate's clock, if known.
         until: Option<Millis>,
     },
+}
+
+/// What a response taught the gate.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observed {
+    /// Waiters the new cooldown made hopeless, out of line now.
+    pub expired: Vec<Ticket>,
+    /// The cooldown the response asked for, to share with other processes.
+    pub hold_ms: Option<Millis>,
 }
 
 /// What a wake-up did.
@@ -110,7 +119,7 @@ pub struct Figures {
     /// Retries by cause.
     pub retries: RetryCounts,
     /// Calls given up, by [`Reason`] in the order of [`Reason::ALL`].
-    pub abandoned: [u64; 5],
+    pub abandoned: [u64; 6],
     /// Calls rejected because the quota is spent.
     pub quota_rejected: u64,
     /// The quota as the gate sees it.
@@ -241,10 +250,10 @@ impl Gate {
     /// `X-RateLimit-Remaining` (or the IETF `RateLimit`) lowers the gate's own count when the
     /// server knows of less, and under 10% of the limit, with the key drained by someone else,
     /// halves the refill rate until it recovers; nothing left with a reset time holds the gate
-    /// until the reset. Returns the waiters this made hopeless.
-    pub fn observe(&mut self, now: Millis, status: u16, feedback: Feedback) -> Vec<Ticket> {
+    /// until the reset.
+    pub fn observe(&mut self, now: Millis, status: u16, feedback: Feedback) -> Observed {
         let mut hold_ms = None;
-        if matches!(status, 429 | 503) {
+        if honours_retry_after(status) {
             hold_ms = feedback.retry_after_ms;
         }
         if let (Some(limit), Some(remaining)) = (feedback.limit, feedback.remaining) {
@@ -269,10 +278,11 @@ impl Gate {
             self.figures.throttled += 1;
             self.figures.last_feedback = Some(feedback);
         }
-        match hold_ms {
+        let expired = match hold_ms {
             Some(delay) => self.hold(now, delay),
             None => Vec::new(),
-        }
+        };
+        Observed { expired, hold_ms }
     }
 
     /// Asks to go at `now`, for a call that must be admitted by `deadline`. Nobody jumps the
@@ -302,6 +312,59 @@ impl Gate {
         Admission::Wait { ticket, wake_at }
     }
 
+    /// Joins the line without trying the local bucket: a shared store decides admissions, and
+    /// `predicted` is its estimate of when this caller's turn comes.
+    pub fn join(&mut self, now: Millis, deadline: Millis, predicted: Millis) -> Admission {
+        if let QuotaState::Exhausted { until } = self.quota.state(now) {
+            self.figures.quota_rejected += 1;
+            return Admission::Exhausted { until };
+        }
+        self.figures.requests += 1;
+        if predicted > deadline {
+            self.figures.expired += 1;
+            return Admission::Late { predicted };
+        }
+        let ticket = self.issue();
+        self.line.push_back(Waiter { ticket, deadline });
+        self.figures.peak_waiting = self.figures.peak_waiting.max(self.line.len());
+        Admission::Wait {
+            ticket,
+            wake_at: now,
+        }
+    }
+
+    /// The head of the line and its deadline.
+    pub fn head(&self) -> Option<(Ticket, Millis)> {
+        self.line.front().map(|w| (w.ticket, w.deadline))
+    }
+
+    /// Admits the head because the shared store said so (no local token is spent).
+    pub fn admit_head(&mut self, waited: Millis) -> Option<Ticket> {
+        let head = self.line.pop_front()?;
+        self.admitted(head.ticket, false, waited);
+        Some(head.ticket)
+    }
+
+    /// Lets go of the head, whose deadline has passed.
+    pub fn expire_head(&mut self) -> Option<Ticket> {
+        let head = self.line.pop_front()?;
+        self.figures.expired += 1;
+        Some(head.ticket)
+    }
+
+    /// Empties the line (the store is down and the gate fails closed).
+    pub fn drain(&mut self) -> Vec<Ticket> {
+        self.line.drain(..).map(|w| w.ticket).collect()
+    }
+
+    /// The shared store says the quota is spent for `ms` more.
+    pub fn quota_closed(&mut self, now: Millis, ms: Millis) -> Vec<Ticket> {
+        self.quota.close(Some(now + ms));
+        let drained = self.drain();
+        self.figures.quota_rejected += drained.len() as u64;
+        drained
+    }
+
     fn issue(&mut self) -> Ticket {
         let ticket = Ticket(self.next_ticket);
         self.next_ticket += 1;
@@ -318,7 +381,7 @@ impl Gate {
 
     /// Reports that an admitted call's attempt is over (response, failure or abort). If its
     /// admission paused the refill, the refill restarts now; returns true when it did, so the
-    /// caller can re-arm its wake-up.
+    /// caller can re-time its wake-up.
     pub fn responded(&mut self, ticket: Ticket, now: Millis) -> bool {
         if self.anchor != Some(ticket) {
             return false;
@@ -641,7 +704,9 @@ mod tests {
             retry_after_ms: Some(2_000.0),
             ..Feedback::default()
         };
-        assert_eq!(g.observe(10.0, 429, retry_after), vec![hurried]);
+        let observed = g.observe(10.0, 429, retry_after);
+        assert_eq!(observed.expired, vec![hurried]);
+        assert_eq!(observed.hold_ms, Some(2_000.0));
         assert_eq!(poll(&mut g, 2_010.0).admitted, vec![patient]);
     }
 
@@ -719,6 +784,43 @@ mod tests {
         g.observe(1.0, 200, f);
         assert!(!g.figures(1.0).slow);
         assert_eq!(g.blocked_until(), 0.0);
+    }
+
+    #[test]
+    fn a_store_decided_line_keeps_order_and_deadlines_without_local_tokens() {
+        let mut g = article_gate();
+        let a = match g.join(0.0, NEVER, 0.0) {
+            Admission::Wait { ticket, .. } => ticket,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            g.join(0.0, 100.0, 500.0),
+            Admission::Late { predicted: 500.0 }
+        );
+        let b = match g.join(0.0, NEVER, 500.0) {
+            Admission::Wait { ticket, .. } => ticket,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(g.head(), Some((a, NEVER)));
+        assert_eq!(g.admit_head(3.0), Some(a));
+        assert_eq!(g.expire_head(), Some(b));
+        let f = g.figures(0.0);
+        assert_eq!((f.admitted, f.expired, f.requests), (1, 2, 3));
+        assert_eq!(g.admit_at(0.0), 0.0, "the local bucket was not touched");
+    }
+
+    #[test]
+    fn a_store_closed_quota_drains_the_line_and_refuses_until_it_ends() {
+        let mut g = article_gate();
+        g.join(0.0, NEVER, 0.0);
+        assert_eq!(g.quota_closed(0.0, 1_000.0).len(), 1);
+        assert_eq!(
+            g.request(999.0, NEVER),
+            Admission::Exhausted {
+                until: Some(1_000.0)
+            }
+        );
+        assert!(matches!(g.request(1_000.0, NEVER), Admission::Now { .. }));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use std::fmt;
 
 use super::backoff::Backoff;
-use super::budget::{BatchBudget, RefillingBudget};
+use super::budget::{BatchBudget, RefillingBudget, RefillingConfig};
 use super::classify::{Kind, Outcome, RetryRules};
 use super::config::{at_least, ConfigError};
 use super::random::Random;
@@ -29,16 +29,19 @@ pub enum Reason {
     Deadline,
     /// The server asked for a wait longer than the time the call has left.
     RetryAfterExceedsDeadline,
+    /// The shared store is unreachable and the gate is set to fail closed.
+    StoreUnavailable,
 }
 
 impl Reason {
     /// Every reason, for figures keyed by reason.
-    pub const ALL: [Reason; 5] = [
+    pub const ALL: [Reason; 6] = [
         Reason::Attempts,
         Reason::TimeBudget,
         Reason::RetryBudget,
         Reason::Deadline,
         Reason::RetryAfterExceedsDeadline,
+        Reason::StoreUnavailable,
     ];
 
     /// The name JavaScript sees in `GateAbandonedError.reason`.
@@ -49,6 +52,7 @@ impl Reason {
             Reason::RetryBudget => "retry-budget",
             Reason::Deadline => "deadline",
             Reason::RetryAfterExceedsDeadline => "retry-after-exceeds-deadline",
+            Reason::StoreUnavailable => "store-unavailable",
         }
     }
 }
@@ -282,6 +286,18 @@ impl Call {
         self.attempts += 1;
     }
 
+    /// Records a retry's cost charged to a budget outside the core (a shared store), for the
+    /// refund on success.
+    pub fn charged(&mut self, cost: f64) {
+        self.last_retry_cost = Some(cost);
+    }
+
+    /// What a success returns to a refilling budget: the last retry's cost, or the first-time
+    /// bonus.
+    pub fn success_refund(&self, config: &RefillingConfig) -> f64 {
+        self.last_retry_cost.unwrap_or(config.success_refill)
+    }
+
     /// Gives up for `reason`, carrying the last response's details.
     pub fn abandon(&self, reason: Reason) -> Abandoned {
         Abandoned {
@@ -296,7 +312,6 @@ impl Call {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::budget::RefillingConfig;
     use crate::core::random::Seeded;
 
     fn status(status: u16, retry_after_ms: Option<Millis>) -> Outcome {

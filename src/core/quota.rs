@@ -149,6 +149,11 @@ impl QuotaWatch {
         self.state
     }
 
+    /// Another process confirmed exhaustion (through the shared store) until `until`.
+    pub fn close(&mut self, until: Option<Millis>) {
+        self.state = QuotaState::Exhausted { until };
+    }
+
     /// The caller says the quota is back (a new plan, a top-up).
     pub fn reset(&mut self) {
         *self = QuotaWatch::default();

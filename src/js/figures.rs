@@ -94,7 +94,17 @@ pub fn stats(gates: &[Rc<SharedGate>]) -> JsValue {
         abandoned += f.abandoned.iter().sum::<u64>();
         let object = js_sys::Object::new();
         set(&object, "scope", gate.scope().as_str().into());
-        set(&object, "rate", rate_object(gate.config().0).into());
+        let (rate, _, store) = gate.config();
+        set(&object, "rate", rate_object(rate).into());
+        let store_object = js_sys::Object::new();
+        set(&store_object, "kind", store.into());
+        if let Some(s) = gate.store() {
+            let (calls, failures) = s.counts();
+            num(&store_object, "calls", calls as f64);
+            num(&store_object, "failures", failures as f64);
+            set(&store_object, "up", (!s.is_down()).into());
+        }
+        set(&object, "store", store_object.into());
         num(&object, "requests", f.requests as f64);
         num(&object, "admitted", f.admitted as f64);
         num(&object, "waiting", f.waiting as f64);
@@ -164,13 +174,18 @@ pub fn describe(config: &Config) -> JsValue {
         set(&object, key, value.into());
     };
     add("scope", "scope", "one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process".into());
-    add(
-        "store",
-        "store",
-        "in-process memory: per process; other processes have their own allowance".into(),
-    );
+    let store = match &config.store {
+        None => "in-process memory: per process; other processes have their own allowance".into(),
+        Some(s) => s.describe(),
+    };
+    add("store", "store", store);
     add("admission", "admission", "cooldown first, then token bucket; FIFO; one timer per gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < 10% of limit)".into());
-    add("feedback", "feedback", "Retry-After (seconds or HTTP-date) on 429/503 is the shared cooldown, extended never shortened; X-RateLimit-* and IETF RateLimit/RateLimit-Policy read on every response".into());
+    let feedback = if config.retry.is_some() {
+        "Retry-After (seconds or HTTP-date) on 429/503 is the shared cooldown, extended never shortened; X-RateLimit-* and IETF RateLimit/RateLimit-Policy read on every response"
+    } else {
+        "Retry-After (seconds or HTTP-date) on a 429 is the shared cooldown, extended never shortened; its X-RateLimit-* recorded; other responses are not read"
+    };
+    add("feedback", "feedback", feedback.into());
     match &config.retry {
         None => add(
             "retry",

@@ -14,6 +14,7 @@ mod options;
 mod probe;
 mod random;
 mod read;
+mod redis;
 mod registry;
 mod shared_gate;
 mod sleep;
@@ -23,4 +24,5 @@ mod wait;
 
 pub use errors::register_errors;
 pub use model::{simulate, ModelGate};
+pub use redis::redis_store;
 pub use transport::Transport;

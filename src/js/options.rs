@@ -1,12 +1,15 @@
 //! `createFetch` options and `batch` options, read into the core's types. Every field is
 //! type-checked here and range-checked by the core, so errors name the field.
 
+use std::rc::Rc;
+
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::errors::{config_error, range_error, type_error};
 use super::events::Events;
 use super::read::{self, get};
+use super::redis::{is_store, RedisStore};
 use crate::core::backoff::Backoff;
 use crate::core::budget::RefillingConfig;
 use crate::core::classify::RetryRules;
@@ -14,7 +17,7 @@ use crate::core::config::Rate;
 use crate::core::policy::RetryPolicy;
 use crate::core::Millis;
 
-const OPTIONS: &[&str] = &["rate", "fetch", "retry", "onEvent", "usageUrl"];
+const OPTIONS: &[&str] = &["rate", "fetch", "retry", "onEvent", "usageUrl", "store"];
 const RETRY: &[&str] = &[
     "maxAttempts",
     "timeBudgetMs",
@@ -42,6 +45,8 @@ pub struct Config {
     pub events: Events,
     /// Where `GET /usage` is, when it cannot be derived from the request URL.
     pub usage_url: Option<String>,
+    /// The shared store; `None` keeps the gate in this process's memory.
+    pub store: Option<Rc<RedisStore>>,
 }
 
 /// Reads `createFetch(options)`.
@@ -71,7 +76,18 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
             ))
         })?)
     };
+    let store = get(options, "store");
+    let store = if store.is_undefined() {
+        None
+    } else if is_store(&store) {
+        Some(RedisStore::from_descriptor(&store)?)
+    } else {
+        return Err(type_error(
+            "Expected `store` to come from redisStore(client)",
+        ));
+    };
     Ok(Config {
+        store,
         rate,
         fetch: function(options, "fetch")?,
         retry,

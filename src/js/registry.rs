@@ -8,6 +8,7 @@ use std::rc::Rc;
 use wasm_bindgen::JsValue;
 
 use super::errors::range_error;
+use super::redis::RedisStore;
 use super::shared_gate::SharedGate;
 use crate::core::budget::RefillingConfig;
 use crate::core::config::Rate;
@@ -24,11 +25,20 @@ pub fn gate_for(
     scope: &Scope,
     rate: Rate,
     budget: Option<RefillingConfig>,
+    store: Option<Rc<RedisStore>>,
 ) -> Result<Rc<SharedGate>, JsValue> {
     GATES.with(|gates| {
         let mut gates = gates.borrow_mut();
         if let Some(gate) = gates.get(scope) {
-            let (existing, existing_budget) = gate.config();
+            let (existing, existing_budget, existing_store) = gate.config();
+            let wanted_store = store.as_ref().map_or("memory".into(), |s| s.identity());
+            if existing_store != wanted_store {
+                return Err(range_error(&format!(
+                    "The gate for credential {} keeps its state in {existing_store}; this wrapper \
+                     asks for {wanted_store}. One credential has one gate: use the same store.",
+                    short(scope)
+                )));
+            }
             if existing_budget != budget {
                 return Err(range_error(&format!(
                     "The gate for credential {} already has {}; this wrapper asks for {}. \
@@ -53,7 +63,7 @@ pub fn gate_for(
             }
             return Ok(gate.clone());
         }
-        let gate = SharedGate::new(scope.clone(), rate, budget);
+        let gate = SharedGate::new(scope.clone(), rate, budget, store);
         gates.insert(scope.clone(), gate.clone());
         Ok(gate)
     })

@@ -2,15 +2,17 @@
 //! calls park on a [`Slot`]; one timer per gate wakes the line when the core says a token will
 //! be there; an abort or a deadline takes a waiter out of line without spending a token.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
 use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::spawn_local;
 
 use super::abort::AbortListener;
 use super::clock;
 use super::errors::abort_reason;
+use super::redis::{OnFailure, RedisStore};
 use super::timer::Timer;
 use super::wait::Slot;
 use crate::core::budget::RefillingConfig;
@@ -20,6 +22,7 @@ use crate::core::gate::{Admission, Figures, Gate, Ticket};
 use crate::core::quota::{QuotaState, Usage};
 use crate::core::scope::Scope;
 use crate::core::Millis;
+use crate::store::{Answer, Op};
 
 /// Why a call did not get through the gate.
 pub enum Refusal {
@@ -29,6 +32,8 @@ pub enum Refusal {
     Late,
     /// The monthly quota is spent; the period ends then (Unix ms), if known.
     Exhausted(Option<f64>),
+    /// The shared store is down and the gate fails closed.
+    StoreDown,
 }
 
 type Admit = Result<(), Refusal>;
@@ -45,6 +50,28 @@ pub struct SharedGate {
     timer: RefCell<Option<Timer>>,
     /// Calls waiting for the one `/usage` probe; `Some` while it runs.
     probe: RefCell<Option<Vec<Slot<()>>>>,
+    /// The shared store that decides admissions, when the allowance spans processes.
+    remote: Option<Remote>,
+}
+
+/// Admission through a shared store: the line stays local and only its head asks the store,
+/// when the last answer said a token may be ready.
+pub struct Remote {
+    store: Rc<RedisStore>,
+    key: Rc<String>,
+    /// The whole allowance (the local gate holds only the fail-safe share).
+    rate: Rate,
+    budget: Option<RefillingConfig>,
+    /// One head at a time asks the store.
+    pumping: Cell<bool>,
+    /// When the store last said the next token would be there, on our clock.
+    ready_at: Cell<Millis>,
+    /// The admission whose response restarts the shared refill, and its id in the store.
+    anchor: RefCell<Option<(Ticket, String)>>,
+    /// Tells this process's anchors from other processes'.
+    process_id: String,
+    /// Refunds of successes not yet credited: they ride along with the next charge.
+    refunds: Cell<f64>,
 }
 
 struct State {
@@ -86,21 +113,43 @@ impl Entry {
 }
 
 impl SharedGate {
-    /// A fresh gate for `scope`, full bucket, nobody waiting.
-    pub fn new(scope: Scope, rate: Rate, budget: Option<RefillingConfig>) -> Rc<SharedGate> {
+    /// A fresh gate for `scope`, full bucket, nobody waiting. With a store, the store decides
+    /// admissions and the local bucket holds only the fail-safe share of the allowance.
+    pub fn new(
+        scope: Scope,
+        rate: Rate,
+        budget: Option<RefillingConfig>,
+        store: Option<Rc<RedisStore>>,
+    ) -> Rc<SharedGate> {
+        let local_rate = store.as_ref().map_or(rate, |s| s.local_rate(rate));
+        let remote = store.map(|store| Remote {
+            key: Rc::new(store.key(&scope)),
+            anchor: RefCell::new(None),
+            store,
+            rate,
+            budget,
+            pumping: Cell::new(false),
+            ready_at: Cell::new(f64::NEG_INFINITY),
+            process_id: format!("{:016x}", getrandom::u64().unwrap_or_default()),
+            refunds: Cell::new(0.0),
+        });
         let shared = Rc::new(SharedGate {
             scope,
             state: RefCell::new(State {
-                gate: Gate::new(rate, clock::now()).with_budget(budget),
+                gate: Gate::new(local_rate, clock::now()).with_budget(budget),
                 waiters: HashMap::new(),
             }),
             timer: RefCell::new(None),
             probe: RefCell::new(None),
+            remote,
         });
         let weak = Rc::downgrade(&shared);
         let callback = Closure::<dyn FnMut()>::new(move || {
             if let Some(shared) = weak.upgrade() {
-                shared.on_timer();
+                if let Some(timer) = shared.timer.borrow_mut().as_mut() {
+                    timer.fired();
+                }
+                shared.wake();
             }
         });
         *shared.timer.borrow_mut() = Some(Timer::new(callback));
@@ -112,10 +161,22 @@ impl SharedGate {
         &self.scope
     }
 
-    /// The allowance and retry budget this gate enforces.
-    pub fn config(&self) -> (Rate, Option<RefillingConfig>) {
+    /// The allowance, retry budget and store this gate was made with.
+    pub fn config(&self) -> (Rate, Option<RefillingConfig>, String) {
         let state = self.state.borrow();
-        (state.gate.rate(), state.gate.budget_config())
+        match &self.remote {
+            Some(r) => (r.rate, r.budget, r.store.identity()),
+            None => (
+                state.gate.rate(),
+                state.gate.budget_config(),
+                "memory".into(),
+            ),
+        }
+    }
+
+    /// The shared store, when there is one.
+    pub fn store(&self) -> Option<&RedisStore> {
+        self.remote.as_ref().map(|r| &*r.store)
     }
 
     /// Runs `f` on the core gate (for decisions and figures).
@@ -135,7 +196,18 @@ impl SharedGate {
             return Err(Refusal::Aborted(abort_reason(signal)));
         }
         let now = clock::now();
-        let admission = self.state.borrow_mut().gate.request(now, deadline);
+        let admission = match &self.remote {
+            Some(remote) if !remote.store.is_down() => {
+                let mut state = self.state.borrow_mut();
+                let ahead = state.gate.waiting() as f64;
+                let predicted = remote.ready_at.get().max(now) + ahead * remote.rate.ms_per_token();
+                state.gate.join(now, deadline, predicted)
+            }
+            Some(remote) if remote.store.on_failure() == OnFailure::Closed => {
+                return Err(Refusal::StoreDown);
+            }
+            _ => self.state.borrow_mut().gate.request(now, deadline),
+        };
         let (ticket, wake_at) = match admission {
             Admission::Now { ticket } => return Ok(Entry::Admitted(ticket)),
             Admission::Late { .. } => return Err(Refusal::Late),
@@ -148,7 +220,11 @@ impl SharedGate {
             asked: now,
         };
         self.state.borrow_mut().waiters.insert(ticket.id(), waiter);
-        self.arm(wake_at, now);
+        if self.remote.is_some() {
+            self.clone().pump();
+        } else {
+            self.arm(wake_at, now);
+        }
         let listener = signal.map(|signal| {
             let gate: Weak<SharedGate> = Rc::downgrade(self);
             let reason_from = signal.clone();
@@ -167,16 +243,93 @@ impl SharedGate {
 
     /// Learns from a response's status and headers; waiters it made hopeless are let go.
     pub fn observe(&self, status: u16, feedback: Feedback) {
-        let expired = self
+        let observed = self
             .state
             .borrow_mut()
             .gate
             .observe(clock::now(), status, feedback);
-        self.settle(expired, || Refusal::Late);
+        self.settle(observed.expired, || Refusal::Late);
+        if let (Some(delay), Some(_)) = (observed.hold_ms, &self.remote) {
+            // Every process must hold, not just this one.
+            self.tell_store(Op::Defer(delay));
+        }
+    }
+
+    /// Sends an operation to the store without waiting for it (a failure marks it down).
+    fn tell_store(&self, op: Op<'static>) {
+        if let Some(remote) = &self.remote {
+            let (store, key, rate) = (remote.store.clone(), remote.key.clone(), remote.rate);
+            let budget = remote.budget.map(|b| b.capacity);
+            spawn_local(async move {
+                let _ = store.run(&key, op, rate, budget).await;
+            });
+        }
+    }
+
+    /// Spends a retry's cost from the shared budget. With a store, the store's budget decides
+    /// (the local one while it is down); without, the caller used the local one already.
+    pub async fn charge(&self, cost: f64) -> bool {
+        let Some(remote) = &self.remote else {
+            return true;
+        };
+        if remote.budget.is_none() {
+            return true;
+        }
+        let capacity = remote.budget.map(|b| b.capacity);
+        if !remote.store.is_down() {
+            let refund = remote.refunds.replace(0.0);
+            let op = Op::Charge { cost, refund };
+            match remote
+                .store
+                .run(&remote.key, op, remote.rate, capacity)
+                .await
+            {
+                Ok(Answer::Charged) => return true,
+                Ok(_) => return false,
+                Err(_) => remote.refunds.set(remote.refunds.get() + refund),
+            }
+        }
+        self.with(|g| match g.budget_mut() {
+            Some(b) if b.available() >= cost => {
+                b.withdraw_amount(cost);
+                true
+            }
+            Some(_) => false,
+            None => true,
+        })
+    }
+
+    /// Owes a success's refund to the shared budget; it is credited with the next charge,
+    /// which is when it matters, so a success costs no call to the store.
+    pub fn refund(&self, amount: f64) {
+        if let Some(remote) = &self.remote {
+            remote.refunds.set(remote.refunds.get() + amount);
+        }
+    }
+
+    /// Tells every process the quota is spent for `ms` (0 reopens it).
+    pub fn share_quota(&self, ms: Millis) {
+        self.tell_store(Op::Quota(ms));
     }
 
     /// An admitted call's attempt is over: restarts an anchored refill, re-timing the line.
     pub fn responded(&self, ticket: Ticket) {
+        if let Some(remote) = &self.remote {
+            let anchored = remote
+                .anchor
+                .borrow()
+                .as_ref()
+                .is_some_and(|(t, _)| *t == ticket);
+            if anchored {
+                if let Some((_, id)) = remote.anchor.borrow_mut().take() {
+                    let (store, key, rate) =
+                        (remote.store.clone(), remote.key.clone(), remote.rate);
+                    spawn_local(async move {
+                        let _ = store.run(&key, Op::Resume(&id), rate, None).await;
+                    });
+                }
+            }
+        }
         let now = clock::now();
         let next = {
             let mut state = self.state.borrow_mut();
@@ -214,6 +367,8 @@ impl SharedGate {
         if let QuotaState::Exhausted { until } = state {
             let end = to_wall(until, now);
             self.settle(drained, || Refusal::Exhausted(end));
+            // Unknown period end: close for a day; resetQuota() reopens sooner.
+            self.share_quota(until.map_or(86_400_000.0, |u| (u - now).max(1.0)));
         }
         for slot in self.probe.borrow_mut().take().unwrap_or_default() {
             slot.settle(());
@@ -233,12 +388,114 @@ impl SharedGate {
         }
     }
 
-    /// Admits whoever the gate lets through and lets go of the late, then re-arms for the
-    /// next, or leaves no timer.
-    fn on_timer(&self) {
-        if let Some(timer) = self.timer.borrow_mut().as_mut() {
-            timer.fired();
+    /// The timer fired: ask the store for the head, or (locally, or while the store is down)
+    /// poll the local bucket.
+    fn wake(self: Rc<Self>) {
+        match &self.remote {
+            Some(remote) if !remote.store.is_down() => self.pump(),
+            _ => self.poll_local(),
         }
+    }
+
+    /// Asks the store for the head of the line, one head at a time, until the store says
+    /// "not yet" (then one timer for when it said) or the line is empty.
+    fn pump(self: Rc<Self>) {
+        let Some(remote) = &self.remote else { return };
+        if remote.pumping.replace(true) {
+            return;
+        }
+        spawn_local(async move {
+            self.pump_line().await;
+            if let Some(remote) = &self.remote {
+                remote.pumping.set(false);
+            }
+        });
+    }
+
+    async fn pump_line(self: &Rc<Self>) {
+        let remote = self.remote.as_ref().expect("pumping needs a store");
+        loop {
+            let now = clock::now();
+            let Some((ticket, deadline)) = self.with(|g| g.head()) else {
+                return;
+            };
+            if deadline < now {
+                let expired = self.with(|g| g.expire_head());
+                self.settle(expired.into_iter().collect(), || Refusal::Late);
+                continue;
+            }
+            if remote.store.is_down() {
+                return self.store_down();
+            }
+            let id = format!("{}-{}", remote.process_id, ticket.id());
+            let capacity = remote.budget.map(|b| b.capacity);
+            let answer = remote
+                .store
+                .run(&remote.key, Op::Admit(&id), remote.rate, capacity)
+                .await;
+            let now = clock::now();
+            match answer {
+                Ok(Answer::Admitted { anchor, next_ms }) => {
+                    // The head may have left (aborted) while we asked; the token goes to
+                    // whoever is at the head now (an anchor it carries then resumes by itself).
+                    let admitted = {
+                        let mut state = self.state.borrow_mut();
+                        let State { gate, waiters } = &mut *state;
+                        let asked = |t: Ticket| waiters.get(&t.id()).map_or(now, |w| w.asked);
+                        let head = gate.head().map(|(t, _)| t);
+                        head.and_then(|t| gate.admit_head(now - asked(t)))
+                            .and_then(|t| waiters.remove(&t.id()).map(|w| (t, w)))
+                    };
+                    if let Some((admitted, waiter)) = admitted {
+                        if anchor {
+                            *remote.anchor.borrow_mut() = Some((admitted, id));
+                        }
+                        waiter.slot.settle(Ok(()));
+                    }
+                    // No token for the next head yet: wait for it rather than ask now.
+                    if next_ms > 0.0 && self.with(|g| g.waiting()) > 0 {
+                        remote.ready_at.set(now + next_ms);
+                        if let Some(timer) = self.timer.borrow_mut().as_mut() {
+                            timer.set(now + next_ms, now);
+                        }
+                        return;
+                    }
+                }
+                Ok(Answer::Wait(ms)) => {
+                    remote.ready_at.set(now + ms);
+                    if let Some(timer) = self.timer.borrow_mut().as_mut() {
+                        timer.set(now + ms, now);
+                    }
+                    return;
+                }
+                Ok(Answer::Exhausted(ms)) => {
+                    let drained = self.with(|g| g.quota_closed(now, ms));
+                    let end = Some(clock::wall_now() + ms);
+                    self.settle(drained, || Refusal::Exhausted(end));
+                    return;
+                }
+                Ok(_) | Err(_) => return self.store_down(),
+            }
+        }
+    }
+
+    /// The store did not answer: fail closed, or carry on locally at the fail-safe share
+    /// (the next wake-up after `retryMs` asks the store again).
+    fn store_down(self: &Rc<Self>) {
+        let closed = self
+            .store()
+            .is_some_and(|s| s.on_failure() == OnFailure::Closed);
+        if closed {
+            let drained = self.with(|g| g.drain());
+            self.settle(drained, || Refusal::StoreDown);
+        } else {
+            self.clone().poll_local();
+        }
+    }
+
+    /// Admits whoever the local bucket lets through and lets go of the late, then re-arms for
+    /// the next, or leaves no timer.
+    fn poll_local(self: Rc<Self>) {
         let now = clock::now();
         let (wakeup, admitted) = {
             let mut state = self.state.borrow_mut();
@@ -256,7 +513,9 @@ impl SharedGate {
         }
         self.settle(wakeup.expired, || Refusal::Late);
         if let Some(due) = wakeup.next {
-            self.arm(due, now);
+            // While the store is down, come back no later than when it may be up again.
+            let retry = self.store().map_or(due, |_| due.min(now + 1_000.0));
+            self.arm(retry, now);
         }
     }
 

@@ -1,10 +1,15 @@
+//! Waiting with a time limit: a backoff sleep that an abort cuts short, and a bound on how
+//! long we wait for someone else's answer.
+//!
 //! A backoff sleep that an abort cuts short. One timer per sleeping call: only retries without
 //! a `Retry-After` sleep (a server delay holds the whole gate instead), and the timer is gone
 //! as soon as the sleep ends either way.
 
+use std::future::Future;
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::spawn_local;
 
 use super::abort::AbortListener;
 use super::clock;
@@ -28,5 +33,23 @@ pub async fn until(at: Millis, signal: Option<&web_sys::AbortSignal>) -> Result<
         let (slot, signal_) = (slot.clone(), Rc::new(signal.clone()));
         AbortListener::new(signal, move || slot.settle(Err(abort_reason(&signal_))))
     });
+    slot.wait().await
+}
+
+/// Waits for `future` at most `ms`; `None` when it did not finish in time (it keeps running,
+/// its answer unheard).
+pub async fn within<T: 'static>(
+    ms: Millis,
+    future: impl Future<Output = T> + 'static,
+) -> Option<T> {
+    let slot: Slot<Option<T>> = Slot::default();
+    let answered = slot.clone();
+    spawn_local(async move { answered.settle(Some(future.await)) });
+    let mut timer = {
+        let slot = slot.clone();
+        Timer::new(Closure::new(move || slot.settle(None)))
+    };
+    let now = clock::now();
+    timer.arm(now + ms, now);
     slot.wait().await
 }

@@ -26,7 +26,7 @@ use super::shared_gate::{Entry, Refusal, SharedGate};
 use super::wait::Slot;
 use crate::core::budget::BatchBudget;
 use crate::core::classify::Outcome;
-use crate::core::feedback::{parse_feedback, Feedback};
+use crate::core::feedback::{honours_retry_after, parse_feedback, Feedback};
 use crate::core::policy::{Budgets, Call, Reason, Verdict};
 use crate::core::quota::{looks_exhausted, QuotaState};
 use crate::core::scope::Scope;
@@ -129,6 +129,7 @@ impl Transport {
     pub fn reset_quota(&self) {
         for gate in self.gates.borrow().iter() {
             gate.with(|g| g.reset_quota());
+            gate.share_quota(0.0);
         }
     }
 }
@@ -171,7 +172,8 @@ impl Transport {
             }
             return Ok(gates[0].clone());
         }
-        let gate = gate_for(&scope, self.config.rate, self.config.budget)?;
+        let store = self.config.store.clone();
+        let gate = gate_for(&scope, self.config.rate, self.config.budget, store)?;
         gates.insert(0, gate.clone());
         Ok(gate)
     }
@@ -200,6 +202,7 @@ impl Flight {
         match refusal {
             Refusal::Aborted(reason) => reason,
             Refusal::Exhausted(end) => quota_error(end),
+            Refusal::StoreDown => self.give_up(Reason::StoreUnavailable),
             Refusal::Late => {
                 let reason = self
                     .call
@@ -227,7 +230,7 @@ impl Flight {
                 set(e, "reason", reason.as_str().into());
                 set(e, "attempts", abandoned.attempts.into());
             });
-        abandoned_error(abandoned)
+        abandoned_error(abandoned, None)
     }
 
     /// Attempts until the policy delivers or gives up.
@@ -275,15 +278,18 @@ impl Flight {
                 Some(call) => {
                     let policy = self.config.retry.as_ref().expect("a call has a policy");
                     let mut batch = self.batch.as_ref().map(|b| b.borrow_mut());
+                    let shared = self.gate.store().is_some();
                     self.gate.with(|g| {
                         let budgets = Budgets {
-                            gate: g.budget_mut(),
+                            // With a store, the store's budget is charged below.
+                            gate: if shared { None } else { g.budget_mut() },
                             batch: batch.as_mut().and_then(|b| b.budget.as_mut()),
                         };
                         policy.after(call, outcome, clock::now(), budgets, &mut OsRandom)
                     })
                 }
             };
+            let verdict = self.charge_store(verdict, outcome).await;
             if let Verdict::Deliver = verdict {
                 return match (response, error) {
                     (Some(response), _) => Ok(response),
@@ -308,7 +314,7 @@ impl Flight {
                             set(e, "reason", abandoned.reason.as_str().into());
                             set(e, "attempts", abandoned.attempts.into());
                         });
-                    return Err(abandoned_error(abandoned));
+                    return Err(abandoned_error(abandoned, error));
                 }
                 Verdict::Retry {
                     not_before,
@@ -337,6 +343,39 @@ impl Flight {
         }
     }
 
+    /// With a shared store, pays for a retry from the store's budget (giving the batch's retry
+    /// back if the store refuses), and refunds a success.
+    async fn charge_store(&mut self, verdict: Verdict, outcome: Outcome) -> Verdict {
+        let Some(config) = self.config.budget.filter(|_| self.gate.store().is_some()) else {
+            return verdict;
+        };
+        let Some(call) = &mut self.call else {
+            return verdict;
+        };
+        match verdict {
+            Verdict::Retry { kind, .. } => {
+                let cost = config.cost(kind);
+                if self.gate.charge(cost).await {
+                    call.charged(cost);
+                    return verdict;
+                }
+                if let Some(batch) = &self.batch {
+                    if let Some(b) = batch.borrow_mut().budget.as_mut() {
+                        b.refund();
+                    }
+                }
+                Verdict::Abandon(call.abandon(Reason::RetryBudget))
+            }
+            Verdict::Deliver => {
+                if matches!(outcome, Outcome::Response { status, .. } if status < 400) {
+                    self.gate.refund(call.success_refund(&config));
+                }
+                verdict
+            }
+            Verdict::Abandon(_) => verdict,
+        }
+    }
+
     /// Feeds a response's headers to the gate (and the quota watch). A `Retry-After` too
     /// large to honour exactly rejects the call, never a shorter wait.
     fn observe(&self, response: &JsValue) -> Result<Option<Feedback>, JsValue> {
@@ -346,7 +385,13 @@ impl Flight {
             return Ok(None);
         }
         let headers = get(response, "headers");
-        let feedback = match parse_feedback(|name| lookup(&headers, name), clock::wall_now()) {
+        let honoured = honours_retry_after(status);
+        let header = |name: &str| {
+            (honoured || name != "retry-after")
+                .then(|| lookup(&headers, name))
+                .flatten()
+        };
+        let feedback = match parse_feedback(header, clock::wall_now()) {
             Ok(feedback) => feedback,
             Err(error) => {
                 // Counted and recorded, but no cooldown: the call itself fails loudly instead.

@@ -1,0 +1,243 @@
+// Fleet mode: one allowance across processes through a real redis-server, with both clients.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import Redis from 'ioredis';
+import { createClient } from 'redis';
+import { createFetch, redisStore, simulate, GateAbandonedError } from '../pkg/index.js';
+import { startFakeOddsApi } from './support/fake-odds-api.mjs';
+import { startRedis } from './support/redis-server.mjs';
+
+const script = readFileSync(new URL('../src/store/gate.lua', import.meta.url), 'utf8');
+const child = fileURLToPath(new URL('./support/fleet-child.mjs', import.meta.url));
+const rate = { burst: 2, perSecond: 2 };
+const freshKey = () => `fleet-${randomUUID()}`;
+let redis, ioredis;
+
+before(async () => {
+  redis = await startRedis();
+  ioredis = new Redis({ port: redis.port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+  ioredis.on('error', () => {}); // one test kills Redis on purpose
+});
+after(async () => {
+  ioredis.disconnect();
+  await redis.stop();
+});
+
+/** Runs the gate script directly on a virtual clock. */
+const gateScript = (key) => async (op, now, extra = []) => {
+  const reply = await ioredis.eval(script, 1, key, op, String(now), '2', '500', '1000', '500', ...extra);
+  return [reply[0], Number(reply[1]), Number(reply[2])];
+};
+
+test('the Redis script makes the core gate\'s decisions: the article\'s shared-gate timeline', async () => {
+  const run = gateScript(`og:{${randomUUID()}}:gate`);
+  // Eight workers at t=0; each told "wait d" comes back at now + d; responses are instant.
+  const queue = Array.from({ length: 8 }, (_, worker) => ({ at: 0, worker, order: worker }));
+  const admitted = [];
+  let order = 8;
+  for (let steps = 0; queue.length && steps < 100; steps++) {
+    queue.sort((a, b) => a.at - b.at || a.order - b.order);
+    const { at, worker } = queue.shift();
+    const [code, value] = await run('admit', at, [`w${worker}`]);
+    if (code === 'admitted') {
+      admitted.push(at);
+      await run('resume', at, [`w${worker}`]);
+    } else {
+      queue.push({ at: at + value, worker, order: order++ });
+    }
+  }
+  assert.deepEqual(admitted, simulate({ shared: true }).timeline.map((x) => x.at));
+});
+
+test('the Redis script extends cooldowns but never shortens them, and keeps budget and quota', async () => {
+  const run = gateScript(`og:{${randomUUID()}}:gate`);
+  await run('defer', 0, ['5000']);
+  await run('defer', 100, ['1000']);
+  assert.deepEqual((await run('admit', 4999, ['a'])).slice(0, 2), ['wait', 1]);
+  await run('defer', 1000, ['8000']);
+  assert.deepEqual((await run('admit', 5000, ['a'])).slice(0, 2), ['wait', 4000]);
+  const reply = await ioredis.eval(script, 1, `og:{${randomUUID()}}:gate`, 'charge', '0', '2', '500', '1000', '12', '10', '0');
+  assert.deepEqual(reply.slice(0, 2), ['charged', '2']);
+  const refused = await ioredis.eval(script, 1, `og:{${randomUUID()}}:gate`, 'charge', '0', '2', '500', '1000', '5', '10', '0');
+  assert.equal(refused[0], 'refused');
+  await run('quota', 0, ['60000']);
+  assert.equal((await run('admit', 59_999, ['q']))[0], 'exhausted');
+  await run('quota', 100, ['0']);
+  assert.equal((await run('admit', 60_000, ['q']))[0], 'admitted');
+});
+
+for (const [name, connect] of [
+  ['ioredis', async () => new Redis({ port: redis.port, host: '127.0.0.1' })],
+  ['node-redis', async () => { const c = createClient({ url: redis.url }); await c.connect(); return c; }],
+]) {
+  test(`eight workers through Redis with ${name}: 8 attempts, no 429`, async () => {
+    const api = await startFakeOddsApi(rate);
+    const client = await connect();
+    try {
+      const fetchImpl = createFetch({ rate, store: redisStore(client) });
+      const key = freshKey();
+      const responses = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+        fetchImpl(`${api.baseUrl}/events/${i}/odds/snapshot`, { headers: { 'X-API-Key': key } })));
+      assert.ok(responses.every((r) => r.status === 200));
+      assert.deepEqual([api.stats().attempts, api.stats().rejected], [8, 0]);
+      const { store } = fetchImpl.stats().gates[0];
+      assert.equal(store.kind, 'redis:og');
+      assert.ok(store.calls <= 16, `${store.calls} Redis calls for 8 admissions`);
+      assert.match(fetchImpl.describe().store, /through Redis/);
+    } finally {
+      await api.close();
+      await (client.quit?.() ?? client.disconnect());
+    }
+  });
+}
+
+const runChild = (job) => new Promise((resolve, reject) => {
+  const proc = spawn(process.execPath, [child, JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  const killer = setTimeout(() => proc.kill('SIGKILL'), 150_000);
+  proc.on('exit', (code) => {
+    clearTimeout(killer);
+    if (code !== 0) return reject(new Error(`child exited with ${code}`));
+    resolve(JSON.parse(out.trim().split('\n').at(-1)));
+  });
+  if (!job.barrier) proc.stdin.end();
+  runChild.started?.push(proc);
+});
+
+/** Starts a fleet whose processes warm up first, then go together. */
+async function runFleet(job, processes) {
+  const procs = [];
+  runChild.started = procs;
+  const results = Array.from({ length: processes }, () => runChild({ ...job, barrier: true }));
+  runChild.started = null;
+  await Promise.all(procs.map((proc) => new Promise((resolve) => proc.stdout.once('data', resolve))));
+  const started = performance.now();
+  for (const proc of procs) proc.stdin.end('go\n');
+  return { runs: await Promise.all(results), started };
+}
+
+test('8 processes x 8 workers share one allowance through Redis, unlike a gate per process', async () => {
+  const api = await startFakeOddsApi(rate);
+  try {
+    const results = {};
+    for (const store of ['redis', 'memory']) {
+      api.reset();
+      const apiKey = freshKey();
+      const { runs, started } = await runFleet({ store, redisPort: redis.port, baseUrl: api.baseUrl, apiKey, rate, workers: 8 }, 8);
+      const server = api.stats();
+      results[store] = {
+        jobs: 64,
+        completed: runs.reduce((n, r) => n + r.completed, 0),
+        attempts: server.attempts,
+        rejected: server.rejected,
+        wallS: ((performance.now() - started) / 1000).toFixed(1),
+      };
+    }
+    console.log('fleet of 8 processes x 8 workers, burst 2 at 2/s:');
+    console.table(results);
+    const shared = results.redis;
+    assert.equal(shared.completed, 64);
+    assert.ok(shared.attempts <= 1.01 * 64, `${shared.attempts} attempts for 64 jobs`);
+    assert.ok(shared.rejected <= 0.01 * shared.attempts, `${shared.rejected} 429s`);
+    assert.ok(results.memory.rejected > shared.rejected, 'a gate per process overruns the key');
+  } finally {
+    await api.close();
+  }
+});
+
+test('a cooldown set by one process is honoured by another', async () => {
+  const api = await startFakeOddsApi({ burst: 10, perSecond: 10 });
+  const client = new Redis({ port: redis.port, host: '127.0.0.1' });
+  try {
+    const apiKey = freshKey();
+    const fetchImpl = createFetch({ rate: { burst: 10, perSecond: 10 }, retry: false, store: redisStore(client) });
+    api.inject({ status: 429, retryAfter: 3 });
+    const throttled = await fetchImpl(`${api.baseUrl}/events/a/odds/snapshot`, { headers: { 'X-API-Key': apiKey } });
+    assert.equal(throttled.status, 429);
+    const other = await runChild({ store: 'redis', redisPort: redis.port, baseUrl: api.baseUrl, apiKey, rate: { burst: 10, perSecond: 10 }, single: true });
+    assert.equal(other.status, 200);
+    assert.ok(other.waitedMs >= 2_000, `the other process waited ${other.waitedMs} ms of the 3 s cooldown`);
+  } finally {
+    await api.close();
+    await client.quit();
+  }
+});
+
+test('a process killed mid-admission leaves nothing stuck for the others', async () => {
+  const api = await startFakeOddsApi({ burst: 1, perSecond: 2 });
+  const client = new Redis({ port: redis.port, host: '127.0.0.1' });
+  try {
+    const apiKey = freshKey();
+    const job = { store: 'redis', redisPort: redis.port, baseUrl: api.baseUrl, apiKey, rate: { burst: 1, perSecond: 2 }, fetch: 'hang' };
+    const proc = spawn(process.execPath, [child, JSON.stringify(job)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise((resolve) => proc.stdout.once('data', resolve)); // admitted, refill paused
+    proc.kill('SIGKILL');
+    const fetchImpl = createFetch({ rate: { burst: 1, perSecond: 2 }, store: redisStore(client) });
+    const started = performance.now();
+    const responses = await Promise.all([1, 2].map((i) =>
+      fetchImpl(`${api.baseUrl}/events/${i}/odds/snapshot`, { headers: { 'X-API-Key': apiKey } })));
+    const waited = performance.now() - started;
+    assert.ok(responses.every((r) => r.status === 200));
+    // The dead process's pause ends by itself (at most 1 s), then tokens flow at 2/s.
+    assert.ok(waited < 5_000, `waited ${waited} ms`);
+  } finally {
+    await api.close();
+    await client.quit();
+  }
+});
+
+test('Redis killed and restarted mid-run: every call settles and shared admission resumes', async () => {
+  const api = await startFakeOddsApi({ burst: 2, perSecond: 4 });
+  const client = new Redis({ port: redis.port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 200 });
+  client.on('error', () => {}); // the outage is expected; the gate reports it in its figures
+  try {
+    const apiKey = freshKey();
+    const events = [];
+    const fetchImpl = createFetch({ rate: { burst: 2, perSecond: 4 }, store: redisStore(client, { timeoutMs: 300 }), onEvent: (e) => events.push(e) });
+    const calls = Array.from({ length: 24 }, (_, i) =>
+      fetchImpl(`${api.baseUrl}/events/${i}/odds/snapshot`, { headers: { 'X-API-Key': apiKey } }));
+    await new Promise((r) => setTimeout(r, 1_000));
+    await redis.kill();
+    await new Promise((r) => setTimeout(r, 1_500));
+    await redis.restart();
+    const settled = await Promise.allSettled(calls);
+    const ok = settled.filter((s) => s.status === 'fulfilled' && s.value.status === 200).length;
+    const failed = settled.filter((s) => s.status === 'rejected');
+    console.log(`Redis outage: ${ok} of 24 succeeded, ${failed.length} rejected (${failed.map((f) => f.reason.name).join(', ')})`);
+    assert.ok(failed.every((f) => f.reason instanceof GateAbandonedError));
+    const { store } = fetchImpl.stats().gates[0];
+    assert.ok(store.failures > 0, 'the outage was seen');
+    // After the restart, shared admission resumes.
+    const after = await fetchImpl(`${api.baseUrl}/events/after/odds/snapshot`, { headers: { 'X-API-Key': apiKey } });
+    assert.equal(after.status, 200);
+    assert.equal(fetchImpl.stats().gates[0].store.up, true);
+  } finally {
+    await api.close();
+    client.disconnect();
+  }
+});
+
+test('fail closed: while Redis is down, calls reject with store-unavailable instead of hanging', async () => {
+  const down = await startRedis();
+  const client = new Redis({ port: down.port, host: '127.0.0.1', maxRetriesPerRequest: 0, retryStrategy: () => 100 });
+  client.on('error', () => {});
+  try {
+    await down.kill();
+    const fetchImpl = createFetch({ rate, store: redisStore(client, { onFailure: 'closed', timeoutMs: 200 }), fetch: async () => new Response('{}') });
+    const headers = { 'X-API-Key': freshKey() };
+    const first = await Promise.allSettled([fetchImpl('http://127.0.0.1/x', { headers })]);
+    assert.equal(first[0].status, 'rejected');
+    assert.equal(first[0].reason.reason, 'store-unavailable');
+    await assert.rejects(fetchImpl('http://127.0.0.1/x', { headers }), { reason: 'store-unavailable' });
+    assert.throws(() => redisStore({}), TypeError);
+    assert.throws(() => redisStore(client, { onFailure: 'maybe' }), TypeError);
+    assert.throws(() => redisStore(client, { localShare: 2 }), RangeError);
+  } finally {
+    client.disconnect();
+  }
+});
