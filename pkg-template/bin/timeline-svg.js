@@ -1,0 +1,202 @@
+// Draws a simulate() result as a standalone SVG timeline: one lane per worker, virtual time on
+// the x axis, a mark per attempt (a filled circle for a 200, a red cross for a 429) and the
+// cooldowns shaded on the lanes they hold.
+
+const FONT = 'DejaVu Sans, Helvetica, Arial, sans-serif';
+const COLORS = {
+  ok: '#1b7f3b',
+  rejected: '#d62728',
+  cooldown: '#f6b26b',
+  cooldownEdge: '#d9822b',
+  stripe: '#f4f6f8',
+  grid: '#d5d9de',
+  axis: '#4a4f55',
+  text: '#1f2328',
+  muted: '#59606a',
+};
+export const MAX_LANES = 1000; // beyond this the picture stops being readable; use --json
+export const MAX_MARKS = 50_000; // and the file stops being small
+
+const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+const num = (x) => String(Math.round(x * 100) / 100);
+
+/** Which gate each worker goes through: `null` means no gate (independent retries). */
+export function gateOf(worker, scenario) {
+  if (scenario.shared) return 0;
+  if (scenario.separateGates) return worker % scenario.separateGates;
+  return null;
+}
+
+/**
+ * Cooldown intervals per lane, overlapping ones merged (touching ones kept apart, so three
+ * cooldowns in a row still read as three): a 429 at `at` holds the gate the worker used (every lane
+ * on that gate) for `retryAfterMs`; without a gate it is the worker's own wait.
+ */
+export function cooldowns(result, scenario) {
+  const byHolder = new Map(); // gate index or `w<worker>` -> [[start, end], ...]
+  for (const a of result.timeline) {
+    if (a.status !== 429 || !(scenario.retryAfterMs > 0)) continue;
+    const g = gateOf(a.worker, scenario);
+    const holder = g === null ? `w${a.worker}` : g;
+    if (!byHolder.has(holder)) byHolder.set(holder, []);
+    byHolder.get(holder).push([a.at, a.at + scenario.retryAfterMs]);
+  }
+  for (const [holder, list] of byHolder) {
+    list.sort((x, y) => x[0] - y[0]);
+    const merged = [];
+    for (const iv of list) {
+      const last = merged[merged.length - 1];
+      if (last && iv[0] < last[1]) last[1] = Math.max(last[1], iv[1]);
+      else merged.push([...iv]);
+    }
+    byHolder.set(holder, merged);
+  }
+  const lanes = Array.from({ length: scenario.workers }, () => []);
+  for (let w = 0; w < scenario.workers; w++) {
+    const g = gateOf(w, scenario);
+    lanes[w] = byHolder.get(g === null ? `w${w}` : g) ?? [];
+  }
+  return lanes;
+}
+
+/** A tick step of 1, 2 or 5 times a power of ten giving about `target` ticks over `span`. */
+function niceStep(span, target = 8) {
+  const raw = span / target;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
+/** Describes the scenario in words, for titles and tables. */
+export function scenarioLabel(scenario) {
+  if (scenario.shared) return 'one shared gate';
+  if (scenario.separateGates) return `${scenario.separateGates} separate gate${scenario.separateGates === 1 ? '' : 's'}`;
+  return 'independent retries, no gate';
+}
+
+/** The SVG document as a string. */
+export function renderTimelineSvg(result, scenario) {
+  const workers = scenario.workers;
+  if (workers > MAX_LANES || result.timeline.length > MAX_MARKS) {
+    throw new RangeError(`too large to draw (${workers} workers, ${result.timeline.length} attempts; at most ${MAX_LANES} and ${MAX_MARKS})`);
+  }
+  const lanesCool = cooldowns(result, scenario);
+  const coolEnd = Math.max(0, ...lanesCool.flat().map((iv) => iv[1]));
+  const lastAt = Math.max(0, ...result.timeline.map((a) => a.at));
+  let span = Math.max(lastAt, coolEnd);
+  if (!(span > 0)) span = scenario.retryAfterMs > 0 ? scenario.retryAfterMs : 1000;
+  const step = niceStep(span);
+  const tMax = Math.ceil(span / step) * step;
+
+  const laneH = workers <= 24 ? 30 : Math.max(4, Math.floor(720 / workers));
+  const labelEvery = laneH >= 14 ? 1 : Math.ceil(14 / laneH);
+  const left = scenario.separateGates ? 118 : 84;
+  const right = 96; // room for "abandoned" notes past the last tick
+  const plotW = 840;
+  const top = 104;
+  const plotH = laneH * workers;
+  const width = left + plotW + right;
+  const height = top + plotH + 58;
+  const pad = 14; // keeps a mark at 0 ms off the axis
+  const x = (t) => left + pad + (t / tMax) * (plotW - 2 * pad);
+  const yMid = (w) => top + w * laneH + laneH / 2;
+  const r = Math.max(1.5, Math.min(6.5, laneH * 0.24));
+
+  const out = [];
+  const push = (s) => out.push(s);
+  const label = scenarioLabel(scenario);
+  const ra = scenario.retryAfterMs;
+  const title = `odds-gate simulate: ${workers} workers, ${label}`;
+  const sub = `server: burst ${scenario.burst}, ${scenario.perSecond} per second, Retry-After ${ra} ms`
+    + ` · up to ${scenario.maxAttempts} attempts per worker`
+    + (scenario.retryBudget != null ? ` · retry budget ${scenario.retryBudget}` : '')
+    + (scenario.alwaysReject ? ' · server rejects everything' : '');
+  const totals = `${result.attempts} attempts · ${result.rejected} rejected (429) · ${result.completed} completed`
+    + ` · ${result.abandoned} abandoned · last attempt at ${result.lastAttemptMs} ms`;
+
+  push('<?xml version="1.0" encoding="UTF-8"?>');
+  push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="${FONT}" font-size="12" fill="${COLORS.text}">`);
+  push(`<title>${esc(`${title}. ${totals}.`)}</title>`);
+  push(`<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`);
+  push(`<text x="${left}" y="26" font-size="17" font-weight="bold">${esc(title)}</text>`);
+  push(`<text x="${left}" y="46" fill="${COLORS.muted}">${esc(sub)}</text>`);
+  push(`<text x="${left}" y="64" font-weight="bold">${esc(totals)}</text>`);
+
+  // Legend.
+  const ly = 86;
+  let lx = left;
+  push('<g class="legend">');
+  push(`<circle cx="${lx + 6}" cy="${ly - 4}" r="5.5" fill="${COLORS.ok}"/>`);
+  push(`<text x="${lx + 16}" y="${ly}">200: served</text>`);
+  lx += 104;
+  push(cross(lx + 6, ly - 4, 5.5));
+  push(`<text x="${lx + 16}" y="${ly}">429: rejected</text>`);
+  lx += 112;
+  push(`<rect x="${lx}" y="${ly - 11}" width="26" height="14" fill="${COLORS.cooldown}" fill-opacity="0.45" stroke="${COLORS.cooldownEdge}" stroke-width="0.8"/>`);
+  const coolText = scenario.shared || scenario.separateGates
+    ? `cooldown: Retry-After (${ra} ms) from a 429, holding every worker on that gate`
+    : `waiting Retry-After (${ra} ms) after the worker's own 429`;
+  push(`<text x="${lx + 34}" y="${ly}">${esc(coolText)}</text>`);
+  push('</g>');
+
+  // Lanes: stripes, cooldowns, grid, then marks on top.
+  push('<g class="lanes">');
+  for (let w = 0; w < workers; w++) {
+    const y0 = top + w * laneH;
+    push(`<rect class="lane" data-worker="${w}" x="${left}" y="${y0}" width="${plotW}" height="${laneH}" fill="${w % 2 ? '#ffffff' : COLORS.stripe}"/>`);
+  }
+  push('</g>');
+  push('<g class="cooldowns">');
+  for (let w = 0; w < workers; w++) {
+    const y0 = top + w * laneH;
+    for (const [s, e] of lanesCool[w]) {
+      // Inset by a pixel at each end, so back-to-back cooldowns read as separate blocks.
+      const w0 = x(Math.min(e, tMax)) - x(s);
+      const inset = w0 > 4 ? 1 : 0;
+      push(`<rect class="cooldown" data-worker="${w}" x="${num(x(s) + inset)}" y="${y0 + 1}" width="${num(w0 - 2 * inset)}" height="${Math.max(1, laneH - 2)}" fill="${COLORS.cooldown}" fill-opacity="0.45" stroke="${COLORS.cooldownEdge}" stroke-width="0.8"/>`);
+    }
+  }
+  push('</g>');
+
+  push('<g class="axis">');
+  for (let t = 0; t <= tMax + 1e-9; t += step) {
+    push(`<line x1="${num(x(t))}" y1="${top}" x2="${num(x(t))}" y2="${top + plotH + 5}" stroke="${COLORS.grid}" stroke-width="1"/>`);
+    push(`<text x="${num(x(t))}" y="${top + plotH + 19}" text-anchor="middle" fill="${COLORS.axis}">${esc(num(t))}</text>`);
+  }
+  push(`<line x1="${left}" y1="${top + plotH}" x2="${left + plotW}" y2="${top + plotH}" stroke="${COLORS.axis}" stroke-width="1"/>`);
+  push(`<line x1="${left}" y1="${top}" x2="${left}" y2="${top + plotH}" stroke="${COLORS.axis}" stroke-width="1"/>`);
+  push(`<text x="${left + plotW / 2}" y="${top + plotH + 42}" text-anchor="middle" fill="${COLORS.axis}">virtual time (ms)</text>`);
+  for (let w = 0; w < workers; w += labelEvery) {
+    const g = gateOf(w, scenario);
+    const name = scenario.separateGates ? `worker ${w} · gate ${g}` : `worker ${w}`;
+    push(`<text x="${left - 8}" y="${num(yMid(w) + 4)}" text-anchor="end" font-size="${laneH >= 14 ? 12 : 9}">${esc(name)}</text>`);
+  }
+  push('</g>');
+
+  push('<g class="attempts">');
+  const last = new Map(); // worker -> last attempt
+  for (const a of result.timeline) {
+    const cx = x(a.at);
+    const cy = yMid(a.worker);
+    const data = `class="attempt" data-worker="${a.worker}" data-at="${a.at}" data-status="${a.status}"`;
+    if (a.status === 429) push(cross(cx, cy, r, `${a.at} ms: worker ${a.worker} rejected (429)`, data));
+    else push(`<circle ${data} cx="${num(cx)}" cy="${num(cy)}" r="${num(r)}" fill="${COLORS.ok}"><title>${esc(`${a.at} ms: worker ${a.worker} served (200)`)}</title></circle>`);
+    last.set(a.worker, a);
+  }
+  if (laneH >= 12) {
+    for (const [w, a] of last) {
+      if (a.status !== 429) continue;
+      push(`<text x="${num(x(a.at) + r + 6)}" y="${num(yMid(w) + 4)}" fill="${COLORS.rejected}" font-size="11">abandoned</text>`);
+    }
+  }
+  push('</g>');
+  push('</svg>');
+  return out.join('\n') + '\n';
+}
+
+function cross(cx, cy, r, tip, data = '') {
+  const [x1, y1, x2, y2] = [num(cx - r), num(cy - r), num(cx + r), num(cy + r)];
+  const t = tip ? `<title>${esc(tip)}</title>` : '';
+  return `<g ${data} stroke="${COLORS.rejected}" stroke-width="2.4" stroke-linecap="round">${t}`
+    + `<line x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}"/><line x1="${x1}" y1="${y2}" x2="${x2}" y2="${y1}"/></g>`;
+}

@@ -1,0 +1,230 @@
+// Type tests for odds-gate's index.d.ts, checked by `tsc -p types/tsconfig.json` (strict, no
+// emit). Nothing here runs: each line either compiles (a type a user can rely on) or carries a
+// `@ts-expect-error` (a mistake the types must catch; if it stops being an error, tsc fails).
+import {
+  createFetch,
+  simulate,
+  Gate,
+  OddsGateError,
+  GateAbandonedError,
+  QuotaExhaustedError,
+  redisStore,
+  type AbandonReason,
+  type CreateFetchOptions,
+  type Description,
+  type FetchLike,
+  type GatedFetch,
+  type GateEvent,
+  type GateStats,
+  type SimulateResult,
+  type Stats,
+} from 'odds-gate';
+
+// ---- helpers ---------------------------------------------------------------------------------
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
+declare function expectTrue<T extends true>(): void;
+declare function expectType<T>(value: T): void;
+
+// ---- the SDK's contract ----------------------------------------------------------------------
+// `@odds-api/client` declares fetchImpl exactly so; we restate it rather than import the SDK.
+type SdkFetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
+declare class OddsApiClient {
+  constructor(options: { apiKey?: string; baseUrl?: string; bearerToken?: string; fetchImpl?: SdkFetchLike });
+}
+
+const fetchImpl = createFetch({ rate: { burst: 2, perSecond: 2 } });
+expectType<GatedFetch>(fetchImpl);
+const asSdk: SdkFetchLike = fetchImpl; // a drop-in fetchImpl
+new OddsApiClient({ apiKey: 'key', fetchImpl });
+new OddsApiClient({ apiKey: 'key', fetchImpl: fetchImpl.batch({ deadlineMs: 5_000 }) });
+expectTrue<Equal<FetchLike, SdkFetchLike>>();
+void asSdk;
+
+// Called as the SDK calls it, and as people call fetch.
+const response: Promise<Response> = fetchImpl('https://api.odds-api.net/v1/usage', {
+  method: 'GET',
+  headers: { Accept: 'application/json', 'X-API-Key': 'key' },
+});
+fetchImpl(new URL('https://api.odds-api.net/v1/usage'));
+fetchImpl('https://x.invalid/', { headers: new Headers({ Authorization: 'Bearer t' }), signal: AbortSignal.timeout(1_000) });
+fetchImpl('https://x.invalid/', { headers: [['X-API-Key', 'key']] });
+void response;
+
+// Every documented option, with its documented type.
+const full: CreateFetchOptions = {
+  rate: { burst: 2, perSecond: 0.5 },
+  fetch: (input, init) => fetch(input, init),
+  retry: {
+    maxAttempts: 3,
+    timeBudgetMs: 60_000,
+    attemptTimeoutMs: 30_000,
+    baseMs: 2_000,
+    capMs: 60_000,
+    statuses: [429, 502, 503, 504],
+    methods: ['GET', 'HEAD'],
+    budget: { capacity: 500, throttleCost: 5, transientCost: 10, successRefill: 1 },
+  },
+  onEvent: (event) => {
+    // The event is a discriminated union: each type has its own fields.
+    switch (event.type) {
+      case 'throttled': expectType<number | null>(event.retryAfterMs); break;
+      case 'retry': expectType<number>(event.delayMs); expectType<boolean>(event.serverDelay); break;
+      case 'abandoned': expectType<AbandonReason>(event.reason); break;
+      case 'quota-probe': expectType<boolean>(event.exhausted); break;
+      default: { const never: never = event; void never; }
+    }
+    expectType<string>(event.scope);
+  },
+  usageUrl: 'https://api.odds-api.net/v1/usage',
+};
+createFetch(full);
+createFetch({ rate: { burst: 1, perSecond: 1 }, retry: false });
+createFetch({ rate: { burst: 1, perSecond: 1 }, retry: true });
+createFetch({ rate: { burst: 1, perSecond: 1 }, retry: { budget: false } });
+
+// ---- wrong options are type errors -------------------------------------------------------------
+// @ts-expect-error: `rate` is required (there is no default allowance)
+createFetch({});
+// @ts-expect-error: options are required
+createFetch();
+// @ts-expect-error: `perSecond` is required
+createFetch({ rate: { burst: 2 } });
+// @ts-expect-error: `burst` is a number, not a string
+createFetch({ rate: { burst: '2', perSecond: 2 } });
+// @ts-expect-error: an unknown option (a typo of `retry`)
+createFetch({ rate: { burst: 2, perSecond: 2 }, retries: 3 });
+// @ts-expect-error: unknown field of `rate`
+createFetch({ rate: { burst: 2, perSecond: 2, perMinute: 120 } });
+// @ts-expect-error: `retry` is a boolean or an object, not a count
+createFetch({ rate: { burst: 2, perSecond: 2 }, retry: 3 });
+// @ts-expect-error: statuses are numbers
+createFetch({ rate: { burst: 2, perSecond: 2 }, retry: { statuses: ['429', '503'] } });
+// @ts-expect-error: the budget is an object or `false`, never `true`
+createFetch({ rate: { burst: 2, perSecond: 2 }, retry: { budget: true } });
+// @ts-expect-error: unknown retry field
+createFetch({ rate: { burst: 2, perSecond: 2 }, retry: { attempts: 3 } });
+// @ts-expect-error: onEvent gets a GateEvent, whose `type` is one of four strings
+createFetch({ rate: { burst: 2, perSecond: 2 }, onEvent: (e: { type: number }) => void e });
+// @ts-expect-error: the input is a string or a URL
+fetchImpl(42);
+
+// ---- stats(), describe(), batch(), resetQuota() -----------------------------------------------
+const stats = fetchImpl.stats();
+expectTrue<Equal<typeof stats, Stats>>();
+expectType<number>(stats.admitted);
+expectType<number>(stats.waiting);
+expectType<{ remainingMs: number; retriesLeft: number | null } | undefined>(stats.batch);
+const gate: GateStats | undefined = stats.gates[0];
+if (gate) {
+  expectType<string>(gate.scope);
+  expectType<number>(gate.rate.perSecond);
+  expectType<number>(gate.cooldownRemainingMs);
+  expectType<number>(gate.retries.throttled + gate.retries.serverError + gate.retries.network + gate.retries.timeout);
+  expectType<number>(gate.abandoned['retry-after-exceeds-deadline']);
+  expectTrue<Equal<typeof gate.quota.state, 'open' | 'probing' | 'exhausted'>>();
+  expectType<Date | null>(gate.quota.periodEnd);
+  expectType<number | null>(gate.retryBudget);
+  expectType<number>(gate.admissionWaitMs.buckets[0]!.leMs);
+  expectType<number | null>(gate.lastFeedback?.retryAfterMs ?? null);
+  // @ts-expect-error: the retry budget may be null (no budget)
+  const tokens: number = gate.retryBudget;
+  void tokens;
+  // @ts-expect-error: no such state
+  gate.quota.state === 'closed';
+}
+
+const description = fetchImpl.describe();
+expectTrue<Equal<typeof description, Description>>();
+expectType<string>(description.text);
+expectType<string | undefined>(description.backoff);
+expectType<{ burst: number; perSecond: number }>(description.rate);
+
+const round = fetchImpl.batch({ deadlineMs: 5_000, retryBudget: 4 });
+expectType<GatedFetch>(round);
+expectType<number | null | undefined>(round.stats().batch?.retriesLeft);
+round.batch({ deadlineMs: 1_000 }); // a batch is a GatedFetch like any other
+// @ts-expect-error: a batch needs its deadline
+fetchImpl.batch({});
+// @ts-expect-error: retryBudget is a count
+fetchImpl.batch({ deadlineMs: 5_000, retryBudget: 'four' });
+
+expectTrue<Equal<ReturnType<typeof fetchImpl.resetQuota>, void>>();
+
+// ---- simulate() --------------------------------------------------------------------------------
+const sim = simulate();
+expectTrue<Equal<typeof sim, SimulateResult>>();
+const { attempts, rejected, completed, abandoned, lastAttemptMs, timeline } = simulate({
+  shared: true, workers: 8, burst: 2, perSecond: 2, retryAfterMs: 1_000, maxAttempts: 10, retryBudget: null,
+});
+expectType<number>(attempts + rejected + completed + abandoned + lastAttemptMs);
+expectTrue<Equal<(typeof timeline)[number]['status'], 200 | 429>>();
+expectType<number>(timeline[0]!.at + timeline[0]!.worker);
+simulate({ separateGates: true });
+simulate({ separateGates: 3, alwaysReject: true, retryBudget: 4 });
+// @ts-expect-error: workers is a number
+simulate({ workers: '8' });
+// @ts-expect-error: unknown option (a typo of `shared`)
+simulate({ sharde: true });
+// @ts-expect-error: the server only answers 200 or 429 in the model
+sim.timeline[0]!.status === 503;
+
+// ---- Gate ----------------------------------------------------------------------------------------
+const g = new Gate({ burst: 2, perSecond: 2 });
+expectType<number>(g.admitAt(0));
+g.defer(0, 1_000);
+expectType<number>(g.blockedUntil);
+// @ts-expect-error: blockedUntil is read-only
+g.blockedUntil = 0;
+g.free();
+
+// ---- errors ------------------------------------------------------------------------------------
+async function refresh(): Promise<string> {
+  try {
+    const r = await fetchImpl('https://api.odds-api.net/v1/events/e1/odds/snapshot');
+    return await r.text();
+  } catch (err: unknown) {
+    if (err instanceof GateAbandonedError) {
+      expectTrue<Equal<typeof err.name, 'GateAbandonedError'>>();
+      expectType<number>(err.attempts);
+      expectType<number | null>(err.status);
+      expectType<number | null>(err.retryAfterMs);
+      expectType<OddsGateError>(err);
+      expectType<Error>(err);
+      switch (err.reason) {
+        case 'attempts': case 'time-budget': case 'retry-budget': case 'deadline':
+        case 'retry-after-exceeds-deadline': case 'store-unavailable':
+          break;
+        default: { const never: never = err.reason; void never; }
+      }
+      // @ts-expect-error: not a reason
+      err.reason === 'timeout';
+      // @ts-expect-error: the fields are read-only
+      err.reason = 'attempts';
+      return 'gave up';
+    }
+    if (err instanceof QuotaExhaustedError) {
+      expectTrue<Equal<typeof err.name, 'QuotaExhaustedError'>>();
+      expectType<Date | null>(err.periodEnd);
+      return 'quota';
+    }
+    if (OddsGateError.is(err)) {
+      expectType<OddsGateError>(err);
+      expectType<string>(err.message);
+    }
+    throw err;
+  }
+}
+void refresh;
+
+// A GateEvent is what onEvent handlers receive, reusable in user code.
+const log = (e: GateEvent): string => `${e.type} ${e.scope}`;
+void log;
+
+// Fleet mode: a store from redisStore() plugs into createFetch; anything else does not.
+declare const ioredisLike: { evalsha(...a: unknown[]): Promise<unknown>; script(...a: unknown[]): Promise<unknown> };
+const shared = createFetch({ rate: { burst: 2, perSecond: 2 }, store: redisStore(ioredisLike, { onFailure: 'closed', localShare: 0.5 }) });
+expectType<string>(shared.stats().gates[0].store.kind);
+// @ts-expect-error: a store must come from redisStore()
+createFetch({ rate: { burst: 2, perSecond: 2 }, store: ioredisLike });
+// @ts-expect-error: onFailure is 'local' or 'closed'
+redisStore(ioredisLike, { onFailure: 'open' });
