@@ -230,3 +230,21 @@ test('describe() summarises the configuration as an object and as text', () => {
   }
   assert.match(createFetch({ rate, retry: false }).describe().retry, /^off/);
 });
+
+test('50,000 waiters sharing one AbortSignal are aborted at once, with one listener', async () => {
+  const n = 50_000;
+  const fetchImpl = createFetch({ rate: { burst: 1, perSecond: 1 }, retry: false, fetch: ok });
+  const controller = new AbortController();
+  const headers = { 'X-API-Key': freshKey() };
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w.name);
+  process.on('warning', onWarning);
+  const calls = Array.from({ length: n }, () => fetchImpl('http://127.0.0.1/x', { headers, signal: controller.signal }));
+  controller.abort();
+  const settled = await Promise.allSettled(calls);
+  process.off('warning', onWarning);
+  assert.equal(settled.filter((s) => s.status === 'rejected' && s.reason.name === 'AbortError').length, n - 1);
+  assert.deepEqual(warnings, [], 'no MaxListenersExceededWarning: one listener for the whole line');
+  const [gate] = fetchImpl.stats().gates;
+  assert.deepEqual([gate.waiting, gate.cancelled, gate.timerArmed], [0, n - 1, false]);
+});

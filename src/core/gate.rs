@@ -29,6 +29,11 @@ impl Ticket {
     pub fn id(self) -> u64 {
         self.0
     }
+
+    /// The ticket with this number (as kept in a map).
+    pub fn from_id(id: u64) -> Ticket {
+        Ticket(id)
+    }
 }
 
 /// The answer to "may I go?".

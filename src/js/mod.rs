@@ -21,6 +21,7 @@ mod sleep;
 mod timer;
 mod transport;
 mod wait;
+mod watch;
 
 pub use errors::register_errors;
 pub use model::{simulate, ModelGate};

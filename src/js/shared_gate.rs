@@ -9,12 +9,12 @@ use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::spawn_local;
 
-use super::abort::AbortListener;
 use super::clock;
 use super::errors::abort_reason;
 use super::redis::{OnFailure, RedisStore};
 use super::timer::Timer;
 use super::wait::Slot;
+use super::watch::Watches;
 use crate::core::budget::RefillingConfig;
 use crate::core::config::Rate;
 use crate::core::feedback::Feedback;
@@ -41,6 +41,8 @@ type Admit = Result<(), Refusal>;
 struct Waiter {
     slot: Slot<Admit>,
     asked: Millis,
+    /// The abort watch this waiter is in, if its call has a signal.
+    watch: Option<u32>,
 }
 
 /// One credential's gate, shared by every wrapper in the process.
@@ -48,6 +50,8 @@ pub struct SharedGate {
     scope: Scope,
     state: RefCell<State>,
     timer: RefCell<Option<Timer>>,
+    /// The signals of waiting calls, one listener each.
+    watches: RefCell<Watches>,
     /// Calls waiting for the one `/usage` probe; `Some` while it runs.
     probe: RefCell<Option<Vec<Slot<()>>>>,
     /// The shared store that decides admissions, when the allowance spans processes.
@@ -89,8 +93,6 @@ pub enum Entry {
         ticket: Ticket,
         /// Settled by whichever comes first.
         slot: Slot<Admit>,
-        /// Removed when the wait ends, whichever way.
-        listener: Option<AbortListener>,
     },
 }
 
@@ -99,15 +101,7 @@ impl Entry {
     pub async fn admitted(self) -> Result<Ticket, Refusal> {
         match self {
             Entry::Admitted(ticket) => Ok(ticket),
-            Entry::Waiting {
-                ticket,
-                slot,
-                listener,
-            } => {
-                let outcome = slot.wait().await;
-                drop(listener);
-                outcome.map(|()| ticket)
-            }
+            Entry::Waiting { ticket, slot } => slot.wait().await.map(|()| ticket),
         }
     }
 }
@@ -140,6 +134,7 @@ impl SharedGate {
                 waiters: HashMap::new(),
             }),
             timer: RefCell::new(None),
+            watches: RefCell::new(Watches::default()),
             probe: RefCell::new(None),
             remote,
         });
@@ -215,9 +210,22 @@ impl SharedGate {
             Admission::Wait { ticket, wake_at } => (ticket, wake_at),
         };
         let slot = Slot::default();
+        let watch = signal.map(|signal| {
+            let gate: Weak<SharedGate> = Rc::downgrade(self);
+            self.watches
+                .borrow_mut()
+                .add(signal, ticket.id(), move |id| -> Box<dyn FnMut()> {
+                    Box::new(move || {
+                        if let Some(gate) = gate.upgrade() {
+                            gate.aborted(id);
+                        }
+                    })
+                })
+        });
         let waiter = Waiter {
             slot: slot.clone(),
             asked: now,
+            watch,
         };
         self.state.borrow_mut().waiters.insert(ticket.id(), waiter);
         if self.remote.is_some() {
@@ -225,20 +233,25 @@ impl SharedGate {
         } else {
             self.arm(wake_at, now);
         }
-        let listener = signal.map(|signal| {
-            let gate: Weak<SharedGate> = Rc::downgrade(self);
-            let reason_from = signal.clone();
-            AbortListener::new(signal, move || {
-                if let Some(gate) = gate.upgrade() {
-                    gate.cancel(ticket, Refusal::Aborted(abort_reason(&reason_from)));
-                }
-            })
-        });
-        Ok(Entry::Waiting {
-            ticket,
-            slot,
-            listener,
-        })
+        Ok(Entry::Waiting { ticket, slot })
+    }
+
+    /// A signal some waiters share aborted: take each of them out of line.
+    fn aborted(&self, watch: u32) {
+        let Some((signal, tickets)) = self.watches.borrow_mut().take(watch) else {
+            return;
+        };
+        let reason = abort_reason(&signal);
+        for ticket in tickets {
+            self.cancel(Ticket::from_id(ticket), Refusal::Aborted(reason.clone()));
+        }
+    }
+
+    /// A waiter has left the line (admitted, let go, or aborted): its watch forgets it.
+    fn unwatch(&self, ticket: Ticket, waiter: &Waiter) {
+        if let Some(id) = waiter.watch {
+            self.watches.borrow_mut().remove(id, ticket.id());
+        }
     }
 
     /// Learns from a response's status and headers; waiters it made hopeless are let go.
@@ -450,6 +463,7 @@ impl SharedGate {
                         if anchor {
                             *remote.anchor.borrow_mut() = Some((admitted, id));
                         }
+                        self.unwatch(admitted, &waiter);
                         waiter.slot.settle(Ok(()));
                     }
                     // No token for the next head yet: wait for it rather than ask now.
@@ -501,14 +515,15 @@ impl SharedGate {
             let mut state = self.state.borrow_mut();
             let State { gate, waiters } = &mut *state;
             let wakeup = gate.poll(now, |t| waiters.get(&t.id()).map_or(now, |w| w.asked));
-            let admitted: Vec<Waiter> = wakeup
+            let admitted: Vec<(Ticket, Waiter)> = wakeup
                 .admitted
                 .iter()
-                .filter_map(|t| waiters.remove(&t.id()))
+                .filter_map(|&t| waiters.remove(&t.id()).map(|w| (t, w)))
                 .collect();
             (wakeup, admitted)
         };
-        for waiter in admitted {
+        for (ticket, waiter) in admitted {
+            self.unwatch(ticket, &waiter);
             waiter.slot.settle(Ok(()));
         }
         self.settle(wakeup.expired, || Refusal::Late);
@@ -526,20 +541,20 @@ impl SharedGate {
         }
         let (slots, empty) = {
             let mut state = self.state.borrow_mut();
-            let slots: Vec<Slot<Admit>> = tickets
+            let left: Vec<(Ticket, Waiter)> = tickets
                 .iter()
-                .filter_map(|t| state.waiters.remove(&t.id()))
-                .map(|w| w.slot)
+                .filter_map(|&t| state.waiters.remove(&t.id()).map(|w| (t, w)))
                 .collect();
-            (slots, state.gate.waiting() == 0)
+            (left, state.gate.waiting() == 0)
         };
         if empty {
             if let Some(timer) = self.timer.borrow_mut().as_mut() {
                 timer.disarm();
             }
         }
-        for slot in slots {
-            slot.settle(Err(refusal()));
+        for (ticket, waiter) in slots {
+            self.unwatch(ticket, &waiter);
+            waiter.slot.settle(Err(refusal()));
         }
     }
 

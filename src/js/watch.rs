@@ -1,0 +1,89 @@
+//! One `abort` listener per signal per gate, however many waiters share that signal: Node's
+//! `addEventListener` scans the listeners already there, so one listener per waiter on a shared
+//! signal makes queueing quadratic (and a hundred thousand of them can crash V8).
+
+use std::collections::{HashMap, HashSet};
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::spawn_local;
+
+use super::abort::AbortListener;
+
+struct Watch {
+    signal: web_sys::AbortSignal,
+    tickets: HashSet<u64>,
+    _listener: AbortListener,
+}
+
+/// The signals a gate's waiters carry, each listened to once.
+pub struct Watches {
+    /// signal -> watch id, so finding a signal's watch costs one lookup.
+    ids: js_sys::Map,
+    by_id: HashMap<u32, Watch>,
+    next: u32,
+}
+
+impl Default for Watches {
+    fn default() -> Self {
+        Watches {
+            ids: js_sys::Map::new(),
+            by_id: HashMap::new(),
+            next: 0,
+        }
+    }
+}
+
+impl Watches {
+    /// Adds `ticket` to `signal`'s watch, listening with `on_abort(id)` if it is new.
+    pub fn add(
+        &mut self,
+        signal: &web_sys::AbortSignal,
+        ticket: u64,
+        on_abort: impl FnOnce(u32) -> Box<dyn FnMut()>,
+    ) -> u32 {
+        if let Some(id) = self.ids.get(signal).as_f64() {
+            let id = id as u32;
+            if let Some(watch) = self.by_id.get_mut(&id) {
+                watch.tickets.insert(ticket);
+                return id;
+            }
+        }
+        let id = self.next;
+        self.next = self.next.wrapping_add(1);
+        let watch = Watch {
+            signal: signal.clone(),
+            tickets: HashSet::from([ticket]),
+            _listener: AbortListener::new(signal, on_abort(id)),
+        };
+        self.ids.set(signal, &JsValue::from(id));
+        self.by_id.insert(id, watch);
+        id
+    }
+
+    /// `ticket` no longer waits; a watch nobody uses stops listening.
+    pub fn remove(&mut self, id: u32, ticket: u64) {
+        let empty = match self.by_id.get_mut(&id) {
+            Some(watch) => {
+                watch.tickets.remove(&ticket);
+                watch.tickets.is_empty()
+            }
+            None => false,
+        };
+        if empty {
+            if let Some(watch) = self.by_id.remove(&id) {
+                self.ids.delete(&watch.signal);
+            }
+        }
+    }
+
+    /// The signal aborted: its tickets, and the signal for the reason. The listener is running
+    /// right now, so it is dropped a little later, not from inside itself.
+    pub fn take(&mut self, id: u32) -> Option<(web_sys::AbortSignal, Vec<u64>)> {
+        let watch = self.by_id.remove(&id)?;
+        self.ids.delete(&watch.signal);
+        let signal = watch.signal.clone();
+        let tickets = watch.tickets.iter().copied().collect();
+        spawn_local(async move { drop(watch) });
+        Some((signal, tickets))
+    }
+}
