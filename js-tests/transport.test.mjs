@@ -231,8 +231,10 @@ test('describe() summarises the configuration as an object and as text', () => {
   assert.match(createFetch({ rate, retry: false }).describe().retry, /^off/);
 });
 
-test('50,000 waiters sharing one AbortSignal are aborted at once, with one listener', async () => {
-  const n = 50_000;
+test('20,000 waiters sharing one AbortSignal are aborted at once, with one listener', async () => {
+  // (Node 20's V8 can crash in its deoptimizer when ~30,000+ calls queue in one hot loop while
+  // wasm memory grows; Node 22+ does not. See BENCHMARKS.md.)
+  const n = 20_000;
   const fetchImpl = createFetch({ rate: { burst: 1, perSecond: 1 }, retry: false, fetch: ok });
   const controller = new AbortController();
   const headers = { 'X-API-Key': freshKey() };
