@@ -231,17 +231,16 @@ test('describe() summarises the configuration as an object and as text', () => {
   assert.match(createFetch({ rate, retry: false }).describe().retry, /^off/);
 });
 
-test('20,000 waiters sharing one AbortSignal are aborted at once, with one listener', async () => {
-  // (Node 20's V8 can crash in its deoptimizer when ~30,000+ calls queue in one hot loop while
-  // wasm memory grows; Node 22+ does not. See BENCHMARKS.md.)
-  const n = 20_000;
+test('5,000 waiters sharing one AbortSignal are aborted at once, with one listener', async () => {
+  const n = 5_000;
   const fetchImpl = createFetch({ rate: { burst: 1, perSecond: 1 }, retry: false, fetch: ok });
   const controller = new AbortController();
   const headers = { 'X-API-Key': freshKey() };
   const warnings = [];
   const onWarning = (w) => warnings.push(w.name);
   process.on('warning', onWarning);
-  const calls = Array.from({ length: n }, () => fetchImpl('http://127.0.0.1/x', { headers, signal: controller.signal }));
+  const calls = [];
+  for (let i = 0; i < n; i++) calls.push(fetchImpl('http://127.0.0.1/x', { headers, signal: controller.signal }));
   controller.abort();
   const settled = await Promise.allSettled(calls);
   process.off('warning', onWarning);

@@ -1,11 +1,11 @@
-//! One `abort` listener per signal per gate, however many waiters share that signal: Node's
-//! `addEventListener` scans the listeners already there, so one listener per waiter on a shared
-//! signal makes queueing quadratic (and a hundred thousand of them can crash V8).
+//! One `abort` listener per run of waiters that share a signal: Node's `addEventListener` scans
+//! the listeners already there, so one listener per waiter on a shared signal makes queueing
+//! quadratic. Waiters that bring the same signal as the previous waiter join its watch; a new
+//! signal starts a new watch (so a signal per call costs one listener per call, as before).
 
 use std::collections::{HashMap, HashSet};
 
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::spawn_local;
 
 use super::abort::AbortListener;
 
@@ -15,23 +15,18 @@ struct Watch {
     _listener: AbortListener,
 }
 
-/// The signals a gate's waiters carry, each listened to once.
+/// The signals a gate's waiters carry, each listened to once per run.
+#[derive(Default)]
 pub struct Watches {
-    /// signal -> watch id, so finding a signal's watch costs one lookup.
-    ids: js_sys::Map,
+    /// The watch the previous waiter joined.
+    last: Option<u32>,
     by_id: HashMap<u32, Watch>,
     next: u32,
+    /// Watches whose signal aborted: their listener may be running, so they are dropped when
+    /// the next signal is added instead.
+    spent: Vec<Watch>,
 }
 
-impl Default for Watches {
-    fn default() -> Self {
-        Watches {
-            ids: js_sys::Map::new(),
-            by_id: HashMap::new(),
-            next: 0,
-        }
-    }
-}
 
 impl Watches {
     /// Adds `ticket` to `signal`'s watch, listening with `on_abort(id)` if it is new.
@@ -41,11 +36,13 @@ impl Watches {
         ticket: u64,
         on_abort: impl FnOnce(u32) -> Box<dyn FnMut()>,
     ) -> u32 {
-        if let Some(id) = self.ids.get(signal).as_f64() {
-            let id = id as u32;
+        self.spent.clear();
+        if let Some(id) = self.last {
             if let Some(watch) = self.by_id.get_mut(&id) {
-                watch.tickets.insert(ticket);
-                return id;
+                if JsValue::from(&watch.signal) == JsValue::from(signal) {
+                    watch.tickets.insert(ticket);
+                    return id;
+                }
             }
         }
         let id = self.next;
@@ -55,8 +52,8 @@ impl Watches {
             tickets: HashSet::from([ticket]),
             _listener: AbortListener::new(signal, on_abort(id)),
         };
-        self.ids.set(signal, &JsValue::from(id));
         self.by_id.insert(id, watch);
+        self.last = Some(id);
         id
     }
 
@@ -70,20 +67,17 @@ impl Watches {
             None => false,
         };
         if empty {
-            if let Some(watch) = self.by_id.remove(&id) {
-                self.ids.delete(&watch.signal);
-            }
+            self.by_id.remove(&id);
         }
     }
 
     /// The signal aborted: its tickets, and the signal for the reason. The listener is running
-    /// right now, so it is dropped a little later, not from inside itself.
+    /// right now, so it is dropped later, not from inside itself.
     pub fn take(&mut self, id: u32) -> Option<(web_sys::AbortSignal, Vec<u64>)> {
-        let watch = self.by_id.remove(&id)?;
-        self.ids.delete(&watch.signal);
+        let mut watch = self.by_id.remove(&id)?;
         let signal = watch.signal.clone();
-        let tickets = watch.tickets.iter().copied().collect();
-        spawn_local(async move { drop(watch) });
+        let tickets = watch.tickets.drain().collect();
+        self.spent.push(watch);
         Some((signal, tickets))
     }
 }
