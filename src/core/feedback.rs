@@ -68,6 +68,20 @@ pub fn honours_retry_after(status: u16) -> bool {
     matches!(status, 429 | 503)
 }
 
+/// Every header [`parse_feedback`] reads, lower-case.
+pub const FEEDBACK_HEADERS: [&str; 10] = [
+    "retry-after",
+    "x-ratelimit-limit",
+    "ratelimit-limit",
+    "x-ratelimit-remaining",
+    "ratelimit-remaining",
+    "x-ratelimit-reset",
+    "ratelimit-reset",
+    "ratelimit",
+    "ratelimit-policy",
+    "x-ratelimit-bucket",
+];
+
 /// Reads the feedback headers through `header` (a case-insensitive lookup by name).
 pub fn parse_feedback(
     header: impl Fn(&str) -> Option<String>,
@@ -113,6 +127,35 @@ fn param<'a>(value: &'a str, keys: &[&str]) -> Option<&'a str> {
         keys.iter()
             .any(|k| key.trim().eq_ignore_ascii_case(k))
             .then(|| val.trim().trim_matches('"'))
+    })
+}
+
+/// As [`parse_feedback`], for responses that are not throttled: the rate-limit fields are read
+/// only when the response carries a remaining count, so an ordinary response costs three
+/// header reads (four with `Retry-After`) rather than ten.
+pub fn skim_feedback(
+    header: impl Fn(&str) -> Option<String>,
+    wall_now: Millis,
+) -> Result<Feedback, FeedbackError> {
+    let seen = std::cell::RefCell::new(Vec::<(String, Option<String>)>::new());
+    let cached = |name: &str| {
+        if let Some((_, v)) = seen.borrow().iter().find(|(n, _)| n == name) {
+            return v.clone();
+        }
+        let value = header(name);
+        seen.borrow_mut().push((name.to_string(), value.clone()));
+        value
+    };
+    let counts = ["x-ratelimit-remaining", "ratelimit-remaining", "ratelimit"];
+    if counts.iter().any(|name| cached(name).is_some()) {
+        return parse_feedback(cached, wall_now);
+    }
+    Ok(Feedback {
+        retry_after_ms: match cached("retry-after") {
+            Some(value) => parse_retry_after(&value, wall_now)?,
+            None => None,
+        },
+        ..Feedback::default()
     })
 }
 
@@ -248,6 +291,42 @@ mod tests {
                 bucket: Some("snapshot".into()),
             }
         );
+    }
+
+    #[test]
+    fn skimming_an_ordinary_response_reads_three_headers() {
+        let asked = std::cell::RefCell::new(0);
+        let f = skim_feedback(
+            |_| {
+                *asked.borrow_mut() += 1;
+                None
+            },
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(f, Feedback::default());
+        assert_eq!(asked.into_inner(), 4, "three counts and Retry-After");
+        let pairs = [("X-RateLimit-Remaining", "1"), ("X-RateLimit-Limit", "2")];
+        let f = skim_feedback(headers(&pairs), NOW).unwrap();
+        assert_eq!((f.limit, f.remaining), (Some(2), Some(1)));
+    }
+
+    #[test]
+    fn reads_only_the_headers_it_lists() {
+        let asked = std::cell::RefCell::new(Vec::new());
+        let _ = parse_feedback(
+            |name| {
+                asked.borrow_mut().push(name.to_string());
+                None
+            },
+            NOW,
+        );
+        let mut asked = asked.into_inner();
+        asked.sort();
+        asked.dedup();
+        let mut listed: Vec<String> = FEEDBACK_HEADERS.iter().map(|s| s.to_string()).collect();
+        listed.sort();
+        assert_eq!(asked, listed);
     }
 
     #[test]

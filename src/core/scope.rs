@@ -29,8 +29,14 @@ impl Scope {
         hash.update(secret.trim().as_bytes());
         let digest = hash.finalize();
         // 128 bits: collisions are out of reach, and the prefix alone says nothing of the key.
-        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-        Scope(format!("key:{hex}"))
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut name = String::with_capacity(4 + 32);
+        name.push_str("key:");
+        for b in &digest[..16] {
+            name.push(HEX[usize::from(b >> 4)] as char);
+            name.push(HEX[usize::from(b & 15)] as char);
+        }
+        Scope(name)
     }
 
     /// The scope's printable name.

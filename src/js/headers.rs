@@ -6,6 +6,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::read::get;
+use crate::core::feedback::FEEDBACK_HEADERS;
 
 /// What the gate needs to know of a request's headers.
 pub struct Credential {
@@ -17,87 +18,52 @@ pub struct Credential {
     pub idempotency_key: bool,
 }
 
-/// The credential (and idempotency key) a `fetch(input, init)` call carries. As in `fetch`,
+#[wasm_bindgen(module = "/src/js/reads.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = requestFacts)]
+    fn request_facts(input: &JsValue, init: &JsValue) -> String;
+    #[wasm_bindgen(js_name = headerValue)]
+    fn header_value(headers: &JsValue, name: &JsValue) -> Option<String>;
+}
+
+thread_local! {
+    /// The feedback header names as JavaScript strings, made once.
+    static NAMES: Vec<(&'static str, JsValue)> = FEEDBACK_HEADERS
+        .iter()
+        .map(|&n| (n, JsValue::from_str(n)))
+        .collect();
+}
+
+/// What `reads.js` sends for a header that is absent.
+const NONE: &str = "\u{1}";
+
+fn present(value: &str) -> Option<String> {
+    (value != NONE).then(|| value.to_string())
+}
+
+/// The credential, idempotency key and method of a `fetch(input, init)` call. As in `fetch`,
 /// `init.headers` replaces the headers of a `Request` passed as `input`.
-pub fn credential(input: &JsValue, init: &JsValue) -> Credential {
-    let mut headers = if init.is_object() {
-        get(init, "headers")
-    } else {
-        JsValue::UNDEFINED
+pub fn request(input: &JsValue, init: &JsValue) -> (Credential, String) {
+    let facts = request_facts(input, init);
+    let mut parts = facts.split('\0');
+    let mut next = || parts.next().unwrap_or(NONE);
+    let credential = Credential {
+        api_key: present(next()),
+        authorization: present(next()),
+        idempotency_key: next() == "1",
     };
-    if headers.is_undefined() && input.is_object() {
-        headers = get(input, "headers");
-    }
-    let mut found = Credential {
-        api_key: None,
-        authorization: None,
-        idempotency_key: false,
-    };
-    each_header(&headers, |name, value| {
-        if name.eq_ignore_ascii_case("x-api-key") {
-            found.api_key = Some(value);
-        } else if name.eq_ignore_ascii_case("authorization") {
-            found.authorization = Some(value);
-        } else if name.eq_ignore_ascii_case("idempotency-key") {
-            found.idempotency_key = true;
-        }
-    });
-    found
+    (credential, next().to_string())
 }
 
-/// The request's method: `init.method`, else a `Request`'s, else GET.
-pub fn method(input: &JsValue, init: &JsValue) -> String {
-    [init, input]
-        .into_iter()
-        .filter(|v| v.is_object())
-        .find_map(|v| get(v, "method").as_string())
-        .unwrap_or_else(|| "GET".into())
-}
-
-/// The request's URL as a string: `input` itself, a `URL`'s `href`, or a `Request`'s `url`.
-pub fn url(input: &JsValue) -> Option<String> {
-    input
-        .as_string()
-        .or_else(|| get(input, "href").as_string())
-        .or_else(|| get(input, "url").as_string())
-}
-
-/// Calls `visit(name, value)` for each header in `headers`.
-fn each_header(headers: &JsValue, mut visit: impl FnMut(&str, String)) {
-    if !headers.is_object() {
-        return;
-    }
-    if js_sys::Array::is_array(headers) {
-        for pair in js_sys::Array::from(headers).iter() {
-            let name = js_sys::Reflect::get_u32(&pair, 0)
-                .ok()
-                .and_then(|v| v.as_string());
-            let value = js_sys::Reflect::get_u32(&pair, 1)
-                .ok()
-                .and_then(|v| v.as_string());
-            if let (Some(name), Some(value)) = (name, value) {
-                visit(&name, value);
-            }
-        }
-    } else if get(headers, "get").is_function() {
-        for name in ["x-api-key", "authorization", "idempotency-key"] {
-            if let Some(value) = lookup(headers, name) {
-                visit(name, value);
-            }
-        }
-    } else {
-        let object: &js_sys::Object = headers.unchecked_ref();
-        for entry in js_sys::Object::entries(object).iter() {
-            let name = js_sys::Reflect::get_u32(&entry, 0)
-                .ok()
-                .and_then(|v| v.as_string());
-            let value = js_sys::Reflect::get_u32(&entry, 1)
-                .ok()
-                .and_then(|v| v.as_string());
-            if let (Some(name), Some(value)) = (name, value) {
-                visit(&name, value);
-            }
-        }
+/// A lookup into a response's headers for the feedback parser: one call into JavaScript per
+/// name asked, with the name passed as a string made once.
+pub fn feedback_lookup(response: &JsValue) -> impl Fn(&str) -> Option<String> {
+    let headers = get(response, "headers");
+    move |name| {
+        NAMES.with(|names| {
+            let (_, js) = names.iter().find(|(n, _)| *n == name)?;
+            header_value(&headers, js)
+        })
     }
 }
 
@@ -108,4 +74,12 @@ pub fn lookup(headers: &JsValue, name: &str) -> Option<String> {
         .call1(headers, &JsValue::from_str(name))
         .ok()?
         .as_string()
+}
+
+/// The request's URL as a string: `input` itself, a `URL`'s `href`, or a `Request`'s `url`.
+pub fn url(input: &JsValue) -> Option<String> {
+    input
+        .as_string()
+        .or_else(|| get(input, "href").as_string())
+        .or_else(|| get(input, "url").as_string())
 }

@@ -16,7 +16,7 @@ use super::clock;
 use super::errors::{abandoned_error, quota_error, range_error, type_error};
 use super::events::set;
 use super::figures;
-use super::headers::{self, credential, lookup, Credential};
+use super::headers::{self, Credential};
 use super::options::{self, Config};
 use super::probe;
 use super::random::OsRandom;
@@ -26,7 +26,7 @@ use super::shared_gate::{Entry, Refusal, SharedGate};
 use super::wait::Slot;
 use crate::core::budget::BatchBudget;
 use crate::core::classify::Outcome;
-use crate::core::feedback::{honours_retry_after, parse_feedback, Feedback};
+use crate::core::feedback::{honours_retry_after, parse_feedback, skim_feedback, Feedback};
 use crate::core::policy::{Budgets, Call, Reason, Verdict};
 use crate::core::quota::{looks_exhausted, QuotaState};
 use crate::core::scope::Scope;
@@ -136,11 +136,10 @@ impl Transport {
 
 impl Transport {
     fn start(&self, input: JsValue, init: JsValue) -> Result<(Flight, Entry), JsValue> {
-        let credential = credential(&input, &init);
+        let (credential, method) = headers::request(&input, &init);
         let gate = self.gate(&credential)?;
         let signal = signal(&input, &init);
         let call = self.config.retry.as_ref().map(|policy| {
-            let method = headers::method(&input, &init);
             let replayable = policy.rules.may_replay(&method, credential.idempotency_key);
             let batch_deadline = self.batch.as_ref().map(|b| b.borrow().deadline);
             policy.start(clock::now(), batch_deadline, replayable)
@@ -384,23 +383,24 @@ impl Flight {
         if self.call.is_none() && status != 429 {
             return Ok(None);
         }
-        let headers = get(response, "headers");
+        let read = headers::feedback_lookup(response);
         let honoured = honours_retry_after(status);
         let header = |name: &str| {
             (honoured || name != "retry-after")
-                .then(|| lookup(&headers, name))
+                .then(|| read(name))
                 .flatten()
         };
-        let feedback = match parse_feedback(header, clock::wall_now()) {
+        let parsed = if status == 429 {
+            parse_feedback(header, clock::wall_now())
+        } else {
+            skim_feedback(header, clock::wall_now())
+        };
+        let feedback = match parsed {
             Ok(feedback) => feedback,
             Err(error) => {
                 // Counted and recorded, but no cooldown: the call itself fails loudly instead.
                 let readable = parse_feedback(
-                    |name| {
-                        (name != "retry-after")
-                            .then(|| lookup(&headers, name))
-                            .flatten()
-                    },
+                    |name| (name != "retry-after").then(|| read(name)).flatten(),
                     clock::wall_now(),
                 );
                 self.gate.observe(status, readable.unwrap_or_default());

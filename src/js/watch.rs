@@ -27,7 +27,6 @@ pub struct Watches {
     spent: Vec<Watch>,
 }
 
-
 impl Watches {
     /// Adds `ticket` to `signal`'s watch, listening with `on_abort(id)` if it is new.
     pub fn add(

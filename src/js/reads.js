@@ -1,0 +1,39 @@
+// Reads the bindings make on every call, done on the JavaScript side: crossing into wasm once
+// with one string costs far less than a property read and a string copy per field.
+const NONE = '\u0001'; // a header that is absent (no header value can hold this byte)
+
+/** `x-api-key \0 authorization \0 idempotency-key? \0 method` of a fetch(input, init) call. */
+export function requestFacts(input, init) {
+  const isObject = (v) => v !== null && typeof v === 'object';
+  let headers = isObject(init) ? init.headers : undefined;
+  if (headers === undefined && isObject(input)) headers = input.headers;
+  let key = NONE;
+  let auth = NONE;
+  let idempotent = '0';
+  const visit = (name, value) => {
+    if (typeof name !== 'string' || typeof value !== 'string') return;
+    const lower = name.toLowerCase();
+    if (lower === 'x-api-key') key = value;
+    else if (lower === 'authorization') auth = value;
+    else if (lower === 'idempotency-key') idempotent = '1';
+  };
+  if (isObject(headers)) {
+    if (Array.isArray(headers)) {
+      for (const pair of headers) if (isObject(pair)) visit(pair[0], pair[1]);
+    } else if (typeof headers.get === 'function') {
+      key = headers.get('x-api-key') ?? NONE;
+      auth = headers.get('authorization') ?? NONE;
+      if (headers.get('idempotency-key') != null) idempotent = '1';
+    } else {
+      for (const name of Object.keys(headers)) visit(name, headers[name]);
+    }
+  }
+  const method = [init, input].find((v) => isObject(v) && typeof v.method === 'string')?.method ?? 'GET';
+  return `${key}\0${auth}\0${idempotent}\0${method}`;
+}
+
+/** `headers.get(name)` on a Headers-like object, or undefined. */
+export function headerValue(headers, name) {
+  if (headers === null || typeof headers !== 'object' || typeof headers.get !== 'function') return undefined;
+  return headers.get(name) ?? undefined;
+}
