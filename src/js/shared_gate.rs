@@ -12,7 +12,7 @@ use wasm_bindgen_futures::spawn_local;
 use super::clock;
 use super::errors::abort_reason;
 use super::redis::{OnFailure, RedisStore};
-use super::timer::Timer;
+use super::timer::{Timer, EARLY_MS};
 use super::wait::Slot;
 use super::watch::Watches;
 use crate::core::budget::RefillingConfig;
@@ -141,10 +141,8 @@ impl SharedGate {
         let weak = Rc::downgrade(&shared);
         let callback = Closure::<dyn FnMut()>::new(move || {
             if let Some(shared) = weak.upgrade() {
-                if let Some(timer) = shared.timer.borrow_mut().as_mut() {
-                    timer.fired();
-                }
-                shared.wake();
+                let due = shared.timer.borrow_mut().as_mut().and_then(Timer::fired);
+                shared.wake(due);
             }
         });
         *shared.timer.borrow_mut() = Some(Timer::new(callback));
@@ -403,10 +401,10 @@ impl SharedGate {
 
     /// The timer fired: ask the store for the head, or (locally, or while the store is down)
     /// poll the local bucket.
-    fn wake(self: Rc<Self>) {
+    fn wake(self: Rc<Self>, due: Option<Millis>) {
         match &self.remote {
             Some(remote) if !remote.store.is_down() => self.pump(),
-            _ => self.poll_local(),
+            _ => self.poll_local(due),
         }
     }
 
@@ -503,14 +501,19 @@ impl SharedGate {
             let drained = self.with(|g| g.drain());
             self.settle(drained, || Refusal::StoreDown);
         } else {
-            self.clone().poll_local();
+            self.clone().poll_local(None);
         }
     }
 
     /// Admits whoever the local bucket lets through and lets go of the late, then re-arms for
     /// the next, or leaves no timer.
-    fn poll_local(self: Rc<Self>) {
+    fn poll_local(self: Rc<Self>, due: Option<Millis>) {
         let now = clock::now();
+        // A timer that fired a hair early is on time (see `EARLY_MS`).
+        let now = match due {
+            Some(due) if due > now && due - now <= EARLY_MS => due,
+            _ => now,
+        };
         let (wakeup, admitted) = {
             let mut state = self.state.borrow_mut();
             let State { gate, waiters } = &mut *state;

@@ -17,6 +17,11 @@ extern "C" {
 /// Node's `setTimeout` treats anything above 2^31 - 1 ms as 1 ms; longer waits re-arm.
 const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
 
+/// Node's timers keep whole-millisecond time on their own clock, so a timer can fire up to a
+/// millisecond before `performance.now()` reaches its due time. A run that early counts as on
+/// time, rather than costing a second wake-up a moment later.
+pub const EARLY_MS: Millis = 1.0;
+
 /// A re-armable timer that runs one callback.
 pub struct Timer {
     callback: Closure<dyn FnMut()>,
@@ -57,9 +62,9 @@ impl Timer {
         }
     }
 
-    /// Forgets the handle of a run that has just happened.
-    pub fn fired(&mut self) {
-        self.armed = None;
+    /// Forgets the handle of a run that has just happened; returns when it was due.
+    pub fn fired(&mut self) -> Option<Millis> {
+        self.armed.take().map(|(_, due)| due)
     }
 
     /// Whether a run is pending.
