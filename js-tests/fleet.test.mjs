@@ -115,7 +115,11 @@ async function runFleet(job, processes) {
   runChild.started = procs;
   const results = Array.from({ length: processes }, () => runChild({ ...job, barrier: true }));
   runChild.started = null;
-  await Promise.all(procs.map((proc) => new Promise((resolve) => proc.stdout.once('data', resolve))));
+  // Ready when a child speaks; a child that dies first fails its runChild promise instead.
+  await Promise.all(procs.map((proc) => new Promise((resolve) => {
+    proc.stdout.once('data', resolve);
+    proc.once('exit', resolve);
+  })));
   const started = performance.now();
   for (const proc of procs) proc.stdin.end('go\n');
   return { runs: await Promise.all(results), started };
@@ -175,7 +179,11 @@ test('a process killed mid-admission leaves nothing stuck for the others', async
     const apiKey = freshKey();
     const job = { store: 'redis', redisPort: redis.port, baseUrl: api.baseUrl, apiKey, rate: { burst: 1, perSecond: 2 }, fetch: 'hang' };
     const proc = spawn(process.execPath, [child, JSON.stringify(job)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise((resolve) => proc.stdout.once('data', resolve)); // admitted, refill paused
+    const admitted = await new Promise((resolve) => { // admitted, refill paused
+      proc.stdout.once('data', () => resolve(true));
+      proc.once('exit', () => resolve(false));
+    });
+    assert.ok(admitted, 'the child was admitted before it was killed');
     proc.kill('SIGKILL');
     const fetchImpl = createFetch({ rate: { burst: 1, perSecond: 2 }, store: redisStore(client) });
     const started = performance.now();

