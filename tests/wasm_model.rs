@@ -2,31 +2,14 @@
 //! The article's model through the bindings under Node: `simulate(options)` and the virtual-clock
 //! `Gate` (`ModelGate` in Rust), with their option validation.
 
-use js_sys::{Array, Object, Reflect};
+use js_sys::Array;
 use odds_gate::js::{simulate, ModelGate};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
 
-fn object(entries: &[(&str, JsValue)]) -> JsValue {
-    let object = Object::new();
-    for (key, value) in entries {
-        Reflect::set(&object, &JsValue::from_str(key), value).unwrap();
-    }
-    object.into()
-}
-
-fn get(value: &JsValue, key: &str) -> JsValue {
-    Reflect::get(value, &JsValue::from_str(key)).unwrap()
-}
-
-#[track_caller]
-fn num(value: &JsValue, key: &str) -> f64 {
-    let field = get(value, key);
-    field
-        .as_f64()
-        .unwrap_or_else(|| panic!("`{key}` is not a number: {field:?}"))
-}
+mod wasm_support;
+use wasm_support::{get, num, object};
 
 #[track_caller]
 fn run(options: JsValue) -> JsValue {

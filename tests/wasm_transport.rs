@@ -19,28 +19,11 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 
+mod wasm_support;
+use wasm_support::{get, num, object};
+
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-fn object(entries: &[(&str, JsValue)]) -> JsValue {
-    let object = Object::new();
-    for (key, value) in entries {
-        Reflect::set(&object, &JsValue::from_str(key), value).unwrap();
-    }
-    object.into()
-}
-
-fn get(value: &JsValue, key: &str) -> JsValue {
-    Reflect::get(value, &JsValue::from_str(key)).unwrap()
-}
-
-#[track_caller]
-fn num(value: &JsValue, key: &str) -> f64 {
-    let field = get(value, key);
-    field
-        .as_f64()
-        .unwrap_or_else(|| panic!("`{key}` is not a number: {field:?}"))
-}
 
 fn global(name: &str) -> JsValue {
     get(&js_sys::global(), name)

@@ -559,26 +559,6 @@ mod tests {
     }
 
     #[test]
-    fn cooldown_holds_everyone_then_only_the_burst_goes() {
-        let mut g = article_gate();
-        g.defer(0.0, 2000.0).unwrap();
-        assert!((0..8).all(|_| g.admit_at(1999.0) == 2000.0));
-        let resumed: Vec<Millis> = (0..8).map(|_| g.admit_at(2000.0)).collect();
-        assert_eq!(resumed.iter().filter(|&&t| t == 2000.0).count(), 2);
-        assert_eq!(resumed.iter().filter(|&&t| t > 2000.0).count(), 6);
-    }
-
-    #[test]
-    fn a_later_shorter_delay_never_shortens_the_cooldown() {
-        let mut g = article_gate();
-        g.defer(0.0, 5000.0).unwrap();
-        g.defer(100.0, 1000.0).unwrap();
-        assert_eq!(g.blocked_until(), 5000.0);
-        g.defer(1000.0, 8000.0).unwrap();
-        assert_eq!(g.blocked_until(), 9000.0);
-    }
-
-    #[test]
     fn defer_refuses_a_negative_or_non_finite_delay() {
         let mut g = article_gate();
         for bad in [-1.0, f64::NAN, f64::INFINITY] {
