@@ -224,6 +224,10 @@ test('Redis killed and restarted mid-run: every call settles and shared admissio
     const after = await fetchImpl(`${api.baseUrl}/events/after/odds/snapshot`, { headers: { 'X-API-Key': apiKey } });
     assert.equal(after.status, 200);
     assert.equal(fetchImpl.stats().gates[0].store.up, true);
+    const changes = events.filter((e) => e.type.startsWith('store-')).map((e) => e.type);
+    assert.equal(changes[0], 'store-down');
+    assert.equal(changes.at(-1), 'store-up');
+    assert.ok(!JSON.stringify(events).includes(apiKey));
   } finally {
     await api.close();
     client.disconnect();

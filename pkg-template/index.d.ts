@@ -49,7 +49,8 @@ export type GateEvent =
   | { type: 'throttled'; scope: string; retryAfterMs: number | null }
   | { type: 'retry'; scope: string; attempt: number; delayMs: number; serverDelay: boolean }
   | { type: 'abandoned'; scope: string; reason: AbandonReason; attempts: number }
-  | { type: 'quota-probe'; scope: string; exhausted: boolean; answered: boolean };
+  | { type: 'quota-probe'; scope: string; exhausted: boolean; answered: boolean }
+  | { type: 'store-down' | 'store-up'; scope: string };
 
 export interface CreateFetchOptions {
   /**

@@ -71,6 +71,7 @@ const full: CreateFetchOptions = {
       case 'retry': expectType<number>(event.delayMs); expectType<boolean>(event.serverDelay); break;
       case 'abandoned': expectType<AbandonReason>(event.reason); break;
       case 'quota-probe': expectType<boolean>(event.exhausted); break;
+      case 'store-down': case 'store-up': expectType<string>(event.scope); break;
       default: { const never: never = event; void never; }
     }
     expectType<string>(event.scope);

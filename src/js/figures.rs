@@ -217,7 +217,7 @@ pub fn describe(config: &Config) -> JsValue {
         None => "none".into(),
     });
     add("quota", "quota", "a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate; used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()".into());
-    add("metrics", "metrics", "stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms; onEvent: throttled, retry, abandoned, quota-probe".into());
+    add("metrics", "metrics", "stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms; onEvent: throttled, retry, abandoned, quota-probe, store-down/up".into());
     let text = format!("odds-gate configuration\n- {}", lines.join("\n- "));
     set(&object, "text", text.into());
     object.into()

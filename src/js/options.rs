@@ -76,11 +76,12 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
             ))
         })?)
     };
+    let events = Events::new(function(options, "onEvent")?);
     let store = get(options, "store");
     let store = if store.is_undefined() {
         None
     } else if is_store(&store) {
-        Some(RedisStore::from_descriptor(&store)?)
+        Some(RedisStore::from_descriptor(&store, events.clone())?)
     } else {
         return Err(type_error(
             "Expected `store` to come from redisStore(client)",
@@ -92,7 +93,7 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
         fetch: function(options, "fetch")?,
         retry,
         budget,
-        events: Events::new(function(options, "onEvent")?),
+        events,
         usage_url,
     })
 }

@@ -11,6 +11,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use super::clock;
 use super::errors::{range_error, type_error};
+use super::events::Events;
 use super::read::{self, get};
 use super::sleep::within;
 use crate::core::config::Rate;
@@ -130,21 +131,29 @@ pub struct RedisStore {
     kind: Client,
     settings: Settings,
     down_until: Cell<Millis>,
+    /// Whether the last call was answered: events fire when this changes.
+    up: Cell<bool>,
     failures: Cell<u64>,
     calls: Cell<u64>,
+    events: Events,
 }
 
 impl RedisStore {
     /// Builds the store from a `redisStore()` descriptor.
-    pub fn from_descriptor(descriptor: &JsValue) -> Result<Rc<RedisStore>, JsValue> {
+    pub fn from_descriptor(
+        descriptor: &JsValue,
+        events: Events,
+    ) -> Result<Rc<RedisStore>, JsValue> {
         let client = get(descriptor, "client");
         Ok(Rc::new(RedisStore {
             kind: client_kind(&client)?,
             client,
             settings: settings(descriptor)?,
             down_until: Cell::new(f64::NEG_INFINITY),
+            up: Cell::new(true),
             failures: Cell::new(0),
             calls: Cell::new(0),
+            events,
         }))
     }
 
@@ -223,6 +232,14 @@ impl RedisStore {
                 self.failures.set(self.failures.get() + 1);
                 self.down_until.set(clock::now() + self.settings.retry_ms);
             }
+        }
+        let up = answer.is_ok();
+        if self.up.replace(up) != up {
+            // `store-down`: admissions fall back to the fail-safe; `store-up`: shared again.
+            let kind = if up { "store-up" } else { "store-down" };
+            // The key is `<prefix>:{<scope>}:gate`: the scope sits between the braces.
+            let scope = key.split(['{', '}']).nth(1).unwrap_or(key);
+            self.events.emit(kind, scope, |_| {});
         }
         answer
     }
