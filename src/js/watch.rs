@@ -6,6 +6,7 @@
 use std::collections::{HashMap, HashSet};
 
 use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::spawn_local;
 
 use super::abort::AbortListener;
 
@@ -22,9 +23,6 @@ pub struct Watches {
     last: Option<u32>,
     by_id: HashMap<u32, Watch>,
     next: u32,
-    /// Watches whose signal aborted: their listener may be running, so they are dropped when
-    /// the next signal is added instead.
-    spent: Vec<Watch>,
 }
 
 impl Watches {
@@ -35,7 +33,6 @@ impl Watches {
         ticket: u64,
         on_abort: impl FnOnce(u32) -> Box<dyn FnMut()>,
     ) -> u32 {
-        self.spent.clear();
         if let Some(id) = self.last {
             if let Some(watch) = self.by_id.get_mut(&id) {
                 if JsValue::from(&watch.signal) == JsValue::from(signal) {
@@ -71,12 +68,12 @@ impl Watches {
     }
 
     /// The signal aborted: its tickets, and the signal for the reason. The listener is running
-    /// right now, so it is dropped later, not from inside itself.
+    /// right now, so the watch is dropped on the next microtask, not from inside itself.
     pub fn take(&mut self, id: u32) -> Option<(web_sys::AbortSignal, Vec<u64>)> {
-        let mut watch = self.by_id.remove(&id)?;
+        let watch = self.by_id.remove(&id)?;
         let signal = watch.signal.clone();
-        let tickets = watch.tickets.drain().collect();
-        self.spent.push(watch);
+        let tickets = watch.tickets.iter().copied().collect();
+        spawn_local(async move { drop(watch) });
         Some((signal, tickets))
     }
 }
