@@ -569,9 +569,10 @@ async fn no_error_message_or_figure_repeats_a_raw_key() {
         .expect_err("a second allowance for one key is refused");
     assert_range_error(&error, "already enforces", "rate mismatch");
     messages.push(message(&error));
-    // So does the retry-budget mismatch (`retry: false` has none; the default has one).
+    // So does a retry-budget mismatch (the default has 500 tokens; this asks for 100).
     let third = FakeFetch::ok();
-    let c = observer(2.0, 2.0, &third);
+    let other_budget = object(&[("budget", object(&[("capacity", 100.into())]))]);
+    let c = transport_with(2.0, 2.0, &third, &[("retry", other_budget)]);
     let error = call(&c, "https://example.test/c", &key_init(&key))
         .await
         .expect_err("a second retry budget for one key is refused");
@@ -784,15 +785,12 @@ async fn wrappers_that_share_a_key_share_one_gate_and_one_allowance() {
     assert_eq!(gates(&c).length(), 0);
     assert_eq!(num(&only_gate(&a), "admitted"), 3.0);
 
-    // They must agree on the shared retry budget too: `retry: false` has none, the default
-    // has 500 tokens, and a different capacity is a different budget.
-    for (case, retry) in [
-        ("retry: false", JsValue::FALSE),
-        (
-            "another capacity",
-            object(&[("budget", object(&[("capacity", 100.into())]))]),
-        ),
-    ] {
+    // Retrying wrappers must agree on the shared retry budget too: the default has 500
+    // tokens, and a different capacity is a different budget.
+    for (case, retry) in [(
+        "another capacity",
+        object(&[("budget", object(&[("capacity", 100.into())]))]),
+    )] {
         let fake = FakeFetch::ok();
         let d = transport_with(5.0, 1000.0, &fake, &[("retry", retry)]);
         let error = call(&d, "https://example.test/d", &key_init(&key))
@@ -801,6 +799,12 @@ async fn wrappers_that_share_a_key_share_one_gate_and_one_allowance() {
         assert_range_error(&error, "retry budget", case);
         assert_eq!(fake.count(), 0, "{case}");
     }
+    // A wrapper that never retries uses no budget, so it joins whatever the gate has.
+    let fake_f = FakeFetch::ok();
+    let f = transport_with(5.0, 1000.0, &fake_f, &[("retry", JsValue::FALSE)]);
+    call(&f, "https://example.test/f", &key_init(&key))
+        .await
+        .expect("retry: false shares the gate");
     // Per-call limits may differ: only the shared budget must agree.
     let fake_e = FakeFetch::ok();
     let e = transport_with(
@@ -812,7 +816,7 @@ async fn wrappers_that_share_a_key_share_one_gate_and_one_allowance() {
     call(&e, "https://example.test/e", &key_init(&key))
         .await
         .unwrap();
-    assert_eq!(num(&only_gate(&a), "admitted"), 4.0);
+    assert_eq!(num(&only_gate(&a), "admitted"), 5.0, "three, f's and e's");
 }
 
 // ---------------------------------------------------------------------------------------------

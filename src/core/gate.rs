@@ -177,6 +177,13 @@ impl Gate {
         self
     }
 
+    /// Gives a gate without a retry budget this one (a gate never changes a budget it has).
+    pub fn install_budget(&mut self, config: RefillingConfig) {
+        if self.budget.is_none() {
+            self.budget = Some(RefillingBudget::new(config));
+        }
+    }
+
     /// The allowance this gate enforces.
     pub fn rate(&self) -> Rate {
         self.bucket.rate()

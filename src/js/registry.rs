@@ -39,15 +39,21 @@ pub fn gate_for(
                     short(scope)
                 )));
             }
-            if existing_budget != budget {
-                return Err(range_error(&format!(
-                    "The gate for credential {} already has {}; this wrapper asks for {}. \
+            // A wrapper that does not retry uses no budget and joins any gate; a retrying one
+            // brings its budget to a gate that has none, and must agree with one that has.
+            match (existing_budget, budget) {
+                (None, Some(wanted)) => gate.install_budget(wanted),
+                (Some(has), Some(wanted)) if has != wanted => {
+                    return Err(range_error(&format!(
+                        "The gate for credential {} already has {}; this wrapper asks for {}. \
                      Wrappers sharing a credential share its retry budget: configure \
                      `retry.budget` the same way in each.",
-                    short(scope),
-                    budget_text(existing_budget),
-                    budget_text(budget)
-                )));
+                        short(scope),
+                        budget_text(existing_budget),
+                        budget_text(budget)
+                    )));
+                }
+                _ => {}
             }
             if existing != rate {
                 return Err(range_error(&format!(

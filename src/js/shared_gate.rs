@@ -65,7 +65,7 @@ pub struct Remote {
     key: Rc<String>,
     /// The whole allowance (the local gate holds only the fail-safe share).
     rate: Rate,
-    budget: Option<RefillingConfig>,
+    budget: Cell<Option<RefillingConfig>>,
     /// One head at a time asks the store.
     pumping: Cell<bool>,
     /// When the store last said the next token would be there, on our clock.
@@ -121,7 +121,7 @@ impl SharedGate {
             anchor: RefCell::new(None),
             store,
             rate,
-            budget,
+            budget: Cell::new(budget),
             pumping: Cell::new(false),
             ready_at: Cell::new(f64::NEG_INFINITY),
             process_id: format!("{:016x}", getrandom::u64().unwrap_or_default()),
@@ -158,12 +158,21 @@ impl SharedGate {
     pub fn config(&self) -> (Rate, Option<RefillingConfig>, String) {
         let state = self.state.borrow();
         match &self.remote {
-            Some(r) => (r.rate, r.budget, r.store.identity()),
+            Some(r) => (r.rate, r.budget.get(), r.store.identity()),
             None => (
                 state.gate.rate(),
                 state.gate.budget_config(),
                 "memory".into(),
             ),
+        }
+    }
+
+    /// Gives a gate made without a retry budget (by a `retry: false` wrapper) the budget a
+    /// retrying wrapper brings.
+    pub fn install_budget(&self, config: RefillingConfig) {
+        self.state.borrow_mut().gate.install_budget(config);
+        if let Some(remote) = &self.remote {
+            remote.budget.set(Some(config));
         }
     }
 
@@ -270,7 +279,7 @@ impl SharedGate {
     fn tell_store(&self, op: Op<'static>) {
         if let Some(remote) = &self.remote {
             let (store, key, rate) = (remote.store.clone(), remote.key.clone(), remote.rate);
-            let budget = remote.budget.map(|b| b.capacity);
+            let budget = remote.budget.get().map(|b| b.capacity);
             spawn_local(async move {
                 let _ = store.run(&key, op, rate, budget).await;
             });
@@ -283,10 +292,10 @@ impl SharedGate {
         let Some(remote) = &self.remote else {
             return true;
         };
-        if remote.budget.is_none() {
+        if remote.budget.get().is_none() {
             return true;
         }
-        let capacity = remote.budget.map(|b| b.capacity);
+        let capacity = remote.budget.get().map(|b| b.capacity);
         if !remote.store.is_down() {
             let refund = remote.refunds.replace(0.0);
             let op = Op::Charge { cost, refund };
@@ -439,7 +448,7 @@ impl SharedGate {
                 return self.store_down();
             }
             let id = format!("{}-{}", remote.process_id, ticket.id());
-            let capacity = remote.budget.map(|b| b.capacity);
+            let capacity = remote.budget.get().map(|b| b.capacity);
             let answer = remote
                 .store
                 .run(&remote.key, Op::Admit(&id), remote.rate, capacity)
