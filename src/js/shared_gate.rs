@@ -364,10 +364,10 @@ impl SharedGate {
     }
 
     /// Whether a `/usage` probe is running; if so, `wait` joins the calls awaiting it.
-    pub fn probe_running(&self, wait: Option<&Slot<()>>) -> bool {
+    pub fn probe_running(&self, wait: &Slot<()>) -> bool {
         match self.probe.borrow_mut().as_mut() {
             Some(waiting) => {
-                waiting.extend(wait.cloned());
+                waiting.push(wait.clone());
                 true
             }
             None => false,

@@ -440,7 +440,7 @@ impl Flight {
             self.start_probe();
         }
         let slot = Slot::default();
-        if self.gate.probe_running(Some(&slot)) {
+        if self.gate.probe_running(&slot) {
             slot.wait().await;
         }
         let now = clock::now();
