@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::read::set;
 use crate::core::config::ConfigError;
 use crate::core::policy::Abandoned;
 
@@ -53,10 +54,6 @@ pub fn dom_exception(message: &str, name: &str) -> JsValue {
     web_sys::DomException::new_with_message_and_name(message, name)
         .map(JsValue::from)
         .unwrap_or_else(|e| e)
-}
-
-fn set(object: &JsValue, key: &str, value: JsValue) {
-    let _ = js_sys::Reflect::set(object, &JsValue::from_str(key), &value);
 }
 
 fn build(

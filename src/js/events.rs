@@ -3,6 +3,8 @@
 
 use wasm_bindgen::JsValue;
 
+use super::read::set;
+
 /// Builds and delivers events when a hook is set; costs nothing when it is not.
 #[derive(Clone, Default)]
 pub struct Events(Option<js_sys::Function>);
@@ -22,9 +24,4 @@ impl Events {
         fields(&event);
         let _ = hook.call1(&JsValue::UNDEFINED, &event);
     }
-}
-
-/// Sets `key` on an event object.
-pub fn set(object: &js_sys::Object, key: &str, value: JsValue) {
-    let _ = js_sys::Reflect::set(object, &JsValue::from_str(key), &value);
 }

@@ -5,8 +5,8 @@ use std::rc::Rc;
 use wasm_bindgen::JsValue;
 
 use super::clock;
-use super::events::set;
 use super::options::Config;
+use super::read::set;
 use super::shared_gate::SharedGate;
 use crate::core::config::Rate;
 use crate::core::feedback::Feedback;

@@ -10,9 +10,8 @@ use wasm_bindgen_futures::JsFuture;
 
 use super::attempt::{self, Attempted};
 use super::clock;
-use super::events::set;
 use super::options::Config;
-use super::read::get;
+use super::read::{get, set};
 use super::shared_gate::SharedGate;
 use super::transport::global_fetch;
 use crate::core::quota::{QuotaState, Usage};

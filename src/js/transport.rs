@@ -14,20 +14,19 @@ use super::attempt::{self, Attempted};
 use super::body;
 use super::clock;
 use super::errors::{abandoned_error, quota_error, range_error, type_error};
-use super::events::set;
 use super::figures;
 use super::headers::{self, Credential};
 use super::options::{self, Config};
 use super::probe;
 use super::random::OsRandom;
-use super::read::get;
+use super::read::{get, set};
 use super::registry::gate_for;
 use super::shared_gate::{Entry, Refusal, SharedGate};
 use super::wait::Slot;
 use crate::core::budget::BatchBudget;
 use crate::core::classify::Outcome;
 use crate::core::feedback::{honours_retry_after, parse_feedback, skim_feedback, Feedback};
-use crate::core::policy::{Budgets, Call, Reason, Verdict};
+use crate::core::policy::{Abandoned, Budgets, Call, Reason, Verdict};
 use crate::core::quota::{looks_exhausted, QuotaState};
 use crate::core::scope::Scope;
 use crate::core::Millis;
@@ -215,21 +214,26 @@ impl Flight {
     fn give_up(&self, reason: Reason) -> JsValue {
         let abandoned = match &self.call {
             Some(call) => call.abandon(reason),
-            None => crate::core::policy::Abandoned {
+            None => Abandoned {
                 reason,
                 attempts: 0,
                 status: None,
                 retry_after_ms: None,
             },
         };
-        self.gate.with(|g| g.record_abandoned(reason));
+        self.abandon(abandoned, None)
+    }
+
+    /// Counts a call given up, tells `onEvent`, and makes the error the caller gets.
+    fn abandon(&self, abandoned: Abandoned, cause: Option<JsValue>) -> JsValue {
+        self.gate.with(|g| g.record_abandoned(abandoned.reason));
         self.config
             .events
             .emit("abandoned", self.gate.scope().as_str(), |e| {
-                set(e, "reason", reason.as_str().into());
+                set(e, "reason", abandoned.reason.as_str().into());
                 set(e, "attempts", abandoned.attempts.into());
             });
-        abandoned_error(abandoned, None)
+        abandoned_error(abandoned, cause)
     }
 
     /// Attempts until the policy delivers or gives up.
@@ -305,16 +309,7 @@ impl Flight {
                 }
             }
             match verdict {
-                Verdict::Abandon(abandoned) => {
-                    self.gate.with(|g| g.record_abandoned(abandoned.reason));
-                    self.config
-                        .events
-                        .emit("abandoned", self.gate.scope().as_str(), |e| {
-                            set(e, "reason", abandoned.reason.as_str().into());
-                            set(e, "attempts", abandoned.attempts.into());
-                        });
-                    return Err(abandoned_error(abandoned, error));
-                }
+                Verdict::Abandon(abandoned) => return Err(self.abandon(abandoned, error)),
                 Verdict::Retry {
                     not_before,
                     delay_ms,
