@@ -1,24 +1,30 @@
-//! One attempt: the inner fetch, under a per-attempt timeout of our own and the caller's
-//! signal. The three ways it can end are told apart, because only some are worth a retry.
-
-use std::cell::Cell;
-use std::rc::Rc;
+//! One attempt, as the bindings see it. The work itself (timeout, caller's signal, a copy of
+//! `init`) is done by `pkg-template/attempt.js`, which the package's fast path calls directly
+//! for calls admitted at once; here it is awaited for every other attempt.
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use super::abort::AbortListener;
-use super::clock;
-use super::errors::{abort_reason, dom_exception};
 use super::read::get;
-use super::timer::Timer;
 use crate::core::Millis;
+
+#[wasm_bindgen(module = "/pkg-template/attempt.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = attempt)]
+    fn attempt_js(
+        fetch: &js_sys::Function,
+        input: &JsValue,
+        init: &JsValue,
+        caller: Option<&web_sys::AbortSignal>,
+        timeout_ms: f64,
+    ) -> js_sys::Promise;
+}
 
 /// How an attempt ended.
 pub enum Attempted {
-    /// A response arrived (any status).
-    Response(JsValue),
+    /// A response arrived, with its status (0 when it has none).
+    Response(JsValue, u16),
     /// The inner fetch rejected on its own (`timeout: false`) or because our timeout fired.
     Failed {
         /// The rejection, to pass on unchanged when it is not retried.
@@ -30,75 +36,40 @@ pub enum Attempted {
     CallerAborted(JsValue),
 }
 
-/// Calls `fetch(input, init)` as it is: no copy of `init`, no timer (`retry: false`).
-pub async fn send_plain(fetch: &js_sys::Function, input: &JsValue, init: &JsValue) -> Attempted {
-    match call(fetch, input, init).await {
-        Ok(response) => Attempted::Response(response),
-        Err(error) => Attempted::Failed {
-            error,
-            timeout: false,
-        },
+impl Attempted {
+    /// Reads `attempt.js`'s `(value, how)`, and the status of a response.
+    pub fn from_js(value: JsValue, how: u8, status: u16) -> Attempted {
+        match how {
+            0 => Attempted::Response(value, status),
+            3 => Attempted::CallerAborted(value),
+            how => Attempted::Failed {
+                error: value,
+                timeout: how == 2,
+            },
+        }
     }
 }
 
-/// Calls `fetch` with a copy of `init` whose signal aborts when the caller's does or after
+/// Calls `fetch(input, init)`. With `timeout_ms` 0 the call goes out as it is (`retry: false`);
+/// otherwise with a copy of `init` whose signal aborts when `caller`'s does or after
 /// `timeout_ms`, whichever is first.
-pub async fn send_guarded(
+pub async fn send(
     fetch: &js_sys::Function,
     input: &JsValue,
     init: &JsValue,
     caller: Option<&web_sys::AbortSignal>,
     timeout_ms: Millis,
 ) -> Attempted {
-    if let Some(signal) = caller.filter(|s| s.aborted()) {
-        return Attempted::CallerAborted(abort_reason(signal));
-    }
-    let Ok(controller) = web_sys::AbortController::new() else {
-        return send_plain(fetch, input, init).await;
-    };
-    let timed_out = Rc::new(Cell::new(false));
-    let mut timer = {
-        let (controller, timed_out) = (controller.clone(), timed_out.clone());
-        Timer::new(Closure::new(move || {
-            timed_out.set(true);
-            let reason = dom_exception("The attempt timed out", "TimeoutError");
-            controller.abort_with_reason(&reason);
-        }))
-    };
-    let now = clock::now();
-    timer.arm(now + timeout_ms, now);
-    let _listener = caller.map(|signal| {
-        let (controller, signal_) = (controller.clone(), signal.clone());
-        AbortListener::new(signal, move || {
-            controller.abort_with_reason(&abort_reason(&signal_))
-        })
-    });
-    let guarded = js_sys::Object::new();
-    if init.is_object() {
-        let _ = js_sys::Object::assign(&guarded, init.unchecked_ref());
-    }
-    let _ = js_sys::Reflect::set(&guarded, &"signal".into(), &controller.signal());
-    let result = call(fetch, input, &guarded).await;
-    timer.disarm();
-    match result {
-        Ok(response) => Attempted::Response(response),
-        Err(_) if caller.is_some_and(|s| s.aborted()) => {
-            Attempted::CallerAborted(abort_reason(caller.expect("checked")))
+    // `attempt.js` never rejects: it resolves with `[value, how]`.
+    match JsFuture::from(attempt_js(fetch, input, init, caller, timeout_ms)).await {
+        Ok(pair) => {
+            let pair: js_sys::Array = pair.unchecked_into();
+            let (value, how) = (pair.get(0), pair.get(1).as_f64().unwrap_or(1.0) as u8);
+            let status = if how == 0 { status(&value) } else { 0 };
+            Attempted::from_js(value, how, status)
         }
-        Err(error) => Attempted::Failed {
-            error,
-            timeout: timed_out.get(),
-        },
+        Err(error) => Attempted::from_js(error, 1, 0),
     }
-}
-
-async fn call(
-    fetch: &js_sys::Function,
-    input: &JsValue,
-    init: &JsValue,
-) -> Result<JsValue, JsValue> {
-    let pending = fetch.call2(&JsValue::UNDEFINED, input, init)?;
-    JsFuture::from(js_sys::Promise::resolve(&pending)).await
 }
 
 /// The response's status, or 0 when it has none.

@@ -11,6 +11,7 @@ mod figures;
 mod headers;
 mod model;
 mod options;
+mod parked;
 mod probe;
 mod random;
 mod read;

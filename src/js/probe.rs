@@ -69,15 +69,16 @@ impl Probe {
         set(&init, "method", "GET".into());
         set(&init, "headers", headers.into());
         let url = JsValue::from_str(url);
-        let attempted = attempt::send_guarded(&fetch, &url, &init, None, PROBE_BUDGET_MS).await;
+        let attempted = attempt::send(&fetch, &url, &init, None, PROBE_BUDGET_MS).await;
         self.gate.responded(ticket);
-        let Attempted::Response(response) = attempted else {
-            return None;
+        let response = match attempted {
+            Attempted::Response(response, 200) => response,
+            Attempted::Response(response, _) => {
+                super::body::discard(&response).await;
+                return None;
+            }
+            _ => return None,
         };
-        if attempt::status(&response) != 200 {
-            super::body::discard(&response).await;
-            return None;
-        }
         let json = call_json(&response).await?;
         let now = clock::now();
         let period_end = get(&json, "period_end_utc")

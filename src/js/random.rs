@@ -5,11 +5,26 @@ use crate::core::random::Random;
 /// Fresh randomness for every draw: jitter must differ between processes started together.
 pub struct OsRandom;
 
+impl OsRandom {
+    fn bits(&self) -> u64 {
+        // Should the source ever fail, a value from Math.random() still de-synchronises.
+        getrandom::u64().unwrap_or_else(|_| (js_sys::Math::random() * 2f64.powi(53)) as u64 * 2048)
+    }
+}
+
 impl Random for OsRandom {
     fn unit(&mut self) -> f64 {
-        // Should the source ever fail, a value from Math.random() still de-synchronises.
-        let bits = getrandom::u64()
-            .unwrap_or_else(|_| (js_sys::Math::random() * 2f64.powi(53)) as u64 * 2048);
-        (bits >> 11) as f64 / (1u64 << 53) as f64
+        (self.bits() >> 11) as f64 / (1u64 << 53) as f64
     }
+}
+
+thread_local! {
+    /// Keys for the credential fingerprints: random per process, so a fingerprint means
+    /// nothing outside it.
+    static FINGERPRINT_KEYS: (u64, u64) = (OsRandom.bits(), OsRandom.bits());
+}
+
+/// This process's fingerprint keys.
+pub fn fingerprint_keys() -> (u64, u64) {
+    FINGERPRINT_KEYS.with(|keys| *keys)
 }

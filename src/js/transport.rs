@@ -17,8 +17,9 @@ use super::errors::{abandoned_error, quota_error, range_error, type_error};
 use super::figures;
 use super::headers::{self, Credential};
 use super::options::{self, Config};
+use super::parked::Parked;
 use super::probe;
-use super::random::OsRandom;
+use super::random::{fingerprint_keys, OsRandom};
 use super::read::{get, set};
 use super::registry::gate_for;
 use super::shared_gate::{Entry, Refusal, SharedGate};
@@ -26,25 +27,45 @@ use super::wait::Slot;
 use crate::core::budget::BatchBudget;
 use crate::core::classify::Outcome;
 use crate::core::feedback::{honours_retry_after, parse_feedback, skim_feedback, Feedback};
+use crate::core::gate::Ticket;
 use crate::core::policy::{Abandoned, Budgets, Call, Reason, Verdict};
 use crate::core::quota::{looks_exhausted, QuotaState};
-use crate::core::scope::Scope;
+use crate::core::scope::{fingerprint, Scope};
 use crate::core::Millis;
 
 /// A gated `fetch`. The package's `createFetch` wraps it in a plain function.
 #[wasm_bindgen]
 pub struct Transport {
     config: Rc<Config>,
-    /// Gates this wrapper (and its batches) have used, most recent first: the figures it
-    /// reports, and a fast path for the common case of one key.
-    gates: Rc<RefCell<Vec<Rc<SharedGate>>>>,
+    /// Gates this wrapper (and its batches) have used, most recent first, by credential
+    /// fingerprint: the figures it reports, and no SHA-256 per call for a key seen before.
+    gates: Rc<RefCell<Vec<Known>>>,
     batch: Option<Rc<RefCell<Batch>>>,
+    /// Calls admitted at once whose attempt the package's fast path is making.
+    parked: RefCell<Parked<(Flight, Ticket)>>,
 }
+
+/// A gate a wrapper has used, and the fingerprint of its credential.
+type Known = (u64, Rc<SharedGate>);
 
 /// One refresh round: a deadline for every call in it and, optionally, a retry allowance.
 struct Batch {
     deadline: Millis,
     budget: Option<BatchBudget>,
+}
+
+/// What an attempt came to, before anything asynchronous: the policy's verdict and what the
+/// caller would get if it is delivered.
+struct Concluded {
+    verdict: Verdict,
+    outcome: Outcome,
+    result: Result<JsValue, JsValue>,
+}
+
+/// After a verdict: the call is over, or it goes back in line.
+enum Next {
+    Done(JsValue),
+    Again(Entry),
 }
 
 /// What one call carries from attempt to attempt.
@@ -68,17 +89,83 @@ impl Transport {
             config: Rc::new(options::config(&options)?),
             gates: Rc::new(RefCell::new(Vec::new())),
             batch: None,
+            parked: RefCell::default(),
         })
     }
 
     /// `fetch(input, init)` through the credential's gate.
     pub fn fetch(&self, input: JsValue, init: JsValue) -> js_sys::Promise {
         // Join the line now, in call order; only the waiting and the network are asynchronous.
-        let started = self.start(input, init);
+        let signal = signal(&input, &init);
+        let started = self.start(input, init, signal);
         future_to_promise(async move {
-            let (mut flight, entry) = started?;
+            let (flight, entry) = started?;
             flight.run(entry).await
         })
+    }
+
+    /// The package's fast path. Joins the line as `fetch` does; a call the gate admits at once
+    /// (with no store to ask) comes back as a number, a handle for `attemptTimeout` and
+    /// `settle` while `attempt.js` sends it; any other call as `fetch`'s promise.
+    /// `signal` is the caller's, found as `fetch` would find it.
+    pub fn call(
+        &self,
+        input: JsValue,
+        init: JsValue,
+        signal: Option<web_sys::AbortSignal>,
+    ) -> JsValue {
+        let (flight, entry) = match self.start(input, init, signal) {
+            Ok(started) => started,
+            Err(error) => return js_sys::Promise::reject(&error).into(),
+        };
+        match entry {
+            Entry::Admitted(ticket) if flight.gate.store().is_none() => {
+                let mut parked = self.parked.borrow_mut();
+                JsValue::from(parked.park((flight, ticket)))
+            }
+            entry => future_to_promise(flight.run(entry)).into(),
+        }
+    }
+
+    /// Counts the attempt of a call `call` admitted and gives its timeout in ms: 0 for none.
+    #[wasm_bindgen(js_name = attemptTimeout)]
+    pub fn attempt_timeout(&self, handle: u32) -> f64 {
+        let mut parked = self.parked.borrow_mut();
+        match parked.get_mut(handle) {
+            Some((flight, _)) => flight.sent(),
+            None => 0.0,
+        }
+    }
+
+    /// Concludes a fast-path attempt that ended as `attempt.js` says (`how`): the response,
+    /// a rejection, or, when the call must wait or retry, a promise of what it comes to.
+    /// `status` is the response's (`how` 0), read on the JavaScript side.
+    pub fn settle(
+        &self,
+        handle: u32,
+        value: JsValue,
+        how: u8,
+        status: u16,
+    ) -> Result<JsValue, JsValue> {
+        let parked = self.parked.borrow_mut().take(handle);
+        let (mut flight, ticket) = parked.ok_or_else(|| range_error("Unknown call handle"))?;
+        let concluded = flight.conclude(ticket, Attempted::from_js(value, how, status))?;
+        if flight.gate.store().is_none() && matches!(concluded.verdict, Verdict::Deliver) {
+            return concluded.result;
+        }
+        Ok(future_to_promise(flight.finish(concluded)).into())
+    }
+
+    /// The `fetch` option, or undefined for the global `fetch`.
+    #[wasm_bindgen(js_name = innerFetch)]
+    pub fn inner_fetch(&self) -> Option<js_sys::Function> {
+        self.config.fetch.clone()
+    }
+
+    /// Whether calls are retried (any `retry` option but `false`).
+    #[wasm_bindgen(getter)]
+    pub fn retrying(&self) -> bool {
+        self.config.retry.is_some()
     }
 
     /// A `fetchImpl` for one refresh round sharing this wrapper's gates: every call in it
@@ -93,12 +180,14 @@ impl Transport {
                 deadline: clock::now() + deadline_ms,
                 budget: retry_budget.map(BatchBudget::new),
             }))),
+            parked: RefCell::default(),
         })
     }
 
     /// Live figures of every gate this wrapper has used.
     pub fn stats(&self) -> JsValue {
-        let stats = figures::stats(&self.gates.borrow());
+        let gates: Vec<_> = self.gates.borrow().iter().map(|(_, g)| g.clone()).collect();
+        let stats = figures::stats(&gates);
         if let Some(batch) = &self.batch {
             let batch = batch.borrow();
             let object = js_sys::Object::new();
@@ -126,7 +215,7 @@ impl Transport {
     /// Declares the quota available again on every gate this wrapper has used.
     #[wasm_bindgen(js_name = resetQuota)]
     pub fn reset_quota(&self) {
-        for gate in self.gates.borrow().iter() {
+        for (_, gate) in self.gates.borrow().iter() {
             gate.with(|g| g.reset_quota());
             gate.share_quota(0.0);
         }
@@ -134,10 +223,14 @@ impl Transport {
 }
 
 impl Transport {
-    fn start(&self, input: JsValue, init: JsValue) -> Result<(Flight, Entry), JsValue> {
+    fn start(
+        &self,
+        input: JsValue,
+        init: JsValue,
+        signal: Option<web_sys::AbortSignal>,
+    ) -> Result<(Flight, Entry), JsValue> {
         let (credential, method) = headers::request(&input, &init);
         let gate = self.gate(&credential)?;
-        let signal = signal(&input, &init);
         let call = self.config.retry.as_ref().map(|policy| {
             let replayable = policy.rules.may_replay(&method, credential.idempotency_key);
             let batch_deadline = self.batch.as_ref().map(|b| b.borrow().deadline);
@@ -158,21 +251,23 @@ impl Transport {
     }
 
     fn gate(&self, credential: &Credential) -> Result<Rc<SharedGate>, JsValue> {
-        let scope = Scope::of(
+        let (key, auth) = (
             credential.api_key.as_deref(),
             credential.authorization.as_deref(),
         );
+        let print = fingerprint(key, auth, fingerprint_keys());
         let mut gates = self.gates.borrow_mut();
-        if let Some(index) = gates.iter().position(|g| *g.scope() == scope) {
+        if let Some(index) = gates.iter().position(|(p, _)| *p == print) {
             if index > 0 {
-                let gate = gates.remove(index);
-                gates.insert(0, gate);
+                let known = gates.remove(index);
+                gates.insert(0, known);
             }
-            return Ok(gates[0].clone());
+            return Ok(gates[0].1.clone());
         }
         let store = self.config.store.clone();
+        let scope = Scope::of(key, auth);
         let gate = gate_for(&scope, self.config.rate, self.config.budget, store)?;
-        gates.insert(0, gate.clone());
+        gates.insert(0, (print, gate.clone()));
         Ok(gate)
     }
 }
@@ -237,103 +332,139 @@ impl Flight {
     }
 
     /// Attempts until the policy delivers or gives up.
-    async fn run(&mut self, mut entry: Entry) -> Result<JsValue, JsValue> {
+    async fn run(mut self, mut entry: Entry) -> Result<JsValue, JsValue> {
         loop {
             let ticket = entry.admitted().await.map_err(|r| self.refused(r))?;
             let fetch = match &self.config.fetch {
                 Some(fetch) => fetch.clone(),
                 None => global_fetch()?,
             };
-            let attempted = match &mut self.call {
-                None => attempt::send_plain(&fetch, &self.input, &self.init).await,
-                Some(call) => {
-                    call.sent();
-                    let left = call.deadline() - clock::now();
-                    let policy = self.config.retry.as_ref().expect("a call has a policy");
-                    let timeout = policy.attempt_timeout_ms.min(left).max(1.0);
-                    let signal = self.signal.as_ref();
-                    attempt::send_guarded(&fetch, &self.input, &self.init, signal, timeout).await
-                }
-            };
-            self.gate.responded(ticket);
-            let (outcome, response, error) = match attempted {
-                Attempted::CallerAborted(reason) => return Err(reason),
-                Attempted::Failed { error, timeout } => {
-                    let outcome = if timeout {
-                        Outcome::Timeout
-                    } else {
-                        Outcome::Network
-                    };
-                    (outcome, None, Some(error))
-                }
-                Attempted::Response(response) => {
-                    let feedback = self.observe(&response)?;
-                    let status = attempt::status(&response);
-                    let outcome = Outcome::Response {
-                        status,
-                        retry_after_ms: feedback.and_then(|f| f.retry_after_ms),
-                    };
-                    (outcome, Some(response), None)
-                }
-            };
-            let verdict = match &mut self.call {
-                None => Verdict::Deliver,
-                Some(call) => {
-                    let policy = self.config.retry.as_ref().expect("a call has a policy");
-                    let mut batch = self.batch.as_ref().map(|b| b.borrow_mut());
-                    let shared = self.gate.store().is_some();
-                    self.gate.with(|g| {
-                        let budgets = Budgets {
-                            // With a store, the store's budget is charged below.
-                            gate: if shared { None } else { g.budget_mut() },
-                            batch: batch.as_mut().and_then(|b| b.budget.as_mut()),
-                        };
-                        policy.after(call, outcome, clock::now(), budgets, &mut OsRandom)
-                    })
-                }
-            };
-            let verdict = self.charge_store(verdict, outcome).await;
-            if let Verdict::Deliver = verdict {
-                return match (response, error) {
-                    (Some(response), _) => Ok(response),
-                    (None, Some(error)) => Err(error),
-                    (None, None) => unreachable!("an attempt ends with a response or an error"),
-                };
+            let timeout = self.sent();
+            let signal = self.signal.as_ref();
+            let attempted = attempt::send(&fetch, &self.input, &self.init, signal, timeout).await;
+            let concluded = self.conclude(ticket, attempted)?;
+            match self.follow(concluded).await? {
+                Next::Done(value) => return Ok(value),
+                Next::Again(next) => entry = next,
             }
-            // The caller will never see this response: free its connection, and ask whether
-            // the 429 meant the monthly quota.
-            if let Some(response) = &response {
-                let text = body::discard(response).await;
+        }
+    }
+
+    /// Carries on after a fast-path attempt the gate could not conclude at once.
+    async fn finish(mut self, concluded: Concluded) -> Result<JsValue, JsValue> {
+        match self.follow(concluded).await? {
+            Next::Done(value) => Ok(value),
+            Next::Again(entry) => self.run(entry).await,
+        }
+    }
+
+    /// Counts an attempt going out and gives its timeout in whole ms: 0 for none
+    /// (`retry: false`), else at least 1.
+    fn sent(&mut self) -> Millis {
+        let Some(call) = &mut self.call else {
+            return 0.0;
+        };
+        call.sent();
+        let left = call.deadline() - clock::now();
+        let policy = self.config.retry.as_ref().expect("a call has a policy");
+        policy.attempt_timeout_ms.min(left).ceil().max(1.0)
+    }
+
+    /// Learns from an attempt's end and asks the policy what next. Synchronous, so the fast
+    /// path concludes a delivered call without a future.
+    fn conclude(&mut self, ticket: Ticket, attempted: Attempted) -> Result<Concluded, JsValue> {
+        self.gate.responded(ticket);
+        let (outcome, result) = match attempted {
+            Attempted::CallerAborted(reason) => return Err(reason),
+            Attempted::Failed { error, timeout } => {
+                let outcome = if timeout {
+                    Outcome::Timeout
+                } else {
+                    Outcome::Network
+                };
+                (outcome, Err(error))
+            }
+            Attempted::Response(response, status) => {
+                let feedback = self.observe(&response, status)?;
+                let outcome = Outcome::Response {
+                    status,
+                    retry_after_ms: feedback.and_then(|f| f.retry_after_ms),
+                };
+                (outcome, Ok(response))
+            }
+        };
+        let verdict = match &mut self.call {
+            None => Verdict::Deliver,
+            Some(call) => {
+                let policy = self.config.retry.as_ref().expect("a call has a policy");
+                let mut batch = self.batch.as_ref().map(|b| b.borrow_mut());
+                let shared = self.gate.store().is_some();
+                self.gate.with(|g| {
+                    let budgets = Budgets {
+                        // With a store, the store's budget is charged in `follow`.
+                        gate: if shared { None } else { g.budget_mut() },
+                        batch: batch.as_mut().and_then(|b| b.budget.as_mut()),
+                    };
+                    policy.after(call, outcome, clock::now(), budgets, &mut OsRandom)
+                })
+            }
+        };
+        Ok(Concluded {
+            verdict,
+            outcome,
+            result,
+        })
+    }
+
+    /// Acts on a verdict: delivers, gives up, or disposes of the response, waits out its own
+    /// backoff and joins the line again.
+    async fn follow(&mut self, concluded: Concluded) -> Result<Next, JsValue> {
+        let Concluded {
+            verdict,
+            outcome,
+            result,
+        } = concluded;
+        let verdict = self.charge_store(verdict, outcome).await;
+        if let Verdict::Deliver = verdict {
+            return result.map(Next::Done);
+        }
+        // The caller will never see this response: free its connection, and ask whether
+        // the 429 meant the monthly quota.
+        let error = match result {
+            Ok(response) => {
+                let text = body::discard(&response).await;
                 if outcome_status(outcome) == Some(429) {
                     self.check_quota(text).await?;
                 }
+                None
             }
-            match verdict {
-                Verdict::Abandon(abandoned) => return Err(self.abandon(abandoned, error)),
-                Verdict::Retry {
-                    not_before,
-                    delay_ms,
-                    server_delay,
-                    ..
-                } => {
-                    let backoff = (!server_delay).then_some(delay_ms);
-                    self.gate.with(|g| g.record_retry(outcome, backoff));
-                    let attempts = self.call.as_ref().map_or(0, Call::attempts);
-                    self.config
-                        .events
-                        .emit("retry", self.gate.scope().as_str(), |e| {
-                            set(e, "attempt", (attempts + 1).into());
-                            set(e, "delayMs", delay_ms.into());
-                            set(e, "serverDelay", server_delay.into());
-                        });
-                    // A Retry-After already holds the whole gate; only our own backoff sleeps.
-                    if not_before > self.gate.with(|g| g.blocked_until()) {
-                        super::sleep::until(not_before, self.signal.as_ref()).await?;
-                    }
-                    entry = self.enter()?;
+            Err(error) => Some(error),
+        };
+        match verdict {
+            Verdict::Abandon(abandoned) => Err(self.abandon(abandoned, error)),
+            Verdict::Retry {
+                not_before,
+                delay_ms,
+                server_delay,
+                ..
+            } => {
+                let backoff = (!server_delay).then_some(delay_ms);
+                self.gate.with(|g| g.record_retry(outcome, backoff));
+                let attempts = self.call.as_ref().map_or(0, Call::attempts);
+                self.config
+                    .events
+                    .emit("retry", self.gate.scope().as_str(), |e| {
+                        set(e, "attempt", (attempts + 1).into());
+                        set(e, "delayMs", delay_ms.into());
+                        set(e, "serverDelay", server_delay.into());
+                    });
+                // A Retry-After already holds the whole gate; only our own backoff sleeps.
+                if not_before > self.gate.with(|g| g.blocked_until()) {
+                    super::sleep::until(not_before, self.signal.as_ref()).await?;
                 }
-                Verdict::Deliver => unreachable!("delivered above"),
+                Ok(Next::Again(self.enter()?))
             }
+            Verdict::Deliver => unreachable!("delivered above"),
         }
     }
 
@@ -372,8 +503,7 @@ impl Flight {
 
     /// Feeds a response's headers to the gate (and the quota watch). A `Retry-After` too
     /// large to honour exactly rejects the call, never a shorter wait.
-    fn observe(&self, response: &JsValue) -> Result<Option<Feedback>, JsValue> {
-        let status = attempt::status(response);
+    fn observe(&self, response: &JsValue, status: u16) -> Result<Option<Feedback>, JsValue> {
         // With `retry: false` only a 429 is read; with retries every response may pace us.
         if self.call.is_none() && status != 429 {
             return Ok(None);

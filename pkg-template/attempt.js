@@ -1,0 +1,105 @@
+// One attempt: the inner fetch under a per-attempt timeout and the caller's signal. Plain
+// JavaScript because it runs on every call: the package's fast path (index.js) calls it for a
+// call the gate admits at once, and the wasm bindings (src/js/attempt.rs) for every other
+// attempt, so both paths share one implementation.
+
+/** How an attempt ended, as passed to `settle(value, how)`. */
+export const RESPONSE = 0; // value: the Response (any status)
+export const FAILED = 1; // value: the inner fetch's rejection
+export const TIMED_OUT = 2; // value: the rejection caused by our per-attempt timeout
+export const CALLER_ABORTED = 3; // value: the caller's abort reason; never retried
+
+const pair = (value, how) => [value, how];
+
+// Attempts in flight under a timeout, and one timer for the earliest of them: a process with
+// thousands of calls in flight holds one timer, and none holds the process open once nothing is
+// in flight.
+const inFlight = new Set();
+let timer;
+let armedFor = Infinity;
+// Node fires a delay above 2^31 - 1 ms after 1 ms; longer waits fire early and re-arm.
+const MAX_DELAY_MS = 2147483647;
+// Node's timers run on whole milliseconds and may fire up to one early; that counts as due.
+const EARLY_MS = 1;
+
+function arm(due) {
+  if (due >= armedFor) {
+    // A timer kept from earlier attempts (see `landed`) serves: it fires, finds who is due
+    // and re-arms for the rest.
+    timer.ref();
+    return;
+  }
+  clearTimeout(timer);
+  armedFor = due;
+  timer = setTimeout(expire, Math.min(Math.max(0, Math.ceil(due - performance.now())), MAX_DELAY_MS));
+}
+
+function expire() {
+  timer = undefined;
+  armedFor = Infinity;
+  const now = performance.now();
+  let next = Infinity;
+  for (const flight of inFlight) {
+    if (flight.due <= now + EARLY_MS) {
+      inFlight.delete(flight);
+      flight.timedOut = true;
+      flight.controller.abort(new DOMException('The attempt timed out', 'TimeoutError'));
+    } else if (flight.due < next) next = flight.due;
+  }
+  if (next !== Infinity) arm(next);
+}
+
+function landed(flight) {
+  inFlight.delete(flight);
+  // With nothing in flight the timer is kept but no longer holds the process open: the next
+  // attempt reuses it instead of a setTimeout and a clearTimeout per call.
+  if (inFlight.size === 0 && timer !== undefined) timer.unref();
+}
+
+function abortReason(signal) {
+  return signal.reason !== undefined ? signal.reason : new DOMException('This operation was aborted', 'AbortError');
+}
+
+function call(fetch, input, init) {
+  try {
+    return Promise.resolve(fetch(input, init));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * Calls `fetch(input, init)` and settles with `settle(value, how)` (by default `[value, how]`).
+ * With `timeoutMs` 0 the call goes out as it is: no copy of `init`, no timer (`retry: false`).
+ * Otherwise it gets a copy of `init` whose signal aborts when `caller` does or after
+ * `timeoutMs`, whichever is first.
+ */
+export function attempt(fetch, input, init, caller, timeoutMs, settle = pair) {
+  if (timeoutMs === 0) {
+    return call(fetch, input, init).then((r) => settle(r, RESPONSE), (e) => settle(e, FAILED));
+  }
+  if (caller && caller.aborted) return Promise.resolve(caller).then((c) => settle(abortReason(c), CALLER_ABORTED));
+  const controller = new AbortController();
+  const flight = { due: performance.now() + timeoutMs, controller, timedOut: false };
+  inFlight.add(flight);
+  arm(flight.due);
+  const onAbort = () => controller.abort(abortReason(caller));
+  if (caller) caller.addEventListener('abort', onAbort);
+  const guarded = Object.assign({}, init !== null && typeof init === 'object' ? init : undefined);
+  guarded.signal = controller.signal;
+  const done = () => {
+    landed(flight);
+    if (caller) caller.removeEventListener('abort', onAbort);
+  };
+  return call(fetch, input, guarded).then(
+    (response) => {
+      done();
+      return settle(response, RESPONSE);
+    },
+    (error) => {
+      done();
+      if (caller && caller.aborted) return settle(abortReason(caller), CALLER_ABORTED);
+      return settle(error, flight.timedOut ? TIMED_OUT : FAILED);
+    },
+  );
+}
