@@ -250,3 +250,31 @@ test('5,000 waiters sharing one AbortSignal are aborted at once, with one listen
   const [gate] = fetchImpl.stats().gates;
   assert.deepEqual([gate.waiting, gate.cancelled, gate.timerArmed], [0, n - 1, false]);
 });
+
+test('attempts in flight share one timer, and each still times out on time', async () => {
+  // An inner fetch that never answers: only its signal ends it.
+  const hang = (url, init) => new Promise((_, reject) => {
+    init.signal.addEventListener('abort', () => reject(init.signal.reason), { once: true });
+  });
+  const timeouts = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const retry = { maxAttempts: 1 };
+  const slow = createFetch({ rate: { burst: 100, perSecond: 100 }, retry: { ...retry, attemptTimeoutMs: 400 }, fetch: hang });
+  const quick = createFetch({ rate: { burst: 100, perSecond: 100 }, retry: { ...retry, attemptTimeoutMs: 100 }, fetch: hang });
+  const before = timeouts();
+  const started = performance.now();
+  const settledAt = (p) => p.then(() => assert.fail('a hung attempt resolved'), (err) => ({ err, ms: performance.now() - started }));
+  const slowCalls = Array.from({ length: 50 }, () => settledAt(slow('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } })));
+  assert.equal(timeouts() - before, 1, 'one timer for 50 attempts in flight');
+  // A shorter timeout started later moves the one timer earlier.
+  const quickCall = settledAt(quick('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } }));
+  assert.equal(timeouts() - before, 1, 'still one timer');
+  const q = await quickCall;
+  assert.equal(q.err.name, 'GateAbandonedError');
+  assert.equal(q.err.cause?.name, 'TimeoutError');
+  assert.ok(q.ms >= 95 && q.ms < 350, `the 100 ms attempt ended after ${q.ms.toFixed(0)} ms`);
+  for (const s of await Promise.all(slowCalls)) {
+    assert.equal(s.err.cause?.name, 'TimeoutError');
+    assert.ok(s.ms >= 395 && s.ms < 1500, `a 400 ms attempt ended after ${s.ms.toFixed(0)} ms`);
+  }
+  assert.equal(timeouts(), before, 'no timer holds the process once nothing is in flight');
+});
