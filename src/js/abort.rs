@@ -2,30 +2,33 @@
 //! long-lived signal does not collect listeners from calls that finished long ago.
 
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
-/// Runs `on_abort` if `signal` aborts while this value lives.
+#[wasm_bindgen(module = "/src/js/listen.js")]
+extern "C" {
+    fn listen(
+        signal: &web_sys::AbortSignal,
+        on_abort: &js_sys::Function,
+        id: u32,
+    ) -> js_sys::Function;
+}
+
+/// Calls `on_abort(id)` if `signal` aborts while this value lives. The caller keeps `on_abort`
+/// alive at least as long (a gate has one for all its waiters).
 pub struct AbortListener {
-    signal: web_sys::AbortSignal,
-    callback: Closure<dyn FnMut()>,
+    stop: js_sys::Function,
 }
 
 impl AbortListener {
     /// Listens on `signal`.
-    pub fn new(signal: &web_sys::AbortSignal, on_abort: impl FnMut() + 'static) -> Self {
-        let callback = Closure::<dyn FnMut()>::new(on_abort);
-        let _ = signal.add_event_listener_with_callback("abort", callback.as_ref().unchecked_ref());
+    pub fn new(signal: &web_sys::AbortSignal, on_abort: &js_sys::Function, id: u32) -> Self {
         AbortListener {
-            signal: signal.clone(),
-            callback,
+            stop: listen(signal, on_abort, id),
         }
     }
 }
 
 impl Drop for AbortListener {
     fn drop(&mut self) {
-        let _ = self
-            .signal
-            .remove_event_listener_with_callback("abort", self.callback.as_ref().unchecked_ref());
+        let _ = self.stop.call0(&JsValue::UNDEFINED);
     }
 }

@@ -2,11 +2,12 @@
 //! calls park on a [`Slot`]; one timer per gate wakes the line when the core says a token will
 //! be there; an abort or a deadline takes a waiter out of line without spending a token.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::spawn_local;
 
 use super::clock;
@@ -52,6 +53,8 @@ pub struct SharedGate {
     timer: RefCell<Option<Timer>>,
     /// The signals of waiting calls, one listener each.
     watches: RefCell<Watches>,
+    /// What every one of those listeners calls, with its watch's number.
+    on_abort: OnceCell<Closure<dyn FnMut(u32)>>,
     /// Calls waiting for the one `/usage` probe; `Some` while it runs.
     probe: RefCell<Option<Vec<Slot<()>>>>,
     /// The shared store that decides admissions, when the allowance spans processes.
@@ -135,6 +138,7 @@ impl SharedGate {
             }),
             timer: RefCell::new(None),
             watches: RefCell::new(Watches::default()),
+            on_abort: OnceCell::new(),
             probe: RefCell::new(None),
             remote,
         });
@@ -146,6 +150,13 @@ impl SharedGate {
             }
         });
         *shared.timer.borrow_mut() = Some(Timer::new(callback));
+        let weak = Rc::downgrade(&shared);
+        let on_abort = Closure::<dyn FnMut(u32)>::new(move |watch| {
+            if let Some(shared) = weak.upgrade() {
+                shared.aborted(watch);
+            }
+        });
+        let _ = shared.on_abort.set(on_abort);
         shared
     }
 
@@ -218,16 +229,9 @@ impl SharedGate {
         };
         let slot = Slot::default();
         let watch = signal.map(|signal| {
-            let gate: Weak<SharedGate> = Rc::downgrade(self);
-            self.watches
-                .borrow_mut()
-                .add(signal, ticket.id(), move |id| -> Box<dyn FnMut()> {
-                    Box::new(move || {
-                        if let Some(gate) = gate.upgrade() {
-                            gate.aborted(id);
-                        }
-                    })
-                })
+            let on_abort = self.on_abort.get().expect("set when the gate is made");
+            let on_abort = on_abort.as_ref().unchecked_ref();
+            self.watches.borrow_mut().add(signal, ticket.id(), on_abort)
         });
         let waiter = Waiter {
             slot: slot.clone(),

@@ -6,9 +6,8 @@
 //! as soon as the sleep ends either way.
 
 use std::future::Future;
-use std::rc::Rc;
-
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::spawn_local;
 
 use super::abort::AbortListener;
@@ -29,10 +28,14 @@ pub async fn until(at: Millis, signal: Option<&web_sys::AbortSignal>) -> Result<
         Timer::new(Closure::new(move || slot.settle(Ok(()))))
     };
     timer.arm(at, clock::now());
-    let _listener = signal.map(|signal| {
-        let (slot, signal_) = (slot.clone(), Rc::new(signal.clone()));
-        AbortListener::new(signal, move || slot.settle(Err(abort_reason(&signal_))))
+    let on_abort = signal.map(|signal| {
+        let (slot, signal) = (slot.clone(), signal.clone());
+        Closure::<dyn FnMut(u32)>::new(move |_| slot.settle(Err(abort_reason(&signal))))
     });
+    // Declared after its callback, so dropped (and stops listening) first.
+    let _listener = signal
+        .zip(on_abort.as_ref())
+        .map(|(signal, on_abort)| AbortListener::new(signal, on_abort.as_ref().unchecked_ref(), 0));
     slot.wait().await
 }
 

@@ -343,7 +343,9 @@ impl Flight {
             let signal = self.signal.as_ref();
             let attempted = attempt::send(&fetch, &self.input, &self.init, signal, timeout).await;
             let concluded = self.conclude(ticket, attempted)?;
-            match self.follow(concluded).await? {
+            // Boxed: a call waiting in line then holds a small future, not room for the
+            // largest state of what follows an attempt.
+            match Box::pin(self.follow(concluded)).await? {
                 Next::Done(value) => return Ok(value),
                 Next::Again(next) => entry = next,
             }

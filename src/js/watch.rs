@@ -31,7 +31,7 @@ impl Watches {
         &mut self,
         signal: &web_sys::AbortSignal,
         ticket: u64,
-        on_abort: impl FnOnce(u32) -> Box<dyn FnMut()>,
+        on_abort: &js_sys::Function,
     ) -> u32 {
         if let Some(id) = self.last {
             if let Some(watch) = self.by_id.get_mut(&id) {
@@ -46,7 +46,7 @@ impl Watches {
         let watch = Watch {
             signal: signal.clone(),
             tickets: HashSet::from([ticket]),
-            _listener: AbortListener::new(signal, on_abort(id)),
+            _listener: AbortListener::new(signal, on_abort, id),
         };
         self.by_id.insert(id, watch);
         self.last = Some(id);
