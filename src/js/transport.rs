@@ -62,6 +62,13 @@ struct Concluded {
     result: Result<JsValue, JsValue>,
 }
 
+/// Where a call's future picks up: in line, or after a fast-path attempt the gate could not
+/// conclude at once.
+enum Resume {
+    Line(Entry),
+    Concluded(Concluded),
+}
+
 /// After a verdict: the call is over, or it goes back in line.
 enum Next {
     Done(JsValue),
@@ -97,11 +104,10 @@ impl Transport {
     pub fn fetch(&self, input: JsValue, init: JsValue) -> js_sys::Promise {
         // Join the line now, in call order; only the waiting and the network are asynchronous.
         let signal = signal(&input, &init);
-        let started = self.start(input, init, signal);
-        future_to_promise(async move {
-            let (flight, entry) = started?;
-            flight.run(entry).await
-        })
+        match self.start(input, init, signal) {
+            Ok((flight, entry)) => future_to_promise(flight.run(Resume::Line(entry))),
+            Err(error) => js_sys::Promise::reject(&error),
+        }
     }
 
     /// The package's fast path. Joins the line as `fetch` does; a call the gate admits at once
@@ -123,7 +129,7 @@ impl Transport {
                 let mut parked = self.parked.borrow_mut();
                 JsValue::from(parked.park((flight, ticket)))
             }
-            entry => future_to_promise(flight.run(entry)).into(),
+            entry => future_to_promise(flight.run(Resume::Line(entry))).into(),
         }
     }
 
@@ -153,7 +159,7 @@ impl Transport {
         if flight.gate.store().is_none() && matches!(concluded.verdict, Verdict::Deliver) {
             return concluded.result;
         }
-        Ok(future_to_promise(flight.finish(concluded)).into())
+        Ok(future_to_promise(flight.run(Resume::Concluded(concluded))).into())
     }
 
     /// The `fetch` option, or undefined for the global `fetch`.
@@ -331,8 +337,16 @@ impl Flight {
         abandoned_error(abandoned, cause)
     }
 
-    /// Attempts until the policy delivers or gives up.
-    async fn run(mut self, mut entry: Entry) -> Result<JsValue, JsValue> {
+    /// Attempts until the policy delivers or gives up. (One future type for every path: each
+    /// is another copy of the task machinery in the wasm.)
+    async fn run(mut self, from: Resume) -> Result<JsValue, JsValue> {
+        let mut entry = match from {
+            Resume::Line(entry) => entry,
+            Resume::Concluded(concluded) => match Box::pin(self.follow(concluded)).await? {
+                Next::Done(value) => return Ok(value),
+                Next::Again(next) => next,
+            },
+        };
         loop {
             let ticket = entry.admitted().await.map_err(|r| self.refused(r))?;
             let fetch = match &self.config.fetch {
@@ -349,14 +363,6 @@ impl Flight {
                 Next::Done(value) => return Ok(value),
                 Next::Again(next) => entry = next,
             }
-        }
-    }
-
-    /// Carries on after a fast-path attempt the gate could not conclude at once.
-    async fn finish(mut self, concluded: Concluded) -> Result<JsValue, JsValue> {
-        match self.follow(concluded).await? {
-            Next::Done(value) => Ok(value),
-            Next::Again(entry) => self.run(entry).await,
         }
     }
 
