@@ -4,10 +4,10 @@
 use wasm_bindgen::prelude::*;
 
 use super::errors::{config_error, range_error, type_error};
-use super::read::{self, get};
+use super::read::{self, get, set};
 use crate::core::config::Rate;
 use crate::core::gate::Gate;
-use crate::core::sim::{self, Coordination, SimOptions};
+use crate::core::sim::{self, Coordination, SimOptions, SimReport};
 
 const SIM_OPTIONS: &[&str] = &[
     "shared",
@@ -27,7 +27,27 @@ const SIM_OPTIONS: &[&str] = &[
 pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
     let options = sim_options(&options)?;
     let report = sim::simulate(&options).map_err(config_error)?;
-    serde_wasm_bindgen::to_value(&report).map_err(|e| type_error(&e.to_string()))
+    Ok(report_object(&report))
+}
+
+/// The report as a plain object, built field by field (no serializer in the module).
+fn report_object(report: &SimReport) -> JsValue {
+    let object = js_sys::Object::new();
+    set(&object, "attempts", (report.attempts as f64).into());
+    set(&object, "rejected", (report.rejected as f64).into());
+    set(&object, "completed", (report.completed as f64).into());
+    set(&object, "abandoned", (report.abandoned as f64).into());
+    set(&object, "lastAttemptMs", report.last_attempt_ms.into());
+    let timeline = js_sys::Array::new_with_length(report.timeline.len() as u32);
+    for (i, attempt) in report.timeline.iter().enumerate() {
+        let entry = js_sys::Object::new();
+        set(&entry, "at", attempt.at.into());
+        set(&entry, "worker", attempt.worker.into());
+        set(&entry, "status", attempt.status.into());
+        timeline.set(i as u32, entry.into());
+    }
+    set(&object, "timeline", timeline.into());
+    object.into()
 }
 
 fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
