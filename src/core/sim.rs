@@ -49,7 +49,7 @@ impl Default for SimOptions {
     fn default() -> Self {
         SimOptions {
             workers: 8,
-            rate: Rate::new(2.0, 2.0).expect("the article's allowance is valid"),
+            rate: Rate::ARTICLE,
             retry_after_ms: 1000.0,
             coordination: Coordination::Independent,
             always_reject: false,

@@ -8,6 +8,7 @@ use super::clock;
 use super::options::Config;
 use super::read::set;
 use super::shared_gate::SharedGate;
+use super::text::number;
 use crate::core::config::Rate;
 use crate::core::feedback::Feedback;
 use crate::core::histogram::{Histogram, BOUNDS_MS};
@@ -165,8 +166,8 @@ pub fn describe(config: &Config) -> JsValue {
     let object = js_sys::Object::new();
     let mut lines = vec![format!(
         "bucket: burst {} at {} per second, per credential (set it to the provider's allowance for the key)",
-        rate.burst(),
-        rate.per_second()
+        number(rate.burst()),
+        number(rate.per_second())
     )];
     set(&object, "rate", rate_object(rate).into());
     let mut add = |key: &str, label: &str, value: String| {
@@ -196,16 +197,17 @@ pub fn describe(config: &Config) -> JsValue {
             let statuses: Vec<String> = p.rules.statuses().iter().map(u16::to_string).collect();
             add("retry", "retry", format!(
                 "on for {} and network failures / per-attempt timeouts ({} ms); methods {}, or any with an Idempotency-Key",
-                statuses.join(", "), p.attempt_timeout_ms, p.rules.methods().join(", ")));
+                statuses.join(", "), number(p.attempt_timeout_ms), p.rules.methods().join(", ")));
             add("backoff", "backoff", format!(
                 "Retry-After exactly when given; otherwise full jitter: uniform(0, min({} ms, {} ms * 2^n))",
-                p.backoff.cap_ms(), p.backoff.base_ms()));
+                number(p.backoff.cap_ms()), number(p.backoff.base_ms())));
             add(
                 "bounds",
                 "bounds",
                 format!(
                     "{} attempts per call, {} ms per call (never past the caller's AbortSignal)",
-                    p.max_attempts, p.time_budget_ms
+                    p.max_attempts,
+                    number(p.time_budget_ms)
                 ),
             );
         }
@@ -213,7 +215,7 @@ pub fn describe(config: &Config) -> JsValue {
     add("retryBudget", "retry budget", match config.budget {
         Some(b) => format!(
             "shared per gate: {} tokens, a 429 retry costs {}, a transient one {}, success refunds the retry's cost (+{} for a first-time success); batch({{ retryBudget }}) adds a fixed allowance per round",
-            b.capacity, b.throttle_cost, b.transient_cost, b.success_refill),
+            number(b.capacity), number(b.throttle_cost), number(b.transient_cost), number(b.success_refill)),
         None => "none".into(),
     });
     add("quota", "quota", "a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate; used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()".into());

@@ -18,6 +18,7 @@ mod redis;
 mod registry;
 mod shared_gate;
 mod sleep;
+mod text;
 mod timer;
 mod transport;
 mod wait;

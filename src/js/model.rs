@@ -5,6 +5,7 @@ use wasm_bindgen::prelude::*;
 
 use super::errors::{config_error, range_error, type_error};
 use super::read::{self, get, set};
+use super::text::number;
 use crate::core::config::Rate;
 use crate::core::gate::Gate;
 use crate::core::sim::{self, Coordination, SimOptions, SimReport};
@@ -148,7 +149,8 @@ fn finite(field: &str, value: f64) -> Result<f64, JsValue> {
         Ok(value)
     } else {
         Err(range_error(&format!(
-            "Expected `{field}` to be a finite number, got {value}"
+            "Expected `{field}` to be a finite number, got {}",
+            number(value)
         )))
     }
 }

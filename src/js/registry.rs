@@ -10,6 +10,7 @@ use wasm_bindgen::JsValue;
 use super::errors::range_error;
 use super::redis::RedisStore;
 use super::shared_gate::SharedGate;
+use super::text::number;
 use crate::core::budget::RefillingConfig;
 use crate::core::config::Rate;
 use crate::core::scope::Scope;
@@ -61,10 +62,10 @@ pub fn gate_for(
                      this wrapper asks for {{ burst: {}, perSecond: {} }}. One credential has one \
                      allowance: configure every wrapper that uses it the same way.",
                     short(scope),
-                    existing.burst(),
-                    existing.per_second(),
-                    rate.burst(),
-                    rate.per_second()
+                    number(existing.burst()),
+                    number(existing.per_second()),
+                    number(rate.burst()),
+                    number(rate.per_second())
                 )));
             }
             return Ok(gate.clone());
@@ -86,7 +87,10 @@ fn budget_text(budget: Option<RefillingConfig>) -> String {
         None => "no shared retry budget".into(),
         Some(b) => format!(
             "a retry budget of {} (throttle {}, transient {}, success refill {})",
-            b.capacity, b.throttle_cost, b.transient_cost, b.success_refill
+            number(b.capacity),
+            number(b.throttle_cost),
+            number(b.transient_cost),
+            number(b.success_refill)
         ),
     }
 }
