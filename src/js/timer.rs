@@ -44,7 +44,9 @@ impl Timer {
             return;
         }
         self.disarm();
-        let delay = (due - now).ceil().clamp(0.0, MAX_TIMEOUT_MS);
+        // Not `clamp`: its NaN assertion would bring float formatting into the module.
+        #[allow(clippy::manual_clamp)]
+        let delay = (due - now).ceil().max(0.0).min(MAX_TIMEOUT_MS);
         let handle = set_timeout(self.callback.as_ref().unchecked_ref(), delay);
         self.armed = Some((handle, due));
     }
