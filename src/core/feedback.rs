@@ -18,6 +18,7 @@
 
 use std::fmt;
 
+use super::decimal;
 use super::http_date::parse_http_date;
 use super::Millis;
 
@@ -193,7 +194,7 @@ fn parse_seconds(value: &str) -> Option<f64> {
     if value.is_empty() || !digits_and_dot {
         return None;
     }
-    value.parse::<f64>().ok().filter(|s| s.is_finite())
+    decimal::parse(value).filter(|s| s.is_finite())
 }
 
 fn parse_name(value: &str) -> Option<String> {

@@ -5,6 +5,7 @@
 
 use crate::core::bucket::MAX_PAUSE_MS;
 use crate::core::config::Rate;
+use crate::core::decimal;
 use crate::core::scope::Scope;
 use crate::core::Millis;
 
@@ -92,11 +93,11 @@ pub enum Answer {
 
 /// Reads `{code, number, number}`; `None` for anything the script never says.
 pub fn answer(code: &str, value: &str, extra: &str) -> Option<Answer> {
-    let n: f64 = value.parse().ok()?;
+    let n = decimal::parse(value)?;
     Some(match code {
         "admitted" => Answer::Admitted {
             anchor: n == 1.0,
-            next_ms: extra.parse().ok()?,
+            next_ms: decimal::parse(extra)?,
         },
         "wait" => Answer::Wait(n),
         "exhausted" => Answer::Exhausted(n),
