@@ -202,11 +202,7 @@ fn parse_name(value: &str) -> Option<String> {
     if value.is_empty() {
         return None;
     }
-    let end = value
-        .char_indices()
-        .nth(MAX_BUCKET_LEN)
-        .map_or(value.len(), |(i, _)| i);
-    Some(value[..end].to_string())
+    Some(value.chars().take(MAX_BUCKET_LEN).collect())
 }
 
 #[cfg(test)]

@@ -336,5 +336,5 @@ fn call(target: &JsValue, method: &str, args: &[JsValue]) -> Result<JsValue, JsV
 fn is_noscript(error: &JsValue) -> bool {
     get(error, "message")
         .as_string()
-        .is_some_and(|m| m.contains("NOSCRIPT"))
+        .is_some_and(|m| m.as_bytes().windows(8).any(|w| w == b"NOSCRIPT")) // no str searcher
 }

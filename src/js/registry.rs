@@ -79,7 +79,7 @@ pub fn gate_for(
 /// A scope shortened for messages: enough to tell two keys apart in a log.
 pub fn short(scope: &Scope) -> &str {
     let name = scope.as_str();
-    &name[..name.len().min("key:".len() + 8)]
+    name.get(.."key:".len() + 8).unwrap_or(name)
 }
 
 fn budget_text(budget: Option<RefillingConfig>) -> String {
