@@ -9,8 +9,9 @@ use crate::core::decimal;
 use crate::core::scope::Scope;
 use crate::core::Millis;
 
-/// The script, loaded once per client with `SCRIPT LOAD` and run with `EVALSHA`.
-pub const GATE_SCRIPT: &str = include_str!("gate.lua");
+/// The script, loaded once per client with `SCRIPT LOAD` and run with `EVALSHA`: `gate.lua`
+/// without its comments (see `build.rs`).
+pub const GATE_SCRIPT: &str = include_str!(concat!(env!("OUT_DIR"), "/gate.lua"));
 
 /// The gate's Redis key. The scope sits in a hash tag, so every key of one gate lands on the
 /// same Redis Cluster slot.
