@@ -83,9 +83,10 @@ pub const FEEDBACK_HEADERS: [&str; 10] = [
     "x-ratelimit-bucket",
 ];
 
-/// Reads the feedback headers through `header` (a case-insensitive lookup by name).
+/// Reads the feedback headers through `header` (a case-insensitive lookup by name). A `dyn`
+/// lookup, so the wasm module holds one copy of the parser for all its callers.
 pub fn parse_feedback(
-    header: impl Fn(&str) -> Option<String>,
+    header: &dyn Fn(&str) -> Option<String>,
     wall_now: Millis,
 ) -> Result<Feedback, FeedbackError> {
     let first = |names: [&str; 2]| names.iter().find_map(|name| header(name));
@@ -135,7 +136,7 @@ fn param<'a>(value: &'a str, keys: &[&str]) -> Option<&'a str> {
 /// only when the response carries a remaining count, so an ordinary response costs three
 /// header reads (four with `Retry-After`) rather than ten.
 pub fn skim_feedback(
-    header: impl Fn(&str) -> Option<String>,
+    header: &dyn Fn(&str) -> Option<String>,
     wall_now: Millis,
 ) -> Result<Feedback, FeedbackError> {
     let seen = std::cell::RefCell::new(Vec::<(String, Option<String>)>::new());
@@ -149,7 +150,7 @@ pub fn skim_feedback(
     };
     let counts = ["x-ratelimit-remaining", "ratelimit-remaining", "ratelimit"];
     if counts.iter().any(|name| cached(name).is_some()) {
-        return parse_feedback(cached, wall_now);
+        return parse_feedback(&cached, wall_now);
     }
     Ok(Feedback {
         retry_after_ms: match cached("retry-after") {
@@ -277,7 +278,7 @@ mod tests {
             ("X-RateLimit-Reset", "0.5"),
             ("X-RateLimit-Bucket", "snapshot"),
         ]);
-        let feedback = parse_feedback(h, NOW).unwrap();
+        let feedback = parse_feedback(&h, NOW).unwrap();
         assert_eq!(
             feedback,
             Feedback {
@@ -294,7 +295,7 @@ mod tests {
     fn skimming_an_ordinary_response_reads_three_headers() {
         let asked = std::cell::RefCell::new(0);
         let f = skim_feedback(
-            |_| {
+            &|_| {
                 *asked.borrow_mut() += 1;
                 None
             },
@@ -304,7 +305,7 @@ mod tests {
         assert_eq!(f, Feedback::default());
         assert_eq!(asked.into_inner(), 4, "three counts and Retry-After");
         let pairs = [("X-RateLimit-Remaining", "1"), ("X-RateLimit-Limit", "2")];
-        let f = skim_feedback(headers(&pairs), NOW).unwrap();
+        let f = skim_feedback(&headers(&pairs), NOW).unwrap();
         assert_eq!((f.limit, f.remaining), (Some(2), Some(1)));
     }
 
@@ -312,7 +313,7 @@ mod tests {
     fn reads_only_the_headers_it_lists() {
         let asked = std::cell::RefCell::new(Vec::new());
         let _ = parse_feedback(
-            |name| {
+            &|name| {
                 asked.borrow_mut().push(name.to_string());
                 None
             },
@@ -331,7 +332,7 @@ mod tests {
         let now_2026 = 1_795_000_000_000.0;
         let at = (now_2026 / 1000.0 + 30.0).to_string();
         let pairs = [("X-RateLimit-Reset", at.as_str())];
-        let feedback = parse_feedback(headers(&pairs), now_2026).unwrap();
+        let feedback = parse_feedback(&headers(&pairs), now_2026).unwrap();
         assert_eq!(feedback.reset_ms, Some(30_000.0));
     }
 
@@ -341,13 +342,13 @@ mod tests {
             ("RateLimit", "\"default\";r=5;t=30, \"burst\";r=1;t=1"),
             ("RateLimit-Policy", "\"default\";q=100;w=60"),
         ];
-        let f = parse_feedback(headers(&structured), NOW).unwrap();
+        let f = parse_feedback(&headers(&structured), NOW).unwrap();
         assert_eq!(
             (f.limit, f.remaining, f.reset_ms),
             (Some(100), Some(5), Some(30_000.0))
         );
         let older = [("RateLimit", "limit=10, remaining=0, reset=2")];
-        let f = parse_feedback(headers(&older), NOW).unwrap();
+        let f = parse_feedback(&headers(&older), NOW).unwrap();
         assert_eq!(
             (f.limit, f.remaining, f.reset_ms),
             (Some(10), Some(0), Some(2_000.0))
@@ -357,7 +358,7 @@ mod tests {
             ("RateLimit-Remaining", "3"),
             ("RateLimit-Reset", "4"),
         ];
-        let f = parse_feedback(headers(&separate), NOW).unwrap();
+        let f = parse_feedback(&headers(&separate), NOW).unwrap();
         assert_eq!(
             (f.limit, f.remaining, f.reset_ms),
             (Some(7), Some(3), Some(4_000.0))
@@ -367,7 +368,7 @@ mod tests {
     #[test]
     fn x_ratelimit_wins_over_the_ietf_fields() {
         let both = [("X-RateLimit-Remaining", "9"), ("RateLimit", "r=1")];
-        let f = parse_feedback(headers(&both), NOW).unwrap();
+        let f = parse_feedback(&headers(&both), NOW).unwrap();
         assert_eq!(f.remaining, Some(9));
     }
 
@@ -380,7 +381,7 @@ mod tests {
             ("X-RateLimit-Reset", "soon"),
             ("X-RateLimit-Bucket", long.as_str()),
         ];
-        let feedback = parse_feedback(headers(&pairs), NOW).unwrap();
+        let feedback = parse_feedback(&headers(&pairs), NOW).unwrap();
         assert_eq!(feedback.limit, None);
         assert_eq!(feedback.remaining, None);
         assert_eq!(feedback.reset_ms, None);

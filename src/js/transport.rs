@@ -386,16 +386,16 @@ impl Flight {
                 .flatten()
         };
         let parsed = if status == 429 {
-            parse_feedback(header, clock::wall_now())
+            parse_feedback(&header, clock::wall_now())
         } else {
-            skim_feedback(header, clock::wall_now())
+            skim_feedback(&header, clock::wall_now())
         };
         let feedback = match parsed {
             Ok(feedback) => feedback,
             Err(error) => {
                 // Counted and recorded, but no cooldown: the call itself fails loudly instead.
                 let readable = parse_feedback(
-                    |name| (name != "retry-after").then(|| read(name)).flatten(),
+                    &|name| (name != "retry-after").then(|| read(name)).flatten(),
                     clock::wall_now(),
                 );
                 self.gate.observe(status, readable.unwrap_or_default());
