@@ -24,6 +24,10 @@ mod transport;
 mod wait;
 mod watch;
 
+/// Talc instead of the default dlmalloc: a few KB less wasm. The module is single-threaded.
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 pub use errors::register_errors;
 pub use model::{simulate, ModelGate};
 pub use redis::redis_store;
