@@ -9,6 +9,7 @@ mod errors;
 mod events;
 mod figures;
 mod headers;
+mod map;
 mod model;
 mod options;
 mod probe;

@@ -2,12 +2,12 @@
 //! that sees the same key draws from the same allowance.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use wasm_bindgen::JsValue;
 
 use super::errors::range_error;
+use super::map::Map;
 use super::redis::RedisStore;
 use super::shared_gate::SharedGate;
 use super::text::number;
@@ -16,7 +16,7 @@ use crate::core::config::Rate;
 use crate::core::scope::Scope;
 
 thread_local! {
-    static GATES: RefCell<HashMap<Scope, Rc<SharedGate>>> = RefCell::new(HashMap::new());
+    static GATES: RefCell<Map<Scope, Rc<SharedGate>>> = RefCell::default();
 }
 
 /// The gate for `scope`, created with `rate` and `budget` on first use. Asking for a different

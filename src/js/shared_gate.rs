@@ -3,7 +3,6 @@
 //! be there; an abort or a deadline takes a waiter out of line without spending a token.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
 use wasm_bindgen::prelude::*;
@@ -11,6 +10,7 @@ use wasm_bindgen_futures::spawn_local;
 
 use super::clock;
 use super::errors::abort_reason;
+use super::map::Map;
 use super::redis::{OnFailure, RedisStore};
 use super::timer::{Timer, EARLY_MS};
 use super::wait::Slot;
@@ -80,7 +80,7 @@ pub struct Remote {
 
 struct State {
     gate: Gate,
-    waiters: HashMap<u64, Waiter>,
+    waiters: Map<u64, Waiter>,
 }
 
 /// A call's place at the gate: admitted already, or waiting in line.
@@ -131,7 +131,7 @@ impl SharedGate {
             scope,
             state: RefCell::new(State {
                 gate: Gate::new(local_rate, clock::now()).with_budget(budget),
-                waiters: HashMap::new(),
+                waiters: Map::default(),
             }),
             timer: RefCell::new(None),
             watches: RefCell::new(Watches::default()),
