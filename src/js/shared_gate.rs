@@ -268,7 +268,7 @@ impl SharedGate {
             .borrow_mut()
             .gate
             .observe(clock::now(), status, feedback);
-        self.settle(observed.expired, || Refusal::Late);
+        self.settle(observed.expired, &mut || Refusal::Late);
         if let (Some(delay), Some(_)) = (observed.hold_ms, &self.remote) {
             // Every process must hold, not just this one.
             self.tell_store(Op::Defer(delay));
@@ -386,7 +386,7 @@ impl SharedGate {
         let (state, drained) = self.state.borrow_mut().gate.quota_probed(usage);
         if let QuotaState::Exhausted { until } = state {
             let end = to_wall(until, now);
-            self.settle(drained, || Refusal::Exhausted(end));
+            self.settle(drained, &mut || Refusal::Exhausted(end));
             // Unknown period end: close for a day; resetQuota() reopens sooner.
             self.share_quota(until.map_or(86_400_000.0, |u| (u - now).max(1.0)));
         }
@@ -441,7 +441,7 @@ impl SharedGate {
             };
             if deadline < now {
                 let expired = self.with(|g| g.expire_head());
-                self.settle(expired.into_iter().collect(), || Refusal::Late);
+                self.settle(expired.into_iter().collect(), &mut || Refusal::Late);
                 continue;
             }
             if remote.store.is_down() {
@@ -492,7 +492,7 @@ impl SharedGate {
                 Ok(Answer::Exhausted(ms)) => {
                     let drained = self.with(|g| g.quota_closed(now, ms));
                     let end = Some(clock::wall_now() + ms);
-                    self.settle(drained, || Refusal::Exhausted(end));
+                    self.settle(drained, &mut || Refusal::Exhausted(end));
                     return;
                 }
                 Ok(_) | Err(_) => return self.store_down(),
@@ -508,7 +508,7 @@ impl SharedGate {
             .is_some_and(|s| s.on_failure() == OnFailure::Closed);
         if closed {
             let drained = self.with(|g| g.drain());
-            self.settle(drained, || Refusal::StoreDown);
+            self.settle(drained, &mut || Refusal::StoreDown);
         } else {
             self.clone().poll_local(None);
         }
@@ -538,7 +538,7 @@ impl SharedGate {
             self.unwatch(ticket, &waiter);
             waiter.slot.settle(Ok(()));
         }
-        self.settle(wakeup.expired, || Refusal::Late);
+        self.settle(wakeup.expired, &mut || Refusal::Late);
         if let Some(due) = wakeup.next {
             // While the store is down, come back no later than when it may be up again.
             let retry = self.store().map_or(due, |_| due.min(now + 1_000.0));
@@ -547,7 +547,8 @@ impl SharedGate {
     }
 
     /// Settles waiters already out of the core's line, and drops the timer if nobody is left.
-    fn settle(&self, tickets: Vec<Ticket>, mut refusal: impl FnMut() -> Refusal) {
+    /// `refusal` makes each one's error (`dyn`: one copy of this for every caller).
+    fn settle(&self, tickets: Vec<Ticket>, refusal: &mut dyn FnMut() -> Refusal) {
         if tickets.is_empty() {
             return;
         }
@@ -575,7 +576,9 @@ impl SharedGate {
         let cancelled = self.state.borrow_mut().gate.cancel(ticket);
         if cancelled {
             let mut refusal = Some(refusal);
-            self.settle(vec![ticket], || refusal.take().unwrap_or(Refusal::Late));
+            self.settle(vec![ticket], &mut || {
+                refusal.take().unwrap_or(Refusal::Late)
+            });
         }
     }
 }
