@@ -11,9 +11,9 @@ pub struct AbortListener {
 }
 
 impl AbortListener {
-    /// Listens on `signal`.
-    pub fn new(signal: &web_sys::AbortSignal, on_abort: impl FnMut() + 'static) -> Self {
-        let callback = Closure::<dyn FnMut()>::new(on_abort);
+    /// Listens on `signal`. A boxed callback, so every listener shares one closure shim.
+    pub fn new(signal: &web_sys::AbortSignal, on_abort: Box<dyn FnMut()>) -> Self {
+        let callback = Closure::wrap(on_abort);
         let _ = signal.add_event_listener_with_callback("abort", callback.as_ref().unchecked_ref());
         AbortListener {
             signal: signal.clone(),

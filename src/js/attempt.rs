@@ -59,7 +59,7 @@ pub async fn send_guarded(
     let timed_out = Rc::new(Cell::new(false));
     let mut timer = {
         let (controller, timed_out) = (controller.clone(), timed_out.clone());
-        Timer::new(Closure::new(move || {
+        Timer::new(Box::new(move || {
             timed_out.set(true);
             let reason = dom_exception("The attempt timed out", "TimeoutError");
             controller.abort_with_reason(&reason);
@@ -69,9 +69,10 @@ pub async fn send_guarded(
     timer.arm(now + timeout_ms, now);
     let _listener = caller.map(|signal| {
         let (controller, signal_) = (controller.clone(), signal.clone());
-        AbortListener::new(signal, move || {
-            controller.abort_with_reason(&abort_reason(&signal_))
-        })
+        AbortListener::new(
+            signal,
+            Box::new(move || controller.abort_with_reason(&abort_reason(&signal_))),
+        )
     });
     let guarded = js_sys::Object::new();
     if init.is_object() {

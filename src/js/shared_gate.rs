@@ -139,7 +139,7 @@ impl SharedGate {
             remote,
         });
         let weak = Rc::downgrade(&shared);
-        let callback = Closure::<dyn FnMut()>::new(move || {
+        let callback = Box::new(move || {
             if let Some(shared) = weak.upgrade() {
                 let due = shared.timer.borrow_mut().as_mut().and_then(Timer::fired);
                 shared.wake(due);

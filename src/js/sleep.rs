@@ -26,12 +26,15 @@ pub async fn until(at: Millis, signal: Option<&web_sys::AbortSignal>) -> Result<
     let slot: Slot<Result<(), JsValue>> = Slot::default();
     let mut timer = {
         let slot = slot.clone();
-        Timer::new(Closure::new(move || slot.settle(Ok(()))))
+        Timer::new(Box::new(move || slot.settle(Ok(()))))
     };
     timer.arm(at, clock::now());
     let _listener = signal.map(|signal| {
         let (slot, signal_) = (slot.clone(), Rc::new(signal.clone()));
-        AbortListener::new(signal, move || slot.settle(Err(abort_reason(&signal_))))
+        AbortListener::new(
+            signal,
+            Box::new(move || slot.settle(Err(abort_reason(&signal_)))),
+        )
     });
     slot.wait().await
 }
@@ -47,7 +50,7 @@ pub async fn within<T: 'static>(
     spawn_local(async move { answered.settle(Some(future.await)) });
     let mut timer = {
         let slot = slot.clone();
-        Timer::new(Closure::new(move || slot.settle(None)))
+        Timer::new(Box::new(move || slot.settle(None)))
     };
     let now = clock::now();
     timer.arm(now + ms, now);

@@ -29,10 +29,11 @@ pub struct Timer {
 }
 
 impl Timer {
-    /// A disarmed timer that will run `callback` when it fires.
-    pub fn new(callback: Closure<dyn FnMut()>) -> Self {
+    /// A disarmed timer that will run `callback` when it fires. A boxed callback, so every
+    /// timer shares one closure shim.
+    pub fn new(callback: Box<dyn FnMut()>) -> Self {
         Timer {
-            callback,
+            callback: Closure::wrap(callback),
             armed: None,
         }
     }
