@@ -34,7 +34,12 @@ pub fn object(value: &JsValue, what: &str, known: &[&str], optional: bool) -> Re
         if !known.contains(&key.as_str()) {
             return Err(type_error(&format!(
                 "Unknown option `{what}.{key}`; known options: {}",
-                known.join(", ")
+                // As Strings: figures.rs joins Strings, and one copy of `join` is enough.
+                known
+                    .iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
     }
