@@ -9,6 +9,12 @@ use wasm_bindgen_futures::JsFuture;
 use super::headers::lookup;
 use super::read::get;
 
+#[wasm_bindgen(module = "/src/js/reads.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = utf8Text)]
+    fn utf8_text(chunks: &js_sys::Array) -> String;
+}
+
 /// Bodies up to this size are read to the end; larger ones are cancelled.
 pub const DRAIN_CAP: usize = 64 * 1024;
 
@@ -25,7 +31,8 @@ pub async fn discard(response: &JsValue) -> Option<String> {
         return None;
     }
     let reader = call(&body, "getReader")?;
-    let mut bytes = Vec::new();
+    let chunks = js_sys::Array::new();
+    let mut length = 0;
     loop {
         let chunk = match call(&reader, "read") {
             Some(promise) => JsFuture::from(js_sys::Promise::resolve(&promise))
@@ -34,14 +41,15 @@ pub async fn discard(response: &JsValue) -> Option<String> {
             None => return None,
         };
         if get(&chunk, "done").is_truthy() {
-            return Some(String::from_utf8_lossy(&bytes).into_owned());
+            return Some(utf8_text(&chunks));
         }
         let value: js_sys::Uint8Array = get(&chunk, "value").dyn_into().ok()?;
-        if bytes.len() + value.length() as usize > DRAIN_CAP {
+        length += value.length() as usize;
+        if length > DRAIN_CAP {
             cancel(&reader);
             return None;
         }
-        bytes.extend(value.to_vec());
+        chunks.push(&value);
     }
 }
 
