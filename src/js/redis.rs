@@ -255,17 +255,16 @@ impl RedisStore {
         args: Vec<String>,
     ) -> impl std::future::Future<Output = Result<Answer, JsValue>> + 'static {
         let (client, kind) = (self.client.clone(), self.kind);
-        let cache = SHA_CACHE.with(Rc::clone);
         async move {
-            let known = cache.borrow().clone();
+            let known = SHA_CACHE.with(|cache| cache.borrow().clone());
             let sha = match known {
                 Some(sha) => sha,
-                None => load(&client, kind, &cache).await?,
+                None => load(&client, kind).await?,
             };
             match evalsha(&client, kind, &sha, &key, &args).await {
                 Err(e) if is_noscript(&e) => {
                     // Redis restarted and forgot the script: load it again, once.
-                    let sha = load(&client, kind, &cache).await?;
+                    let sha = load(&client, kind).await?;
                     evalsha(&client, kind, &sha, &key, &args).await
                 }
                 other => other,
@@ -276,14 +275,10 @@ impl RedisStore {
 
 thread_local! {
     /// The script's SHA1 is the same for every client; remember it once.
-    static SHA_CACHE: Rc<RefCell<Option<String>>> = Rc::new(RefCell::new(None));
+    static SHA_CACHE: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
-async fn load(
-    client: &JsValue,
-    kind: Client,
-    cache: &RefCell<Option<String>>,
-) -> Result<String, JsValue> {
+async fn load(client: &JsValue, kind: Client) -> Result<String, JsValue> {
     let source = JsValue::from_str(store::GATE_SCRIPT);
     let pending = match kind {
         Client::NodeRedis => call(client, "scriptLoad", &[source])?,
@@ -293,7 +288,7 @@ async fn load(
         .await?
         .as_string()
         .ok_or_else(|| type_error("SCRIPT LOAD did not return a SHA"))?;
-    *cache.borrow_mut() = Some(sha.clone());
+    SHA_CACHE.with(|cache| *cache.borrow_mut() = Some(sha.clone()));
     Ok(sha)
 }
 

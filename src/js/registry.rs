@@ -2,6 +2,7 @@
 //! that sees the same key draws from the same allowance.
 
 use std::cell::RefCell;
+use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
 use wasm_bindgen::JsValue;
@@ -16,7 +17,8 @@ use crate::core::config::Rate;
 use crate::core::scope::Scope;
 
 thread_local! {
-    static GATES: RefCell<Map<Scope, Rc<SharedGate>>> = RefCell::default();
+    static GATES: RefCell<Map<Scope, Rc<SharedGate>>> =
+        const { RefCell::new(Map::with_hasher(BuildHasherDefault::new())) };
 }
 
 /// The gate for `scope`, created with `rate` and `budget` on first use. Asking for a different
