@@ -124,7 +124,7 @@ impl SharedGate {
             budget: Cell::new(budget),
             pumping: Cell::new(false),
             ready_at: Cell::new(f64::NEG_INFINITY),
-            process_id: format!("{:016x}", getrandom::u64().unwrap_or_default()),
+            process_id: hex(getrandom::u64().unwrap_or_default()),
             refunds: Cell::new(0.0),
         });
         let shared = Rc::new(SharedGate {
@@ -581,6 +581,14 @@ impl SharedGate {
             });
         }
     }
+}
+
+/// `n` as 16 lower-case hex digits (by hand: `{:016x}` brings padded integer formatting).
+fn hex(n: u64) -> String {
+    (0..16)
+        .rev()
+        .map(|i| char::from(b"0123456789abcdef"[(n >> (4 * i) & 15) as usize]))
+        .collect()
 }
 
 /// A time on the gate's clock as Unix milliseconds.
