@@ -9,10 +9,12 @@ use wasm_bindgen_futures::JsFuture;
 use super::headers::lookup;
 use super::read::get;
 
-#[wasm_bindgen(module = "/src/js/reads.js")]
+#[wasm_bindgen(module = "/src/js/body.js")]
 extern "C" {
     #[wasm_bindgen(js_name = utf8Text)]
     fn utf8_text(chunks: &js_sys::Array) -> String;
+    /// Cancels a body or a reader, ignoring a failed cancel: there is nobody to tell.
+    pub fn cancel(stream: &JsValue);
 }
 
 /// Bodies up to this size are read to the end; larger ones are cancelled.
@@ -51,20 +53,6 @@ pub async fn discard(response: &JsValue) -> Option<String> {
         }
         chunks.push(&value);
     }
-}
-
-/// Cancels a body or a reader, ignoring a failed cancel: there is nobody to tell.
-pub fn cancel(stream: &JsValue) {
-    if let Some(promise) = call(stream, "cancel") {
-        if let Ok(promise) = promise.dyn_into::<js_sys::Promise>() {
-            let _ = IGNORE.with(|ignore| promise.catch(ignore));
-        }
-    }
-}
-
-thread_local! {
-    /// A rejection handler that does nothing, made once.
-    static IGNORE: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
 }
 
 fn call(target: &JsValue, method: &str) -> Option<JsValue> {

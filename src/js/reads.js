@@ -1,6 +1,5 @@
 // Reads the bindings make on every call, done on the JavaScript side: crossing into wasm once
-// with one string costs far less than a property read and a string copy per field. Also the
-// UTF-8 decoding of a discarded body, which JavaScript has built in.
+// with one string costs far less than a property read and a string copy per field.
 const NONE = '\u0001'; // a header that is absent (no header value can hold this byte)
 
 /** `x-api-key \0 authorization \0 idempotency-key? \0 method` of a fetch(input, init) call. */
@@ -31,18 +30,6 @@ export function requestFacts(input, init) {
   }
   const method = [init, input].find((v) => isObject(v) && typeof v.method === 'string')?.method ?? 'GET';
   return `${key}\0${auth}\0${idempotent}\0${method}`;
-}
-
-/**
- * The UTF-8 text of a body's chunks (Uint8Arrays), bad bytes replaced by U+FFFD and a BOM kept,
- * as Rust's `String::from_utf8_lossy` does: decoding here keeps Rust's UTF-8 repair out of the
- * wasm module.
- */
-export function utf8Text(chunks) {
-  const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) { bytes.set(c, at); at += c.length; }
-  return new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes);
 }
 
 /** `headers.get(name)` on a Headers-like object, or undefined. */
