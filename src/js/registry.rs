@@ -36,39 +36,36 @@ pub fn gate_for(
             let (existing, existing_budget, existing_store) = gate.config();
             let wanted_store = store.as_ref().map_or("memory".into(), |s| s.identity());
             if existing_store != wanted_store {
-                return Err(range_error(&format!(
-                    "The gate for credential {} keeps its state in {existing_store}; this wrapper \
-                     asks for {wanted_store}. One credential has one gate: use the same store.",
-                    short(scope)
-                )));
+                return Err(mismatch(
+                    scope,
+                    &format!("keeps its state in {existing_store}"),
+                    &wanted_store,
+                    "One credential has one gate: use the same store.",
+                ));
             }
             // A wrapper that does not retry uses no budget and joins any gate; a retrying one
             // brings its budget to a gate that has none, and must agree with one that has.
             match (existing_budget, budget) {
                 (None, Some(wanted)) => gate.install_budget(wanted),
                 (Some(has), Some(wanted)) if has != wanted => {
-                    return Err(range_error(&format!(
-                        "The gate for credential {} already has {}; this wrapper asks for {}. \
-                     Wrappers sharing a credential share its retry budget: configure \
-                     `retry.budget` the same way in each.",
-                        short(scope),
-                        budget_text(existing_budget),
-                        budget_text(budget)
-                    )));
+                    return Err(mismatch(
+                        scope,
+                        &format!("already has {}", budget_text(existing_budget)),
+                        &budget_text(budget),
+                        "Wrappers sharing a credential share its retry budget: configure \
+                         `retry.budget` the same way in each.",
+                    ));
                 }
                 _ => {}
             }
             if existing != rate {
-                return Err(range_error(&format!(
-                    "The gate for credential {} already enforces {{ burst: {}, perSecond: {} }}; \
-                     this wrapper asks for {{ burst: {}, perSecond: {} }}. One credential has one \
-                     allowance: configure every wrapper that uses it the same way.",
-                    short(scope),
-                    number(existing.burst()),
-                    number(existing.per_second()),
-                    number(rate.burst()),
-                    number(rate.per_second())
-                )));
+                return Err(mismatch(
+                    scope,
+                    &format!("already enforces {}", rate_text(existing)),
+                    &rate_text(rate),
+                    "One credential has one allowance: configure every wrapper that uses it the \
+                     same way.",
+                ));
             }
             return Ok(gate.clone());
         }
@@ -76,6 +73,23 @@ pub fn gate_for(
         gates.insert(scope.clone(), gate.clone());
         Ok(gate)
     })
+}
+
+/// "The gate for credential … `has`; this wrapper asks for `wants`. `advice`": one template for
+/// every way two wrappers can disagree about a credential's gate.
+fn mismatch(scope: &Scope, has: &str, wants: &str, advice: &str) -> JsValue {
+    range_error(&format!(
+        "The gate for credential {} {has}; this wrapper asks for {wants}. {advice}",
+        short(scope)
+    ))
+}
+
+fn rate_text(rate: Rate) -> String {
+    format!(
+        "{{ burst: {}, perSecond: {} }}",
+        number(rate.burst()),
+        number(rate.per_second())
+    )
 }
 
 /// A scope shortened for messages: enough to tell two keys apart in a log.
