@@ -81,12 +81,13 @@ pub async fn send_guarded(
     let _ = js_sys::Reflect::set(&guarded, &"signal".into(), &controller.signal());
     let result = call(fetch, input, &guarded).await;
     timer.disarm();
-    match result {
-        Ok(response) => Attempted::Response(response),
-        Err(_) if caller.is_some_and(|s| s.aborted()) => {
-            Attempted::CallerAborted(abort_reason(caller.expect("checked")))
-        }
-        Err(error) => Attempted::Failed {
+    let error = match result {
+        Ok(response) => return Attempted::Response(response),
+        Err(error) => error,
+    };
+    match caller.filter(|s| s.aborted()) {
+        Some(signal) => Attempted::CallerAborted(abort_reason(signal)),
+        None => Attempted::Failed {
             error,
             timeout: timed_out.get(),
         },

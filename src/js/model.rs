@@ -58,15 +58,11 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
         return Ok(defaults);
     }
     let shared = read::boolean(options, "shared", "shared")?.unwrap_or(false);
-    let separate = get(options, "separateGates");
-    let separate = match separate.as_bool() {
+    let separate = match get(options, "separateGates").as_bool() {
         Some(true) => Some(2),
         Some(false) => None,
-        None if separate.is_undefined() => None,
-        None => Some(
-            read::integer(options, "separateGates", "separateGates", 1.0, 1000.0)?
-                .expect("present"),
-        ),
+        // Absent (None) or a count of processes.
+        None => read::integer(options, "separateGates", "separateGates", 1.0, 1000.0)?,
     };
     let coordination = match (shared, separate) {
         (true, Some(_)) => {

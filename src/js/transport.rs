@@ -244,19 +244,20 @@ impl Flight {
                 Some(fetch) => fetch.clone(),
                 None => global_fetch()?,
             };
-            let attempted = match &mut self.call {
-                None => attempt::send_plain(&fetch, &self.input, &self.init).await,
-                Some(call) => {
+            // A call exists exactly when there is a policy.
+            let attempted = match (&mut self.call, &self.config.retry) {
+                (Some(call), Some(policy)) => {
                     call.sent();
                     let left = call.deadline() - clock::now();
-                    let policy = self.config.retry.as_ref().expect("a call has a policy");
                     let timeout = policy.attempt_timeout_ms.min(left).max(1.0);
                     let signal = self.signal.as_ref();
                     attempt::send_guarded(&fetch, &self.input, &self.init, signal, timeout).await
                 }
+                _ => attempt::send_plain(&fetch, &self.input, &self.init).await,
             };
             self.gate.responded(ticket);
-            let (outcome, response, error) = match attempted {
+            // What the caller gets if this is delivered: the response, or the rejection.
+            let (outcome, delivered) = match attempted {
                 Attempted::CallerAborted(reason) => return Err(reason),
                 Attempted::Failed { error, timeout } => {
                     let outcome = if timeout {
@@ -264,7 +265,7 @@ impl Flight {
                     } else {
                         Outcome::Network
                     };
-                    (outcome, None, Some(error))
+                    (outcome, Err(error))
                 }
                 Attempted::Response(response) => {
                     let feedback = self.observe(&response)?;
@@ -273,13 +274,11 @@ impl Flight {
                         status,
                         retry_after_ms: feedback.and_then(|f| f.retry_after_ms),
                     };
-                    (outcome, Some(response), None)
+                    (outcome, Ok(response))
                 }
             };
-            let verdict = match &mut self.call {
-                None => Verdict::Deliver,
-                Some(call) => {
-                    let policy = self.config.retry.as_ref().expect("a call has a policy");
+            let verdict = match (&mut self.call, &self.config.retry) {
+                (Some(call), Some(policy)) => {
                     let mut batch = self.batch.as_ref().map(|b| b.borrow_mut());
                     let shared = self.gate.store().is_some();
                     self.gate.with(|g| {
@@ -291,31 +290,29 @@ impl Flight {
                         policy.after(call, outcome, clock::now(), budgets, &mut OsRandom)
                     })
                 }
+                _ => Verdict::Deliver,
             };
-            let verdict = self.charge_store(verdict, outcome).await;
-            if let Verdict::Deliver = verdict {
-                return match (response, error) {
-                    (Some(response), _) => Ok(response),
-                    (None, Some(error)) => Err(error),
-                    (None, None) => unreachable!("an attempt ends with a response or an error"),
-                };
-            }
-            // The caller will never see this response: free its connection, and ask whether
-            // the 429 meant the monthly quota.
-            if let Some(response) = &response {
-                let text = body::discard(response).await;
-                if outcome_status(outcome) == Some(429) {
-                    self.check_quota(text).await?;
-                }
-            }
-            match verdict {
-                Verdict::Abandon(abandoned) => return Err(self.abandon(abandoned, error)),
+            let retry = match self.charge_store(verdict, outcome).await {
+                Verdict::Deliver => return delivered,
+                Verdict::Abandon(abandoned) => Err(abandoned),
                 Verdict::Retry {
                     not_before,
                     delay_ms,
                     server_delay,
                     ..
-                } => {
+                } => Ok((not_before, delay_ms, server_delay)),
+            };
+            // The caller will never see this response: free its connection, and ask whether
+            // the 429 meant the monthly quota.
+            if let Ok(response) = &delivered {
+                let text = body::discard(response).await;
+                if outcome_status(outcome) == Some(429) {
+                    self.check_quota(text).await?;
+                }
+            }
+            match retry {
+                Err(abandoned) => return Err(self.abandon(abandoned, delivered.err())),
+                Ok((not_before, delay_ms, server_delay)) => {
                     let backoff = (!server_delay).then_some(delay_ms);
                     self.gate.with(|g| g.record_retry(outcome, backoff));
                     let attempts = self.call.as_ref().map_or(0, Call::attempts);
@@ -332,7 +329,6 @@ impl Flight {
                     }
                     entry = self.enter()?;
                 }
-                Verdict::Deliver => unreachable!("delivered above"),
             }
         }
     }
