@@ -10,8 +10,13 @@ out=$(mktemp -d "$PWD/.pkg-build.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 wasm-bindgen target/wasm32-unknown-unknown/release/odds_gate.wasm \
   --target experimental-nodejs-module --out-dir "$out"
-wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+# Size first: re-loop the control flow and merge functions that differ only in constants
+# before -Oz, repeated until nothing changes (each is a few KB). The producers and
+# target_features sections only describe the build; nothing reads them.
+wasm-opt --flatten --rereloop --merge-similar-functions -Oz --converge \
+  --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-reference-types --enable-multivalue --enable-mutable-globals \
+  --strip-producers --strip-target-features \
   "$out/odds_gate_bg.wasm" -o "$out/odds_gate_bg.wasm"
 cp -R pkg-template/. "$out/"
 chmod 755 "$out"

@@ -79,7 +79,7 @@ proptest! {
         let names = ["retry-after", "x-ratelimit-limit", "x-ratelimit-remaining",
                      "x-ratelimit-reset", "x-ratelimit-bucket"];
         let _ = parse_feedback(
-            |name| names.iter().position(|n| *n == name).map(|i| values[i].clone()),
+            &|name| names.iter().position(|n| *n == name).map(|i| values[i].clone()),
             now,
         );
     }

@@ -100,7 +100,8 @@ impl TokenBucket {
     /// Restarts a paused refill from `now` (the response came back).
     pub fn resume(&mut self, now: Millis) {
         if let Some(at) = self.paused_at.take() {
-            self.last = now.clamp(at, at + MAX_PAUSE_MS);
+            // Not `clamp`: its NaN assertion would bring float formatting into the wasm module.
+            self.last = now.max(at).min(at + MAX_PAUSE_MS);
         }
     }
 

@@ -24,15 +24,22 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// The message, with the offending number written by `number` (the bindings have
+    /// JavaScript write it, as the caller would).
+    pub fn message(&self, number: impl Fn(f64) -> String) -> String {
+        let ConfigError::OutOfRange {
+            field,
+            expected,
+            got,
+        } = self;
+        ["`", field, "` must be ", expected, ", got ", &number(*got)].concat()
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::OutOfRange {
-                field,
-                expected,
-                got,
-            } => write!(f, "`{field}` must be {expected}, got {got}"),
-        }
+        f.write_str(&self.message(|n| n.to_string()))
     }
 }
 
@@ -86,6 +93,12 @@ impl Rate {
         let per_second = positive(fields[1], per_second)?;
         Ok(Rate { burst, per_second })
     }
+
+    /// The article's allowance, burst 2 at 2 per second: the simulator's default.
+    pub const ARTICLE: Rate = Rate {
+        burst: 2.0,
+        per_second: 2.0,
+    };
 
     /// Tokens the bucket holds when full.
     pub fn burst(&self) -> f64 {

@@ -18,6 +18,7 @@
 
 use std::fmt;
 
+use super::decimal;
 use super::http_date::parse_http_date;
 use super::Millis;
 
@@ -82,9 +83,10 @@ pub const FEEDBACK_HEADERS: [&str; 10] = [
     "x-ratelimit-bucket",
 ];
 
-/// Reads the feedback headers through `header` (a case-insensitive lookup by name).
+/// Reads the feedback headers through `header` (a case-insensitive lookup by name). A `dyn`
+/// lookup, so the wasm module holds one copy of the parser for all its callers.
 pub fn parse_feedback(
-    header: impl Fn(&str) -> Option<String>,
+    header: &dyn Fn(&str) -> Option<String>,
     wall_now: Millis,
 ) -> Result<Feedback, FeedbackError> {
     let first = |names: [&str; 2]| names.iter().find_map(|name| header(name));
@@ -123,7 +125,9 @@ fn reset_delay(seconds: f64, wall_now: Millis) -> Millis {
 /// among `,` and `;` separators.
 fn param<'a>(value: &'a str, keys: &[&str]) -> Option<&'a str> {
     value.split([',', ';']).find_map(|part| {
-        let (key, val) = part.split_once('=')?;
+        // A closure, not '=': a char pattern brings core's CharSearcher (0.6 KB of wasm).
+        #[allow(clippy::manual_pattern_char_comparison)]
+        let (key, val) = part.split_once(|c| c == '=')?;
         keys.iter()
             .any(|k| key.trim().eq_ignore_ascii_case(k))
             .then(|| val.trim().trim_matches('"'))
@@ -134,7 +138,7 @@ fn param<'a>(value: &'a str, keys: &[&str]) -> Option<&'a str> {
 /// only when the response carries a remaining count, so an ordinary response costs three
 /// header reads (four with `Retry-After`) rather than ten.
 pub fn skim_feedback(
-    header: impl Fn(&str) -> Option<String>,
+    header: &dyn Fn(&str) -> Option<String>,
     wall_now: Millis,
 ) -> Result<Feedback, FeedbackError> {
     let seen = std::cell::RefCell::new(Vec::<(String, Option<String>)>::new());
@@ -148,7 +152,7 @@ pub fn skim_feedback(
     };
     let counts = ["x-ratelimit-remaining", "ratelimit-remaining", "ratelimit"];
     if counts.iter().any(|name| cached(name).is_some()) {
-        return parse_feedback(cached, wall_now);
+        return parse_feedback(&cached, wall_now);
     }
     Ok(Feedback {
         retry_after_ms: match cached("retry-after") {
@@ -193,7 +197,7 @@ fn parse_seconds(value: &str) -> Option<f64> {
     if value.is_empty() || !digits_and_dot {
         return None;
     }
-    value.parse::<f64>().ok().filter(|s| s.is_finite())
+    decimal::parse(value).filter(|s| s.is_finite())
 }
 
 fn parse_name(value: &str) -> Option<String> {
@@ -201,11 +205,7 @@ fn parse_name(value: &str) -> Option<String> {
     if value.is_empty() {
         return None;
     }
-    let end = value
-        .char_indices()
-        .nth(MAX_BUCKET_LEN)
-        .map_or(value.len(), |(i, _)| i);
-    Some(value[..end].to_string())
+    Some(value.chars().take(MAX_BUCKET_LEN).collect())
 }
 
 #[cfg(test)]
@@ -280,7 +280,7 @@ mod tests {
             ("X-RateLimit-Reset", "0.5"),
             ("X-RateLimit-Bucket", "snapshot"),
         ]);
-        let feedback = parse_feedback(h, NOW).unwrap();
+        let feedback = parse_feedback(&h, NOW).unwrap();
         assert_eq!(
             feedback,
             Feedback {
@@ -297,7 +297,7 @@ mod tests {
     fn skimming_an_ordinary_response_reads_three_headers() {
         let asked = std::cell::RefCell::new(0);
         let f = skim_feedback(
-            |_| {
+            &|_| {
                 *asked.borrow_mut() += 1;
                 None
             },
@@ -307,7 +307,7 @@ mod tests {
         assert_eq!(f, Feedback::default());
         assert_eq!(asked.into_inner(), 4, "three counts and Retry-After");
         let pairs = [("X-RateLimit-Remaining", "1"), ("X-RateLimit-Limit", "2")];
-        let f = skim_feedback(headers(&pairs), NOW).unwrap();
+        let f = skim_feedback(&headers(&pairs), NOW).unwrap();
         assert_eq!((f.limit, f.remaining), (Some(2), Some(1)));
     }
 
@@ -315,7 +315,7 @@ mod tests {
     fn reads_only_the_headers_it_lists() {
         let asked = std::cell::RefCell::new(Vec::new());
         let _ = parse_feedback(
-            |name| {
+            &|name| {
                 asked.borrow_mut().push(name.to_string());
                 None
             },
@@ -334,7 +334,7 @@ mod tests {
         let now_2026 = 1_795_000_000_000.0;
         let at = (now_2026 / 1000.0 + 30.0).to_string();
         let pairs = [("X-RateLimit-Reset", at.as_str())];
-        let feedback = parse_feedback(headers(&pairs), now_2026).unwrap();
+        let feedback = parse_feedback(&headers(&pairs), now_2026).unwrap();
         assert_eq!(feedback.reset_ms, Some(30_000.0));
     }
 
@@ -344,13 +344,13 @@ mod tests {
             ("RateLimit", "\"default\";r=5;t=30, \"burst\";r=1;t=1"),
             ("RateLimit-Policy", "\"default\";q=100;w=60"),
         ];
-        let f = parse_feedback(headers(&structured), NOW).unwrap();
+        let f = parse_feedback(&headers(&structured), NOW).unwrap();
         assert_eq!(
             (f.limit, f.remaining, f.reset_ms),
             (Some(100), Some(5), Some(30_000.0))
         );
         let older = [("RateLimit", "limit=10, remaining=0, reset=2")];
-        let f = parse_feedback(headers(&older), NOW).unwrap();
+        let f = parse_feedback(&headers(&older), NOW).unwrap();
         assert_eq!(
             (f.limit, f.remaining, f.reset_ms),
             (Some(10), Some(0), Some(2_000.0))
@@ -360,7 +360,7 @@ mod tests {
             ("RateLimit-Remaining", "3"),
             ("RateLimit-Reset", "4"),
         ];
-        let f = parse_feedback(headers(&separate), NOW).unwrap();
+        let f = parse_feedback(&headers(&separate), NOW).unwrap();
         assert_eq!(
             (f.limit, f.remaining, f.reset_ms),
             (Some(7), Some(3), Some(4_000.0))
@@ -370,7 +370,7 @@ mod tests {
     #[test]
     fn x_ratelimit_wins_over_the_ietf_fields() {
         let both = [("X-RateLimit-Remaining", "9"), ("RateLimit", "r=1")];
-        let f = parse_feedback(headers(&both), NOW).unwrap();
+        let f = parse_feedback(&headers(&both), NOW).unwrap();
         assert_eq!(f.remaining, Some(9));
     }
 
@@ -383,7 +383,7 @@ mod tests {
             ("X-RateLimit-Reset", "soon"),
             ("X-RateLimit-Bucket", long.as_str()),
         ];
-        let feedback = parse_feedback(headers(&pairs), NOW).unwrap();
+        let feedback = parse_feedback(&headers(&pairs), NOW).unwrap();
         assert_eq!(feedback.limit, None);
         assert_eq!(feedback.remaining, None);
         assert_eq!(feedback.reset_ms, None);

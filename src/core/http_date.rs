@@ -149,21 +149,21 @@ impl Cursor<'_> {
 
     /// Exactly `n` ASCII digits.
     fn digits(&mut self, n: usize) -> Option<i64> {
-        let head = self.0.get(..n)?;
+        let (head, rest) = self.0.split_at_checked(n)?;
         if !head.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
-        self.0 = &self.0[n..];
+        self.0 = rest;
         head.parse().ok()
     }
 
     /// One of `names` (case as the RFC writes them), returned as its index.
     fn name(&mut self, names: &[&str]) -> Option<i64> {
-        let (index, name) = names
+        let (index, rest) = names
             .iter()
             .enumerate()
-            .find(|(_, name)| self.0.starts_with(**name))?;
-        self.0 = &self.0[name.len()..];
+            .find_map(|(i, name)| Some((i, self.0.strip_prefix(name)?)))?;
+        self.0 = rest;
         Some(index as i64)
     }
 

@@ -6,6 +6,7 @@ pub mod bucket;
 pub mod budget;
 pub mod classify;
 pub mod config;
+pub mod decimal;
 pub mod feedback;
 pub mod gate;
 pub mod histogram;

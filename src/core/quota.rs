@@ -10,8 +10,8 @@ pub const SUSPICIOUS_RUN: u32 = 3;
 /// Whether a 429 body's `code` or `detail` speaks of the monthly quota rather than the rate.
 pub fn looks_exhausted(code: Option<&str>, detail: Option<&str>) -> bool {
     let mentions = |text: &str, words: &[&str]| {
-        let text = text.to_ascii_lowercase();
-        words.iter().any(|w| text.contains(w))
+        let text = text.to_ascii_lowercase().into_bytes();
+        words.iter().any(|w| find(&text, w).is_some())
     };
     code.is_some_and(|c| mentions(c, &["quota", "credit", "exhaust"]))
         || detail.is_some_and(|d| mentions(d, &["quota", "credits", "monthly"]))
@@ -20,20 +20,32 @@ pub fn looks_exhausted(code: Option<&str>, detail: Option<&str>) -> bool {
 /// The `/usage` address next to an API request's: the part of the URL before the first known
 /// route (`/events`, `/bets`, `/usage`, `/limits`), plus `/usage`. `None` for other URLs.
 pub fn usage_url_for(request_url: &str) -> Option<String> {
-    let after_scheme = request_url.find("://")? + 3;
-    let path_start = after_scheme + request_url[after_scheme..].find('/')?;
-    let end = request_url.find(['?', '#']).unwrap_or(request_url.len());
-    let path = &request_url[path_start..end];
+    let url = request_url.as_bytes();
+    let after_scheme = find(url, "://")? + 3;
+    let path_start = after_scheme + find(url.get(after_scheme..)?, "/")?;
+    let end = url
+        .iter()
+        .position(|&b| b == b'?' || b == b'#')
+        .unwrap_or(url.len());
+    let path = url.get(path_start..end)?;
     let at = ["/events", "/bets", "/usage", "/limits"]
         .iter()
         .filter_map(|route| {
-            path.match_indices(route).find_map(|(i, _)| {
-                let rest = &path[i + route.len()..];
-                (rest.is_empty() || rest.starts_with('/')).then_some(i)
+            (0..path.len()).find(|&i| {
+                path[i..].starts_with(route.as_bytes())
+                    && matches!(path.get(i + route.len()), None | Some(b'/'))
             })
         })
         .min()?;
-    Some(format!("{}/usage", &request_url[..path_start + at]))
+    Some(format!("{}/usage", request_url.get(..path_start + at)?))
+}
+
+/// Where `needle` first occurs in `haystack`: a plain byte search, so the module carries no
+/// two-way string searcher (and no panicking string slices) for these few short texts.
+fn find(haystack: &[u8], needle: &str) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|w| w == needle.as_bytes())
 }
 
 /// What `GET /usage` reported.
@@ -181,6 +193,8 @@ mod tests {
         }
         assert_eq!(usage_url_for("http://127.0.0.1:9/v1/eventsx"), None);
         assert_eq!(usage_url_for("not a url"), None);
+        // A query before any path: no route, and no out-of-order slice.
+        assert_eq!(usage_url_for("http://127.0.0.1:9?next=/events"), None);
     }
 
     #[test]

@@ -1,8 +1,6 @@
 //! Which allowance a request draws from: the credential it carries, known only by a hash so the
 //! raw key is never kept, logged or shown.
 
-use std::hash::Hasher;
-
 use sha2::{Digest, Sha256};
 
 /// The name of one allowance: a short hash of the credential, safe to log and to use as a
@@ -58,22 +56,24 @@ fn credential<'a>(
 }
 
 /// A keyed 64-bit fingerprint of a credential, for finding the gate a wrapper already holds
-/// without a SHA-256 on every call. Equal for two requests exactly when [`Scope::of`] is (but
-/// for a 2^-64 chance); `keys` are the process's own random keys, so the fingerprint says
-/// nothing of the key anywhere else.
-pub fn fingerprint(api_key: Option<&str>, authorization: Option<&str>, keys: (u64, u64)) -> u64 {
-    // SipHash-2-4 is deprecated only as a `Hasher` for maps; it is the keyed hash we want.
-    #[allow(deprecated)]
-    let mut hasher = std::hash::SipHasher::new_with_keys(keys.0, keys.1);
-    match credential(api_key, authorization) {
-        Some((kind, secret)) => {
-            hasher.write(kind.as_bytes());
-            hasher.write_u8(0);
-            hasher.write(secret.as_bytes());
-        }
-        None => hasher.write_u8(1),
+/// without a SHA-256 on every call. Equal whenever [`Scope::of`] is; for two different
+/// credentials, equal only by a chance of about 2^-56 (each byte step is a bijection of the
+/// state, so two inputs that differ stay apart unless a later byte cancels the difference).
+/// `key` is the process's own random key, so a fingerprint says nothing of the credential
+/// anywhere else.
+pub fn fingerprint(api_key: Option<&str>, authorization: Option<&str>, key: u64) -> u64 {
+    let (kind, secret) = credential(api_key, authorization).unwrap_or(("", ""));
+    let bytes = kind.bytes().chain([0]).chain(secret.bytes());
+    let mut state = key;
+    for byte in bytes {
+        state = (state.rotate_left(5) ^ u64::from(byte)).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
-    hasher.finish()
+    // MurmurHash3's finaliser: every input bit reaches every output bit.
+    state ^= state >> 33;
+    state = state.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    state ^= state >> 33;
+    state = state.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    state ^ (state >> 33)
 }
 
 #[cfg(test)]
@@ -106,8 +106,7 @@ mod tests {
 
     #[test]
     fn fingerprints_agree_with_scopes() {
-        let keys = (7, 11);
-        let print = |k, a| fingerprint(k, a, keys);
+        let print = |k, a| fingerprint(k, a, 7);
         assert_eq!(
             print(Some(" k1 "), None),
             print(Some("k1"), Some("Bearer t"))
@@ -116,10 +115,7 @@ mod tests {
         assert_ne!(print(Some("k1"), None), print(None, Some("k1")));
         assert_ne!(print(None, None), print(Some(""), None));
         // Other keys, another process: the same credential, an unrelated fingerprint.
-        assert_ne!(
-            print(Some("k1"), None),
-            fingerprint(Some("k1"), None, (8, 11))
-        );
+        assert_ne!(print(Some("k1"), None), fingerprint(Some("k1"), None, 8));
     }
 
     #[test]

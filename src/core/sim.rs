@@ -5,8 +5,6 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use serde::Serialize;
-
 use super::bucket::TokenBucket;
 use super::config::{at_least, positive, ConfigError, Rate};
 use super::gate::Gate;
@@ -51,7 +49,7 @@ impl Default for SimOptions {
     fn default() -> Self {
         SimOptions {
             workers: 8,
-            rate: Rate::new(2.0, 2.0).expect("the article's allowance is valid"),
+            rate: Rate::ARTICLE,
             retry_after_ms: 1000.0,
             coordination: Coordination::Independent,
             always_reject: false,
@@ -98,7 +96,7 @@ impl SimOptions {
 }
 
 /// One attempt that reached the server.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Attempt {
     /// Virtual time of the attempt.
     pub at: Millis,
@@ -108,9 +106,8 @@ pub struct Attempt {
     pub status: u16,
 }
 
-/// What a run produced, in the article's field names.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// What a run produced; the bindings hand it to JavaScript in the article's field names.
+#[derive(Debug, Clone, PartialEq)]
 pub struct SimReport {
     /// Attempts that reached the server.
     pub attempts: usize,

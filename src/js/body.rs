@@ -9,6 +9,14 @@ use wasm_bindgen_futures::JsFuture;
 use super::headers::lookup;
 use super::read::get;
 
+#[wasm_bindgen(module = "/src/js/body.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = utf8Text)]
+    fn utf8_text(chunks: &js_sys::Array) -> String;
+    /// Cancels a body or a reader, ignoring a failed cancel: there is nobody to tell.
+    pub fn cancel(stream: &JsValue);
+}
+
 /// Bodies up to this size are read to the end; larger ones are cancelled.
 pub const DRAIN_CAP: usize = 64 * 1024;
 
@@ -25,7 +33,8 @@ pub async fn discard(response: &JsValue) -> Option<String> {
         return None;
     }
     let reader = call(&body, "getReader")?;
-    let mut bytes = Vec::new();
+    let chunks = js_sys::Array::new();
+    let mut length = 0;
     loop {
         let chunk = match call(&reader, "read") {
             Some(promise) => JsFuture::from(js_sys::Promise::resolve(&promise))
@@ -34,29 +43,16 @@ pub async fn discard(response: &JsValue) -> Option<String> {
             None => return None,
         };
         if get(&chunk, "done").is_truthy() {
-            return Some(String::from_utf8_lossy(&bytes).into_owned());
+            return Some(utf8_text(&chunks));
         }
         let value: js_sys::Uint8Array = get(&chunk, "value").dyn_into().ok()?;
-        if bytes.len() + value.length() as usize > DRAIN_CAP {
+        length += value.length() as usize;
+        if length > DRAIN_CAP {
             cancel(&reader);
             return None;
         }
-        bytes.extend(value.to_vec());
+        chunks.push(&value);
     }
-}
-
-/// Cancels a body or a reader, ignoring a failed cancel: there is nobody to tell.
-pub fn cancel(stream: &JsValue) {
-    if let Some(promise) = call(stream, "cancel") {
-        if let Ok(promise) = promise.dyn_into::<js_sys::Promise>() {
-            let _ = IGNORE.with(|ignore| promise.catch(ignore));
-        }
-    }
-}
-
-thread_local! {
-    /// A rejection handler that does nothing, made once.
-    static IGNORE: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
 }
 
 fn call(target: &JsValue, method: &str) -> Option<JsValue> {

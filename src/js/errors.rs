@@ -12,6 +12,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::read::set;
+use super::text::number;
 use crate::core::config::ConfigError;
 use crate::core::policy::Abandoned;
 
@@ -37,7 +38,7 @@ pub fn range_error(message: &str) -> JsValue {
 
 /// Every configuration error is a value out of range.
 pub fn config_error(error: ConfigError) -> JsValue {
-    range_error(&error.to_string())
+    range_error(&error.message(number))
 }
 
 /// What `fetch` rejects with when its signal aborts: the signal's reason, or an `AbortError`.

@@ -2,12 +2,13 @@
 
 use std::rc::Rc;
 
-use wasm_bindgen::JsValue;
+use wasm_bindgen::prelude::*;
 
 use super::clock;
 use super::options::Config;
 use super::read::set;
 use super::shared_gate::SharedGate;
+use super::text::number;
 use crate::core::config::Rate;
 use crate::core::feedback::Feedback;
 use crate::core::histogram::{Histogram, BOUNDS_MS};
@@ -158,67 +159,66 @@ pub fn stats(gates: &[Rc<SharedGate>]) -> JsValue {
     object.into()
 }
 
+#[wasm_bindgen(module = "/src/js/summary.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = describeText)]
+    fn describe_text(summary: &js_sys::Object) -> String;
+}
+
 /// The checklist's configuration summary: what the next engineer tunes when the provider
-/// changes its limits.
+/// changes its limits. `summary.js` writes its `text` from the fields.
 pub fn describe(config: &Config) -> JsValue {
-    let rate = config.rate;
     let object = js_sys::Object::new();
-    let mut lines = vec![format!(
-        "bucket: burst {} at {} per second, per credential (set it to the provider's allowance for the key)",
-        rate.burst(),
-        rate.per_second()
-    )];
-    set(&object, "rate", rate_object(rate).into());
-    let mut add = |key: &str, label: &str, value: String| {
-        lines.push(format!("{label}: {value}"));
-        set(&object, key, value.into());
+    set(&object, "rate", rate_object(config.rate).into());
+    let add = |key: &str, value: &str| set(&object, key, value.into());
+    add("scope", "one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process");
+    match &config.store {
+        None => add(
+            "store",
+            "in-process memory: per process; other processes have their own allowance",
+        ),
+        Some(s) => add("store", &s.describe()),
     };
-    add("scope", "scope", "one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process".into());
-    let store = match &config.store {
-        None => "in-process memory: per process; other processes have their own allowance".into(),
-        Some(s) => s.describe(),
-    };
-    add("store", "store", store);
-    add("admission", "admission", "cooldown first, then token bucket; FIFO; one timer per gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < 10% of limit)".into());
-    let feedback = if config.retry.is_some() {
-        "Retry-After (seconds or HTTP-date) on 429/503 is the shared cooldown, extended never shortened; X-RateLimit-* and IETF RateLimit/RateLimit-Policy read on every response"
-    } else {
-        "Retry-After (seconds or HTTP-date) on a 429 is the shared cooldown, extended never shortened; its X-RateLimit-* recorded; other responses are not read"
-    };
-    add("feedback", "feedback", feedback.into());
+    add("admission", "cooldown first, then token bucket; FIFO; one timer per gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < 10% of limit)");
+    add(
+        "feedback",
+        if config.retry.is_some() {
+            "Retry-After (seconds or HTTP-date) on 429/503 is the shared cooldown, extended never shortened; X-RateLimit-* and IETF RateLimit/RateLimit-Policy read on every response"
+        } else {
+            "Retry-After (seconds or HTTP-date) on a 429 is the shared cooldown, extended never shortened; its X-RateLimit-* recorded; other responses are not read"
+        },
+    );
     match &config.retry {
         None => add(
             "retry",
-            "retry",
-            "off: observe and admit only; the response goes back as it is".into(),
+            "off: observe and admit only; the response goes back as it is",
         ),
         Some(p) => {
             let statuses: Vec<String> = p.rules.statuses().iter().map(u16::to_string).collect();
-            add("retry", "retry", format!(
+            add("retry", &format!(
                 "on for {} and network failures / per-attempt timeouts ({} ms); methods {}, or any with an Idempotency-Key",
-                statuses.join(", "), p.attempt_timeout_ms, p.rules.methods().join(", ")));
-            add("backoff", "backoff", format!(
+                statuses.join(", "), number(p.attempt_timeout_ms), p.rules.methods().join(", ")));
+            add("backoff", &format!(
                 "Retry-After exactly when given; otherwise full jitter: uniform(0, min({} ms, {} ms * 2^n))",
-                p.backoff.cap_ms(), p.backoff.base_ms()));
+                number(p.backoff.cap_ms()), number(p.backoff.base_ms())));
             add(
                 "bounds",
-                "bounds",
-                format!(
+                &format!(
                     "{} attempts per call, {} ms per call (never past the caller's AbortSignal)",
-                    p.max_attempts, p.time_budget_ms
+                    p.max_attempts,
+                    number(p.time_budget_ms)
                 ),
             );
         }
     }
-    add("retryBudget", "retry budget", match config.budget {
-        Some(b) => format!(
+    match config.budget {
+        Some(b) => add("retryBudget", &format!(
             "shared per gate: {} tokens, a 429 retry costs {}, a transient one {}, success refunds the retry's cost (+{} for a first-time success); batch({{ retryBudget }}) adds a fixed allowance per round",
-            b.capacity, b.throttle_cost, b.transient_cost, b.success_refill),
-        None => "none".into(),
-    });
-    add("quota", "quota", "a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate; used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()".into());
-    add("metrics", "metrics", "stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms; onEvent: throttled, retry, abandoned, quota-probe, store-down/up".into());
-    let text = format!("odds-gate configuration\n- {}", lines.join("\n- "));
-    set(&object, "text", text.into());
+            number(b.capacity), number(b.throttle_cost), number(b.transient_cost), number(b.success_refill))),
+        None => add("retryBudget", "none"),
+    }
+    add("quota", "a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate; used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()");
+    add("metrics", "stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms; onEvent: throttled, retry, abandoned, quota-probe, store-down/up");
+    set(&object, "text", describe_text(&object).into());
     object.into()
 }

@@ -45,7 +45,9 @@ fn present(value: &str) -> Option<String> {
 /// `init.headers` replaces the headers of a `Request` passed as `input`.
 pub fn request(input: &JsValue, init: &JsValue) -> (Credential, String) {
     let facts = request_facts(input, init);
-    let mut parts = facts.split('\0');
+    // A closure, not '\0': a char pattern brings core's CharSearcher (0.6 KB of wasm).
+    #[allow(clippy::manual_pattern_char_comparison)]
+    let mut parts = facts.split(|c| c == '\0');
     let mut next = || parts.next().unwrap_or(NONE);
     let credential = Credential {
         api_key: present(next()),

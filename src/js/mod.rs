@@ -9,6 +9,7 @@ mod errors;
 mod events;
 mod figures;
 mod headers;
+mod map;
 mod model;
 mod options;
 mod parked;
@@ -19,10 +20,15 @@ mod redis;
 mod registry;
 mod shared_gate;
 mod sleep;
+mod text;
 mod timer;
 mod transport;
 mod wait;
 mod watch;
+
+/// Talc instead of the default dlmalloc: a few KB less wasm. The module is single-threaded.
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 
 pub use errors::register_errors;
 pub use model::{simulate, ModelGate};

@@ -4,10 +4,11 @@
 use wasm_bindgen::prelude::*;
 
 use super::errors::{config_error, range_error, type_error};
-use super::read::{self, get};
+use super::read::{self, get, set};
+use super::text::number;
 use crate::core::config::Rate;
 use crate::core::gate::Gate;
-use crate::core::sim::{self, Coordination, SimOptions};
+use crate::core::sim::{self, Coordination, SimOptions, SimReport};
 
 const SIM_OPTIONS: &[&str] = &[
     "shared",
@@ -27,7 +28,27 @@ const SIM_OPTIONS: &[&str] = &[
 pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
     let options = sim_options(&options)?;
     let report = sim::simulate(&options).map_err(config_error)?;
-    serde_wasm_bindgen::to_value(&report).map_err(|e| type_error(&e.to_string()))
+    Ok(report_object(&report))
+}
+
+/// The report as a plain object, built field by field (no serializer in the module).
+fn report_object(report: &SimReport) -> JsValue {
+    let object = js_sys::Object::new();
+    set(&object, "attempts", (report.attempts as f64).into());
+    set(&object, "rejected", (report.rejected as f64).into());
+    set(&object, "completed", (report.completed as f64).into());
+    set(&object, "abandoned", (report.abandoned as f64).into());
+    set(&object, "lastAttemptMs", report.last_attempt_ms.into());
+    let timeline = js_sys::Array::new_with_length(report.timeline.len() as u32);
+    for (i, attempt) in report.timeline.iter().enumerate() {
+        let entry = js_sys::Object::new();
+        set(&entry, "at", attempt.at.into());
+        set(&entry, "worker", attempt.worker.into());
+        set(&entry, "status", attempt.status.into());
+        timeline.set(i as u32, entry.into());
+    }
+    set(&object, "timeline", timeline.into());
+    object.into()
 }
 
 fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
@@ -37,15 +58,11 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
         return Ok(defaults);
     }
     let shared = read::boolean(options, "shared", "shared")?.unwrap_or(false);
-    let separate = get(options, "separateGates");
-    let separate = match separate.as_bool() {
+    let separate = match get(options, "separateGates").as_bool() {
         Some(true) => Some(2),
         Some(false) => None,
-        None if separate.is_undefined() => None,
-        None => Some(
-            read::integer(options, "separateGates", "separateGates", 1.0, 1000.0)?
-                .expect("present"),
-        ),
+        // Absent (None) or a count of processes.
+        None => read::integer(options, "separateGates", "separateGates", 1.0, 1000.0)?,
     };
     let coordination = match (shared, separate) {
         (true, Some(_)) => {
@@ -128,7 +145,8 @@ fn finite(field: &str, value: f64) -> Result<f64, JsValue> {
         Ok(value)
     } else {
         Err(range_error(&format!(
-            "Expected `{field}` to be a finite number, got {value}"
+            "Expected `{field}` to be a finite number, got {}",
+            number(value)
         )))
     }
 }

@@ -10,6 +10,7 @@ use super::errors::{config_error, range_error, type_error};
 use super::events::Events;
 use super::read::{self, get};
 use super::redis::{is_store, RedisStore};
+use super::text::number;
 use crate::core::backoff::Backoff;
 use crate::core::budget::RefillingConfig;
 use crate::core::classify::RetryRules;
@@ -216,7 +217,8 @@ pub fn batch(options: &JsValue) -> Result<(Millis, Option<u32>), JsValue> {
     let deadline = read::required_number(options, "deadlineMs", "deadlineMs")?;
     if !(deadline.is_finite() && deadline > 0.0) {
         return Err(range_error(&format!(
-            "`deadlineMs` must be a finite number greater than 0, got {deadline}"
+            "`deadlineMs` must be a finite number greater than 0, got {}",
+            number(deadline)
         )));
     }
     let budget = read::integer(options, "retryBudget", "retryBudget", 0.0, 1e9)?;

@@ -1,5 +1,7 @@
 //! The core's [`Random`] from the operating system (getrandom, through `crypto.getRandomValues`).
 
+use std::cell::Cell;
+
 use crate::core::random::Random;
 
 /// Fresh randomness for every draw: jitter must differ between processes started together.
@@ -19,12 +21,17 @@ impl Random for OsRandom {
 }
 
 thread_local! {
-    /// Keys for the credential fingerprints: random per process, so a fingerprint means
-    /// nothing outside it.
-    static FINGERPRINT_KEYS: (u64, u64) = (OsRandom.bits(), OsRandom.bits());
+    /// The key of the credential fingerprints: random per process, so a fingerprint means
+    /// nothing outside it. Drawn on first use (0 until then).
+    static FINGERPRINT_KEY: Cell<u64> = const { Cell::new(0) };
 }
 
-/// This process's fingerprint keys.
-pub fn fingerprint_keys() -> (u64, u64) {
-    FINGERPRINT_KEYS.with(|keys| *keys)
+/// This process's fingerprint key.
+pub fn fingerprint_key() -> u64 {
+    FINGERPRINT_KEY.with(|key| {
+        if key.get() == 0 {
+            key.set(OsRandom.bits() | 1);
+        }
+        key.get()
+    })
 }

@@ -6,6 +6,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::errors::{range_error, type_error};
+use super::text::number as text;
 
 /// Reads `key` from an object; `undefined` when it is absent.
 pub fn get(object: &JsValue, key: &str) -> JsValue {
@@ -33,7 +34,12 @@ pub fn object(value: &JsValue, what: &str, known: &[&str], optional: bool) -> Re
         if !known.contains(&key.as_str()) {
             return Err(type_error(&format!(
                 "Unknown option `{what}.{key}`; known options: {}",
-                known.join(", ")
+                // As Strings: figures.rs joins Strings, and one copy of `join` is enough.
+                known
+                    .iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
     }
@@ -72,7 +78,10 @@ pub fn integer(
         None => Ok(None),
         Some(n) if n.fract() == 0.0 && n >= min && n <= max => Ok(Some(n as u32)),
         Some(n) => Err(range_error(&format!(
-            "Expected `{field}` to be an integer from {min} to {max}, got {n}"
+            "Expected `{field}` to be an integer from {} to {}, got {}",
+            text(min),
+            text(max),
+            text(n)
         ))),
     }
 }

@@ -14,6 +14,7 @@ use super::errors::{range_error, type_error};
 use super::events::Events;
 use super::read::{self, get};
 use super::sleep::within;
+use super::text::number;
 use crate::core::config::Rate;
 use crate::core::Millis;
 use crate::store::{self, Answer, Op};
@@ -97,7 +98,8 @@ fn settings(descriptor: &JsValue) -> Result<Settings, JsValue> {
             None => Ok(default),
             Some(n) if n.is_finite() && n > 0.0 => Ok(n),
             Some(n) => Err(range_error(&format!(
-                "`{key}` must be a finite number greater than 0, got {n}"
+                "`{key}` must be a finite number greater than 0, got {}",
+                number(n)
             ))),
         }
     };
@@ -113,7 +115,8 @@ fn settings(descriptor: &JsValue) -> Result<Settings, JsValue> {
     let local_share = positive("localShare", 0.25)?;
     if local_share > 1.0 {
         return Err(range_error(&format!(
-            "`localShare` must be at most 1, got {local_share}"
+            "`localShare` must be at most 1, got {}",
+            number(local_share)
         )));
     }
     Ok(Settings {
@@ -173,14 +176,16 @@ impl RedisStore {
         let fail = match s.on_failure {
             OnFailure::Local => format!(
                 "each process admits alone at {}% of the allowance",
-                s.local_share * 100.0
+                number(s.local_share * 100.0)
             ),
             OnFailure::Closed => "calls fail with GateAbandonedError (store-unavailable)".into(),
         };
         format!(
             "shared across processes through Redis (keys {}:{{scope}}:gate, Redis TIME as the clock); \
              if Redis does not answer within {} ms, {fail}, and Redis is asked again after {} ms",
-            s.prefix, s.timeout_ms, s.retry_ms
+            s.prefix,
+            number(s.timeout_ms),
+            number(s.retry_ms)
         )
     }
 
@@ -218,7 +223,7 @@ impl RedisStore {
         rate: Rate,
         budget: Option<f64>,
     ) -> Result<Answer, JsValue> {
-        let args = store::args(&op, rate, budget, None);
+        let args = store::args(&op, rate, budget, None, number);
         self.calls.set(self.calls.get() + 1);
         let result = within(self.settings.timeout_ms, self.eval(key.to_string(), args)).await;
         let answer = match result {
@@ -250,17 +255,16 @@ impl RedisStore {
         args: Vec<String>,
     ) -> impl std::future::Future<Output = Result<Answer, JsValue>> + 'static {
         let (client, kind) = (self.client.clone(), self.kind);
-        let cache = SHA_CACHE.with(Rc::clone);
         async move {
-            let known = cache.borrow().clone();
+            let known = SHA_CACHE.with(|cache| cache.borrow().clone());
             let sha = match known {
                 Some(sha) => sha,
-                None => load(&client, kind, &cache).await?,
+                None => load(&client, kind).await?,
             };
             match evalsha(&client, kind, &sha, &key, &args).await {
                 Err(e) if is_noscript(&e) => {
                     // Redis restarted and forgot the script: load it again, once.
-                    let sha = load(&client, kind, &cache).await?;
+                    let sha = load(&client, kind).await?;
                     evalsha(&client, kind, &sha, &key, &args).await
                 }
                 other => other,
@@ -271,14 +275,10 @@ impl RedisStore {
 
 thread_local! {
     /// The script's SHA1 is the same for every client; remember it once.
-    static SHA_CACHE: Rc<RefCell<Option<String>>> = Rc::new(RefCell::new(None));
+    static SHA_CACHE: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
-async fn load(
-    client: &JsValue,
-    kind: Client,
-    cache: &RefCell<Option<String>>,
-) -> Result<String, JsValue> {
+async fn load(client: &JsValue, kind: Client) -> Result<String, JsValue> {
     let source = JsValue::from_str(store::GATE_SCRIPT);
     let pending = match kind {
         Client::NodeRedis => call(client, "scriptLoad", &[source])?,
@@ -288,7 +288,7 @@ async fn load(
         .await?
         .as_string()
         .ok_or_else(|| type_error("SCRIPT LOAD did not return a SHA"))?;
-    *cache.borrow_mut() = Some(sha.clone());
+    SHA_CACHE.with(|cache| *cache.borrow_mut() = Some(sha.clone()));
     Ok(sha)
 }
 
@@ -331,5 +331,5 @@ fn call(target: &JsValue, method: &str, args: &[JsValue]) -> Result<JsValue, JsV
 fn is_noscript(error: &JsValue) -> bool {
     get(error, "message")
         .as_string()
-        .is_some_and(|m| m.contains("NOSCRIPT"))
+        .is_some_and(|m| m.as_bytes().windows(8).any(|w| w == b"NOSCRIPT")) // no str searcher
 }

@@ -2,20 +2,23 @@
 //! that sees the same key draws from the same allowance.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
 use wasm_bindgen::JsValue;
 
 use super::errors::range_error;
+use super::map::Map;
 use super::redis::RedisStore;
 use super::shared_gate::SharedGate;
+use super::text::number;
 use crate::core::budget::RefillingConfig;
 use crate::core::config::Rate;
 use crate::core::scope::Scope;
 
 thread_local! {
-    static GATES: RefCell<HashMap<Scope, Rc<SharedGate>>> = RefCell::new(HashMap::new());
+    static GATES: RefCell<Map<Scope, Rc<SharedGate>>> =
+        const { RefCell::new(Map::with_hasher(BuildHasherDefault::new())) };
 }
 
 /// The gate for `scope`, created with `rate` and `budget` on first use. Asking for a different
@@ -33,39 +36,36 @@ pub fn gate_for(
             let (existing, existing_budget, existing_store) = gate.config();
             let wanted_store = store.as_ref().map_or("memory".into(), |s| s.identity());
             if existing_store != wanted_store {
-                return Err(range_error(&format!(
-                    "The gate for credential {} keeps its state in {existing_store}; this wrapper \
-                     asks for {wanted_store}. One credential has one gate: use the same store.",
-                    short(scope)
-                )));
+                return Err(mismatch(
+                    scope,
+                    &format!("keeps its state in {existing_store}"),
+                    &wanted_store,
+                    "One credential has one gate: use the same store.",
+                ));
             }
             // A wrapper that does not retry uses no budget and joins any gate; a retrying one
             // brings its budget to a gate that has none, and must agree with one that has.
             match (existing_budget, budget) {
                 (None, Some(wanted)) => gate.install_budget(wanted),
                 (Some(has), Some(wanted)) if has != wanted => {
-                    return Err(range_error(&format!(
-                        "The gate for credential {} already has {}; this wrapper asks for {}. \
-                     Wrappers sharing a credential share its retry budget: configure \
-                     `retry.budget` the same way in each.",
-                        short(scope),
-                        budget_text(existing_budget),
-                        budget_text(budget)
-                    )));
+                    return Err(mismatch(
+                        scope,
+                        &format!("already has {}", budget_text(existing_budget)),
+                        &budget_text(budget),
+                        "Wrappers sharing a credential share its retry budget: configure \
+                         `retry.budget` the same way in each.",
+                    ));
                 }
                 _ => {}
             }
             if existing != rate {
-                return Err(range_error(&format!(
-                    "The gate for credential {} already enforces {{ burst: {}, perSecond: {} }}; \
-                     this wrapper asks for {{ burst: {}, perSecond: {} }}. One credential has one \
-                     allowance: configure every wrapper that uses it the same way.",
-                    short(scope),
-                    existing.burst(),
-                    existing.per_second(),
-                    rate.burst(),
-                    rate.per_second()
-                )));
+                return Err(mismatch(
+                    scope,
+                    &format!("already enforces {}", rate_text(existing)),
+                    &rate_text(rate),
+                    "One credential has one allowance: configure every wrapper that uses it the \
+                     same way.",
+                ));
             }
             return Ok(gate.clone());
         }
@@ -75,10 +75,27 @@ pub fn gate_for(
     })
 }
 
+/// "The gate for credential … `has`; this wrapper asks for `wants`. `advice`": one template for
+/// every way two wrappers can disagree about a credential's gate.
+fn mismatch(scope: &Scope, has: &str, wants: &str, advice: &str) -> JsValue {
+    range_error(&format!(
+        "The gate for credential {} {has}; this wrapper asks for {wants}. {advice}",
+        short(scope)
+    ))
+}
+
+fn rate_text(rate: Rate) -> String {
+    format!(
+        "{{ burst: {}, perSecond: {} }}",
+        number(rate.burst()),
+        number(rate.per_second())
+    )
+}
+
 /// A scope shortened for messages: enough to tell two keys apart in a log.
 pub fn short(scope: &Scope) -> &str {
     let name = scope.as_str();
-    &name[..name.len().min("key:".len() + 8)]
+    name.get(.."key:".len() + 8).unwrap_or(name)
 }
 
 fn budget_text(budget: Option<RefillingConfig>) -> String {
@@ -86,7 +103,10 @@ fn budget_text(budget: Option<RefillingConfig>) -> String {
         None => "no shared retry budget".into(),
         Some(b) => format!(
             "a retry budget of {} (throttle {}, transient {}, success refill {})",
-            b.capacity, b.throttle_cost, b.transient_cost, b.success_refill
+            number(b.capacity),
+            number(b.throttle_cost),
+            number(b.transient_cost),
+            number(b.success_refill)
         ),
     }
 }

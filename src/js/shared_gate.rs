@@ -3,7 +3,6 @@
 //! be there; an abort or a deadline takes a waiter out of line without spending a token.
 
 use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
@@ -12,6 +11,7 @@ use wasm_bindgen_futures::spawn_local;
 
 use super::clock;
 use super::errors::abort_reason;
+use super::map::Map;
 use super::redis::{OnFailure, RedisStore};
 use super::timer::{Timer, EARLY_MS};
 use super::wait::Slot;
@@ -83,7 +83,7 @@ pub struct Remote {
 
 struct State {
     gate: Gate,
-    waiters: HashMap<u64, Waiter>,
+    waiters: Map<u64, Waiter>,
 }
 
 /// A call's place at the gate: admitted already, or waiting in line.
@@ -127,14 +127,14 @@ impl SharedGate {
             budget: Cell::new(budget),
             pumping: Cell::new(false),
             ready_at: Cell::new(f64::NEG_INFINITY),
-            process_id: format!("{:016x}", getrandom::u64().unwrap_or_default()),
+            process_id: hex(getrandom::u64().unwrap_or_default()),
             refunds: Cell::new(0.0),
         });
         let shared = Rc::new(SharedGate {
             scope,
             state: RefCell::new(State {
                 gate: Gate::new(local_rate, clock::now()).with_budget(budget),
-                waiters: HashMap::new(),
+                waiters: Map::default(),
             }),
             timer: RefCell::new(None),
             watches: RefCell::new(Watches::default()),
@@ -143,7 +143,7 @@ impl SharedGate {
             remote,
         });
         let weak = Rc::downgrade(&shared);
-        let callback = Closure::<dyn FnMut()>::new(move || {
+        let callback = Box::new(move || {
             if let Some(shared) = weak.upgrade() {
                 let due = shared.timer.borrow_mut().as_mut().and_then(Timer::fired);
                 shared.wake(due);
@@ -228,8 +228,8 @@ impl SharedGate {
             Admission::Wait { ticket, wake_at } => (ticket, wake_at),
         };
         let slot = Slot::default();
-        let watch = signal.map(|signal| {
-            let on_abort = self.on_abort.get().expect("set when the gate is made");
+        let on_abort = self.on_abort.get();
+        let watch = signal.zip(on_abort).map(|(signal, on_abort)| {
             let on_abort = on_abort.as_ref().unchecked_ref();
             self.watches.borrow_mut().add(signal, ticket.id(), on_abort)
         });
@@ -272,7 +272,7 @@ impl SharedGate {
             .borrow_mut()
             .gate
             .observe(clock::now(), status, feedback);
-        self.settle(observed.expired, || Refusal::Late);
+        self.settle(observed.expired, &mut || Refusal::Late);
         if let (Some(delay), Some(_)) = (observed.hold_ms, &self.remote) {
             // Every process must hold, not just this one.
             self.tell_store(Op::Defer(delay));
@@ -390,7 +390,7 @@ impl SharedGate {
         let (state, drained) = self.state.borrow_mut().gate.quota_probed(usage);
         if let QuotaState::Exhausted { until } = state {
             let end = to_wall(until, now);
-            self.settle(drained, || Refusal::Exhausted(end));
+            self.settle(drained, &mut || Refusal::Exhausted(end));
             // Unknown period end: close for a day; resetQuota() reopens sooner.
             self.share_quota(until.map_or(86_400_000.0, |u| (u - now).max(1.0)));
         }
@@ -437,7 +437,7 @@ impl SharedGate {
     }
 
     async fn pump_line(self: &Rc<Self>) {
-        let remote = self.remote.as_ref().expect("pumping needs a store");
+        let Some(remote) = &self.remote else { return };
         loop {
             let now = clock::now();
             let Some((ticket, deadline)) = self.with(|g| g.head()) else {
@@ -445,7 +445,7 @@ impl SharedGate {
             };
             if deadline < now {
                 let expired = self.with(|g| g.expire_head());
-                self.settle(expired.into_iter().collect(), || Refusal::Late);
+                self.settle(expired.into_iter().collect(), &mut || Refusal::Late);
                 continue;
             }
             if remote.store.is_down() {
@@ -496,7 +496,7 @@ impl SharedGate {
                 Ok(Answer::Exhausted(ms)) => {
                     let drained = self.with(|g| g.quota_closed(now, ms));
                     let end = Some(clock::wall_now() + ms);
-                    self.settle(drained, || Refusal::Exhausted(end));
+                    self.settle(drained, &mut || Refusal::Exhausted(end));
                     return;
                 }
                 Ok(_) | Err(_) => return self.store_down(),
@@ -512,7 +512,7 @@ impl SharedGate {
             .is_some_and(|s| s.on_failure() == OnFailure::Closed);
         if closed {
             let drained = self.with(|g| g.drain());
-            self.settle(drained, || Refusal::StoreDown);
+            self.settle(drained, &mut || Refusal::StoreDown);
         } else {
             self.clone().poll_local(None);
         }
@@ -542,7 +542,7 @@ impl SharedGate {
             self.unwatch(ticket, &waiter);
             waiter.slot.settle(Ok(()));
         }
-        self.settle(wakeup.expired, || Refusal::Late);
+        self.settle(wakeup.expired, &mut || Refusal::Late);
         if let Some(due) = wakeup.next {
             // While the store is down, come back no later than when it may be up again.
             let retry = self.store().map_or(due, |_| due.min(now + 1_000.0));
@@ -551,7 +551,8 @@ impl SharedGate {
     }
 
     /// Settles waiters already out of the core's line, and drops the timer if nobody is left.
-    fn settle(&self, tickets: Vec<Ticket>, mut refusal: impl FnMut() -> Refusal) {
+    /// `refusal` makes each one's error (`dyn`: one copy of this for every caller).
+    fn settle(&self, tickets: Vec<Ticket>, refusal: &mut dyn FnMut() -> Refusal) {
         if tickets.is_empty() {
             return;
         }
@@ -579,9 +580,19 @@ impl SharedGate {
         let cancelled = self.state.borrow_mut().gate.cancel(ticket);
         if cancelled {
             let mut refusal = Some(refusal);
-            self.settle(vec![ticket], || refusal.take().unwrap_or(Refusal::Late));
+            self.settle(vec![ticket], &mut || {
+                refusal.take().unwrap_or(Refusal::Late)
+            });
         }
     }
+}
+
+/// `n` as 16 lower-case hex digits (by hand: `{:016x}` brings padded integer formatting).
+fn hex(n: u64) -> String {
+    (0..16)
+        .rev()
+        .map(|i| char::from(b"0123456789abcdef"[(n >> (4 * i) & 15) as usize]))
+        .collect()
 }
 
 /// A time on the gate's clock as Unix milliseconds.

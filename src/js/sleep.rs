@@ -25,7 +25,7 @@ pub async fn until(at: Millis, signal: Option<&web_sys::AbortSignal>) -> Result<
     let slot: Slot<Result<(), JsValue>> = Slot::default();
     let mut timer = {
         let slot = slot.clone();
-        Timer::new(Closure::new(move || slot.settle(Ok(()))))
+        Timer::new(Box::new(move || slot.settle(Ok(()))))
     };
     timer.arm(at, clock::now());
     let on_abort = signal.map(|signal| {
@@ -50,7 +50,7 @@ pub async fn within<T: 'static>(
     spawn_local(async move { answered.settle(Some(future.await)) });
     let mut timer = {
         let slot = slot.clone();
-        Timer::new(Closure::new(move || slot.settle(None)))
+        Timer::new(Box::new(move || slot.settle(None)))
     };
     let now = clock::now();
     timer.arm(now + ms, now);

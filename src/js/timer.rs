@@ -29,10 +29,11 @@ pub struct Timer {
 }
 
 impl Timer {
-    /// A disarmed timer that will run `callback` when it fires.
-    pub fn new(callback: Closure<dyn FnMut()>) -> Self {
+    /// A disarmed timer that will run `callback` when it fires. A boxed callback, so every
+    /// timer shares one closure shim.
+    pub fn new(callback: Box<dyn FnMut()>) -> Self {
         Timer {
-            callback,
+            callback: Closure::wrap(callback),
             armed: None,
         }
     }
@@ -44,7 +45,9 @@ impl Timer {
             return;
         }
         self.disarm();
-        let delay = (due - now).ceil().clamp(0.0, MAX_TIMEOUT_MS);
+        // Not `clamp`: its NaN assertion would bring float formatting into the module.
+        #[allow(clippy::manual_clamp)]
+        let delay = (due - now).ceil().max(0.0).min(MAX_TIMEOUT_MS);
         let handle = set_timeout(self.callback.as_ref().unchecked_ref(), delay);
         self.armed = Some((handle, due));
     }

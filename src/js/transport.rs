@@ -19,7 +19,7 @@ use super::headers::{self, Credential};
 use super::options::{self, Config};
 use super::parked::Parked;
 use super::probe;
-use super::random::{fingerprint_keys, OsRandom};
+use super::random::{fingerprint_key, OsRandom};
 use super::read::{get, set};
 use super::registry::gate_for;
 use super::shared_gate::{Entry, Refusal, SharedGate};
@@ -261,7 +261,7 @@ impl Transport {
             credential.api_key.as_deref(),
             credential.authorization.as_deref(),
         );
-        let print = fingerprint(key, auth, fingerprint_keys());
+        let print = fingerprint(key, auth, fingerprint_key());
         let mut gates = self.gates.borrow_mut();
         if let Some(index) = gates.iter().position(|(p, _)| *p == print) {
             if index > 0 {
@@ -369,12 +369,12 @@ impl Flight {
     /// Counts an attempt going out and gives its timeout in whole ms: 0 for none
     /// (`retry: false`), else at least 1.
     fn sent(&mut self) -> Millis {
-        let Some(call) = &mut self.call else {
+        // A call exists exactly when there is a policy.
+        let (Some(call), Some(policy)) = (&mut self.call, &self.config.retry) else {
             return 0.0;
         };
         call.sent();
         let left = call.deadline() - clock::now();
-        let policy = self.config.retry.as_ref().expect("a call has a policy");
         policy.attempt_timeout_ms.min(left).ceil().max(1.0)
     }
 
@@ -401,10 +401,8 @@ impl Flight {
                 (outcome, Ok(response))
             }
         };
-        let verdict = match &mut self.call {
-            None => Verdict::Deliver,
-            Some(call) => {
-                let policy = self.config.retry.as_ref().expect("a call has a policy");
+        let verdict = match (&mut self.call, &self.config.retry) {
+            (Some(call), Some(policy)) => {
                 let mut batch = self.batch.as_ref().map(|b| b.borrow_mut());
                 let shared = self.gate.store().is_some();
                 self.gate.with(|g| {
@@ -416,6 +414,7 @@ impl Flight {
                     policy.after(call, outcome, clock::now(), budgets, &mut OsRandom)
                 })
             }
+            _ => Verdict::Deliver,
         };
         Ok(Concluded {
             verdict,
@@ -432,10 +431,16 @@ impl Flight {
             outcome,
             result,
         } = concluded;
-        let verdict = self.charge_store(verdict, outcome).await;
-        if let Verdict::Deliver = verdict {
-            return result.map(Next::Done);
-        }
+        let retry = match self.charge_store(verdict, outcome).await {
+            Verdict::Deliver => return result.map(Next::Done),
+            Verdict::Abandon(abandoned) => Err(abandoned),
+            Verdict::Retry {
+                not_before,
+                delay_ms,
+                server_delay,
+                ..
+            } => Ok((not_before, delay_ms, server_delay)),
+        };
         // The caller will never see this response: free its connection, and ask whether
         // the 429 meant the monthly quota.
         let error = match result {
@@ -448,14 +453,9 @@ impl Flight {
             }
             Err(error) => Some(error),
         };
-        match verdict {
-            Verdict::Abandon(abandoned) => Err(self.abandon(abandoned, error)),
-            Verdict::Retry {
-                not_before,
-                delay_ms,
-                server_delay,
-                ..
-            } => {
+        match retry {
+            Err(abandoned) => Err(self.abandon(abandoned, error)),
+            Ok((not_before, delay_ms, server_delay)) => {
                 let backoff = (!server_delay).then_some(delay_ms);
                 self.gate.with(|g| g.record_retry(outcome, backoff));
                 let attempts = self.call.as_ref().map_or(0, Call::attempts);
@@ -472,7 +472,6 @@ impl Flight {
                 }
                 Ok(Next::Again(self.enter()?))
             }
-            Verdict::Deliver => unreachable!("delivered above"),
         }
     }
 
@@ -524,16 +523,16 @@ impl Flight {
                 .flatten()
         };
         let parsed = if status == 429 {
-            parse_feedback(header, clock::wall_now())
+            parse_feedback(&header, clock::wall_now())
         } else {
-            skim_feedback(header, clock::wall_now())
+            skim_feedback(&header, clock::wall_now())
         };
         let feedback = match parsed {
             Ok(feedback) => feedback,
             Err(error) => {
                 // Counted and recorded, but no cooldown: the call itself fails loudly instead.
                 let readable = parse_feedback(
-                    |name| (name != "retry-after").then(|| read(name)).flatten(),
+                    &|name| (name != "retry-after").then(|| read(name)).flatten(),
                     clock::wall_now(),
                 );
                 self.gate.observe(status, readable.unwrap_or_default());

@@ -3,16 +3,15 @@
 //! quadratic. Waiters that bring the same signal as the previous waiter join its watch; a new
 //! signal starts a new watch (so a signal per call costs one listener per call, as before).
 
-use std::collections::{HashMap, HashSet};
-
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::spawn_local;
 
 use super::abort::AbortListener;
+use super::map::{Map, Set};
 
 struct Watch {
     signal: web_sys::AbortSignal,
-    tickets: HashSet<u64>,
+    tickets: Set<u64>,
     _listener: AbortListener,
 }
 
@@ -21,7 +20,7 @@ struct Watch {
 pub struct Watches {
     /// The watch the previous waiter joined.
     last: Option<u32>,
-    by_id: HashMap<u32, Watch>,
+    by_id: Map<u32, Watch>,
     next: u32,
 }
 
@@ -45,7 +44,7 @@ impl Watches {
         self.next = self.next.wrapping_add(1);
         let watch = Watch {
             signal: signal.clone(),
-            tickets: HashSet::from([ticket]),
+            tickets: Set::from_iter([ticket]),
             _listener: AbortListener::new(signal, on_abort, id),
         };
         self.by_id.insert(id, watch);

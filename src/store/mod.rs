@@ -5,11 +5,13 @@
 
 use crate::core::bucket::MAX_PAUSE_MS;
 use crate::core::config::Rate;
+use crate::core::decimal;
 use crate::core::scope::Scope;
 use crate::core::Millis;
 
-/// The script, loaded once per client with `SCRIPT LOAD` and run with `EVALSHA`.
-pub const GATE_SCRIPT: &str = include_str!("gate.lua");
+/// The script, loaded once per client with `SCRIPT LOAD` and run with `EVALSHA`: `gate.lua`
+/// without its comments (see `build.rs`).
+pub const GATE_SCRIPT: &str = include_str!(concat!(env!("OUT_DIR"), "/gate.lua"));
 
 /// The gate's Redis key. The scope sits in a hash tag, so every key of one gate lands on the
 /// same Redis Cluster slot.
@@ -40,22 +42,29 @@ pub enum Op<'a> {
 }
 
 /// The script's arguments (after the key) for `op` on a gate with `rate` and an optional
-/// budget capacity. `now` is `None` in production (Redis's own clock).
-pub fn args(op: &Op<'_>, rate: Rate, budget: Option<f64>, now: Option<Millis>) -> Vec<String> {
+/// budget capacity, each number written by `number` (any shortest round-trip writer: Lua's
+/// `tonumber` reads them all). `now` is `None` in production (Redis's own clock).
+pub fn args(
+    op: &Op<'_>,
+    rate: Rate,
+    budget: Option<f64>,
+    now: Option<Millis>,
+    number: impl Fn(f64) -> String,
+) -> Vec<String> {
     let (name, extra) = match op {
         Op::Admit(id) => ("admit", vec![id.to_string()]),
-        Op::Defer(ms) => ("defer", vec![ms.to_string()]),
+        Op::Defer(ms) => ("defer", vec![number(*ms)]),
         Op::Resume(id) => ("resume", vec![id.to_string()]),
-        Op::Charge { cost, refund } => ("charge", vec![cost.to_string(), refund.to_string()]),
-        Op::Quota(ms) => ("quota", vec![ms.to_string()]),
+        Op::Charge { cost, refund } => ("charge", vec![number(*cost), number(*refund)]),
+        Op::Quota(ms) => ("quota", vec![number(*ms)]),
     };
     let mut args = vec![
         name.to_string(),
-        now.map_or(String::new(), |n| n.to_string()),
-        rate.burst().to_string(),
-        rate.ms_per_token().to_string(),
-        MAX_PAUSE_MS.to_string(),
-        budget.map_or(String::new(), |b| b.to_string()),
+        now.map_or(String::new(), &number),
+        number(rate.burst()),
+        number(rate.ms_per_token()),
+        number(MAX_PAUSE_MS),
+        budget.map_or(String::new(), &number),
     ];
     args.extend(extra);
     args
@@ -85,11 +94,11 @@ pub enum Answer {
 
 /// Reads `{code, number, number}`; `None` for anything the script never says.
 pub fn answer(code: &str, value: &str, extra: &str) -> Option<Answer> {
-    let n: f64 = value.parse().ok()?;
+    let n = decimal::parse(value)?;
     Some(match code {
         "admitted" => Answer::Admitted {
             anchor: n == 1.0,
-            next_ms: extra.parse().ok()?,
+            next_ms: decimal::parse(extra)?,
         },
         "wait" => Answer::Wait(n),
         "exhausted" => Answer::Exhausted(n),
@@ -117,9 +126,10 @@ mod tests {
     #[test]
     fn arguments_follow_the_scripts_layout() {
         let rate = Rate::new(2.0, 2.0).unwrap();
-        let a = args(&Op::Admit("p-1"), rate, Some(500.0), Some(10.0));
+        let text = |n: f64| n.to_string();
+        let a = args(&Op::Admit("p-1"), rate, Some(500.0), Some(10.0), text);
         assert_eq!(a, ["admit", "10", "2", "500", "1000", "500", "p-1"]);
-        let d = args(&Op::Defer(1000.0), rate, None, None);
+        let d = args(&Op::Defer(1000.0), rate, None, None, text);
         assert_eq!(d, ["defer", "", "2", "500", "1000", "", "1000"]);
     }
 
