@@ -33,7 +33,12 @@ impl ConfigError {
             expected,
             got,
         } = self;
-        ["`", field, "` must be ", expected, ", got ", &number(*got)].concat()
+        // Pushed, not `concat`ed: the bindings' one copy of `join` is for Strings.
+        let mut message = String::new();
+        for part in ["`", field, "` must be ", expected, ", got ", &number(*got)] {
+            message.push_str(part);
+        }
+        message
     }
 }
 

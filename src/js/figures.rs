@@ -8,7 +8,6 @@ use super::clock;
 use super::options::Config;
 use super::read::set;
 use super::shared_gate::SharedGate;
-use super::text::number;
 use crate::core::config::Rate;
 use crate::core::feedback::Feedback;
 use crate::core::histogram::{Histogram, BOUNDS_MS};
@@ -161,64 +160,47 @@ pub fn stats(gates: &[Rc<SharedGate>]) -> JsValue {
 
 #[wasm_bindgen(module = "/src/js/summary.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = describeText)]
-    fn describe_text(summary: &js_sys::Object) -> String;
+    fn summary(facts: &js_sys::Object) -> JsValue;
 }
 
 /// The checklist's configuration summary: what the next engineer tunes when the provider
-/// changes its limits. `summary.js` writes its `text` from the fields.
+/// changes its limits. The bindings give the facts; `summary.js` words them.
 pub fn describe(config: &Config) -> JsValue {
-    let object = js_sys::Object::new();
-    set(&object, "rate", rate_object(config.rate).into());
-    let add = |key: &str, value: &str| set(&object, key, value.into());
-    add("scope", "one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process");
-    match &config.store {
-        None => add(
-            "store",
-            "in-process memory: per process; other processes have their own allowance",
-        ),
-        Some(s) => add("store", &s.describe()),
-    };
-    add("admission", "cooldown first, then token bucket; FIFO; one timer per gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < 10% of limit)");
-    add(
-        "feedback",
-        if config.retry.is_some() {
-            "Retry-After (seconds or HTTP-date) on 429/503 is the shared cooldown, extended never shortened; X-RateLimit-* and IETF RateLimit/RateLimit-Policy read on every response"
-        } else {
-            "Retry-After (seconds or HTTP-date) on a 429 is the shared cooldown, extended never shortened; its X-RateLimit-* recorded; other responses are not read"
-        },
-    );
-    match &config.retry {
-        None => add(
-            "retry",
-            "off: observe and admit only; the response goes back as it is",
-        ),
-        Some(p) => {
-            let statuses: Vec<String> = p.rules.statuses().iter().map(u16::to_string).collect();
-            add("retry", &format!(
-                "on for {} and network failures / per-attempt timeouts ({} ms); methods {}, or any with an Idempotency-Key",
-                statuses.join(", "), number(p.attempt_timeout_ms), p.rules.methods().join(", ")));
-            add("backoff", &format!(
-                "Retry-After exactly when given; otherwise full jitter: uniform(0, min({} ms, {} ms * 2^n))",
-                number(p.backoff.cap_ms()), number(p.backoff.base_ms())));
-            add(
-                "bounds",
-                &format!(
-                    "{} attempts per call, {} ms per call (never past the caller's AbortSignal)",
-                    p.max_attempts,
-                    number(p.time_budget_ms)
-                ),
-            );
-        }
+    let facts = js_sys::Object::new();
+    set(&facts, "rate", rate_object(config.rate).into());
+    if let Some(store) = &config.store {
+        set(&facts, "store", store.describe().into());
     }
-    match config.budget {
-        Some(b) => add("retryBudget", &format!(
-            "shared per gate: {} tokens, a 429 retry costs {}, a transient one {}, success refunds the retry's cost (+{} for a first-time success); batch({{ retryBudget }}) adds a fixed allowance per round",
-            number(b.capacity), number(b.throttle_cost), number(b.transient_cost), number(b.success_refill))),
-        None => add("retryBudget", "none"),
+    if let Some(p) = &config.retry {
+        let retry = js_sys::Object::new();
+        let statuses: js_sys::Array = p
+            .rules
+            .statuses()
+            .iter()
+            .map(|&s| JsValue::from(s))
+            .collect();
+        let methods: js_sys::Array = p
+            .rules
+            .methods()
+            .iter()
+            .map(|m| JsValue::from_str(m))
+            .collect();
+        set(&retry, "statuses", statuses.into());
+        set(&retry, "methods", methods.into());
+        num(&retry, "attemptTimeoutMs", p.attempt_timeout_ms);
+        num(&retry, "capMs", p.backoff.cap_ms());
+        num(&retry, "baseMs", p.backoff.base_ms());
+        num(&retry, "maxAttempts", p.max_attempts);
+        num(&retry, "timeBudgetMs", p.time_budget_ms);
+        set(&facts, "retry", retry.into());
     }
-    add("quota", "a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate; used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()");
-    add("metrics", "stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms; onEvent: throttled, retry, abandoned, quota-probe, store-down/up");
-    set(&object, "text", describe_text(&object).into());
-    object.into()
+    if let Some(b) = config.budget {
+        let budget = js_sys::Object::new();
+        num(&budget, "capacity", b.capacity);
+        num(&budget, "throttleCost", b.throttle_cost);
+        num(&budget, "transientCost", b.transient_cost);
+        num(&budget, "successRefill", b.success_refill);
+        set(&facts, "budget", budget.into());
+    }
+    summary(&facts)
 }

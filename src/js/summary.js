@@ -1,5 +1,7 @@
-// The text of describe(): the summary's fields, one line each, under the labels the checklist
-// uses. Written here from the fields so the wasm module does not assemble the same strings twice.
+// describe(): the checklist's configuration summary, worded here from the facts the bindings
+// pass (`rate`, and `store`, `retry`, `budget` when configured), so the sentences live in
+// JavaScript rather than in the wasm module. `text` is one line per field, under the labels
+// the checklist uses.
 
 const LABELS = [
   ['scope', 'scope'], ['store', 'store'], ['admission', 'admission'], ['feedback', 'feedback'],
@@ -7,12 +9,31 @@ const LABELS = [
   ['quota', 'quota'], ['metrics', 'metrics'],
 ];
 
-/** `odds-gate configuration` and a `- label: value` line per field, the allowance first. */
-export function describeText(summary) {
-  const { burst, perSecond } = summary.rate;
+/** The summary object, with its `text`. */
+export function summary({ rate, store, retry, budget }) {
+  const s = { rate };
+  s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
+  s.store = store ?? 'in-process memory: per process; other processes have their own allowance';
+  s.admission = 'cooldown first, then token bucket; FIFO; one timer per gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < 10% of limit)';
+  s.feedback = retry
+    ? 'Retry-After (seconds or HTTP-date) on 429/503 is the shared cooldown, extended never shortened; X-RateLimit-* and IETF RateLimit/RateLimit-Policy read on every response'
+    : 'Retry-After (seconds or HTTP-date) on a 429 is the shared cooldown, extended never shortened; its X-RateLimit-* recorded; other responses are not read';
+  if (retry) {
+    s.retry = `on for ${retry.statuses.join(', ')} and network failures / per-attempt timeouts (${retry.attemptTimeoutMs} ms); methods ${retry.methods.join(', ')}, or any with an Idempotency-Key`;
+    s.backoff = `Retry-After exactly when given; otherwise full jitter: uniform(0, min(${retry.capMs} ms, ${retry.baseMs} ms * 2^n))`;
+    s.bounds = `${retry.maxAttempts} attempts per call, ${retry.timeBudgetMs} ms per call (never past the caller's AbortSignal)`;
+  } else {
+    s.retry = 'off: observe and admit only; the response goes back as it is';
+  }
+  s.retryBudget = budget
+    ? `shared per gate: ${budget.capacity} tokens, a 429 retry costs ${budget.throttleCost}, a transient one ${budget.transientCost}, success refunds the retry's cost (+${budget.successRefill} for a first-time success); batch({ retryBudget }) adds a fixed allowance per round`
+    : 'none';
+  s.quota = 'a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate; used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()';
+  s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms; onEvent: throttled, retry, abandoned, quota-probe, store-down/up';
   const lines = [
-    `bucket: burst ${burst} at ${perSecond} per second, per credential (set it to the provider's allowance for the key)`,
+    `bucket: burst ${rate.burst} at ${rate.perSecond} per second, per credential (set it to the provider's allowance for the key)`,
   ];
-  for (const [key, label] of LABELS) if (key in summary) lines.push(`${label}: ${summary[key]}`);
-  return `odds-gate configuration\n- ${lines.join('\n- ')}`;
+  for (const [key, label] of LABELS) if (key in s) lines.push(`${label}: ${s[key]}`);
+  s.text = `odds-gate configuration\n- ${lines.join('\n- ')}`;
+  return s;
 }
