@@ -279,4 +279,23 @@ test('attempts in flight share one timer, and each still times out on time', asy
     assert.ok(s.ms >= 395 && s.ms < 1500, `a 400 ms attempt ended after ${s.ms.toFixed(0)} ms`);
   }
   assert.equal(timeouts(), before, 'no timer holds the process once nothing is in flight');
+
+  // A call that waited in line (the bindings' path) and one admitted at once (the package's
+  // fast path) share that one timer too.
+  const quickOrHang = (url, init) => (url.endsWith('quick') ? Promise.resolve(new Response('{}')) : hang(url, init));
+  const paced = createFetch({ rate: { burst: 2, perSecond: 1000 }, retry: { ...retry, attemptTimeoutMs: 400 }, fetch: quickOrHang });
+  const headers = { 'X-API-Key': freshKey() };
+  await Promise.all([
+    paced('http://127.0.0.1/quick', { headers }), // these two take the burst
+    paced('http://127.0.0.1/quick', { headers }),
+    settledAt(paced('http://127.0.0.1/waited', { headers })), // waits for the next, then hangs
+    new Promise((r) => setTimeout(r, 50)).then(() => {
+      const fast = settledAt(paced('http://127.0.0.1/at-once', { headers })); // a full bucket again
+      const [gate] = paced.stats().gates;
+      assert.equal(gate.admitted, 4, 'all four admitted');
+      assert.equal(gate.waiting, 0, 'nobody waits in line');
+      assert.equal(timeouts() - before, 1, 'one timer for the attempts of both paths');
+      return fast;
+    }),
+  ]);
 });

@@ -1,11 +1,12 @@
 // The package's face: createFetch returns a plain function (what `fetchImpl` expects) with the
 // gate's figures attached. Every rule lives in the WebAssembly core; this file only spares a
 // call the gate admits at once a future and a promise of its own.
-import { Transport, simulate, Gate, registerErrors, redisStore } from './odds_gate.js';
+import { Transport, simulate, Gate, registerErrors, redisStore, attemptFunction } from './odds_gate.js';
 import { OddsGateError, GateAbandonedError, QuotaExhaustedError } from './errors.js';
-import { attempt } from './attempt.js';
 
 registerErrors(GateAbandonedError, QuotaExhaustedError);
+// The bindings' own attempt.js, so both paths share its one timer for attempt timeouts.
+const attempt = attemptFunction();
 
 const isObject = (v) => v !== null && typeof v === 'object';
 

@@ -1,6 +1,7 @@
 //! One attempt, as the bindings see it. The work itself (timeout, caller's signal, a copy of
-//! `init`) is done by `pkg-template/attempt.js`, which the package's fast path calls directly
-//! for calls admitted at once; here it is awaited for every other attempt.
+//! `init`) is done by `attempt.js`, which the package's fast path calls directly for calls
+//! admitted at once (through `attemptFunction`, so both paths share one module and its one
+//! timer); here it is awaited for every other attempt.
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -9,8 +10,11 @@ use wasm_bindgen_futures::JsFuture;
 use super::read::get;
 use crate::core::Millis;
 
-#[wasm_bindgen(module = "/pkg-template/attempt.js")]
+#[wasm_bindgen(module = "/src/js/attempt.js")]
 extern "C" {
+    #[wasm_bindgen(thread_local_v2, js_name = attempt)]
+    static ATTEMPT: js_sys::Function;
+
     #[wasm_bindgen(js_name = attempt)]
     fn attempt_js(
         fetch: &js_sys::Function,
@@ -19,6 +23,12 @@ extern "C" {
         caller: Option<&web_sys::AbortSignal>,
         timeout_ms: f64,
     ) -> js_sys::Promise;
+}
+
+/// `attempt.js`'s `attempt`, for the package's fast path.
+#[wasm_bindgen(js_name = attemptFunction)]
+pub fn attempt_function() -> js_sys::Function {
+    ATTEMPT.with(Clone::clone)
 }
 
 /// How an attempt ended.

@@ -30,6 +30,7 @@ mod watch;
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 
+pub use attempt::attempt_function;
 pub use errors::register_errors;
 pub use model::{simulate, ModelGate};
 pub use redis::redis_store;

@@ -1,7 +1,7 @@
 // One attempt: the inner fetch under a per-attempt timeout and the caller's signal. Plain
-// JavaScript because it runs on every call: the package's fast path (index.js) calls it for a
-// call the gate admits at once, and the wasm bindings (src/js/attempt.rs) for every other
-// attempt, so both paths share one implementation.
+// JavaScript because it runs on every call: the package's fast path (index.js, which gets it
+// from `attemptFunction()`) calls it for a call the gate admits at once, and the wasm bindings
+// (attempt.rs) for every other attempt: one implementation, one module, one timer.
 
 /** How an attempt ended, as passed to `settle(value, how)`. */
 export const RESPONSE = 0; // value: the Response (any status)
