@@ -17,8 +17,6 @@ function callerSignal(input, init) {
   return undefined;
 }
 
-const statusOf = (response) => (isObject(response) && typeof response.status === 'number' ? response.status : 0);
-
 function wrap(transport) {
   const inner = transport.innerFetch();
   const retrying = transport.retrying;
@@ -29,7 +27,7 @@ function wrap(transport) {
     const signal = callerSignal(input, init);
     const handle = transport.call(input, init, signal);
     if (typeof handle !== 'number') return handle; // waiting, refused or shared: a promise
-    const settle = (value, how) => transport.settle(handle, value, how, how === 0 ? statusOf(value) : 0);
+    const settle = (value, how, status) => transport.settle(handle, value, how, status);
     if (!retrying) return attempt(fetch, input, init, undefined, 0, settle);
     return attempt(fetch, input, init, signal, transport.attemptTimeout(handle), settle);
   };

@@ -3,13 +3,17 @@
 // from `attemptFunction()`) calls it for a call the gate admits at once, and the wasm bindings
 // (attempt.rs) for every other attempt: one implementation, one module, one timer.
 
-/** How an attempt ended, as passed to `settle(value, how)`. */
+/** How an attempt ended, as passed to `settle(value, how, status)`. */
 export const RESPONSE = 0; // value: the Response (any status)
 export const FAILED = 1; // value: the inner fetch's rejection
 export const TIMED_OUT = 2; // value: the rejection caused by our per-attempt timeout
 export const CALLER_ABORTED = 3; // value: the caller's abort reason; never retried
 
-const pair = (value, how) => [value, how];
+const pair = (value, how, status) => [value, how, status];
+
+/** A response's status, read here once for both paths; 0 when it has none. */
+const statusOf = (response) =>
+  (response !== null && typeof response === 'object' && typeof response.status === 'number' ? response.status : 0);
 
 // Attempts in flight under a timeout, and one timer for the earliest of them: a process with
 // thousands of calls in flight holds one timer, and none holds the process open once nothing is
@@ -69,16 +73,17 @@ function call(fetch, input, init) {
 }
 
 /**
- * Calls `fetch(input, init)` and settles with `settle(value, how)` (by default `[value, how]`).
+ * Calls `fetch(input, init)` and settles with `settle(value, how, status)` (by default
+ * `[value, how, status]`; `status` is the response's, 0 for anything but a response).
  * With `timeoutMs` 0 the call goes out as it is: no copy of `init`, no timer (`retry: false`).
  * Otherwise it gets a copy of `init` whose signal aborts when `caller` does or after
  * `timeoutMs`, whichever is first.
  */
 export function attempt(fetch, input, init, caller, timeoutMs, settle = pair) {
   if (timeoutMs === 0) {
-    return call(fetch, input, init).then((r) => settle(r, RESPONSE), (e) => settle(e, FAILED));
+    return call(fetch, input, init).then((r) => settle(r, RESPONSE, statusOf(r)), (e) => settle(e, FAILED, 0));
   }
-  if (caller && caller.aborted) return Promise.resolve(caller).then((c) => settle(abortReason(c), CALLER_ABORTED));
+  if (caller && caller.aborted) return Promise.resolve(caller).then((c) => settle(abortReason(c), CALLER_ABORTED, 0));
   const controller = new AbortController();
   const flight = { due: performance.now() + timeoutMs, controller, timedOut: false };
   inFlight.add(flight);
@@ -94,12 +99,12 @@ export function attempt(fetch, input, init, caller, timeoutMs, settle = pair) {
   return call(fetch, input, guarded).then(
     (response) => {
       done();
-      return settle(response, RESPONSE);
+      return settle(response, RESPONSE, statusOf(response));
     },
     (error) => {
       done();
-      if (caller && caller.aborted) return settle(abortReason(caller), CALLER_ABORTED);
-      return settle(error, flight.timedOut ? TIMED_OUT : FAILED);
+      if (caller && caller.aborted) return settle(abortReason(caller), CALLER_ABORTED, 0);
+      return settle(error, flight.timedOut ? TIMED_OUT : FAILED, 0);
     },
   );
 }

@@ -7,7 +7,6 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use super::read::get;
 use crate::core::Millis;
 
 #[wasm_bindgen(module = "/src/js/attempt.js")]
@@ -70,19 +69,13 @@ pub async fn send(
     caller: Option<&web_sys::AbortSignal>,
     timeout_ms: Millis,
 ) -> Attempted {
-    // `attempt.js` never rejects: it resolves with `[value, how]`.
+    // `attempt.js` never rejects: it resolves with `[value, how, status]`.
     match JsFuture::from(attempt_js(fetch, input, init, caller, timeout_ms)).await {
-        Ok(pair) => {
-            let pair: js_sys::Array = pair.unchecked_into();
-            let (value, how) = (pair.get(0), pair.get(1).as_f64().unwrap_or(1.0) as u8);
-            let status = if how == 0 { status(&value) } else { 0 };
-            Attempted::from_js(value, how, status)
+        Ok(ended) => {
+            let ended: js_sys::Array = ended.unchecked_into();
+            let number = |i, or| ended.get(i).as_f64().unwrap_or(or);
+            Attempted::from_js(ended.get(0), number(1, 1.0) as u8, number(2, 0.0) as u16)
         }
         Err(error) => Attempted::from_js(error, 1, 0),
     }
-}
-
-/// The response's status, or 0 when it has none.
-pub fn status(response: &JsValue) -> u16 {
-    get(response, "status").as_f64().map_or(0, |s| s as u16)
 }

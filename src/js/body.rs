@@ -6,7 +6,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use super::headers::lookup;
+use super::headers::header_value;
 use super::read::get;
 
 #[wasm_bindgen(module = "/src/js/body.js")]
@@ -26,7 +26,8 @@ pub async fn discard(response: &JsValue) -> Option<String> {
     if !body.is_object() {
         return None;
     }
-    let declared = lookup(&get(response, "headers"), "content-length")
+    let content_length = JsValue::from_str("content-length");
+    let declared = header_value(&get(response, "headers"), &content_length)
         .and_then(|v| v.trim().parse::<usize>().ok());
     if declared.is_some_and(|n| n > DRAIN_CAP) {
         cancel(&body);

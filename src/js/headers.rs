@@ -3,7 +3,6 @@
 //! `Response` from undici or another realm works too.
 
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
 use super::read::get;
 use crate::core::feedback::FEEDBACK_HEADERS;
@@ -22,8 +21,9 @@ pub struct Credential {
 extern "C" {
     #[wasm_bindgen(js_name = requestFacts)]
     fn request_facts(input: &JsValue, init: &JsValue) -> String;
+    /// `headers.get(name)` on a `Headers`-like object (case-insensitive by contract).
     #[wasm_bindgen(js_name = headerValue)]
-    fn header_value(headers: &JsValue, name: &JsValue) -> Option<String>;
+    pub fn header_value(headers: &JsValue, name: &JsValue) -> Option<String>;
 }
 
 thread_local! {
@@ -67,15 +67,6 @@ pub fn feedback_lookup(response: &JsValue) -> impl Fn(&str) -> Option<String> {
             header_value(&headers, js)
         })
     }
-}
-
-/// `headers.get(name)` on a `Headers`-like object (case-insensitive by contract).
-pub fn lookup(headers: &JsValue, name: &str) -> Option<String> {
-    let get_fn: js_sys::Function = get(headers, "get").dyn_into().ok()?;
-    get_fn
-        .call1(headers, &JsValue::from_str(name))
-        .ok()?
-        .as_string()
 }
 
 /// The request's URL as a string: `input` itself, a `URL`'s `href`, or a `Request`'s `url`.
