@@ -217,12 +217,8 @@ test('10,000 retried 503s with 64 KiB bodies leave the socket count bounded', as
     bodyApi.inject(...Array.from({ length: n }, () => ({ status: 503, bodyBytes: 64 * 1024 })));
     const fetchImpl = createFetch({ rate: { burst: 50, perSecond: 5_000 }, retry: { baseMs: 1, capMs: 2, maxAttempts: 3, budget: false } });
     const key = freshKey();
-    // A plain loop, not Array.from: Node 20's V8 can crash deoptimising a builtin's callback
-    // under a wasm call (see the README's Node versions).
-    const calls = [];
-    for (let i = 0; i < n; i++) {
-      calls.push(fetchImpl(`${bodyApi.baseUrl}/events/s${i}/odds/snapshot`, { headers: { 'X-API-Key': key } }).then((r) => r.text()));
-    }
+    const calls = Array.from({ length: n }, (_, i) =>
+      fetchImpl(`${bodyApi.baseUrl}/events/s${i}/odds/snapshot`, { headers: { 'X-API-Key': key } }).then((r) => r.text()));
     const settled = await Promise.allSettled(calls);
     const { sockets, faults } = bodyApi.stats();
     console.log(`10,000 retried 503s: sockets opened ${sockets.opened}, peak open ${sockets.peakOpen}`);

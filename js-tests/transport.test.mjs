@@ -104,9 +104,7 @@ test('10,000 concurrent calls all settle, in FIFO order, with one timer', async 
   const init = { headers: { 'X-API-Key': freshKey() } };
   const timeouts = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
   const before = timeouts();
-  // A plain loop, not Array.from (see the 64 KiB test in retry.test.mjs).
-  const calls = [];
-  for (let i = 0; i < n; i++) calls.push(fetchImpl(`http://127.0.0.1/${i}`, init));
+  const calls = Array.from({ length: n }, (_, i) => fetchImpl(`http://127.0.0.1/${i}`, init));
   // The burst went at once; tokens refilled while the loop ran let a few more through.
   assert.ok(fetchImpl.stats().waiting > n / 2, `${fetchImpl.stats().waiting} waiting`);
   // One timer for the whole line, and one for the timeouts of every attempt in flight.

@@ -167,12 +167,23 @@ fn fast_retry(extra: &[(&str, JsValue)]) -> JsValue {
     object(&options)
 }
 
+/// `Transport::fetch`'s promise (an export never returns a lone `JsValue`: see `Exported`).
+trait FetchPromise {
+    fn fetch_promise(&self, input: JsValue, init: JsValue) -> Promise;
+}
+
+impl FetchPromise for Transport {
+    fn fetch_promise(&self, input: JsValue, init: JsValue) -> Promise {
+        self.fetch(input, init).unwrap().unchecked_into()
+    }
+}
+
 async fn settle(promise: Promise) -> Result<JsValue, JsValue> {
     JsFuture::from(promise).await
 }
 
 async fn call(t: &Transport, input: &str, init: &JsValue) -> Result<JsValue, JsValue> {
-    settle(t.fetch(input.into(), init.clone())).await
+    settle(t.fetch_promise(input.into(), init.clone())).await
 }
 
 async fn sleep(ms: f64) {
@@ -186,7 +197,7 @@ async fn sleep(ms: f64) {
 }
 
 fn gates(t: &Transport) -> Array {
-    get(&t.stats(), "gates").unchecked_into()
+    get(&t.stats().unwrap(), "gates").unchecked_into()
 }
 
 /// The one gate a wrapper has used.
@@ -598,14 +609,14 @@ async fn no_error_message_or_figure_repeats_a_raw_key() {
         assert!(!text.is_empty());
         assert!(!text.contains(&key), "message repeats the key: {text:?}");
     }
-    let figures = js_sys::JSON::stringify(&a.stats())
+    let figures = js_sys::JSON::stringify(&a.stats().unwrap())
         .unwrap()
         .as_string()
         .unwrap();
     assert!(!figures.contains(&key), "stats repeat the key: {figures}");
     let scope = get(&only_gate(&a), "scope").as_string().unwrap();
     assert!(scope.starts_with("key:") && scope.len() > 20, "{scope}");
-    let description = get(&a.describe(), "text").as_string().unwrap();
+    let description = get(&a.describe().unwrap(), "text").as_string().unwrap();
     assert!(!description.contains(&key));
 }
 
@@ -613,7 +624,7 @@ async fn no_error_message_or_figure_repeats_a_raw_key() {
 fn describe_reports_the_configured_rate() {
     let fake = FakeFetch::ok();
     let t = transport(4.0, 0.5, &fake);
-    let description = t.describe();
+    let description = t.describe().unwrap();
     let text = get(&description, "text").as_string().unwrap();
     assert!(
         text.contains("burst 4 at 0.5 per second"),
@@ -623,7 +634,7 @@ fn describe_reports_the_configured_rate() {
     assert_eq!(num(&rate, "burst"), 4.0);
     assert_eq!(num(&rate, "perSecond"), 0.5);
     // A wrapper that has made no call has no gate and no totals yet.
-    let stats = t.stats();
+    let stats = t.stats().unwrap();
     assert_eq!(gates(&t).length(), 0);
     for total in ["admitted", "waiting", "throttled", "retries", "abandoned"] {
         assert_eq!(num(&stats, total), 0.0, "{total}");
@@ -631,7 +642,7 @@ fn describe_reports_the_configured_rate() {
     // The retry line says whether retries are on.
     let retry = get(&description, "retry").as_string().unwrap();
     assert!(retry.starts_with("on") && retry.contains("503"), "{retry}");
-    let off = observer(4.0, 0.5, &fake).describe();
+    let off = observer(4.0, 0.5, &fake).describe().unwrap();
     let retry = get(&off, "retry").as_string().unwrap();
     assert!(retry.starts_with("off"), "{retry}");
 }
@@ -666,7 +677,9 @@ async fn the_credential_is_read_from_every_header_shape() {
         "Request",
         &["https://example.test/4".into(), key_init(&key)],
     );
-    settle(t.fetch(request, JsValue::UNDEFINED)).await.unwrap();
+    settle(t.fetch_promise(request, JsValue::UNDEFINED))
+        .await
+        .unwrap();
     // Both credentials: X-API-Key wins over Authorization.
     let both = object(&[(
         "headers",
@@ -679,7 +692,7 @@ async fn the_credential_is_read_from_every_header_shape() {
 
     let gate = only_gate(&t);
     assert_eq!(num(&gate, "admitted"), 5.0);
-    assert_eq!(num(&t.stats(), "admitted"), 5.0);
+    assert_eq!(num(&t.stats().unwrap(), "admitted"), 5.0);
     assert_eq!(fake.count(), 5);
     let scope = get(&gate, "scope");
 
@@ -689,7 +702,7 @@ async fn the_credential_is_read_from_every_header_shape() {
         .unwrap();
     let all = gates(&t);
     assert_eq!(all.length(), 2);
-    assert_eq!(num(&t.stats(), "admitted"), 6.0);
+    assert_eq!(num(&t.stats().unwrap(), "admitted"), 6.0);
     let original = all
         .iter()
         .find(|g| get(g, "scope") == scope)
@@ -921,7 +934,7 @@ async fn an_inner_fetch_rejection_reaches_the_caller_unchanged() {
     let gate = only_gate(&t);
     assert_eq!(num(&gate, "admitted"), 3.0);
     assert_eq!(num(&gate, "throttled"), 0.0);
-    assert_eq!(num(&t.stats(), "retries"), 0.0);
+    assert_eq!(num(&t.stats().unwrap(), "retries"), 0.0);
 
     // With retries on, a rejection is a network failure: retried through the gate, and after
     // the third attempt given up with a GateAbandonedError, never a success.
@@ -945,7 +958,7 @@ async fn an_inner_fetch_rejection_reaches_the_caller_unchanged() {
     assert_eq!(num(&get(&gate, "abandoned"), "attempts"), 1.0);
     // Two transient retries at 10 tokens each, never refunded: the call did not succeed.
     assert_eq!(num(&gate, "retryBudget"), 480.0);
-    let totals = t.stats();
+    let totals = t.stats().unwrap();
     assert_eq!(num(&totals, "retries"), 2.0);
     assert_eq!(num(&totals, "abandoned"), 1.0);
 }
@@ -993,7 +1006,7 @@ async fn a_429_with_retry_after_seconds_sets_the_cooldown_and_records_the_header
     assert!(Object::is(&returned, &original));
     assert_eq!(get(&returned, "bodyUsed"), JsValue::FALSE);
 
-    let stats = t.stats();
+    let stats = t.stats().unwrap();
     assert_eq!(num(&stats, "throttled"), 1.0);
     let gate = only_gate(&t);
     let remaining = num(&gate, "cooldownRemainingMs");
@@ -1026,7 +1039,7 @@ async fn a_429_with_retry_after_seconds_sets_the_cooldown_and_records_the_header
         ("headers", object(&[("X-API-Key", key.as_str().into())])),
         ("signal", get(&controller, "signal")),
     ]);
-    let pending = other.fetch("https://example.test/".into(), init);
+    let pending = other.fetch_promise("https://example.test/".into(), init);
     sleep(30.0).await;
     let gate = only_gate(&other);
     assert_eq!(num(&gate, "waiting"), 1.0);
@@ -1193,7 +1206,7 @@ async fn a_retry_after_too_large_to_hold_rejects_with_a_range_error() {
             // deliberately not asserted.)
             let gate = only_gate(&t);
             assert_eq!(num(&gate, "throttled"), 1.0, "{case}");
-            assert_eq!(num(&t.stats(), "throttled"), 1.0, "{case}");
+            assert_eq!(num(&t.stats().unwrap(), "throttled"), 1.0, "{case}");
             let feedback = get(&gate, "lastFeedback");
             assert!(feedback.is_object(), "{case}: feedback is recorded");
             assert!(get(&feedback, "retryAfterMs").is_null(), "{case}");
@@ -1258,7 +1271,7 @@ async fn waiting_calls_go_in_order_at_the_configured_rate() {
     let init = key_init(&fresh_key("fifo"));
     let started = now();
     let pending: Vec<Promise> = (0..4)
-        .map(|i| t.fetch(format!("https://example.test/{i}").into(), init.clone()))
+        .map(|i| t.fetch_promise(format!("https://example.test/{i}").into(), init.clone()))
         .collect();
     // The calls join the line synchronously, in call order.
     let gate = only_gate(&t);
@@ -1268,7 +1281,7 @@ async fn waiting_calls_go_in_order_at_the_configured_rate() {
     let gate = only_gate(&t);
     assert_eq!(num(&gate, "admitted"), 1.0);
     assert_eq!(num(&gate, "waiting"), 3.0);
-    assert_eq!(num(&t.stats(), "waiting"), 3.0);
+    assert_eq!(num(&t.stats().unwrap(), "waiting"), 3.0);
     assert_eq!(get(&gate, "timerArmed"), JsValue::TRUE);
     assert_eq!(fake.count(), 1);
 
@@ -1322,7 +1335,7 @@ async fn a_429_cooldown_holds_the_next_call() {
     assert_eq!(status.as_f64(), Some(429.0));
     let throttled_at = now();
 
-    let pending = t.fetch("https://example.test/".into(), init.clone());
+    let pending = t.fetch_promise("https://example.test/".into(), init.clone());
     sleep(30.0).await;
     let gate = only_gate(&t);
     assert_eq!(num(&gate, "waiting"), 1.0);
@@ -1360,8 +1373,8 @@ async fn an_abort_while_waiting_rejects_with_the_reason_and_spends_no_token() {
         ("headers", object(&[("X-API-Key", key.as_str().into())])),
         ("signal", get(&controller, "signal")),
     ]);
-    let aborted = t.fetch("https://example.test/aborted".into(), aborted_init);
-    let third = t.fetch("https://example.test/third".into(), key_init(&key));
+    let aborted = t.fetch_promise("https://example.test/aborted".into(), aborted_init);
+    let third = t.fetch_promise("https://example.test/third".into(), key_init(&key));
     sleep(20.0).await;
     assert_eq!(num(&only_gate(&t), "waiting"), 2.0);
     let reason = object(&[("why", "user navigated away".into())]);
@@ -1435,7 +1448,7 @@ async fn an_already_aborted_signal_rejects_at_once_without_a_fetch() {
             ]),
         ],
     );
-    let error = settle(t.fetch(request, JsValue::UNDEFINED))
+    let error = settle(t.fetch_promise(request, JsValue::UNDEFINED))
         .await
         .expect_err("aborted request");
     assert!(
@@ -1444,7 +1457,7 @@ async fn an_already_aborted_signal_rejects_at_once_without_a_fetch() {
     );
 
     assert_eq!(fake.count(), 0);
-    assert_eq!(num(&t.stats(), "admitted"), 0.0);
+    assert_eq!(num(&t.stats().unwrap(), "admitted"), 0.0);
     // The wrapper still works for a live call.
     call(&t, "https://example.test/", &key_init(&key))
         .await
@@ -1503,7 +1516,7 @@ async fn a_503_then_a_200_resolves_with_the_200_after_disposing_of_the_503() {
     assert!(num(&backoff, "maxMs") < 2.0, "capMs is 2");
     // The retry's cost is refunded on success.
     assert_eq!(num(&gate, "retryBudget"), 500.0);
-    let stats = t.stats();
+    let stats = t.stats().unwrap();
     assert_eq!(num(&stats, "retries"), 1.0);
     assert_eq!(num(&stats, "abandoned"), 0.0);
 
@@ -1540,7 +1553,7 @@ async fn a_bare_post_is_sent_once_and_an_idempotency_key_makes_it_retryable() {
     assert!(Object::is(&returned, &busy), "not the 503 itself");
     assert_eq!(get(&returned, "bodyUsed"), JsValue::FALSE);
     assert_eq!(fake.count(), 1, "a bare POST was sent twice");
-    assert_eq!(num(&t.stats(), "retries"), 0.0);
+    assert_eq!(num(&t.stats().unwrap(), "retries"), 0.0);
 
     // Nor is a failed bare POST retried: its rejection comes back unchanged.
     let failure = construct("TypeError", &["socket hang up".into()]);
@@ -1621,7 +1634,9 @@ async fn the_inner_fetch_gets_a_copy_of_init_with_a_signal_of_its_own() {
         .await
         .unwrap();
     let request = construct("Request", &["https://example.test/".into(), key_init(&key)]);
-    settle(t.fetch(request, JsValue::UNDEFINED)).await.unwrap();
+    settle(t.fetch_promise(request, JsValue::UNDEFINED))
+        .await
+        .unwrap();
     for index in [1, 2] {
         let signal = get(&fake.init(index), "signal");
         assert!(signal.is_instance_of::<web_sys::AbortSignal>(), "{index}");
@@ -1638,7 +1653,7 @@ async fn the_inner_fetch_gets_a_copy_of_init_with_a_signal_of_its_own() {
         ("headers", headers.clone()),
         ("signal", get(&controller, "signal")),
     ]);
-    let pending = t2.fetch("https://example.test/".into(), init);
+    let pending = t2.fetch_promise("https://example.test/".into(), init);
     sleep(20.0).await;
     assert_eq!(hanging.count(), 1);
     let inner_signal = get(&hanging.init(0), "signal");

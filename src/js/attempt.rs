@@ -7,6 +7,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
+use super::Exported;
 use crate::core::Millis;
 
 #[wasm_bindgen(module = "/src/js/attempt.js")]
@@ -26,8 +27,8 @@ extern "C" {
 
 /// `attempt.js`'s `attempt`, for the package's fast path.
 #[wasm_bindgen(js_name = attemptFunction)]
-pub fn attempt_function() -> js_sys::Function {
-    ATTEMPT.with(Clone::clone)
+pub fn attempt_function() -> Exported {
+    Ok(ATTEMPT.with(Clone::clone).into())
 }
 
 /// How an attempt ended.

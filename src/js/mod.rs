@@ -30,6 +30,15 @@ mod watch;
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 
+/// What an export hands JavaScript: never a lone `JsValue`. TurboFan inlines a call to a wasm
+/// export whose one result is an `externref` into the hot JavaScript that makes it, and if that
+/// caller is deoptimised while the call runs (a getter on `init.headers` is enough), the
+/// deoptimizer of V8 11.3 (Node 20) cannot rebuild the frame: `TranslatedValueForWasmReturnKind`
+/// knows only numeric results, and the process dies with "unreachable code". A `Result` comes
+/// back as three values, and V8 never inlines a call with more than one result.
+/// `js-tests/node20-crash.test.mjs` checks every export's signature.
+pub type Exported = Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue>;
+
 pub use attempt::attempt_function;
 pub use errors::register_errors;
 pub use model::{simulate, ModelGate};

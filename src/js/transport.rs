@@ -24,6 +24,7 @@ use super::read::{get, set};
 use super::registry::gate_for;
 use super::shared_gate::{Entry, Refusal, SharedGate};
 use super::wait::Slot;
+use super::Exported;
 use crate::core::budget::BatchBudget;
 use crate::core::classify::Outcome;
 use crate::core::feedback::{honours_retry_after, parse_feedback, skim_feedback, Feedback};
@@ -101,13 +102,14 @@ impl Transport {
     }
 
     /// `fetch(input, init)` through the credential's gate.
-    pub fn fetch(&self, input: JsValue, init: JsValue) -> js_sys::Promise {
+    pub fn fetch(&self, input: JsValue, init: JsValue) -> Exported {
         // Join the line now, in call order; only the waiting and the network are asynchronous.
         let signal = signal(&input, &init);
-        match self.start(input, init, signal) {
+        let promise = match self.start(input, init, signal) {
             Ok((flight, entry)) => future_to_promise(flight.run(Resume::Line(entry))),
             Err(error) => js_sys::Promise::reject(&error),
-        }
+        };
+        Ok(promise.into())
     }
 
     /// The package's fast path. Joins the line as `fetch` does; a call the gate admits at once
@@ -119,18 +121,18 @@ impl Transport {
         input: JsValue,
         init: JsValue,
         signal: Option<web_sys::AbortSignal>,
-    ) -> JsValue {
+    ) -> Exported {
         let (flight, entry) = match self.start(input, init, signal) {
             Ok(started) => started,
-            Err(error) => return js_sys::Promise::reject(&error).into(),
+            Err(error) => return Ok(js_sys::Promise::reject(&error).into()),
         };
-        match entry {
+        Ok(match entry {
             Entry::Admitted(ticket) if flight.gate.store().is_none() => {
                 let mut parked = self.parked.borrow_mut();
                 JsValue::from(parked.park((flight, ticket)))
             }
             entry => future_to_promise(flight.run(Resume::Line(entry))).into(),
-        }
+        })
     }
 
     /// Counts the attempt of a call `call` admitted and gives its timeout in ms: 0 for none.
@@ -164,8 +166,12 @@ impl Transport {
 
     /// The `fetch` option, or undefined for the global `fetch`.
     #[wasm_bindgen(js_name = innerFetch)]
-    pub fn inner_fetch(&self) -> Option<js_sys::Function> {
-        self.config.fetch.clone()
+    pub fn inner_fetch(&self) -> Exported {
+        Ok(self
+            .config
+            .fetch
+            .clone()
+            .map_or(JsValue::UNDEFINED, JsValue::from))
     }
 
     /// Whether calls are retried (any `retry` option but `false`).
@@ -191,7 +197,7 @@ impl Transport {
     }
 
     /// Live figures of every gate this wrapper has used.
-    pub fn stats(&self) -> JsValue {
+    pub fn stats(&self) -> Exported {
         let gates: Vec<_> = self.gates.borrow().iter().map(|(_, g)| g.clone()).collect();
         let stats = figures::stats(&gates);
         if let Some(batch) = &self.batch {
@@ -210,12 +216,12 @@ impl Transport {
             );
             let _ = js_sys::Reflect::set(&stats, &"batch".into(), &object);
         }
-        stats
+        Ok(stats)
     }
 
     /// The configuration summary, as an object with a `text` rendering.
-    pub fn describe(&self) -> JsValue {
-        figures::describe(&self.config)
+    pub fn describe(&self) -> Exported {
+        Ok(figures::describe(&self.config))
     }
 
     /// Declares the quota available again on every gate this wrapper has used.
