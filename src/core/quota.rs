@@ -2,6 +2,7 @@
 //! `code`/`detail`, or from 429s that keep coming without `Retry-After`; confirmed by one
 //! `GET /usage` for the whole gate; then terminal until the period ends or the caller resets.
 
+use super::backoff::Backoff;
 use super::Millis;
 
 /// Consecutive 429s without `Retry-After` that make us suspect the quota rather than the rate.
@@ -101,11 +102,17 @@ pub enum QuotaState {
     },
 }
 
-/// Watches 429s and holds the quota state.
+/// Watches 429s and holds the quota state. Probes are single-flight and spaced: after an
+/// answer that did not confirm exhaustion (or no answer), no new probe starts for the backoff's
+/// ceiling (2 s, doubling with each such answer, up to 60 s), however many 429s come meanwhile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QuotaWatch {
     state: QuotaState,
     bare_429s: u32,
+    /// Probes in a row that did not confirm exhaustion.
+    inconclusive: u32,
+    /// No probe starts before this time.
+    next_probe_at: Millis,
 }
 
 impl Default for QuotaWatch {
@@ -113,6 +120,8 @@ impl Default for QuotaWatch {
         QuotaWatch {
             state: QuotaState::Open,
             bare_429s: 0,
+            inconclusive: 0,
+            next_probe_at: f64::NEG_INFINITY,
         }
     }
 }
@@ -128,40 +137,49 @@ impl QuotaWatch {
         self.state
     }
 
-    /// Records a response's status. Returns true when a probe should start now: 429s without
-    /// `Retry-After` keep coming and no probe is running or done.
-    pub fn observe(&mut self, status: u16, has_retry_after: bool) -> bool {
+    /// Records a response's status at `now`. Returns true when a probe should start now: 429s
+    /// without `Retry-After` keep coming, no probe is running, and the last answer no longer
+    /// stands.
+    pub fn observe(&mut self, now: Millis, status: u16, has_retry_after: bool) -> bool {
         if status != 429 || has_retry_after {
             self.bare_429s = 0;
             return false;
         }
         self.bare_429s += 1;
-        self.bare_429s >= SUSPICIOUS_RUN && self.suspect()
+        self.bare_429s >= SUSPICIOUS_RUN && self.suspect(now)
     }
 
     /// A 429's body spoke of the quota. Returns true when a probe should start now.
-    pub fn suspect(&mut self) -> bool {
-        if self.state != QuotaState::Open {
+    pub fn suspect(&mut self, now: Millis) -> bool {
+        if self.state(now) != QuotaState::Open || now < self.next_probe_at {
             return false;
         }
         self.state = QuotaState::Probing;
         true
     }
 
-    /// The probe's answer: `Some` usage when `/usage` answered, `None` when it failed (the
-    /// ordinary bounded retries carry on, and a later 429 may probe again).
-    pub fn probed(&mut self, usage: Option<Usage>) -> QuotaState {
+    /// The probe's answer at `now`: `Some` usage when `/usage` answered, `None` when it failed
+    /// (the ordinary bounded retries carry on, and a later 429 may probe again, not sooner
+    /// than the spacing).
+    pub fn probed(&mut self, now: Millis, usage: Option<Usage>) -> QuotaState {
         self.bare_429s = 0;
         self.state = match usage {
-            Some(u) if u.exhausted() => QuotaState::Exhausted {
-                until: u.period_end,
-            },
-            _ => QuotaState::Open,
+            Some(u) if u.exhausted() => {
+                self.inconclusive = 0;
+                QuotaState::Exhausted {
+                    until: u.period_end,
+                }
+            }
+            _ => {
+                self.next_probe_at = now + Backoff::DEFAULT.ceiling(self.inconclusive);
+                self.inconclusive += 1;
+                QuotaState::Open
+            }
         };
         self.state
     }
 
-    /// Another process confirmed exhaustion (through the shared store) until `until`.
+    /// Exhaustion confirmed elsewhere (another process, through the shared store) until `until`.
     pub fn close(&mut self, until: Option<Millis>) {
         self.state = QuotaState::Exhausted { until };
     }
@@ -169,6 +187,11 @@ impl QuotaWatch {
     /// The caller says the quota is back (a new plan, a top-up).
     pub fn reset(&mut self) {
         *self = QuotaWatch::default();
+    }
+
+    /// Whether nothing here is worth keeping (as a new watch would be).
+    pub fn idle(&mut self, now: Millis) -> bool {
+        self.state(now) == QuotaState::Open && self.bare_429s == 0 && now >= self.next_probe_at
     }
 }
 
@@ -229,7 +252,7 @@ mod tests {
     #[test]
     fn one_probe_for_many_suspicious_429s() {
         let mut q = QuotaWatch::default();
-        let starts: Vec<bool> = (0..8).map(|_| q.suspect()).collect();
+        let starts: Vec<bool> = (0..8).map(|_| q.suspect(0.0)).collect();
         assert_eq!(starts.iter().filter(|&&s| s).count(), 1);
         assert_eq!(q.state(0.0), QuotaState::Probing);
     }
@@ -237,30 +260,30 @@ mod tests {
     #[test]
     fn bare_429s_in_a_row_raise_suspicion_but_retry_after_clears_it() {
         let mut q = QuotaWatch::default();
-        assert!(!q.observe(429, false));
-        assert!(!q.observe(429, true));
-        assert!(!q.observe(429, false));
-        assert!(!q.observe(429, false));
-        assert!(q.observe(429, false), "the third bare 429 in a row");
-        assert!(!q.observe(429, false), "one probe at a time");
+        assert!(!q.observe(0.0, 429, false));
+        assert!(!q.observe(0.0, 429, true));
+        assert!(!q.observe(0.0, 429, false));
+        assert!(!q.observe(0.0, 429, false));
+        assert!(q.observe(0.0, 429, false), "the third bare 429 in a row");
+        assert!(!q.observe(0.0, 429, false), "one probe at a time");
     }
 
     #[test]
     fn a_confirmed_exhaustion_is_terminal_until_the_period_ends() {
         let mut q = QuotaWatch::default();
-        q.suspect();
+        q.suspect(0.0);
         let usage = Usage {
             used: 1000.0,
             limit: 1000.0,
             period_end: Some(5_000.0),
         };
         assert_eq!(
-            q.probed(Some(usage)),
+            q.probed(0.0, Some(usage)),
             QuotaState::Exhausted {
                 until: Some(5_000.0)
             }
         );
-        assert!(!q.suspect(), "no second probe");
+        assert!(!q.suspect(0.0), "no second probe");
         assert_eq!(
             q.state(4_999.0),
             QuotaState::Exhausted {
@@ -271,24 +294,32 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_or_negative_probe_reopens() {
+    fn a_failed_or_negative_probe_reopens_and_spaces_the_next_one() {
         let mut q = QuotaWatch::default();
-        q.suspect();
-        assert_eq!(q.probed(None), QuotaState::Open);
-        q.suspect();
+        assert!(q.suspect(0.0));
+        assert_eq!(q.probed(0.0, None), QuotaState::Open);
+        assert!(!q.suspect(1_999.0), "the answer stands for 2 s");
+        assert!(q.suspect(2_000.0));
         let fine = Usage {
             used: 10.0,
             limit: 1000.0,
             period_end: None,
         };
-        assert_eq!(q.probed(Some(fine)), QuotaState::Open);
+        assert_eq!(q.probed(2_000.0, Some(fine)), QuotaState::Open);
+        assert!(!q.suspect(5_999.0), "then 4 s, doubling");
+        assert!(q.suspect(6_000.0));
+        for n in 0..10 {
+            q.probed(1e6 * f64::from(n), None);
+        }
+        let at = 1e6 * 9.0;
+        assert!(!q.suspect(at + 59_999.0) && q.suspect(at + 60_000.0), "up to 60 s");
     }
 
     #[test]
     fn reset_reopens_an_exhaustion_without_period_end() {
         let mut q = QuotaWatch::default();
-        q.suspect();
-        q.probed(Some(Usage {
+        q.suspect(0.0);
+        q.probed(0.0, Some(Usage {
             used: 2.0,
             limit: 1.0,
             period_end: None,
