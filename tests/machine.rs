@@ -1,6 +1,7 @@
 //! The call machine's policy on a virtual clock: retries, the server's delay, budgets, quota,
 //! deadlines, aborts, cooldowns, and a shared store that fails. Every test drives the
 //! production `Gate` through `harness`, which jumps time to the next event.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod harness;
 

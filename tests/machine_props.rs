@@ -1,6 +1,7 @@
 //! Properties of the call machine over random mixes of calls, replies, latencies and aborts, on
 //! a virtual clock: every call ends exactly once, attempts stay within their bounds, the gate
 //! never admits more than the allowance, and nothing is sent during a server's cooldown.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod harness;
 

@@ -25,6 +25,9 @@ pub enum Op {
     Admit {
         /// The admission's number.
         id: AdmissionId,
+        /// What a recent response said of the remaining count, not yet told (it paces the
+        /// bucket first, as [`Op::Observe`] would): it rides along rather than cost a round trip.
+        seen: Option<Remaining>,
     },
     /// The response to admission `id` came back: if it paused the refill, the refill restarts.
     Resume {

@@ -13,3 +13,18 @@ pub struct Batch {
     /// Retries left for the whole round, when it has an allowance.
     pub budget: Option<BatchBudget>,
 }
+
+impl Batch {
+    /// A round made at `now` that lasts `deadline_ms`, with `retries` retries in all if given.
+    pub fn new(now: Millis, deadline_ms: Millis, retries: Option<u32>) -> Batch {
+        Batch {
+            deadline: now + deadline_ms,
+            budget: retries.map(BatchBudget::new),
+        }
+    }
+
+    /// Time left in the round at `now` (0 once it is over).
+    pub fn remaining_ms(&self, now: Millis) -> Millis {
+        (self.deadline - now).max(0.0)
+    }
+}

@@ -37,6 +37,14 @@ pub enum Kind {
     Transient,
 }
 
+/// Whether `method` is an HTTP method name: a token (RFC 9110), such as `GET` or `PURGE`.
+pub fn valid_method(method: &str) -> bool {
+    !method.is_empty()
+        && method
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
 /// The retryable sets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryRules {
@@ -144,6 +152,16 @@ mod tests {
         assert!(!rules.may_replay("POST", false));
         assert!(!rules.may_replay("PATCH", false));
         assert!(rules.may_replay("POST", true));
+    }
+
+    #[test]
+    fn method_names_are_tokens() {
+        for m in ["GET", "purge", "M-SEARCH"] {
+            assert!(valid_method(m), "{m}");
+        }
+        for m in ["", "G E T", "GET\r\n", "GÉT", "(GET)"] {
+            assert!(!valid_method(m), "{m:?}");
+        }
     }
 
     #[test]

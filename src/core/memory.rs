@@ -92,7 +92,8 @@ impl MemoryAuthority {
     /// When the caller with `ahead` others in front of it could be admitted, if nothing else
     /// changed. While the refill is paused this is a lower bound.
     pub fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
-        self.cooldown_until.max(self.bucket.nth_ready_at(now, ahead))
+        self.cooldown_until
+            .max(self.bucket.nth_ready_at(now, ahead))
     }
 
     /// Milliseconds until a whole token, at least 1, or 0 when one is there (`wait_ms()` in
@@ -126,7 +127,10 @@ impl MemoryAuthority {
 impl Authority for MemoryAuthority {
     fn apply(&mut self, now: Millis, op: &Op) -> Answer {
         match *op {
-            Op::Admit { id } => {
+            Op::Admit { id, seen } => {
+                if seen.is_some() {
+                    self.observe(now, None, seen);
+                }
                 if self.quota_until > now {
                     Answer::Exhausted(self.quota_until - now)
                 } else if now < self.cooldown_until {
@@ -196,7 +200,7 @@ mod tests {
     }
 
     fn admit(a: &mut MemoryAuthority, now: Millis, id: AdmissionId) -> Answer {
-        a.apply(now, &Op::Admit { id })
+        a.apply(now, &Op::Admit { id, seen: None })
     }
 
     fn hold(ms: Millis) -> Op {

@@ -20,6 +20,7 @@ pub mod quota;
 pub mod random;
 pub mod scope;
 pub mod sim;
+pub mod slab;
 
 /// Milliseconds on whatever clock the caller uses: `performance.now()` in production, a virtual
 /// clock in the simulator and the tests. Fractional, as `performance.now()` is.

@@ -41,6 +41,22 @@ pub fn usage_url_for(request_url: &str) -> Option<String> {
     Some(format!("{}/usage", request_url.get(..path_start + at)?))
 }
 
+/// Whether `url` can be a `/usage` address: absolute `http:` or `https:`, with a host, no
+/// spaces or control characters.
+pub fn valid_usage_url(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let Some(rest) = rest else {
+        return false;
+    };
+    let host_end = rest
+        .bytes()
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    host_end > 0 && url.bytes().all(|b| b > b' ' && b != 0x7f)
+}
+
 /// Where `needle` first occurs in `haystack`: a plain byte search, so the module carries no
 /// two-way string searcher (and no panicking string slices) for these few short texts.
 fn find(haystack: &[u8], needle: &str) -> Option<usize> {
@@ -221,6 +237,25 @@ mod tests {
     }
 
     #[test]
+    fn a_usage_url_is_an_absolute_http_url() {
+        for good in [
+            "https://api.odds-api.net/v1/usage",
+            "http://127.0.0.1:9/usage",
+        ] {
+            assert!(valid_usage_url(good), "{good}");
+        }
+        for bad in [
+            "not a url",
+            "ftp://x/usage",
+            "https://",
+            "https:///usage",
+            "http://a b/",
+        ] {
+            assert!(!valid_usage_url(bad), "{bad}");
+        }
+    }
+
+    #[test]
     fn reads_current_and_legacy_usage_fields() {
         let fields = |pairs: &'static [(&'static str, f64)]| {
             move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
@@ -312,18 +347,24 @@ mod tests {
             q.probed(1e6 * f64::from(n), None);
         }
         let at = 1e6 * 9.0;
-        assert!(!q.suspect(at + 59_999.0) && q.suspect(at + 60_000.0), "up to 60 s");
+        assert!(
+            !q.suspect(at + 59_999.0) && q.suspect(at + 60_000.0),
+            "up to 60 s"
+        );
     }
 
     #[test]
     fn reset_reopens_an_exhaustion_without_period_end() {
         let mut q = QuotaWatch::default();
         q.suspect(0.0);
-        q.probed(0.0, Some(Usage {
-            used: 2.0,
-            limit: 1.0,
-            period_end: None,
-        }));
+        q.probed(
+            0.0,
+            Some(Usage {
+                used: 2.0,
+                limit: 1.0,
+                period_end: None,
+            }),
+        );
         assert_eq!(q.state(1e15), QuotaState::Exhausted { until: None });
         q.reset();
         assert_eq!(q.state(0.0), QuotaState::Open);

@@ -160,7 +160,7 @@ impl ArticleGate {
     pub fn admit_at(&mut self, now: Millis) -> Millis {
         let id = self.next;
         self.next += 1;
-        match self.authority.apply(now, &Op::Admit { id }) {
+        match self.authority.apply(now, &Op::Admit { id, seen: None }) {
             Answer::Admitted { .. } => {
                 self.authority.apply(now, &Op::Resume { id });
                 now

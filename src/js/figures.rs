@@ -5,11 +5,12 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 use super::clock;
+use super::driver::GateDriver;
 use super::options::Config;
-use super::read::set;
-use super::shared_gate::SharedGate;
+use super::props::set;
 use crate::core::config::Rate;
 use crate::core::feedback::Feedback;
+use crate::core::gate::figures::Figures;
 use crate::core::histogram::{Histogram, BOUNDS_MS};
 use crate::core::policy::Reason;
 use crate::core::quota::QuotaState;
@@ -64,7 +65,7 @@ fn histogram_object(h: &Histogram) -> js_sys::Object {
     object
 }
 
-fn quota_object(state: Option<QuotaState>, now: f64) -> js_sys::Object {
+fn quota_object(state: Option<QuotaState>) -> js_sys::Object {
     let object = js_sys::Object::new();
     let (name, until) = match state {
         Some(QuotaState::Probing) => ("probing", None),
@@ -72,90 +73,96 @@ fn quota_object(state: Option<QuotaState>, now: f64) -> js_sys::Object {
         _ => ("open", None),
     };
     set(&object, "state", name.into());
-    let end = until.map(|u| js_sys::Date::new(&JsValue::from(clock::wall_now() + (u - now))));
+    let end = until.map(|u| js_sys::Date::new(&JsValue::from(clock::to_wall(u))));
     set(&object, "periodEnd", opt(end));
     object
 }
 
-/// `{ admitted, waiting, throttled, retries, abandoned, gates: [...] }`: totals over the gates,
-/// then each gate in full.
-pub fn stats(gates: &[Rc<SharedGate>]) -> JsValue {
+/// `{ admitted, waiting, throttled, retries, abandoned, gates: [...] }`: totals over the gates
+/// (and over the gates since forgotten, `retired`), then each live gate in full.
+pub fn stats(drivers: &[Rc<GateDriver>], retired: &Figures) -> JsValue {
     let now = clock::now();
     let list = js_sys::Array::new();
-    let (mut admitted, mut waiting, mut throttled, mut retries, mut abandoned) =
-        (0u64, 0usize, 0u64, 0u64, 0u64);
-    for gate in gates {
-        let (f, timer_armed) = gate.figures();
-        let r = f.retries;
-        admitted += f.admitted;
+    let mut totals = retired.clone();
+    let mut waiting = 0;
+    for driver in drivers {
+        let f = driver.with(|g| g.figures(now));
+        totals.absorb(&f);
         waiting += f.waiting;
-        throttled += f.throttled;
-        retries += r.throttled + r.server_error + r.network + r.timeout;
-        abandoned += f.abandoned.iter().sum::<u64>();
         let object = js_sys::Object::new();
-        set(&object, "scope", gate.scope().as_str().into());
-        let (rate, _, store) = gate.config();
+        set(&object, "scope", driver.scope().as_str().into());
+        let (rate, store) = driver.with(|g| (g.rate(), g.store_counts(now)));
         set(&object, "rate", rate_object(rate).into());
         let store_object = js_sys::Object::new();
-        set(&store_object, "kind", store.into());
-        if let Some(s) = gate.store() {
-            let (calls, failures) = s.counts();
+        let kind = driver.store().map_or("memory".into(), |s| s.identity());
+        set(&store_object, "kind", kind.into());
+        if let Some((calls, failures, up)) = store {
             num(&store_object, "calls", calls as f64);
             num(&store_object, "failures", failures as f64);
-            set(&store_object, "up", (!s.is_down()).into());
+            set(&store_object, "up", up.into());
         }
         set(&object, "store", store_object.into());
-        num(&object, "requests", f.requests as f64);
-        num(&object, "admitted", f.admitted as f64);
-        num(&object, "waiting", f.waiting as f64);
-        num(&object, "peakWaiting", f.peak_waiting as f64);
-        num(&object, "cancelled", f.cancelled as f64);
-        num(&object, "expired", f.expired as f64);
-        num(&object, "throttled", f.throttled as f64);
-        num(&object, "wakeups", f.wakeups as f64);
-        set(&object, "timerArmed", timer_armed.into());
-        num(&object, "cooldownUntil", f.cooldown_until);
-        num(
-            &object,
-            "cooldownRemainingMs",
-            (f.cooldown_until - now).max(0.0),
-        );
-        set(&object, "slow", f.slow.into());
-        set(
-            &object,
-            "lastFeedback",
-            opt(f.last_feedback.as_ref().map(feedback_object)),
-        );
-        let by_cause = js_sys::Object::new();
-        num(&by_cause, "throttled", r.throttled as f64);
-        num(&by_cause, "serverError", r.server_error as f64);
-        num(&by_cause, "network", r.network as f64);
-        num(&by_cause, "timeout", r.timeout as f64);
-        set(&object, "retries", by_cause.into());
-        let by_reason = js_sys::Object::new();
-        for (reason, count) in Reason::ALL.iter().zip(f.abandoned) {
-            num(&by_reason, reason.as_str(), count as f64);
-        }
-        set(&object, "abandoned", by_reason.into());
-        num(&object, "quotaRejected", f.quota_rejected as f64);
-        set(&object, "quota", quota_object(f.quota, now).into());
-        set(&object, "retryBudget", opt(f.retry_budget));
-        set(
-            &object,
-            "admissionWaitMs",
-            histogram_object(&f.admission_wait).into(),
-        );
-        set(&object, "backoffMs", histogram_object(&f.backoff).into());
+        gate_figures(&object, &f, now);
+        set(&object, "timerArmed", driver.timer_armed().into());
         list.push(&object);
     }
     let object = js_sys::Object::new();
-    num(&object, "admitted", admitted as f64);
+    num(&object, "admitted", totals.admitted as f64);
     num(&object, "waiting", waiting as f64);
-    num(&object, "throttled", throttled as f64);
-    num(&object, "retries", retries as f64);
-    num(&object, "abandoned", abandoned as f64);
+    num(&object, "throttled", totals.throttled as f64);
+    num(&object, "retries", totals.retries.total() as f64);
+    num(
+        &object,
+        "abandoned",
+        totals.abandoned.iter().sum::<u64>() as f64,
+    );
     set(&object, "gates", list.into());
     object.into()
+}
+
+/// One gate's figures onto `object`.
+fn gate_figures(object: &js_sys::Object, f: &Figures, now: f64) {
+    let r = f.retries;
+    num(object, "requests", f.requests as f64);
+    num(object, "admitted", f.admitted as f64);
+    num(object, "waiting", f.waiting as f64);
+    num(object, "peakWaiting", f.peak_waiting as f64);
+    num(object, "cancelled", f.cancelled as f64);
+    num(object, "expired", f.expired as f64);
+    num(object, "throttled", f.throttled as f64);
+    num(object, "wakeups", f.wakeups as f64);
+    num(object, "cooldownUntil", f.cooldown_until);
+    num(
+        object,
+        "cooldownRemainingMs",
+        (f.cooldown_until - now).max(0.0),
+    );
+    set(object, "slow", f.slow.into());
+    set(
+        object,
+        "lastFeedback",
+        opt(f.last_feedback.as_ref().map(feedback_object)),
+    );
+    let by_cause = js_sys::Object::new();
+    num(&by_cause, "throttled", r.throttled as f64);
+    num(&by_cause, "serverError", r.server_error as f64);
+    num(&by_cause, "network", r.network as f64);
+    num(&by_cause, "timeout", r.timeout as f64);
+    set(object, "retries", by_cause.into());
+    let by_reason = js_sys::Object::new();
+    for (reason, count) in Reason::ALL.iter().zip(f.abandoned) {
+        num(&by_reason, reason.as_str(), count as f64);
+    }
+    set(object, "abandoned", by_reason.into());
+    num(object, "quotaRejected", f.quota_rejected as f64);
+    set(object, "quota", quota_object(f.quota).into());
+    set(object, "retryBudget", opt(f.retry_budget));
+    set(
+        object,
+        "admissionWaitMs",
+        histogram_object(&f.admission_wait).into(),
+    );
+    set(object, "backoffMs", histogram_object(&f.backoff).into());
 }
 
 #[wasm_bindgen(module = "/src/js/summary.js")]
@@ -194,6 +201,14 @@ pub fn describe(config: &Config) -> JsValue {
         num(&retry, "timeBudgetMs", p.time_budget_ms);
         set(&facts, "retry", retry.into());
     }
+    let waiting = js_sys::Object::new();
+    set(&waiting, "maxWaitMs", opt(config.max_wait_ms));
+    set(
+        &waiting,
+        "maxWaiting",
+        opt(config.max_waiting.map(|n| n as f64)),
+    );
+    set(&facts, "waiting", waiting.into());
     if let Some(b) = config.budget {
         let budget = js_sys::Object::new();
         num(&budget, "capacity", b.capacity);

@@ -32,6 +32,13 @@ export function requestFacts(input, init) {
   return `${key}\0${auth}\0${idempotent}\0${method}`;
 }
 
+/** The caller's `AbortSignal`: `init.signal`, else that of a `Request` passed as `input`. */
+export function callerSignal(input, init) {
+  if (init !== null && typeof init === 'object' && init.signal !== null && typeof init.signal === 'object') return init.signal;
+  if (input !== null && typeof input === 'object' && input.signal !== null && typeof input.signal === 'object') return input.signal;
+  return undefined;
+}
+
 /** `headers.get(name)` on a Headers-like object, or undefined. */
 export function headerValue(headers, name) {
   if (headers === null || typeof headers !== 'object' || typeof headers.get !== 'function') return undefined;

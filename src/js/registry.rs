@@ -7,34 +7,35 @@ use std::rc::Rc;
 
 use wasm_bindgen::JsValue;
 
+use super::clock;
+use super::driver::GateDriver;
 use super::errors::range_error;
-use super::map::Map;
-use super::redis::RedisStore;
-use super::shared_gate::SharedGate;
+use super::options::Config;
+use super::random::OsRandom;
 use super::text::number;
 use crate::core::budget::RefillingConfig;
 use crate::core::config::Rate;
+use crate::core::gate::Gate;
+use crate::core::map::Map;
 use crate::core::scope::Scope;
 
 thread_local! {
-    static GATES: RefCell<Map<Scope, Rc<SharedGate>>> =
+    static GATES: RefCell<Map<Scope, Rc<GateDriver>>> =
         const { RefCell::new(Map::with_hasher(BuildHasherDefault::new())) };
 }
 
-/// The gate for `scope`, created with `rate` and `budget` on first use. Asking for a different
-/// allowance (or shared retry budget) for a scope that already has a gate is an error: two
+/// The gate for `scope`, created from `config` on first use. Asking for a different allowance
+/// (or shared retry budget, or store) for a scope that already has a gate is an error: two
 /// allowances for one key cannot both hold.
-pub fn gate_for(
-    scope: &Scope,
-    rate: Rate,
-    budget: Option<RefillingConfig>,
-    store: Option<Rc<RedisStore>>,
-) -> Result<Rc<SharedGate>, JsValue> {
+pub fn gate_for(scope: &Scope, config: &Config) -> Result<Rc<GateDriver>, JsValue> {
     GATES.with(|gates| {
         let mut gates = gates.borrow_mut();
-        if let Some(gate) = gates.get(scope) {
-            let (existing, existing_budget, existing_store) = gate.config();
-            let wanted_store = store.as_ref().map_or("memory".into(), |s| s.identity());
+        if let Some(driver) = gates.get(scope) {
+            let existing_store = driver.store().map_or("memory".into(), |s| s.identity());
+            let wanted_store = config
+                .store
+                .as_ref()
+                .map_or("memory".into(), |s| s.identity());
             if existing_store != wanted_store {
                 return Err(mismatch(
                     scope,
@@ -43,35 +44,44 @@ pub fn gate_for(
                     "One credential has one gate: use the same store.",
                 ));
             }
+            let (rate, budget) = driver.with(|g| (g.rate(), g.budget_config()));
             // A wrapper that does not retry uses no budget and joins any gate; a retrying one
             // brings its budget to a gate that has none, and must agree with one that has.
-            match (existing_budget, budget) {
-                (None, Some(wanted)) => gate.install_budget(wanted),
+            match (budget, config.budget) {
+                (None, Some(wanted)) => driver.with(|g| g.install_budget(wanted)),
                 (Some(has), Some(wanted)) if has != wanted => {
                     return Err(mismatch(
                         scope,
-                        &format!("already has {}", budget_text(existing_budget)),
-                        &budget_text(budget),
+                        &format!("already has {}", budget_text(budget)),
+                        &budget_text(config.budget),
                         "Wrappers sharing a credential share its retry budget: configure \
                          `retry.budget` the same way in each.",
                     ));
                 }
                 _ => {}
             }
-            if existing != rate {
+            if rate != config.rate {
                 return Err(mismatch(
                     scope,
-                    &format!("already enforces {}", rate_text(existing)),
-                    &rate_text(rate),
+                    &format!("already enforces {}", rate_text(rate)),
+                    &rate_text(config.rate),
                     "One credential has one allowance: configure every wrapper that uses it the \
                      same way.",
                 ));
             }
-            return Ok(gate.clone());
+            driver.hear(&config.events);
+            return Ok(driver.clone());
         }
-        let gate = SharedGate::new(scope.clone(), rate, budget, store);
-        gates.insert(scope.clone(), gate.clone());
-        Ok(gate)
+        let now = clock::now();
+        let random = Box::new(OsRandom);
+        let gate = match &config.store {
+            Some(store) => Gate::shared(config.rate, config.budget, store.settings(), now, random),
+            None => Gate::new(config.rate, config.budget, now, random),
+        };
+        let driver = GateDriver::new(scope.clone(), gate, config.store.clone());
+        driver.hear(&config.events);
+        gates.insert(scope.clone(), driver.clone());
+        Ok(driver)
     })
 }
 

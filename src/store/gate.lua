@@ -70,9 +70,24 @@ local function wait_ms()
   return math.max(math.ceil(missing * interval() - SLACK / 2 * interval()), 1)
 end
 
+-- MemoryAuthority::observe's pacing: when the server knows of fewer tokens than we do, someone
+-- else is spending the key: lower ours to its count, and refill at half rate below 10% of the
+-- limit (back to full rate once it recovers).
+local function pace(limit, remaining)
+  refill()
+  local drained = tokens > remaining + 1
+  if drained then tokens = math.min(tokens, remaining + 1) end
+  local low = remaining < 0.1 * limit
+  if (low and drained) or ((not low) and slow) then slow = low end
+end
+
 local answer
 if op == 'admit' then
-  -- ARGV[7] the admission's name. Quota first, then cooldown, then a token.
+  -- ARGV[7] the admission's name; ARGV[8], ARGV[9] a limit and remaining count to pace by
+  -- first ("" for none). Quota first, then cooldown, then a token.
+  local limit = tonumber(ARGV[8])
+  local remaining = tonumber(ARGV[9])
+  if limit and remaining then pace(limit, remaining) end
   if quota > now then
     answer = {'exhausted', quota - now, 0}
   elseif now < cooldown then
@@ -101,13 +116,7 @@ elseif op == 'observe' then
   -- ARGV[7] cooldown ms ("" for none), ARGV[8] limit, ARGV[9] remaining ("" for none).
   local limit = tonumber(ARGV[8])
   local remaining = tonumber(ARGV[9])
-  if limit and remaining then
-    refill()
-    local drained = tokens > remaining + 1
-    if drained then tokens = math.min(tokens, remaining + 1) end
-    local low = remaining < 0.1 * limit
-    if (low and drained) or ((not low) and slow) then slow = low end
-  end
+  if limit and remaining then pace(limit, remaining) end
   local hold = tonumber(ARGV[7])
   if hold then cooldown = math.max(cooldown, now + hold) end
   answer = {'observed', math.max(cooldown - now, 0), slow and 1 or 0}

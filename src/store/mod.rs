@@ -44,7 +44,14 @@ pub fn args(
 ) -> Vec<String> {
     let maybe = |n: Option<f64>| n.map_or(String::new(), number);
     let (name, extra) = match op {
-        Op::Admit { id } => ("admit", vec![admission_name(process, *id)]),
+        Op::Admit { id, seen } => (
+            "admit",
+            vec![
+                admission_name(process, *id),
+                maybe(seen.map(|r| r.limit as f64)),
+                maybe(seen.map(|r| r.remaining as f64)),
+            ],
+        ),
         Op::Resume { id } => ("resume", vec![admission_name(process, *id)]),
         Op::Observe {
             cooldown_ms,
@@ -123,8 +130,9 @@ mod tests {
     fn arguments_follow_the_scripts_layout() {
         let rate = Rate::new(2.0, 2.0).unwrap();
         let text = |n: f64| n.to_string();
-        let a = args(&Op::Admit { id: 1 }, rate, Some(500.0), Some(10.0), "p", &text);
-        assert_eq!(a, ["admit", "10", "2", "500", "1000", "500", "p-1"]);
+        let admit = Op::Admit { id: 1, seen: None };
+        let a = args(&admit, rate, Some(500.0), Some(10.0), "p", &text);
+        assert_eq!(a, ["admit", "10", "2", "500", "1000", "500", "p-1", "", ""]);
         let observe = Op::Observe {
             cooldown_ms: Some(1000.0),
             remaining: Some(Remaining {
@@ -133,7 +141,10 @@ mod tests {
             }),
         };
         let o = args(&observe, rate, None, None, "p", &text);
-        assert_eq!(o, ["observe", "", "2", "500", "1000", "", "1000", "10", "0"]);
+        assert_eq!(
+            o,
+            ["observe", "", "2", "500", "1000", "", "1000", "10", "0"]
+        );
         let bare = Op::Observe {
             cooldown_ms: None,
             remaining: None,
@@ -171,7 +182,12 @@ mod tests {
     #[test]
     fn the_script_knows_every_operation() {
         for op in [
-            "'admit'", "'resume'", "'observe'", "'clear'", "'charge'", "'quota'",
+            "'admit'",
+            "'resume'",
+            "'observe'",
+            "'clear'",
+            "'charge'",
+            "'quota'",
         ] {
             assert!(GATE_SCRIPT.contains(op), "{op}");
         }

@@ -263,7 +263,7 @@ impl Harness {
                                 .map(|(_, v)| v.clone())
                         };
                         self.gate
-                            .responded(now, 1.7e12 + now, call, status, &lookup);
+                            .responded(now, &|| 1.7e12 + now, call, status, &lookup);
                     }
                     Reply::Fail { .. } => {
                         self.outcomes.entry(call).or_default().push(None);

@@ -147,9 +147,7 @@ impl Call {
                 .spec
                 .max_wait_ms
                 .map(|w| (self.started + w, Reason::QueueWait)),
-            (Some(sent), Some(policy)) => {
-                Some((sent + policy.time_budget_ms, Reason::TimeBudget))
-            }
+            (Some(sent), Some(policy)) => Some((sent + policy.time_budget_ms, Reason::TimeBudget)),
             (Some(_), None) => None,
         };
         match own {

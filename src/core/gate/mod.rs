@@ -35,15 +35,15 @@ use self::store_link::{OnFailure, StoreLink, StoreSettings};
 use super::authority::{AdmissionId, Answer, Authority, Op};
 use super::budget::RefillingConfig;
 use super::config::Rate;
-use super::map::Map;
 use super::memory::MemoryAuthority;
 use super::policy::Reason;
 use super::quota::{QuotaState, QuotaWatch};
 use super::random::Random;
+use super::slab::{Id, Slab};
 use super::Millis;
 
-/// A call's number within its gate; never reused.
-pub type CallId = u64;
+/// A call's number within its gate: a number of a call that has ended never finds another.
+pub type CallId = Id;
 
 /// Timers fire on whole milliseconds and may run up to one early: a time due within this much
 /// is due now. So is a token due that soon, which spares a second wake-up a moment later.
@@ -66,7 +66,10 @@ struct Due {
 impl Ord for Due {
     /// Earliest first in a max-heap.
     fn cmp(&self, other: &Self) -> Ordering {
-        other.at.total_cmp(&self.at).then(other.call.cmp(&self.call))
+        other
+            .at
+            .total_cmp(&self.at)
+            .then(other.call.cmp(&self.call))
     }
 }
 impl PartialOrd for Due {
@@ -87,10 +90,9 @@ pub struct Gate {
     rate: Rate,
     budget: Option<RefillingConfig>,
     line: Line,
-    calls: Map<CallId, Call>,
+    calls: Slab<Call>,
     sleepers: BinaryHeap<Due>,
     actions: VecDeque<Action>,
-    next_call: CallId,
     next_admission: AdmissionId,
     quota: QuotaWatch,
     /// The `/usage` probe in progress, and the calls waiting for its answer.
@@ -149,10 +151,9 @@ impl Gate {
             rate,
             budget,
             line: Line::default(),
-            calls: Map::default(),
+            calls: Slab::default(),
             sleepers: BinaryHeap::new(),
             actions: VecDeque::new(),
-            next_call: 0,
             next_admission: 0,
             quota: QuotaWatch::default(),
             probe: None,
@@ -212,13 +213,17 @@ impl Gate {
     /// fails closed, the line is full, or its admission is predicted after its deadline.
     pub fn start(&mut self, now: Millis, spec: CallSpec) -> CallId {
         let id = self.make(now, spec, false);
-        let full = self.calls[&id]
+        let full = self.calls[id]
             .spec
             .max_waiting
             .is_some_and(|max| self.line.len() >= max);
         if full {
             self.figures.requests += 1;
-            self.settle(now, id, End::abandoned_by(&self.calls[&id], Reason::QueueFull));
+            self.settle(
+                now,
+                id,
+                End::abandoned_by(&self.calls[id], Reason::QueueFull),
+            );
         } else {
             self.join(now, id);
         }
@@ -226,10 +231,7 @@ impl Gate {
     }
 
     fn make(&mut self, now: Millis, spec: CallSpec, probe: bool) -> CallId {
-        let id = self.next_call;
-        self.next_call += 1;
-        self.calls.insert(id, Call::new(spec, probe, now));
-        id
+        self.calls.insert(Call::new(spec, probe, now))
     }
 
     /// Puts a call (new, or back from an attempt) in line, or settles it if it cannot be
@@ -241,20 +243,23 @@ impl Gate {
         }
         if self.fails_closed(now) {
             self.figures.requests += 1;
-            let end = End::abandoned_by(&self.calls[&id], Reason::StoreUnavailable);
+            let end = End::abandoned_by(&self.calls[id], Reason::StoreUnavailable);
             return self.settle(now, id, end);
         }
         self.figures.requests += 1;
-        let predicted = self.predict(now, self.line.len());
-        let Some(call) = self.calls.get_mut(&id) else {
+        let Some(call) = self.calls.get(id) else {
             return;
         };
         let (deadline, reason) = call.admission_deadline();
-        if predicted > deadline {
+        // Only a deadline needs the prediction (most calls have none before their first send).
+        if deadline.is_finite() && self.predict(now, self.line.len()) > deadline {
             self.figures.expired += 1;
-            let end = End::abandoned_by(call, reason);
+            let end = End::abandoned_by(&self.calls[id], reason);
             return self.settle(now, id, end);
         }
+        let Some(call) = self.calls.get_mut(id) else {
+            return;
+        };
         call.visits += 1;
         let visit = call.visits;
         call.stage = Stage::Queued { visit, since: now };
@@ -278,10 +283,10 @@ impl Gate {
     }
 
     /// Whether `place` in line is still the live visit of a waiting call.
-    fn live(calls: &Map<CallId, Call>, place: Place) -> bool {
-        calls.get(&place.call).is_some_and(
-            |c| matches!(c.stage, Stage::Queued { visit, .. } if visit == place.visit),
-        )
+    fn live(calls: &Slab<Call>, place: Place) -> bool {
+        calls
+            .get(place.call)
+            .is_some_and(|c| matches!(c.stage, Stage::Queued { visit, .. } if visit == place.visit))
     }
 
     /// The next thing to do, or `None` when there is nothing until the next event or
@@ -303,11 +308,11 @@ impl Gate {
         let Some(head) = self.line.front(|p| Gate::live(calls, p)) else {
             return false;
         };
-        let (deadline, reason) = self.calls[&head.call].admission_deadline();
+        let (deadline, reason) = self.calls[head.call].admission_deadline();
         if deadline < now {
             self.line.pop();
             self.figures.expired += 1;
-            let end = End::abandoned_by(&self.calls[&head.call], reason);
+            let end = End::abandoned_by(&self.calls[head.call], reason);
             self.settle(now, head.call, end);
             return true;
         }
@@ -320,26 +325,29 @@ impl Gate {
             Keeper::Memory(a) => a,
             Keeper::Store(link) if link.is_down(now) => &mut link.fallback,
             Keeper::Store(link) => {
-                if link.admitting || now + EARLY_MS < link.ready_at {
+                // Not a moment early: asking before the store's token is there costs a round
+                // trip for a "wait".
+                if link.admitting || now < link.ready_at {
                     return false;
                 }
                 self.next_admission += 1;
                 let op = link.send(now, store_link::Purpose::Admit(id));
+                let seen = link.seen.take();
                 self.actions.push_back(Action::Store {
                     id: op,
-                    op: Op::Admit { id },
+                    op: Op::Admit { id, seen },
                 });
                 return true;
             }
         };
+        let mut answer = authority.apply(now, &Op::Admit { id, seen: None });
         // A token due within a timer's tolerance is taken now.
-        let ready = authority.predict(now, 0);
-        let at = if ready > now && ready - now <= EARLY_MS {
-            ready
-        } else {
-            now
-        };
-        match authority.apply(at, &Op::Admit { id }) {
+        if let Answer::Wait(ms) = answer {
+            if ms <= EARLY_MS {
+                answer = authority.apply(now + ms, &Op::Admit { id, seen: None });
+            }
+        }
+        match answer {
             Answer::Admitted { anchor, .. } => {
                 self.next_admission += 1;
                 self.admit(now, head, id, anchor);
@@ -356,7 +364,7 @@ impl Gate {
     /// Lets the head of the line go: its attempt is sent now.
     fn admit(&mut self, now: Millis, head: Place, admission: AdmissionId, anchor: bool) {
         self.line.pop();
-        let Some(call) = self.calls.get_mut(&head.call) else {
+        let Some(call) = self.calls.get_mut(head.call) else {
             return;
         };
         if let Stage::Queued { since, .. } = call.stage {
@@ -407,7 +415,7 @@ impl Gate {
             self.sleepers.pop();
             let asleep = self
                 .calls
-                .get(&call)
+                .get(call)
                 .is_some_and(|c| c.stage == Stage::Sleeping { until: at });
             if asleep {
                 self.join(now, call);
@@ -426,7 +434,7 @@ impl Gate {
     /// whatever it waits for, spending nothing more. The driver settles it with the abort
     /// reason; the gate forgets it.
     pub fn cancel(&mut self, now: Millis, call: CallId) {
-        let Some(c) = self.calls.get(&call) else {
+        let Some(c) = self.calls.get(call) else {
             return;
         };
         match c.stage {
@@ -436,19 +444,19 @@ impl Gate {
             _ => {}
         }
         self.figures.cancelled += 1;
-        self.calls.remove(&call);
+        self.calls.remove(call);
     }
 
     /// Whether `call` is being sent (its attempt is in the driver's hands).
     pub fn in_flight(&self, call: CallId) -> bool {
         self.calls
-            .get(&call)
+            .get(call)
             .is_some_and(|c| c.stage == Stage::Sending)
     }
 
     /// Whether the gate holds `call` at all.
     pub fn holds(&self, call: CallId) -> bool {
-        self.calls.contains_key(&call)
+        self.calls.contains(call)
     }
 
     /// Calls waiting in line now.
@@ -458,7 +466,7 @@ impl Gate {
 
     /// Ends the call: the driver settles the caller's promise. Counts it and tells the hook.
     fn settle(&mut self, now: Millis, call: CallId, end: End) {
-        let Some(c) = self.calls.remove(&call) else {
+        let Some(c) = self.calls.remove(call) else {
             return;
         };
         if c.probe {
@@ -488,7 +496,7 @@ impl Gate {
             .collect();
         for call in waiting {
             self.line.left();
-            let end = end(&self.calls[&call]);
+            let end = end(&self.calls[call]);
             if let End::Exhausted { .. } = end {
                 self.figures.quota_rejected += 1;
             }
@@ -510,11 +518,11 @@ impl Gate {
             .collect();
         let mut kept = 0;
         for call in waiting {
-            let (deadline, reason) = self.calls[&call].admission_deadline();
+            let (deadline, reason) = self.calls[call].admission_deadline();
             if self.predict(now, kept) > deadline {
                 self.line.left();
                 self.figures.expired += 1;
-                let end = End::abandoned_by(&self.calls[&call], reason);
+                let end = End::abandoned_by(&self.calls[call], reason);
                 self.settle(now, call, end);
             } else {
                 kept += 1;

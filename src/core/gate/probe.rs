@@ -36,8 +36,7 @@ impl Gate {
         };
         let probe = self.make(now, spec, true);
         self.probe = Some(probe);
-        self.actions
-            .push_back(Action::StartProbe { probe, origin });
+        self.actions.push_back(Action::StartProbe { probe, origin });
         self.join(now, probe);
     }
 
@@ -45,7 +44,7 @@ impl Gate {
     pub fn usage(&mut self, now: Millis, probe: CallId, usage: Option<Usage>) {
         let reading = self
             .calls
-            .get(&probe)
+            .get(probe)
             .is_some_and(|c| c.probe && c.stage == Stage::ReadingUsage);
         if !reading {
             return;
@@ -72,7 +71,7 @@ impl Gate {
             self.drain(now, &|_| End::Exhausted { until });
         }
         for call in std::mem::take(&mut self.awaiting_probe) {
-            let next = match self.calls.get(&call).map(|c| &c.stage) {
+            let next = match self.calls.get(call).map(|c| &c.stage) {
                 Some(Stage::AwaitingProbe { next }) => *next,
                 _ => continue,
             };

@@ -26,23 +26,24 @@ pub struct BodyFacts {
 
 impl Gate {
     /// `call`'s attempt got a response at `now`: its status, and its headers through `header`
-    /// (a case-insensitive lookup; the gate reads only the names it needs). `wall_now` is Unix
-    /// time, for an HTTP-date `Retry-After`.
+    /// (a case-insensitive lookup; the gate reads only the names it needs). `wall_now` gives
+    /// Unix time, read only when a header needs it (an HTTP-date, an epoch reset).
     pub fn responded(
         &mut self,
         now: Millis,
-        wall_now: Millis,
+        wall_now: &dyn Fn() -> Millis,
         call: CallId,
         status: u16,
         header: &dyn Fn(&str) -> Option<String>,
     ) {
-        let Some(c) = self.calls.get(&call).filter(|c| c.stage == Stage::Sending) else {
+        let Some(c) = self.calls.get(call).filter(|c| c.stage == Stage::Sending) else {
             return;
         };
         // Without retries only a 429 is read: the response goes back as it is.
         if !(c.spec.policy.is_some() || c.probe || status == 429) {
             return self.responded_with(now, call, status, Feedback::default());
         }
+        let wall_now = wall_now();
         let honoured = honours_retry_after(status);
         let lookup = |name: &str| {
             if name == "retry-after" && !honoured {
@@ -65,7 +66,7 @@ impl Gate {
                 let rest = |name: &str| (name != "retry-after").then(|| header(name)).flatten();
                 let feedback = parse_feedback(&rest, wall_now).unwrap_or_default();
                 self.observe(now, call, status, feedback, Some(MAX_DELAY_MS as Millis));
-                if let Some(c) = self.calls.get_mut(&call) {
+                if let Some(c) = self.calls.get_mut(call) {
                     c.last_status = Some(status);
                 }
                 self.settle(now, call, End::RetryAfterTooLarge);
@@ -75,14 +76,14 @@ impl Gate {
 
     /// As [`responded`](Self::responded), with the headers already read into `feedback`.
     pub fn responded_with(&mut self, now: Millis, call: CallId, status: u16, feedback: Feedback) {
-        let Some(c) = self.calls.get(&call).filter(|c| c.stage == Stage::Sending) else {
+        let Some(c) = self.calls.get(call).filter(|c| c.stage == Stage::Sending) else {
             return;
         };
         let probe = c.probe;
         let retry_after_ms = feedback.retry_after_ms;
         self.resume(now, call);
         self.observe(now, call, status, feedback, None);
-        let Some(c) = self.calls.get_mut(&call) else {
+        let Some(c) = self.calls.get_mut(call) else {
             return;
         };
         c.last_status = Some(status);
@@ -107,7 +108,11 @@ impl Gate {
     /// `call`'s attempt ended at `now` without a response: the inner fetch rejected, or (with
     /// `timeout`) the attempt's time limit aborted it.
     pub fn failed(&mut self, now: Millis, call: CallId, timeout: bool) {
-        let Some(c) = self.calls.get_mut(&call).filter(|c| c.stage == Stage::Sending) else {
+        let Some(c) = self
+            .calls
+            .get_mut(call)
+            .filter(|c| c.stage == Stage::Sending)
+        else {
             return;
         };
         c.last_failed = true;
@@ -126,7 +131,7 @@ impl Gate {
 
     /// Restarts the refill if `call`'s admission paused it, wherever the pause was made.
     pub(super) fn resume(&mut self, now: Millis, call: CallId) {
-        let Some(c) = self.calls.get_mut(&call) else {
+        let Some(c) = self.calls.get_mut(call) else {
             return;
         };
         let Some((id, true)) = c.admission.take() else {
@@ -159,7 +164,9 @@ impl Gate {
         feedback: Feedback,
         at_least: Option<Millis>,
     ) {
-        let mut cooldown_ms = feedback.retry_after_ms.filter(|_| honours_retry_after(status));
+        let mut cooldown_ms = feedback
+            .retry_after_ms
+            .filter(|_| honours_retry_after(status));
         let longer = |a: Option<Millis>, b: Millis| Some(a.map_or(b, |a| a.max(b)));
         if let Some(ms) = at_least {
             cooldown_ms = longer(cooldown_ms, ms);
@@ -187,7 +194,13 @@ impl Gate {
                     if let Some(ms) = cooldown_ms {
                         link.cooldown_until = link.cooldown_until.max(now + ms);
                     }
-                    if !link.is_down(now) {
+                    // A cooldown is told at once, so every process holds; a remaining count
+                    // paces admissions, so it rides along with the next one rather than cost a
+                    // round trip of its own.
+                    if cooldown_ms.is_none() {
+                        link.seen = remaining;
+                    } else if !link.is_down(now) {
+                        link.seen = None;
                         let id = link.send(now, Purpose::Tell);
                         self.actions.push_back(Action::Store { id, op });
                     }
@@ -213,7 +226,7 @@ impl Gate {
 
     /// Asks the policy what follows `outcome`, and charges the budgets for a retry.
     fn conclude(&mut self, now: Millis, call: CallId, outcome: Outcome) {
-        let Some(c) = self.calls.get(&call) else {
+        let Some(c) = self.calls.get(call) else {
             return;
         };
         let Some(policy) = c.spec.policy.clone() else {
@@ -297,7 +310,7 @@ impl Gate {
                     id,
                     op: Op::Charge { cost, refund },
                 });
-                if let Some(c) = self.calls.get_mut(&call) {
+                if let Some(c) = self.calls.get_mut(call) {
                     c.stage = Stage::Charging { next };
                 }
                 return;
@@ -308,7 +321,7 @@ impl Gate {
 
     /// The budget's answer for `call`'s retry costing `cost`: on with `next`, or give up.
     pub(super) fn charged(&mut self, now: Millis, call: CallId, cost: f64, next: Next, paid: bool) {
-        let Some(c) = self.calls.get_mut(&call) else {
+        let Some(c) = self.calls.get_mut(call) else {
             return;
         };
         if paid {
@@ -326,7 +339,7 @@ impl Gate {
     /// Has the body of a response nobody will see disposed of (reading a 429's for signs of a
     /// spent quota), or goes straight on when the attempt had no response.
     fn dispose(&mut self, now: Millis, call: CallId, next: Next) {
-        let Some(c) = self.calls.get_mut(&call) else {
+        let Some(c) = self.calls.get_mut(call) else {
             return;
         };
         if c.last_failed {
@@ -339,7 +352,7 @@ impl Gate {
 
     /// The body of `call`'s last response is disposed of; `body` is what it said, when read.
     pub fn disposed(&mut self, now: Millis, call: CallId, body: Option<BodyFacts>) {
-        let Some(c) = self.calls.get(&call) else {
+        let Some(c) = self.calls.get(call) else {
             return;
         };
         let Stage::Disposing { next } = c.stage else {
@@ -359,7 +372,7 @@ impl Gate {
     /// Carries a call on after its attempt: it waits for a running probe if it was throttled,
     /// fails fast if the quota is spent, or gives up, or backs off and joins the line again.
     pub(super) fn proceed(&mut self, now: Millis, call: CallId, next: Next) {
-        let Some(c) = self.calls.get_mut(&call) else {
+        let Some(c) = self.calls.get_mut(call) else {
             return;
         };
         if self.probe.is_some() && c.last_status == Some(429) {
@@ -396,7 +409,7 @@ impl Gate {
                 }));
                 // A Retry-After already holds the whole gate; only our own backoff sleeps.
                 if not_before > self.cooldown_until() {
-                    if let Some(c) = self.calls.get_mut(&call) {
+                    if let Some(c) = self.calls.get_mut(call) {
                         c.stage = Stage::Sleeping { until: not_before };
                     }
                     self.sleepers.push(Due {

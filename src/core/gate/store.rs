@@ -46,7 +46,7 @@ impl Gate {
                         Keeper::Memory(_) => true,
                     },
                 };
-                let next = match self.calls.get(&call).map(|c| &c.stage) {
+                let next = match self.calls.get(call).map(|c| &c.stage) {
                     Some(Stage::Charging { next }) => *next,
                     _ => return,
                 };
@@ -69,11 +69,11 @@ impl Gate {
                 let calls = &self.calls;
                 match self.line.front(|p| Gate::live(calls, p)) {
                     Some(head) => {
-                        let (deadline, reason) = self.calls[&head.call].admission_deadline();
+                        let (deadline, reason) = self.calls[head.call].admission_deadline();
                         if deadline < now {
                             self.line.pop();
                             self.figures.expired += 1;
-                            let end = End::abandoned_by(&self.calls[&head.call], reason);
+                            let end = End::abandoned_by(&self.calls[head.call], reason);
                             self.settle(now, head.call, end);
                             self.release(now, id, anchor);
                         } else {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use super::action::OpId;
 use super::CallId;
-use crate::core::authority::{AdmissionId, Answer};
+use crate::core::authority::{AdmissionId, Answer, Remaining};
 use crate::core::budget::RefillingConfig;
 use crate::core::config::{positive, ConfigError, Rate};
 use crate::core::map::IdHasher;
@@ -111,6 +111,8 @@ pub struct StoreLink {
     pub budget_left: Option<f64>,
     /// Refunds owed to the shared budget; they ride along with the next charge.
     pub refunds: f64,
+    /// The last remaining count heard and not yet told; it rides along with the next admission.
+    pub seen: Option<Remaining>,
     calls: u64,
     failures: u64,
 }
@@ -137,6 +139,7 @@ impl StoreLink {
             slow: false,
             budget_left: budget.map(|b| b.capacity),
             refunds: 0.0,
+            seen: None,
             calls: 0,
             failures: 0,
         }
@@ -190,7 +193,10 @@ impl StoreLink {
             return (None, false);
         };
         match *answer {
-            Answer::Observed { cooldown_ms: _, slow } => self.slow = slow,
+            Answer::Observed {
+                cooldown_ms: _,
+                slow,
+            } => self.slow = slow,
             Answer::Charged(left) | Answer::Refused(left) => self.budget_left = Some(left),
             _ => {}
         }
