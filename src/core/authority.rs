@@ -5,10 +5,10 @@
 //! There are two authorities, one contract ([`Authority`]). [`MemoryAuthority`] answers at once,
 //! in this process. `src/store/gate.lua` is the Redis encoding of the very same transitions (a
 //! parity test runs random operations through both and requires identical answers); a gate
-//! reaches it through its [`StoreLink`](super::store_link::StoreLink), which sends operations
+//! reaches it through its [`StoreLink`](crate::core::gate::store_link::StoreLink), which sends operations
 //! out and takes the answers back.
 //!
-//! [`MemoryAuthority`]: super::memory::MemoryAuthority
+//! [`MemoryAuthority`]: crate::core::memory::MemoryAuthority
 
 use super::Millis;
 
@@ -108,7 +108,8 @@ pub enum Answer {
 
 /// The contract both authorities keep: apply one operation at `now`, answer at once. The memory
 /// authority is this process's; `gate.lua` is the Redis one (run synchronously by the parity
-/// test, and asynchronously by a gate through its [`StoreLink`](super::store_link::StoreLink)).
+/// test, and asynchronously by a gate through its
+/// [`StoreLink`](crate::core::gate::store_link::StoreLink)).
 pub trait Authority {
     /// Applies `op` at `now` (milliseconds on the authority's clock).
     fn apply(&mut self, now: Millis, op: &Op) -> Answer;

@@ -4,7 +4,10 @@
 //! timer); the driver calls it for every other attempt.
 
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
+use super::errors::type_error;
+use super::props::get;
 use super::Exported;
 use crate::core::Millis;
 
@@ -55,4 +58,11 @@ impl How {
             _ => How::Failed,
         }
     }
+}
+
+/// The global `fetch`, looked up at call time so a test or polyfill installed later is used.
+pub fn global_fetch() -> Result<js_sys::Function, JsValue> {
+    get(&js_sys::global(), "fetch")
+        .dyn_into()
+        .map_err(|_| type_error("No global `fetch`: pass one as the `fetch` option"))
 }

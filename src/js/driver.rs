@@ -11,7 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{future_to_promise, spawn_local};
 
-use super::attempt::{self, How};
+use super::attempt::{self, global_fetch, How};
 use super::body;
 use super::clock;
 use super::errors::{abandoned_error, abort_reason, quota_error, range_error};
@@ -22,7 +22,6 @@ use super::props::set;
 use super::random::process_id;
 use super::redis::RedisStore;
 use super::timer::Timer;
-use super::transport::global_fetch;
 use super::wait::Slot;
 use super::watch::Watches;
 use crate::core::gate::action::{Action, End, Event};

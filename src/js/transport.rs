@@ -5,16 +5,15 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
-use super::attempt::How;
+use super::attempt::{global_fetch, How};
 use super::clock;
 use super::driver::GateDriver;
-use super::errors::{abort_reason, range_error, type_error};
+use super::errors::{abort_reason, range_error};
 use super::figures;
 use super::headers::{self, Credential};
 use super::options::{self, Config};
-use super::props::{get, set};
+use super::props::set;
 use super::random::fingerprint_keys;
 use super::registry::gate_for;
 use super::Exported;
@@ -276,11 +275,4 @@ impl Transport {
         self.free.borrow_mut().push(handle);
         Some(taken)
     }
-}
-
-/// The global `fetch`, looked up at call time so a test or polyfill installed later is used.
-pub fn global_fetch() -> Result<js_sys::Function, JsValue> {
-    get(&js_sys::global(), "fetch")
-        .dyn_into()
-        .map_err(|_| type_error("No global `fetch`: pass one as the `fetch` option"))
 }
