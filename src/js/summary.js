@@ -32,7 +32,7 @@ export function summary({ rate, store, retry, budget, waiting }) {
   s.retryBudget = budget
     ? `shared per gate: ${budget.capacity} tokens, a 429 retry costs ${budget.throttleCost}, a transient one ${budget.transientCost}, success refunds the retry's cost (+${budget.successRefill} for a first-time success); batch({ retryBudget }) adds a fixed allowance per round`
     : 'none';
-  s.quota = 'a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate; used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()';
+  s.quota = 'a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate, through its line (after an answer that confirms nothing, the next waits 2 s, doubling to 60 s); used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()';
   s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms; onEvent: throttled, retry, abandoned, quota-probe, store-down/up';
   const lines = [
     `bucket: burst ${rate.burst} at ${rate.perSecond} per second, per credential (set it to the provider's allowance for the key)`,
