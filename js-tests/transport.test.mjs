@@ -226,7 +226,7 @@ test('describe() summarises the configuration as an object and as text', () => {
   assert.deepEqual(summary.rate, rate);
   assert.match(summary.store, /per process/);
   assert.match(summary.text, /burst 2 at 2 per second/);
-  for (const needle of ['429, 502, 503, 504', 'full jitter', '2000 ms', '60000 ms', '3 attempts', '60000 ms per call', '500 tokens']) {
+  for (const needle of ['429, 502, 503, 504', 'full jitter', '2000 ms', '60000 ms', '3 attempts', '60000 ms of retrying per call', '500 tokens', 'waits its turn']) {
     assert.ok(summary.text.includes(needle), `summary mentions ${needle}:\n${summary.text}`);
   }
   assert.match(createFetch({ rate, retry: false }).describe().retry, /^off/);

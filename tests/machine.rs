@@ -733,3 +733,24 @@ fn a_charge_the_store_never_answers_is_paid_by_the_fail_safe_budget() {
     assert_eq!(h.end(0), Some(End::Deliver));
     assert_eq!(h.attempts_of(0).len(), 2, "the retry was paid for locally");
 }
+
+#[test]
+fn a_gate_is_idle_once_nothing_in_it_is_worth_keeping() {
+    let mut h = Harness::new(
+        gate(2.0, 2.0, Some(RefillingConfig::DEFAULT)),
+        scripted(vec![Reply::status(429, &[("Retry-After", "3")])]),
+    );
+    assert!(h.gate.idle(0.0), "a new gate");
+    h.start_at(0.0, defaults());
+    h.run_until(0.0);
+    assert!(!h.gate.idle(0.0), "a call in it");
+    h.run();
+    let end = h.ended_at(0);
+    assert!(!h.gate.idle(end), "the bucket is not full again yet");
+    assert!(
+        !h.gate.idle(2_999.0),
+        "the cooldown holds, and the retry cost 5 of the budget"
+    );
+    // The retry's success refunded its cost; the bucket refills half a second later.
+    assert!(h.gate.idle(end + 500.0));
+}

@@ -43,6 +43,12 @@ impl Scope {
     }
 }
 
+/// Whether `value` can be sent as a header value: no CR, LF or NUL (a credential holding one
+/// is refused before it reaches the network, so no error anywhere repeats it).
+pub fn sendable(value: &str) -> bool {
+    !value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0))
+}
+
 /// Which header names the allowance, and its value, trimmed as the server would.
 fn credential<'a>(
     api_key: Option<&'a str>,
@@ -130,6 +136,14 @@ mod tests {
             print(Some("k1"), None),
             fingerprint(Some("k1"), None, (8, 9))
         );
+    }
+
+    #[test]
+    fn a_credential_with_a_line_break_cannot_be_sent() {
+        assert!(sendable("sk-live-123 abc"));
+        for bad in ["sk\r\nX-Evil: 1", "sk\n", "sk\0"] {
+            assert!(!sendable(bad), "{bad:?}");
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@ export const RESPONSE = 0; // value: the Response (any status)
 export const FAILED = 1; // value: the inner fetch's rejection
 export const TIMED_OUT = 2; // value: the rejection caused by our per-attempt timeout
 export const CALLER_ABORTED = 3; // value: the caller's abort reason; never retried
+export const INVALID = 4; // value: the inner fetch's rejection of a request that cannot be made
 
 /** A response's status, read here once for both paths; 0 when it has none. */
 const statusOf = (response) =>
@@ -63,6 +64,16 @@ function abortReason(signal) {
   return signal.reason !== undefined ? signal.reason : new DOMException('This operation was aborted', 'AbortError');
 }
 
+/** How a rejection of the inner fetch ended the attempt: the network, or the request itself. */
+function failed(input, init) {
+  try {
+    new Request(input, init); // eslint-disable-line no-new
+    return FAILED;
+  } catch {
+    return INVALID;
+  }
+}
+
 function call(fetch, input, init) {
   try {
     return Promise.resolve(fetch(input, init));
@@ -79,7 +90,7 @@ function call(fetch, input, init) {
  */
 export function attempt(fetch, input, init, timeoutMs, settle, id) {
   if (timeoutMs === 0) {
-    return call(fetch, input, init).then((r) => settle(id, r, RESPONSE, statusOf(r)), (e) => settle(id, e, FAILED, 0));
+    return call(fetch, input, init).then((r) => settle(id, r, RESPONSE, statusOf(r)), (e) => settle(id, e, failed(input, init), 0));
   }
   const caller = callerSignal(input, init);
   if (caller && caller.aborted) return Promise.resolve(caller).then((c) => settle(id, abortReason(c), CALLER_ABORTED, 0));
@@ -103,7 +114,7 @@ export function attempt(fetch, input, init, timeoutMs, settle, id) {
     (error) => {
       done();
       if (caller && caller.aborted) return settle(id, abortReason(caller), CALLER_ABORTED, 0);
-      return settle(id, error, flight.timedOut ? TIMED_OUT : FAILED, 0);
+      return settle(id, error, flight.timedOut ? TIMED_OUT : failed(input, guarded), 0);
     },
   );
 }

@@ -42,6 +42,8 @@ pub enum How {
     Response,
     /// The inner fetch rejected.
     Failed,
+    /// The inner fetch rejected, and the request cannot even be made.
+    Invalid,
     /// Our per-attempt timeout aborted it.
     TimedOut,
     /// The caller's signal aborted it: never retried.
@@ -55,6 +57,7 @@ impl How {
             0 => How::Response,
             2 => How::TimedOut,
             3 => How::CallerAborted,
+            4 => How::Invalid,
             _ => How::Failed,
         }
     }

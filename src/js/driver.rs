@@ -5,7 +5,7 @@
 //! nothing.
 
 use std::cell::{Cell, OnceCell, RefCell};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -21,11 +21,14 @@ use super::options::Config;
 use super::props::set;
 use super::random::process_id;
 use super::redis::RedisStore;
+use super::replay;
 use super::timer::Timer;
 use super::wait::Slot;
 use super::watch::Watches;
+use crate::core::classify::Failure;
 use crate::core::gate::action::{Action, End, Event};
 use crate::core::gate::call::CallSpec;
+use crate::core::gate::figures::Figures;
 use crate::core::gate::{CallId, Gate};
 use crate::core::quota::usage_url_for;
 use crate::core::scope::Scope;
@@ -56,9 +59,30 @@ struct JsCall {
     last: Option<Result<JsValue, JsValue>>,
     /// The last attempt's time limit, for the fast path.
     timeout: Millis,
+    /// Its body is a stream that each attempt sends a copy of.
+    split: bool,
     waiter: Waiter,
     watch: Option<u32>,
 }
+
+/// An attempt that could not be sent (no fetch to call, no probe request): it counts as a
+/// network failure, and the call goes on as the policy says.
+const UNSENT: Failure = Failure::Rejected {
+    request_valid: true,
+};
+
+/// A credential's 128-bit fingerprint, as wrappers find its gate by.
+pub type Print = (u64, u64);
+
+/// A wrapper that uses the gate: when the gate is forgotten (idle), the wrapper forgets it too
+/// and keeps its figures in its totals.
+pub trait Owner {
+    /// The gate known by `print` is gone; these were its figures.
+    fn forget(&self, print: Print, figures: &Figures);
+}
+
+/// The wrappers that know a gate, and the fingerprint they know it by.
+type Owners = (Option<Print>, Vec<Weak<dyn Owner>>);
 
 /// `attempt.js`'s `settle(id, value, how, status)` for attempts the driver sends.
 type AttemptEnded = Closure<dyn FnMut(f64, JsValue, u8, u16)>;
@@ -81,6 +105,15 @@ pub struct GateDriver {
     /// Actions are being performed: a call made meanwhile (from a hook or an inner fetch)
     /// leaves its actions to the loop already running.
     driving: Cell<bool>,
+    /// The wrappers that know the gate, and the fingerprint they know it by.
+    owners: RefCell<Owners>,
+    /// When it was last used, in calls made process-wide (for `stats()`'s order).
+    used: Cell<u64>,
+}
+
+thread_local! {
+    /// Calls made process-wide: a clock for "most recently used".
+    static CALLS_MADE: Cell<u64> = const { Cell::new(0) };
 }
 
 impl GateDriver {
@@ -90,7 +123,7 @@ impl GateDriver {
             let key = Rc::new(s.key(&scope));
             (s, key)
         });
-        let driver = Rc::new(GateDriver {
+        Rc::new(GateDriver {
             scope,
             gate: RefCell::new(gate),
             calls: RefCell::new(Mirror::default()),
@@ -101,30 +134,55 @@ impl GateDriver {
             store,
             hooks: RefCell::new(Vec::new()),
             driving: Cell::new(false),
-        });
-        let weak = Rc::downgrade(&driver);
-        let callback = Box::new(move || {
-            if let Some(driver) = weak.upgrade() {
-                driver.woken();
-            }
-        });
-        *driver.timer.borrow_mut() = Some(Timer::new(callback));
-        let weak = Rc::downgrade(&driver);
-        let on_abort = Closure::<dyn FnMut(u32)>::new(move |watch| {
-            if let Some(driver) = weak.upgrade() {
-                driver.aborted(watch);
-            }
-        });
-        let _ = driver.on_abort.set(on_abort);
-        let weak = Rc::downgrade(&driver);
-        let on_attempt =
-            Closure::<dyn FnMut(f64, JsValue, u8, u16)>::new(move |id: f64, value, how, status| {
-                if let Some(driver) = weak.upgrade() {
-                    driver.attempted(id as CallId, value, How::from_js(how), status);
-                }
-            });
-        let _ = driver.on_attempt.set(on_attempt);
-        driver
+            owners: RefCell::new((None, Vec::new())),
+            used: Cell::new(0),
+        })
+    }
+
+    /// The gate's timer, made the first time the gate needs waking (most gates never wait).
+    fn timer(self: &Rc<Self>) -> std::cell::RefMut<'_, Timer> {
+        let weak = Rc::downgrade(self);
+        std::cell::RefMut::map(self.timer.borrow_mut(), |timer| {
+            timer.get_or_insert_with(|| {
+                Timer::new(Box::new(move || {
+                    if let Some(driver) = weak.upgrade() {
+                        driver.woken();
+                    }
+                }))
+            })
+        })
+    }
+
+    /// What an abort listener of a waiting call calls, made when first needed.
+    fn on_abort(self: &Rc<Self>) -> &js_sys::Function {
+        let weak = Rc::downgrade(self);
+        self.on_abort
+            .get_or_init(|| {
+                Closure::<dyn FnMut(u32)>::new(move |watch| {
+                    if let Some(driver) = weak.upgrade() {
+                        driver.aborted(watch);
+                    }
+                })
+            })
+            .as_ref()
+            .unchecked_ref()
+    }
+
+    /// What `attempt.js` calls when an attempt the driver sent ends, made when first needed.
+    fn on_attempt(self: &Rc<Self>) -> &js_sys::Function {
+        let weak = Rc::downgrade(self);
+        self.on_attempt
+            .get_or_init(|| {
+                Closure::<dyn FnMut(f64, JsValue, u8, u16)>::new(
+                    move |id: f64, value, how, status| {
+                        if let Some(driver) = weak.upgrade() {
+                            driver.attempted(id as CallId, value, How::from_js(how), status);
+                        }
+                    },
+                )
+            })
+            .as_ref()
+            .unchecked_ref()
     }
 
     /// The credential's scope (a hash).
@@ -147,6 +205,34 @@ impl GateDriver {
         self.timer.borrow().as_ref().is_some_and(Timer::is_armed)
     }
 
+    /// A wrapper keeps the gate under `print`; it hears when the gate is forgotten.
+    pub fn adopt(&self, print: Print, owner: Weak<dyn Owner>) {
+        let mut owners = self.owners.borrow_mut();
+        owners.0 = Some(print);
+        owners.1.retain(|o| o.strong_count() > 0);
+        owners.1.push(owner);
+    }
+
+    /// When the gate was last used (a count of calls made process-wide).
+    pub fn used(&self) -> u64 {
+        self.used.get()
+    }
+
+    /// Whether the gate holds nothing worth keeping (see `Gate::idle`) and waits for nothing.
+    pub fn idle(&self, now: Millis) -> bool {
+        !self.driving.get() && !self.timer_armed() && self.with(|g| g.idle(now))
+    }
+
+    /// The gate is forgotten: every wrapper that knew it forgets it and keeps its figures.
+    pub fn retire(&self, now: Millis) {
+        let figures = self.with(|g| g.figures(now));
+        let (print, owners) = std::mem::take(&mut *self.owners.borrow_mut());
+        let Some(print) = print else { return };
+        for owner in owners.iter().filter_map(Weak::upgrade) {
+            owner.forget(print, &figures);
+        }
+    }
+
     /// Remembers a wrapper's hook for events about the gate itself.
     pub fn hear(&self, events: &Events) {
         let mut hooks = self.hooks.borrow_mut();
@@ -164,8 +250,14 @@ impl GateDriver {
         input: JsValue,
         init: JsValue,
         signal: Option<web_sys::AbortSignal>,
+        split: bool,
     ) -> CallId {
         let now = clock::now();
+        let tick = CALLS_MADE.with(|c| {
+            c.set(c.get() + 1);
+            c.get()
+        });
+        self.used.set(tick);
         let call = self.gate.borrow_mut().start(now, spec);
         let js = JsCall {
             input,
@@ -174,6 +266,7 @@ impl GateDriver {
             config: config.clone(),
             last: None,
             timeout: 0.0,
+            split,
             waiter: Waiter::Sync {
                 send: None,
                 end: None,
@@ -197,11 +290,17 @@ impl GateDriver {
             Waiter::Sync { end: Some(_), .. } => {
                 let Some(JsCall {
                     waiter: Waiter::Sync { end: Some(end), .. },
+                    split,
+                    input,
+                    init,
                     ..
                 }) = calls.remove(call)
                 else {
                     return Ok(None);
                 };
+                if split {
+                    replay::release(&input, &init);
+                }
                 Err(end)
             }
             Waiter::Sync { send, .. } => match send.take() {
@@ -213,6 +312,11 @@ impl GateDriver {
             },
             _ => Ok(None),
         }
+    }
+
+    /// Whether each attempt of `call` sends a copy of its stream body (so the driver sends it).
+    pub fn splits(&self, call: CallId) -> bool {
+        self.calls.borrow().get(call).is_some_and(|c| c.split)
     }
 
     /// The attempt's time limit the gate gave `call`.
@@ -229,8 +333,8 @@ impl GateDriver {
             return js_sys::Promise::reject(&range_error("Unknown call"));
         };
         js.waiter = Waiter::Slot(slot.clone());
-        if let (Some(signal), Some(on_abort)) = (&js.signal, self.on_abort.get()) {
-            let on_abort = on_abort.as_ref().unchecked_ref();
+        if let Some(signal) = &js.signal {
+            let on_abort = self.on_abort();
             js.watch = Some(self.watches.borrow_mut().add(signal, call, on_abort));
         }
         drop(calls);
@@ -255,8 +359,13 @@ impl GateDriver {
                 let mut gate = self.gate.borrow_mut();
                 gate.responded(now, &clock::wall_now, call, status, &lookup);
             }
-            How::TimedOut => self.gate.borrow_mut().failed(now, call, true),
-            How::Failed => self.gate.borrow_mut().failed(now, call, false),
+            How::TimedOut => self.gate.borrow_mut().failed(now, call, Failure::TimedOut),
+            How::Failed | How::Invalid => {
+                let failure = Failure::Rejected {
+                    request_valid: how == How::Failed,
+                };
+                self.gate.borrow_mut().failed(now, call, failure);
+            }
         }
         if let Some(js) = self.calls.borrow_mut().get_mut(call) {
             js.last = Some(match how {
@@ -283,11 +392,12 @@ impl GateDriver {
             self.perform(action);
         }
         self.driving.set(false);
-        let due = self.gate.borrow_mut().poll_timeout(now);
-        if let Some(timer) = self.timer.borrow_mut().as_mut() {
-            match due {
-                Some(due) => timer.arm(due, now),
-                None => timer.disarm(),
+        match self.gate.borrow_mut().poll_timeout(now) {
+            Some(due) => self.timer().arm(due, now),
+            None => {
+                if let Some(timer) = self.timer.borrow_mut().as_mut() {
+                    timer.disarm();
+                }
             }
         }
     }
@@ -362,8 +472,8 @@ impl GateDriver {
 
     /// Sends a call's attempt through `attempt.js`, which reports back to `on_attempt`.
     fn send(self: &Rc<Self>, call: CallId, timeout: Millis) {
-        let calls = self.calls.borrow();
-        let Some(js) = calls.get(call) else {
+        let mut calls = self.calls.borrow_mut();
+        let Some(js) = calls.get_mut(call) else {
             return;
         };
         let (input, init) = match &js.waiter {
@@ -371,7 +481,14 @@ impl GateDriver {
             Waiter::Probe(None) => {
                 drop(calls);
                 // No request could be made: the probe finds nothing.
-                return self.with(|g| g.failed(clock::now(), call, false));
+                return self.with(|g| g.failed(clock::now(), call, UNSENT));
+            }
+            _ if js.split => {
+                // One copy of the stream goes now; the other is kept for the next attempt.
+                let parts = replay::split(&js.input, &js.init);
+                js.input = parts.get(2);
+                js.init = parts.get(3);
+                (parts.get(0), parts.get(1))
             }
             _ => (js.input.clone(), js.init.clone()),
         };
@@ -381,12 +498,10 @@ impl GateDriver {
         };
         drop(calls);
         let Ok(fetch) = fetch else {
-            return self.with(|g| g.failed(clock::now(), call, false));
+            return self.with(|g| g.failed(clock::now(), call, UNSENT));
         };
-        if let Some(settle) = self.on_attempt.get() {
-            let settle = settle.as_ref().unchecked_ref();
-            let _ = attempt::send(&fetch, &input, &init, timeout, settle, call as f64);
-        }
+        let settle = self.on_attempt();
+        let _ = attempt::send(&fetch, &input, &init, timeout, settle, call as f64);
     }
 
     fn last_response(&self, call: CallId) -> Option<JsValue> {
@@ -409,7 +524,7 @@ impl GateDriver {
             .clone()
             .or_else(|| headers::url(&from.input).and_then(|u| usage_url_for(&u)));
         let request = url.map(|url| {
-            let (credential, _) = headers::request(&from.input, &from.init);
+            let (credential, _, _) = headers::request(&from.input, &from.init);
             let headers = js_sys::Object::new();
             set(&headers, "Accept", "application/json".into());
             if let Some(key) = credential.api_key {
@@ -430,6 +545,7 @@ impl GateDriver {
             config,
             last: None,
             timeout: 0.0,
+            split: false,
             waiter: Waiter::Probe(request),
             watch: None,
         };
@@ -474,6 +590,9 @@ impl GateDriver {
             return;
         };
         drop(calls);
+        if js.split {
+            replay::release(&js.input, &js.init);
+        }
         if let Some(watch) = js.watch {
             self.watches.borrow_mut().remove(watch, call);
         }

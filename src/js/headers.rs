@@ -7,6 +7,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::props::get;
+use crate::core::classify::Body;
 use crate::core::feedback::FEEDBACK_HEADERS;
 
 /// What the gate needs to know of a request's headers.
@@ -46,9 +47,9 @@ fn present(value: &str) -> Option<String> {
     (value != NONE).then(|| value.to_string())
 }
 
-/// The credential, idempotency key and method of a `fetch(input, init)` call. As in `fetch`,
-/// `init.headers` replaces the headers of a `Request` passed as `input`.
-pub fn request(input: &JsValue, init: &JsValue) -> (Credential, String) {
+/// The credential, idempotency key, method and kind of body of a `fetch(input, init)` call. As
+/// in `fetch`, `init.headers` replaces the headers of a `Request` passed as `input`.
+pub fn request(input: &JsValue, init: &JsValue) -> (Credential, String, Body) {
     let facts = request_facts(input, init);
     // Bytes, not chars: the separator is ASCII, and every part stays valid UTF-8.
     let mut parts = facts.as_bytes().split(|&b| b == 0);
@@ -63,7 +64,14 @@ pub fn request(input: &JsValue, init: &JsValue) -> (Credential, String) {
         authorization: present(next()),
         idempotency_key: next() == "1",
     };
-    (credential, next().to_string())
+    let method = next().to_string();
+    let body = match next() {
+        "r" => Body::Reusable,
+        "s" => Body::Stream,
+        "o" => Body::OneShot,
+        _ => Body::None,
+    };
+    (credential, method, body)
 }
 
 /// A lookup into a response's headers for the gate: one call into JavaScript per name asked,

@@ -18,6 +18,7 @@ mod random;
 mod read;
 mod redis;
 mod registry;
+mod replay;
 mod text;
 mod timer;
 mod transport;

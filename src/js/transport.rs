@@ -8,8 +8,8 @@ use wasm_bindgen::prelude::*;
 
 use super::attempt::{global_fetch, How};
 use super::clock;
-use super::driver::GateDriver;
-use super::errors::{abort_reason, range_error};
+use super::driver::{GateDriver, Owner, Print};
+use super::errors::{abort_reason, range_error, type_error};
 use super::figures;
 use super::headers::{self, Credential};
 use super::options::{self, Config};
@@ -18,10 +18,12 @@ use super::random::fingerprint_keys;
 use super::registry::gate_for;
 use super::Exported;
 use crate::core::batch::Batch;
+use crate::core::classify::Body;
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
 use crate::core::gate::CallId;
-use crate::core::scope::{fingerprint, Scope};
+use crate::core::map::Map;
+use crate::core::scope::{fingerprint, sendable, Scope};
 
 /// A gated `fetch`. The package's `createFetch` wraps it in a plain function.
 #[wasm_bindgen]
@@ -37,13 +39,21 @@ pub struct Transport {
 /// A call the fast path is sending: its gate, and its number there.
 type Parked = (Rc<GateDriver>, CallId);
 
-/// The gates a wrapper (and its batches) have used, most recent first, by a 128-bit keyed
-/// fingerprint of the credential: no SHA-256 per call for a key seen before, and no raw key
-/// kept. Also the figures of gates the registry has since forgotten.
+/// The gates a wrapper (and its batches) have used, by a 128-bit keyed fingerprint of the
+/// credential: no SHA-256 per call for a key seen before, and no raw key kept. Also the
+/// figures of gates since forgotten (idle), which stay in the wrapper's totals.
 #[derive(Default)]
 struct Known {
-    gates: Vec<((u64, u64), Rc<GateDriver>)>,
+    gates: Map<Print, Rc<GateDriver>>,
     retired: Figures,
+}
+
+impl Owner for RefCell<Known> {
+    fn forget(&self, print: Print, figures: &Figures) {
+        let mut known = self.borrow_mut();
+        known.gates.remove(&print);
+        known.retired.absorb(figures);
+    }
 }
 
 #[wasm_bindgen]
@@ -86,6 +96,11 @@ impl Transport {
         };
         Ok(match driver.outcome(call) {
             Err(end) => settled(end).into(),
+            // A stream body is split before each attempt: the driver sends that one.
+            Ok(Some(timeout)) if driver.splits(call) => {
+                driver.send_now(call, timeout);
+                driver.promise(call).into()
+            }
             Ok(Some(_)) => JsValue::from(self.park(driver, call)),
             Ok(None) => driver.promise(call).into(),
         })
@@ -150,7 +165,9 @@ impl Transport {
     /// Live figures of every gate this wrapper has used.
     pub fn stats(&self) -> Exported {
         let known = self.gates.borrow();
-        let drivers: Vec<Rc<GateDriver>> = known.gates.iter().map(|(_, g)| g.clone()).collect();
+        let mut drivers: Vec<Rc<GateDriver>> = known.gates.values().cloned().collect();
+        // Most recently used first.
+        drivers.sort_unstable_by_key(|d| std::cmp::Reverse(d.used()));
         let stats = figures::stats(&drivers, &known.retired);
         if let Some(batch) = &self.batch {
             let batch = batch.borrow();
@@ -179,7 +196,7 @@ impl Transport {
     /// Declares the quota available again on every gate this wrapper has used.
     #[wasm_bindgen(js_name = resetQuota)]
     pub fn reset_quota(&self) {
-        for (_, driver) in self.gates.borrow().gates.iter() {
+        for driver in self.drivers() {
             driver.with(|g| g.reset_quota(clock::now()));
             driver.drive();
         }
@@ -189,7 +206,7 @@ impl Transport {
     /// the way out of a hold nobody wants any more.
     #[wasm_bindgen(js_name = clearCooldown)]
     pub fn clear_cooldown(&self) {
-        for (_, driver) in self.gates.borrow().gates.iter() {
+        for driver in self.drivers() {
             driver.with(|g| g.clear_cooldown(clock::now()));
             driver.drive();
         }
@@ -218,13 +235,24 @@ impl Transport {
         if self.config.fetch.is_none() {
             global_fetch().map_err(Err)?;
         }
-        let (credential, method) = headers::request(&input, &init);
+        let (credential, method, body) = headers::request(&input, &init);
+        for (name, value) in [
+            ("X-API-Key", &credential.api_key),
+            ("Authorization", &credential.authorization),
+        ] {
+            if value.as_deref().is_some_and(|v| !sendable(v)) {
+                return Err(Err(type_error(&format!(
+                    "`{name}` holds a character a header value may not hold (CR, LF or NUL); \
+                     the request was not sent"
+                ))));
+            }
+        }
         let driver = self.gate(&credential).map_err(Err)?;
-        let replayable = self
-            .config
-            .retry
-            .as_ref()
-            .is_some_and(|policy| policy.rules.may_replay(&method, credential.idempotency_key));
+        let replayable = self.config.retry.as_ref().is_some_and(|policy| {
+            policy
+                .rules
+                .may_replay(&method, credential.idempotency_key, body)
+        });
         let spec = CallSpec {
             policy: self.config.retry.clone(),
             batch: self.batch.clone(),
@@ -232,7 +260,8 @@ impl Transport {
             max_wait_ms: self.config.max_wait_ms,
             max_waiting: self.config.max_waiting,
         };
-        let call = driver.start(spec, &self.config, input, init, signal);
+        let split = replayable && body == Body::Stream;
+        let call = driver.start(spec, &self.config, input, init, signal, split);
         Ok((driver, call))
     }
 
@@ -242,18 +271,22 @@ impl Transport {
             credential.authorization.as_deref(),
         );
         let print = fingerprint(key, auth, fingerprint_keys());
-        let mut known = self.gates.borrow_mut();
-        if let Some(index) = known.gates.iter().position(|(p, _)| *p == print) {
-            if index > 0 {
-                let gate = known.gates.remove(index);
-                known.gates.insert(0, gate);
-            }
-            return Ok(known.gates[0].1.clone());
+        if let Some(driver) = self.gates.borrow().gates.get(&print) {
+            return Ok(driver.clone());
         }
-        let scope = Scope::of(key, auth);
-        let driver = gate_for(&scope, &self.config)?;
-        known.gates.insert(0, (print, driver.clone()));
+        // Not borrowed while the registry runs: making a gate may forget idle ones, and a
+        // forgotten gate's owners (this wrapper among them) hear of it.
+        let driver = gate_for(&Scope::of(key, auth), &self.config)?;
+        let owner: Rc<RefCell<Known>> = self.gates.clone();
+        let owner: Rc<dyn Owner> = owner;
+        driver.adopt(print, Rc::downgrade(&owner));
+        self.gates.borrow_mut().gates.insert(print, driver.clone());
         Ok(driver)
+    }
+
+    /// The gates this wrapper knows.
+    fn drivers(&self) -> Vec<Rc<GateDriver>> {
+        self.gates.borrow().gates.values().cloned().collect()
     }
 
     fn park(&self, driver: Rc<GateDriver>, call: CallId) -> u32 {

@@ -8,6 +8,7 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use odds_gate::core::authority::{Answer, Authority};
+use odds_gate::core::classify::Failure;
 use odds_gate::core::gate::action::{Action, End, Event};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::BodyFacts;
@@ -118,6 +119,11 @@ pub struct FakeStore {
     pub down: bool,
     pub ops: usize,
 }
+
+/// A network failure: the request was fine, the fetch rejected.
+const NETWORK: Failure = Failure::Rejected {
+    request_valid: true,
+};
 
 pub type Server = Box<dyn FnMut(Millis, CallId, u32) -> Reply>;
 
@@ -267,7 +273,7 @@ impl Harness {
                     }
                     Reply::Fail { .. } => {
                         self.outcomes.entry(call).or_default().push(None);
-                        self.gate.failed(now, call, false);
+                        self.gate.failed(now, call, NETWORK);
                     }
                     Reply::Hang => {}
                 }
@@ -275,7 +281,7 @@ impl Harness {
             What::AttemptTimeout(call, attempt) => {
                 if self.in_flight.remove(&(call, attempt)) {
                     self.outcomes.entry(call).or_default().push(None);
-                    self.gate.failed(now, call, true);
+                    self.gate.failed(now, call, Failure::TimedOut);
                 }
             }
             What::Abort(index) => {

@@ -26,7 +26,7 @@ impl RetryCounts {
         match cause {
             Outcome::Response { status: 429, .. } => self.throttled += 1,
             Outcome::Response { .. } => self.server_error += 1,
-            Outcome::Network => self.network += 1,
+            Outcome::Network | Outcome::Invalid => self.network += 1,
             Outcome::Timeout => self.timeout += 1,
         }
     }

@@ -31,7 +31,7 @@ use self::action::{Action, End, Event};
 use self::call::{Call, CallSpec, Stage};
 use self::figures::Figures;
 use self::line::{Line, Place};
-use self::store_link::{OnFailure, StoreLink, StoreSettings};
+use self::store_link::{StoreLink, StoreSettings};
 use super::authority::{AdmissionId, Answer, Authority, Op};
 use super::budget::RefillingConfig;
 use super::config::Rate;
@@ -189,20 +189,12 @@ impl Gate {
         }
     }
 
-    /// The store's settings, when the state lives in one.
-    pub fn store_settings(&self) -> Option<StoreSettings> {
-        match &self.keeper {
-            Keeper::Store(link) => Some(link.settings()),
-            Keeper::Memory(_) => None,
-        }
-    }
-
     /// Operations sent to the store, failures seen, and whether it answers now.
-    pub fn store_counts(&self, now: Millis) -> Option<(u64, u64, bool)> {
+    pub fn store_counts(&self) -> Option<(u64, u64, bool)> {
         match &self.keeper {
             Keeper::Store(link) => {
                 let (calls, failures) = link.counts();
-                Some((calls, failures, !link.is_down(now)))
+                Some((calls, failures, !link.is_down()))
             }
             Keeper::Memory(_) => None,
         }
@@ -268,8 +260,7 @@ impl Gate {
 
     /// Whether the store is down and the gate refuses rather than admit alone.
     fn fails_closed(&self, now: Millis) -> bool {
-        matches!(&self.keeper, Keeper::Store(link)
-            if link.is_down(now) && link.settings().on_failure == OnFailure::Closed)
+        matches!(&self.keeper, Keeper::Store(link) if link.refusing(now))
     }
 
     /// When the caller with `ahead` others in front of it could be admitted, as far as this
@@ -277,7 +268,7 @@ impl Gate {
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
         match &mut self.keeper {
             Keeper::Memory(a) => a.predict(now, ahead),
-            Keeper::Store(link) if link.is_down(now) => link.fallback.predict(now, ahead),
+            Keeper::Store(link) if link.alone() => link.fallback.predict(now, ahead),
             Keeper::Store(link) => link.predict(now, ahead),
         }
     }
@@ -323,7 +314,20 @@ impl Gate {
         let id = self.next_admission;
         let authority = match &mut self.keeper {
             Keeper::Memory(a) => a,
-            Keeper::Store(link) if link.is_down(now) => &mut link.fallback,
+            Keeper::Store(link) if link.alone() => {
+                // Admit alone at the share meanwhile, and now and then ask the store again.
+                if link.ping_due(now) {
+                    let ping = link.send(now, store_link::Purpose::Tell);
+                    self.actions.push_back(Action::Store {
+                        id: ping,
+                        op: Op::Observe {
+                            cooldown_ms: None,
+                            remaining: None,
+                        },
+                    });
+                }
+                &mut link.fallback
+            }
             Keeper::Store(link) => {
                 // Not a moment early: asking before the store's token is there costs a round
                 // trip for a "wait".
@@ -387,9 +391,9 @@ impl Gate {
         if !self.line.is_empty() {
             match &mut self.keeper {
                 Keeper::Memory(a) => consider(a.predict(now, 0)),
-                Keeper::Store(link) if link.is_down(now) => {
+                Keeper::Store(link) if link.alone() => {
                     consider(link.fallback.predict(now, 0));
-                    consider(link.down_until());
+                    consider(link.retry_at());
                 }
                 Keeper::Store(link) if !link.admitting => consider(link.predict(now, 0)),
                 Keeper::Store(_) => {}
@@ -452,11 +456,6 @@ impl Gate {
         self.calls
             .get(call)
             .is_some_and(|c| c.stage == Stage::Sending)
-    }
-
-    /// Whether the gate holds `call` at all.
-    pub fn holds(&self, call: CallId) -> bool {
-        self.calls.contains(call)
     }
 
     /// Calls waiting in line now.
@@ -562,7 +561,7 @@ impl Gate {
                 if let Op::ClearCooldown = op {
                     link.cooldown_until = 0.0;
                 }
-                if !link.is_down(now) {
+                if !link.is_down() {
                     let id = link.send(now, store_link::Purpose::Tell);
                     self.actions.push_back(Action::Store { id, op });
                 }
@@ -574,7 +573,7 @@ impl Gate {
     pub fn figures(&mut self, now: Millis) -> Figures {
         let (cooldown_until, slow, retry_budget) = match &mut self.keeper {
             Keeper::Memory(a) => (a.cooldown_until(), a.slow(), a.budget_left()),
-            Keeper::Store(link) if link.is_down(now) => (
+            Keeper::Store(link) if link.alone() => (
                 link.fallback.cooldown_until(),
                 link.fallback.slow(),
                 link.fallback.budget_left(),

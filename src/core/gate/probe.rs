@@ -88,7 +88,7 @@ impl Gate {
             }
             Keeper::Store(link) => {
                 link.fallback.apply(now, &op);
-                if !link.is_down(now) {
+                if !link.is_down() {
                     let id = link.send(now, Purpose::Tell);
                     self.actions.push_back(Action::Store { id, op });
                 }

@@ -7,7 +7,7 @@ use super::call::{Next, Stage};
 use super::store_link::Purpose;
 use super::{CallId, Due, Gate, Keeper};
 use crate::core::authority::{Answer, Authority, Op, Remaining};
-use crate::core::classify::Outcome;
+use crate::core::classify::{Failure, Outcome};
 use crate::core::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
 };
@@ -105,9 +105,9 @@ impl Gate {
         self.conclude(now, call, outcome);
     }
 
-    /// `call`'s attempt ended at `now` without a response: the inner fetch rejected, or (with
-    /// `timeout`) the attempt's time limit aborted it.
-    pub fn failed(&mut self, now: Millis, call: CallId, timeout: bool) {
+    /// `call`'s attempt ended at `now` without a response: the inner fetch rejected, or the
+    /// attempt's time limit aborted it.
+    pub fn failed(&mut self, now: Millis, call: CallId, failure: Failure) {
         let Some(c) = self
             .calls
             .get_mut(call)
@@ -121,12 +121,7 @@ impl Gate {
         if probe {
             return self.settle(now, call, End::Deliver);
         }
-        let outcome = if timeout {
-            Outcome::Timeout
-        } else {
-            Outcome::Network
-        };
-        self.conclude(now, call, outcome);
+        self.conclude(now, call, failure.outcome());
     }
 
     /// Restarts the refill if `call`'s admission paused it, wherever the pause was made.
@@ -144,7 +139,7 @@ impl Gate {
             }
             Keeper::Store(link) => {
                 link.fallback.apply(now, &op);
-                if !link.is_down(now) {
+                if !link.is_down() {
                     let op_id = link.send(now, Purpose::Tell);
                     self.actions.push_back(Action::Store { id: op_id, op });
                 }
@@ -199,7 +194,7 @@ impl Gate {
                     // round trip of its own.
                     if cooldown_ms.is_none() {
                         link.seen = remaining;
-                    } else if !link.is_down(now) {
+                    } else if !link.is_down() {
                         link.seen = None;
                         let id = link.send(now, Purpose::Tell);
                         self.actions.push_back(Action::Store { id, op });
@@ -289,7 +284,7 @@ impl Gate {
             Keeper::Memory(a) => {
                 a.apply(now, &op);
             }
-            Keeper::Store(link) if link.is_down(now) => {
+            Keeper::Store(link) if link.alone() => {
                 link.fallback.apply(now, &op);
             }
             Keeper::Store(link) => link.refunds += amount,
@@ -300,7 +295,7 @@ impl Gate {
     fn charge(&mut self, now: Millis, call: CallId, cost: f64, next: Next) {
         let answer = match &mut self.keeper {
             Keeper::Memory(a) => a.apply(now, &Op::Charge { cost, refund: 0.0 }),
-            Keeper::Store(link) if link.is_down(now) => {
+            Keeper::Store(link) if link.alone() => {
                 link.fallback.apply(now, &Op::Charge { cost, refund: 0.0 })
             }
             Keeper::Store(link) => {

@@ -94,7 +94,7 @@ impl Gate {
         let Keeper::Store(link) = &mut self.keeper else {
             return;
         };
-        if anchor && !link.is_down(now) {
+        if anchor && !link.is_down() {
             let op = link.send(now, Purpose::Tell);
             self.actions.push_back(Action::Store {
                 id: op,

@@ -97,8 +97,10 @@ pub struct StoreLink {
     pub fallback: MemoryAuthority,
     in_flight: HashMap<OpId, (Millis, Purpose), std::hash::BuildHasherDefault<IdHasher>>,
     next_op: OpId,
-    down_until: Millis,
-    up: bool,
+    /// The last operation failed and nothing has answered since.
+    down: bool,
+    /// When the store is asked again, while it is down.
+    retry_at: Millis,
     /// An admission is being asked for.
     pub admitting: bool,
     /// When the store last said the next token would be there.
@@ -131,8 +133,8 @@ impl StoreLink {
             rate,
             in_flight: HashMap::default(),
             next_op: 0,
-            down_until: f64::NEG_INFINITY,
-            up: true,
+            down: false,
+            retry_at: f64::NEG_INFINITY,
             admitting: false,
             ready_at: f64::NEG_INFINITY,
             cooldown_until: 0.0,
@@ -155,9 +157,29 @@ impl StoreLink {
         self.rate
     }
 
-    /// Whether the last operation failed recently enough not to ask yet.
-    pub fn is_down(&self, now: Millis) -> bool {
-        now < self.down_until
+    /// Whether the last operation failed and nothing has answered since.
+    pub fn is_down(&self) -> bool {
+        self.down
+    }
+
+    /// Whether the gate admits alone (at its share) because the store is down.
+    pub fn alone(&self) -> bool {
+        self.down && self.settings.on_failure == OnFailure::Local
+    }
+
+    /// Whether the gate refuses because the store is down and not yet worth asking again.
+    pub fn refusing(&self, now: Millis) -> bool {
+        self.down && self.settings.on_failure == OnFailure::Closed && now < self.retry_at
+    }
+
+    /// While the store is down: whether to ask it again now (a ping, while admissions go on
+    /// alone); then not again for `retryMs`.
+    pub fn ping_due(&mut self, now: Millis) -> bool {
+        if !self.down || now < self.retry_at {
+            return false;
+        }
+        self.retry_at = now + self.settings.retry_ms;
+        true
     }
 
     /// Operations sent and failures seen.
@@ -200,8 +222,7 @@ impl StoreLink {
             Answer::Charged(left) | Answer::Refused(left) => self.budget_left = Some(left),
             _ => {}
         }
-        self.down_until = f64::NEG_INFINITY;
-        let back = !std::mem::replace(&mut self.up, true);
+        let back = std::mem::replace(&mut self.down, false);
         (Some(purpose), back)
     }
 
@@ -212,8 +233,8 @@ impl StoreLink {
             return (None, false);
         };
         self.failures += 1;
-        self.down_until = now + self.settings.retry_ms;
-        let went = std::mem::replace(&mut self.up, false);
+        self.retry_at = now + self.settings.retry_ms;
+        let went = !std::mem::replace(&mut self.down, true);
         (Some(purpose), went)
     }
 
@@ -234,9 +255,9 @@ impl StoreLink {
         self.in_flight.values().map(|(d, _)| *d).reduce(f64::min)
     }
 
-    /// When the store may be asked again after a failure.
-    pub fn down_until(&self) -> Millis {
-        self.down_until
+    /// When the store is asked again, while it is down.
+    pub fn retry_at(&self) -> Millis {
+        self.retry_at
     }
 
     /// An estimate of when the caller with `ahead` others in front could be admitted: the
