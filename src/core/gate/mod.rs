@@ -205,17 +205,14 @@ impl Gate {
     /// fails closed, the line is full, or its admission is predicted after its deadline.
     pub fn start(&mut self, now: Millis, spec: CallSpec) -> CallId {
         let id = self.make(now, spec, false);
-        let full = self.calls[id]
-            .spec
-            .max_waiting
+        let full = self
+            .calls
+            .get(id)
+            .and_then(|c| c.spec.max_waiting)
             .is_some_and(|max| self.line.len() >= max);
         if full {
             self.figures.requests += 1;
-            self.settle(
-                now,
-                id,
-                End::abandoned_by(&self.calls[id], Reason::QueueFull),
-            );
+            self.give_up(now, id, Reason::QueueFull);
         } else {
             self.join(now, id);
         }
@@ -235,8 +232,7 @@ impl Gate {
         }
         if self.fails_closed(now) {
             self.figures.requests += 1;
-            let end = End::abandoned_by(&self.calls[id], Reason::StoreUnavailable);
-            return self.settle(now, id, end);
+            return self.give_up(now, id, Reason::StoreUnavailable);
         }
         self.figures.requests += 1;
         let Some(call) = self.calls.get(id) else {
@@ -246,8 +242,7 @@ impl Gate {
         // Only a deadline needs the prediction (most calls have none before their first send).
         if deadline.is_finite() && self.predict(now, self.line.len()) > deadline {
             self.figures.expired += 1;
-            let end = End::abandoned_by(&self.calls[id], reason);
-            return self.settle(now, id, end);
+            return self.give_up(now, id, reason);
         }
         let Some(call) = self.calls.get_mut(id) else {
             return;
@@ -299,12 +294,14 @@ impl Gate {
         let Some(head) = self.line.front(|p| Gate::live(calls, p)) else {
             return false;
         };
-        let (deadline, reason) = self.calls[head.call].admission_deadline();
+        let Some(call) = self.calls.get(head.call) else {
+            return false;
+        };
+        let (deadline, reason) = call.admission_deadline();
         if deadline < now {
             self.line.pop();
             self.figures.expired += 1;
-            let end = End::abandoned_by(&self.calls[head.call], reason);
-            self.settle(now, head.call, end);
+            self.give_up(now, head.call, reason);
             return true;
         }
         if self.fails_closed(now) {
@@ -463,6 +460,14 @@ impl Gate {
         self.line.len()
     }
 
+    /// Gives `call` up for `reason`, with what it got to.
+    fn give_up(&mut self, now: Millis, call: CallId, reason: Reason) {
+        if let Some(c) = self.calls.get(call) {
+            let end = End::abandoned_by(c, reason);
+            self.settle(now, call, end);
+        }
+    }
+
     /// Ends the call: the driver settles the caller's promise. Counts it and tells the hook.
     fn settle(&mut self, now: Millis, call: CallId, end: End) {
         let Some(c) = self.calls.remove(call) else {
@@ -494,8 +499,11 @@ impl Gate {
             .map(|p| p.call)
             .collect();
         for call in waiting {
+            let Some(c) = self.calls.get(call) else {
+                continue;
+            };
+            let end = end(c);
             self.line.left();
-            let end = end(&self.calls[call]);
             if let End::Exhausted { .. } = end {
                 self.figures.quota_rejected += 1;
             }
@@ -517,12 +525,14 @@ impl Gate {
             .collect();
         let mut kept = 0;
         for call in waiting {
-            let (deadline, reason) = self.calls[call].admission_deadline();
+            let Some(c) = self.calls.get(call) else {
+                continue;
+            };
+            let (deadline, reason) = c.admission_deadline();
             if self.predict(now, kept) > deadline {
                 self.line.left();
                 self.figures.expired += 1;
-                let end = End::abandoned_by(&self.calls[call], reason);
-                self.settle(now, call, end);
+                self.give_up(now, call, reason);
             } else {
                 kept += 1;
             }

@@ -1,6 +1,6 @@
 //! Answers from the shared store, matched to what each operation was for.
 
-use super::action::{Action, End, Event};
+use super::action::{Action, Event};
 use super::call::Stage;
 use super::store_link::Purpose;
 use super::{Gate, Keeper};
@@ -69,15 +69,15 @@ impl Gate {
                 let calls = &self.calls;
                 match self.line.front(|p| Gate::live(calls, p)) {
                     Some(head) => {
-                        let (deadline, reason) = self.calls[head.call].admission_deadline();
-                        if deadline < now {
-                            self.line.pop();
-                            self.figures.expired += 1;
-                            let end = End::abandoned_by(&self.calls[head.call], reason);
-                            self.settle(now, head.call, end);
-                            self.release(now, id, anchor);
-                        } else {
-                            self.admit(now, head, id, anchor);
+                        let deadline = self.calls.get(head.call).map(|c| c.admission_deadline());
+                        match deadline {
+                            Some((deadline, reason)) if deadline < now => {
+                                self.line.pop();
+                                self.figures.expired += 1;
+                                self.give_up(now, head.call, reason);
+                                self.release(now, id, anchor);
+                            }
+                            _ => self.admit(now, head, id, anchor),
                         }
                     }
                     None => self.release(now, id, anchor),
