@@ -24,7 +24,7 @@ test('eight workers at the exact allowance: 8 attempts, no 429, all completed', 
   const fetchImpl = createFetch({ rate });
   const client = new OddsApiClient({ apiKey, baseUrl: api.baseUrl, fetchImpl });
   const started = performance.now();
-  const results = await Promise.all(Array.from({ length: 8 }, (_, i) => client.getEventSnapshot(`evt-${i}`)));
+  const results = await Promise.all(Array.from({ length: 8 }, (_, i) => client.getOddsSnapshot(`evt-${i}`)));
   const wallMs = performance.now() - started;
   const server = api.stats();
   console.log(`exact allowance: ${server.attempts} attempts, ${server.rejected} 429s, ${wallMs.toFixed(0)} ms (floor 3000 ms)`);
@@ -191,14 +191,14 @@ test('a spent monthly quota: one /usage call, every worker stops with QuotaExhau
     const apiKey = freshKey();
     const fetchImpl = createFetch({ rate: { burst: 10, perSecond: 10 }, retry: fast });
     const client = new OddsApiClient({ apiKey, baseUrl: quotaApi.baseUrl, fetchImpl });
-    await Promise.all([0, 1, 2].map((i) => client.getEventSnapshot(`spend-${i}`)));
-    const settled = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => client.getEventSnapshot(`evt-${i}`)));
+    await Promise.all([0, 1, 2].map((i) => client.getOddsSnapshot(`spend-${i}`)));
+    const settled = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => client.getOddsSnapshot(`evt-${i}`)));
     const server = quotaApi.stats();
     assert.equal(server.usageCalls, 1, 'one diagnostic call for the whole gate');
     assert.ok(settled.every((s) => s.status === 'rejected' && s.reason instanceof QuotaExhaustedError), settled.map((s) => s.reason?.name).join());
     assert.ok(settled[0].reason.periodEnd instanceof Date);
     const before = server.attempts;
-    await assert.rejects(client.getEventSnapshot('later'), QuotaExhaustedError);
+    await assert.rejects(client.getOddsSnapshot('later'), QuotaExhaustedError);
     assert.equal(quotaApi.stats().attempts, before, 'new calls fail fast without reaching the API');
     assert.equal(fetchImpl.stats().gates[0].quota.state, 'exhausted');
     fetchImpl.resetQuota();

@@ -24,7 +24,7 @@ test('returns the very same Response, body unread, through the SDK-shaped client
   assert.equal(response.bodyUsed, false);
   assert.equal((await response.json()).event_id, 'e1');
   const client = new OddsApiClient({ apiKey, baseUrl: api.baseUrl, fetchImpl });
-  assert.equal((await client.getEventSnapshot('e2')).event_id, 'e2');
+  assert.equal((await client.getOddsSnapshot('e2')).event_id, 'e2');
 });
 
 test('eight workers: plain fetch collides, the shared gate does not', async () => {
