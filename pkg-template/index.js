@@ -17,6 +17,8 @@ function wrap(transport) {
     if (typeof fetch !== 'function') return transport.fetch(input, init);
     const handle = transport.call(input, init);
     if (typeof handle !== 'number') return handle; // waiting, refused or shared: a promise
+    // A negative handle is an attempt that goes out untouched (no time limit).
+    if (handle < 0) return attempt(fetch, input, init, 0, settle, -handle - 1);
     return attempt(fetch, input, init, transport.attemptTimeout(handle), settle, handle);
   };
   fetchImpl.stats = () => transport.stats();

@@ -87,8 +87,10 @@ impl Transport {
     }
 
     /// The package's fast path. Makes the call as `fetch` does; a call the gate admits at once
-    /// comes back as a number, a handle for `attemptTimeout` and `settle` while `attempt.js`
-    /// sends it; any other call as `fetch`'s promise.
+    /// comes back as a number, a handle for `settle` while `attempt.js` sends it: `h >= 0` when
+    /// its attempt has a time limit (`attemptTimeout(h)`), `-h - 1` when it goes out untouched
+    /// (no limit: one call across the boundary fewer). Any other call comes back as `fetch`'s
+    /// promise.
     pub fn call(&self, input: JsValue, init: JsValue) -> Exported {
         let (driver, call) = match self.start(input, init) {
             Ok(started) => started,
@@ -101,6 +103,7 @@ impl Transport {
                 driver.send_now(call, timeout);
                 driver.promise(call).into()
             }
+            Ok(Some(0.0)) => JsValue::from(-f64::from(self.park(driver, call)) - 1.0),
             Ok(Some(_)) => JsValue::from(self.park(driver, call)),
             Ok(None) => driver.promise(call).into(),
         })
