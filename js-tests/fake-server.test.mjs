@@ -31,19 +31,19 @@ test('different API keys keep independent buckets', async () => {
   const api = await start(FROZEN);
   const a = new OddsApiClient({ apiKey: 'key-a', baseUrl: api.baseUrl });
   const b = new OddsApiClient({ apiKey: 'key-b', baseUrl: api.baseUrl });
-  await a.getEventSnapshot('e1');
-  await a.getEventSnapshot('e2');
-  await assert.rejects(a.getEventSnapshot('e3'), { status: 429 });
-  await b.getEventSnapshot('e1'); // b still has its full burst
-  await b.getEventSnapshot('e2');
-  await assert.rejects(b.getEventSnapshot('e3'), { status: 429 });
+  await a.getOddsSnapshot('e1');
+  await a.getOddsSnapshot('e2');
+  await assert.rejects(a.getOddsSnapshot('e3'), { status: 429 });
+  await b.getOddsSnapshot('e1'); // b still has its full burst
+  await b.getOddsSnapshot('e2');
+  await assert.rejects(b.getOddsSnapshot('e3'), { status: 429 });
   assert.deepEqual(api.stats().byKey, {
     'key#1': { attempts: 3, rejected: 1, ok: 2 },
     'key#2': { attempts: 3, rejected: 1, ok: 2 },
   });
   api.reset();
   assert.equal(api.stats().attempts, 0);
-  await a.getEventSnapshot('e4'); // reset refills buckets too
+  await a.getOddsSnapshot('e4'); // reset refills buckets too
 });
 
 test('429 carries documented headers and body; OddsApiError hides headers', async () => {
@@ -70,7 +70,7 @@ test('429 carries documented headers and body; OddsApiError hides headers', asyn
   assert.equal(typeof body.request_id, 'string');
 
   const client = new OddsApiClient({ apiKey: 'k', baseUrl: api.baseUrl });
-  const err = await client.getEventSnapshot('evt-1').then(() => assert.fail('expected 429'), (e) => e);
+  const err = await client.getOddsSnapshot('evt-1').then(() => assert.fail('expected 429'), (e) => e);
   assert.ok(err instanceof OddsApiError);
   assert.equal(err.name, 'OddsApiError');
   assert.equal(err.status, 429);
@@ -88,13 +88,13 @@ test('429 carries documented headers and body; OddsApiError hides headers', asyn
 test('usage and 404 routes', async () => {
   const api = await start({ ...FROZEN, creditLimit: 500 });
   const client = new OddsApiClient({ apiKey: 'u', baseUrl: api.baseUrl });
-  await client.getEventSnapshot('e');
+  await client.getOddsSnapshot('e');
   const usage = await client.getUsage();
   assert.equal(usage.api_credits_used, 1);
   assert.equal(usage.api_credits_limit, 500);
   assert.ok(!Number.isNaN(Date.parse(usage.period_end_utc)));
   await client.getUsage(); // usage doesn't spend tokens: one left
-  await client.getEventSnapshot('e');
+  await client.getOddsSnapshot('e');
   await assert.rejects(client.post('/nope', { a: 1 }), { status: 404, body: { detail: 'Not found' } });
 });
 
@@ -102,8 +102,8 @@ test('stats never contain raw key strings', async () => {
   const api = await start(FROZEN);
   const apiKey = `secret-${randomUUID()}`;
   const bearerToken = `tok-${randomUUID()}`;
-  await new OddsApiClient({ apiKey, baseUrl: api.baseUrl }).getEventSnapshot('e');
-  await new OddsApiClient({ bearerToken, baseUrl: api.baseUrl }).getEventSnapshot('e');
+  await new OddsApiClient({ apiKey, baseUrl: api.baseUrl }).getOddsSnapshot('e');
+  await new OddsApiClient({ bearerToken, baseUrl: api.baseUrl }).getOddsSnapshot('e');
   await (await fetch(`${api.baseUrl}/events/e/odds/snapshot`)).text(); // anonymous
   const json = JSON.stringify(api.stats());
   assert.ok(!json.includes(apiKey) && !json.includes(bearerToken) && !json.includes('anonymous'));

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { randomUUID } from 'node:crypto';
-import { createFetch } from '../pkg/index.js';
+import { createFetch, GateAbandonedError } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 import { OddsApiClient } from './support/sdk-client.mjs';
 import { runWorkers } from './support/workers.mjs';
@@ -24,7 +24,7 @@ test('returns the very same Response, body unread, through the SDK-shaped client
   assert.equal(response.bodyUsed, false);
   assert.equal((await response.json()).event_id, 'e1');
   const client = new OddsApiClient({ apiKey, baseUrl: api.baseUrl, fetchImpl });
-  assert.equal((await client.getEventSnapshot('e2')).event_id, 'e2');
+  assert.equal((await client.getOddsSnapshot('e2')).event_id, 'e2');
 });
 
 test('eight workers: plain fetch collides, the shared gate does not', async () => {
@@ -226,7 +226,7 @@ test('describe() summarises the configuration as an object and as text', () => {
   assert.deepEqual(summary.rate, rate);
   assert.match(summary.store, /per process/);
   assert.match(summary.text, /burst 2 at 2 per second/);
-  for (const needle of ['429, 502, 503, 504', 'full jitter', '2000 ms', '60000 ms', '3 attempts', '60000 ms per call', '500 tokens']) {
+  for (const needle of ['429, 502, 503, 504', 'full jitter', '2000 ms', '60000 ms', '3 attempts', '60000 ms of retrying per call', '500 tokens', 'waits its turn']) {
     assert.ok(summary.text.includes(needle), `summary mentions ${needle}:\n${summary.text}`);
   }
   assert.match(createFetch({ rate, retry: false }).describe().retry, /^off/);
@@ -271,11 +271,15 @@ test('attempts in flight share one timer, and each still times out on time', asy
   const q = await quickCall;
   assert.equal(q.err.name, 'GateAbandonedError');
   assert.equal(q.err.cause?.name, 'TimeoutError');
-  assert.ok(q.ms >= 95 && q.ms < 350, `the 100 ms attempt ended after ${q.ms.toFixed(0)} ms`);
-  for (const s of await Promise.all(slowCalls)) {
+  assert.ok(q.ms >= 95, `the 100 ms attempt ended after ${q.ms.toFixed(0)} ms`);
+  const slowEnds = await Promise.all(slowCalls);
+  for (const s of slowEnds) {
     assert.equal(s.err.cause?.name, 'TimeoutError');
-    assert.ok(s.ms >= 395 && s.ms < 1500, `a 400 ms attempt ended after ${s.ms.toFixed(0)} ms`);
+    // Never early; late only by what a loaded machine does to timers.
+    assert.ok(s.ms >= 395 && s.ms < 10_000, `a 400 ms attempt ended after ${s.ms.toFixed(0)} ms`);
   }
+  // The shorter timeout, set later, fired first: it moved the one timer earlier.
+  assert.ok(q.ms < Math.min(...slowEnds.map((s) => s.ms)), 'the 100 ms attempt ended before the 400 ms ones');
   assert.equal(timeouts(), before, 'no timer holds the process once nothing is in flight');
 
   // A call that waited in line (the bindings' path) and one admitted at once (the package's
@@ -296,4 +300,59 @@ test('attempts in flight share one timer, and each still times out on time', asy
       return fast;
     }),
   ]);
+});
+
+test('maxWaiting and maxWaitMs refuse at once, with their reasons, and spend no token', async () => {
+  let calls = 0;
+  const inner = async () => { calls++; return new Response('{}'); };
+  const headers = { 'X-API-Key': freshKey() };
+  const full = createFetch({ rate: { burst: 1, perSecond: 1 }, fetch: inner, maxWaiting: 1 });
+  const first = full('http://127.0.0.1/a', { headers }); // admitted
+  const second = full('http://127.0.0.1/b', { headers }); // waits: the line holds one
+  await assert.rejects(full('http://127.0.0.1/c', { headers }),
+    (err) => err instanceof GateAbandonedError && err.reason === 'queue-full' && err.attempts === 0);
+  await Promise.all([first, second]);
+  assert.equal(calls, 2);
+  assert.equal(full.stats().gates[0].abandoned['queue-full'], 1);
+
+  const quick = createFetch({ rate: { burst: 1, perSecond: 0.5 }, fetch: inner, maxWaitMs: 100 });
+  const key = { 'X-API-Key': freshKey() };
+  await quick('http://127.0.0.1/d', { headers: key });
+  // The next token is 2 s away: more than the 100 ms this wrapper waits.
+  await assert.rejects(quick('http://127.0.0.1/e', { headers: key }),
+    (err) => err instanceof GateAbandonedError && err.reason === 'queue-wait' && err.attempts === 0);
+  assert.equal(calls, 3);
+  assert.match(quick.describe().waiting, /more than 100 ms is refused at once/);
+});
+
+test('a Retry-After too large to hold fails the call, holds the gate, and clearCooldown ends it', async () => {
+  let calls = 0;
+  const inner = async () => (++calls === 1
+    ? new Response('{"detail":"slow down"}', { status: 429, headers: { 'Retry-After': '99999999999999999999' } })
+    : new Response('{}'));
+  const fetchImpl = createFetch({ rate: { burst: 5, perSecond: 5 }, fetch: inner });
+  const headers = { 'X-API-Key': freshKey() };
+  await assert.rejects(fetchImpl('http://127.0.0.1/a', { headers }), RangeError);
+  const [gate] = fetchImpl.stats().gates;
+  assert.ok(gate.cooldownRemainingMs >= 2 ** 53 - 1e9, `${gate.cooldownRemainingMs} ms of cooldown`);
+  const held = fetchImpl('http://127.0.0.1/b', { headers });
+  assert.equal(fetchImpl.stats().gates[0].waiting, 1, 'the next call waits: never a shorter wait');
+  fetchImpl.clearCooldown();
+  assert.equal((await held).status, 200);
+  assert.equal(calls, 2);
+});
+
+test('options found wanting by probing are refused with errors that name them', () => {
+  const rate = { burst: 1, perSecond: 1 };
+  const cases = [
+    [{ rate, maxWaitMs: -1 }, RangeError, 'maxWaitMs'],
+    [{ rate, maxWaiting: 1.5 }, RangeError, 'maxWaiting'],
+    [{ rate, usageUrl: 'not a url' }, TypeError, 'usageUrl'],
+    [{ rate, usageUrl: 'ftp://x/usage' }, TypeError, 'usageUrl'],
+    [{ rate, retry: { methods: ['G E T'] } }, TypeError, 'retry.methods'],
+    [{ rate: { burst: 1, perSecond: 5e-324 } }, RangeError, 'rate.perSecond'],
+  ];
+  for (const [options, type, field] of cases) {
+    assert.throws(() => createFetch(options), (err) => err instanceof type && err.message.includes(field), field);
+  }
 });

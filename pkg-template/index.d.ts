@@ -28,7 +28,11 @@ export interface RetryBudgetOptions {
 export interface RetryOptions {
   /** Attempts per call, the first included (1 to 100). @default 3 */
   maxAttempts?: number;
-  /** Per-call time budget: nothing is admitted or retried after it. @default 60000 */
+  /**
+   * Per-call time budget for retrying, counted from the call's first send: no retry is
+   * admitted after it. Waiting in line for the first send is not retrying (see `maxWaitMs`).
+   * @default 60000
+   */
   timeBudgetMs?: number;
   /** One attempt's time limit before it is aborted and retried as a timeout. @default 30000 */
   attemptTimeoutMs?: number;
@@ -77,6 +81,18 @@ export interface CreateFetchOptions {
   usageUrl?: string;
   /** Where gates live: this process's memory, or `redisStore(client)` for one allowance across processes. @default in-process memory */
   store?: GateStore;
+  /**
+   * The longest a call may wait in line for its first admission: a call whose admission is
+   * predicted later than this is refused at once (`GateAbandonedError`, reason `queue-wait`,
+   * attempts 0, no token spent), and a waiting call that a new cooldown pushes past it is let
+   * go the same way. A finite number >= 0. @default none (a call waits its turn)
+   */
+  maxWaitMs?: number;
+  /**
+   * The most calls that may wait in line: a call that would make the line longer is refused
+   * at once (reason `queue-full`). An integer >= 0. @default none
+   */
+  maxWaiting?: number;
 }
 
 export type AbandonReason =
@@ -85,7 +101,9 @@ export type AbandonReason =
   | 'retry-budget'
   | 'deadline'
   | 'retry-after-exceeds-deadline'
-  | 'store-unavailable';
+  | 'store-unavailable'
+  | 'queue-wait'
+  | 'queue-full';
 
 /** Options of `redisStore`. */
 export interface RedisStoreOptions {
@@ -227,6 +245,8 @@ export interface Description {
   backoff?: string;
   /** Present when retries are on. */
   bounds?: string;
+  /** How long a call may wait in line, and how long the line may be. */
+  waiting: string;
   retryBudget: string;
   quota: string;
   metrics: string;
@@ -244,6 +264,11 @@ export interface GatedFetch extends FetchLike {
   batch(options: BatchOptions): GatedFetch;
   /** Declares the quota available again on every gate this wrapper has used. */
   resetQuota(): void;
+  /**
+   * Ends the cooldown on every gate this wrapper has used (for every process sharing them):
+   * the way out of a hold nobody wants any more, such as a `Retry-After` of years.
+   */
+  clearCooldown(): void;
 }
 
 /**

@@ -1,7 +1,7 @@
-//! Every number the article states, reproduced by the production core on a virtual clock.
+//! Every number the article states, reproduced by the production call machine on a virtual clock.
 
 use odds_gate::core::config::Rate;
-use odds_gate::core::gate::Gate;
+use odds_gate::core::sim::ArticleGate as Gate;
 use odds_gate::core::sim::{simulate, Coordination, SimOptions};
 
 fn run(options: SimOptions) -> odds_gate::core::sim::SimReport {
@@ -63,7 +63,7 @@ fn a_shared_retry_budget_bounds_the_batch() {
 
 #[test]
 fn cooldown_holds_eight_callers_then_releases_only_the_burst() {
-    let mut gate = Gate::new(Rate::new(2.0, 2.0).unwrap(), 0.0);
+    let mut gate = Gate::new(Rate::new(2.0, 2.0).unwrap());
     gate.defer(0.0, 2000.0).unwrap();
     assert!((0..8).all(|_| gate.admit_at(1999.0) == 2000.0));
     let resumed: Vec<f64> = (0..8).map(|_| gate.admit_at(2000.0)).collect();
@@ -73,7 +73,7 @@ fn cooldown_holds_eight_callers_then_releases_only_the_burst() {
 
 #[test]
 fn cooldowns_extend_but_never_shorten() {
-    let mut gate = Gate::new(Rate::new(2.0, 2.0).unwrap(), 0.0);
+    let mut gate = Gate::new(Rate::new(2.0, 2.0).unwrap());
     gate.defer(0.0, 5000.0).unwrap();
     gate.defer(100.0, 1000.0).unwrap();
     assert_eq!(gate.blocked_until(), 5000.0);

@@ -1060,28 +1060,26 @@ async fn a_429_with_retry_after_seconds_sets_the_cooldown_and_records_the_header
     assert_eq!(other_fake.count(), 0);
     assert_eq!(fake.count(), 1);
 
-    // A wrapper with retries on (and, to share the gate, no retry budget) has a deadline: the
-    // cooldown outlasts its 1 s time budget, so it is given up at once, without a fetch.
+    // A wrapper that waits at most 1 s (and, to share the gate, has no retry budget): the
+    // cooldown outlasts that, so the call is refused at once, without a fetch.
     let hurried_fake = FakeFetch::ok();
     let hurried = transport_with(
         2.0,
         2.0,
         &hurried_fake,
-        &[(
-            "retry",
-            object(&[("timeBudgetMs", 1000.into()), ("budget", false.into())]),
-        )],
+        &[
+            ("retry", object(&[("budget", false.into())])),
+            ("maxWaitMs", 1000.into()),
+        ],
     );
-    let started = now();
     let error = call(&hurried, "https://example.test/", &key_init(&key))
         .await
-        .expect_err("admission is predicted after the deadline");
-    assert!(now() - started < 200.0, "it waited before giving up");
-    assert_abandoned(&error, "time-budget", 0, "predicted late");
+        .expect_err("admission is predicted after the longest wait");
+    assert_abandoned(&error, "queue-wait", 0, "predicted late");
     assert_eq!(hurried_fake.count(), 0);
     let gate = only_gate(&hurried);
     assert_eq!(num(&gate, "expired"), 1.0);
-    assert_eq!(num(&get(&gate, "abandoned"), "time-budget"), 1.0);
+    assert_eq!(num(&get(&gate, "abandoned"), "queue-wait"), 1.0);
     assert_eq!(num(&gate, "waiting"), 0.0);
     assert_eq!(num(&gate, "admitted"), 1.0);
 }
@@ -1129,11 +1127,11 @@ async fn an_unreadable_retry_after_sets_no_cooldown() {
         assert!(feedback.is_object(), "{case}: feedback is recorded");
         assert!(get(&feedback, "retryAfterMs").is_null(), "{case}");
         assert!(get(&feedback, "limit").is_null(), "{case}");
-        // The second token of the burst goes at once: nothing holds the gate.
-        let started = now();
-        call(&t, "https://example.test/", &init).await.unwrap();
-        assert!(now() - started < 200.0, "{case}: the second call waited");
-        assert_eq!(fake.count(), 2, "{case}");
+        // The second token of the burst goes at once: nothing holds the gate, so the inner
+        // fetch is called before `fetch` even returns.
+        let second = t.fetch_promise("https://example.test/".into(), init.clone());
+        assert_eq!(fake.count(), 2, "{case}: the second call waited");
+        settle(second).await.unwrap();
     }
 }
 
@@ -1273,11 +1271,7 @@ async fn waiting_calls_go_in_order_at_the_configured_rate() {
     let pending: Vec<Promise> = (0..4)
         .map(|i| t.fetch_promise(format!("https://example.test/{i}").into(), init.clone()))
         .collect();
-    // The calls join the line synchronously, in call order.
-    let gate = only_gate(&t);
-    assert_eq!(num(&gate, "admitted"), 1.0);
-    assert_eq!(num(&gate, "waiting"), 3.0);
-    sleep(30.0).await;
+    // The calls join the line synchronously, in call order, behind one timer.
     let gate = only_gate(&t);
     assert_eq!(num(&gate, "admitted"), 1.0);
     assert_eq!(num(&gate, "waiting"), 3.0);
@@ -1302,7 +1296,9 @@ async fn waiting_calls_go_in_order_at_the_configured_rate() {
         assert!(gap >= 90.0, "calls only {gap} ms apart");
     }
     assert!(calls[3].2 - started >= 295.0);
-    assert!(now() - started < 1500.0, "waited far too long");
+    // Only a wide bound above (a loaded machine runs timers late); the pacing itself is tested
+    // on a virtual clock in tests/machine.rs.
+    assert!(now() - started < 10_000.0, "waited far too long");
 
     let gate = only_gate(&t);
     assert_eq!(num(&gate, "admitted"), 4.0);
@@ -1336,7 +1332,6 @@ async fn a_429_cooldown_holds_the_next_call() {
     let throttled_at = now();
 
     let pending = t.fetch_promise("https://example.test/".into(), init.clone());
-    sleep(30.0).await;
     let gate = only_gate(&t);
     assert_eq!(num(&gate, "waiting"), 1.0);
     assert_eq!(get(&gate, "timerArmed"), JsValue::TRUE);
@@ -1347,7 +1342,7 @@ async fn a_429_cooldown_holds_the_next_call() {
     let second_at = fake.calls.borrow()[1].2;
     let held = second_at - throttled_at;
     assert!(
-        (950.0..2000.0).contains(&held),
+        (950.0..10_000.0).contains(&held),
         "the next call went {held} ms after a Retry-After: 1"
     );
     let gate = only_gate(&t);
@@ -1363,7 +1358,6 @@ async fn an_abort_while_waiting_rejects_with_the_reason_and_spends_no_token() {
     // One at once, then one every 400 ms.
     let t = transport(1.0, 2.5, &fake);
     let key = fresh_key("abort");
-    let started = now();
     call(&t, "https://example.test/first", &key_init(&key))
         .await
         .unwrap();
@@ -1375,7 +1369,6 @@ async fn an_abort_while_waiting_rejects_with_the_reason_and_spends_no_token() {
     ]);
     let aborted = t.fetch_promise("https://example.test/aborted".into(), aborted_init);
     let third = t.fetch_promise("https://example.test/third".into(), key_init(&key));
-    sleep(20.0).await;
     assert_eq!(num(&only_gate(&t), "waiting"), 2.0);
     let reason = object(&[("why", "user navigated away".into())]);
     call_method(&controller, "abort", std::slice::from_ref(&reason));
@@ -1390,14 +1383,9 @@ async fn an_abort_while_waiting_rejects_with_the_reason_and_spends_no_token() {
     // Someone still waits, so the timer stays.
     assert_eq!(get(&gate, "timerArmed"), JsValue::TRUE);
 
-    // The third call takes the token the aborted one would have had.
+    // The third call goes next (that it takes the aborted one's token is tested on a virtual
+    // clock in tests/machine.rs).
     settle(third).await.unwrap();
-    let third_at = fake.calls.borrow()[1].2;
-    assert!(
-        third_at - started < 750.0,
-        "the third call went {} ms in: the aborted call spent a token",
-        third_at - started
-    );
     let urls: Vec<String> = fake
         .calls
         .borrow()
@@ -1654,15 +1642,13 @@ async fn the_inner_fetch_gets_a_copy_of_init_with_a_signal_of_its_own() {
         ("signal", get(&controller, "signal")),
     ]);
     let pending = t2.fetch_promise("https://example.test/".into(), init);
-    sleep(20.0).await;
-    assert_eq!(hanging.count(), 1);
+    assert_eq!(hanging.count(), 1, "admitted at once, so sent at once");
     let inner_signal = get(&hanging.init(0), "signal");
     assert_eq!(get(&inner_signal, "aborted"), JsValue::FALSE);
     let reason = construct("Error", &["caller gave up".into()]);
-    let aborted_at = now();
     call_method(&controller, "abort", std::slice::from_ref(&reason));
     let error = settle(pending).await.expect_err("aborted mid-attempt");
-    assert!(now() - aborted_at < 500.0, "the attempt outlived the abort");
+    // The caller's reason, not the attempt timeout's TimeoutError: the abort ended it.
     assert!(
         Object::is(&error, &reason),
         "not the abort reason: {error:?}"
@@ -1676,7 +1662,6 @@ async fn the_inner_fetch_gets_a_copy_of_init_with_a_signal_of_its_own() {
     let hanging = FakeFetch::new(|_, init| Ok(until_aborted(init)));
     let retry = fast_retry(&[("attemptTimeoutMs", 20.into()), ("maxAttempts", 2.into())]);
     let t3 = transport_with(10.0, 1000.0, &hanging, &[("retry", retry)]);
-    let started = now();
     let error = call(
         &t3,
         "https://example.test/",
@@ -1684,7 +1669,6 @@ async fn the_inner_fetch_gets_a_copy_of_init_with_a_signal_of_its_own() {
     )
     .await
     .expect_err("every attempt timed out");
-    assert!(now() - started < 1000.0, "the attempts were not cut off");
     assert_abandoned(&error, "attempts", 2, "timed out twice");
     assert_eq!(hanging.count(), 2);
     let first = get(&hanging.init(0), "signal");

@@ -150,6 +150,11 @@ fetchImpl.batch({});
 fetchImpl.batch({ deadlineMs: 5_000, retryBudget: 'four' });
 
 expectTrue<Equal<ReturnType<typeof fetchImpl.resetQuota>, void>>();
+expectTrue<Equal<ReturnType<typeof fetchImpl.clearCooldown>, void>>();
+expectType<string>(description.waiting);
+createFetch({ rate: { burst: 2, perSecond: 2 }, maxWaitMs: 1_000, maxWaiting: 100 });
+// @ts-expect-error: maxWaitMs is a number of milliseconds
+createFetch({ rate: { burst: 2, perSecond: 2 }, maxWaitMs: '1s' });
 
 // ---- simulate() --------------------------------------------------------------------------------
 const sim = simulate();
@@ -194,6 +199,7 @@ async function refresh(): Promise<string> {
       switch (err.reason) {
         case 'attempts': case 'time-budget': case 'retry-budget': case 'deadline':
         case 'retry-after-exceeds-deadline': case 'store-unavailable':
+        case 'queue-wait': case 'queue-full':
           break;
         default: { const never: never = err.reason; void never; }
       }

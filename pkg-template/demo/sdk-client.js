@@ -1,5 +1,6 @@
-// Minimal stand-in for the Odds API TypeScript SDK: it calls fetchImpl once per
-// request and throws an error that carries status and body but never headers.
+// Minimal stand-in for the Odds API TypeScript SDK (`@odds-api/client`, same method names): it
+// calls fetchImpl once per request and throws an error that carries status and body but never
+// headers.
 // Shipped in the package for the demo; js-tests/support/sdk-client.mjs re-exports it.
 export class OddsApiError extends Error {
   constructor(status, body) {
@@ -37,7 +38,7 @@ export class OddsApiClient {
     return parsed;
   }
 
-  getEventSnapshot(eventId) {
+  getOddsSnapshot(eventId) {
     return this.#request('GET', `/events/${encodeURIComponent(eventId)}/odds/snapshot`);
   }
 

@@ -17,7 +17,7 @@ export async function runWorkers({
     for (let n = 0; n < maxAttempts && !stopped; n++) {
       counts.attempts++;
       try {
-        await client.getEventSnapshot(`evt-${i}`);
+        await client.getOddsSnapshot(`evt-${i}`);
         counts.completed++;
         return;
       } catch (err) {

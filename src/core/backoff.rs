@@ -48,7 +48,7 @@ impl Backoff {
     }
 
     /// A delay for retry number `n`, uniform in `[0, ceiling(n))`.
-    pub fn delay(&self, n: u32, random: &mut impl Random) -> Millis {
+    pub fn delay(&self, n: u32, random: &mut dyn Random) -> Millis {
         random.unit() * self.ceiling(n)
     }
 }

@@ -118,6 +118,11 @@ impl TokenBucket {
         self.slow = slow;
     }
 
+    /// Whether the refill waits for an anchored admission's response.
+    pub fn is_paused(&self) -> bool {
+        self.paused_at.is_some()
+    }
+
     /// Whether the bucket refills at half rate.
     pub fn is_slow(&self) -> bool {
         self.slow
@@ -133,14 +138,18 @@ impl TokenBucket {
     /// When the waiter with `n` others ahead of it could be admitted, if nothing else changed:
     /// the time `n + 1` whole tokens will have been there.
     pub fn nth_ready_at(&mut self, now: Millis, n: usize) -> Millis {
+        now + self.nth_wait(now, n)
+    }
+
+    /// How long until `n + 1` whole tokens, in whole milliseconds (0 when they are there).
+    pub fn nth_wait(&mut self, now: Millis, n: usize) -> Millis {
         self.refill(now);
         let missing = n as f64 + 1.0 - self.tokens;
         if missing <= SLACK {
-            now
+            0.0
         } else {
-            let wait = missing * self.interval();
             // Half the slack, so the wake-up still finds a whole token.
-            now + (wait - SLACK / 2.0 * self.interval()).ceil()
+            (missing * self.interval() - SLACK / 2.0 * self.interval()).ceil()
         }
     }
 }

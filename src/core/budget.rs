@@ -120,32 +120,18 @@ impl RefillingBudget {
         self.available
     }
 
-    /// What a retry of this kind costs.
-    pub fn cost(&self, kind: Kind) -> f64 {
-        self.config.cost(kind)
+    /// Credits `amount` (a success's refund), up to the capacity.
+    pub fn credit(&mut self, amount: f64) {
+        self.available = (self.available + amount).min(self.config.capacity);
     }
 
-    /// Whether a retry of this kind may go now (nothing is spent).
-    pub fn can_withdraw(&self, kind: Kind) -> bool {
-        self.available >= self.cost(kind)
-    }
-
-    /// Spends a retry's cost and returns it, for the refund on success.
-    pub fn withdraw(&mut self, kind: Kind) -> f64 {
-        let cost = self.cost(kind);
+    /// Spends `cost` if the pool has it; false (and nothing spent) otherwise.
+    pub fn spend(&mut self, cost: f64) -> bool {
+        if self.available < cost {
+            return false;
+        }
         self.available -= cost;
-        cost
-    }
-
-    /// Spends `amount` (a cost decided elsewhere).
-    pub fn withdraw_amount(&mut self, amount: f64) {
-        self.available -= amount;
-    }
-
-    /// A call succeeded: refund its last retry's cost, or add the first-time bonus.
-    pub fn on_success(&mut self, last_retry_cost: Option<f64>) {
-        let refill = last_retry_cost.unwrap_or(self.config.success_refill);
-        self.available = (self.available + refill).min(self.config.capacity);
+        true
     }
 }
 
@@ -166,29 +152,27 @@ mod tests {
 
     #[test]
     fn an_outage_drains_the_pool_and_stops_retries() {
-        let mut b = RefillingBudget::new(RefillingConfig::DEFAULT);
+        let config = RefillingConfig::DEFAULT;
+        let mut b = RefillingBudget::new(config);
         let mut retries = 0;
-        while b.can_withdraw(Kind::Transient) {
-            b.withdraw(Kind::Transient);
+        while b.spend(config.cost(Kind::Transient)) {
             retries += 1;
         }
         assert_eq!(retries, 50);
         // Throttling retries are cheaper, but the pool is empty for them too.
-        assert!(!b.can_withdraw(Kind::Throttle));
+        assert!(!b.spend(config.cost(Kind::Throttle)));
+        assert_eq!(b.available(), 0.0, "a refused spend spends nothing");
     }
 
     #[test]
     fn successes_refill_the_pool_up_to_capacity() {
         let mut b = RefillingBudget::new(RefillingConfig::DEFAULT);
-        let cost = b.withdraw(Kind::Throttle);
+        assert!(b.spend(5.0));
         assert_eq!(b.available(), 495.0);
-        b.on_success(Some(cost));
+        b.credit(5.0);
         assert_eq!(b.available(), 500.0);
-        b.on_success(None);
+        b.credit(1.0);
         assert_eq!(b.available(), 500.0, "never above capacity");
-        b.withdraw(Kind::Transient);
-        b.on_success(None);
-        assert_eq!(b.available(), 491.0);
     }
 
     #[test]

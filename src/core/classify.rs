@@ -26,6 +26,49 @@ pub enum Outcome {
     Network,
     /// Our own per-attempt timeout fired.
     Timeout,
+    /// The inner fetch refused the request itself (a bad URL, headers it cannot send): the
+    /// same request fails the same way, so it is final.
+    Invalid,
+}
+
+/// How an attempt ended without a response, as the driver saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Our per-attempt timeout aborted it.
+    TimedOut,
+    /// The inner fetch rejected.
+    Rejected {
+        /// Whether the request can be made at all (`new Request(input, init)` does not throw):
+        /// when it cannot, the rejection is the request's fault, not the network's.
+        request_valid: bool,
+    },
+}
+
+impl Failure {
+    /// What the failure counts as: a request that cannot be made (a bad URL, a malformed
+    /// header) is a programming error, final and never retried; anything else is the network.
+    pub fn outcome(self) -> Outcome {
+        match self {
+            Failure::TimedOut => Outcome::Timeout,
+            Failure::Rejected {
+                request_valid: false,
+            } => Outcome::Invalid,
+            Failure::Rejected { .. } => Outcome::Network,
+        }
+    }
+}
+
+/// A request's body, as far as sending it again goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// No body.
+    None,
+    /// A body fetch can send any number of times (a string, bytes, a `Blob`, form data).
+    Reusable,
+    /// A stream (an `init.body` stream, or a `Request`'s body): each attempt sends a tee of it.
+    Stream,
+    /// Something fetch reads once and nothing can copy (an async iterable): sent once.
+    OneShot,
 }
 
 /// The retry budget charges throttling and transient failures differently.
@@ -35,6 +78,14 @@ pub enum Kind {
     Throttle,
     /// 5xx, network failure or timeout: something is unwell.
     Transient,
+}
+
+/// Whether `method` is an HTTP method name: a token (RFC 9110), such as `GET` or `PURGE`.
+pub fn valid_method(method: &str) -> bool {
+    !method.is_empty()
+        && method
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// The retryable sets.
@@ -86,9 +137,11 @@ impl RetryRules {
         &self.methods
     }
 
-    /// Whether a request may be sent more than once.
-    pub fn may_replay(&self, method: &str, has_idempotency_key: bool) -> bool {
-        has_idempotency_key || self.methods.iter().any(|m| m.eq_ignore_ascii_case(method))
+    /// Whether a request may be sent more than once: an idempotent method or an
+    /// `Idempotency-Key`, and a body that can be sent again.
+    pub fn may_replay(&self, method: &str, has_idempotency_key: bool, body: Body) -> bool {
+        body != Body::OneShot
+            && (has_idempotency_key || self.methods.iter().any(|m| m.eq_ignore_ascii_case(method)))
     }
 
     /// The kind of a failure worth retrying, or `None` when the outcome is final.
@@ -101,6 +154,7 @@ impl RetryRules {
                 self.statuses.contains(&status).then_some(Kind::Transient)
             }
             Outcome::Network | Outcome::Timeout => Some(Kind::Transient),
+            Outcome::Invalid => None,
         }
     }
 }
@@ -139,11 +193,34 @@ mod tests {
     fn replays_only_idempotent_or_keyed_requests() {
         let rules = RetryRules::default();
         for m in ["GET", "get", "HEAD", "OPTIONS", "PUT", "DELETE"] {
-            assert!(rules.may_replay(m, false), "{m}");
+            assert!(rules.may_replay(m, false, Body::None), "{m}");
         }
-        assert!(!rules.may_replay("POST", false));
-        assert!(!rules.may_replay("PATCH", false));
-        assert!(rules.may_replay("POST", true));
+        assert!(!rules.may_replay("POST", false, Body::Reusable));
+        assert!(!rules.may_replay("PATCH", false, Body::None));
+        assert!(rules.may_replay("POST", true, Body::Stream));
+        assert!(
+            !rules.may_replay("PUT", true, Body::OneShot),
+            "a one-shot body goes once"
+        );
+    }
+
+    #[test]
+    fn a_request_that_cannot_be_made_is_final_not_the_network() {
+        let rejected = |request_valid| Failure::Rejected { request_valid };
+        assert_eq!(rejected(false).outcome(), Outcome::Invalid);
+        assert_eq!(rejected(true).outcome(), Outcome::Network);
+        assert_eq!(Failure::TimedOut.outcome(), Outcome::Timeout);
+        assert_eq!(RetryRules::default().retryable(Outcome::Invalid), None);
+    }
+
+    #[test]
+    fn method_names_are_tokens() {
+        for m in ["GET", "purge", "M-SEARCH"] {
+            assert!(valid_method(m), "{m}");
+        }
+        for m in ["", "G E T", "GET\r\n", "GÉT", "(GET)"] {
+            assert!(!valid_method(m), "{m:?}");
+        }
     }
 
     #[test]
@@ -151,8 +228,8 @@ mod tests {
         let rules = RetryRules::new(vec![503], vec!["get".into()]).unwrap();
         assert_eq!(rules.retryable(status(429)), None);
         assert_eq!(rules.retryable(status(503)), Some(Kind::Transient));
-        assert!(rules.may_replay("GET", false));
-        assert!(!rules.may_replay("DELETE", false));
+        assert!(rules.may_replay("GET", false, Body::None));
+        assert!(!rules.may_replay("DELETE", false, Body::None));
         for s in [400, 401, 403, 404, 422, 200, 302, 418] {
             let err = RetryRules::new(vec![s], vec![]).unwrap_err();
             assert!(err.to_string().contains("retry.statuses"), "{s}");

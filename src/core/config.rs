@@ -3,6 +3,9 @@
 
 use std::fmt;
 
+/// The slowest refill a rate may have: one token per 2^53 ms.
+pub const MIN_PER_SECOND: f64 = 1000.0 / 9_007_199_254_740_992.0;
+
 /// A token-bucket allowance: `burst` requests at once, refilled at `per_second`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rate {
@@ -95,7 +98,13 @@ impl Rate {
         fields: [&'static str; 2],
     ) -> Result<Rate, ConfigError> {
         let burst = at_least(fields[0], burst, 1.0, "a finite number >= 1")?;
-        let per_second = positive(fields[1], per_second)?;
+        // A token per 2^53 ms at the slowest: a slower refill is a wait nothing can represent.
+        let per_second = at_least(
+            fields[1],
+            per_second,
+            MIN_PER_SECOND,
+            "a finite number > 0 (at least 1.2e-13: one token per 2^53 ms)",
+        )?;
         Ok(Rate { burst, per_second })
     }
 
@@ -143,6 +152,7 @@ mod tests {
             (2.0, -3.0, "rate.perSecond"),
             (2.0, f64::NAN, "rate.perSecond"),
             (2.0, f64::INFINITY, "rate.perSecond"),
+            (2.0, 5e-324, "rate.perSecond"),
         ] {
             let err = Rate::new(burst, per_second).unwrap_err();
             assert!(err.to_string().contains(field), "{err} should name {field}");

@@ -163,19 +163,43 @@ pub fn skim_feedback(
     })
 }
 
-/// `Retry-After` as a delay in milliseconds from now, `None` when the value is not one.
+/// `Retry-After` as a delay in milliseconds from now, `None` when the value is not one. Several
+/// values joined in one header (`1, 3`, as a proxy may join repeated headers) count as the
+/// longest valid one.
 pub fn parse_retry_after(value: &str, wall_now: Millis) -> Result<Option<Millis>, FeedbackError> {
-    let value = trim_ows(value);
-    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        let ms = value
-            .parse::<u64>()
-            .ok()
-            .and_then(|seconds| seconds.checked_mul(1000))
-            .filter(|&ms| ms <= MAX_DELAY_MS)
-            .ok_or(FeedbackError::RetryAfterTooLarge)?;
-        return Ok(Some(ms as Millis));
+    if let Some(delay) = parse_one_retry_after(value, wall_now)? {
+        return Ok(Some(delay));
     }
-    Ok(parse_http_date(value, wall_now).map(|at| (at - wall_now).max(0.0)))
+    // An HTTP-date holds a comma of its own, so the whole value is tried first.
+    let mut longest = None;
+    for part in value.split(',') {
+        if let Some(ms) = parse_delay_seconds(part)? {
+            longest = Some(longest.map_or(ms, |l: Millis| l.max(ms)));
+        }
+    }
+    Ok(longest)
+}
+
+fn parse_one_retry_after(value: &str, wall_now: Millis) -> Result<Option<Millis>, FeedbackError> {
+    if let Some(ms) = parse_delay_seconds(value)? {
+        return Ok(Some(ms));
+    }
+    Ok(parse_http_date(trim_ows(value), wall_now).map(|at| (at - wall_now).max(0.0)))
+}
+
+/// Delay-seconds (digits only, optional spaces around) in milliseconds.
+fn parse_delay_seconds(value: &str) -> Result<Option<Millis>, FeedbackError> {
+    let value = trim_ows(value);
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(None);
+    }
+    let ms = value
+        .parse::<u64>()
+        .ok()
+        .and_then(|seconds| seconds.checked_mul(1000))
+        .filter(|&ms| ms <= MAX_DELAY_MS)
+        .ok_or(FeedbackError::RetryAfterTooLarge)?;
+    Ok(Some(ms as Millis))
 }
 
 fn trim_ows(value: &str) -> &str {
@@ -229,6 +253,20 @@ mod tests {
         assert_eq!(parse_retry_after(" 1\t", NOW), Ok(Some(1000.0)));
         assert_eq!(parse_retry_after("0", NOW), Ok(Some(0.0)));
         assert_eq!(parse_retry_after("007", NOW), Ok(Some(7000.0)));
+    }
+
+    #[test]
+    fn of_several_joined_values_the_longest_counts() {
+        assert_eq!(parse_retry_after("1, 3", NOW), Ok(Some(3000.0)));
+        assert_eq!(parse_retry_after("5,later, 2", NOW), Ok(Some(5000.0)));
+        assert_eq!(parse_retry_after("later, soon", NOW), Ok(None));
+        assert_eq!(
+            parse_retry_after("1, 99999999999999999999", NOW),
+            Err(FeedbackError::RetryAfterTooLarge)
+        );
+        // A date's own comma does not split it.
+        let date = "Sun, 06 Nov 1994 08:50:07 GMT";
+        assert_eq!(parse_retry_after(date, NOW), Ok(Some(30_000.0)));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The pure core: every rule of the gate, with time passed in as milliseconds and no I/O. The
 //! bindings, the simulator and the tests all drive this same code.
 
+pub mod authority;
 pub mod backoff;
+pub mod batch;
 pub mod bucket;
 pub mod budget;
 pub mod classify;
@@ -11,11 +13,14 @@ pub mod feedback;
 pub mod gate;
 pub mod histogram;
 pub mod http_date;
+pub mod map;
+pub mod memory;
 pub mod policy;
 pub mod quota;
 pub mod random;
 pub mod scope;
 pub mod sim;
+pub mod slab;
 
 /// Milliseconds on whatever clock the caller uses: `performance.now()` in production, a virtual
 /// clock in the simulator and the tests. Fractional, as `performance.now()` is.

@@ -2,6 +2,7 @@
 //! `code`/`detail`, or from 429s that keep coming without `Retry-After`; confirmed by one
 //! `GET /usage` for the whole gate; then terminal until the period ends or the caller resets.
 
+use super::backoff::Backoff;
 use super::Millis;
 
 /// Consecutive 429s without `Retry-After` that make us suspect the quota rather than the rate.
@@ -38,6 +39,22 @@ pub fn usage_url_for(request_url: &str) -> Option<String> {
         })
         .min()?;
     Some(format!("{}/usage", request_url.get(..path_start + at)?))
+}
+
+/// Whether `url` can be a `/usage` address: absolute `http:` or `https:`, with a host, no
+/// spaces or control characters.
+pub fn valid_usage_url(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let Some(rest) = rest else {
+        return false;
+    };
+    let host_end = rest
+        .bytes()
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    host_end > 0 && url.bytes().all(|b| b > b' ' && b != 0x7f)
 }
 
 /// Where `needle` first occurs in `haystack`: a plain byte search, so the module carries no
@@ -101,11 +118,17 @@ pub enum QuotaState {
     },
 }
 
-/// Watches 429s and holds the quota state.
+/// Watches 429s and holds the quota state. Probes are single-flight and spaced: after an
+/// answer that did not confirm exhaustion (or no answer), no new probe starts for the backoff's
+/// ceiling (2 s, doubling with each such answer, up to 60 s), however many 429s come meanwhile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QuotaWatch {
     state: QuotaState,
     bare_429s: u32,
+    /// Probes in a row that did not confirm exhaustion.
+    inconclusive: u32,
+    /// No probe starts before this time.
+    next_probe_at: Millis,
 }
 
 impl Default for QuotaWatch {
@@ -113,6 +136,8 @@ impl Default for QuotaWatch {
         QuotaWatch {
             state: QuotaState::Open,
             bare_429s: 0,
+            inconclusive: 0,
+            next_probe_at: f64::NEG_INFINITY,
         }
     }
 }
@@ -128,40 +153,49 @@ impl QuotaWatch {
         self.state
     }
 
-    /// Records a response's status. Returns true when a probe should start now: 429s without
-    /// `Retry-After` keep coming and no probe is running or done.
-    pub fn observe(&mut self, status: u16, has_retry_after: bool) -> bool {
+    /// Records a response's status at `now`. Returns true when a probe should start now: 429s
+    /// without `Retry-After` keep coming, no probe is running, and the last answer no longer
+    /// stands.
+    pub fn observe(&mut self, now: Millis, status: u16, has_retry_after: bool) -> bool {
         if status != 429 || has_retry_after {
             self.bare_429s = 0;
             return false;
         }
         self.bare_429s += 1;
-        self.bare_429s >= SUSPICIOUS_RUN && self.suspect()
+        self.bare_429s >= SUSPICIOUS_RUN && self.suspect(now)
     }
 
     /// A 429's body spoke of the quota. Returns true when a probe should start now.
-    pub fn suspect(&mut self) -> bool {
-        if self.state != QuotaState::Open {
+    pub fn suspect(&mut self, now: Millis) -> bool {
+        if self.state(now) != QuotaState::Open || now < self.next_probe_at {
             return false;
         }
         self.state = QuotaState::Probing;
         true
     }
 
-    /// The probe's answer: `Some` usage when `/usage` answered, `None` when it failed (the
-    /// ordinary bounded retries carry on, and a later 429 may probe again).
-    pub fn probed(&mut self, usage: Option<Usage>) -> QuotaState {
+    /// The probe's answer at `now`: `Some` usage when `/usage` answered, `None` when it failed
+    /// (the ordinary bounded retries carry on, and a later 429 may probe again, not sooner
+    /// than the spacing).
+    pub fn probed(&mut self, now: Millis, usage: Option<Usage>) -> QuotaState {
         self.bare_429s = 0;
         self.state = match usage {
-            Some(u) if u.exhausted() => QuotaState::Exhausted {
-                until: u.period_end,
-            },
-            _ => QuotaState::Open,
+            Some(u) if u.exhausted() => {
+                self.inconclusive = 0;
+                QuotaState::Exhausted {
+                    until: u.period_end,
+                }
+            }
+            _ => {
+                self.next_probe_at = now + Backoff::DEFAULT.ceiling(self.inconclusive);
+                self.inconclusive += 1;
+                QuotaState::Open
+            }
         };
         self.state
     }
 
-    /// Another process confirmed exhaustion (through the shared store) until `until`.
+    /// Exhaustion confirmed elsewhere (another process, through the shared store) until `until`.
     pub fn close(&mut self, until: Option<Millis>) {
         self.state = QuotaState::Exhausted { until };
     }
@@ -169,6 +203,11 @@ impl QuotaWatch {
     /// The caller says the quota is back (a new plan, a top-up).
     pub fn reset(&mut self) {
         *self = QuotaWatch::default();
+    }
+
+    /// Whether nothing here is worth keeping (as a new watch would be).
+    pub fn idle(&mut self, now: Millis) -> bool {
+        self.state(now) == QuotaState::Open && self.bare_429s == 0 && now >= self.next_probe_at
     }
 }
 
@@ -195,6 +234,25 @@ mod tests {
         assert_eq!(usage_url_for("not a url"), None);
         // A query before any path: no route, and no out-of-order slice.
         assert_eq!(usage_url_for("http://127.0.0.1:9?next=/events"), None);
+    }
+
+    #[test]
+    fn a_usage_url_is_an_absolute_http_url() {
+        for good in [
+            "https://api.odds-api.net/v1/usage",
+            "http://127.0.0.1:9/usage",
+        ] {
+            assert!(valid_usage_url(good), "{good}");
+        }
+        for bad in [
+            "not a url",
+            "ftp://x/usage",
+            "https://",
+            "https:///usage",
+            "http://a b/",
+        ] {
+            assert!(!valid_usage_url(bad), "{bad}");
+        }
     }
 
     #[test]
@@ -229,7 +287,7 @@ mod tests {
     #[test]
     fn one_probe_for_many_suspicious_429s() {
         let mut q = QuotaWatch::default();
-        let starts: Vec<bool> = (0..8).map(|_| q.suspect()).collect();
+        let starts: Vec<bool> = (0..8).map(|_| q.suspect(0.0)).collect();
         assert_eq!(starts.iter().filter(|&&s| s).count(), 1);
         assert_eq!(q.state(0.0), QuotaState::Probing);
     }
@@ -237,30 +295,30 @@ mod tests {
     #[test]
     fn bare_429s_in_a_row_raise_suspicion_but_retry_after_clears_it() {
         let mut q = QuotaWatch::default();
-        assert!(!q.observe(429, false));
-        assert!(!q.observe(429, true));
-        assert!(!q.observe(429, false));
-        assert!(!q.observe(429, false));
-        assert!(q.observe(429, false), "the third bare 429 in a row");
-        assert!(!q.observe(429, false), "one probe at a time");
+        assert!(!q.observe(0.0, 429, false));
+        assert!(!q.observe(0.0, 429, true));
+        assert!(!q.observe(0.0, 429, false));
+        assert!(!q.observe(0.0, 429, false));
+        assert!(q.observe(0.0, 429, false), "the third bare 429 in a row");
+        assert!(!q.observe(0.0, 429, false), "one probe at a time");
     }
 
     #[test]
     fn a_confirmed_exhaustion_is_terminal_until_the_period_ends() {
         let mut q = QuotaWatch::default();
-        q.suspect();
+        q.suspect(0.0);
         let usage = Usage {
             used: 1000.0,
             limit: 1000.0,
             period_end: Some(5_000.0),
         };
         assert_eq!(
-            q.probed(Some(usage)),
+            q.probed(0.0, Some(usage)),
             QuotaState::Exhausted {
                 until: Some(5_000.0)
             }
         );
-        assert!(!q.suspect(), "no second probe");
+        assert!(!q.suspect(0.0), "no second probe");
         assert_eq!(
             q.state(4_999.0),
             QuotaState::Exhausted {
@@ -271,28 +329,42 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_or_negative_probe_reopens() {
+    fn a_failed_or_negative_probe_reopens_and_spaces_the_next_one() {
         let mut q = QuotaWatch::default();
-        q.suspect();
-        assert_eq!(q.probed(None), QuotaState::Open);
-        q.suspect();
+        assert!(q.suspect(0.0));
+        assert_eq!(q.probed(0.0, None), QuotaState::Open);
+        assert!(!q.suspect(1_999.0), "the answer stands for 2 s");
+        assert!(q.suspect(2_000.0));
         let fine = Usage {
             used: 10.0,
             limit: 1000.0,
             period_end: None,
         };
-        assert_eq!(q.probed(Some(fine)), QuotaState::Open);
+        assert_eq!(q.probed(2_000.0, Some(fine)), QuotaState::Open);
+        assert!(!q.suspect(5_999.0), "then 4 s, doubling");
+        assert!(q.suspect(6_000.0));
+        for n in 0..10 {
+            q.probed(1e6 * f64::from(n), None);
+        }
+        let at = 1e6 * 9.0;
+        assert!(
+            !q.suspect(at + 59_999.0) && q.suspect(at + 60_000.0),
+            "up to 60 s"
+        );
     }
 
     #[test]
     fn reset_reopens_an_exhaustion_without_period_end() {
         let mut q = QuotaWatch::default();
-        q.suspect();
-        q.probed(Some(Usage {
-            used: 2.0,
-            limit: 1.0,
-            period_end: None,
-        }));
+        q.suspect(0.0);
+        q.probed(
+            0.0,
+            Some(Usage {
+                used: 2.0,
+                limit: 1.0,
+                period_end: None,
+            }),
+        );
         assert_eq!(q.state(1e15), QuotaState::Exhausted { until: None });
         q.reset();
         assert_eq!(q.state(0.0), QuotaState::Open);

@@ -43,6 +43,12 @@ impl Scope {
     }
 }
 
+/// Whether `value` can be sent as a header value: no CR, LF or NUL (a credential holding one
+/// is refused before it reaches the network, so no error anywhere repeats it).
+pub fn sendable(value: &str) -> bool {
+    !value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0))
+}
+
 /// Which header names the allowance, and its value, trimmed as the server would.
 fn credential<'a>(
     api_key: Option<&'a str>,
@@ -55,25 +61,36 @@ fn credential<'a>(
     }
 }
 
-/// A keyed 64-bit fingerprint of a credential, for finding the gate a wrapper already holds
-/// without a SHA-256 on every call. Equal whenever [`Scope::of`] is; for two different
-/// credentials, equal only by a chance of about 2^-56 (each byte step is a bijection of the
-/// state, so two inputs that differ stay apart unless a later byte cancels the difference).
-/// `key` is the process's own random key, so a fingerprint says nothing of the credential
-/// anywhere else.
-pub fn fingerprint(api_key: Option<&str>, authorization: Option<&str>, key: u64) -> u64 {
+/// A keyed 128-bit fingerprint of a credential (two 64-bit lanes with keys of their own), for
+/// finding the gate a wrapper already holds without a SHA-256 on every call. Equal whenever
+/// [`Scope::of`] is; for two different credentials, equal only by a chance of about 2^-112
+/// (each byte step is a bijection of a lane's state, so two inputs that differ stay apart unless
+/// a later byte cancels the difference in both lanes). `keys` are the process's own random
+/// keys, so a fingerprint says nothing of the credential anywhere else.
+pub fn fingerprint(
+    api_key: Option<&str>,
+    authorization: Option<&str>,
+    keys: (u64, u64),
+) -> (u64, u64) {
     let (kind, secret) = credential(api_key, authorization).unwrap_or(("", ""));
-    let bytes = kind.bytes().chain([0]).chain(secret.bytes());
-    let mut state = key;
-    for byte in bytes {
-        state = (state.rotate_left(5) ^ u64::from(byte)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    let mut lanes = [keys.0, keys.1];
+    for byte in kind.bytes().chain([0]).chain(secret.bytes()) {
+        for (lane, k) in lanes
+            .iter_mut()
+            .zip([0x517c_c1b7_2722_0a95, 0x9e37_79b9_7f4a_7c15])
+        {
+            *lane = (lane.rotate_left(5) ^ u64::from(byte)).wrapping_mul(k);
+        }
     }
     // MurmurHash3's finaliser: every input bit reaches every output bit.
-    state ^= state >> 33;
-    state = state.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    state ^= state >> 33;
-    state = state.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    state ^ (state >> 33)
+    let finish = |mut state: u64| {
+        state ^= state >> 33;
+        state = state.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        state ^= state >> 33;
+        state = state.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        state ^ (state >> 33)
+    };
+    (finish(lanes[0]), finish(lanes[1]))
 }
 
 #[cfg(test)]
@@ -106,7 +123,7 @@ mod tests {
 
     #[test]
     fn fingerprints_agree_with_scopes() {
-        let print = |k, a| fingerprint(k, a, 7);
+        let print = |k, a| fingerprint(k, a, (7, 9));
         assert_eq!(
             print(Some(" k1 "), None),
             print(Some("k1"), Some("Bearer t"))
@@ -115,7 +132,18 @@ mod tests {
         assert_ne!(print(Some("k1"), None), print(None, Some("k1")));
         assert_ne!(print(None, None), print(Some(""), None));
         // Other keys, another process: the same credential, an unrelated fingerprint.
-        assert_ne!(print(Some("k1"), None), fingerprint(Some("k1"), None, 8));
+        assert_ne!(
+            print(Some("k1"), None),
+            fingerprint(Some("k1"), None, (8, 9))
+        );
+    }
+
+    #[test]
+    fn a_credential_with_a_line_break_cannot_be_sent() {
+        assert!(sendable("sk-live-123 abc"));
+        for bad in ["sk\r\nX-Evil: 1", "sk\n", "sk\0"] {
+            assert!(!sendable(bad), "{bad:?}");
+        }
     }
 
     #[test]

@@ -1,13 +1,27 @@
-//! The article's virtual-clock model, driving the production [`Gate`] and [`TokenBucket`]
-//! instead of copies of them. The next event in time order sets the clock; waiting means
-//! scheduling an event later, so a run takes microseconds and is the same every time.
+//! The article's virtual-clock model, run on the production call machine: every worker's call
+//! goes through a [`Gate`] exactly as `createFetch`'s do, against a simulated server (a token
+//! bucket with the same allowance, `Retry-After` on every 429). The next event in time order
+//! sets the clock; waiting means scheduling an event later, so a run takes microseconds and is
+//! the same every time.
 
+use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::rc::Rc;
 
+use super::authority::{AdmissionId, Answer, Authority, Op};
+use super::batch::Batch;
 use super::bucket::TokenBucket;
+use super::budget::BatchBudget;
 use super::config::{at_least, positive, ConfigError, Rate};
-use super::gate::Gate;
+use super::feedback::Feedback;
+use super::gate::action::{Action, End};
+use super::gate::call::CallSpec;
+use super::gate::{CallId, Gate};
+use super::map::Map;
+use super::memory::MemoryAuthority;
+use super::policy::RetryPolicy;
+use super::random::Seeded;
 use super::Millis;
 
 /// Upper bounds that keep a run small enough to finish in well under a second.
@@ -17,7 +31,7 @@ const MAX_ATTEMPTS: f64 = 1_000.0;
 /// How workers are coordinated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Coordination {
-    /// Each worker honours `Retry-After` on its own; no gate.
+    /// Each worker honours `Retry-After` on its own: a gate per worker, which no other shares.
     Independent,
     /// Every attempt of every worker passes one gate.
     Shared,
@@ -123,13 +137,69 @@ pub struct SimReport {
     pub timeline: Vec<Attempt>,
 }
 
-/// A worker's next step: at `at`, make attempt number `count` (0 is the first).
+/// The article's `Gate`: `admitAt(now)` and `defer(now, delayMs)` on a virtual clock. It is the
+/// production [`MemoryAuthority`], each admission's response taken to come back at once.
+#[derive(Debug, Clone)]
+pub struct ArticleGate {
+    authority: MemoryAuthority,
+    next: AdmissionId,
+}
+
+impl ArticleGate {
+    /// A gate with a full bucket at time 0.
+    pub fn new(rate: Rate) -> ArticleGate {
+        ArticleGate {
+            authority: MemoryAuthority::new(rate, None, 0.0),
+            next: 0,
+        }
+    }
+
+    /// Admits at `now` (spending a token) and returns `now`, or returns the earliest time worth
+    /// coming back, spending nothing. The cooldown is checked first, so after a cooldown only
+    /// the burst goes at once and the rest wait for tokens.
+    pub fn admit_at(&mut self, now: Millis) -> Millis {
+        let id = self.next;
+        self.next += 1;
+        match self.authority.apply(now, &Op::Admit { id, seen: None }) {
+            Answer::Admitted { .. } => {
+                self.authority.apply(now, &Op::Resume { id });
+                now
+            }
+            Answer::Wait(ms) | Answer::Exhausted(ms) => now + ms,
+            _ => now,
+        }
+    }
+
+    /// Holds every admission until `now + delay_ms`; a later, shorter delay never moves the
+    /// end earlier.
+    pub fn defer(&mut self, now: Millis, delay_ms: Millis) -> Result<(), ConfigError> {
+        let delay_ms = at_least("delayMs", delay_ms, 0.0, "a finite number >= 0")?;
+        let op = Op::Observe {
+            cooldown_ms: Some(delay_ms),
+            remaining: None,
+        };
+        self.authority.apply(now, &op);
+        Ok(())
+    }
+
+    /// No admission before this time.
+    pub fn blocked_until(&self) -> Millis {
+        self.authority.cooldown_until()
+    }
+}
+
+/// What the event queue holds: a worker starting, or a gate to step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum What {
+    Start(u32),
+    Step(usize),
+}
+
 #[derive(Debug)]
 struct Event {
     at: Millis,
     order: u64,
-    worker: u32,
-    count: u32,
+    what: What,
 }
 
 impl Ord for Event {
@@ -153,79 +223,144 @@ impl PartialEq for Event {
 }
 impl Eq for Event {}
 
-/// Runs a scenario to the end.
-pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
-    options.validate()?;
-    let mut server = TokenBucket::new(options.rate, 0.0);
-    let mut gates: Vec<Gate> = match options.coordination {
-        Coordination::Independent => Vec::new(),
-        Coordination::Shared => vec![Gate::new(options.rate, 0.0)],
-        Coordination::Separate(n) => (0..n).map(|_| Gate::new(options.rate, 0.0)).collect(),
-    };
-    let mut queue = BinaryHeap::new();
-    let mut order = 0;
-    let mut schedule = |queue: &mut BinaryHeap<Event>, at, worker, count| {
-        queue.push(Event {
-            at,
-            order,
-            worker,
-            count,
-        });
-        order += 1;
-    };
-    for worker in 0..options.workers {
-        schedule(&mut queue, 0.0, worker, 0);
+/// The run in progress: the queue of events, the gates and who is on which.
+struct Run<'a> {
+    options: &'a SimOptions,
+    server: TokenBucket,
+    gates: Vec<Gate>,
+    /// Each gate's pending step, so it is stepped once per wake-up.
+    scheduled: Vec<Option<(Millis, u64)>>,
+    workers: Vec<Map<CallId, u32>>,
+    queue: BinaryHeap<Event>,
+    order: u64,
+    report: SimReport,
+}
+
+impl Run<'_> {
+    fn push(&mut self, at: Millis, what: What) -> u64 {
+        let order = self.order;
+        self.order += 1;
+        self.queue.push(Event { at, order, what });
+        order
     }
 
-    let mut timeline = Vec::new();
-    let (mut completed, mut abandoned) = (0, 0);
-    let mut retries_left = options.retry_budget;
-    while let Some(Event {
-        at, worker, count, ..
-    }) = queue.pop()
-    {
-        if count > 0 && retries_left == Some(0) {
-            abandoned += 1;
-            continue;
+    /// Steps gate `g` at `at` later, unless a step no later than that is already due.
+    fn wake(&mut self, g: usize, at: Millis) {
+        if matches!(self.scheduled[g], Some((due, _)) if due <= at) {
+            return;
         }
-        let len = gates.len();
-        let mut gate = gates.get_mut(worker as usize % len.max(1));
-        if let Some(gate) = gate.as_deref_mut() {
-            let next = gate.admit_at(at);
-            if next > at {
-                schedule(&mut queue, next, worker, count);
-                continue;
+        let order = self.push(at, What::Step(g));
+        self.scheduled[g] = Some((at, order));
+    }
+
+    /// Performs gate `g`'s actions at `now` up to and including one attempt (then the other
+    /// gates get their turn at the same instant, as the article's workers do).
+    fn step(&mut self, g: usize, now: Millis) {
+        while let Some(action) = self.gates[g].poll_action(now) {
+            match action {
+                Action::Send { call, .. } => {
+                    let worker = self.workers[g][&call];
+                    let ok = !self.options.always_reject && self.server.take(now);
+                    let status = if ok { 200 } else { 429 };
+                    self.report.timeline.push(Attempt {
+                        at: now,
+                        worker,
+                        status,
+                    });
+                    let feedback = Feedback {
+                        retry_after_ms: (!ok).then_some(self.options.retry_after_ms),
+                        ..Feedback::default()
+                    };
+                    self.gates[g].responded_with(now, call, status, feedback);
+                    self.scheduled[g] = None;
+                    return self.wake(g, now);
+                }
+                Action::Dispose { call, .. } => self.gates[g].disposed(now, call, None),
+                Action::Settle { call, end } => {
+                    self.workers[g].remove(&call);
+                    match end {
+                        End::Deliver => self.report.completed += 1,
+                        _ => self.report.abandoned += 1,
+                    }
+                }
+                _ => {}
             }
         }
-        if count > 0 {
-            retries_left = retries_left.map(|left| left - 1);
+        if let Some(at) = self.gates[g].poll_timeout(now) {
+            self.wake(g, at.max(now));
         }
-        let allowed = !options.always_reject && server.take(at);
-        timeline.push(Attempt {
-            at,
-            worker,
-            status: if allowed { 200 } else { 429 },
-        });
-        if allowed {
-            completed += 1;
-            continue;
-        }
-        if count + 1 >= options.max_attempts {
-            abandoned += 1;
-            continue;
-        }
-        if let Some(gate) = gate {
-            gate.defer(at, options.retry_after_ms)?;
-        }
-        schedule(&mut queue, at + options.retry_after_ms, worker, count + 1);
     }
+}
 
-    Ok(SimReport {
-        attempts: timeline.len(),
-        rejected: timeline.iter().filter(|a| a.status == 429).count(),
-        completed,
-        abandoned,
-        last_attempt_ms: timeline.last().map_or(0.0, |a| a.at),
-        timeline,
-    })
+/// Runs a scenario to the end: every worker's call goes through the production call machine
+/// ([`Gate`]), one gate per coordinating process, against a server with the same allowance.
+pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
+    options.validate()?;
+    let gate_count = match options.coordination {
+        Coordination::Independent => options.workers as usize,
+        Coordination::Shared => 1,
+        Coordination::Separate(n) => n as usize,
+    };
+    let gates = (0..gate_count)
+        .map(|g| Gate::new(options.rate, None, 0.0, Box::new(Seeded::new(g as u64))))
+        .collect();
+    let policy = Rc::new(RetryPolicy {
+        max_attempts: options.max_attempts,
+        time_budget_ms: Millis::INFINITY,
+        attempt_timeout_ms: Millis::INFINITY,
+        ..RetryPolicy::default()
+    });
+    let batch = Rc::new(RefCell::new(Batch {
+        deadline: Millis::INFINITY,
+        budget: options.retry_budget.map(BatchBudget::new),
+    }));
+    let mut run = Run {
+        options,
+        server: TokenBucket::new(options.rate, 0.0),
+        gates,
+        scheduled: vec![None; gate_count],
+        workers: (0..gate_count).map(|_| Map::default()).collect(),
+        queue: BinaryHeap::new(),
+        order: 0,
+        report: SimReport {
+            attempts: 0,
+            rejected: 0,
+            completed: 0,
+            abandoned: 0,
+            last_attempt_ms: 0.0,
+            timeline: Vec::new(),
+        },
+    };
+    for worker in 0..options.workers {
+        run.push(0.0, What::Start(worker));
+    }
+    while let Some(Event { at, order, what }) = run.queue.pop() {
+        match what {
+            What::Start(worker) => {
+                let g = worker as usize % gate_count;
+                let spec = CallSpec {
+                    policy: Some(policy.clone()),
+                    batch: Some(batch.clone()),
+                    replayable: true,
+                    ..CallSpec::default()
+                };
+                let call = run.gates[g].start(at, spec);
+                run.workers[g].insert(call, worker);
+                run.step(g, at);
+            }
+            What::Step(g) => {
+                if run.scheduled[g] != Some((at, order)) {
+                    continue;
+                }
+                run.scheduled[g] = None;
+                run.gates[g].handle_timeout(at);
+                run.step(g, at);
+            }
+        }
+    }
+    let mut report = run.report;
+    report.attempts = report.timeline.len();
+    report.rejected = report.timeline.iter().filter(|a| a.status == 429).count();
+    report.last_attempt_ms = report.timeline.last().map_or(0.0, |a| a.at);
+    Ok(report)
 }

@@ -1,15 +1,15 @@
 // One attempt: the inner fetch under a per-attempt timeout and the caller's signal. Plain
 // JavaScript because it runs on every call: the package's fast path (index.js, which gets it
-// from `attemptFunction()`) calls it for a call the gate admits at once, and the wasm bindings
-// (attempt.rs) for every other attempt: one implementation, one module, one timer.
+// from `attemptFunction()`) calls it for a call the gate admits at once, and the driver
+// (driver.rs) for every other attempt: one implementation, one module, one timer.
+import { callerSignal } from './reads.js';
 
-/** How an attempt ended, as passed to `settle(value, how, status)`. */
+/** How an attempt ended, as passed to `settle(id, value, how, status)`. */
 export const RESPONSE = 0; // value: the Response (any status)
 export const FAILED = 1; // value: the inner fetch's rejection
 export const TIMED_OUT = 2; // value: the rejection caused by our per-attempt timeout
 export const CALLER_ABORTED = 3; // value: the caller's abort reason; never retried
-
-const pair = (value, how, status) => [value, how, status];
+export const INVALID = 4; // value: the inner fetch's rejection of a request that cannot be made
 
 /** A response's status, read here once for both paths; 0 when it has none. */
 const statusOf = (response) =>
@@ -64,6 +64,16 @@ function abortReason(signal) {
   return signal.reason !== undefined ? signal.reason : new DOMException('This operation was aborted', 'AbortError');
 }
 
+/** How a rejection of the inner fetch ended the attempt: the network, or the request itself. */
+function failed(input, init) {
+  try {
+    new Request(input, init); // eslint-disable-line no-new
+    return FAILED;
+  } catch {
+    return INVALID;
+  }
+}
+
 function call(fetch, input, init) {
   try {
     return Promise.resolve(fetch(input, init));
@@ -73,17 +83,17 @@ function call(fetch, input, init) {
 }
 
 /**
- * Calls `fetch(input, init)` and settles with `settle(value, how, status)` (by default
- * `[value, how, status]`; `status` is the response's, 0 for anything but a response).
- * With `timeoutMs` 0 the call goes out as it is: no copy of `init`, no timer (`retry: false`).
- * Otherwise it gets a copy of `init` whose signal aborts when `caller` does or after
- * `timeoutMs`, whichever is first.
+ * Calls `fetch(input, init)` and settles with `settle(id, value, how, status)`; `status` is the
+ * response's, 0 for anything but a response. With `timeoutMs` 0 the call goes out as it is:
+ * no copy of `init`, no timer (`retry: false`). Otherwise it gets a copy of `init` whose signal
+ * aborts when the caller's does or after `timeoutMs`, whichever is first.
  */
-export function attempt(fetch, input, init, caller, timeoutMs, settle = pair) {
+export function attempt(fetch, input, init, timeoutMs, settle, id) {
   if (timeoutMs === 0) {
-    return call(fetch, input, init).then((r) => settle(r, RESPONSE, statusOf(r)), (e) => settle(e, FAILED, 0));
+    return call(fetch, input, init).then((r) => settle(id, r, RESPONSE, statusOf(r)), (e) => settle(id, e, failed(input, init), 0));
   }
-  if (caller && caller.aborted) return Promise.resolve(caller).then((c) => settle(abortReason(c), CALLER_ABORTED, 0));
+  const caller = callerSignal(input, init);
+  if (caller && caller.aborted) return Promise.resolve(caller).then((c) => settle(id, abortReason(c), CALLER_ABORTED, 0));
   const controller = new AbortController();
   const flight = { due: performance.now() + timeoutMs, controller, timedOut: false };
   inFlight.add(flight);
@@ -99,12 +109,12 @@ export function attempt(fetch, input, init, caller, timeoutMs, settle = pair) {
   return call(fetch, input, guarded).then(
     (response) => {
       done();
-      return settle(response, RESPONSE, statusOf(response));
+      return settle(id, response, RESPONSE, statusOf(response));
     },
     (error) => {
       done();
-      if (caller && caller.aborted) return settle(abortReason(caller), CALLER_ABORTED, 0);
-      return settle(error, flight.timedOut ? TIMED_OUT : FAILED, 0);
+      if (caller && caller.aborted) return settle(id, abortReason(caller), CALLER_ABORTED, 0);
+      return settle(id, error, flight.timedOut ? TIMED_OUT : failed(input, guarded), 0);
     },
   );
 }

@@ -1,12 +1,13 @@
 //! One attempt, as the bindings see it. The work itself (timeout, caller's signal, a copy of
 //! `init`) is done by `attempt.js`, which the package's fast path calls directly for calls
 //! admitted at once (through `attemptFunction`, so both paths share one module and its one
-//! timer); here it is awaited for every other attempt.
+//! timer); the driver calls it for every other attempt.
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
 
+use super::errors::type_error;
+use super::props::get;
 use super::Exported;
 use crate::core::Millis;
 
@@ -15,13 +16,16 @@ extern "C" {
     #[wasm_bindgen(thread_local_v2, js_name = attempt)]
     static ATTEMPT: js_sys::Function;
 
+    /// Sends `fetch(input, init)` under `timeout_ms` (0: untouched) and the caller's signal,
+    /// then calls `settle(id, value, how, status)`.
     #[wasm_bindgen(js_name = attempt)]
-    fn attempt_js(
+    pub fn send(
         fetch: &js_sys::Function,
         input: &JsValue,
         init: &JsValue,
-        caller: Option<&web_sys::AbortSignal>,
-        timeout_ms: f64,
+        timeout_ms: Millis,
+        settle: &js_sys::Function,
+        id: f64,
     ) -> js_sys::Promise;
 }
 
@@ -31,52 +35,37 @@ pub fn attempt_function() -> Exported {
     Ok(ATTEMPT.with(Clone::clone).into())
 }
 
-/// How an attempt ended.
-pub enum Attempted {
-    /// A response arrived, with its status (0 when it has none).
-    Response(JsValue, u16),
-    /// The inner fetch rejected on its own (`timeout: false`) or because our timeout fired.
-    Failed {
-        /// The rejection, to pass on unchanged when it is not retried.
-        error: JsValue,
-        /// Our per-attempt timeout caused it.
-        timeout: bool,
-    },
-    /// The caller's signal aborted: reject with this, never retry.
-    CallerAborted(JsValue),
+/// How an attempt ended, as `attempt.js` numbers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// A response arrived (any status).
+    Response,
+    /// The inner fetch rejected.
+    Failed,
+    /// The inner fetch rejected, and the request cannot even be made.
+    Invalid,
+    /// Our per-attempt timeout aborted it.
+    TimedOut,
+    /// The caller's signal aborted it: never retried.
+    CallerAborted,
 }
 
-impl Attempted {
-    /// Reads `attempt.js`'s `(value, how)`, and the status of a response.
-    pub fn from_js(value: JsValue, how: u8, status: u16) -> Attempted {
+impl How {
+    /// `attempt.js`'s number.
+    pub fn from_js(how: u8) -> How {
         match how {
-            0 => Attempted::Response(value, status),
-            3 => Attempted::CallerAborted(value),
-            how => Attempted::Failed {
-                error: value,
-                timeout: how == 2,
-            },
+            0 => How::Response,
+            2 => How::TimedOut,
+            3 => How::CallerAborted,
+            4 => How::Invalid,
+            _ => How::Failed,
         }
     }
 }
 
-/// Calls `fetch(input, init)`. With `timeout_ms` 0 the call goes out as it is (`retry: false`);
-/// otherwise with a copy of `init` whose signal aborts when `caller`'s does or after
-/// `timeout_ms`, whichever is first.
-pub async fn send(
-    fetch: &js_sys::Function,
-    input: &JsValue,
-    init: &JsValue,
-    caller: Option<&web_sys::AbortSignal>,
-    timeout_ms: Millis,
-) -> Attempted {
-    // `attempt.js` never rejects: it resolves with `[value, how, status]`.
-    match JsFuture::from(attempt_js(fetch, input, init, caller, timeout_ms)).await {
-        Ok(ended) => {
-            let ended: js_sys::Array = ended.unchecked_into();
-            let number = |i, or| ended.get(i).as_f64().unwrap_or(or);
-            Attempted::from_js(ended.get(0), number(1, 1.0) as u8, number(2, 0.0) as u16)
-        }
-        Err(error) => Attempted::from_js(error, 1, 0),
-    }
+/// The global `fetch`, looked up at call time so a test or polyfill installed later is used.
+pub fn global_fetch() -> Result<js_sys::Function, JsValue> {
+    get(&js_sys::global(), "fetch")
+        .dyn_into()
+        .map_err(|_| type_error("No global `fetch`: pass one as the `fetch` option"))
 }

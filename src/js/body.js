@@ -1,16 +1,21 @@
-// Disposing of a body in JavaScript, which has the pieces built in: its text for the quota
-// check, and a cancel whose failure nobody needs to hear about. Kept here rather than in Rust,
-// where they would bring UTF-8 repair and a closure of their own into the wasm module.
+// Disposing of a body in JavaScript, which has the pieces built in: its JSON for the quota
+// check (decoded only when the gate asks for it), and a cancel whose failure nobody needs to
+// hear about.
 
 /**
- * The UTF-8 text of a body's chunks (Uint8Arrays), bad bytes replaced by U+FFFD and a BOM kept,
- * as Rust's `String::from_utf8_lossy` does.
+ * A body's JSON from its chunks (Uint8Arrays): the parsed object, or null when the body is not
+ * JSON. Bad bytes are replaced by U+FFFD, as a lossy UTF-8 decoding does.
  */
-export function utf8Text(chunks) {
+export function jsonFacts(chunks) {
   const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
   let at = 0;
   for (const c of chunks) { bytes.set(c, at); at += c.length; }
-  return new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes);
+  try {
+    const json = JSON.parse(new TextDecoder('utf-8').decode(bytes));
+    return json !== null && typeof json === 'object' ? json : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Cancels a body or a reader; a failed cancel (thrown or rejected) is ignored. */

@@ -6,13 +6,17 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
+use super::clock;
 use super::headers::header_value;
-use super::read::get;
+use super::props::get;
+use crate::core::gate::BodyFacts;
+use crate::core::quota::Usage;
 
 #[wasm_bindgen(module = "/src/js/body.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = utf8Text)]
-    fn utf8_text(chunks: &js_sys::Array) -> String;
+    /// The body's JSON (from its chunks), or `null` when it is not JSON.
+    #[wasm_bindgen(js_name = jsonFacts)]
+    fn json_facts(chunks: &js_sys::Array) -> JsValue;
     /// Cancels a body or a reader, ignoring a failed cancel: there is nobody to tell.
     pub fn cancel(stream: &JsValue);
 }
@@ -20,8 +24,9 @@ extern "C" {
 /// Bodies up to this size are read to the end; larger ones are cancelled.
 pub const DRAIN_CAP: usize = 64 * 1024;
 
-/// Drains or cancels the body. Returns its text when it was small enough to read whole.
-pub async fn discard(response: &JsValue) -> Option<String> {
+/// Drains or cancels the body. With `read`, returns what its JSON says (`code`, `detail`) when
+/// it was small enough to read whole; without, nothing is decoded.
+pub async fn discard(response: &JsValue, read: bool) -> Option<BodyFacts> {
     let body = get(response, "body");
     if !body.is_object() {
         return None;
@@ -44,7 +49,15 @@ pub async fn discard(response: &JsValue) -> Option<String> {
             None => return None,
         };
         if get(&chunk, "done").is_truthy() {
-            return Some(utf8_text(&chunks));
+            if !read {
+                return None;
+            }
+            let facts = json_facts(&chunks);
+            let field = |k| get(&facts, k).as_string();
+            return facts.is_object().then(|| BodyFacts {
+                code: field("code"),
+                detail: field("detail"),
+            });
         }
         let value: js_sys::Uint8Array = get(&chunk, "value").dyn_into().ok()?;
         length += value.length() as usize;
@@ -52,8 +65,25 @@ pub async fn discard(response: &JsValue) -> Option<String> {
             cancel(&reader);
             return None;
         }
-        chunks.push(&value);
+        if read {
+            chunks.push(&value);
+        }
     }
+}
+
+/// What a `GET /usage` response reports, read whole (its JSON), with the period's end moved to
+/// the gate's clock.
+pub async fn usage(response: &JsValue) -> Option<Usage> {
+    let promise = call(response, "json")?;
+    let json = JsFuture::from(js_sys::Promise::resolve(&promise))
+        .await
+        .ok()?;
+    let period_end = get(&json, "period_end_utc")
+        .as_string()
+        .map(|iso| js_sys::Date::parse(&iso))
+        .filter(|ms| ms.is_finite())
+        .map(clock::from_wall);
+    Usage::from_fields(|k| get(&json, k).as_f64(), period_end)
 }
 
 fn call(target: &JsValue, method: &str) -> Option<JsValue> {

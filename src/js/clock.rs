@@ -19,3 +19,13 @@ pub fn now() -> Millis {
 pub fn wall_now() -> Millis {
     js_sys::Date::now()
 }
+
+/// A Unix time (an HTTP date, a period end) on the monotonic clock.
+pub fn from_wall(wall: Millis) -> Millis {
+    now() + (wall - wall_now())
+}
+
+/// A time on the monotonic clock as Unix milliseconds (for a `Date` the caller sees).
+pub fn to_wall(at: Millis) -> Millis {
+    wall_now() + (at - now())
+}

@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::read::set;
+use super::props::set;
 use super::text::number;
 use crate::core::config::ConfigError;
 use crate::core::policy::Abandoned;

@@ -3,10 +3,10 @@
 
 use wasm_bindgen::JsValue;
 
-use super::read::set;
+use super::props::set;
 
 /// Builds and delivers events when a hook is set; costs nothing when it is not.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, PartialEq)]
 pub struct Events(Option<js_sys::Function>);
 
 impl Events {
@@ -15,8 +15,13 @@ impl Events {
         Events(hook)
     }
 
+    /// Whether a hook is set.
+    pub fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+
     /// Sends `{ type, scope, ...fields }`. `fields` is only built when someone listens.
-    pub fn emit(&self, kind: &str, scope: &str, fields: impl FnOnce(&js_sys::Object)) {
+    pub fn emit(&self, kind: &str, scope: &str, fields: &dyn Fn(&js_sys::Object)) {
         let Some(hook) = &self.0 else { return };
         let event = js_sys::Object::new();
         set(&event, "type", kind.into());

@@ -5,21 +5,17 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 use super::clock;
+use super::driver::GateDriver;
 use super::options::Config;
-use super::read::set;
-use super::shared_gate::SharedGate;
+use super::props::set;
 use crate::core::config::Rate;
-use crate::core::feedback::Feedback;
-use crate::core::histogram::{Histogram, BOUNDS_MS};
+use crate::core::gate::figures::Figures;
+use crate::core::histogram::BOUNDS_MS;
 use crate::core::policy::Reason;
 use crate::core::quota::QuotaState;
 
 fn num(object: &js_sys::Object, key: &str, value: impl Into<f64>) {
     set(object, key, JsValue::from(value.into()));
-}
-
-fn opt<T: Into<JsValue>>(value: Option<T>) -> JsValue {
-    value.map_or(JsValue::NULL, Into::into)
 }
 
 fn rate_object(rate: Rate) -> js_sys::Object {
@@ -29,133 +25,101 @@ fn rate_object(rate: Rate) -> js_sys::Object {
     object
 }
 
-fn feedback_object(feedback: &Feedback) -> js_sys::Object {
-    let object = js_sys::Object::new();
-    set(&object, "retryAfterMs", opt(feedback.retry_after_ms));
-    set(&object, "limit", opt(feedback.limit.map(|n| n as f64)));
-    set(
-        &object,
-        "remaining",
-        opt(feedback.remaining.map(|n| n as f64)),
-    );
-    set(&object, "resetMs", opt(feedback.reset_ms));
-    set(&object, "bucket", opt(feedback.bucket.clone()));
-    object
+#[wasm_bindgen(module = "/src/js/stats.js")]
+extern "C" {
+    /// Builds `stats()` from every gate's figures as numbers, and its strings.
+    #[wasm_bindgen(js_name = buildStats)]
+    fn build_stats(numbers: &[f64], strings: &str, reasons: &str, bounds: &[f64]) -> JsValue;
 }
 
-/// `{ count, sumMs, maxMs, buckets: [{ leMs, count }] }`, the last bucket's `leMs` Infinity.
-fn histogram_object(h: &Histogram) -> js_sys::Object {
-    let object = js_sys::Object::new();
-    num(&object, "count", h.count() as f64);
-    num(&object, "sumMs", h.sum());
-    num(&object, "maxMs", h.max());
-    let buckets = js_sys::Array::new();
-    for (i, &count) in h.counts().iter().enumerate() {
-        let bucket = js_sys::Object::new();
-        num(
-            &bucket,
-            "leMs",
-            BOUNDS_MS.get(i).copied().unwrap_or(f64::INFINITY),
-        );
-        num(&bucket, "count", count as f64);
-        buckets.push(&bucket);
-    }
-    set(&object, "buckets", buckets.into());
-    object
-}
+/// A number for an absent value (JavaScript's `null` in the figures).
+const NONE: f64 = f64::NAN;
 
-fn quota_object(state: Option<QuotaState>, now: f64) -> js_sys::Object {
-    let object = js_sys::Object::new();
-    let (name, until) = match state {
-        Some(QuotaState::Probing) => ("probing", None),
-        Some(QuotaState::Exhausted { until }) => ("exhausted", until),
-        _ => ("open", None),
-    };
-    set(&object, "state", name.into());
-    let end = until.map(|u| js_sys::Date::new(&JsValue::from(clock::wall_now() + (u - now))));
-    set(&object, "periodEnd", opt(end));
-    object
-}
-
-/// `{ admitted, waiting, throttled, retries, abandoned, gates: [...] }`: totals over the gates,
-/// then each gate in full.
-pub fn stats(gates: &[Rc<SharedGate>]) -> JsValue {
+/// `stats()`: totals over the gates (and over the gates since forgotten, `retired`), then each
+/// live gate in full. The figures go to `stats.js` as one array of numbers in the order it
+/// reads them (see there), so a thousand gates cost one call, not a call per figure.
+pub fn stats(drivers: &[Rc<GateDriver>], retired: &Figures) -> JsValue {
     let now = clock::now();
-    let list = js_sys::Array::new();
-    let (mut admitted, mut waiting, mut throttled, mut retries, mut abandoned) =
-        (0u64, 0usize, 0u64, 0u64, 0u64);
-    for gate in gates {
-        let (f, timer_armed) = gate.figures();
-        let r = f.retries;
-        admitted += f.admitted;
+    let mut totals = retired.clone();
+    let mut waiting = 0;
+    let mut n: Vec<f64> = Vec::with_capacity(8 + drivers.len() * 90);
+    let mut strings = String::new();
+    n.extend([0.0; 6]); // totals, written at the end
+    for driver in drivers {
+        let f = driver.with(|g| g.figures(now));
+        totals.absorb(&f);
         waiting += f.waiting;
-        throttled += f.throttled;
-        retries += r.throttled + r.server_error + r.network + r.timeout;
-        abandoned += f.abandoned.iter().sum::<u64>();
-        let object = js_sys::Object::new();
-        set(&object, "scope", gate.scope().as_str().into());
-        let (rate, _, store) = gate.config();
-        set(&object, "rate", rate_object(rate).into());
-        let store_object = js_sys::Object::new();
-        set(&store_object, "kind", store.into());
-        if let Some(s) = gate.store() {
-            let (calls, failures) = s.counts();
-            num(&store_object, "calls", calls as f64);
-            num(&store_object, "failures", failures as f64);
-            set(&store_object, "up", (!s.is_down()).into());
-        }
-        set(&object, "store", store_object.into());
-        num(&object, "requests", f.requests as f64);
-        num(&object, "admitted", f.admitted as f64);
-        num(&object, "waiting", f.waiting as f64);
-        num(&object, "peakWaiting", f.peak_waiting as f64);
-        num(&object, "cancelled", f.cancelled as f64);
-        num(&object, "expired", f.expired as f64);
-        num(&object, "throttled", f.throttled as f64);
-        num(&object, "wakeups", f.wakeups as f64);
-        set(&object, "timerArmed", timer_armed.into());
-        num(&object, "cooldownUntil", f.cooldown_until);
-        num(
-            &object,
-            "cooldownRemainingMs",
+        let (rate, store) = driver.with(|g| (g.rate(), g.store_counts()));
+        let flag = |b: bool| if b { 1.0 } else { 0.0 };
+        let opt = |v: Option<f64>| v.unwrap_or(NONE);
+        let r = f.retries;
+        n.extend([
+            f.requests as f64,
+            f.admitted as f64,
+            f.waiting as f64,
+            f.peak_waiting as f64,
+            f.cancelled as f64,
+            f.expired as f64,
+            f.throttled as f64,
+            f.wakeups as f64,
+            flag(driver.timer_armed()),
+            f.cooldown_until,
             (f.cooldown_until - now).max(0.0),
-        );
-        set(&object, "slow", f.slow.into());
-        set(
-            &object,
-            "lastFeedback",
-            opt(f.last_feedback.as_ref().map(feedback_object)),
-        );
-        let by_cause = js_sys::Object::new();
-        num(&by_cause, "throttled", r.throttled as f64);
-        num(&by_cause, "serverError", r.server_error as f64);
-        num(&by_cause, "network", r.network as f64);
-        num(&by_cause, "timeout", r.timeout as f64);
-        set(&object, "retries", by_cause.into());
-        let by_reason = js_sys::Object::new();
-        for (reason, count) in Reason::ALL.iter().zip(f.abandoned) {
-            num(&by_reason, reason.as_str(), count as f64);
+            flag(f.slow),
+            r.throttled as f64,
+            r.server_error as f64,
+            r.network as f64,
+            r.timeout as f64,
+        ]);
+        n.extend(f.abandoned.iter().map(|&c| c as f64));
+        let (quota, until) = match f.quota {
+            Some(QuotaState::Probing) => (1.0, None),
+            Some(QuotaState::Exhausted { until }) => (2.0, until),
+            _ => (0.0, None),
+        };
+        n.extend([
+            f.quota_rejected as f64,
+            quota,
+            opt(until.map(clock::to_wall)),
+            opt(f.retry_budget),
+            rate.burst(),
+            rate.per_second(),
+        ]);
+        match store {
+            Some((calls, failures, up)) => n.extend([calls as f64, failures as f64, flag(up)]),
+            None => n.extend([NONE, NONE, NONE]),
         }
-        set(&object, "abandoned", by_reason.into());
-        num(&object, "quotaRejected", f.quota_rejected as f64);
-        set(&object, "quota", quota_object(f.quota, now).into());
-        set(&object, "retryBudget", opt(f.retry_budget));
-        set(
-            &object,
-            "admissionWaitMs",
-            histogram_object(&f.admission_wait).into(),
-        );
-        set(&object, "backoffMs", histogram_object(&f.backoff).into());
-        list.push(&object);
+        for h in [&f.admission_wait, &f.backoff] {
+            n.extend([h.count() as f64, h.sum(), h.max()]);
+            n.extend(h.counts().iter().map(|&c| c as f64));
+        }
+        let feedback = f.last_feedback.as_ref();
+        n.extend([
+            flag(feedback.is_some()),
+            opt(feedback.and_then(|f| f.retry_after_ms)),
+            opt(feedback.and_then(|f| f.limit).map(|l| l as f64)),
+            opt(feedback.and_then(|f| f.remaining).map(|r| r as f64)),
+            opt(feedback.and_then(|f| f.reset_ms)),
+        ]);
+        for text in [
+            driver.scope().as_str(),
+            &driver.store().map_or("memory".into(), |s| s.identity()),
+            feedback.and_then(|f| f.bucket.as_deref()).unwrap_or(""),
+        ] {
+            strings.push_str(text);
+            strings.push('\0');
+        }
     }
-    let object = js_sys::Object::new();
-    num(&object, "admitted", admitted as f64);
-    num(&object, "waiting", waiting as f64);
-    num(&object, "throttled", throttled as f64);
-    num(&object, "retries", retries as f64);
-    num(&object, "abandoned", abandoned as f64);
-    set(&object, "gates", list.into());
-    object.into()
+    n[..6].copy_from_slice(&[
+        drivers.len() as f64,
+        totals.admitted as f64,
+        waiting as f64,
+        totals.throttled as f64,
+        totals.retries.total() as f64,
+        totals.abandoned.iter().sum::<u64>() as f64,
+    ]);
+    let reasons: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+    build_stats(&n, &strings, &reasons.join("\0"), &BOUNDS_MS)
 }
 
 #[wasm_bindgen(module = "/src/js/summary.js")]
@@ -194,6 +158,15 @@ pub fn describe(config: &Config) -> JsValue {
         num(&retry, "timeBudgetMs", p.time_budget_ms);
         set(&facts, "retry", retry.into());
     }
+    let waiting = js_sys::Object::new();
+    let opt = |v: Option<f64>| v.map_or(JsValue::NULL, JsValue::from);
+    set(&waiting, "maxWaitMs", opt(config.max_wait_ms));
+    set(
+        &waiting,
+        "maxWaiting",
+        opt(config.max_waiting.map(|n| n as f64)),
+    );
+    set(&facts, "waiting", waiting.into());
     if let Some(b) = config.budget {
         let budget = js_sys::Object::new();
         num(&budget, "capacity", b.capacity);

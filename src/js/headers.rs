@@ -1,10 +1,13 @@
-//! Reading headers in every shape `fetch` accepts (a `Headers`, an array of pairs, a plain
-//! object), case-insensitively, and reading a `Response`'s through plain property access so a
-//! `Response` from undici or another realm works too.
+//! Reading what the gate needs from a request and a response: the credential, method and
+//! idempotency key of a `fetch(input, init)` call in every shape `fetch` accepts (a `Headers`,
+//! an array of pairs, a plain object; a `Request` as `input`), the caller's signal, and a
+//! response's headers by name through plain property access (so a `Response` from undici or
+//! another realm works too).
 
 use wasm_bindgen::prelude::*;
 
-use super::read::get;
+use super::props::get;
+use crate::core::classify::Body;
 use crate::core::feedback::FEEDBACK_HEADERS;
 
 /// What the gate needs to know of a request's headers.
@@ -21,6 +24,9 @@ pub struct Credential {
 extern "C" {
     #[wasm_bindgen(js_name = requestFacts)]
     fn request_facts(input: &JsValue, init: &JsValue) -> String;
+    /// The caller's signal: `init.signal`, else a `Request`'s.
+    #[wasm_bindgen(js_name = callerSignal)]
+    pub fn caller_signal(input: &JsValue, init: &JsValue) -> Option<web_sys::AbortSignal>;
     /// `headers.get(name)` on a `Headers`-like object (case-insensitive by contract).
     #[wasm_bindgen(js_name = headerValue)]
     pub fn header_value(headers: &JsValue, name: &JsValue) -> Option<String>;
@@ -41,30 +47,42 @@ fn present(value: &str) -> Option<String> {
     (value != NONE).then(|| value.to_string())
 }
 
-/// The credential, idempotency key and method of a `fetch(input, init)` call. As in `fetch`,
-/// `init.headers` replaces the headers of a `Request` passed as `input`.
-pub fn request(input: &JsValue, init: &JsValue) -> (Credential, String) {
+/// The credential, idempotency key, method and kind of body of a `fetch(input, init)` call. As
+/// in `fetch`, `init.headers` replaces the headers of a `Request` passed as `input`.
+pub fn request(input: &JsValue, init: &JsValue) -> (Credential, String, Body) {
     let facts = request_facts(input, init);
-    // A closure, not '\0': a char pattern brings core's CharSearcher (0.6 KB of wasm).
-    #[allow(clippy::manual_pattern_char_comparison)]
-    let mut parts = facts.split(|c| c == '\0');
-    let mut next = || parts.next().unwrap_or(NONE);
+    // Bytes, not chars: the separator is ASCII, and every part stays valid UTF-8.
+    let mut parts = facts.as_bytes().split(|&b| b == 0);
+    let mut next = || {
+        parts
+            .next()
+            .and_then(|part| std::str::from_utf8(part).ok())
+            .unwrap_or(NONE)
+    };
     let credential = Credential {
         api_key: present(next()),
         authorization: present(next()),
         idempotency_key: next() == "1",
     };
-    (credential, next().to_string())
+    let method = next().to_string();
+    let body = match next() {
+        "r" => Body::Reusable,
+        "s" => Body::Stream,
+        "o" => Body::OneShot,
+        _ => Body::None,
+    };
+    (credential, method, body)
 }
 
-/// A lookup into a response's headers for the feedback parser: one call into JavaScript per
-/// name asked, with the name passed as a string made once.
-pub fn feedback_lookup(response: &JsValue) -> impl Fn(&str) -> Option<String> {
-    let headers = get(response, "headers");
+/// A lookup into a response's headers for the gate: one call into JavaScript per name asked,
+/// with the name passed as a string made once.
+pub fn lookup(response: &JsValue) -> impl Fn(&str) -> Option<String> + '_ {
+    let headers = std::cell::OnceCell::new();
     move |name| {
+        let headers = headers.get_or_init(|| get(response, "headers"));
         NAMES.with(|names| {
             let (_, js) = names.iter().find(|(n, _)| *n == name)?;
-            header_value(&headers, js)
+            header_value(headers, js)
         })
     }
 }

@@ -1,25 +1,24 @@
 //! The bindings: the only code that knows `JsValue`, promises, timers, `Response` and
-//! `AbortSignal`. No policy lives here; every decision is the core's.
+//! `AbortSignal`. A driver for the core's call machine: it performs what the gate decides and
+//! reports back what happened. No policy lives here.
 
 mod abort;
 mod attempt;
 mod body;
 mod clock;
+mod driver;
 mod errors;
 mod events;
 mod figures;
 mod headers;
-mod map;
 mod model;
 mod options;
-mod parked;
-mod probe;
+mod props;
 mod random;
 mod read;
 mod redis;
 mod registry;
-mod shared_gate;
-mod sleep;
+mod replay;
 mod text;
 mod timer;
 mod transport;

@@ -1,14 +1,14 @@
-//! The article's model for JavaScript: `simulate(options)` and a `Gate` on a virtual clock, both
-//! the production core.
+//! The article's model for JavaScript: `simulate(options)`, which runs the production call
+//! machine on a virtual clock, and the article's `Gate` (the memory authority).
 
 use wasm_bindgen::prelude::*;
 
 use super::errors::{config_error, range_error, type_error};
-use super::read::{self, get, set};
+use super::props::{get, set};
+use super::read;
 use super::text::number;
 use crate::core::config::Rate;
-use crate::core::gate::Gate;
-use crate::core::sim::{self, Coordination, SimOptions, SimReport};
+use crate::core::sim::{self, ArticleGate, Coordination, SimOptions, SimReport};
 
 const SIM_OPTIONS: &[&str] = &[
     "shared",
@@ -101,7 +101,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
 /// delayMs)`, `blockedUntil`.
 #[wasm_bindgen(js_name = Gate)]
 pub struct ModelGate {
-    gate: Gate,
+    gate: ArticleGate,
 }
 
 #[wasm_bindgen(js_class = Gate)]
@@ -116,7 +116,7 @@ impl ModelGate {
         )
         .map_err(config_error)?;
         Ok(ModelGate {
-            gate: Gate::new(rate, 0.0),
+            gate: ArticleGate::new(rate),
         })
     }
 

@@ -8,17 +8,28 @@ use wasm_bindgen::JsCast;
 
 use super::errors::{config_error, range_error, type_error};
 use super::events::Events;
-use super::read::{self, get};
+use super::props::get;
+use super::read;
 use super::redis::{is_store, RedisStore};
 use super::text::number;
 use crate::core::backoff::Backoff;
 use crate::core::budget::RefillingConfig;
-use crate::core::classify::RetryRules;
-use crate::core::config::Rate;
+use crate::core::classify::{valid_method, RetryRules};
+use crate::core::config::{at_least, Rate};
 use crate::core::policy::RetryPolicy;
+use crate::core::quota::valid_usage_url;
 use crate::core::Millis;
 
-const OPTIONS: &[&str] = &["rate", "fetch", "retry", "onEvent", "usageUrl", "store"];
+const OPTIONS: &[&str] = &[
+    "rate",
+    "fetch",
+    "retry",
+    "onEvent",
+    "usageUrl",
+    "store",
+    "maxWaitMs",
+    "maxWaiting",
+];
 const RETRY: &[&str] = &[
     "maxAttempts",
     "timeBudgetMs",
@@ -39,7 +50,11 @@ pub struct Config {
     /// The inner fetch; the global one when `None`.
     pub fetch: Option<js_sys::Function>,
     /// The retry policy; `None` for `retry: false` (observe and admit only).
-    pub retry: Option<RetryPolicy>,
+    pub retry: Option<Rc<RetryPolicy>>,
+    /// Refuse a call whose admission is predicted later than this.
+    pub max_wait_ms: Option<Millis>,
+    /// Refuse a call when this many already wait.
+    pub max_waiting: Option<usize>,
     /// The gate's shared, refilling retry budget.
     pub budget: Option<RefillingConfig>,
     /// The `onEvent` hook.
@@ -77,12 +92,25 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
             ))
         })?)
     };
+    if let Some(url) = &usage_url {
+        if !valid_usage_url(url) {
+            return Err(type_error(
+                "Expected `usageUrl` to be an absolute http: or https: URL",
+            ));
+        }
+    }
+    let max_wait_ms = read::number(options, "maxWaitMs", "maxWaitMs")?
+        .map(|ms| at_least("maxWaitMs", ms, 0.0, "a finite number >= 0"))
+        .transpose()
+        .map_err(config_error)?;
+    let max_waiting =
+        read::integer(options, "maxWaiting", "maxWaiting", 0.0, 1e9)?.map(|n| n as usize);
     let events = Events::new(function(options, "onEvent")?);
     let store = get(options, "store");
     let store = if store.is_undefined() {
         None
     } else if is_store(&store) {
-        Some(RedisStore::from_descriptor(&store, events.clone())?)
+        Some(RedisStore::from_descriptor(&store)?)
     } else {
         return Err(type_error(
             "Expected `store` to come from redisStore(client)",
@@ -92,7 +120,9 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
         store,
         rate,
         fetch: function(options, "fetch")?,
-        retry,
+        retry: retry.map(Rc::new),
+        max_wait_ms,
+        max_waiting,
         budget,
         events,
         usage_url,
@@ -145,8 +175,9 @@ fn retry(value: &JsValue) -> Result<(Option<RetryPolicy>, Option<RefillingConfig
         Some(items) => items
             .iter()
             .map(|v| {
-                v.as_string()
-                    .ok_or_else(|| type_error("Expected `retry.methods` to hold strings"))
+                v.as_string().filter(|m| valid_method(m)).ok_or_else(|| {
+                    type_error("Expected `retry.methods` to hold HTTP method names (tokens)")
+                })
             })
             .collect::<Result<_, _>>()?,
     };

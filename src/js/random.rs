@@ -21,17 +21,32 @@ impl Random for OsRandom {
 }
 
 thread_local! {
-    /// The key of the credential fingerprints: random per process, so a fingerprint means
-    /// nothing outside it. Drawn on first use (0 until then).
-    static FINGERPRINT_KEY: Cell<u64> = const { Cell::new(0) };
+    /// The keys of the credential fingerprints: random per process, so a fingerprint means
+    /// nothing outside it. Drawn on first use.
+    static FINGERPRINT_KEYS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// This process's name for its admissions in a shared store.
+    static PROCESS_ID: String = hex(OsRandom.bits());
 }
 
-/// This process's fingerprint key.
-pub fn fingerprint_key() -> u64 {
-    FINGERPRINT_KEY.with(|key| {
-        if key.get() == 0 {
-            key.set(OsRandom.bits() | 1);
+/// This process's two fingerprint keys (128 bits between them).
+pub fn fingerprint_keys() -> (u64, u64) {
+    FINGERPRINT_KEYS.with(|keys| {
+        if keys.get().0 == 0 {
+            keys.set((OsRandom.bits() | 1, OsRandom.bits() | 1));
         }
-        key.get()
+        keys.get()
     })
+}
+
+/// This process's id in a shared store: 16 random hex digits.
+pub fn process_id() -> String {
+    PROCESS_ID.with(Clone::clone)
+}
+
+/// `n` as 16 lower-case hex digits (by hand: `{:016x}` brings padded integer formatting).
+fn hex(n: u64) -> String {
+    (0..16)
+        .rev()
+        .map(|i| char::from(b"0123456789abcdef"[(n >> (4 * i) & 15) as usize]))
+        .collect()
 }

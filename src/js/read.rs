@@ -6,17 +6,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::errors::{range_error, type_error};
+use super::props::get;
 use super::text::number as text;
-
-/// Reads `key` from an object; `undefined` when it is absent.
-pub fn get(object: &JsValue, key: &str) -> JsValue {
-    js_sys::Reflect::get(object, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
-}
-
-/// Sets `key` on an object (a figure, an event, an error's fields).
-pub fn set(object: &JsValue, key: &str, value: JsValue) {
-    let _ = js_sys::Reflect::set(object, &JsValue::from_str(key), &value);
-}
 
 /// Checks that `value` is a plain object (or absent, when `optional`) whose keys are all known.
 pub fn object(value: &JsValue, what: &str, known: &[&str], optional: bool) -> Result<(), JsValue> {

@@ -2,7 +2,23 @@
 // with one string costs far less than a property read and a string copy per field.
 const NONE = '\u0001'; // a header that is absent (no header value can hold this byte)
 
-/** `x-api-key \0 authorization \0 idempotency-key? \0 method` of a fetch(input, init) call. */
+/**
+ * What kind of body a fetch(input, init) call sends: `n` none, `r` one fetch can send again
+ * (a string, bytes, a Blob, form data), `s` a stream (init.body, or a Request's own body), `o`
+ * anything fetch reads once and nothing can copy (an async iterable).
+ */
+function bodyKind(input, init, isObject) {
+  const body = isObject(init) ? init.body : undefined;
+  if (body === undefined || body === null) {
+    return isObject(input) && typeof input.clone === 'function' && isObject(input.body) ? 's' : 'n';
+  }
+  if (typeof body === 'string' || body instanceof ArrayBuffer || ArrayBuffer.isView(body)
+    || body instanceof URLSearchParams || body instanceof Blob || body instanceof FormData) return 'r';
+  if (body instanceof ReadableStream) return 's';
+  return 'o';
+}
+
+/** `x-api-key \0 authorization \0 idempotency-key? \0 method \0 body` of a fetch(input, init) call. */
 export function requestFacts(input, init) {
   const isObject = (v) => v !== null && typeof v === 'object';
   let headers = isObject(init) ? init.headers : undefined;
@@ -29,7 +45,14 @@ export function requestFacts(input, init) {
     }
   }
   const method = [init, input].find((v) => isObject(v) && typeof v.method === 'string')?.method ?? 'GET';
-  return `${key}\0${auth}\0${idempotent}\0${method}`;
+  return `${key}\0${auth}\0${idempotent}\0${method}\0${bodyKind(input, init, isObject)}`;
+}
+
+/** The caller's `AbortSignal`: `init.signal`, else that of a `Request` passed as `input`. */
+export function callerSignal(input, init) {
+  if (init !== null && typeof init === 'object' && init.signal !== null && typeof init.signal === 'object') return init.signal;
+  if (input !== null && typeof input === 'object' && input.signal !== null && typeof input.signal === 'object') return input.signal;
+  return undefined;
 }
 
 /** `headers.get(name)` on a Headers-like object, or undefined. */

@@ -1,35 +1,26 @@
-//! The Redis store as the bindings see it: a duck-typed client (ioredis or node-redis), the
-//! gate script loaded once and run with `EVALSHA`, a time limit on every call, and an up/down
-//! state that decides between shared admission and the configured fail-safe.
+//! The Redis store as the bindings see it: a duck-typed client (ioredis or node-redis), the gate
+//! script loaded once and run with `EVALSHA`. The gate decides what to run, when a call is too
+//! late, and what to do while Redis does not answer (`core::gate::store_link`); this module
+//! only runs operations and reads the answers.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use super::clock;
-use super::errors::{range_error, type_error};
-use super::events::Events;
-use super::read::{self, get};
-use super::sleep::within;
+use super::errors::{config_error, type_error};
+use super::props::get;
+use super::read;
 use super::text::number;
+use crate::core::authority::{Answer, Op};
 use crate::core::config::Rate;
-use crate::core::Millis;
-use crate::store::{self, Answer, Op};
+use crate::core::gate::store_link::{OnFailure, StoreSettings};
+use crate::store::{self};
 
 const BRAND: &str = "__oddsGateStore";
 const OPTIONS: &[&str] = &["prefix", "timeoutMs", "onFailure", "localShare", "retryMs"];
-
-/// What a gate does while Redis cannot answer.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum OnFailure {
-    /// Admit locally at `localShare` of the allowance (a conservative share per process).
-    Local,
-    /// Reject calls with `GateAbandonedError` reason `store-unavailable`.
-    Closed,
-}
 
 /// `redisStore(client, options?)`: describes a Redis store for `createFetch({ store })`.
 #[wasm_bindgen(js_name = redisStore)]
@@ -75,15 +66,7 @@ fn client_kind(client: &JsValue) -> Result<Client, JsValue> {
     }
 }
 
-struct Settings {
-    prefix: String,
-    timeout_ms: Millis,
-    on_failure: OnFailure,
-    local_share: f64,
-    retry_ms: Millis,
-}
-
-fn settings(descriptor: &JsValue) -> Result<Settings, JsValue> {
+fn settings(descriptor: &JsValue) -> Result<(String, StoreSettings), JsValue> {
     let prefix = match get(descriptor, "prefix") {
         v if v.is_undefined() => "og".to_string(),
         v => v
@@ -93,81 +76,61 @@ fn settings(descriptor: &JsValue) -> Result<Settings, JsValue> {
                 type_error("Expected `prefix` to be a non-empty string without braces")
             })?,
     };
-    let positive = |key: &str, default: f64| -> Result<f64, JsValue> {
-        match read::number(descriptor, key, key)? {
-            None => Ok(default),
-            Some(n) if n.is_finite() && n > 0.0 => Ok(n),
-            Some(n) => Err(range_error(&format!(
-                "`{key}` must be a finite number greater than 0, got {}",
-                number(n)
-            ))),
-        }
-    };
+    let d = StoreSettings::DEFAULT;
     let on_failure = match get(descriptor, "onFailure").as_string().as_deref() {
-        None | Some("local") => OnFailure::Local,
+        None => d.on_failure,
+        Some("local") => OnFailure::Local,
         Some("closed") => OnFailure::Closed,
-        Some(other) => {
-            return Err(type_error(&format!(
-                "Expected `onFailure` to be 'local' or 'closed', got '{other}'"
-            )))
-        }
+        Some(_) => return Err(type_error("Expected `onFailure` to be 'local' or 'closed'")),
     };
-    let local_share = positive("localShare", 0.25)?;
-    if local_share > 1.0 {
-        return Err(range_error(&format!(
-            "`localShare` must be at most 1, got {}",
-            number(local_share)
-        )));
-    }
-    Ok(Settings {
-        prefix,
-        timeout_ms: positive("timeoutMs", 500.0)?,
+    let number = |key: &str, default: f64| {
+        Ok::<_, JsValue>(read::number(descriptor, key, key)?.unwrap_or(default))
+    };
+    let settings = StoreSettings {
+        timeout_ms: number("timeoutMs", d.timeout_ms)?,
+        retry_ms: number("retryMs", d.retry_ms)?,
         on_failure,
-        local_share,
-        retry_ms: positive("retryMs", 1000.0)?,
-    })
+        local_share: number("localShare", d.local_share)?,
+    }
+    .validate()
+    .map_err(config_error)?;
+    Ok((prefix, settings))
 }
 
 /// A connection to the shared store for the gates of one wrapper.
 pub struct RedisStore {
     client: JsValue,
     kind: Client,
-    settings: Settings,
-    down_until: Cell<Millis>,
-    /// Whether the last call was answered: events fire when this changes.
-    up: Cell<bool>,
-    failures: Cell<u64>,
-    calls: Cell<u64>,
-    events: Events,
+    prefix: String,
+    settings: StoreSettings,
 }
 
 impl RedisStore {
     /// Builds the store from a `redisStore()` descriptor.
-    pub fn from_descriptor(
-        descriptor: &JsValue,
-        events: Events,
-    ) -> Result<Rc<RedisStore>, JsValue> {
+    pub fn from_descriptor(descriptor: &JsValue) -> Result<Rc<RedisStore>, JsValue> {
         let client = get(descriptor, "client");
+        let (prefix, settings) = settings(descriptor)?;
         Ok(Rc::new(RedisStore {
             kind: client_kind(&client)?,
             client,
-            settings: settings(descriptor)?,
-            down_until: Cell::new(f64::NEG_INFINITY),
-            up: Cell::new(true),
-            failures: Cell::new(0),
-            calls: Cell::new(0),
-            events,
+            prefix,
+            settings,
         }))
     }
 
     /// Which gates may share: the same prefix is the same shared state.
     pub fn identity(&self) -> String {
-        format!("redis:{}", self.settings.prefix)
+        format!("redis:{}", self.prefix)
     }
 
     /// The gate's key for a scope.
     pub fn key(&self, scope: &crate::core::scope::Scope) -> String {
-        store::key(&self.settings.prefix, scope)
+        store::key(&self.prefix, scope)
+    }
+
+    /// How gates use the store.
+    pub fn settings(&self) -> StoreSettings {
+        self.settings
     }
 
     /// One line for `describe()`.
@@ -183,77 +146,23 @@ impl RedisStore {
         format!(
             "shared across processes through Redis (keys {}:{{scope}}:gate, Redis TIME as the clock); \
              if Redis does not answer within {} ms, {fail}, and Redis is asked again after {} ms",
-            s.prefix,
+            self.prefix,
             number(s.timeout_ms),
             number(s.retry_ms)
         )
     }
 
-    /// The fail-safe.
-    pub fn on_failure(&self) -> OnFailure {
-        self.settings.on_failure
-    }
-
-    /// The allowance a process may use alone while the store is down.
-    pub fn local_rate(&self, rate: Rate) -> Rate {
-        let share = self.settings.local_share;
-        Rate::new(
-            (rate.burst() * share).floor().max(1.0),
-            rate.per_second() * share,
-        )
-        .unwrap_or(rate)
-    }
-
-    /// Whether the last call failed recently enough that we should not ask yet.
-    pub fn is_down(&self) -> bool {
-        clock::now() < self.down_until.get()
-    }
-
-    /// Calls made and failures seen, for the figures.
-    pub fn counts(&self) -> (u64, u64) {
-        (self.calls.get(), self.failures.get())
-    }
-
-    /// Runs one operation on `key`. A failure or a late answer marks the store down for
-    /// `retryMs`; the first call after that tries again.
-    pub async fn run(
-        &self,
-        key: &str,
-        op: Op<'_>,
-        rate: Rate,
-        budget: Option<f64>,
-    ) -> Result<Answer, JsValue> {
-        let args = store::args(&op, rate, budget, None, number);
-        self.calls.set(self.calls.get() + 1);
-        let result = within(self.settings.timeout_ms, self.eval(key.to_string(), args)).await;
-        let answer = match result {
-            Some(Ok(answer)) => Ok(answer),
-            Some(Err(error)) => Err(error),
-            None => Err(range_error("Redis did not answer in time")),
-        };
-        match &answer {
-            Ok(_) => self.down_until.set(f64::NEG_INFINITY),
-            Err(_) => {
-                self.failures.set(self.failures.get() + 1);
-                self.down_until.set(clock::now() + self.settings.retry_ms);
-            }
-        }
-        let up = answer.is_ok();
-        if self.up.replace(up) != up {
-            // `store-down`: admissions fall back to the fail-safe; `store-up`: shared again.
-            let kind = if up { "store-up" } else { "store-down" };
-            // The key is `<prefix>:{<scope>}:gate`: the scope sits between the braces.
-            let scope = key.split(['{', '}']).nth(1).unwrap_or(key);
-            self.events.emit(kind, scope, |_| {});
-        }
-        answer
-    }
-
-    fn eval(
+    /// Runs `op` on `key` for a gate with `rate` and an optional budget capacity; `process`
+    /// names this process's admissions. The gate bounds how long it waits for the answer.
+    pub fn run(
         &self,
         key: String,
-        args: Vec<String>,
+        op: &Op,
+        rate: Rate,
+        budget: Option<f64>,
+        process: &str,
     ) -> impl std::future::Future<Output = Result<Answer, JsValue>> + 'static {
+        let args = store::args(op, rate, budget, None, process, &number);
         let (client, kind) = (self.client.clone(), self.kind);
         async move {
             let known = SHA_CACHE.with(|cache| cache.borrow().clone());

@@ -1,78 +1,131 @@
 //! The process-wide map from credential scope to its one gate: every wrapper in the process
-//! that sees the same key draws from the same allowance.
+//! that sees the same key draws from the same allowance. A gate that holds nothing worth
+//! keeping is forgotten as new gates are made, so a process serving many keys does not grow
+//! with every key it has ever seen.
 
 use std::cell::RefCell;
-use std::hash::BuildHasherDefault;
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 use wasm_bindgen::JsValue;
 
+use super::clock;
+use super::driver::GateDriver;
 use super::errors::range_error;
-use super::map::Map;
-use super::redis::RedisStore;
-use super::shared_gate::SharedGate;
+use super::options::Config;
+use super::random::OsRandom;
 use super::text::number;
 use crate::core::budget::RefillingConfig;
 use crate::core::config::Rate;
+use crate::core::gate::Gate;
+use crate::core::map::Map;
 use crate::core::scope::Scope;
 
-thread_local! {
-    static GATES: RefCell<Map<Scope, Rc<SharedGate>>> =
-        const { RefCell::new(Map::with_hasher(BuildHasherDefault::new())) };
+/// Every live gate by scope, and the scopes in the order they are next looked at for eviction.
+#[derive(Default)]
+struct Registry {
+    gates: Map<Scope, Rc<GateDriver>>,
+    sweep: VecDeque<Scope>,
 }
 
-/// The gate for `scope`, created with `rate` and `budget` on first use. Asking for a different
-/// allowance (or shared retry budget) for a scope that already has a gate is an error: two
+thread_local! {
+    static GATES: RefCell<Registry> = RefCell::new(Registry::default());
+}
+
+/// Gates looked at for eviction each time a gate is made: enough to keep up with any stream of
+/// new keys, few enough to cost nothing.
+const SWEEP_PER_GATE: usize = 2;
+
+/// The gate for `scope`, created from `config` on first use. Asking for a different allowance
+/// (or shared retry budget, or store) for a scope that already has a gate is an error: two
 /// allowances for one key cannot both hold.
-pub fn gate_for(
-    scope: &Scope,
-    rate: Rate,
-    budget: Option<RefillingConfig>,
-    store: Option<Rc<RedisStore>>,
-) -> Result<Rc<SharedGate>, JsValue> {
-    GATES.with(|gates| {
-        let mut gates = gates.borrow_mut();
-        if let Some(gate) = gates.get(scope) {
-            let (existing, existing_budget, existing_store) = gate.config();
-            let wanted_store = store.as_ref().map_or("memory".into(), |s| s.identity());
-            if existing_store != wanted_store {
-                return Err(mismatch(
-                    scope,
-                    &format!("keeps its state in {existing_store}"),
-                    &wanted_store,
-                    "One credential has one gate: use the same store.",
-                ));
-            }
-            // A wrapper that does not retry uses no budget and joins any gate; a retrying one
-            // brings its budget to a gate that has none, and must agree with one that has.
-            match (existing_budget, budget) {
-                (None, Some(wanted)) => gate.install_budget(wanted),
-                (Some(has), Some(wanted)) if has != wanted => {
-                    return Err(mismatch(
-                        scope,
-                        &format!("already has {}", budget_text(existing_budget)),
-                        &budget_text(budget),
-                        "Wrappers sharing a credential share its retry budget: configure \
-                         `retry.budget` the same way in each.",
-                    ));
-                }
-                _ => {}
-            }
-            if existing != rate {
-                return Err(mismatch(
-                    scope,
-                    &format!("already enforces {}", rate_text(existing)),
-                    &rate_text(rate),
-                    "One credential has one allowance: configure every wrapper that uses it the \
-                     same way.",
-                ));
-            }
-            return Ok(gate.clone());
+pub fn gate_for(scope: &Scope, config: &Config) -> Result<Rc<GateDriver>, JsValue> {
+    GATES.with(|registry| {
+        let mut registry = registry.borrow_mut();
+        if let Some(driver) = registry.gates.get(scope) {
+            check(scope, driver, config)?;
+            driver.hear(&config.events);
+            return Ok(driver.clone());
         }
-        let gate = SharedGate::new(scope.clone(), rate, budget, store);
-        gates.insert(scope.clone(), gate.clone());
-        Ok(gate)
+        registry.evict_idle(SWEEP_PER_GATE);
+        let now = clock::now();
+        let random = Box::new(OsRandom);
+        let gate = match &config.store {
+            Some(store) => Gate::shared(config.rate, config.budget, store.settings(), now, random),
+            None => Gate::new(config.rate, config.budget, now, random),
+        };
+        let driver = GateDriver::new(scope.clone(), gate, config.store.clone());
+        driver.hear(&config.events);
+        registry.gates.insert(scope.clone(), driver.clone());
+        registry.sweep.push_back(scope.clone());
+        Ok(driver)
     })
+}
+
+impl Registry {
+    /// Looks at up to `n` gates, oldest first, and forgets those that hold nothing worth keeping
+    /// (made anew later, a gate starts exactly as they stand). The others go to the back.
+    fn evict_idle(&mut self, n: usize) {
+        let now = clock::now();
+        for _ in 0..n.min(self.sweep.len()) {
+            let Some(scope) = self.sweep.pop_front() else {
+                return;
+            };
+            match self.gates.get(&scope) {
+                Some(driver) if driver.idle(now) => {
+                    if let Some(driver) = self.gates.remove(&scope) {
+                        driver.retire(now);
+                    }
+                }
+                Some(_) => self.sweep.push_back(scope),
+                None => {}
+            }
+        }
+    }
+}
+
+/// Whether `config` agrees with the gate `driver` already is for `scope`; the error says how
+/// it does not. A retrying wrapper brings its budget to a gate that has none.
+fn check(scope: &Scope, driver: &GateDriver, config: &Config) -> Result<(), JsValue> {
+    let existing_store = driver.store().map_or("memory".into(), |s| s.identity());
+    let wanted_store = config
+        .store
+        .as_ref()
+        .map_or("memory".into(), |s| s.identity());
+    if existing_store != wanted_store {
+        return Err(mismatch(
+            scope,
+            &format!("keeps its state in {existing_store}"),
+            &wanted_store,
+            "One credential has one gate: use the same store.",
+        ));
+    }
+    let (rate, budget) = driver.with(|g| (g.rate(), g.budget_config()));
+    // A wrapper that does not retry uses no budget and joins any gate; a retrying one must
+    // agree with a gate that has one.
+    match (budget, config.budget) {
+        (None, Some(wanted)) => driver.with(|g| g.install_budget(wanted)),
+        (Some(has), Some(wanted)) if has != wanted => {
+            return Err(mismatch(
+                scope,
+                &format!("already has {}", budget_text(budget)),
+                &budget_text(config.budget),
+                "Wrappers sharing a credential share its retry budget: configure \
+                 `retry.budget` the same way in each.",
+            ));
+        }
+        _ => {}
+    }
+    if rate != config.rate {
+        return Err(mismatch(
+            scope,
+            &format!("already enforces {}", rate_text(rate)),
+            &rate_text(config.rate),
+            "One credential has one allowance: configure every wrapper that uses it the \
+             same way.",
+        ));
+    }
+    Ok(())
 }
 
 /// "The gate for credential … `has`; this wrapper asks for `wants`. `advice`": one template for

@@ -5,12 +5,12 @@
 
 const LABELS = [
   ['scope', 'scope'], ['store', 'store'], ['admission', 'admission'], ['feedback', 'feedback'],
-  ['retry', 'retry'], ['backoff', 'backoff'], ['bounds', 'bounds'], ['retryBudget', 'retry budget'],
+  ['retry', 'retry'], ['backoff', 'backoff'], ['bounds', 'bounds'], ['waiting', 'waiting'], ['retryBudget', 'retry budget'],
   ['quota', 'quota'], ['metrics', 'metrics'],
 ];
 
 /** The summary object, with its `text`. */
-export function summary({ rate, store, retry, budget }) {
+export function summary({ rate, store, retry, budget, waiting }) {
   const s = { rate };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
   s.store = store ?? 'in-process memory: per process; other processes have their own allowance';
@@ -21,14 +21,18 @@ export function summary({ rate, store, retry, budget }) {
   if (retry) {
     s.retry = `on for ${retry.statuses.join(', ')} and network failures / per-attempt timeouts (${retry.attemptTimeoutMs} ms); methods ${retry.methods.join(', ')}, or any with an Idempotency-Key`;
     s.backoff = `Retry-After exactly when given; otherwise full jitter: uniform(0, min(${retry.capMs} ms, ${retry.baseMs} ms * 2^n))`;
-    s.bounds = `${retry.maxAttempts} attempts per call, ${retry.timeBudgetMs} ms per call (never past the caller's AbortSignal)`;
+    s.bounds = `${retry.maxAttempts} attempts per call, ${retry.timeBudgetMs} ms of retrying per call from its first send (never past the caller's AbortSignal)`;
   } else {
     s.retry = 'off: observe and admit only; the response goes back as it is';
   }
+  const most = waiting.maxWaiting === null ? 'no limit to the line' : `at most ${waiting.maxWaiting} calls in line (more are refused: queue-full)`;
+  s.waiting = waiting.maxWaitMs === null
+    ? `a call waits its turn however long the line (no maxWaitMs); ${most}`
+    : `a call predicted to wait more than ${waiting.maxWaitMs} ms is refused at once (queue-wait); ${most}`;
   s.retryBudget = budget
     ? `shared per gate: ${budget.capacity} tokens, a 429 retry costs ${budget.throttleCost}, a transient one ${budget.transientCost}, success refunds the retry's cost (+${budget.successRefill} for a first-time success); batch({ retryBudget }) adds a fixed allowance per round`
     : 'none';
-  s.quota = 'a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate; used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()';
+  s.quota = 'a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate, through its line (after an answer that confirms nothing, the next waits 2 s, doubling to 60 s); used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()';
   s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms; onEvent: throttled, retry, abandoned, quota-probe, store-down/up';
   const lines = [
     `bucket: burst ${rate.burst} at ${rate.perSecond} per second, per credential (set it to the provider's allowance for the key)`,

@@ -17,11 +17,6 @@ extern "C" {
 /// Node's `setTimeout` treats anything above 2^31 - 1 ms as 1 ms; longer waits re-arm.
 const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
 
-/// Node's timers keep whole-millisecond time on their own clock, so a timer can fire up to a
-/// millisecond before `performance.now()` reaches its due time. A run that early counts as on
-/// time, rather than costing a second wake-up a moment later.
-pub const EARLY_MS: Millis = 1.0;
-
 /// A re-armable timer that runs one callback.
 pub struct Timer {
     callback: Closure<dyn FnMut()>,
@@ -50,12 +45,6 @@ impl Timer {
         let delay = (due - now).ceil().max(0.0).min(MAX_TIMEOUT_MS);
         let handle = set_timeout(self.callback.as_ref().unchecked_ref(), delay);
         self.armed = Some((handle, due));
-    }
-
-    /// Makes the callback run at `due` exactly, moving an armed timer later if need be.
-    pub fn set(&mut self, due: Millis, now: Millis) {
-        self.disarm();
-        self.arm(due, now);
     }
 
     /// Cancels the pending run, if any.

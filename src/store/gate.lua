@@ -1,117 +1,167 @@
--- odds-gate: one gate's rules, executed atomically in Redis (the same rules as src/core).
+-- odds-gate: one gate's state and its transitions, executed atomically in Redis. The Redis
+-- encoding of src/core/memory.rs (MemoryAuthority over src/core/bucket.rs): keep them in step,
+-- line for line; tests/parity.rs runs random operations through both and compares answers.
 -- KEYS[1]  the gate's hash, "og:{<scope>}:gate" (the scope is a hash tag: one Cluster slot)
--- ARGV[1]  operation: admit | defer | resume | charge | quota
+-- ARGV[1]  operation: admit | resume | observe | clear | charge | quota
 -- ARGV[2]  now in ms, or "" to use Redis TIME (tests pass a virtual clock)
 -- ARGV[3]  burst        ARGV[4] ms per token     ARGV[5] max pause ms
 -- ARGV[6]  budget capacity ("" for no budget)
 -- ARGV[7.] per operation (see below)
 -- Times are Redis-clock ms. Every answer is {code, number, number}; delays are relative to
--- Redis's now, so callers never compare their own clocks with another process's.
+-- Redis's now, so callers never compare their own clocks with another process's. Numbers are
+-- stored with 17 significant digits, so the state round-trips exactly.
 
 local key = KEYS[1]
 local op = ARGV[1]
 local now = tonumber(ARGV[2])
 if not now then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
 local burst = tonumber(ARGV[3])
-local interval = tonumber(ARGV[4])
+local per_token = tonumber(ARGV[4])
 local max_pause = tonumber(ARGV[5])
 local capacity = tonumber(ARGV[6])
 local SLACK = 1e-9
 
-local s = redis.call('HMGET', key, 'tokens', 'last', 'blocked', 'paused', 'anchor', 'budget', 'quota')
+local s = redis.call('HMGET', key, 'tokens', 'last', 'cooldown', 'paused', 'anchor', 'budget',
+  'quota', 'slow')
 local tokens = tonumber(s[1]) or burst
 local last = tonumber(s[2]) or now
-local blocked = tonumber(s[3]) or 0
+local cooldown = tonumber(s[3]) or 0
 local paused = tonumber(s[4])
 local anchor = s[5]
 local budget = tonumber(s[6]) or capacity
 local quota = tonumber(s[7]) or 0
+local slow = s[8] == '1'
 
--- Refill, as TokenBucket::refill: nothing while an anchored burst is on its way (until its
--- response, or max_pause at most), then continuously up to the burst.
-local function resume_at(at)
+-- TokenBucket::interval: the refill runs at half rate while slow.
+local function interval()
+  if slow then return per_token * 2 end
+  return per_token
+end
+
+-- TokenBucket::resume: a paused refill restarts at `at` (within the pause's bounds).
+local function resume(at)
   if paused then
     last = math.min(math.max(at, paused), paused + max_pause)
     paused = nil
-    anchor = nil
   end
 end
-if paused and now >= paused + max_pause then resume_at(paused + max_pause) end
-if not paused and now > last then
-  tokens = math.min(burst, tokens + (now - last) / interval)
-  last = now
+
+-- TokenBucket::refill: nothing while an anchored burst is on its way (until its response, or
+-- max_pause at most), then continuously up to the burst.
+local function refill()
+  if paused then
+    if now < paused + max_pause then return end
+    resume(paused + max_pause)
+  end
+  if now > last then
+    tokens = math.min(tokens + (now - last) / interval(), burst)
+    last = now
+  end
 end
 
--- Milliseconds until a whole token (a lower bound while paused), as TokenBucket::ready_at.
+-- MemoryAuthority::wait_ms: ms until a whole token, at least 1; 0 when one is there.
 local function wait_ms()
-  if tokens >= 1 - SLACK then return 0 end
-  return math.max(math.ceil((1 - tokens) * interval - SLACK / 2 * interval), 1)
+  refill()
+  local missing = 1 - tokens
+  if missing <= SLACK then return 0 end
+  return math.max(math.ceil(missing * interval() - SLACK / 2 * interval()), 1)
+end
+
+-- MemoryAuthority::observe's pacing: when the server knows of fewer tokens than we do, someone
+-- else is spending the key: lower ours to its count, and refill at half rate below 10% of the
+-- limit (back to full rate once it recovers).
+local function pace(limit, remaining)
+  refill()
+  local drained = tokens > remaining + 1
+  if drained then tokens = math.min(tokens, remaining + 1) end
+  local low = remaining < 0.1 * limit
+  if (low and drained) or ((not low) and slow) then slow = low end
 end
 
 local answer
 if op == 'admit' then
-  -- ARGV[7] the asker's request id. Quota first, then cooldown, then tokens.
+  -- ARGV[7] the admission's name; ARGV[8], ARGV[9] a limit and remaining count to pace by
+  -- first ("" for none). Quota first, then cooldown, then a token.
+  local limit = tonumber(ARGV[8])
+  local remaining = tonumber(ARGV[9])
+  if limit and remaining then pace(limit, remaining) end
   if quota > now then
-    answer = {'exhausted', quota - now}
-  elseif now < blocked then
-    answer = {'wait', math.max(blocked - now, 1)}
-  elseif tokens >= 1 - SLACK then
-    -- A take from a full bucket pauses the refill until its response: the server's refill
-    -- starts when the burst arrives, not when we let it go.
-    local full = (not paused) and tokens >= burst - SLACK
-    tokens = tokens - 1
-    if full then paused = now; anchor = ARGV[7] end
-    -- The third element says when the next token will be there, so the asker's next head
-    -- waits for it instead of asking at once.
-    answer = {'admitted', full and 1 or 0, wait_ms()}
+    answer = {'exhausted', quota - now, 0}
+  elseif now < cooldown then
+    answer = {'wait', math.max(cooldown - now, 1), 0}
   else
-    answer = {'wait', wait_ms()}
+    refill()
+    -- TokenBucket::take_anchored: a take from a full bucket pauses the refill until its
+    -- response, because the server's refill starts when the burst arrives.
+    local full = tokens >= burst - SLACK
+    if tokens >= 1 - SLACK then
+      tokens = tokens - 1
+      if full then paused = now; anchor = ARGV[7] end
+      answer = {'admitted', full and 1 or 0, wait_ms()}
+    else
+      answer = {'wait', wait_ms(), 0}
+    end
   end
-elseif op == 'defer' then
-  -- ARGV[7] delay ms: extend the cooldown, never shorten it.
-  blocked = math.max(blocked, now + tonumber(ARGV[7]))
-  answer = {'ok', blocked - now}
 elseif op == 'resume' then
-  -- ARGV[7] the request id whose response came back: if it anchored, refill from now.
-  if anchor == ARGV[7] then resume_at(now) end
-  answer = {'ok', wait_ms()}
+  -- ARGV[7] the admission whose response came back: if it anchored, refill from now.
+  if anchor == ARGV[7] then
+    anchor = nil
+    resume(now)
+  end
+  answer = {'resumed', wait_ms(), 0}
+elseif op == 'observe' then
+  -- ARGV[7] cooldown ms ("" for none), ARGV[8] limit, ARGV[9] remaining ("" for none).
+  local limit = tonumber(ARGV[8])
+  local remaining = tonumber(ARGV[9])
+  if limit and remaining then pace(limit, remaining) end
+  local hold = tonumber(ARGV[7])
+  if hold then cooldown = math.max(cooldown, now + hold) end
+  answer = {'observed', math.max(cooldown - now, 0), slow and 1 or 0}
+elseif op == 'clear' then
+  cooldown = 0
+  answer = {'observed', 0, slow and 1 or 0}
 elseif op == 'charge' then
-  -- ARGV[7] a retry's cost: spend it if the budget has it, after ARGV[8], the refunds of the
-  -- successes the asker saw since its last charge (they ride along with this call).
+  -- ARGV[7] a retry's cost, ARGV[8] refunds to credit first (successes since the last charge).
   local cost = tonumber(ARGV[7])
   if not capacity then
-    answer = {'charged', 0}
+    answer = {'charged', 0, 0}
   else
-    budget = math.min(capacity, budget + (tonumber(ARGV[8]) or 0))
+    budget = math.min(budget + tonumber(ARGV[8]), capacity)
     if budget >= cost then
       budget = budget - cost
-      answer = {'charged', budget}
+      answer = {'charged', budget, 0}
     else
-      answer = {'refused', budget}
+      answer = {'refused', budget, 0}
     end
   end
 elseif op == 'quota' then
   -- ARGV[7] ms until the period ends: 0 reopens, a positive number closes until then.
   local ms = tonumber(ARGV[7])
-  quota = ms > 0 and now + ms or 0
-  answer = {'ok', quota}
+  if ms > 0 then quota = now + ms else quota = 0 end
+  answer = {'quota', math.max(quota - now, 0), 0}
 else
   return redis.error_reply('odds-gate: unknown operation ' .. op)
 end
 
-redis.call('HSET', key, 'tokens', tostring(tokens), 'last', tostring(last),
-  'blocked', tostring(blocked), 'quota', tostring(quota))
+local function exact(n) return string.format('%.17g', n) end
+redis.call('HSET', key, 'tokens', exact(tokens), 'last', exact(last), 'cooldown', exact(cooldown),
+  'quota', exact(quota), 'slow', slow and '1' or '0')
 if paused then
-  redis.call('HSET', key, 'paused', tostring(paused), 'anchor', anchor)
+  redis.call('HSET', key, 'paused', exact(paused))
 else
-  redis.call('HDEL', key, 'paused', 'anchor')
+  redis.call('HDEL', key, 'paused')
 end
-if capacity then redis.call('HSET', key, 'budget', tostring(budget)) end
+if anchor then
+  redis.call('HSET', key, 'anchor', anchor)
+else
+  redis.call('HDEL', key, 'anchor')
+end
+if capacity then redis.call('HSET', key, 'budget', exact(budget)) end
 -- Idle keys expire once nothing in them can matter: the bucket is full again, the cooldown and
 -- any quota closure are over, plus a minute.
-local idle = math.max(burst * interval + max_pause, blocked - now, quota - now, 0) + 60000
+local idle = math.max(burst * interval() + max_pause, cooldown - now, quota - now, 0) + 60000
 redis.call('PEXPIRE', key, math.ceil(idle))
-return {answer[1], tostring(answer[2]), tostring(answer[3] or 0)}
+return {answer[1], exact(answer[2]), exact(answer[3])}

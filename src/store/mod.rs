@@ -1,8 +1,9 @@
-//! Where a gate's state lives when several processes share one allowance: a Redis hash per
-//! credential, changed only by `gate.lua`, which runs the core's rules (bucket, anchored
-//! refill, cooldown, retry budget, quota) atomically on Redis's clock. This module is the contract
-//! with that script: its text, its keys, its arguments and its answers. No I/O here.
+//! The Redis encoding of the admission authority: `gate.lua` runs the same transitions as
+//! [`MemoryAuthority`](crate::core::memory::MemoryAuthority), atomically, on Redis's clock, in one
+//! hash per credential. This module is the contract with that script: its text, its keys, its
+//! arguments and its answers. No I/O here.
 
+use crate::core::authority::{AdmissionId, Answer, Op};
 use crate::core::bucket::MAX_PAUSE_MS;
 use crate::core::config::Rate;
 use crate::core::decimal;
@@ -19,92 +20,93 @@ pub fn key(prefix: &str, scope: &Scope) -> String {
     format!("{prefix}:{{{}}}:gate", scope.as_str())
 }
 
-/// One operation on a gate.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Op<'a> {
-    /// May the request with this id go now?
-    Admit(&'a str),
-    /// Extend the cooldown by this many ms from now (never shorten it).
-    Defer(Millis),
-    /// The response to this request came back: if its admission anchored the refill, the
-    /// refill restarts.
-    Resume(&'a str),
-    /// Spend a retry's cost from the shared budget, after crediting the refunds of the
-    /// successes seen since the last charge.
-    Charge {
-        /// The retry's cost.
-        cost: f64,
-        /// Refunds owed to the budget.
-        refund: f64,
-    },
-    /// Close admissions for this many ms (the quota is spent), or reopen with 0.
-    Quota(Millis),
+/// An admission's name in Redis: the process's id and the admission's number, so one
+/// process's anchor is never mistaken for another's.
+pub fn admission_name(process: &str, id: AdmissionId) -> String {
+    let mut name = String::with_capacity(process.len() + 21);
+    name.push_str(process);
+    name.push('-');
+    name.push_str(&id.to_string());
+    name
 }
 
-/// The script's arguments (after the key) for `op` on a gate with `rate` and an optional
-/// budget capacity, each number written by `number` (any shortest round-trip writer: Lua's
-/// `tonumber` reads them all). `now` is `None` in production (Redis's own clock).
+/// The script's arguments (after the key) for `op` on a gate with `rate` and an optional budget
+/// capacity. Numbers are written by `number` (any shortest round-trip writer: Lua's `tonumber`
+/// reads them all). `now` is `None` in production (Redis's own clock). `process` names this
+/// process's admissions.
 pub fn args(
-    op: &Op<'_>,
+    op: &Op,
     rate: Rate,
     budget: Option<f64>,
     now: Option<Millis>,
-    number: impl Fn(f64) -> String,
+    process: &str,
+    number: &dyn Fn(f64) -> String,
 ) -> Vec<String> {
+    let maybe = |n: Option<f64>| n.map_or(String::new(), number);
     let (name, extra) = match op {
-        Op::Admit(id) => ("admit", vec![id.to_string()]),
-        Op::Defer(ms) => ("defer", vec![number(*ms)]),
-        Op::Resume(id) => ("resume", vec![id.to_string()]),
+        Op::Admit { id, seen } => (
+            "admit",
+            vec![
+                admission_name(process, *id),
+                maybe(seen.map(|r| r.limit as f64)),
+                maybe(seen.map(|r| r.remaining as f64)),
+            ],
+        ),
+        Op::Resume { id } => ("resume", vec![admission_name(process, *id)]),
+        Op::Observe {
+            cooldown_ms,
+            remaining,
+        } => (
+            "observe",
+            vec![
+                maybe(*cooldown_ms),
+                maybe(remaining.map(|r| r.limit as f64)),
+                maybe(remaining.map(|r| r.remaining as f64)),
+            ],
+        ),
+        Op::ClearCooldown => ("clear", vec![]),
         Op::Charge { cost, refund } => ("charge", vec![number(*cost), number(*refund)]),
-        Op::Quota(ms) => ("quota", vec![number(*ms)]),
+        Op::Quota { ms } => ("quota", vec![number(*ms)]),
     };
     let mut args = vec![
         name.to_string(),
-        now.map_or(String::new(), &number),
+        maybe(now),
         number(rate.burst()),
         number(rate.ms_per_token()),
         number(MAX_PAUSE_MS),
-        budget.map_or(String::new(), &number),
+        maybe(budget),
     ];
     args.extend(extra);
     args
 }
 
-/// The script's answer.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Answer {
-    /// Admitted; report the response with [`Op::Resume`] when `anchor`.
-    Admitted {
-        /// This admission paused the refill until its response.
-        anchor: bool,
-        /// Milliseconds until the next token (0: one is there now).
-        next_ms: Millis,
-    },
-    /// Not yet: ask again in this many ms.
-    Wait(Millis),
-    /// The quota is spent for this many ms more.
-    Exhausted(Millis),
-    /// The budget paid for the retry.
-    Charged,
-    /// The budget could not pay.
-    Refused,
-    /// Done.
-    Ok,
-}
-
-/// Reads `{code, number, number}`; `None` for anything the script never says.
+/// Reads the script's `{code, number, number}`; `None` for anything it never says.
 pub fn answer(code: &str, value: &str, extra: &str) -> Option<Answer> {
-    let n = decimal::parse(value)?;
+    let n = decimal::parse(value).filter(|n| n.is_finite())?;
+    let flag = || match extra {
+        "1" => Some(true),
+        "0" => Some(false),
+        _ => None,
+    };
     Some(match code {
         "admitted" => Answer::Admitted {
-            anchor: n == 1.0,
-            next_ms: decimal::parse(extra)?,
+            anchor: match value {
+                "1" => true,
+                "0" => false,
+                _ => return None,
+            },
+            next_ms: decimal::parse(extra).filter(|n| n.is_finite())?,
         },
         "wait" => Answer::Wait(n),
         "exhausted" => Answer::Exhausted(n),
-        "charged" => Answer::Charged,
-        "refused" => Answer::Refused,
-        "ok" => Answer::Ok,
+        "observed" => Answer::Observed {
+            cooldown_ms: n,
+            slow: flag()?,
+        },
+        "resumed" => Answer::Resumed(n),
+        "charged" => Answer::Charged(n),
+        "refused" => Answer::Refused(n),
+        "quota" => Answer::QuotaSet(n),
         _ => return None,
     })
 }
@@ -112,6 +114,7 @@ pub fn answer(code: &str, value: &str, extra: &str) -> Option<Answer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::authority::Remaining;
 
     #[test]
     fn one_hash_tag_per_scope() {
@@ -127,10 +130,26 @@ mod tests {
     fn arguments_follow_the_scripts_layout() {
         let rate = Rate::new(2.0, 2.0).unwrap();
         let text = |n: f64| n.to_string();
-        let a = args(&Op::Admit("p-1"), rate, Some(500.0), Some(10.0), text);
-        assert_eq!(a, ["admit", "10", "2", "500", "1000", "500", "p-1"]);
-        let d = args(&Op::Defer(1000.0), rate, None, None, text);
-        assert_eq!(d, ["defer", "", "2", "500", "1000", "", "1000"]);
+        let admit = Op::Admit { id: 1, seen: None };
+        let a = args(&admit, rate, Some(500.0), Some(10.0), "p", &text);
+        assert_eq!(a, ["admit", "10", "2", "500", "1000", "500", "p-1", "", ""]);
+        let observe = Op::Observe {
+            cooldown_ms: Some(1000.0),
+            remaining: Some(Remaining {
+                limit: 10,
+                remaining: 0,
+            }),
+        };
+        let o = args(&observe, rate, None, None, "p", &text);
+        assert_eq!(
+            o,
+            ["observe", "", "2", "500", "1000", "", "1000", "10", "0"]
+        );
+        let bare = Op::Observe {
+            cooldown_ms: None,
+            remaining: None,
+        };
+        assert_eq!(args(&bare, rate, None, None, "p", &text)[6..], ["", "", ""]);
     }
 
     #[test]
@@ -144,15 +163,32 @@ mod tests {
         );
         assert_eq!(answer("wait", "250", "0"), Some(Answer::Wait(250.0)));
         assert_eq!(answer("exhausted", "9", "0"), Some(Answer::Exhausted(9.0)));
-        assert_eq!(answer("refused", "0", "0"), Some(Answer::Refused));
+        assert_eq!(
+            answer("observed", "0", "1"),
+            Some(Answer::Observed {
+                cooldown_ms: 0.0,
+                slow: true
+            })
+        );
+        assert_eq!(answer("refused", "0", "0"), Some(Answer::Refused(0.0)));
         assert_eq!(answer("nonsense", "0", "0"), None);
         assert_eq!(answer("wait", "soon", "0"), None);
+        assert_eq!(answer("wait", "inf", "0"), None);
         assert_eq!(answer("admitted", "0", ""), None);
+        assert_eq!(answer("admitted", "2", "0"), None);
+        assert_eq!(answer("observed", "0", "yes"), None);
     }
 
     #[test]
     fn the_script_knows_every_operation() {
-        for op in ["'admit'", "'defer'", "'resume'", "'charge'", "'quota'"] {
+        for op in [
+            "'admit'",
+            "'resume'",
+            "'observe'",
+            "'clear'",
+            "'charge'",
+            "'quota'",
+        ] {
             assert!(GATE_SCRIPT.contains(op), "{op}");
         }
     }

@@ -1,4 +1,4 @@
-//! The bindings' maps (gates by scope, waiters and watches by id), hashed with FxHash's step:
+//! The maps of the gate and the bindings (calls, operations, gates), hashed with FxHash's step:
 //! their keys are our own ids and SHA-256 scopes, so SipHash's defence against chosen keys buys
 //! nothing here, while it and its random keys cost wasm.
 

@@ -1,0 +1,54 @@
+// 6. Many keys: a backend serving many users' keys sees waves of new credentials. Each wave makes
+// one call for each of `perWave` keys never seen before (the inner fetch answers at once), then
+// waits until every gate of the wave is idle (bucket full again). RSS after gc() is read after each
+// wave; a gate kept forever shows as a steady climb per key per wave, a forgotten one as none.
+import { randomUUID } from 'node:crypto';
+import { loadPkg, int, fix } from './lib/util.mjs';
+
+const TARGET_B = 200; // RSS per key per wave, once memory is reused
+
+const settle = async () => {
+  for (let i = 0; i < 3; i++) {
+    globalThis.gc?.();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+export async function run({ quick }) {
+  const { createFetch } = await loadPkg();
+  const perWave = quick ? 5_000 : 20_000;
+  const waves = quick ? 4 : 8;
+  const response = new Response('{}');
+  const fetchImpl = createFetch({ rate: { burst: 2, perSecond: 1_000 }, fetch: async () => response });
+  const rows = [];
+  let previous;
+  let reused = [];
+  for (let w = 0; w < waves; w++) {
+    const id = randomUUID();
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: perWave }, (_, i) =>
+      fetchImpl('http://127.0.0.1:9/v1/events/e/odds/snapshot', { headers: { 'X-API-Key': `k-${id}-${i}` } })));
+    const callMs = performance.now() - t0;
+    await new Promise((r) => setTimeout(r, 50)); // every gate of the wave refills: idle
+    await settle();
+    const rss = process.memoryUsage().rss;
+    const stats = fetchImpl.stats();
+    const perKey = previous === undefined ? null : (rss - previous) / perWave;
+    if (w >= 2 && perKey !== null) reused.push(perKey);
+    rows.push([w + 1, int(perWave), int(stats.gates.length), int(stats.admitted), fix(rss / 1e6, 1),
+      perKey === null ? '-' : int(perKey), fix((callMs * 1e3) / perWave, 1)]);
+    previous = rss;
+  }
+  const worst = Math.max(...reused);
+  return [{
+    id: 'keys',
+    title: 'Many keys: waves of new credentials',
+    what: `${waves} waves of ${int(perWave)} keys never seen before, one call each through one wrapper (burst 2 at 1000/s, ` +
+      `the inner fetch answers at once); after each wave, 50 ms for every bucket to refill, then gc() and RSS. ` +
+      `Gates live = gates the wrapper still knows; idle gates are forgotten as new ones are made (two looked at per new gate)`,
+    target: `waves of new keys reuse memory: <= ${TARGET_B} B of RSS per key per wave (from wave 3 on)`,
+    verdict: `${worst <= TARGET_B ? 'met' : 'MISSED'} (worst ${int(worst)} B per key per wave after the second wave)`,
+    head: ['wave', 'new keys', 'gates live', 'admitted (total)', 'RSS MB', 'RSS B/key vs previous wave', 'us/call'],
+    rows,
+  }];
+}

@@ -1,0 +1,116 @@
+//! The admission authority: where a gate's shared state lives (token bucket, cooldown, pacing,
+//! retry budget, quota closure) and the only place it changes. A gate's line, its calls and its
+//! timer stay local to the process; whatever processes share goes through these operations.
+//!
+//! There are two authorities, one contract ([`Authority`]). [`MemoryAuthority`] answers at once,
+//! in this process. `src/store/gate.lua` is the Redis encoding of the very same transitions (a
+//! parity test runs random operations through both and requires identical answers); a gate
+//! reaches it through its [`StoreLink`](crate::core::gate::store_link::StoreLink), which sends operations
+//! out and takes the answers back.
+//!
+//! [`MemoryAuthority`]: crate::core::memory::MemoryAuthority
+
+use super::Millis;
+
+/// An admission's number, unique within a gate: it names the admission that may have paused the
+/// refill, so its response can restart it.
+pub type AdmissionId = u64;
+
+/// One transition of the shared state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// May the request numbered `id` go now? Quota closure first, then the cooldown, then a
+    /// token. A take from a full bucket pauses the refill until that request's response
+    /// ([`Op::Resume`]), because the server's refill starts when the burst arrives.
+    Admit {
+        /// The admission's number.
+        id: AdmissionId,
+        /// What a recent response said of the remaining count, not yet told (it paces the
+        /// bucket first, as [`Op::Observe`] would): it rides along rather than cost a round trip.
+        seen: Option<Remaining>,
+    },
+    /// The response to admission `id` came back: if it paused the refill, the refill restarts.
+    Resume {
+        /// The admission's number.
+        id: AdmissionId,
+    },
+    /// What a response said of the allowance: a cooldown to hold (extended, never shortened),
+    /// and the server's count of what is left, which lowers ours when someone else is draining
+    /// the key and halves the refill below 10% of the limit.
+    Observe {
+        /// Hold every admission this long from now.
+        cooldown_ms: Option<Millis>,
+        /// `X-RateLimit-Limit` and `-Remaining`, when both came.
+        remaining: Option<Remaining>,
+    },
+    /// End the cooldown now: the documented way out of a hold nobody wants any more.
+    ClearCooldown,
+    /// Spend a retry's cost from the shared retry budget, after crediting `refund` (successes
+    /// seen since the last charge).
+    Charge {
+        /// The retry's cost (0 only credits).
+        cost: f64,
+        /// Credited first, up to the capacity.
+        refund: f64,
+    },
+    /// Close admissions for `ms` because the monthly quota is spent; 0 reopens.
+    Quota {
+        /// How long admissions stay closed.
+        ms: Millis,
+    },
+}
+
+/// `X-RateLimit-Limit` and `X-RateLimit-Remaining` as one response reported them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Remaining {
+    /// The bucket's capacity.
+    pub limit: u64,
+    /// Requests left, approximately.
+    pub remaining: u64,
+}
+
+/// Below this share of the limit left, a key drained by someone else refills at half rate.
+pub const LOW_REMAINING: f64 = 0.1;
+
+/// The authority's answer. Times are milliseconds from the authority's own now, so callers
+/// never compare their clock with another process's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Answer {
+    /// Admitted. `anchor`: this admission paused the refill (report its response with
+    /// [`Op::Resume`]); `next_ms`: when the next token will be there (0: now).
+    Admitted {
+        /// The refill waits for this admission's response.
+        anchor: bool,
+        /// Milliseconds until the next token.
+        next_ms: Millis,
+    },
+    /// Not yet: come back in this many milliseconds (at least 1).
+    Wait(Millis),
+    /// The quota is closed for this many more milliseconds.
+    Exhausted(Millis),
+    /// An observation was recorded: the cooldown now ends this many milliseconds from now (0:
+    /// none), and whether the refill runs at half rate.
+    Observed {
+        /// Milliseconds of cooldown left.
+        cooldown_ms: Millis,
+        /// Half-rate refill.
+        slow: bool,
+    },
+    /// A resume was recorded: milliseconds until the next token.
+    Resumed(Millis),
+    /// The budget paid; this many tokens are left (0 without a budget).
+    Charged(f64),
+    /// The budget could not pay; this many tokens are left.
+    Refused(f64),
+    /// The quota closure was recorded: closed this many more milliseconds (0: open).
+    QuotaSet(Millis),
+}
+
+/// The contract both authorities keep: apply one operation at `now`, answer at once. The memory
+/// authority is this process's; `gate.lua` is the Redis one (run synchronously by the parity
+/// test, and asynchronously by a gate through its
+/// [`StoreLink`](crate::core::gate::store_link::StoreLink)).
+pub trait Authority {
+    /// Applies `op` at `now` (milliseconds on the authority's clock).
+    fn apply(&mut self, now: Millis, op: &Op) -> Answer;
+}

@@ -1,0 +1,128 @@
+//! What the gate asks its driver to do. The gate decides; the driver (the bindings, the
+//! simulator, a test) performs each action and reports back what happened.
+
+use super::CallId;
+use crate::core::authority::Op;
+use crate::core::policy::{Abandoned, Reason};
+use crate::core::Millis;
+
+/// A store operation's number, to match its answer.
+pub type OpId = u64;
+
+/// One thing to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Send the call's request now. `timeout_ms`: abort the attempt after this long and report
+    /// it as timed out; 0 for no limit (the request goes out untouched). Report the outcome
+    /// with `responded` or `failed`.
+    Send {
+        /// The call.
+        call: CallId,
+        /// The attempt's time limit in whole milliseconds, or 0.
+        timeout_ms: Millis,
+    },
+    /// Dispose of the last response's body, which nobody will see: drain it when small (its
+    /// connection is reused) and cancel it past a cap. With `read`, report what the body said
+    /// (`body`); without, report only that it is done.
+    Dispose {
+        /// The call whose response it is.
+        call: CallId,
+        /// Read the body's `code` and `detail` for signs of a spent quota.
+        read: bool,
+    },
+    /// (The probe.) Read the `/usage` response's JSON and report the usage it gives.
+    ReadUsage {
+        /// The probe.
+        call: CallId,
+    },
+    /// A `/usage` probe has joined the line: it sends `GET /usage` beside `origin`'s request,
+    /// with `origin`'s credential. The driver prepares that request now.
+    StartProbe {
+        /// The probe's own call.
+        probe: CallId,
+        /// The call whose 429 raised the suspicion.
+        origin: CallId,
+    },
+    /// Run `op` on the shared store and report its answer (or failure) under `id`.
+    Store {
+        /// The operation's number.
+        id: OpId,
+        /// What to run.
+        op: Op,
+    },
+    /// Tell the hook.
+    Event(Event),
+    /// The call is over: settle the caller's promise. The gate has forgotten the call.
+    Settle {
+        /// The call.
+        call: CallId,
+        /// How.
+        end: End,
+    },
+}
+
+/// How a call ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum End {
+    /// With its last attempt's result as it is: the response (body unread), or the inner
+    /// fetch's rejection.
+    Deliver,
+    /// Given up (`GateAbandonedError`). With `cause`, the last attempt's rejection is the cause.
+    Abandoned {
+        /// Why, and how far it got.
+        abandoned: Abandoned,
+        /// The last attempt ended without a response.
+        cause: bool,
+    },
+    /// The monthly quota is spent (`QuotaExhaustedError`), until then on the gate's clock.
+    Exhausted {
+        /// When the period ends, if known.
+        until: Option<Millis>,
+    },
+    /// The server asked for a wait too long to represent: a `RangeError`, never a shorter wait
+    /// (the gate holds for the longest it can). The body is cancelled.
+    RetryAfterTooLarge,
+}
+
+/// What the `onEvent` hook hears. Events about a call name it; the others concern the gate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A 429 came back.
+    Throttled {
+        /// The call it answered.
+        call: CallId,
+        /// Its `Retry-After`, if honoured.
+        retry_after_ms: Option<Millis>,
+    },
+    /// A call will try again.
+    Retry {
+        /// The call.
+        call: CallId,
+        /// The attempt it is about to make.
+        attempt: u32,
+        /// How long it waits first.
+        delay_ms: Millis,
+        /// The wait is the server's `Retry-After`.
+        server_delay: bool,
+    },
+    /// A call was given up.
+    Abandoned {
+        /// The call.
+        call: CallId,
+        /// Why.
+        reason: Reason,
+        /// Attempts it sent.
+        attempts: u32,
+    },
+    /// The `/usage` probe finished.
+    QuotaProbe {
+        /// It confirmed the quota is spent.
+        exhausted: bool,
+        /// `/usage` answered at all.
+        answered: bool,
+    },
+    /// The shared store stopped answering: admissions use the fail-safe.
+    StoreDown,
+    /// The shared store answers again.
+    StoreUp,
+}

@@ -1,0 +1,196 @@
+//! One call as the gate holds it: what the caller asked for (its policy, batch and limits), how
+//! far it has got, and what it is waiting for.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::core::authority::AdmissionId;
+use crate::core::batch::Batch;
+use crate::core::classify::{Kind, Outcome};
+use crate::core::policy::{Abandoned, Progress, Reason, RetryPolicy};
+use crate::core::Millis;
+
+/// What a caller brings to the gate, besides its request.
+#[derive(Debug, Clone, Default)]
+pub struct CallSpec {
+    /// The retry policy; `None` for observe-and-admit (`retry: false`): one attempt, delivered
+    /// as it is, no time budget.
+    pub policy: Option<Rc<RetryPolicy>>,
+    /// The refresh round the call belongs to.
+    pub batch: Option<Rc<RefCell<Batch>>>,
+    /// Whether the request may be sent more than once (an idempotent method, or an
+    /// `Idempotency-Key`, and a body that can be sent again).
+    pub replayable: bool,
+    /// Refuse the call at once, and let it go from the line, when its admission is predicted
+    /// later than this long after it was made.
+    pub max_wait_ms: Option<Millis>,
+    /// Refuse the call at once when this many calls already wait.
+    pub max_waiting: Option<usize>,
+}
+
+/// Where a call is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stage {
+    /// In line (its `visit`-th time), since `since`.
+    Queued {
+        /// Which visit to the line this is.
+        visit: u32,
+        /// When it joined.
+        since: Millis,
+    },
+    /// Admitted; its attempt is being made.
+    Sending,
+    /// Its retry waits for the shared store to charge the retry budget.
+    Charging {
+        /// What follows if the budget pays.
+        next: Next,
+    },
+    /// The body of a response nobody will see is being disposed of.
+    Disposing {
+        /// What follows.
+        next: Next,
+    },
+    /// Waiting for the gate's `/usage` probe to answer.
+    AwaitingProbe {
+        /// What follows unless the quota is spent.
+        next: Next,
+    },
+    /// Backing off until the time given.
+    Sleeping {
+        /// When it joins the line again.
+        until: Millis,
+    },
+    /// (The probe.) Its `/usage` body is being read.
+    ReadingUsage,
+}
+
+/// What a call does once the response it will not deliver has been dealt with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Next {
+    /// Try again, not before `not_before`.
+    Retry {
+        /// Earliest admission request.
+        not_before: Millis,
+        /// The wait (the server's, or our backoff).
+        delay_ms: Millis,
+        /// Whether the wait is the server's `Retry-After`.
+        server_delay: bool,
+        /// What is being retried, for the figures.
+        cause: Outcome,
+        /// How the budget prices it.
+        kind: Kind,
+    },
+    /// Give up.
+    Abandon(Reason),
+    /// (The probe.) Report what it found.
+    ProbeDone,
+}
+
+/// A call the gate holds.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// What the caller asked for.
+    pub spec: CallSpec,
+    /// The gate's own `/usage` probe rather than a caller's request.
+    pub probe: bool,
+    /// When it was made.
+    pub started: Millis,
+    /// When its first attempt went out.
+    pub first_sent: Option<Millis>,
+    /// Attempts sent.
+    pub attempts: u32,
+    /// Visits to the line so far.
+    pub visits: u32,
+    /// The last response's status.
+    pub last_status: Option<u16>,
+    /// The last `Retry-After`, in ms.
+    pub last_retry_after_ms: Option<Millis>,
+    /// The last attempt ended without a response (its rejection is the error's cause).
+    pub last_failed: bool,
+    /// What the last retry cost the gate's budget, refunded if the call then succeeds.
+    pub last_retry_cost: Option<f64>,
+    /// The current admission, and whether it paused the refill (its response resumes it).
+    pub admission: Option<(AdmissionId, bool)>,
+    /// Where it is.
+    pub stage: Stage,
+}
+
+impl Call {
+    /// A call made at `now`, not yet in line.
+    pub fn new(spec: CallSpec, probe: bool, now: Millis) -> Call {
+        Call {
+            spec,
+            probe,
+            started: now,
+            first_sent: None,
+            attempts: 0,
+            visits: 0,
+            last_status: None,
+            last_retry_after_ms: None,
+            last_failed: false,
+            last_retry_cost: None,
+            admission: None,
+            stage: Stage::Sending,
+        }
+    }
+
+    /// The latest the call may be admitted, and the reason to give when it cannot be: its
+    /// batch's deadline; before the first send, `maxWaitMs` from when it was made; after it,
+    /// its time budget from the first send. The earliest of those wins (the batch on a tie).
+    pub fn admission_deadline(&self) -> (Millis, Reason) {
+        let mut deadline = (Millis::INFINITY, Reason::Deadline);
+        if let Some(batch) = &self.spec.batch {
+            deadline.0 = batch.borrow().deadline;
+        }
+        let own = match (self.first_sent, &self.spec.policy) {
+            (None, _) => self
+                .spec
+                .max_wait_ms
+                .map(|w| (self.started + w, Reason::QueueWait)),
+            (Some(sent), Some(policy)) => Some((sent + policy.time_budget_ms, Reason::TimeBudget)),
+            (Some(_), None) => None,
+        };
+        match own {
+            Some(own) if own.0 < deadline.0 => own,
+            _ => deadline,
+        }
+    }
+
+    /// What the policy needs after an attempt.
+    pub fn progress(&self) -> Progress {
+        let (deadline, deadline_reason) = self.admission_deadline();
+        Progress {
+            attempts: self.attempts,
+            deadline,
+            deadline_reason,
+            replayable: self.spec.replayable,
+        }
+    }
+
+    /// Records the attempt that is going out at `now`; its time limit in whole milliseconds:
+    /// the policy's `attemptTimeoutMs`, never past the call's deadline; 0 for none
+    /// (`retry: false`, whose request goes out untouched).
+    pub fn send(&mut self, now: Millis) -> Millis {
+        self.first_sent.get_or_insert(now);
+        self.attempts += 1;
+        self.stage = Stage::Sending;
+        let left = self.admission_deadline().0 - now;
+        let limit = match &self.spec.policy {
+            Some(policy) => policy.attempt_timeout_ms.min(left),
+            // The probe is bounded by its own deadline.
+            None if self.probe => left,
+            None => return 0.0,
+        };
+        limit.ceil().max(1.0)
+    }
+
+    /// How the call is given up for `reason`, with what it got to.
+    pub fn abandoned(&self, reason: Reason) -> Abandoned {
+        Abandoned {
+            reason,
+            attempts: self.attempts,
+            status: self.last_status,
+            retry_after_ms: self.last_retry_after_ms,
+        }
+    }
+}

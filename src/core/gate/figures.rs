@@ -1,0 +1,100 @@
+//! A gate's live figures, for people and dashboards.
+
+use crate::core::classify::Outcome;
+use crate::core::feedback::Feedback;
+use crate::core::histogram::Histogram;
+use crate::core::policy::Reason;
+use crate::core::quota::QuotaState;
+use crate::core::Millis;
+
+/// Retries counted by what caused them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RetryCounts {
+    /// After a 429.
+    pub throttled: u64,
+    /// After a 5xx.
+    pub server_error: u64,
+    /// After a network failure.
+    pub network: u64,
+    /// After our per-attempt timeout.
+    pub timeout: u64,
+}
+
+impl RetryCounts {
+    /// Counts a retry of `cause`.
+    pub fn count(&mut self, cause: Outcome) {
+        match cause {
+            Outcome::Response { status: 429, .. } => self.throttled += 1,
+            Outcome::Response { .. } => self.server_error += 1,
+            Outcome::Network | Outcome::Invalid => self.network += 1,
+            Outcome::Timeout => self.timeout += 1,
+        }
+    }
+
+    /// All retries.
+    pub fn total(&self) -> u64 {
+        self.throttled + self.server_error + self.network + self.timeout
+    }
+}
+
+/// What a gate has done, and its state now.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Figures {
+    /// Admission requests (first attempts and retries).
+    pub requests: u64,
+    /// Calls let through (each spent one token).
+    pub admitted: u64,
+    /// Calls in line now.
+    pub waiting: usize,
+    /// The most calls ever in line at once.
+    pub peak_waiting: usize,
+    /// Calls that left the line, or their wait, because their caller aborted.
+    pub cancelled: u64,
+    /// Calls let go because admission would come after their deadline.
+    pub expired: u64,
+    /// 429s observed.
+    pub throttled: u64,
+    /// Times the gate was woken by its timer.
+    pub wakeups: u64,
+    /// No admission before this time; 0 when never held.
+    pub cooldown_until: Millis,
+    /// Refilling at half rate because the server says someone else is draining the key.
+    pub slow: bool,
+    /// The headers of the last 429.
+    pub last_feedback: Option<Feedback>,
+    /// Retries by cause.
+    pub retries: RetryCounts,
+    /// Calls given up, by [`Reason::index`].
+    pub abandoned: [u64; Reason::ALL.len()],
+    /// Calls refused because the quota is spent.
+    pub quota_rejected: u64,
+    /// The quota as the gate sees it.
+    pub quota: Option<QuotaState>,
+    /// Time from asking to admission.
+    pub admission_wait: Histogram,
+    /// Backoff delays chosen (without `Retry-After`).
+    pub backoff: Histogram,
+    /// Tokens left in the shared retry budget, when there is one.
+    pub retry_budget: Option<f64>,
+}
+
+impl Figures {
+    /// Adds what another gate did (a wrapper's totals keep the figures of gates that were
+    /// forgotten once idle).
+    pub fn absorb(&mut self, other: &Figures) {
+        self.requests += other.requests;
+        self.admitted += other.admitted;
+        self.cancelled += other.cancelled;
+        self.expired += other.expired;
+        self.throttled += other.throttled;
+        self.wakeups += other.wakeups;
+        self.retries.throttled += other.retries.throttled;
+        self.retries.server_error += other.retries.server_error;
+        self.retries.network += other.retries.network;
+        self.retries.timeout += other.retries.timeout;
+        for (mine, theirs) in self.abandoned.iter_mut().zip(other.abandoned) {
+            *mine += theirs;
+        }
+        self.quota_rejected += other.quota_rejected;
+    }
+}

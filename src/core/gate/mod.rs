@@ -1,0 +1,627 @@
+//! The gate: one credential's line of calls, and the machine that moves each call through it.
+//! Sans-IO, in the manner of quinn-proto: the driver hands in `now` and what happened (a call
+//! made, a response's status and headers, a failure, a body read, a store's answer, a timer),
+//! and asks what to do next ([`Gate::poll_action`]) and when to wake the gate
+//! ([`Gate::poll_timeout`]). Every rule lives here or below: admission, pacing, cooldowns,
+//! classification, retries and their three bounds, budgets, quota, deadlines. The bindings, the
+//! simulator and the tests drive this same code.
+//!
+//! A call's path: it joins the line ([`Gate::start`]); at its turn the authority admits it and
+//! the gate says [`Action::Send`]; the driver reports the response ([`Gate::responded`]) or the
+//! failure ([`Gate::failed`]); the gate observes the headers (cooldown, pacing, quota), asks the
+//! policy, and either settles the call ([`Action::Settle`]) or has the unseen body disposed of,
+//! charges the budgets, and sends the call back to the line, after its backoff if it has one.
+
+pub mod action;
+pub mod call;
+pub mod figures;
+pub mod line;
+pub mod store_link;
+
+mod probe;
+mod respond;
+
+pub use self::respond::BodyFacts;
+mod store;
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+use self::action::{Action, End, Event};
+use self::call::{Call, CallSpec, Stage};
+use self::figures::Figures;
+use self::line::{Line, Place};
+use self::store_link::{StoreLink, StoreSettings};
+use super::authority::{AdmissionId, Answer, Authority, Op};
+use super::budget::RefillingConfig;
+use super::config::Rate;
+use super::memory::MemoryAuthority;
+use super::policy::Reason;
+use super::quota::{QuotaState, QuotaWatch};
+use super::random::Random;
+use super::slab::{Id, Slab};
+use super::Millis;
+
+/// A call's number within its gate: a number of a call that has ended never finds another.
+pub type CallId = Id;
+
+/// Timers fire on whole milliseconds and may run up to one early: a time due within this much
+/// is due now. So is a token due that soon, which spares a second wake-up a moment later.
+pub const EARLY_MS: Millis = 1.0;
+
+/// Where the gate's shared state lives.
+#[derive(Debug)]
+enum Keeper {
+    Memory(MemoryAuthority),
+    Store(StoreLink),
+}
+
+/// A backoff that ends at `at`.
+#[derive(Debug, Clone, Copy)]
+struct Due {
+    at: Millis,
+    call: CallId,
+}
+
+impl Ord for Due {
+    /// Earliest first in a max-heap.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .at
+            .total_cmp(&self.at)
+            .then(other.call.cmp(&self.call))
+    }
+}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl PartialEq for Due {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Due {}
+
+/// One credential's gate.
+pub struct Gate {
+    keeper: Keeper,
+    rate: Rate,
+    budget: Option<RefillingConfig>,
+    line: Line,
+    calls: Slab<Call>,
+    sleepers: BinaryHeap<Due>,
+    actions: VecDeque<Action>,
+    next_admission: AdmissionId,
+    quota: QuotaWatch,
+    /// The `/usage` probe in progress, and the calls waiting for its answer.
+    probe: Option<CallId>,
+    awaiting_probe: Vec<CallId>,
+    figures: Figures,
+    random: Box<dyn Random>,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate")
+            .field("keeper", &self.keeper)
+            .field("waiting", &self.line.len())
+            .field("calls", &self.calls.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gate {
+    /// A gate whose state lives in this process, with a full bucket whose clock starts at `now`.
+    pub fn new(
+        rate: Rate,
+        budget: Option<RefillingConfig>,
+        now: Millis,
+        random: Box<dyn Random>,
+    ) -> Gate {
+        Gate::with(
+            Keeper::Memory(MemoryAuthority::new(rate, budget, now)),
+            rate,
+            budget,
+            random,
+        )
+    }
+
+    /// A gate whose state lives in a shared store, reached with [`Action::Store`].
+    pub fn shared(
+        rate: Rate,
+        budget: Option<RefillingConfig>,
+        settings: StoreSettings,
+        now: Millis,
+        random: Box<dyn Random>,
+    ) -> Gate {
+        let link = StoreLink::new(settings, rate, budget, now);
+        Gate::with(Keeper::Store(link), rate, budget, random)
+    }
+
+    fn with(
+        keeper: Keeper,
+        rate: Rate,
+        budget: Option<RefillingConfig>,
+        random: Box<dyn Random>,
+    ) -> Gate {
+        Gate {
+            keeper,
+            rate,
+            budget,
+            line: Line::default(),
+            calls: Slab::default(),
+            sleepers: BinaryHeap::new(),
+            actions: VecDeque::new(),
+            next_admission: 0,
+            quota: QuotaWatch::default(),
+            probe: None,
+            awaiting_probe: Vec::new(),
+            figures: Figures::default(),
+            random,
+        }
+    }
+
+    /// The allowance (the whole key's, with a store).
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+
+    /// The shared retry budget's settings, if the gate has one.
+    pub fn budget_config(&self) -> Option<RefillingConfig> {
+        self.budget
+    }
+
+    /// Gives a gate made without a retry budget (by a wrapper that does not retry) the budget
+    /// a retrying wrapper brings. A gate never changes a budget it has.
+    pub fn install_budget(&mut self, config: RefillingConfig) {
+        if self.budget.is_some() {
+            return;
+        }
+        self.budget = Some(config);
+        match &mut self.keeper {
+            Keeper::Memory(a) => a.install_budget(config),
+            Keeper::Store(link) => {
+                link.fallback.install_budget(config);
+                link.budget_left.get_or_insert(config.capacity);
+            }
+        }
+    }
+
+    /// Operations sent to the store, failures seen, and whether it answers now.
+    pub fn store_counts(&self) -> Option<(u64, u64, bool)> {
+        match &self.keeper {
+            Keeper::Store(link) => {
+                let (calls, failures) = link.counts();
+                Some((calls, failures, !link.is_down()))
+            }
+            Keeper::Memory(_) => None,
+        }
+    }
+
+    /// Makes a call at `now`. It joins the line at once, behind everyone already there, or is
+    /// refused at once (spending no token): the quota is spent, the store is down and the gate
+    /// fails closed, the line is full, or its admission is predicted after its deadline.
+    pub fn start(&mut self, now: Millis, spec: CallSpec) -> CallId {
+        let id = self.make(now, spec, false);
+        let full = self
+            .calls
+            .get(id)
+            .and_then(|c| c.spec.max_waiting)
+            .is_some_and(|max| self.line.len() >= max);
+        if full {
+            self.figures.requests += 1;
+            self.give_up(now, id, Reason::QueueFull);
+        } else {
+            self.join(now, id);
+        }
+        id
+    }
+
+    fn make(&mut self, now: Millis, spec: CallSpec, probe: bool) -> CallId {
+        self.calls.insert(Call::new(spec, probe, now))
+    }
+
+    /// Puts a call (new, or back from an attempt) in line, or settles it if it cannot be
+    /// admitted.
+    fn join(&mut self, now: Millis, id: CallId) {
+        if let QuotaState::Exhausted { until } = self.quota.state(now) {
+            self.figures.quota_rejected += 1;
+            return self.settle(now, id, End::Exhausted { until });
+        }
+        if self.fails_closed(now) {
+            self.figures.requests += 1;
+            return self.give_up(now, id, Reason::StoreUnavailable);
+        }
+        self.figures.requests += 1;
+        let Some(call) = self.calls.get(id) else {
+            return;
+        };
+        let (deadline, reason) = call.admission_deadline();
+        // Only a deadline needs the prediction (most calls have none before their first send).
+        if deadline.is_finite() && self.predict(now, self.line.len()) > deadline {
+            self.figures.expired += 1;
+            return self.give_up(now, id, reason);
+        }
+        let Some(call) = self.calls.get_mut(id) else {
+            return;
+        };
+        call.visits += 1;
+        let visit = call.visits;
+        call.stage = Stage::Queued { visit, since: now };
+        self.line.push(Place { call: id, visit });
+    }
+
+    /// Whether the store is down and the gate refuses rather than admit alone.
+    fn fails_closed(&self, now: Millis) -> bool {
+        matches!(&self.keeper, Keeper::Store(link) if link.refusing(now))
+    }
+
+    /// When the caller with `ahead` others in front of it could be admitted, as far as this
+    /// process knows.
+    fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
+        match &mut self.keeper {
+            Keeper::Memory(a) => a.predict(now, ahead),
+            Keeper::Store(link) if link.alone() => link.fallback.predict(now, ahead),
+            Keeper::Store(link) => link.predict(now, ahead),
+        }
+    }
+
+    /// Whether `place` in line is still the live visit of a waiting call.
+    fn live(calls: &Slab<Call>, place: Place) -> bool {
+        calls
+            .get(place.call)
+            .is_some_and(|c| matches!(c.stage, Stage::Queued { visit, .. } if visit == place.visit))
+    }
+
+    /// The next thing to do, or `None` when there is nothing until the next event or
+    /// [`poll_timeout`](Self::poll_timeout). Admissions happen here, one head at a time.
+    pub fn poll_action(&mut self, now: Millis) -> Option<Action> {
+        loop {
+            if let Some(action) = self.actions.pop_front() {
+                return Some(action);
+            }
+            if !self.admit_head(now) {
+                return None;
+            }
+        }
+    }
+
+    /// Tries to admit the head of the line. True when that produced an action.
+    fn admit_head(&mut self, now: Millis) -> bool {
+        let calls = &self.calls;
+        let Some(head) = self.line.front(|p| Gate::live(calls, p)) else {
+            return false;
+        };
+        let Some(call) = self.calls.get(head.call) else {
+            return false;
+        };
+        let (deadline, reason) = call.admission_deadline();
+        if deadline < now {
+            self.line.pop();
+            self.figures.expired += 1;
+            self.give_up(now, head.call, reason);
+            return true;
+        }
+        if self.fails_closed(now) {
+            self.drain(now, &|c| End::abandoned_by(c, Reason::StoreUnavailable));
+            return true;
+        }
+        let id = self.next_admission;
+        let authority = match &mut self.keeper {
+            Keeper::Memory(a) => a,
+            Keeper::Store(link) if link.alone() => {
+                // Admit alone at the share meanwhile, and now and then ask the store again.
+                if link.ping_due(now) {
+                    let ping = link.send(now, store_link::Purpose::Tell);
+                    self.actions.push_back(Action::Store {
+                        id: ping,
+                        op: Op::Observe {
+                            cooldown_ms: None,
+                            remaining: None,
+                        },
+                    });
+                }
+                &mut link.fallback
+            }
+            Keeper::Store(link) => {
+                // Not a moment early: asking before the store's token is there costs a round
+                // trip for a "wait".
+                if link.admitting || now < link.ready_at {
+                    return false;
+                }
+                self.next_admission += 1;
+                let op = link.send(now, store_link::Purpose::Admit(id));
+                let seen = link.seen.take();
+                self.actions.push_back(Action::Store {
+                    id: op,
+                    op: Op::Admit { id, seen },
+                });
+                return true;
+            }
+        };
+        let mut answer = authority.apply(now, &Op::Admit { id, seen: None });
+        // A token due within a timer's tolerance is taken now.
+        if let Answer::Wait(ms) = answer {
+            if ms <= EARLY_MS {
+                answer = authority.apply(now + ms, &Op::Admit { id, seen: None });
+            }
+        }
+        match answer {
+            Answer::Admitted { anchor, .. } => {
+                self.next_admission += 1;
+                self.admit(now, head, id, anchor);
+                true
+            }
+            Answer::Exhausted(ms) => {
+                self.quota_closed(now, ms);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Lets the head of the line go: its attempt is sent now.
+    fn admit(&mut self, now: Millis, head: Place, admission: AdmissionId, anchor: bool) {
+        self.line.pop();
+        let Some(call) = self.calls.get_mut(head.call) else {
+            return;
+        };
+        if let Stage::Queued { since, .. } = call.stage {
+            self.figures.admission_wait.record(now - since);
+        }
+        self.figures.admitted += 1;
+        call.admission = Some((admission, anchor));
+        let timeout_ms = call.send(now);
+        self.actions.push_back(Action::Send {
+            call: head.call,
+            timeout_ms,
+        });
+    }
+
+    /// When the gate next needs waking, if ever: the head's admission, the end of a backoff,
+    /// a store operation's time limit.
+    pub fn poll_timeout(&mut self, now: Millis) -> Option<Millis> {
+        let mut due = self.sleepers.peek().map(|d| d.at);
+        let mut consider = |at: Millis| due = Some(due.map_or(at, |d: Millis| d.min(at)));
+        if !self.line.is_empty() {
+            match &mut self.keeper {
+                Keeper::Memory(a) => consider(a.predict(now, 0)),
+                Keeper::Store(link) if link.alone() => {
+                    consider(link.fallback.predict(now, 0));
+                    consider(link.retry_at());
+                }
+                Keeper::Store(link) if !link.admitting => consider(link.predict(now, 0)),
+                Keeper::Store(_) => {}
+            }
+        }
+        if let Keeper::Store(link) = &self.keeper {
+            if let Some(at) = link.next_deadline() {
+                consider(at);
+            }
+        }
+        due
+    }
+
+    /// The gate's timer fired at `now`: backoffs that are over join the line again, store
+    /// operations out of time count as failures. Admissions follow in
+    /// [`poll_action`](Self::poll_action).
+    pub fn handle_timeout(&mut self, now: Millis) {
+        self.figures.wakeups += 1;
+        while let Some(&Due { at, call }) = self.sleepers.peek() {
+            if at > now + EARLY_MS {
+                break;
+            }
+            self.sleepers.pop();
+            let asleep = self
+                .calls
+                .get(call)
+                .is_some_and(|c| c.stage == Stage::Sleeping { until: at });
+            if asleep {
+                self.join(now, call);
+            }
+        }
+        if let Keeper::Store(link) = &self.keeper {
+            for op in link.overdue(now) {
+                self.store_answered(now, op, None);
+            }
+        }
+        let calls = &self.calls;
+        self.line.compact(|p| Gate::live(calls, p));
+    }
+
+    /// The caller gave up on `call` (its signal aborted): it leaves the line, its backoff or
+    /// whatever it waits for, spending nothing more. The driver settles it with the abort
+    /// reason; the gate forgets it.
+    pub fn cancel(&mut self, now: Millis, call: CallId) {
+        let Some(c) = self.calls.get(call) else {
+            return;
+        };
+        match c.stage {
+            Stage::Queued { .. } => self.line.left(),
+            Stage::Sending => self.resume(now, call),
+            Stage::AwaitingProbe { .. } => self.awaiting_probe.retain(|&c| c != call),
+            _ => {}
+        }
+        self.figures.cancelled += 1;
+        self.calls.remove(call);
+    }
+
+    /// Whether `call` is being sent (its attempt is in the driver's hands).
+    pub fn in_flight(&self, call: CallId) -> bool {
+        self.calls
+            .get(call)
+            .is_some_and(|c| c.stage == Stage::Sending)
+    }
+
+    /// Calls waiting in line now.
+    pub fn waiting(&self) -> usize {
+        self.line.len()
+    }
+
+    /// Gives `call` up for `reason`, with what it got to.
+    fn give_up(&mut self, now: Millis, call: CallId, reason: Reason) {
+        if let Some(c) = self.calls.get(call) {
+            let end = End::abandoned_by(c, reason);
+            self.settle(now, call, end);
+        }
+    }
+
+    /// Ends the call: the driver settles the caller's promise. Counts it and tells the hook.
+    fn settle(&mut self, now: Millis, call: CallId, end: End) {
+        let Some(c) = self.calls.remove(call) else {
+            return;
+        };
+        if c.probe {
+            if self.probe == Some(call) {
+                self.finish_probe(now, None);
+            }
+        } else if let End::Abandoned { abandoned, .. } = end {
+            self.figures.abandoned[abandoned.reason.index()] += 1;
+            self.actions.push_back(Action::Event(Event::Abandoned {
+                call,
+                reason: abandoned.reason,
+                attempts: abandoned.attempts,
+            }));
+        }
+        self.actions.push_back(Action::Settle { call, end });
+    }
+
+    /// Settles everyone in line, each as `end` says (the store failed closed, the quota is
+    /// spent).
+    fn drain(&mut self, now: Millis, end: &dyn Fn(&Call) -> End) {
+        let calls = &self.calls;
+        let waiting: Vec<CallId> = self
+            .line
+            .iter()
+            .filter(|&p| Gate::live(calls, p))
+            .map(|p| p.call)
+            .collect();
+        for call in waiting {
+            let Some(c) = self.calls.get(call) else {
+                continue;
+            };
+            let end = end(c);
+            self.line.left();
+            if let End::Exhausted { .. } = end {
+                self.figures.quota_rejected += 1;
+            }
+            self.settle(now, call, end);
+        }
+        let calls = &self.calls;
+        self.line.compact(|p| Gate::live(calls, p));
+    }
+
+    /// Lets go of waiters that a new cooldown has made hopeless: their admission is now
+    /// predicted after their deadline.
+    fn expire_hopeless(&mut self, now: Millis) {
+        let calls = &self.calls;
+        let waiting: Vec<CallId> = self
+            .line
+            .iter()
+            .filter(|&p| Gate::live(calls, p))
+            .map(|p| p.call)
+            .collect();
+        let mut kept = 0;
+        for call in waiting {
+            let Some(c) = self.calls.get(call) else {
+                continue;
+            };
+            let (deadline, reason) = c.admission_deadline();
+            if self.predict(now, kept) > deadline {
+                self.line.left();
+                self.figures.expired += 1;
+                self.give_up(now, call, reason);
+            } else {
+                kept += 1;
+            }
+        }
+    }
+
+    /// The cooldown's end as this process knows it.
+    pub fn cooldown_until(&self) -> Millis {
+        match &self.keeper {
+            Keeper::Memory(a) => a.cooldown_until(),
+            Keeper::Store(link) => link.cooldown_until.max(link.fallback.cooldown_until()),
+        }
+    }
+
+    /// Ends the cooldown now, for every process sharing the gate: the way out of a hold nobody
+    /// wants any more (say, a `Retry-After` of years).
+    pub fn clear_cooldown(&mut self, now: Millis) {
+        self.tell(now, Op::ClearCooldown);
+    }
+
+    /// The caller says the quota is back: calls are admitted again, in every process sharing
+    /// the gate.
+    pub fn reset_quota(&mut self, now: Millis) {
+        self.quota.reset();
+        self.tell(now, Op::Quota { ms: 0.0 });
+    }
+
+    /// Applies an operation nobody waits on, wherever the state lives.
+    fn tell(&mut self, now: Millis, op: Op) {
+        match &mut self.keeper {
+            Keeper::Memory(a) => {
+                a.apply(now, &op);
+            }
+            Keeper::Store(link) => {
+                link.fallback.apply(now, &op);
+                if let Op::ClearCooldown = op {
+                    link.cooldown_until = 0.0;
+                }
+                if !link.is_down() {
+                    let id = link.send(now, store_link::Purpose::Tell);
+                    self.actions.push_back(Action::Store { id, op });
+                }
+            }
+        }
+    }
+
+    /// A snapshot of the figures at `now`.
+    pub fn figures(&mut self, now: Millis) -> Figures {
+        let (cooldown_until, slow, retry_budget) = match &mut self.keeper {
+            Keeper::Memory(a) => (a.cooldown_until(), a.slow(), a.budget_left()),
+            Keeper::Store(link) if link.alone() => (
+                link.fallback.cooldown_until(),
+                link.fallback.slow(),
+                link.fallback.budget_left(),
+            ),
+            Keeper::Store(link) => (link.cooldown_until, link.slow, link.budget_left),
+        };
+        Figures {
+            waiting: self.line.len(),
+            peak_waiting: self.line.peak(),
+            cooldown_until,
+            slow,
+            retry_budget,
+            quota: Some(self.quota.state(now)),
+            ..self.figures.clone()
+        }
+    }
+
+    /// Whether the gate holds nothing worth keeping: no calls, no operation in flight, a full
+    /// bucket, no cooldown, no quota state, a full budget. Forgetting it then changes nothing.
+    pub fn idle(&mut self, now: Millis) -> bool {
+        if !self.calls.is_empty() || !self.quota.idle(now) {
+            return false;
+        }
+        match &mut self.keeper {
+            Keeper::Memory(a) => a.idle(now),
+            Keeper::Store(link) => {
+                link.next_deadline().is_none() && link.refunds == 0.0 && link.fallback.idle(now)
+            }
+        }
+    }
+}
+
+impl End {
+    /// `call` given up for `reason`, with what it got to.
+    fn abandoned_by(call: &Call, reason: Reason) -> End {
+        End::Abandoned {
+            abandoned: call.abandoned(reason),
+            cause: call.last_failed,
+        }
+    }
+}

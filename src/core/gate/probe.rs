@@ -1,0 +1,106 @@
+//! The monthly quota: one `GET /usage` probe at a time for the whole gate, admitted through the
+//! line like any call (so its own 429 sets the cooldown), spaced after an answer that confirmed
+//! nothing, and a terminal state once it confirms the quota is spent.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::action::{Action, End, Event};
+use super::call::{CallSpec, Stage};
+use super::store_link::Purpose;
+use super::{CallId, Gate, Keeper};
+use crate::core::authority::{Authority, Op};
+use crate::core::batch::Batch;
+use crate::core::quota::{QuotaState, Usage};
+use crate::core::Millis;
+
+/// The probe's time limit, from joining the line to the end of its response.
+pub const PROBE_BUDGET_MS: Millis = 30_000.0;
+
+/// How long a spent quota with no known period end stays closed in a shared store; the
+/// caller's `resetQuota()` reopens it sooner.
+const UNKNOWN_PERIOD_MS: Millis = 86_400_000.0;
+
+impl Gate {
+    /// Starts the one probe, suspicion raised by `origin`'s response.
+    pub(super) fn start_probe(&mut self, now: Millis, origin: CallId) {
+        if self.probe.is_some() {
+            return;
+        }
+        let spec = CallSpec {
+            batch: Some(Rc::new(RefCell::new(Batch {
+                deadline: now + PROBE_BUDGET_MS,
+                budget: None,
+            }))),
+            ..CallSpec::default()
+        };
+        let probe = self.make(now, spec, true);
+        self.probe = Some(probe);
+        self.actions.push_back(Action::StartProbe { probe, origin });
+        self.join(now, probe);
+    }
+
+    /// The probe's `/usage` answer, as read (`None`: no usable answer).
+    pub fn usage(&mut self, now: Millis, probe: CallId, usage: Option<Usage>) {
+        let reading = self
+            .calls
+            .get(probe)
+            .is_some_and(|c| c.probe && c.stage == Stage::ReadingUsage);
+        if !reading {
+            return;
+        }
+        self.finish_probe(now, usage);
+        self.settle(now, probe, End::Deliver);
+    }
+
+    /// The probe is over: confirmed exhaustion closes the gate (here and, with a store, for
+    /// every process) and fails everyone in line; the calls that awaited the answer go on.
+    pub(super) fn finish_probe(&mut self, now: Millis, usage: Option<Usage>) {
+        if self.probe.take().is_none() {
+            return;
+        }
+        let state = self.quota.probed(now, usage);
+        let exhausted = matches!(state, QuotaState::Exhausted { .. });
+        self.actions.push_back(Action::Event(Event::QuotaProbe {
+            exhausted,
+            answered: usage.is_some(),
+        }));
+        if let QuotaState::Exhausted { until } = state {
+            let ms = until.map_or(UNKNOWN_PERIOD_MS, |u| (u - now).max(1.0));
+            self.close_quota(now, ms);
+            self.drain(now, &|_| End::Exhausted { until });
+        }
+        for call in std::mem::take(&mut self.awaiting_probe) {
+            let next = match self.calls.get(call).map(|c| &c.stage) {
+                Some(Stage::AwaitingProbe { next }) => *next,
+                _ => continue,
+            };
+            self.proceed(now, call, next);
+        }
+    }
+
+    /// Records the closure where the state lives, so every process sharing it fails fast.
+    fn close_quota(&mut self, now: Millis, ms: Millis) {
+        let op = Op::Quota { ms };
+        match &mut self.keeper {
+            Keeper::Memory(a) => {
+                a.apply(now, &op);
+            }
+            Keeper::Store(link) => {
+                link.fallback.apply(now, &op);
+                if !link.is_down() {
+                    let id = link.send(now, Purpose::Tell);
+                    self.actions.push_back(Action::Store { id, op });
+                }
+            }
+        }
+    }
+
+    /// The authority says the quota is closed for `ms` more (another process confirmed it):
+    /// everyone in line fails fast, and so will newcomers until then.
+    pub(super) fn quota_closed(&mut self, now: Millis, ms: Millis) {
+        let until = Some(now + ms);
+        self.quota.close(until);
+        self.drain(now, &|_| End::Exhausted { until });
+    }
+}

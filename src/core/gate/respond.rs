@@ -1,0 +1,421 @@
+//! What follows an attempt: the response's headers observed (cooldown, pacing, quota), the
+//! policy's verdict, the budgets charged, the unseen body disposed of, and the call settled or
+//! sent back to the line.
+
+use super::action::{Action, End, Event};
+use super::call::{Next, Stage};
+use super::store_link::Purpose;
+use super::{CallId, Due, Gate, Keeper};
+use crate::core::authority::{Answer, Authority, Op, Remaining};
+use crate::core::classify::{Failure, Outcome};
+use crate::core::feedback::{
+    honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
+};
+use crate::core::policy::{Reason, Verdict};
+use crate::core::quota::{looks_exhausted, QuotaState};
+use crate::core::Millis;
+
+/// What a disposed body said, when it was read: its JSON `code` and `detail`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BodyFacts {
+    /// The body's `code`.
+    pub code: Option<String>,
+    /// The body's `detail`.
+    pub detail: Option<String>,
+}
+
+impl Gate {
+    /// `call`'s attempt got a response at `now`: its status, and its headers through `header`
+    /// (a case-insensitive lookup; the gate reads only the names it needs). `wall_now` gives
+    /// Unix time, read only when a header needs it (an HTTP-date, an epoch reset).
+    pub fn responded(
+        &mut self,
+        now: Millis,
+        wall_now: &dyn Fn() -> Millis,
+        call: CallId,
+        status: u16,
+        header: &dyn Fn(&str) -> Option<String>,
+    ) {
+        let Some(c) = self.calls.get(call).filter(|c| c.stage == Stage::Sending) else {
+            return;
+        };
+        // Without retries only a 429 is read: the response goes back as it is.
+        if !(c.spec.policy.is_some() || c.probe || status == 429) {
+            return self.responded_with(now, call, status, Feedback::default());
+        }
+        let wall_now = wall_now();
+        let honoured = honours_retry_after(status);
+        let lookup = |name: &str| {
+            if name == "retry-after" && !honoured {
+                None
+            } else {
+                header(name)
+            }
+        };
+        let parsed = if status == 429 {
+            parse_feedback(&lookup, wall_now)
+        } else {
+            skim_feedback(&lookup, wall_now)
+        };
+        match parsed {
+            Ok(feedback) => self.responded_with(now, call, status, feedback),
+            Err(_) => {
+                // Too long to represent: hold for the longest we can, and fail the call loudly
+                // rather than wait less than the server asked.
+                self.resume(now, call);
+                let rest = |name: &str| (name != "retry-after").then(|| header(name)).flatten();
+                let feedback = parse_feedback(&rest, wall_now).unwrap_or_default();
+                self.observe(now, call, status, feedback, Some(MAX_DELAY_MS as Millis));
+                if let Some(c) = self.calls.get_mut(call) {
+                    c.last_status = Some(status);
+                }
+                self.settle(now, call, End::RetryAfterTooLarge);
+            }
+        }
+    }
+
+    /// As [`responded`](Self::responded), with the headers already read into `feedback`.
+    pub fn responded_with(&mut self, now: Millis, call: CallId, status: u16, feedback: Feedback) {
+        let Some(c) = self.calls.get(call).filter(|c| c.stage == Stage::Sending) else {
+            return;
+        };
+        let probe = c.probe;
+        let retry_after_ms = feedback.retry_after_ms;
+        self.resume(now, call);
+        self.observe(now, call, status, feedback, None);
+        let Some(c) = self.calls.get_mut(call) else {
+            return;
+        };
+        c.last_status = Some(status);
+        c.last_retry_after_ms = retry_after_ms;
+        c.last_failed = false;
+        if probe {
+            if status == 200 {
+                c.stage = Stage::ReadingUsage;
+                self.actions.push_back(Action::ReadUsage { call });
+            } else {
+                self.dispose(now, call, Next::ProbeDone);
+            }
+            return;
+        }
+        let outcome = Outcome::Response {
+            status,
+            retry_after_ms,
+        };
+        self.conclude(now, call, outcome);
+    }
+
+    /// `call`'s attempt ended at `now` without a response: the inner fetch rejected, or the
+    /// attempt's time limit aborted it.
+    pub fn failed(&mut self, now: Millis, call: CallId, failure: Failure) {
+        let Some(c) = self
+            .calls
+            .get_mut(call)
+            .filter(|c| c.stage == Stage::Sending)
+        else {
+            return;
+        };
+        c.last_failed = true;
+        let probe = c.probe;
+        self.resume(now, call);
+        if probe {
+            return self.settle(now, call, End::Deliver);
+        }
+        self.conclude(now, call, failure.outcome());
+    }
+
+    /// Restarts the refill if `call`'s admission paused it, wherever the pause was made.
+    pub(super) fn resume(&mut self, now: Millis, call: CallId) {
+        let Some(c) = self.calls.get_mut(call) else {
+            return;
+        };
+        let Some((id, true)) = c.admission.take() else {
+            return;
+        };
+        let op = Op::Resume { id };
+        match &mut self.keeper {
+            Keeper::Memory(a) => {
+                a.apply(now, &op);
+            }
+            Keeper::Store(link) => {
+                link.fallback.apply(now, &op);
+                if !link.is_down() {
+                    let op_id = link.send(now, Purpose::Tell);
+                    self.actions.push_back(Action::Store { id: op_id, op });
+                }
+            }
+        }
+    }
+
+    /// Learns from a response's headers: a `Retry-After` on a 429 or 503 becomes the shared
+    /// cooldown (with `at_least`, no shorter than that), nothing remaining with a reset time
+    /// holds until the reset, and the remaining count paces the bucket. A run of bare 429s
+    /// raises the quota suspicion.
+    fn observe(
+        &mut self,
+        now: Millis,
+        call: CallId,
+        status: u16,
+        feedback: Feedback,
+        at_least: Option<Millis>,
+    ) {
+        let mut cooldown_ms = feedback
+            .retry_after_ms
+            .filter(|_| honours_retry_after(status));
+        let longer = |a: Option<Millis>, b: Millis| Some(a.map_or(b, |a| a.max(b)));
+        if let Some(ms) = at_least {
+            cooldown_ms = longer(cooldown_ms, ms);
+        }
+        let remaining = match (feedback.limit, feedback.remaining) {
+            (Some(limit), Some(remaining)) => Some(Remaining { limit, remaining }),
+            _ => None,
+        };
+        if let (Some(Remaining { remaining: 0, .. }), Some(reset)) = (remaining, feedback.reset_ms)
+        {
+            cooldown_ms = longer(cooldown_ms, reset);
+        }
+        if cooldown_ms.is_some() || remaining.is_some() {
+            let op = Op::Observe {
+                cooldown_ms,
+                remaining,
+            };
+            match &mut self.keeper {
+                Keeper::Memory(a) => {
+                    a.apply(now, &op);
+                }
+                Keeper::Store(link) => {
+                    // The fail-safe holds too, should the store go down during the cooldown.
+                    link.fallback.apply(now, &op);
+                    if let Some(ms) = cooldown_ms {
+                        link.cooldown_until = link.cooldown_until.max(now + ms);
+                    }
+                    // A cooldown is told at once, so every process holds; a remaining count
+                    // paces admissions, so it rides along with the next one rather than cost a
+                    // round trip of its own.
+                    if cooldown_ms.is_none() {
+                        link.seen = remaining;
+                    } else if !link.is_down() {
+                        link.seen = None;
+                        let id = link.send(now, Purpose::Tell);
+                        self.actions.push_back(Action::Store { id, op });
+                    }
+                }
+            }
+            if cooldown_ms.is_some() {
+                self.expire_hopeless(now);
+            }
+        }
+        let has_retry_after = feedback.retry_after_ms.is_some();
+        if status == 429 {
+            self.figures.throttled += 1;
+            self.actions.push_back(Action::Event(Event::Throttled {
+                call,
+                retry_after_ms: feedback.retry_after_ms,
+            }));
+            self.figures.last_feedback = Some(feedback);
+        }
+        if self.quota.observe(now, status, has_retry_after) {
+            self.start_probe(now, call);
+        }
+    }
+
+    /// Asks the policy what follows `outcome`, and charges the budgets for a retry.
+    fn conclude(&mut self, now: Millis, call: CallId, outcome: Outcome) {
+        let Some(c) = self.calls.get(call) else {
+            return;
+        };
+        let Some(policy) = c.spec.policy.clone() else {
+            return self.settle(now, call, End::Deliver);
+        };
+        match policy.decide(&c.progress(), outcome, now, &mut *self.random) {
+            Verdict::Deliver => {
+                if matches!(outcome, Outcome::Response { status, .. } if status < 400) {
+                    let refund = c.last_retry_cost.or(self.budget.map(|b| b.success_refill));
+                    if let Some(amount) = refund {
+                        self.credit(now, amount);
+                    }
+                }
+                self.settle(now, call, End::Deliver);
+            }
+            Verdict::Abandon(reason) => self.dispose(now, call, Next::Abandon(reason)),
+            Verdict::Retry {
+                not_before,
+                delay_ms,
+                kind,
+                server_delay,
+            } => {
+                let next = Next::Retry {
+                    not_before,
+                    delay_ms,
+                    server_delay,
+                    cause: outcome,
+                    kind,
+                };
+                let batch_paid = match &c.spec.batch {
+                    Some(batch) => match &mut batch.borrow_mut().budget {
+                        Some(left) if !left.can_withdraw() => false,
+                        Some(left) => {
+                            left.withdraw();
+                            true
+                        }
+                        None => true,
+                    },
+                    None => true,
+                };
+                if !batch_paid {
+                    return self.dispose(now, call, Next::Abandon(Reason::RetryBudget));
+                }
+                match self.budget {
+                    Some(config) => self.charge(now, call, config.cost(kind), next),
+                    None => self.dispose(now, call, next),
+                }
+            }
+        }
+    }
+
+    /// Credits a success's refund to the shared budget (with a store, it rides along with the
+    /// next charge: a success costs no round trip).
+    fn credit(&mut self, now: Millis, amount: f64) {
+        let op = Op::Charge {
+            cost: 0.0,
+            refund: amount,
+        };
+        match &mut self.keeper {
+            Keeper::Memory(a) => {
+                a.apply(now, &op);
+            }
+            Keeper::Store(link) if link.alone() => {
+                link.fallback.apply(now, &op);
+            }
+            Keeper::Store(link) => link.refunds += amount,
+        }
+    }
+
+    /// Charges a retry's `cost` to the shared budget, then carries on with `next`.
+    fn charge(&mut self, now: Millis, call: CallId, cost: f64, next: Next) {
+        let answer = match &mut self.keeper {
+            Keeper::Memory(a) => a.apply(now, &Op::Charge { cost, refund: 0.0 }),
+            Keeper::Store(link) if link.alone() => {
+                link.fallback.apply(now, &Op::Charge { cost, refund: 0.0 })
+            }
+            Keeper::Store(link) => {
+                let refund = std::mem::take(&mut link.refunds);
+                let id = link.send(now, Purpose::Charge { call, cost });
+                self.actions.push_back(Action::Store {
+                    id,
+                    op: Op::Charge { cost, refund },
+                });
+                if let Some(c) = self.calls.get_mut(call) {
+                    c.stage = Stage::Charging { next };
+                }
+                return;
+            }
+        };
+        self.charged(now, call, cost, next, matches!(answer, Answer::Charged(_)));
+    }
+
+    /// The budget's answer for `call`'s retry costing `cost`: on with `next`, or give up.
+    pub(super) fn charged(&mut self, now: Millis, call: CallId, cost: f64, next: Next, paid: bool) {
+        let Some(c) = self.calls.get_mut(call) else {
+            return;
+        };
+        if paid {
+            c.last_retry_cost = Some(cost);
+            return self.dispose(now, call, next);
+        }
+        if let Some(batch) = &c.spec.batch {
+            if let Some(left) = &mut batch.borrow_mut().budget {
+                left.refund();
+            }
+        }
+        self.dispose(now, call, Next::Abandon(Reason::RetryBudget));
+    }
+
+    /// Has the body of a response nobody will see disposed of (reading a 429's for signs of a
+    /// spent quota), or goes straight on when the attempt had no response.
+    fn dispose(&mut self, now: Millis, call: CallId, next: Next) {
+        let Some(c) = self.calls.get_mut(call) else {
+            return;
+        };
+        if c.last_failed {
+            return self.proceed(now, call, next);
+        }
+        let read = c.last_status == Some(429) && !c.probe;
+        c.stage = Stage::Disposing { next };
+        self.actions.push_back(Action::Dispose { call, read });
+    }
+
+    /// The body of `call`'s last response is disposed of; `body` is what it said, when read.
+    pub fn disposed(&mut self, now: Millis, call: CallId, body: Option<BodyFacts>) {
+        let Some(c) = self.calls.get(call) else {
+            return;
+        };
+        let Stage::Disposing { next } = c.stage else {
+            return;
+        };
+        if next == Next::ProbeDone {
+            return self.settle(now, call, End::Deliver);
+        }
+        let says_quota =
+            body.is_some_and(|b| looks_exhausted(b.code.as_deref(), b.detail.as_deref()));
+        if says_quota && self.quota.suspect(now) {
+            self.start_probe(now, call);
+        }
+        self.proceed(now, call, next);
+    }
+
+    /// Carries a call on after its attempt: it waits for a running probe if it was throttled,
+    /// fails fast if the quota is spent, or gives up, or backs off and joins the line again.
+    pub(super) fn proceed(&mut self, now: Millis, call: CallId, next: Next) {
+        let Some(c) = self.calls.get_mut(call) else {
+            return;
+        };
+        if self.probe.is_some() && c.last_status == Some(429) {
+            c.stage = Stage::AwaitingProbe { next };
+            self.awaiting_probe.push(call);
+            return;
+        }
+        if let QuotaState::Exhausted { until } = self.quota.state(now) {
+            self.figures.quota_rejected += 1;
+            return self.settle(now, call, End::Exhausted { until });
+        }
+        let attempts = c.attempts;
+        match next {
+            Next::Abandon(reason) => {
+                let end = End::abandoned_by(c, reason);
+                self.settle(now, call, end);
+            }
+            Next::Retry {
+                not_before,
+                delay_ms,
+                server_delay,
+                cause,
+                ..
+            } => {
+                self.figures.retries.count(cause);
+                if !server_delay {
+                    self.figures.backoff.record(delay_ms);
+                }
+                self.actions.push_back(Action::Event(Event::Retry {
+                    call,
+                    attempt: attempts + 1,
+                    delay_ms,
+                    server_delay,
+                }));
+                // A Retry-After already holds the whole gate; only our own backoff sleeps.
+                if not_before > self.cooldown_until() {
+                    if let Some(c) = self.calls.get_mut(call) {
+                        c.stage = Stage::Sleeping { until: not_before };
+                    }
+                    self.sleepers.push(Due {
+                        at: not_before,
+                        call,
+                    });
+                } else {
+                    self.join(now, call);
+                }
+            }
+            Next::ProbeDone => self.settle(now, call, End::Deliver),
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! Answers from the shared store, matched to what each operation was for.
+
+use super::action::{Action, Event};
+use super::call::Stage;
+use super::store_link::Purpose;
+use super::{Gate, Keeper};
+use crate::core::authority::{Answer, Op};
+use crate::core::Millis;
+
+impl Gate {
+    /// The store answered operation `op` at `now`, or (with `None`) failed or was too late.
+    pub fn store_answered(&mut self, now: Millis, op: super::action::OpId, answer: Option<Answer>) {
+        let Keeper::Store(link) = &mut self.keeper else {
+            return;
+        };
+        let (purpose, changed) = match &answer {
+            Some(answer) => link.answered(op, answer),
+            None => link.failed(now, op),
+        };
+        if changed {
+            let event = if answer.is_some() {
+                Event::StoreUp
+            } else {
+                Event::StoreDown
+            };
+            self.actions.push_back(Action::Event(event));
+        }
+        let Some(purpose) = purpose else {
+            return;
+        };
+        match (purpose, answer) {
+            (Purpose::Admit(id), Some(answer)) => self.store_admission(now, id, answer),
+            (Purpose::Charge { call, cost }, answer) => {
+                let paid = match answer {
+                    Some(answer) => matches!(answer, Answer::Charged(_)),
+                    // The store failed: the fail-safe's budget decides.
+                    None => match &mut self.keeper {
+                        Keeper::Store(link) => matches!(
+                            crate::core::authority::Authority::apply(
+                                &mut link.fallback,
+                                now,
+                                &Op::Charge { cost, refund: 0.0 }
+                            ),
+                            Answer::Charged(_)
+                        ),
+                        Keeper::Memory(_) => true,
+                    },
+                };
+                let next = match self.calls.get(call).map(|c| &c.stage) {
+                    Some(Stage::Charging { next }) => *next,
+                    _ => return,
+                };
+                self.charged(now, call, cost, next, paid);
+            }
+            (Purpose::Admit(_), None) | (Purpose::Tell, _) => {}
+        }
+    }
+
+    /// The store's answer to an admission for the head of the line.
+    fn store_admission(&mut self, now: Millis, id: u64, answer: Answer) {
+        let Keeper::Store(link) = &mut self.keeper else {
+            return;
+        };
+        match answer {
+            Answer::Admitted { anchor, next_ms } => {
+                link.ready_at = now + next_ms;
+                // The head may have left while we asked: the token goes to whoever is at the
+                // head now. With nobody to take it, a paused refill restarts at once.
+                let calls = &self.calls;
+                match self.line.front(|p| Gate::live(calls, p)) {
+                    Some(head) => {
+                        let deadline = self.calls.get(head.call).map(|c| c.admission_deadline());
+                        match deadline {
+                            Some((deadline, reason)) if deadline < now => {
+                                self.line.pop();
+                                self.figures.expired += 1;
+                                self.give_up(now, head.call, reason);
+                                self.release(now, id, anchor);
+                            }
+                            _ => self.admit(now, head, id, anchor),
+                        }
+                    }
+                    None => self.release(now, id, anchor),
+                }
+            }
+            Answer::Wait(ms) => link.ready_at = now + ms,
+            Answer::Exhausted(ms) => self.quota_closed(now, ms),
+            _ => {}
+        }
+    }
+
+    /// An admission nobody could use: restart the refill it paused.
+    fn release(&mut self, now: Millis, id: u64, anchor: bool) {
+        let Keeper::Store(link) = &mut self.keeper else {
+            return;
+        };
+        if anchor && !link.is_down() {
+            let op = link.send(now, Purpose::Tell);
+            self.actions.push_back(Action::Store {
+                id: op,
+                op: Op::Resume { id },
+            });
+        }
+    }
+}

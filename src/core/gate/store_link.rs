@@ -1,0 +1,269 @@
+//! A gate's side of a shared store: operations go out as actions, answers come back later, and
+//! every operation has a time limit. While the store does not answer, the gate admits through a
+//! fail-safe of its own (a share of the allowance, in memory) or refuses, as configured, and
+//! asks the store again after `retryMs`.
+
+use std::collections::HashMap;
+
+use super::action::OpId;
+use super::CallId;
+use crate::core::authority::{AdmissionId, Answer, Remaining};
+use crate::core::budget::RefillingConfig;
+use crate::core::config::{positive, ConfigError, Rate};
+use crate::core::map::IdHasher;
+use crate::core::memory::MemoryAuthority;
+use crate::core::Millis;
+
+/// What a gate does while the store cannot answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Admit alone at `localShare` of the allowance (a conservative share per process).
+    Local,
+    /// Refuse calls with reason `store-unavailable`.
+    Closed,
+}
+
+/// How a gate uses its store.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StoreSettings {
+    /// How long an operation may take before the store counts as down.
+    pub timeout_ms: Millis,
+    /// How long after a failure the store is asked again.
+    pub retry_ms: Millis,
+    /// The fail-safe.
+    pub on_failure: OnFailure,
+    /// The share of the allowance one process uses alone while the store is down.
+    pub local_share: f64,
+}
+
+impl StoreSettings {
+    /// The defaults: 500 ms, again after 1 s, admit locally at 25%.
+    pub const DEFAULT: StoreSettings = StoreSettings {
+        timeout_ms: 500.0,
+        retry_ms: 1_000.0,
+        on_failure: OnFailure::Local,
+        local_share: 0.25,
+    };
+
+    /// Checks every number; each error names its option.
+    pub fn validate(self) -> Result<Self, ConfigError> {
+        positive("timeoutMs", self.timeout_ms)?;
+        positive("retryMs", self.retry_ms)?;
+        if !(self.local_share > 0.0 && self.local_share <= 1.0) {
+            return Err(ConfigError::OutOfRange {
+                field: "localShare",
+                expected: "a number greater than 0 and at most 1",
+                got: self.local_share,
+            });
+        }
+        Ok(self)
+    }
+
+    /// The allowance one process may use alone while the store is down: the share of the
+    /// refill, and of the burst (at least one request).
+    pub fn local_rate(&self, rate: Rate) -> Rate {
+        let share = self.local_share;
+        Rate::new(
+            (rate.burst() * share).floor().max(1.0),
+            rate.per_second() * share,
+        )
+        .unwrap_or(rate)
+    }
+}
+
+/// What an operation in flight is for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Purpose {
+    /// Admitting the head of the line under this admission number.
+    Admit(AdmissionId),
+    /// Charging `cost` for `call`'s retry.
+    Charge {
+        /// The retrying call.
+        call: CallId,
+        /// What it costs (charged to the fail-safe's budget if the store fails).
+        cost: f64,
+    },
+    /// Nothing waits for the answer.
+    Tell,
+}
+
+/// The gate's view of its store.
+#[derive(Debug)]
+pub struct StoreLink {
+    settings: StoreSettings,
+    /// The whole allowance, for estimates.
+    rate: Rate,
+    /// Admissions and budget while the store is down.
+    pub fallback: MemoryAuthority,
+    in_flight: HashMap<OpId, (Millis, Purpose), std::hash::BuildHasherDefault<IdHasher>>,
+    next_op: OpId,
+    /// The last operation failed and nothing has answered since.
+    down: bool,
+    /// When the store is asked again, while it is down.
+    retry_at: Millis,
+    /// An admission is being asked for.
+    pub admitting: bool,
+    /// When the store last said the next token would be there.
+    pub ready_at: Millis,
+    /// The cooldown as last heard (or set by us).
+    pub cooldown_until: Millis,
+    /// Half-rate refill, as last heard.
+    pub slow: bool,
+    /// The budget as last heard.
+    pub budget_left: Option<f64>,
+    /// Refunds owed to the shared budget; they ride along with the next charge.
+    pub refunds: f64,
+    /// The last remaining count heard and not yet told; it rides along with the next admission.
+    pub seen: Option<Remaining>,
+    calls: u64,
+    failures: u64,
+}
+
+impl StoreLink {
+    /// A link for a gate with `rate` and `budget`, up until it fails.
+    pub fn new(
+        settings: StoreSettings,
+        rate: Rate,
+        budget: Option<RefillingConfig>,
+        now: Millis,
+    ) -> StoreLink {
+        StoreLink {
+            fallback: MemoryAuthority::new(settings.local_rate(rate), budget, now),
+            settings,
+            rate,
+            in_flight: HashMap::default(),
+            next_op: 0,
+            down: false,
+            retry_at: f64::NEG_INFINITY,
+            admitting: false,
+            ready_at: f64::NEG_INFINITY,
+            cooldown_until: 0.0,
+            slow: false,
+            budget_left: budget.map(|b| b.capacity),
+            refunds: 0.0,
+            seen: None,
+            calls: 0,
+            failures: 0,
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> StoreSettings {
+        self.settings
+    }
+
+    /// The whole allowance.
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+
+    /// Whether the last operation failed and nothing has answered since.
+    pub fn is_down(&self) -> bool {
+        self.down
+    }
+
+    /// Whether the gate admits alone (at its share) because the store is down.
+    pub fn alone(&self) -> bool {
+        self.down && self.settings.on_failure == OnFailure::Local
+    }
+
+    /// Whether the gate refuses because the store is down and not yet worth asking again.
+    pub fn refusing(&self, now: Millis) -> bool {
+        self.down && self.settings.on_failure == OnFailure::Closed && now < self.retry_at
+    }
+
+    /// While the store is down: whether to ask it again now (a ping, while admissions go on
+    /// alone); then not again for `retryMs`.
+    pub fn ping_due(&mut self, now: Millis) -> bool {
+        if !self.down || now < self.retry_at {
+            return false;
+        }
+        self.retry_at = now + self.settings.retry_ms;
+        true
+    }
+
+    /// Operations sent and failures seen.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.calls, self.failures)
+    }
+
+    /// Registers `op` as sent at `now` for `purpose`; its number.
+    pub fn send(&mut self, now: Millis, purpose: Purpose) -> OpId {
+        let id = self.next_op;
+        self.next_op += 1;
+        self.calls += 1;
+        let deadline = now + self.settings.timeout_ms;
+        self.in_flight.insert(id, (deadline, purpose));
+        if let Purpose::Admit(_) = purpose {
+            self.admitting = true;
+        }
+        id
+    }
+
+    fn take(&mut self, id: OpId) -> Option<Purpose> {
+        let (_, purpose) = self.in_flight.remove(&id)?;
+        if let Purpose::Admit(_) = purpose {
+            self.admitting = false;
+        }
+        Some(purpose)
+    }
+
+    /// The store answered `id`: what it was for (`None` if it had been given up on), and
+    /// whether the store is back up after being down.
+    pub fn answered(&mut self, id: OpId, answer: &Answer) -> (Option<Purpose>, bool) {
+        let Some(purpose) = self.take(id) else {
+            return (None, false);
+        };
+        match *answer {
+            Answer::Observed {
+                cooldown_ms: _,
+                slow,
+            } => self.slow = slow,
+            Answer::Charged(left) | Answer::Refused(left) => self.budget_left = Some(left),
+            _ => {}
+        }
+        let back = std::mem::replace(&mut self.down, false);
+        (Some(purpose), back)
+    }
+
+    /// Operation `id` failed at `now` (an error, or no answer in time): the store is down for
+    /// `retryMs`. What it was for, and whether the store just went down.
+    pub fn failed(&mut self, now: Millis, id: OpId) -> (Option<Purpose>, bool) {
+        let Some(purpose) = self.take(id) else {
+            return (None, false);
+        };
+        self.failures += 1;
+        self.retry_at = now + self.settings.retry_ms;
+        let went = !std::mem::replace(&mut self.down, true);
+        (Some(purpose), went)
+    }
+
+    /// Operations whose time is up at `now`, oldest first.
+    pub fn overdue(&self, now: Millis) -> Vec<OpId> {
+        let mut late: Vec<OpId> = self
+            .in_flight
+            .iter()
+            .filter(|(_, (deadline, _))| *deadline <= now)
+            .map(|(&id, _)| id)
+            .collect();
+        late.sort_unstable();
+        late
+    }
+
+    /// When the next operation's time is up, if any is in flight.
+    pub fn next_deadline(&self) -> Option<Millis> {
+        self.in_flight.values().map(|(d, _)| *d).reduce(f64::min)
+    }
+
+    /// When the store is asked again, while it is down.
+    pub fn retry_at(&self) -> Millis {
+        self.retry_at
+    }
+
+    /// An estimate of when the caller with `ahead` others in front could be admitted: the
+    /// store's last word on the next token and the cooldown, then one token interval each.
+    pub fn predict(&self, now: Millis, ahead: usize) -> Millis {
+        let interval = self.rate.ms_per_token() * if self.slow { 2.0 } else { 1.0 };
+        self.ready_at.max(now).max(self.cooldown_until) + ahead as f64 * interval
+    }
+}

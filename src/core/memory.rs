@@ -1,0 +1,318 @@
+//! The admission authority kept in this process's memory: a token bucket behind a cooldown, the
+//! shared retry budget and the quota closure. `gate.lua` encodes these same transitions for
+//! Redis, line for line; keep the two in step (the parity test will not let them drift).
+
+use super::authority::{AdmissionId, Answer, Authority, Op, Remaining, LOW_REMAINING};
+use super::bucket::TokenBucket;
+use super::budget::{RefillingBudget, RefillingConfig};
+use super::config::Rate;
+use super::Millis;
+
+/// One gate's shared state, in memory.
+#[derive(Debug, Clone)]
+pub struct MemoryAuthority {
+    bucket: TokenBucket,
+    /// The admission whose response restarts a paused refill.
+    anchor: Option<AdmissionId>,
+    /// No admission before this time.
+    cooldown_until: Millis,
+    budget: Option<RefillingBudget>,
+    /// Closed for the quota until this time (0: open).
+    quota_until: Millis,
+}
+
+impl MemoryAuthority {
+    /// A full bucket whose clock starts at `now`, with no cooldown, and the given retry budget.
+    pub fn new(rate: Rate, budget: Option<RefillingConfig>, now: Millis) -> Self {
+        MemoryAuthority {
+            bucket: TokenBucket::new(rate, now),
+            anchor: None,
+            cooldown_until: 0.0,
+            budget: budget.map(RefillingBudget::new),
+            quota_until: 0.0,
+        }
+    }
+
+    /// The allowance.
+    pub fn rate(&self) -> Rate {
+        self.bucket.rate()
+    }
+
+    /// The retry budget's settings, if there is a budget.
+    pub fn budget_config(&self) -> Option<RefillingConfig> {
+        self.budget.as_ref().map(RefillingBudget::config)
+    }
+
+    /// Gives a budget-less gate this budget (a gate never changes a budget it has).
+    pub fn install_budget(&mut self, config: RefillingConfig) {
+        if self.budget.is_none() {
+            self.budget = Some(RefillingBudget::new(config));
+        }
+    }
+
+    /// Tokens in the retry budget, if there is one.
+    pub fn budget_left(&self) -> Option<f64> {
+        self.budget.as_ref().map(RefillingBudget::available)
+    }
+
+    /// Whether the budget is full (or there is none).
+    pub fn budget_full(&self) -> bool {
+        self.budget
+            .as_ref()
+            .is_none_or(|b| b.available() >= b.config().capacity)
+    }
+
+    /// No admission before this time (0 when never held).
+    pub fn cooldown_until(&self) -> Millis {
+        self.cooldown_until
+    }
+
+    /// Whether the refill runs at half rate.
+    pub fn slow(&self) -> bool {
+        self.bucket.is_slow()
+    }
+
+    /// Closed for the quota until this time (0: open).
+    pub fn quota_until(&self) -> Millis {
+        self.quota_until
+    }
+
+    /// Whether nothing here is worth keeping: a full bucket that is not paused or slowed, no
+    /// cooldown or quota closure left, a full budget. A gate in this state can be forgotten
+    /// and made anew later with no difference to anyone.
+    pub fn idle(&mut self, now: Millis) -> bool {
+        self.bucket.tokens(now) >= self.bucket.rate().burst()
+            && !self.bucket.is_paused()
+            && !self.bucket.is_slow()
+            && self.cooldown_until <= now
+            && self.quota_until <= now
+            && self.budget_full()
+    }
+
+    /// When the caller with `ahead` others in front of it could be admitted, if nothing else
+    /// changed. While the refill is paused this is a lower bound.
+    pub fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
+        self.cooldown_until
+            .max(self.bucket.nth_ready_at(now, ahead))
+    }
+
+    /// Milliseconds until a whole token, at least 1, or 0 when one is there (`wait_ms()` in
+    /// the script).
+    fn wait_ms(&mut self, now: Millis) -> Millis {
+        match self.bucket.nth_wait(now, 0) {
+            0.0 => 0.0,
+            wait => wait.max(1.0),
+        }
+    }
+
+    fn observe(&mut self, now: Millis, cooldown_ms: Option<Millis>, seen: Option<Remaining>) {
+        if let Some(Remaining { limit, remaining }) = seen {
+            let remaining = remaining as f64;
+            // Someone else spends the key when the server knows of fewer tokens than we do.
+            let drained = self.bucket.tokens(now) > remaining + 1.0;
+            if drained {
+                self.bucket.at_most(now, remaining + 1.0);
+            }
+            let low = remaining < LOW_REMAINING * limit as f64;
+            if low && drained || !low && self.bucket.is_slow() {
+                self.bucket.set_slow(now, low);
+            }
+        }
+        if let Some(ms) = cooldown_ms {
+            self.cooldown_until = self.cooldown_until.max(now + ms);
+        }
+    }
+}
+
+impl Authority for MemoryAuthority {
+    fn apply(&mut self, now: Millis, op: &Op) -> Answer {
+        match *op {
+            Op::Admit { id, seen } => {
+                if seen.is_some() {
+                    self.observe(now, None, seen);
+                }
+                if self.quota_until > now {
+                    Answer::Exhausted(self.quota_until - now)
+                } else if now < self.cooldown_until {
+                    Answer::Wait((self.cooldown_until - now).max(1.0))
+                } else {
+                    match self.bucket.take_anchored(now) {
+                        Some(anchor) => {
+                            if anchor {
+                                self.anchor = Some(id);
+                            }
+                            let next_ms = self.wait_ms(now);
+                            Answer::Admitted { anchor, next_ms }
+                        }
+                        None => Answer::Wait(self.wait_ms(now)),
+                    }
+                }
+            }
+            Op::Resume { id } => {
+                if self.anchor == Some(id) {
+                    self.anchor = None;
+                    self.bucket.resume(now);
+                }
+                Answer::Resumed(self.wait_ms(now))
+            }
+            Op::Observe {
+                cooldown_ms,
+                remaining,
+            } => {
+                self.observe(now, cooldown_ms, remaining);
+                Answer::Observed {
+                    cooldown_ms: (self.cooldown_until - now).max(0.0),
+                    slow: self.bucket.is_slow(),
+                }
+            }
+            Op::ClearCooldown => {
+                self.cooldown_until = 0.0;
+                Answer::Observed {
+                    cooldown_ms: 0.0,
+                    slow: self.bucket.is_slow(),
+                }
+            }
+            Op::Charge { cost, refund } => match &mut self.budget {
+                None => Answer::Charged(0.0),
+                Some(budget) => {
+                    budget.credit(refund);
+                    if budget.spend(cost) {
+                        Answer::Charged(budget.available())
+                    } else {
+                        Answer::Refused(budget.available())
+                    }
+                }
+            },
+            Op::Quota { ms } => {
+                self.quota_until = if ms > 0.0 { now + ms } else { 0.0 };
+                Answer::QuotaSet((self.quota_until - now).max(0.0))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn article() -> MemoryAuthority {
+        MemoryAuthority::new(Rate::ARTICLE, None, 0.0)
+    }
+
+    fn admit(a: &mut MemoryAuthority, now: Millis, id: AdmissionId) -> Answer {
+        a.apply(now, &Op::Admit { id, seen: None })
+    }
+
+    fn hold(ms: Millis) -> Op {
+        Op::Observe {
+            cooldown_ms: Some(ms),
+            remaining: None,
+        }
+    }
+
+    #[test]
+    fn admits_the_burst_then_says_when_the_next_token_comes() {
+        let mut a = article();
+        assert_eq!(
+            admit(&mut a, 0.0, 1),
+            Answer::Admitted {
+                anchor: true,
+                next_ms: 0.0
+            }
+        );
+        assert_eq!(
+            admit(&mut a, 0.0, 2),
+            Answer::Admitted {
+                anchor: false,
+                next_ms: 500.0
+            }
+        );
+        assert_eq!(admit(&mut a, 0.0, 3), Answer::Wait(500.0));
+    }
+
+    #[test]
+    fn the_refill_after_a_burst_starts_when_its_first_response_comes_back() {
+        let mut a = article();
+        admit(&mut a, 0.0, 1);
+        admit(&mut a, 0.0, 2);
+        assert_eq!(a.apply(2.0, &Op::Resume { id: 2 }), Answer::Resumed(500.0));
+        assert_eq!(a.apply(4.0, &Op::Resume { id: 1 }), Answer::Resumed(500.0));
+        assert_eq!(admit(&mut a, 503.0, 3), Answer::Wait(1.0));
+        assert!(matches!(admit(&mut a, 504.0, 3), Answer::Admitted { .. }));
+    }
+
+    #[test]
+    fn a_cooldown_is_checked_before_the_tokens_and_never_shortened() {
+        let mut a = article();
+        a.apply(0.0, &hold(5_000.0));
+        a.apply(100.0, &hold(1_000.0));
+        assert_eq!(a.cooldown_until(), 5_000.0);
+        assert_eq!(admit(&mut a, 1_999.0, 1), Answer::Wait(3_001.0));
+        a.apply(1_000.0, &hold(8_000.0));
+        assert_eq!(a.cooldown_until(), 9_000.0);
+        assert!(matches!(admit(&mut a, 9_000.0, 1), Answer::Admitted { .. }));
+    }
+
+    #[test]
+    fn the_servers_remaining_lowers_the_count_and_slows_a_drained_key() {
+        let mut a = MemoryAuthority::new(Rate::new(20.0, 10.0).unwrap(), None, 0.0);
+        let seen = |remaining| Op::Observe {
+            cooldown_ms: None,
+            remaining: Some(Remaining {
+                limit: 20,
+                remaining,
+            }),
+        };
+        assert_eq!(
+            a.apply(0.0, &seen(1)),
+            Answer::Observed {
+                cooldown_ms: 0.0,
+                slow: true
+            }
+        );
+        assert_eq!(a.predict(0.0, 2), 200.0, "two tokens, then one per 200 ms");
+        a.apply(0.0, &seen(10));
+        assert!(!a.slow(), "recovered above 10%");
+    }
+
+    #[test]
+    fn the_budget_pays_what_it_has_after_crediting_refunds() {
+        let config = RefillingConfig {
+            capacity: 10.0,
+            ..RefillingConfig::DEFAULT
+        };
+        let mut a = MemoryAuthority::new(Rate::ARTICLE, Some(config), 0.0);
+        let charge = |cost, refund| Op::Charge { cost, refund };
+        assert_eq!(a.apply(0.0, &charge(10.0, 0.0)), Answer::Charged(0.0));
+        assert_eq!(a.apply(0.0, &charge(5.0, 0.0)), Answer::Refused(0.0));
+        assert_eq!(a.apply(0.0, &charge(5.0, 7.0)), Answer::Charged(2.0));
+        assert_eq!(a.apply(0.0, &charge(0.0, 100.0)), Answer::Charged(10.0));
+    }
+
+    #[test]
+    fn a_quota_closure_refuses_admissions_until_it_ends() {
+        let mut a = article();
+        assert_eq!(
+            a.apply(0.0, &Op::Quota { ms: 1_000.0 }),
+            Answer::QuotaSet(1_000.0)
+        );
+        assert_eq!(admit(&mut a, 400.0, 1), Answer::Exhausted(600.0));
+        assert!(matches!(admit(&mut a, 1_000.0, 1), Answer::Admitted { .. }));
+        a.apply(0.0, &Op::Quota { ms: 5.0 });
+        a.apply(0.0, &Op::Quota { ms: 0.0 });
+        assert!(matches!(admit(&mut a, 1.0, 2), Answer::Admitted { .. }));
+    }
+
+    #[test]
+    fn idle_once_nothing_is_worth_keeping() {
+        let mut a = article();
+        assert!(a.idle(0.0));
+        admit(&mut a, 0.0, 1);
+        assert!(!a.idle(0.0));
+        a.apply(0.0, &Op::Resume { id: 1 });
+        assert!(!a.idle(400.0));
+        assert!(a.idle(500.0));
+        a.apply(500.0, &hold(100.0));
+        assert!(!a.idle(599.0) && a.idle(600.0));
+    }
+}

@@ -1,0 +1,178 @@
+//! Values by number, in a vector: the gate's calls and the driver's view of them. A number is
+//! the slot and its generation, so a number of a call long gone never finds the call that reuses
+//! its slot.
+
+/// A number given out by a [`Slab`]: the slot in the low 32 bits, its generation above.
+pub type Id = u64;
+
+#[derive(Debug, Clone)]
+struct Entry<T> {
+    generation: u32,
+    value: Option<T>,
+}
+
+/// Values by [`Id`], with slots reused.
+#[derive(Debug, Clone)]
+pub struct Slab<T> {
+    entries: Vec<Entry<T>>,
+    free: Vec<u32>,
+    len: usize,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab {
+            entries: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+fn split(id: Id) -> (usize, u32) {
+    ((id & 0xffff_ffff) as usize, (id >> 32) as u32)
+}
+
+impl<T> Slab<T> {
+    /// Keeps `value`; its number.
+    pub fn insert(&mut self, value: T) -> Id {
+        self.len += 1;
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                let entry = &mut self.entries[slot as usize];
+                entry.generation = entry.generation.wrapping_add(1);
+                entry.value = Some(value);
+                slot
+            }
+            None => {
+                self.entries.push(Entry {
+                    generation: 0,
+                    value: Some(value),
+                });
+                (self.entries.len() - 1) as u32
+            }
+        };
+        u64::from(self.entries[slot as usize].generation) << 32 | u64::from(slot)
+    }
+
+    /// The value numbered `id`, if it is still here.
+    pub fn get(&self, id: Id) -> Option<&T> {
+        let (slot, generation) = split(id);
+        let entry = self.entries.get(slot)?;
+        (entry.generation == generation)
+            .then_some(entry.value.as_ref())
+            .flatten()
+    }
+
+    /// The value numbered `id`, mutably, if it is still here.
+    pub fn get_mut(&mut self, id: Id) -> Option<&mut T> {
+        let (slot, generation) = split(id);
+        let entry = self.entries.get_mut(slot)?;
+        if entry.generation != generation {
+            return None;
+        }
+        entry.value.as_mut()
+    }
+
+    /// Takes the value numbered `id` out, if it is still here.
+    pub fn remove(&mut self, id: Id) -> Option<T> {
+        let (slot, generation) = split(id);
+        let entry = self.entries.get_mut(slot)?;
+        if entry.generation != generation {
+            return None;
+        }
+        let value = entry.value.take()?;
+        self.free.push(slot as u32);
+        self.len -= 1;
+        Some(value)
+    }
+
+    /// Whether `id` is here.
+    pub fn contains(&self, id: Id) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// Values kept.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Nothing kept.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Values kept under the numbers another [`Slab`] gave out (the driver's side of the gate's
+/// calls): the same slots, so no hashing.
+#[derive(Debug, Clone)]
+pub struct Mirror<T> {
+    entries: Vec<Option<(Id, T)>>,
+}
+
+impl<T> Default for Mirror<T> {
+    fn default() -> Self {
+        Mirror {
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<T> Mirror<T> {
+    /// Keeps `value` under `id` (replacing whatever an older number left in its slot).
+    pub fn insert(&mut self, id: Id, value: T) {
+        let (slot, _) = split(id);
+        if self.entries.len() <= slot {
+            self.entries.resize_with(slot + 1, || None);
+        }
+        self.entries[slot] = Some((id, value));
+    }
+
+    /// The value under `id`.
+    pub fn get(&self, id: Id) -> Option<&T> {
+        match self.entries.get(split(id).0)? {
+            Some((kept, value)) if *kept == id => Some(value),
+            _ => None,
+        }
+    }
+
+    /// The value under `id`, mutably.
+    pub fn get_mut(&mut self, id: Id) -> Option<&mut T> {
+        match self.entries.get_mut(split(id).0)? {
+            Some((kept, value)) if *kept == id => Some(value),
+            _ => None,
+        }
+    }
+
+    /// Takes the value under `id` out.
+    pub fn remove(&mut self, id: Id) -> Option<T> {
+        let entry = self.entries.get_mut(split(id).0)?;
+        match entry {
+            Some((kept, _)) if *kept == id => entry.take().map(|(_, value)| value),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reused_slot_does_not_answer_to_its_old_number() {
+        let mut slab = Slab::default();
+        let a = slab.insert("a");
+        assert_eq!(slab.remove(a), Some("a"));
+        let b = slab.insert("b");
+        assert_eq!(a & 0xffff_ffff, b & 0xffff_ffff, "the slot is reused");
+        assert_eq!(slab.get(a), None);
+        assert_eq!(slab.remove(a), None);
+        assert_eq!(slab.get(b), Some(&"b"));
+        assert_eq!(slab.len(), 1);
+        let mut mirror = Mirror::default();
+        mirror.insert(b, 2);
+        assert_eq!(mirror.get(a), None);
+        assert_eq!(mirror.remove(a), None);
+        assert_eq!(mirror.remove(b), Some(2));
+    }
+}

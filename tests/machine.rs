@@ -1,0 +1,756 @@
+//! The call machine's policy on a virtual clock: retries, the server's delay, budgets, quota,
+//! deadlines, aborts, cooldowns, and a shared store that fails. Every test drives the
+//! production `Gate` through `harness`, which jumps time to the next event.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod harness;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use harness::{FakeStore, Harness, Reply};
+use odds_gate::core::backoff::Backoff;
+use odds_gate::core::batch::Batch;
+use odds_gate::core::bucket::TokenBucket;
+use odds_gate::core::budget::{BatchBudget, RefillingConfig};
+use odds_gate::core::config::Rate;
+use odds_gate::core::feedback::MAX_DELAY_MS;
+use odds_gate::core::gate::action::{End, Event};
+use odds_gate::core::gate::call::CallSpec;
+use odds_gate::core::gate::store_link::{OnFailure, StoreSettings};
+use odds_gate::core::gate::Gate;
+use odds_gate::core::memory::MemoryAuthority;
+use odds_gate::core::policy::{Reason, RetryPolicy};
+use odds_gate::core::quota::Usage;
+use odds_gate::core::random::Seeded;
+use odds_gate::core::Millis;
+
+fn rate(burst: f64, per_second: f64) -> Rate {
+    Rate::new(burst, per_second).unwrap()
+}
+
+fn gate(burst: f64, per_second: f64, budget: Option<RefillingConfig>) -> Gate {
+    Gate::new(
+        rate(burst, per_second),
+        budget,
+        0.0,
+        Box::new(Seeded::new(7)),
+    )
+}
+
+fn retrying(policy: RetryPolicy) -> CallSpec {
+    CallSpec {
+        policy: Some(Rc::new(policy)),
+        replayable: true,
+        ..CallSpec::default()
+    }
+}
+
+fn defaults() -> CallSpec {
+    retrying(RetryPolicy::default())
+}
+
+/// A server with the given allowance: 200 while it has a token, else 429 `Retry-After: 1`.
+fn server(burst: f64, per_second: f64) -> harness::Server {
+    let mut bucket = TokenBucket::new(rate(burst, per_second), 0.0);
+    Box::new(move |now, _, _| {
+        if bucket.take(now) {
+            Reply::ok()
+        } else {
+            Reply::status(429, &[("Retry-After", "1")])
+        }
+    })
+}
+
+/// A server that answers each attempt from `script` in order, then 200s.
+fn scripted(script: Vec<Reply>) -> harness::Server {
+    let mut script = script.into_iter();
+    Box::new(move |_, _, _| script.next().unwrap_or_else(Reply::ok))
+}
+
+fn abandoned(end: Option<End>) -> (Reason, u32, Option<u16>) {
+    match end {
+        Some(End::Abandoned { abandoned, .. }) => {
+            (abandoned.reason, abandoned.attempts, abandoned.status)
+        }
+        other => panic!("expected abandonment, got {other:?}"),
+    }
+}
+
+#[test]
+fn eight_workers_at_the_exact_allowance_go_at_the_floor_without_a_429() {
+    let mut h = Harness::new(gate(2.0, 2.0, None), server(2.0, 2.0));
+    for _ in 0..8 {
+        h.start_at(0.0, defaults());
+    }
+    h.run();
+    assert_eq!(
+        h.attempt_times(),
+        [0.0, 0.0, 500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0]
+    );
+    assert!((0..8).all(|i| h.end(i) == Some(End::Deliver)));
+    assert_eq!(h.gate.figures(h.now).throttled, 0);
+}
+
+#[test]
+fn the_refill_after_a_burst_waits_for_its_first_response() {
+    // 30 ms of latency: the server's refill starts when the burst arrives, ours when its first
+    // response is back, so the third attempt goes at 530, not 500.
+    let mut h = Harness::new(
+        gate(2.0, 2.0, None),
+        Box::new(|_, _, _| Reply::ok().after(30.0)),
+    );
+    for _ in 0..3 {
+        h.start_at(0.0, defaults());
+    }
+    h.run();
+    assert_eq!(h.attempt_times(), [0.0, 0.0, 530.0]);
+}
+
+#[test]
+fn a_503_is_retried_after_a_jittered_backoff_under_its_ceiling() {
+    let mut seconds = Vec::new();
+    for seed in 0..40 {
+        let g = Gate::new(rate(10.0, 10.0), None, 0.0, Box::new(Seeded::new(seed)));
+        let mut h = Harness::new(g, scripted(vec![Reply::status(503, &[])]));
+        h.start_at(0.0, defaults());
+        h.run();
+        assert_eq!(h.end(0), Some(End::Deliver));
+        let times = h.attempts_of(0);
+        assert_eq!(times.len(), 2);
+        assert!((0.0..2000.0).contains(&times[1]), "{times:?}");
+        seconds.push(times[1] as u64);
+    }
+    seconds.sort_unstable();
+    seconds.dedup();
+    assert!(seconds.len() > 30, "jittered, not fixed: {seconds:?}");
+}
+
+#[test]
+fn retry_after_is_waited_exactly_and_holds_every_call_on_the_gate() {
+    let mut h = Harness::new(
+        gate(5.0, 5.0, None),
+        scripted(vec![Reply::status(429, &[("Retry-After", "30")])]),
+    );
+    h.start_at(0.0, defaults());
+    h.start_at(100.0, defaults());
+    h.run();
+    assert_eq!(h.attempts_of(0), [0.0, 30_000.0]);
+    assert_eq!(
+        h.attempts_of(1),
+        [30_000.0],
+        "the cooldown holds newcomers too"
+    );
+    let retry = h.events.iter().find_map(|(_, e)| match e {
+        Event::Retry {
+            delay_ms,
+            server_delay,
+            ..
+        } => Some((*delay_ms, *server_delay)),
+        _ => None,
+    });
+    assert_eq!(retry, Some((30_000.0, true)));
+    assert_eq!(h.gate.figures(h.now).backoff.count(), 0, "no jitter on it");
+}
+
+#[test]
+fn a_retry_after_longer_than_the_time_left_gives_up_at_once() {
+    let policy = RetryPolicy {
+        time_budget_ms: 10_000.0,
+        ..RetryPolicy::default()
+    };
+    let mut h = Harness::new(
+        gate(2.0, 2.0, None),
+        scripted(vec![
+            Reply::status(429, &[("Retry-After", "30")]).after(40.0)
+        ]),
+    );
+    h.start_at(0.0, retrying(policy));
+    h.run();
+    assert_eq!(
+        abandoned(h.end(0)),
+        (Reason::RetryAfterExceedsDeadline, 1, Some(429))
+    );
+    assert_eq!(h.ended_at(0), 40.0, "not after waiting");
+    match h.end(0) {
+        Some(End::Abandoned { abandoned, .. }) => {
+            assert_eq!(abandoned.retry_after_ms, Some(30_000.0))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn attempts_are_bounded_per_call_and_the_last_status_is_kept() {
+    let mut h = Harness::new(
+        gate(10.0, 10.0, None),
+        Box::new(|_, _, _| Reply::status(503, &[])),
+    );
+    h.start_at(0.0, defaults());
+    h.run();
+    assert_eq!(abandoned(h.end(0)), (Reason::Attempts, 3, Some(503)));
+    assert_eq!(h.attempts_of(0).len(), 3);
+}
+
+#[test]
+fn network_failures_are_retried_and_the_cause_is_kept() {
+    let mut h = Harness::new(
+        gate(10.0, 10.0, None),
+        Box::new(|_, _, _| Reply::Fail { latency: 1.0 }),
+    );
+    h.start_at(0.0, defaults());
+    h.run();
+    match h.end(0) {
+        Some(End::Abandoned { abandoned, cause }) => {
+            assert_eq!(
+                (abandoned.reason, abandoned.attempts),
+                (Reason::Attempts, 3)
+            );
+            assert!(cause, "the last rejection becomes the error's cause");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_hung_attempt_is_cut_off_at_its_timeout_and_retried() {
+    let policy = RetryPolicy {
+        attempt_timeout_ms: 200.0,
+        ..RetryPolicy::default()
+    };
+    let mut h = Harness::new(gate(10.0, 10.0, None), scripted(vec![Reply::Hang]));
+    h.start_at(0.0, retrying(policy));
+    h.run();
+    assert_eq!(h.end(0), Some(End::Deliver));
+    let times = h.attempts_of(0);
+    assert!(times.len() == 2 && times[1] >= 200.0, "{times:?}");
+    assert_eq!(h.gate.figures(h.now).retries.timeout, 1);
+}
+
+#[test]
+fn an_attempt_never_outlives_the_time_budget() {
+    let policy = RetryPolicy {
+        time_budget_ms: 1_000.0,
+        attempt_timeout_ms: 30_000.0,
+        ..RetryPolicy::default()
+    };
+    let mut h = Harness::new(gate(10.0, 10.0, None), scripted(vec![Reply::Hang]));
+    h.start_at(0.0, retrying(policy));
+    h.run();
+    assert_eq!(abandoned(h.end(0)).0, Reason::TimeBudget);
+    assert_eq!(h.ended_at(0), 1_000.0);
+}
+
+#[test]
+fn waiting_in_line_is_not_retrying_256_calls_at_2_per_second_all_complete() {
+    let mut h = Harness::new(gate(2.0, 2.0, None), server(2.0, 2.0));
+    for _ in 0..256 {
+        h.start_at(0.0, defaults());
+    }
+    h.run();
+    assert!((0..256).all(|i| h.end(i) == Some(End::Deliver)));
+    assert_eq!(h.attempt_times().last(), Some(&127_000.0));
+    assert_eq!(h.gate.figures(h.now).throttled, 0);
+}
+
+#[test]
+fn max_wait_refuses_at_once_what_cannot_be_admitted_in_time() {
+    let mut h = Harness::new(gate(2.0, 2.0, None), server(2.0, 2.0));
+    let spec = CallSpec {
+        max_wait_ms: Some(1_000.0),
+        ..defaults()
+    };
+    for _ in 0..6 {
+        h.start_at(0.0, spec.clone());
+    }
+    h.run();
+    // Admissions at 0, 0, 500 and 1000 fit; the others would wait longer.
+    assert!((0..4).all(|i| h.end(i) == Some(End::Deliver)));
+    for i in 4..6 {
+        assert_eq!(abandoned(h.end(i)), (Reason::QueueWait, 0, None));
+        assert_eq!(h.ended_at(i), 0.0, "refused at once");
+    }
+    assert_eq!(h.attempt_times().len(), 4, "no token spent on them");
+}
+
+#[test]
+fn max_wait_lets_go_of_a_waiter_that_a_new_cooldown_makes_hopeless() {
+    let mut h = Harness::new(
+        gate(1.0, 1.0, None),
+        scripted(vec![Reply::status(429, &[("Retry-After", "5")])]),
+    );
+    h.start_at(0.0, defaults());
+    h.start_at(
+        0.0,
+        CallSpec {
+            max_wait_ms: Some(2_000.0),
+            ..defaults()
+        },
+    );
+    h.run();
+    assert_eq!(abandoned(h.end(1)), (Reason::QueueWait, 0, None));
+    assert_eq!(h.ended_at(1), 0.0);
+}
+
+#[test]
+fn max_waiting_refuses_a_call_that_would_make_the_line_longer() {
+    let mut h = Harness::new(gate(1.0, 1.0, None), server(1.0, 1.0));
+    let spec = CallSpec {
+        max_waiting: Some(2),
+        ..defaults()
+    };
+    for _ in 0..4 {
+        h.start_at(0.0, spec.clone());
+    }
+    h.run();
+    assert!((0..3).all(|i| h.end(i) == Some(End::Deliver)));
+    assert_eq!(abandoned(h.end(3)), (Reason::QueueFull, 0, None));
+    let f = h.gate.figures(h.now);
+    assert_eq!(f.abandoned[Reason::QueueFull.index()], 1);
+}
+
+#[test]
+fn a_batch_deadline_refuses_before_anything_is_sent() {
+    let mut h = Harness::new(gate(2.0, 2.0, None), server(2.0, 2.0));
+    let batch = Rc::new(RefCell::new(Batch {
+        deadline: 1_200.0,
+        budget: Some(BatchBudget::new(2)),
+    }));
+    for _ in 0..8 {
+        h.start_at(
+            0.0,
+            CallSpec {
+                batch: Some(batch.clone()),
+                ..defaults()
+            },
+        );
+    }
+    h.run();
+    assert!((0..4).all(|i| h.end(i) == Some(End::Deliver)));
+    assert!((4..8).all(|i| abandoned(h.end(i)) == (Reason::Deadline, 0, None)));
+    assert_eq!(h.attempt_times().len(), 4);
+    assert_eq!(batch.borrow().budget.as_ref().unwrap().left(), 2);
+}
+
+#[test]
+fn a_batch_allowance_bounds_retries_across_all_its_calls() {
+    let mut h = Harness::new(
+        gate(20.0, 100.0, None),
+        Box::new(|_, _, _| Reply::status(503, &[])),
+    );
+    let batch = Rc::new(RefCell::new(Batch {
+        deadline: 10_000.0,
+        budget: Some(BatchBudget::new(4)),
+    }));
+    for _ in 0..8 {
+        h.start_at(
+            0.0,
+            CallSpec {
+                batch: Some(batch.clone()),
+                ..defaults()
+            },
+        );
+    }
+    h.run();
+    assert_eq!(
+        h.attempt_times().len(),
+        12,
+        "eight first attempts and four retries"
+    );
+    assert!((0..8).all(|i| matches!(h.end(i), Some(End::Abandoned { .. }))));
+}
+
+#[test]
+fn the_shared_retry_budget_drains_in_an_outage_and_stops_retries() {
+    let budget = RefillingConfig {
+        capacity: 30.0,
+        ..RefillingConfig::DEFAULT
+    };
+    let policy = RetryPolicy {
+        max_attempts: 5,
+        ..RetryPolicy::default()
+    };
+    let mut h = Harness::new(
+        gate(50.0, 1000.0, Some(budget)),
+        Box::new(|_, _, _| Reply::status(503, &[])),
+    );
+    for _ in 0..10 {
+        h.start_at(0.0, retrying(policy.clone()));
+    }
+    h.run();
+    assert_eq!(
+        h.attempt_times().len(),
+        13,
+        "ten first attempts, three paid retries"
+    );
+    assert!((0..10).all(|i| abandoned(h.end(i)).0 == Reason::RetryBudget));
+    assert_eq!(h.gate.figures(h.now).retry_budget, Some(0.0));
+}
+
+#[test]
+fn a_success_after_a_retry_refunds_its_cost_and_a_first_time_success_adds_one() {
+    let budget = RefillingConfig::DEFAULT;
+    let mut h = Harness::new(
+        gate(10.0, 10.0, Some(budget)),
+        scripted(vec![Reply::status(503, &[]), Reply::status(503, &[])]),
+    );
+    h.start_at(0.0, defaults());
+    h.start_at(0.0, defaults());
+    h.run_until(1.0);
+    assert_eq!(h.gate.figures(h.now).retry_budget, Some(480.0));
+    h.run();
+    assert_eq!(h.gate.figures(h.now).retry_budget, Some(500.0));
+}
+
+#[test]
+fn a_bare_post_is_sent_once_and_delivered_as_it_is() {
+    let mut h = Harness::new(
+        gate(10.0, 10.0, None),
+        Box::new(|_, _, _| Reply::status(503, &[])),
+    );
+    h.start_at(
+        0.0,
+        CallSpec {
+            replayable: false,
+            ..defaults()
+        },
+    );
+    h.run();
+    assert_eq!(h.end(0), Some(End::Deliver));
+    assert_eq!(h.attempts_of(0).len(), 1);
+}
+
+#[test]
+fn without_retries_the_response_comes_back_but_a_429_still_holds_the_gate() {
+    let mut h = Harness::new(
+        gate(5.0, 5.0, None),
+        scripted(vec![Reply::status(429, &[("Retry-After", "2")])]),
+    );
+    let observe = CallSpec::default();
+    h.start_at(0.0, observe.clone());
+    h.start_at(10.0, observe);
+    h.run();
+    assert_eq!(h.end(0), Some(End::Deliver));
+    assert_eq!(h.attempts_of(1), [2_000.0]);
+}
+
+#[test]
+fn later_responses_extend_a_cooldown_but_never_shorten_it() {
+    let mut h = Harness::new(
+        gate(5.0, 5.0, None),
+        scripted(vec![
+            Reply::status(429, &[("Retry-After", "5")]),
+            Reply::status(429, &[("Retry-After", "1")]).after(100.0),
+        ]),
+    );
+    h.start_at(0.0, CallSpec::default());
+    h.start_at(0.0, CallSpec::default());
+    h.start_at(200.0, CallSpec::default());
+    h.run();
+    assert_eq!(h.gate.cooldown_until(), 5_000.0);
+    assert_eq!(h.attempts_of(2), [5_000.0]);
+}
+
+#[test]
+fn after_a_cooldown_only_the_burst_goes_then_the_rest_wait_their_turn() {
+    let mut h = Harness::new(
+        gate(2.0, 2.0, None),
+        scripted(vec![Reply::status(429, &[("Retry-After", "2")])]),
+    );
+    h.start_at(0.0, CallSpec::default());
+    for _ in 0..8 {
+        h.start_at(1.0, defaults());
+    }
+    h.run();
+    let times = h.attempt_times();
+    assert_eq!(
+        times,
+        [0.0, 2_000.0, 2_000.0, 2_500.0, 3_000.0, 3_500.0, 4_000.0, 4_500.0, 5_000.0]
+    );
+}
+
+#[test]
+fn an_aborted_waiter_spends_no_token_and_the_next_one_takes_its_turn() {
+    let mut h = Harness::new(gate(1.0, 1.0, None), server(1.0, 1.0));
+    for _ in 0..3 {
+        h.start_at(0.0, defaults());
+    }
+    h.abort_at(10.0, 1);
+    h.run();
+    assert_eq!(h.attempt_times(), [0.0, 1_000.0]);
+    assert_eq!(h.end(2), Some(End::Deliver));
+    assert!(h.aborted.contains(&h.call(1)));
+    assert_eq!(h.gate.figures(h.now).cancelled, 1);
+}
+
+#[test]
+fn an_abort_during_a_backoff_ends_the_call_without_another_attempt() {
+    let mut h = Harness::new(
+        gate(10.0, 10.0, None),
+        Box::new(|_, _, _| Reply::status(503, &[])),
+    );
+    h.start_at(0.0, defaults());
+    h.run_until(0.0);
+    h.abort_at(0.5, 0);
+    h.run();
+    assert_eq!(h.attempts_of(0), [0.0]);
+    assert!(h.is_quiet());
+}
+
+#[test]
+fn burst_one_at_a_high_rate_is_paced_by_responses_not_by_timer_ticks() {
+    let mut h = Harness::new(
+        gate(1.0, 100_000.0, None),
+        Box::new(|_, _, _| Reply::ok().after(0.05)),
+    );
+    for _ in 0..1_000 {
+        h.start_at(0.0, defaults());
+    }
+    h.run();
+    assert!((0..1_000).all(|i| h.end(i) == Some(End::Deliver)));
+    let last = *h.attempt_times().last().unwrap();
+    assert!(last < 100.0, "1,000 calls took {last} ms of virtual time");
+    assert!(h.wakeups < 10, "{} timer wake-ups", h.wakeups);
+}
+
+#[test]
+fn a_retry_after_too_large_to_hold_fails_the_call_and_holds_the_gate_until_cleared() {
+    let mut h = Harness::new(
+        gate(5.0, 5.0, None),
+        scripted(vec![Reply::status(
+            429,
+            &[("Retry-After", "99999999999999999999")],
+        )]),
+    );
+    h.start_at(0.0, defaults());
+    h.start_at(1.0, defaults());
+    h.run_until(10_000.0);
+    assert_eq!(h.end(0), Some(End::RetryAfterTooLarge));
+    assert!(h.gate.cooldown_until() >= MAX_DELAY_MS as Millis);
+    assert!(h.attempts_of(1).is_empty(), "never a shorter wait");
+    h.gate.clear_cooldown(h.now);
+    h.gate.handle_timeout(h.now);
+    h.start_at(h.now, defaults());
+    h.run_until(10_001.0);
+    assert_eq!(h.end(1), Some(End::Deliver));
+}
+
+#[test]
+fn three_bare_429s_start_one_probe_and_a_spent_quota_fails_everyone_fast() {
+    let mut h = Harness::new(
+        gate(10.0, 10.0, None),
+        Box::new(|_, _, _| Reply::status(429, &[])),
+    );
+    h.usage = Some(Usage {
+        used: 5.0,
+        limit: 5.0,
+        period_end: Some(1e9),
+    });
+    for _ in 0..8 {
+        h.start_at(0.0, defaults());
+    }
+    h.run();
+    let probes = h.sent.iter().filter(|s| s.probe).count();
+    assert_eq!(probes, 1, "one diagnostic call for the whole gate");
+    assert!((0..8).all(|i| h.end(i) == Some(End::Exhausted { until: Some(1e9) })));
+    let before = h.sent.len();
+    h.start_at(h.now, defaults());
+    h.run();
+    assert_eq!(h.end(8), Some(End::Exhausted { until: Some(1e9) }));
+    assert_eq!(
+        h.sent.len(),
+        before,
+        "new calls fail fast without a request"
+    );
+    h.gate.reset_quota(h.now);
+    assert!(matches!(
+        h.gate.figures(h.now).quota,
+        Some(odds_gate::core::quota::QuotaState::Open)
+    ));
+}
+
+#[test]
+fn a_429_body_naming_the_quota_starts_the_probe_at_once() {
+    let mut h = Harness::new(
+        gate(10.0, 10.0, None),
+        scripted(vec![Reply::status(429, &[("Retry-After", "1")])
+            .saying("quota_exceeded", "Monthly API credits exhausted")]),
+    );
+    h.usage = Some(Usage {
+        used: 1.0,
+        limit: 1.0,
+        period_end: None,
+    });
+    h.start_at(0.0, defaults());
+    h.run();
+    assert_eq!(h.end(0), Some(End::Exhausted { until: None }));
+}
+
+#[test]
+fn probes_that_confirm_nothing_are_spaced_by_the_backoff() {
+    // 429s without Retry-After for 20 s, and /usage failing every time.
+    let mut h = Harness::new(
+        gate(50.0, 50.0, None),
+        Box::new(|_, _, _| Reply::status(429, &[]).after(5.0)),
+    );
+    let policy = RetryPolicy {
+        max_attempts: 100,
+        backoff: Backoff::new(50.0, 100.0).unwrap(),
+        time_budget_ms: 20_000.0,
+        ..RetryPolicy::default()
+    };
+    for i in 0..20 {
+        h.start_at(f64::from(i) * 10.0, retrying(policy.clone()));
+    }
+    h.run();
+    let probes: Vec<Millis> = h.sent.iter().filter(|s| s.probe).map(|s| s.at).collect();
+    // 2 s, 4 s, 8 s apart: at most four in 20 s, however many 429s came.
+    assert!((1..=4).contains(&probes.len()), "{probes:?}");
+    for pair in probes.windows(2) {
+        assert!(pair[1] - pair[0] >= 2_000.0, "{probes:?}");
+    }
+}
+
+fn store_gate(settings: StoreSettings) -> (Gate, FakeStore) {
+    let r = rate(2.0, 2.0);
+    let gate = Gate::shared(r, None, settings, 0.0, Box::new(Seeded::new(3)));
+    let store = FakeStore {
+        authority: MemoryAuthority::new(r, None, 0.0),
+        latency: 1.0,
+        down: false,
+        ops: 0,
+    };
+    (gate, store)
+}
+
+#[test]
+fn through_a_store_eight_workers_go_without_a_429() {
+    let (gate, store) = store_gate(StoreSettings::DEFAULT);
+    let mut h = Harness::new(gate, server(2.0, 2.0));
+    h.store = Some(store);
+    for _ in 0..8 {
+        h.start_at(0.0, defaults());
+    }
+    h.run();
+    assert!((0..8).all(|i| h.end(i) == Some(End::Deliver)));
+    assert_eq!(h.gate.figures(h.now).throttled, 0);
+    let last = *h.attempt_times().last().unwrap();
+    assert!((3_000.0..3_100.0).contains(&last), "{last}");
+}
+
+#[test]
+fn a_cooldown_seen_through_a_store_holds_the_store_for_everyone() {
+    let (gate, store) = store_gate(StoreSettings::DEFAULT);
+    let mut h = Harness::new(
+        gate,
+        scripted(vec![Reply::status(429, &[("Retry-After", "3")])]),
+    );
+    h.store = Some(store);
+    h.start_at(0.0, CallSpec::default());
+    h.run();
+    let store = h.store.as_mut().unwrap();
+    assert_eq!(store.authority.cooldown_until(), 1.0 + 3_000.0);
+}
+
+#[test]
+fn when_the_store_stops_answering_the_gate_admits_alone_at_its_share() {
+    let (gate, mut store) = store_gate(StoreSettings::DEFAULT);
+    store.down = true;
+    let mut h = Harness::new(gate, server(2.0, 2.0));
+    h.store = Some(store);
+    for _ in 0..4 {
+        h.start_at(0.0, defaults());
+    }
+    h.run();
+    assert!((0..4).all(|i| h.end(i) == Some(End::Deliver)));
+    // After the 500 ms time limit, one at once (a quarter of the burst, at least one), then one
+    // every 2 s (a quarter of the rate).
+    let times = h.attempt_times();
+    assert_eq!(times[0], 500.0, "{times:?}");
+    assert!(
+        times.windows(2).all(|w| w[1] - w[0] >= 1_999.0),
+        "{times:?}"
+    );
+    assert!(h.events.iter().any(|(_, e)| *e == Event::StoreDown));
+}
+
+#[test]
+fn a_gate_that_fails_closed_refuses_while_the_store_is_down() {
+    let (gate, mut store) = store_gate(StoreSettings {
+        on_failure: OnFailure::Closed,
+        ..StoreSettings::DEFAULT
+    });
+    store.down = true;
+    let mut h = Harness::new(gate, server(2.0, 2.0));
+    h.store = Some(store);
+    h.start_at(0.0, defaults());
+    h.start_at(600.0, defaults());
+    h.run();
+    assert_eq!(abandoned(h.end(0)), (Reason::StoreUnavailable, 0, None));
+    assert_eq!(abandoned(h.end(1)), (Reason::StoreUnavailable, 0, None));
+    assert!(h.attempt_times().is_empty());
+}
+
+#[test]
+fn the_store_answering_again_brings_shared_admission_back() {
+    let (gate, mut store) = store_gate(StoreSettings::DEFAULT);
+    store.down = true;
+    let mut h = Harness::new(gate, server(10.0, 10.0));
+    h.store = Some(store);
+    h.start_at(0.0, defaults());
+    h.run();
+    h.store.as_mut().unwrap().down = false;
+    h.start_at(h.now + 5_000.0, defaults());
+    h.run();
+    assert!(h.events.iter().any(|(_, e)| *e == Event::StoreUp));
+    assert_eq!(h.end(1), Some(End::Deliver));
+    let ops = h.store.as_ref().unwrap().ops;
+    assert!(ops >= 2, "{ops}");
+}
+
+#[test]
+fn a_charge_the_store_never_answers_is_paid_by_the_fail_safe_budget() {
+    let r = rate(10.0, 10.0);
+    let budget = Some(RefillingConfig::DEFAULT);
+    let gate = Gate::shared(
+        r,
+        budget,
+        StoreSettings::DEFAULT,
+        0.0,
+        Box::new(Seeded::new(1)),
+    );
+    let mut h = Harness::new(gate, scripted(vec![Reply::status(503, &[])]));
+    h.store = Some(FakeStore {
+        authority: MemoryAuthority::new(r, budget, 0.0),
+        latency: 1.0,
+        down: false,
+        ops: 0,
+    });
+    h.start_at(0.0, defaults());
+    h.run_until(2.0);
+    h.store.as_mut().unwrap().down = true;
+    h.run();
+    assert_eq!(h.end(0), Some(End::Deliver));
+    assert_eq!(h.attempts_of(0).len(), 2, "the retry was paid for locally");
+}
+
+#[test]
+fn a_gate_is_idle_once_nothing_in_it_is_worth_keeping() {
+    let mut h = Harness::new(
+        gate(2.0, 2.0, Some(RefillingConfig::DEFAULT)),
+        scripted(vec![Reply::status(429, &[("Retry-After", "3")])]),
+    );
+    assert!(h.gate.idle(0.0), "a new gate");
+    h.start_at(0.0, defaults());
+    h.run_until(0.0);
+    assert!(!h.gate.idle(0.0), "a call in it");
+    h.run();
+    let end = h.ended_at(0);
+    assert!(!h.gate.idle(end), "the bucket is not full again yet");
+    assert!(
+        !h.gate.idle(2_999.0),
+        "the cooldown holds, and the retry cost 5 of the budget"
+    );
+    // The retry's success refunded its cost; the bucket refills half a second later.
+    assert!(h.gate.idle(end + 500.0));
+}
