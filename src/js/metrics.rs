@@ -52,8 +52,9 @@ impl Metrics {
     }
 
     /// Reports the figures `read()` returns (`stats()`, or `undefined` once the wrapper is
-    /// gone) whenever the meter collects.
-    pub fn observe(&self, read: Closure<dyn Fn() -> JsValue>) {
+    /// gone) whenever the meter collects. `read` returns a `Result` (`Exported`): a closure
+    /// returning a lone JS value is the export shape Node 20's V8 can crash on.
+    pub fn observe(&self, read: Closure<dyn Fn() -> super::Exported>) {
         observe(&self.instruments, &read.into_js_value());
     }
 

@@ -75,9 +75,9 @@ impl Transport {
         if let Some(metrics) = &config.metrics {
             let known = Rc::downgrade(&gates);
             metrics.observe(Closure::new(move || {
-                known
+                Ok(known
                     .upgrade()
-                    .map_or(JsValue::UNDEFINED, |k| k.borrow().stats(None))
+                    .map_or(JsValue::UNDEFINED, |k| k.borrow().stats(None)))
             }));
         }
         Ok(Transport {
