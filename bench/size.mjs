@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { loadPkg, int, fix } from './lib/util.mjs';
 
-const TARGET = 150 * 1000; // 150 KB (decimal)
+const TARGET = 100 * 1000; // 100 KB gzipped (decimal), issue #13
 
 export async function run() {
   await loadPkg(); // waits out a concurrent build
@@ -13,13 +13,14 @@ export async function run() {
     const gz = gzipSync(buf, { level: 9 }).length;
     return [`pkg/${f}`, int(buf.length), fix(buf.length / 1000, 1), int(gz), fix(gz / 1000, 1)];
   });
-  const raw = readFileSync(new URL('../pkg/odds_gate_bg.wasm', import.meta.url)).length;
+  const wasm = readFileSync(new URL('../pkg/odds_gate_bg.wasm', import.meta.url));
+  const gz = gzipSync(wasm, { level: 9 }).length;
   return [{
     id: 'size',
     title: 'Size of the package',
-    what: 'bytes of the built files in pkg/ (after wasm-opt -Oz), raw and gzipped with zlib level 9; KB = 1000 bytes',
-    target: 'pkg/odds_gate_bg.wasm <= 150 KB raw',
-    verdict: `${raw <= TARGET ? 'met' : 'MISSED'} (${fix(raw / 1000, 1)} KB, ${fix(raw / TARGET, 2)} x the target)`,
+    what: 'bytes of the built files in pkg/ (after wasm-opt -O3, as scripts/build.sh makes them), raw and gzipped with zlib level 9; KB = 1000 bytes',
+    target: 'pkg/odds_gate_bg.wasm <= 100 KB gzipped',
+    verdict: `${gz <= TARGET ? 'met' : 'MISSED'} (${fix(gz / 1000, 1)} KB gzipped, ${fix(wasm.length / 1000, 1)} KB raw; ${fix(gz / TARGET, 2)} x the target)`,
     head: ['file', 'bytes', 'KB', 'gzip bytes', 'gzip KB'],
     rows,
   }];

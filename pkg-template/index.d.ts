@@ -93,6 +93,24 @@ export interface CreateFetchOptions {
    * at once (reason `queue-full`). An integer >= 0. @default none
    */
   maxWaiting?: number;
+  /**
+   * An OpenTelemetry `Meter` (`metrics.getMeter('my-service')` from `@opentelemetry/api`) to
+   * report the `odds_gate.*` counters, gauges and histograms on (README, "Metrics").
+   * @default none (nothing is reported, nothing is loaded)
+   */
+  meter?: MeterLike;
+}
+
+/**
+ * The part of an OpenTelemetry `Meter` that odds-gate uses, so these types do not depend on
+ * `@opentelemetry/api` (an optional peer dependency): any `Meter` from it fits.
+ */
+export interface MeterLike {
+  createHistogram(name: string, options?: object): { record(value: number, attributes?: object): void };
+  createObservableCounter(name: string, options?: object): object;
+  createObservableGauge(name: string, options?: object): object;
+  addBatchObservableCallback(callback: (result: any) => void, observables: object[]): void;
+  removeBatchObservableCallback(callback: (result: any) => void, observables: object[]): void;
 }
 
 export type AbandonReason =

@@ -93,6 +93,43 @@ fn eight_workers_at_the_exact_allowance_go_at_the_floor_without_a_429() {
 }
 
 #[test]
+fn admissions_report_their_wait_only_to_a_call_that_asks() {
+    // Eight calls at 2/s behind a burst of 2 go at 0, 0, 500, ..., 3000 ms. Only the calls
+    // whose spec asks (a metered wrapper's: calls 0, 2, 4, 6) cost an event.
+    let mut h = Harness::new(gate(2.0, 2.0, None), server(2.0, 2.0));
+    for i in 0..8 {
+        let spec = CallSpec {
+            reports_wait: i % 2 == 0,
+            ..defaults()
+        };
+        h.start_at(0.0, spec);
+    }
+    h.run();
+    let waits: Vec<(Millis, Millis)> = h
+        .events
+        .iter()
+        .filter_map(|(at, e)| match *e {
+            Event::Admitted { call, wait_ms } => {
+                assert!((0..8).step_by(2).any(|i| h.call(i) == call));
+                Some((*at, wait_ms))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        waits,
+        [
+            (0.0, 0.0),
+            (500.0, 500.0),
+            (1500.0, 1500.0),
+            (2500.0, 2500.0)
+        ]
+    );
+    // The gate's own histogram counts every admission either way.
+    assert_eq!(h.gate.figures(h.now).admission_wait.count(), 8);
+}
+
+#[test]
 fn the_refill_after_a_burst_waits_for_its_first_response() {
     // 30 ms of latency: the server's refill starts when the burst arrives, ours when its first
     // response is back, so the third attempt goes at 530, not 500.

@@ -148,6 +148,8 @@ fn run(s: &Scenario) -> Harness {
             replayable: plan.replayable,
             max_wait_ms: plan.max_wait,
             max_waiting: None,
+            // Every admission also reports its wait: the extra events must change nothing.
+            reports_wait: true,
         };
         let index = h.start_at(plan.at, spec);
         if let Some(at) = plan.abort_at {

@@ -1,6 +1,7 @@
 // Type tests for odds-gate's index.d.ts, checked by `tsc -p types/tsconfig.json` (strict, no
 // emit). Nothing here runs: each line either compiles (a type a user can rely on) or carries a
 // `@ts-expect-error` (a mistake the types must catch; if it stops being an error, tsc fails).
+import type { Meter } from '@opentelemetry/api';
 import {
   createFetch,
   simulate,
@@ -10,6 +11,7 @@ import {
   QuotaExhaustedError,
   redisStore,
   type AbandonReason,
+  type MeterLike,
   type CreateFetchOptions,
   type Description,
   type FetchLike,
@@ -79,6 +81,13 @@ const full: CreateFetchOptions = {
   usageUrl: 'https://api.odds-api.net/v1/usage',
 };
 createFetch(full);
+// An OpenTelemetry Meter from @opentelemetry/api is a MeterLike; a made-up object is not.
+declare const meter: Meter;
+createFetch({ rate: { burst: 1, perSecond: 1 }, meter });
+const meterLike: MeterLike = meter;
+void meterLike;
+// @ts-expect-error: a meter needs the instrument factories and batch callbacks
+createFetch({ rate: { burst: 1, perSecond: 1 }, meter: { createHistogram: () => ({ record: () => {} }) } });
 createFetch({ rate: { burst: 1, perSecond: 1 }, retry: false });
 createFetch({ rate: { burst: 1, perSecond: 1 }, retry: true });
 createFetch({ rate: { burst: 1, perSecond: 1 }, retry: { budget: false } });

@@ -17,6 +17,7 @@ use super::clock;
 use super::errors::{abandoned_error, abort_reason, quota_error, range_error};
 use super::events::Events;
 use super::headers;
+use super::metrics::Metrics;
 use super::options::Config;
 use super::props::set;
 use super::random::process_id;
@@ -109,6 +110,8 @@ pub struct GateDriver {
     owners: RefCell<Owners>,
     /// When it was last used, in calls made process-wide (for `stats()`'s order).
     used: Cell<u64>,
+    /// Its metrics' attributes, made when first measured.
+    attributes: OnceCell<JsValue>,
 }
 
 thread_local! {
@@ -136,6 +139,7 @@ impl GateDriver {
             driving: Cell::new(false),
             owners: RefCell::new((None, Vec::new())),
             used: Cell::new(0),
+            attributes: OnceCell::new(),
         })
     }
 
@@ -631,11 +635,39 @@ impl GateDriver {
         self.drive();
     }
 
+    /// Records an admission's wait or a backoff on the call's wrapper's metrics, if it has any.
+    fn measure(&self, event: &Event) {
+        let (call, ms, wait) = match *event {
+            Event::Admitted { call, wait_ms } => (call, wait_ms, true),
+            Event::Retry {
+                call,
+                delay_ms,
+                server_delay: false,
+                ..
+            } => (call, delay_ms, false),
+            _ => return,
+        };
+        let config = self.calls.borrow().get(call).map(|js| js.config.clone());
+        let Some(metrics) = config.as_ref().and_then(|c| c.metrics.as_ref()) else {
+            return;
+        };
+        let attributes = self
+            .attributes
+            .get_or_init(|| Metrics::attributes(self.scope.as_str()));
+        if wait {
+            metrics.waited(ms, attributes);
+        } else {
+            metrics.backed_off(ms, attributes);
+        }
+    }
+
     /// Tells the hooks: a call's own wrapper for events about a call, every wrapper that used
     /// the gate for events about the gate.
     fn emit(&self, event: Event) {
+        self.measure(&event);
         let scope = self.scope.as_str();
         let (kind, call) = match &event {
+            Event::Admitted { .. } => return,
             Event::Throttled { call, .. } => ("throttled", Some(*call)),
             Event::Retry { call, .. } => ("retry", Some(*call)),
             Event::Abandoned { call, .. } => ("abandoned", Some(*call)),
@@ -672,7 +704,7 @@ impl GateDriver {
                 set(e, "exhausted", (*exhausted).into());
                 set(e, "answered", (*answered).into());
             }
-            Event::StoreDown | Event::StoreUp => {}
+            Event::Admitted { .. } | Event::StoreDown | Event::StoreUp => {}
         };
         match call {
             Some(call) => {

@@ -1,179 +1,352 @@
-//! The wrapper's figures and configuration summary as plain JavaScript objects.
+//! The wrapper's figures (`stats()`) and configuration summary (`describe()`), serialised by
+//! serde through serde-wasm-bindgen: the shapes below are what JavaScript sees (`index.d.ts`
+//! states the same).
 
 use std::rc::Rc;
 
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 use wasm_bindgen::prelude::*;
 
 use super::clock;
 use super::driver::GateDriver;
 use super::options::Config;
-use super::props::set;
 use crate::core::config::Rate;
+use crate::core::feedback::Feedback;
 use crate::core::gate::figures::Figures;
-use crate::core::histogram::BOUNDS_MS;
-use crate::core::policy::Reason;
+use crate::core::histogram::{Histogram, BOUNDS_MS};
+use crate::core::policy::{Reason, RetryPolicy};
 use crate::core::quota::QuotaState;
 
-fn num(object: &js_sys::Object, key: &str, value: impl Into<f64>) {
-    set(object, key, JsValue::from(value.into()));
+/// Plain objects, `null` for an absent value: what `JSON.stringify` would also print.
+#[inline(never)]
+pub fn to_js(value: &impl Serialize) -> JsValue {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .unwrap_or(JsValue::NULL)
 }
 
-fn rate_object(rate: Rate) -> js_sys::Object {
-    let object = js_sys::Object::new();
-    num(&object, "burst", rate.burst());
-    num(&object, "perSecond", rate.per_second());
-    object
+/// `stats()`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Stats<'a> {
+    admitted: u64,
+    waiting: usize,
+    throttled: u64,
+    retries: u64,
+    abandoned: u64,
+    gates: Vec<GateStats<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    batch: Option<BatchFigures>,
 }
 
-#[wasm_bindgen(module = "/src/js/stats.js")]
-extern "C" {
-    /// Builds `stats()` from every gate's figures as numbers, and its strings.
-    #[wasm_bindgen(js_name = buildStats)]
-    fn build_stats(numbers: &[f64], strings: &str, reasons: &str, bounds: &[f64]) -> JsValue;
+/// `stats().batch`, for a wrapper from `batch()`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BatchFigures {
+    remaining_ms: f64,
+    retries_left: Option<u32>,
 }
 
-/// A number for an absent value (JavaScript's `null` in the figures).
-const NONE: f64 = f64::NAN;
+/// One gate in `stats().gates`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GateStats<'a> {
+    scope: &'a str,
+    requests: u64,
+    admitted: u64,
+    waiting: usize,
+    peak_waiting: usize,
+    cancelled: u64,
+    expired: u64,
+    throttled: u64,
+    wakeups: u64,
+    timer_armed: bool,
+    cooldown_until: f64,
+    cooldown_remaining_ms: f64,
+    slow: bool,
+    retries: Retries,
+    #[serde(serialize_with = "by_reason")]
+    abandoned: [u64; Reason::ALL.len()],
+    quota_rejected: u64,
+    quota: Quota,
+    retry_budget: Option<f64>,
+    rate: RateFigures,
+    store: Store,
+    admission_wait_ms: HistogramFigures,
+    backoff_ms: HistogramFigures,
+    last_feedback: Option<LastFeedback<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Retries {
+    throttled: u64,
+    server_error: u64,
+    network: u64,
+    timeout: u64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Quota {
+    state: &'static str,
+    /// A `Date`, or `null`.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    period_end: JsValue,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RateFigures {
+    burst: f64,
+    per_second: f64,
+}
+
+impl From<Rate> for RateFigures {
+    fn from(rate: Rate) -> Self {
+        RateFigures {
+            burst: rate.burst(),
+            per_second: rate.per_second(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Store {
+    kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    calls: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failures: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    up: Option<bool>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HistogramFigures {
+    count: u64,
+    sum_ms: f64,
+    max_ms: f64,
+    buckets: Vec<Bucket>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Bucket {
+    le_ms: f64,
+    count: u64,
+}
+
+impl From<&Histogram> for HistogramFigures {
+    fn from(h: &Histogram) -> Self {
+        let bounds = BOUNDS_MS.iter().copied().chain([f64::INFINITY]);
+        HistogramFigures {
+            count: h.count(),
+            sum_ms: h.sum(),
+            max_ms: h.max(),
+            buckets: bounds
+                .zip(h.counts())
+                .map(|(le_ms, &count)| Bucket { le_ms, count })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LastFeedback<'a> {
+    retry_after_ms: Option<f64>,
+    limit: Option<u64>,
+    remaining: Option<u64>,
+    reset_ms: Option<f64>,
+    bucket: Option<&'a str>,
+}
+
+impl<'a> From<&'a Feedback> for LastFeedback<'a> {
+    fn from(f: &'a Feedback) -> Self {
+        LastFeedback {
+            retry_after_ms: f.retry_after_ms,
+            limit: f.limit,
+            remaining: f.remaining,
+            reset_ms: f.reset_ms,
+            bucket: f.bucket.as_deref(),
+        }
+    }
+}
+
+/// Calls given up, by reason, in the order of [`Reason::ALL`].
+fn by_reason<S: Serializer>(counts: &[u64; Reason::ALL.len()], s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(counts.len()))?;
+    for (reason, count) in Reason::ALL.iter().zip(counts) {
+        map.serialize_entry(reason.as_str(), count)?;
+    }
+    map.end()
+}
 
 /// `stats()`: totals over the gates (and over the gates since forgotten, `retired`), then each
-/// live gate in full. The figures go to `stats.js` as one array of numbers in the order it
-/// reads them (see there), so a thousand gates cost one call, not a call per figure.
-pub fn stats(drivers: &[Rc<GateDriver>], retired: &Figures) -> JsValue {
+/// live gate in full; for a batch, its time (ms) and retries left.
+pub fn stats(
+    drivers: &[Rc<GateDriver>],
+    retired: &Figures,
+    batch: Option<(f64, Option<u32>)>,
+) -> JsValue {
     let now = clock::now();
     let mut totals = retired.clone();
     let mut waiting = 0;
-    let mut n: Vec<f64> = Vec::with_capacity(8 + drivers.len() * 90);
-    let mut strings = String::new();
-    n.extend([0.0; 6]); // totals, written at the end
-    for driver in drivers {
-        let f = driver.with(|g| g.figures(now));
-        totals.absorb(&f);
+    let figures: Vec<Figures> = drivers.iter().map(|d| d.with(|g| g.figures(now))).collect();
+    let stores: Vec<String> = drivers
+        .iter()
+        .map(|d| d.store().map_or("memory".into(), |s| s.identity()))
+        .collect();
+    let mut gates = Vec::with_capacity(drivers.len());
+    for ((driver, f), store) in drivers.iter().zip(&figures).zip(&stores) {
+        totals.absorb(f);
         waiting += f.waiting;
-        let (rate, store) = driver.with(|g| (g.rate(), g.store_counts()));
-        let flag = |b: bool| if b { 1.0 } else { 0.0 };
-        let opt = |v: Option<f64>| v.unwrap_or(NONE);
-        let r = f.retries;
-        n.extend([
-            f.requests as f64,
-            f.admitted as f64,
-            f.waiting as f64,
-            f.peak_waiting as f64,
-            f.cancelled as f64,
-            f.expired as f64,
-            f.throttled as f64,
-            f.wakeups as f64,
-            flag(driver.timer_armed()),
-            f.cooldown_until,
-            (f.cooldown_until - now).max(0.0),
-            flag(f.slow),
-            r.throttled as f64,
-            r.server_error as f64,
-            r.network as f64,
-            r.timeout as f64,
-        ]);
-        n.extend(f.abandoned.iter().map(|&c| c as f64));
-        let (quota, until) = match f.quota {
-            Some(QuotaState::Probing) => (1.0, None),
-            Some(QuotaState::Exhausted { until }) => (2.0, until),
-            _ => (0.0, None),
+        let (rate, counts) = driver.with(|g| (g.rate(), g.store_counts()));
+        let (state, until) = match f.quota {
+            Some(QuotaState::Probing) => ("probing", None),
+            Some(QuotaState::Exhausted { until }) => ("exhausted", until),
+            _ => ("open", None),
         };
-        n.extend([
-            f.quota_rejected as f64,
-            quota,
-            opt(until.map(clock::to_wall)),
-            opt(f.retry_budget),
-            rate.burst(),
-            rate.per_second(),
-        ]);
-        match store {
-            Some((calls, failures, up)) => n.extend([calls as f64, failures as f64, flag(up)]),
-            None => n.extend([NONE, NONE, NONE]),
-        }
-        for h in [&f.admission_wait, &f.backoff] {
-            n.extend([h.count() as f64, h.sum(), h.max()]);
-            n.extend(h.counts().iter().map(|&c| c as f64));
-        }
-        let feedback = f.last_feedback.as_ref();
-        n.extend([
-            flag(feedback.is_some()),
-            opt(feedback.and_then(|f| f.retry_after_ms)),
-            opt(feedback.and_then(|f| f.limit).map(|l| l as f64)),
-            opt(feedback.and_then(|f| f.remaining).map(|r| r as f64)),
-            opt(feedback.and_then(|f| f.reset_ms)),
-        ]);
-        for text in [
-            driver.scope().as_str(),
-            &driver.store().map_or("memory".into(), |s| s.identity()),
-            feedback.and_then(|f| f.bucket.as_deref()).unwrap_or(""),
-        ] {
-            strings.push_str(text);
-            strings.push('\0');
-        }
+        let r = f.retries;
+        gates.push(GateStats {
+            scope: driver.scope().as_str(),
+            requests: f.requests,
+            admitted: f.admitted,
+            waiting: f.waiting,
+            peak_waiting: f.peak_waiting,
+            cancelled: f.cancelled,
+            expired: f.expired,
+            throttled: f.throttled,
+            wakeups: f.wakeups,
+            timer_armed: driver.timer_armed(),
+            cooldown_until: f.cooldown_until,
+            cooldown_remaining_ms: (f.cooldown_until - now).max(0.0),
+            slow: f.slow,
+            retries: Retries {
+                throttled: r.throttled,
+                server_error: r.server_error,
+                network: r.network,
+                timeout: r.timeout,
+            },
+            abandoned: f.abandoned,
+            quota_rejected: f.quota_rejected,
+            quota: Quota {
+                state,
+                period_end: until.map_or(JsValue::NULL, |ms| {
+                    js_sys::Date::new(&clock::to_wall(ms).into()).into()
+                }),
+            },
+            retry_budget: f.retry_budget,
+            rate: rate.into(),
+            store: Store {
+                kind: store.clone(),
+                calls: counts.map(|c| c.0),
+                failures: counts.map(|c| c.1),
+                up: counts.map(|c| c.2),
+            },
+            admission_wait_ms: (&f.admission_wait).into(),
+            backoff_ms: (&f.backoff).into(),
+            last_feedback: f.last_feedback.as_ref().map(LastFeedback::from),
+        });
     }
-    n[..6].copy_from_slice(&[
-        drivers.len() as f64,
-        totals.admitted as f64,
-        waiting as f64,
-        totals.throttled as f64,
-        totals.retries.total() as f64,
-        totals.abandoned.iter().sum::<u64>() as f64,
-    ]);
-    let reasons: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
-    build_stats(&n, &strings, &reasons.join("\0"), &BOUNDS_MS)
+    to_js(&Stats {
+        admitted: totals.admitted,
+        waiting,
+        throttled: totals.throttled,
+        retries: totals.retries.total(),
+        abandoned: totals.abandoned.iter().sum(),
+        gates,
+        batch: batch.map(|(remaining_ms, retries_left)| BatchFigures {
+            remaining_ms,
+            retries_left,
+        }),
+    })
 }
 
 #[wasm_bindgen(module = "/src/js/summary.js")]
 extern "C" {
-    fn summary(facts: &js_sys::Object) -> JsValue;
+    fn summary(facts: &JsValue) -> JsValue;
+}
+
+/// What `describe()` is worded from.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Facts {
+    rate: RateFigures,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry: Option<RetryFacts>,
+    waiting: Waiting,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget: Option<BudgetFacts>,
+    metrics: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RetryFacts {
+    statuses: Vec<u16>,
+    methods: Vec<String>,
+    attempt_timeout_ms: f64,
+    cap_ms: f64,
+    base_ms: f64,
+    max_attempts: u32,
+    time_budget_ms: f64,
+}
+
+impl From<&RetryPolicy> for RetryFacts {
+    fn from(p: &RetryPolicy) -> Self {
+        RetryFacts {
+            statuses: p.rules.statuses().to_vec(),
+            methods: p.rules.methods().to_vec(),
+            attempt_timeout_ms: p.attempt_timeout_ms,
+            cap_ms: p.backoff.cap_ms(),
+            base_ms: p.backoff.base_ms(),
+            max_attempts: p.max_attempts,
+            time_budget_ms: p.time_budget_ms,
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Waiting {
+    max_wait_ms: Option<f64>,
+    max_waiting: Option<usize>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BudgetFacts {
+    capacity: f64,
+    throttle_cost: f64,
+    transient_cost: f64,
+    success_refill: f64,
 }
 
 /// The checklist's configuration summary: what the next engineer tunes when the provider
 /// changes its limits. The bindings give the facts; `summary.js` words them.
 pub fn describe(config: &Config) -> JsValue {
-    let facts = js_sys::Object::new();
-    set(&facts, "rate", rate_object(config.rate).into());
-    if let Some(store) = &config.store {
-        set(&facts, "store", store.describe().into());
-    }
-    if let Some(p) = &config.retry {
-        let retry = js_sys::Object::new();
-        let statuses: js_sys::Array = p
-            .rules
-            .statuses()
-            .iter()
-            .map(|&s| JsValue::from(s))
-            .collect();
-        let methods: js_sys::Array = p
-            .rules
-            .methods()
-            .iter()
-            .map(|m| JsValue::from_str(m))
-            .collect();
-        set(&retry, "statuses", statuses.into());
-        set(&retry, "methods", methods.into());
-        num(&retry, "attemptTimeoutMs", p.attempt_timeout_ms);
-        num(&retry, "capMs", p.backoff.cap_ms());
-        num(&retry, "baseMs", p.backoff.base_ms());
-        num(&retry, "maxAttempts", p.max_attempts);
-        num(&retry, "timeBudgetMs", p.time_budget_ms);
-        set(&facts, "retry", retry.into());
-    }
-    let waiting = js_sys::Object::new();
-    let opt = |v: Option<f64>| v.map_or(JsValue::NULL, JsValue::from);
-    set(&waiting, "maxWaitMs", opt(config.max_wait_ms));
-    set(
-        &waiting,
-        "maxWaiting",
-        opt(config.max_waiting.map(|n| n as f64)),
-    );
-    set(&facts, "waiting", waiting.into());
-    if let Some(b) = config.budget {
-        let budget = js_sys::Object::new();
-        num(&budget, "capacity", b.capacity);
-        num(&budget, "throttleCost", b.throttle_cost);
-        num(&budget, "transientCost", b.transient_cost);
-        num(&budget, "successRefill", b.success_refill);
-        set(&facts, "budget", budget.into());
-    }
-    summary(&facts)
+    let facts = Facts {
+        rate: config.rate.into(),
+        store: config.store.as_ref().map(|s| s.describe()),
+        retry: config.retry.as_deref().map(RetryFacts::from),
+        waiting: Waiting {
+            max_wait_ms: config.max_wait_ms,
+            max_waiting: config.max_waiting,
+        },
+        budget: config.budget.map(|b| BudgetFacts {
+            capacity: b.capacity,
+            throttle_cost: b.throttle_cost,
+            transient_cost: b.transient_cost,
+            success_refill: b.success_refill,
+        }),
+        metrics: config.metrics.is_some(),
+    };
+    summary(&to_js(&facts))
 }

@@ -1,68 +1,108 @@
 //! The article's model for JavaScript: `simulate(options)`, which runs the production call
 //! machine on a virtual clock, and the article's `Gate` (the memory authority).
 
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
+use super::de;
 use super::errors::{config_error, range_error, type_error};
-use super::props::{get, set};
-use super::read;
+use super::figures::to_js;
+use super::options::{integer, RateOptions};
 use super::text::number;
 use crate::core::config::Rate;
-use crate::core::sim::{self, ArticleGate, Coordination, SimOptions, SimReport};
+use crate::core::sim::{self, ArticleGate, Coordination, SimOptions};
 
-const SIM_OPTIONS: &[&str] = &[
-    "shared",
-    "separateGates",
-    "alwaysReject",
-    "maxAttempts",
-    "retryBudget",
-    "workers",
-    "burst",
-    "perSecond",
-    "retryAfterMs",
-];
+/// `simulate(options)` as given.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SimulateOptions {
+    #[serde(default, deserialize_with = "de::boolean")]
+    shared: Option<bool>,
+    /// `true`, `false` or a number of processes.
+    #[serde(default, deserialize_with = "de::value")]
+    separate_gates: Option<JsValue>,
+    #[serde(default, deserialize_with = "de::boolean")]
+    always_reject: Option<bool>,
+    #[serde(default, deserialize_with = "de::number")]
+    max_attempts: Option<f64>,
+    /// A number, or `null` for none.
+    #[serde(default, deserialize_with = "de::value")]
+    retry_budget: Option<JsValue>,
+    #[serde(default, deserialize_with = "de::number")]
+    workers: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    burst: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    per_second: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    retry_after_ms: Option<f64>,
+}
+
+/// What `simulate()` returns.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report {
+    attempts: usize,
+    rejected: usize,
+    completed: usize,
+    abandoned: usize,
+    last_attempt_ms: f64,
+    timeline: Vec<Entry>,
+}
+
+#[derive(Serialize)]
+struct Entry {
+    at: f64,
+    worker: u32,
+    status: u16,
+}
 
 /// Runs the article's virtual-clock model and returns
 /// `{ attempts, rejected, completed, abandoned, lastAttemptMs, timeline }`.
 #[wasm_bindgen]
 pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
     let options = sim_options(&options)?;
-    let report = sim::simulate(&options).map_err(config_error)?;
-    Ok(report_object(&report))
-}
-
-/// The report as a plain object, built field by field (no serializer in the module).
-fn report_object(report: &SimReport) -> JsValue {
-    let object = js_sys::Object::new();
-    set(&object, "attempts", (report.attempts as f64).into());
-    set(&object, "rejected", (report.rejected as f64).into());
-    set(&object, "completed", (report.completed as f64).into());
-    set(&object, "abandoned", (report.abandoned as f64).into());
-    set(&object, "lastAttemptMs", report.last_attempt_ms.into());
-    let timeline = js_sys::Array::new_with_length(report.timeline.len() as u32);
-    for (i, attempt) in report.timeline.iter().enumerate() {
-        let entry = js_sys::Object::new();
-        set(&entry, "at", attempt.at.into());
-        set(&entry, "worker", attempt.worker.into());
-        set(&entry, "status", attempt.status.into());
-        timeline.set(i as u32, entry.into());
-    }
-    set(&object, "timeline", timeline.into());
-    object.into()
+    let r = sim::simulate(&options).map_err(config_error)?;
+    Ok(to_js(&Report {
+        attempts: r.attempts,
+        rejected: r.rejected,
+        completed: r.completed,
+        abandoned: r.abandoned,
+        last_attempt_ms: r.last_attempt_ms,
+        timeline: r
+            .timeline
+            .iter()
+            .map(|a| Entry {
+                at: a.at,
+                worker: a.worker,
+                status: a.status,
+            })
+            .collect(),
+    }))
 }
 
 fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
-    read::object(options, "options", SIM_OPTIONS, true)?;
     let defaults = SimOptions::default();
     if options.is_undefined() {
         return Ok(defaults);
     }
-    let shared = read::boolean(options, "shared", "shared")?.unwrap_or(false);
-    let separate = match get(options, "separateGates").as_bool() {
-        Some(true) => Some(2),
-        Some(false) => None,
-        // Absent (None) or a count of processes.
-        None => read::integer(options, "separateGates", "separateGates", 1.0, 1000.0)?,
+    let o: SimulateOptions = de::object(options, "options", "")?;
+    let shared = o.shared.unwrap_or(false);
+    let separate = match &o.separate_gates {
+        None => None,
+        Some(v) => match v.as_bool() {
+            Some(true) => Some(2),
+            Some(false) => None,
+            None => match v.as_f64() {
+                Some(n) => integer("separateGates", Some(n), 1.0, 1000.0)?,
+                None => {
+                    return Err(type_error(&format!(
+                        "Expected `separateGates` to be a boolean or a number, got {}",
+                        de::describe(v)
+                    )))
+                }
+            },
+        },
     };
     let coordination = match (shared, separate) {
         (true, Some(_)) => {
@@ -74,24 +114,28 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
         (false, Some(n)) => Coordination::Separate(n),
         (false, None) => Coordination::Independent,
     };
-    let burst = read::number(options, "burst", "burst")?.unwrap_or(defaults.rate.burst());
-    let per_second =
-        read::number(options, "perSecond", "perSecond")?.unwrap_or(defaults.rate.per_second());
-    let budget = get(options, "retryBudget");
-    let retry_budget = if budget.is_null() {
-        None
-    } else {
-        read::integer(options, "retryBudget", "retryBudget", 0.0, 1e9)?
+    let retry_budget = match &o.retry_budget {
+        None => None,
+        Some(v) if v.is_null() => None,
+        Some(v) => match v.as_f64() {
+            Some(n) => integer("retryBudget", Some(n), 0.0, 1e9)?,
+            None => {
+                return Err(type_error(&format!(
+                    "Expected `retryBudget` to be a number or null, got {}",
+                    de::describe(v)
+                )))
+            }
+        },
     };
+    let burst = o.burst.unwrap_or(defaults.rate.burst());
+    let per_second = o.per_second.unwrap_or(defaults.rate.per_second());
     Ok(SimOptions {
-        workers: read::integer(options, "workers", "workers", 1.0, 100_000.0)?
-            .unwrap_or(defaults.workers),
+        workers: integer("workers", o.workers, 1.0, 100_000.0)?.unwrap_or(defaults.workers),
         rate: Rate::named(burst, per_second, ["burst", "perSecond"]).map_err(config_error)?,
-        retry_after_ms: read::number(options, "retryAfterMs", "retryAfterMs")?
-            .unwrap_or(defaults.retry_after_ms),
+        retry_after_ms: o.retry_after_ms.unwrap_or(defaults.retry_after_ms),
         coordination,
-        always_reject: read::boolean(options, "alwaysReject", "alwaysReject")?.unwrap_or(false),
-        max_attempts: read::integer(options, "maxAttempts", "maxAttempts", 1.0, 1000.0)?
+        always_reject: o.always_reject.unwrap_or(false),
+        max_attempts: integer("maxAttempts", o.max_attempts, 1.0, 1000.0)?
             .unwrap_or(defaults.max_attempts),
         retry_budget,
     })
@@ -109,12 +153,7 @@ impl ModelGate {
     /// `new Gate({ burst, perSecond })`.
     #[wasm_bindgen(constructor)]
     pub fn new(rate: JsValue) -> Result<ModelGate, JsValue> {
-        read::object(&rate, "rate", &["burst", "perSecond"], false)?;
-        let rate = Rate::new(
-            read::required_number(&rate, "burst", "rate.burst")?,
-            read::required_number(&rate, "perSecond", "rate.perSecond")?,
-        )
-        .map_err(config_error)?;
+        let rate = RateOptions::read(&rate, "rate")?;
         Ok(ModelGate {
             gate: ArticleGate::new(rate),
         })

@@ -1,15 +1,16 @@
-//! `createFetch` options and `batch` options, read into the core's types. Every field is
-//! type-checked here and range-checked by the core, so errors name the field.
+//! `createFetch` options and `batch` options, read into the core's types. serde (through
+//! `de.rs`) checks every field's type and refuses unknown keys; the core checks ranges. Either
+//! way the error names the field.
 
 use std::rc::Rc;
 
+use serde::Deserialize;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
+use super::de::{self, Item};
 use super::errors::{config_error, range_error, type_error};
 use super::events::Events;
-use super::props::get;
-use super::read;
+use super::metrics::Metrics;
 use super::redis::{is_store, RedisStore};
 use super::text::number;
 use crate::core::backoff::Backoff;
@@ -20,28 +21,117 @@ use crate::core::policy::RetryPolicy;
 use crate::core::quota::valid_usage_url;
 use crate::core::Millis;
 
-const OPTIONS: &[&str] = &[
-    "rate",
-    "fetch",
-    "retry",
-    "onEvent",
-    "usageUrl",
-    "store",
-    "maxWaitMs",
-    "maxWaiting",
-];
-const RETRY: &[&str] = &[
-    "maxAttempts",
-    "timeBudgetMs",
-    "attemptTimeoutMs",
-    "baseMs",
-    "capMs",
-    "statuses",
-    "methods",
-    "budget",
-];
-const BUDGET: &[&str] = &["capacity", "throttleCost", "transientCost", "successRefill"];
-const BATCH: &[&str] = &["deadlineMs", "retryBudget"];
+/// `createFetch(options)` as given.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Options {
+    #[serde(default, deserialize_with = "de::value")]
+    rate: Option<JsValue>,
+    #[serde(default, deserialize_with = "de::function")]
+    fetch: Option<js_sys::Function>,
+    #[serde(default, deserialize_with = "de::value")]
+    retry: Option<JsValue>,
+    #[serde(default, deserialize_with = "de::function")]
+    on_event: Option<js_sys::Function>,
+    #[serde(default, deserialize_with = "de::string")]
+    usage_url: Option<String>,
+    #[serde(default, deserialize_with = "de::value")]
+    store: Option<JsValue>,
+    #[serde(default, deserialize_with = "de::number")]
+    max_wait_ms: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    max_waiting: Option<f64>,
+    #[serde(default, deserialize_with = "de::value")]
+    meter: Option<JsValue>,
+}
+
+/// `rate: { burst, perSecond }`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RateOptions {
+    #[serde(default, deserialize_with = "de::number")]
+    burst: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    per_second: Option<f64>,
+}
+
+impl RateOptions {
+    /// Reads and checks `{ burst, perSecond }` named `what`.
+    pub fn read(value: &JsValue, what: &str) -> Result<Rate, JsValue> {
+        let prefix = format!("{what}.");
+        let rate: RateOptions = de::object(value, what, &prefix)?;
+        let burst = de::required(rate.burst, &format!("{prefix}burst"))?;
+        let per_second = de::required(rate.per_second, &format!("{prefix}perSecond"))?;
+        Rate::new(burst, per_second).map_err(config_error)
+    }
+}
+
+/// `retry: { ... }`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RetryOptions {
+    #[serde(default, deserialize_with = "de::number")]
+    max_attempts: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    time_budget_ms: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    attempt_timeout_ms: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    base_ms: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    cap_ms: Option<f64>,
+    #[serde(default, deserialize_with = "de::list")]
+    statuses: Option<Vec<Status>>,
+    #[serde(default, deserialize_with = "de::list")]
+    methods: Option<Vec<Method>>,
+    #[serde(default, deserialize_with = "de::value")]
+    budget: Option<JsValue>,
+}
+
+/// `retry.budget: { ... }`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BudgetOptions {
+    #[serde(default, deserialize_with = "de::number")]
+    capacity: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    throttle_cost: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    transient_cost: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    success_refill: Option<f64>,
+}
+
+/// `batch({ deadlineMs, retryBudget })`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BatchOptions {
+    #[serde(default, deserialize_with = "de::number")]
+    deadline_ms: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    retry_budget: Option<f64>,
+}
+
+/// An item of `retry.statuses`.
+struct Status(u16);
+
+impl Item for Status {
+    const WHAT: &'static str = "HTTP status codes (integers from 100 to 599)";
+    fn from_js(value: JsValue) -> Option<Self> {
+        let n = value.as_f64()?;
+        (n.fract() == 0.0 && (100.0..=599.0).contains(&n)).then_some(Status(n as u16))
+    }
+}
+
+/// An item of `retry.methods`.
+struct Method(String);
+
+impl Item for Method {
+    const WHAT: &'static str = "HTTP method names (tokens)";
+    fn from_js(value: JsValue) -> Option<Self> {
+        value.as_string().filter(|m| valid_method(m)).map(Method)
+    }
+}
 
 /// A wrapper's configuration.
 pub struct Config {
@@ -63,195 +153,156 @@ pub struct Config {
     pub usage_url: Option<String>,
     /// The shared store; `None` keeps the gate in this process's memory.
     pub store: Option<Rc<RedisStore>>,
+    /// The OpenTelemetry instruments, when a `meter` was given.
+    pub metrics: Option<Metrics>,
 }
 
 /// Reads `createFetch(options)`.
 pub fn config(options: &JsValue) -> Result<Config, JsValue> {
-    read::object(options, "options", OPTIONS, false)?;
-    let rate_value = get(options, "rate");
-    if rate_value.is_undefined() {
+    let o: Options = de::object(options, "options", "")?;
+    let Some(rate) = o.rate else {
         return Err(type_error(
             "`rate` is required: the provider's allowance for this key, e.g. { burst: 2, perSecond: 2 }",
         ));
-    }
-    read::object(&rate_value, "rate", &["burst", "perSecond"], false)?;
-    let rate = Rate::new(
-        read::required_number(&rate_value, "burst", "rate.burst")?,
-        read::required_number(&rate_value, "perSecond", "rate.perSecond")?,
-    )
-    .map_err(config_error)?;
-    let (retry, budget) = retry(&get(options, "retry"))?;
-    let usage_url = get(options, "usageUrl");
-    let usage_url = if usage_url.is_undefined() {
-        None
-    } else {
-        Some(usage_url.as_string().ok_or_else(|| {
-            type_error(&format!(
-                "Expected `usageUrl` to be a string, got {}",
-                read::describe(&usage_url)
-            ))
-        })?)
     };
-    if let Some(url) = &usage_url {
-        if !valid_usage_url(url) {
-            return Err(type_error(
-                "Expected `usageUrl` to be an absolute http: or https: URL",
-            ));
-        }
+    let rate = RateOptions::read(&rate, "rate")?;
+    let (retry, budget) = retry(o.retry)?;
+    if o.usage_url
+        .as_deref()
+        .is_some_and(|url| !valid_usage_url(url))
+    {
+        return Err(type_error(
+            "Expected `usageUrl` to be an absolute http: or https: URL",
+        ));
     }
-    let max_wait_ms = read::number(options, "maxWaitMs", "maxWaitMs")?
+    let max_wait_ms = o
+        .max_wait_ms
         .map(|ms| at_least("maxWaitMs", ms, 0.0, "a finite number >= 0"))
         .transpose()
         .map_err(config_error)?;
-    let max_waiting =
-        read::integer(options, "maxWaiting", "maxWaiting", 0.0, 1e9)?.map(|n| n as usize);
-    let events = Events::new(function(options, "onEvent")?);
-    let store = get(options, "store");
-    let store = if store.is_undefined() {
-        None
-    } else if is_store(&store) {
-        Some(RedisStore::from_descriptor(&store)?)
-    } else {
-        return Err(type_error(
-            "Expected `store` to come from redisStore(client)",
-        ));
+    let max_waiting = integer("maxWaiting", o.max_waiting, 0.0, 1e9)?.map(|n| n as usize);
+    let store = match o.store {
+        None => None,
+        Some(store) if is_store(&store) => Some(RedisStore::from_descriptor(&store)?),
+        Some(_) => {
+            return Err(type_error(
+                "Expected `store` to come from redisStore(client)",
+            ))
+        }
     };
     Ok(Config {
         store,
         rate,
-        fetch: function(options, "fetch")?,
+        fetch: o.fetch,
         retry: retry.map(Rc::new),
         max_wait_ms,
         max_waiting,
         budget,
-        events,
-        usage_url,
+        events: Events::new(o.on_event),
+        usage_url: o.usage_url,
+        metrics: o.meter.map(|m| Metrics::new(&m)).transpose()?,
     })
 }
 
-fn function(options: &JsValue, key: &str) -> Result<Option<js_sys::Function>, JsValue> {
-    let value = get(options, key);
-    if value.is_undefined() {
-        return Ok(None);
-    }
-    value.dyn_into().map(Some).map_err(|v| {
-        type_error(&format!(
-            "Expected `{key}` to be a function, got {}",
-            read::describe(&v)
-        ))
-    })
-}
-
-fn retry(value: &JsValue) -> Result<(Option<RetryPolicy>, Option<RefillingConfig>), JsValue> {
-    if *value == JsValue::FALSE {
-        return Ok((None, None));
-    }
-    if value.is_undefined() || *value == JsValue::TRUE {
+/// `retry`: `false` (observe and admit only), `true` or left out (the defaults), or an object.
+fn retry(
+    value: Option<JsValue>,
+) -> Result<(Option<RetryPolicy>, Option<RefillingConfig>), JsValue> {
+    let value = match value.as_ref().and_then(JsValue::as_bool) {
+        Some(false) => return Ok((None, None)),
+        Some(true) => None,
+        None => value,
+    };
+    let Some(value) = value else {
         return Ok((Some(RetryPolicy::default()), Some(RefillingConfig::DEFAULT)));
+    };
+    if !de::is_object(&value) {
+        return Err(type_error(&format!(
+            "Expected `retry` to be a boolean or an object, got {}",
+            de::describe(&value)
+        )));
     }
-    read::object(value, "retry", RETRY, false)?;
+    let r: RetryOptions = de::object(&value, "retry", "retry.")?;
     let d = RetryPolicy::default();
-    let number =
-        |key, field, default| Ok::<_, JsValue>(read::number(value, key, field)?.unwrap_or(default));
     let backoff = Backoff::new(
-        number("baseMs", "retry.baseMs", d.backoff.base_ms())?,
-        number("capMs", "retry.capMs", d.backoff.cap_ms())?,
+        r.base_ms.unwrap_or(d.backoff.base_ms()),
+        r.cap_ms.unwrap_or(d.backoff.cap_ms()),
     )
     .map_err(config_error)?;
-    let statuses = match list(value, "statuses", "retry.statuses")? {
-        None => d.rules.statuses().to_vec(),
-        Some(items) => items
-            .iter()
-            .map(|v| match v.as_f64() {
-                Some(n) if n.fract() == 0.0 && (100.0..=599.0).contains(&n) => Ok(n as u16),
-                _ => Err(type_error(
-                    "Expected `retry.statuses` to hold HTTP status codes",
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-    };
-    let methods = match list(value, "methods", "retry.methods")? {
-        None => d.rules.methods().to_vec(),
-        Some(items) => items
-            .iter()
-            .map(|v| {
-                v.as_string().filter(|m| valid_method(m)).ok_or_else(|| {
-                    type_error("Expected `retry.methods` to hold HTTP method names (tokens)")
-                })
-            })
-            .collect::<Result<_, _>>()?,
-    };
+    let statuses = r.statuses.map_or_else(
+        || d.rules.statuses().to_vec(),
+        |s| s.into_iter().map(|s| s.0).collect(),
+    );
+    let methods = r.methods.map_or_else(
+        || d.rules.methods().to_vec(),
+        |m| m.into_iter().map(|m| m.0).collect(),
+    );
     let policy = RetryPolicy {
         rules: RetryRules::new(statuses, methods).map_err(config_error)?,
         backoff,
-        max_attempts: read::integer(value, "maxAttempts", "retry.maxAttempts", 1.0, 100.0)?
+        max_attempts: integer("retry.maxAttempts", r.max_attempts, 1.0, 100.0)?
             .unwrap_or(d.max_attempts),
-        time_budget_ms: number("timeBudgetMs", "retry.timeBudgetMs", d.time_budget_ms)?,
-        attempt_timeout_ms: number(
-            "attemptTimeoutMs",
-            "retry.attemptTimeoutMs",
-            d.attempt_timeout_ms,
-        )?,
+        time_budget_ms: r.time_budget_ms.unwrap_or(d.time_budget_ms),
+        attempt_timeout_ms: r.attempt_timeout_ms.unwrap_or(d.attempt_timeout_ms),
     }
     .validate()
     .map_err(config_error)?;
-    Ok((Some(policy), budget(&get(value, "budget"))?))
+    Ok((Some(policy), budget(r.budget)?))
 }
 
-fn budget(value: &JsValue) -> Result<Option<RefillingConfig>, JsValue> {
-    if *value == JsValue::FALSE {
+/// `retry.budget`: `false` (none), left out (the default), or an object.
+fn budget(value: Option<JsValue>) -> Result<Option<RefillingConfig>, JsValue> {
+    let d = RefillingConfig::DEFAULT;
+    let Some(value) = value else {
+        return Ok(Some(d));
+    };
+    if value == JsValue::FALSE {
         return Ok(None);
     }
-    read::object(value, "retry.budget", BUDGET, true)?;
-    if value.is_undefined() {
-        return Ok(Some(RefillingConfig::DEFAULT));
+    if !de::is_object(&value) {
+        return Err(type_error(&format!(
+            "Expected `retry.budget` to be false or an object, got {}",
+            de::describe(&value)
+        )));
     }
-    let d = RefillingConfig::DEFAULT;
-    let number =
-        |key, field, default| Ok::<_, JsValue>(read::number(value, key, field)?.unwrap_or(default));
+    let b: BudgetOptions = de::object(&value, "retry.budget", "retry.budget.")?;
     RefillingConfig {
-        capacity: number("capacity", "retry.budget.capacity", d.capacity)?,
-        throttle_cost: number("throttleCost", "retry.budget.throttleCost", d.throttle_cost)?,
-        transient_cost: number(
-            "transientCost",
-            "retry.budget.transientCost",
-            d.transient_cost,
-        )?,
-        success_refill: number(
-            "successRefill",
-            "retry.budget.successRefill",
-            d.success_refill,
-        )?,
+        capacity: b.capacity.unwrap_or(d.capacity),
+        throttle_cost: b.throttle_cost.unwrap_or(d.throttle_cost),
+        transient_cost: b.transient_cost.unwrap_or(d.transient_cost),
+        success_refill: b.success_refill.unwrap_or(d.success_refill),
     }
     .validate()
     .map(Some)
     .map_err(config_error)
 }
 
-fn list(object: &JsValue, key: &str, field: &str) -> Result<Option<js_sys::Array>, JsValue> {
-    let value = get(object, key);
-    if value.is_undefined() {
-        return Ok(None);
+/// A whole number within `min..=max`, when given.
+pub fn integer(field: &str, n: Option<f64>, min: f64, max: f64) -> Result<Option<u32>, JsValue> {
+    match n {
+        None => Ok(None),
+        Some(n) if n.fract() == 0.0 && n >= min && n <= max => Ok(Some(n as u32)),
+        Some(n) => Err(range_error(&format!(
+            "Expected `{field}` to be an integer from {} to {}, got {}",
+            number(min),
+            number(max),
+            number(n)
+        ))),
     }
-    if !js_sys::Array::is_array(&value) {
-        return Err(type_error(&format!(
-            "Expected `{field}` to be an array, got {}",
-            read::describe(&value)
-        )));
-    }
-    Ok(Some(value.unchecked_into()))
 }
 
 /// `batch({ deadlineMs, retryBudget })`: the round's length and its retry allowance.
 pub fn batch(options: &JsValue) -> Result<(Millis, Option<u32>), JsValue> {
-    read::object(options, "batch options", BATCH, false)?;
-    let deadline = read::required_number(options, "deadlineMs", "deadlineMs")?;
-    if !(deadline.is_finite() && deadline > 0.0) {
+    let b: BatchOptions = de::object(options, "batch options", "")?;
+    let deadline_ms = de::required(b.deadline_ms, "deadlineMs")?;
+    if !(deadline_ms.is_finite() && deadline_ms > 0.0) {
         return Err(range_error(&format!(
             "`deadlineMs` must be a finite number greater than 0, got {}",
-            number(deadline)
+            number(deadline_ms)
         )));
     }
-    let budget = read::integer(options, "retryBudget", "retryBudget", 0.0, 1e9)?;
-    Ok((deadline, budget))
+    Ok((
+        deadline_ms,
+        integer("retryBudget", b.retry_budget, 0.0, 1e9)?,
+    ))
 }

@@ -6,13 +6,14 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
+use super::de;
 use super::errors::{config_error, type_error};
 use super::props::get;
-use super::read;
 use super::text::number;
 use crate::core::authority::{Answer, Op};
 use crate::core::config::Rate;
@@ -20,24 +21,38 @@ use crate::core::gate::store_link::{OnFailure, StoreSettings};
 use crate::store::{self};
 
 const BRAND: &str = "__oddsGateStore";
-const OPTIONS: &[&str] = &["prefix", "timeoutMs", "onFailure", "localShare", "retryMs"];
+
+/// `redisStore(client, options)`'s options.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StoreOptions {
+    #[serde(default, deserialize_with = "de::string")]
+    prefix: Option<String>,
+    #[serde(default, deserialize_with = "de::number")]
+    timeout_ms: Option<f64>,
+    #[serde(default, deserialize_with = "de::string")]
+    on_failure: Option<String>,
+    #[serde(default, deserialize_with = "de::number")]
+    local_share: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    retry_ms: Option<f64>,
+}
 
 /// `redisStore(client, options?)`: describes a Redis store for `createFetch({ store })`.
 #[wasm_bindgen(js_name = redisStore)]
 pub fn redis_store(client: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
     client_kind(&client)?;
-    read::object(&options, "redisStore options", OPTIONS, true)?;
+    // Validate now, so a bad option fails where it was written; keep a copy, so changing the
+    // object later changes nothing.
+    settings(&options)?;
     let descriptor = js_sys::Object::new();
-    let set = |k: &str, v: JsValue| js_sys::Reflect::set(&descriptor, &k.into(), &v);
-    set(BRAND, JsValue::TRUE)?;
-    set("client", client)?;
-    if options.is_object() {
-        for key in OPTIONS {
-            set(key, get(&options, key))?;
-        }
+    let set = |k: &str, v: &JsValue| js_sys::Reflect::set(&descriptor, &k.into(), v);
+    set(BRAND, &JsValue::TRUE)?;
+    set("client", &client)?;
+    if !options.is_undefined() {
+        let copy = js_sys::Object::assign(&js_sys::Object::new(), options.unchecked_ref());
+        set("options", &copy)?;
     }
-    // Validate now, so a bad option fails where it was written.
-    settings(&descriptor.clone().into())?;
     Ok(descriptor.into())
 }
 
@@ -66,31 +81,33 @@ fn client_kind(client: &JsValue) -> Result<Client, JsValue> {
     }
 }
 
-fn settings(descriptor: &JsValue) -> Result<(String, StoreSettings), JsValue> {
-    let prefix = match get(descriptor, "prefix") {
-        v if v.is_undefined() => "og".to_string(),
-        v => v
-            .as_string()
-            .filter(|p| !p.is_empty() && !p.contains(['{', '}']))
-            .ok_or_else(|| {
-                type_error("Expected `prefix` to be a non-empty string without braces")
-            })?,
+fn settings(options: &JsValue) -> Result<(String, StoreSettings), JsValue> {
+    let o: StoreOptions = if options.is_undefined() {
+        de::object(&js_sys::Object::new(), "redisStore options", "")?
+    } else {
+        de::object(options, "redisStore options", "")?
+    };
+    let prefix = match o.prefix {
+        None => "og".to_string(),
+        Some(p) if !p.is_empty() && !p.contains(['{', '}']) => p,
+        Some(_) => {
+            return Err(type_error(
+                "Expected `prefix` to be a non-empty string without braces",
+            ))
+        }
     };
     let d = StoreSettings::DEFAULT;
-    let on_failure = match get(descriptor, "onFailure").as_string().as_deref() {
+    let on_failure = match o.on_failure.as_deref() {
         None => d.on_failure,
         Some("local") => OnFailure::Local,
         Some("closed") => OnFailure::Closed,
         Some(_) => return Err(type_error("Expected `onFailure` to be 'local' or 'closed'")),
     };
-    let number = |key: &str, default: f64| {
-        Ok::<_, JsValue>(read::number(descriptor, key, key)?.unwrap_or(default))
-    };
     let settings = StoreSettings {
-        timeout_ms: number("timeoutMs", d.timeout_ms)?,
-        retry_ms: number("retryMs", d.retry_ms)?,
+        timeout_ms: o.timeout_ms.unwrap_or(d.timeout_ms),
+        retry_ms: o.retry_ms.unwrap_or(d.retry_ms),
         on_failure,
-        local_share: number("localShare", d.local_share)?,
+        local_share: o.local_share.unwrap_or(d.local_share),
     }
     .validate()
     .map_err(config_error)?;
@@ -109,7 +126,7 @@ impl RedisStore {
     /// Builds the store from a `redisStore()` descriptor.
     pub fn from_descriptor(descriptor: &JsValue) -> Result<Rc<RedisStore>, JsValue> {
         let client = get(descriptor, "client");
-        let (prefix, settings) = settings(descriptor)?;
+        let (prefix, settings) = settings(&get(descriptor, "options"))?;
         Ok(Rc::new(RedisStore {
             kind: client_kind(&client)?,
             client,

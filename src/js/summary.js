@@ -1,5 +1,5 @@
 // describe(): the checklist's configuration summary, worded here from the facts the bindings
-// pass (`rate`, and `store`, `retry`, `budget` when configured), so the sentences live in
+// pass (`rate`, `waiting` and `metrics`, and `store`, `retry`, `budget` when configured), so the sentences live in
 // JavaScript rather than in the wasm module. `text` is one line per field, under the labels
 // the checklist uses.
 
@@ -10,7 +10,7 @@ const LABELS = [
 ];
 
 /** The summary object, with its `text`. */
-export function summary({ rate, store, retry, budget, waiting }) {
+export function summary({ rate, store, retry, budget, waiting, metrics }) {
   const s = { rate };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
   s.store = store ?? 'in-process memory: per process; other processes have their own allowance';
@@ -34,6 +34,7 @@ export function summary({ rate, store, retry, budget, waiting }) {
     : 'none';
   s.quota = 'a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate, through its line (after an answer that confirms nothing, the next waits 2 s, doubling to 60 s); used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()';
   s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms; onEvent: throttled, retry, abandoned, quota-probe, store-down/up';
+  if (metrics) s.metrics += '; OpenTelemetry: the odds_gate.* counters, gauges and histograms on the given meter';
   const lines = [
     `bucket: burst ${rate.burst} at ${rate.perSecond} per second, per credential (set it to the provider's allowance for the key)`,
   ];

@@ -13,7 +13,6 @@ use super::errors::{abort_reason, range_error, type_error};
 use super::figures;
 use super::headers::{self, Credential};
 use super::options::{self, Config};
-use super::props::set;
 use super::random::fingerprint_keys;
 use super::registry::gate_for;
 use super::Exported;
@@ -48,6 +47,16 @@ struct Known {
     retired: Figures,
 }
 
+impl Known {
+    /// `stats()` over these gates, most recently used first; with a batch's time and retries
+    /// left.
+    fn stats(&self, batch: Option<(f64, Option<u32>)>) -> JsValue {
+        let mut drivers: Vec<Rc<GateDriver>> = self.gates.values().cloned().collect();
+        drivers.sort_unstable_by_key(|d| std::cmp::Reverse(d.used()));
+        figures::stats(&drivers, &self.retired, batch)
+    }
+}
+
 impl Owner for RefCell<Known> {
     fn forget(&self, print: Print, figures: &Figures) {
         let mut known = self.borrow_mut();
@@ -61,9 +70,19 @@ impl Transport {
     /// Validates the options; see the package's `index.d.ts` for each one.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<Transport, JsValue> {
+        let config = Rc::new(options::config(&options)?);
+        let gates: Rc<RefCell<Known>> = Rc::default();
+        if let Some(metrics) = &config.metrics {
+            let known = Rc::downgrade(&gates);
+            metrics.observe(Closure::new(move || {
+                Ok(known
+                    .upgrade()
+                    .map_or(JsValue::UNDEFINED, |k| k.borrow().stats(None)))
+            }));
+        }
         Ok(Transport {
-            config: Rc::new(options::config(&options)?),
-            gates: Rc::default(),
+            config,
+            gates,
             batch: None,
             parked: RefCell::default(),
             free: RefCell::default(),
@@ -167,28 +186,14 @@ impl Transport {
 
     /// Live figures of every gate this wrapper has used.
     pub fn stats(&self) -> Exported {
-        let known = self.gates.borrow();
-        let mut drivers: Vec<Rc<GateDriver>> = known.gates.values().cloned().collect();
-        // Most recently used first.
-        drivers.sort_unstable_by_key(|d| std::cmp::Reverse(d.used()));
-        let stats = figures::stats(&drivers, &known.retired);
-        if let Some(batch) = &self.batch {
-            let batch = batch.borrow();
-            let object = js_sys::Object::new();
-            set(
-                &object,
-                "remainingMs",
-                batch.remaining_ms(clock::now()).into(),
-            );
-            let left = batch.budget.as_ref().map(|b| b.left());
-            set(
-                &object,
-                "retriesLeft",
-                left.map_or(JsValue::NULL, JsValue::from),
-            );
-            set(&stats, "batch", object.into());
-        }
-        Ok(stats)
+        let batch = self.batch.as_ref().map(|b| {
+            let b = b.borrow();
+            (
+                b.remaining_ms(clock::now()),
+                b.budget.as_ref().map(|b| b.left()),
+            )
+        });
+        Ok(self.gates.borrow().stats(batch))
     }
 
     /// The configuration summary, as an object with a `text` rendering.
@@ -262,6 +267,7 @@ impl Transport {
             replayable,
             max_wait_ms: self.config.max_wait_ms,
             max_waiting: self.config.max_waiting,
+            reports_wait: self.config.metrics.is_some(),
         };
         let split = replayable && body == Body::Stream;
         let call = driver.start(spec, &self.config, input, init, signal, split);

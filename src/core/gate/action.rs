@@ -87,6 +87,13 @@ pub enum End {
 /// What the `onEvent` hook hears. Events about a call name it; the others concern the gate.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
+    /// A call was admitted (only for calls whose spec asks: `reports_wait`).
+    Admitted {
+        /// The call.
+        call: CallId,
+        /// How long it waited in line, this visit.
+        wait_ms: Millis,
+    },
     /// A 429 came back.
     Throttled {
         /// The call it answered.

@@ -26,6 +26,11 @@ pub struct CallSpec {
     pub max_wait_ms: Option<Millis>,
     /// Refuse the call at once when this many calls already wait.
     pub max_waiting: Option<usize>,
+    /// Tell the driver how long each admission waited ([`Event::Admitted`]): someone measures
+    /// it (a metrics histogram). Off, admissions cost no event.
+    ///
+    /// [`Event::Admitted`]: super::action::Event::Admitted
+    pub reports_wait: bool,
 }
 
 /// Where a call is.

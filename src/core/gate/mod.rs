@@ -368,12 +368,23 @@ impl Gate {
         let Some(call) = self.calls.get_mut(head.call) else {
             return;
         };
-        if let Stage::Queued { since, .. } = call.stage {
-            self.figures.admission_wait.record(now - since);
+        let wait_ms = match call.stage {
+            Stage::Queued { since, .. } => Some(now - since),
+            _ => None,
+        };
+        if let Some(wait_ms) = wait_ms {
+            self.figures.admission_wait.record(wait_ms);
         }
         self.figures.admitted += 1;
         call.admission = Some((admission, anchor));
+        let reports_wait = call.spec.reports_wait.then_some(wait_ms).flatten();
         let timeout_ms = call.send(now);
+        if let Some(wait_ms) = reports_wait {
+            self.actions.push_back(Action::Event(Event::Admitted {
+                call: head.call,
+                wait_ms,
+            }));
+        }
         self.actions.push_back(Action::Send {
             call: head.call,
             timeout_ms,

@@ -1,0 +1,171 @@
+// createFetch({ meter }): OpenTelemetry instruments on the caller's Meter, read back through the
+// SDK's in-memory exporter, and checked against the wrapper's own stats(). The inner fetch is
+// scripted (no network): what is tested is the wiring from the gate's figures and events to
+// the instruments, not timing.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import {
+  AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics';
+import { createFetch, GateAbandonedError } from '../pkg/index.js';
+import { run, show, REPO } from './support/temp-project.mjs';
+
+const PKG = fileURLToPath(new URL('../pkg/', import.meta.url));
+
+/** A meter whose measurements land in an in-memory exporter when `collect()` is awaited. */
+function inMemoryMeter() {
+  const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+  // The interval is never reached: collect() flushes by hand.
+  const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 });
+  const provider = new MeterProvider({ readers: [reader] });
+  return {
+    meter: provider.getMeter('odds-gate-test'),
+    /** name -> { descriptor, dataPoints } of the latest export. */
+    async collect() {
+      exporter.reset();
+      await reader.forceFlush();
+      const metrics = exporter.getMetrics().flatMap((r) => r.scopeMetrics.flatMap((s) => s.metrics));
+      return new Map(metrics.map((m) => [m.descriptor.name, m]));
+    },
+    shutdown: () => provider.shutdown(),
+  };
+}
+
+/** A scripted inner fetch: each call's URL path names its script of statuses. */
+function scripted(scripts) {
+  const seen = new Map();
+  return async (input) => {
+    const path = new URL(String(input)).pathname;
+    const n = seen.get(path) ?? 0;
+    seen.set(path, n + 1);
+    const status = scripts[path][Math.min(n, scripts[path].length - 1)];
+    const headers = status === 429 ? { 'Retry-After': '0' } : {};
+    return new Response(status === 200 ? '{}' : 'no', { status, headers });
+  };
+}
+
+const points = (metric) => metric?.dataPoints ?? [];
+const byAttribute = (metric, name) => Object.fromEntries(points(metric).map((p) => [p.attributes[name], p.value]));
+
+test('the meter gets counters, gauges and histograms that agree with stats(), keyed by scope, never by key', async () => {
+  const otel = inMemoryMeter();
+  const apiKey = `secret-${randomUUID()}`;
+  const fetchImpl = createFetch({
+    rate: { burst: 1, perSecond: 20 },
+    meter: otel.meter,
+    retry: { maxAttempts: 2, baseMs: 5, capMs: 10, statuses: [429, 503] },
+    fetch: scripted({ '/ok': [200], '/flaky': [503, 200], '/down': [503, 503], '/busy': [429, 200] }),
+  });
+  const headers = { 'X-API-Key': apiKey };
+  const call = (path) => fetchImpl(`http://127.0.0.1:9/${path}`, { headers });
+  try {
+    const results = await Promise.allSettled(['ok', 'flaky', 'down', 'busy', 'ok'].map(call));
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    assert.ok(results[2].reason instanceof GateAbandonedError);
+
+    const metrics = await otel.collect();
+    const stats = fetchImpl.stats();
+    const [gate] = stats.gates;
+
+    // Every instrument, named after OTel's rules, with its unit.
+    const units = {
+      'odds_gate.requests': '{request}',
+      'odds_gate.admissions': '{request}',
+      'odds_gate.throttles': '{response}',
+      'odds_gate.retries': '{retry}',
+      'odds_gate.abandoned': '{call}',
+      'odds_gate.quota.rejections': '{call}',
+      'odds_gate.queue.depth': '{call}',
+      'odds_gate.cooldown.remaining': 's',
+      'odds_gate.retry_budget.tokens': '{token}',
+      'odds_gate.admission.wait_time': 's',
+      'odds_gate.retry.backoff': 's',
+    };
+    assert.deepEqual([...metrics.keys()].sort(), Object.keys(units).sort());
+    for (const [name, unit] of Object.entries(units)) {
+      assert.equal(metrics.get(name).descriptor.unit, unit, name);
+      assert.ok(metrics.get(name).descriptor.description.length > 10, `${name} has a description`);
+    }
+
+    // Attributes: the gate's scope hash, never the key.
+    for (const metric of metrics.values()) {
+      for (const p of points(metric)) {
+        assert.equal(p.attributes['odds_gate.scope'], gate.scope, metric.descriptor.name);
+        assert.doesNotMatch(JSON.stringify(p.attributes), new RegExp(apiKey), metric.descriptor.name);
+      }
+    }
+    assert.doesNotMatch(gate.scope, new RegExp(apiKey));
+
+    // Counters: what stats() says, by the same names.
+    const one = (name) => points(metrics.get(name))[0].value;
+    assert.equal(one('odds_gate.requests'), gate.requests);
+    assert.equal(one('odds_gate.admissions'), gate.admitted);
+    assert.equal(gate.admitted, 8); // 5 first attempts, 3 retries
+    assert.equal(one('odds_gate.throttles'), 1);
+    assert.deepEqual(byAttribute(metrics.get('odds_gate.retries'), 'odds_gate.retry.cause'),
+      { throttled: 1, server_error: 2, network: 0, timeout: 0 });
+    const abandoned = byAttribute(metrics.get('odds_gate.abandoned'), 'odds_gate.abandon.reason');
+    assert.equal(abandoned.attempts, 1);
+    assert.deepEqual(abandoned, gate.abandoned);
+    assert.equal(one('odds_gate.quota.rejections'), 0);
+    assert.equal(one('odds_gate.queue.depth'), 0);
+    assert.equal(one('odds_gate.cooldown.remaining'), gate.cooldownRemainingMs / 1000);
+    assert.equal(one('odds_gate.retry_budget.tokens'), gate.retryBudget);
+
+    // Histograms, in seconds, with the gate's bucket bounds: every admission's wait; the two
+    // backoffs the gate chose (a 429's Retry-After is a cooldown, not a backoff).
+    const wait = one('odds_gate.admission.wait_time');
+    assert.equal(wait.count, gate.admissionWaitMs.count);
+    assert.ok(Math.abs(wait.sum - gate.admissionWaitMs.sumMs / 1000) < 1e-9, `${wait.sum} s vs ${gate.admissionWaitMs.sumMs} ms`);
+    assert.ok(wait.sum > 0, 'at 20/s behind a burst of 1, calls waited');
+    assert.deepEqual(wait.buckets.boundaries, gate.admissionWaitMs.buckets.slice(0, -1).map((b) => b.leMs / 1000));
+    const backoff = one('odds_gate.retry.backoff');
+    assert.equal(backoff.count, 2);
+    assert.equal(backoff.count, gate.backoffMs.count);
+    assert.ok(backoff.max <= 0.01, `backoffs stay under capMs: ${backoff.max} s`);
+  } finally {
+    await otel.shutdown();
+  }
+});
+
+test('a wrapper without a meter costs the meter nothing, and a meter is checked at the boundary', async () => {
+  const otel = inMemoryMeter();
+  try {
+    const plain = createFetch({ rate: { burst: 2, perSecond: 2 }, fetch: async () => new Response('{}') });
+    await plain('http://127.0.0.1:9/x', { headers: { 'X-API-Key': randomUUID() } });
+    assert.equal((await otel.collect()).size, 0);
+    assert.doesNotMatch(plain.describe().metrics, /OpenTelemetry/);
+    assert.match(createFetch({ rate: { burst: 2, perSecond: 2 }, meter: otel.meter }).describe().metrics, /OpenTelemetry/);
+  } finally {
+    await otel.shutdown();
+  }
+  for (const meter of [{}, { createHistogram() {} }, 'meter']) {
+    assert.throws(() => createFetch({ rate: { burst: 2, perSecond: 2 }, meter }),
+      (err) => err instanceof TypeError && /`meter`/.test(err.message), JSON.stringify(meter));
+  }
+  // The package never imports OpenTelemetry itself: the caller's Meter is all it uses.
+  const files = readdirSync(PKG, { recursive: true }).filter((f) => /\.(m?js)$/.test(f));
+  assert.ok(files.length > 3);
+  for (const file of files) {
+    assert.doesNotMatch(readFileSync(join(PKG, file), 'utf8'), /from\s*['"]@opentelemetry|import\(\s*['"]@opentelemetry/, file);
+  }
+});
+
+test('demo/prometheus.mjs serves the gate\'s metrics through the OTel Prometheus exporter', { timeout: 120_000 }, async () => {
+  const r = await run(process.execPath, ['demo/prometheus.mjs'], { cwd: REPO, timeoutMs: 90_000 });
+  assert.equal(r.code, 0, show(r));
+  for (const line of [
+    /^odds_gate_requests_total\{.*odds_gate_scope="key:[0-9a-f]{32}".*\} 8$/m,
+    /^odds_gate_admissions_total\{.*\} 8$/m,
+    /^odds_gate_throttles_total\{.*\} 0$/m,
+    /^odds_gate_admission_wait_time_count\{.*\} 8$/m,
+    /^odds_gate_retries_total\{.*odds_gate_retry_cause="throttled".*\} 0$/m,
+    /^odds_gate_queue_depth\{.*\} 0$/m,
+  ]) {
+    assert.match(r.stdout, line);
+  }
+});

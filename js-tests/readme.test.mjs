@@ -1,0 +1,351 @@
+// Every code block in README.md is extracted and run or checked, so the README cannot drift:
+// - ```js blocks run as ES modules in a temp project where `odds-gate` is the packed and
+//   installed package (support/temp-project.mjs) and `@odds-api/client` a stand-in talking to a
+//   fake Odds API on 127.0.0.1; each must exit 0 on its own (connections closed);
+// - ```sh lines must be real commands: scripts and files they name exist, `npx odds-gate ...`
+//   lines run (through the installed bin) and exit 0;
+// - untagged blocks are outputs, compared with a real run of what they show; one this test does
+//   not know fails, so a new block is never left unchecked;
+// - markdown tables stand apart from the text around them (else they render as a paragraph).
+import assert from 'node:assert/strict';
+import { before, after, test } from 'node:test';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createTempProject, childEnv, demoRows, run, show, REPO } from './support/temp-project.mjs';
+import { startFakeOddsApi } from './support/fake-odds-api.mjs';
+import { startRedis } from './support/redis-server.mjs';
+
+const README = readFileSync(join(REPO, 'README.md'), 'utf8');
+const LINES = README.split('\n');
+
+/** The fenced blocks: `{ lang, code, line (of the opening fence, 1-based), before (the prose just above) }`. */
+function fencedBlocks() {
+  const blocks = [];
+  for (let i = 0; i < LINES.length; i++) {
+    const open = /^( *)(`{3,})([^`\s]*)\s*$/.exec(LINES[i]);
+    if (!open) continue;
+    const [, indent, fence, lang] = open;
+    let end = i + 1;
+    while (end < LINES.length && !(LINES[end].trim() === fence)) end++;
+    assert.ok(end < LINES.length, `README.md:${i + 1}: the code fence is never closed`);
+    // A fence inside a list item is indented; its lines carry that indentation too.
+    const code = LINES.slice(i + 1, end).map((l) => (l.startsWith(indent) ? l.slice(indent.length) : l)).join('\n');
+    let start = i;
+    while (start > 0 && LINES[start - 1].trim() === '') start--;
+    while (start > 0 && LINES[start - 1].trim() !== '') start--;
+    blocks.push({ lang, code, line: i + 1, before: LINES.slice(start, i).join('\n').trim() });
+    i = end;
+  }
+  return blocks;
+}
+
+const BLOCKS = fencedBlocks();
+const where = (block) => `README.md:${block.line}`;
+const firstLine = (block) => block.code.split('\n').find((l) => l.trim() !== '') ?? '';
+
+// ---- the temp project, the fake API, Redis ------------------------------------------------------
+
+let project; // support/temp-project.mjs
+let api; // the fake Odds API on 127.0.0.1
+let redis; // a throwaway redis-server, only when some block needs one
+const BIN = () => join(project.project, 'node_modules', '.bin', 'odds-gate');
+const apiKey = `readme-test-key-${process.pid}`;
+
+before(async () => {
+  project = await createTempProject('odds-gate-readme-');
+  api = await startFakeOddsApi({ burst: 2, perSecond: 2, retryAfterSeconds: 1 });
+  const modules = join(project.project, 'node_modules');
+
+  // `@odds-api/client` is not on npm, and no test may reach the real API: a tiny package that
+  // re-exports the installed package's SDK stand-in (same contract: class OddsApiClient,
+  // getOddsSnapshot, { apiKey, baseUrl, bearerToken, fetchImpl }) with its default baseUrl
+  // taken from ODDS_API_BASE_URL, the fake Odds API this test started on 127.0.0.1.
+  mkdirSync(join(modules, '@odds-api', 'client'), { recursive: true });
+  writeFileSync(join(modules, '@odds-api', 'client', 'package.json'), JSON.stringify({
+    name: '@odds-api/client', version: '0.0.0-stand-in', type: 'module', exports: './index.js',
+  }));
+  writeFileSync(join(modules, '@odds-api', 'client', 'index.js'), `
+    import { OddsApiClient as StandIn } from '../../odds-gate/demo/sdk-client.js';
+    export { OddsApiError } from '../../odds-gate/demo/sdk-client.js';
+    const baseUrl = process.env.ODDS_API_BASE_URL;
+    if (!/^http:\\/\\/127\\.0\\.0\\.1:\\d+\\//.test(baseUrl ?? '')) throw new Error('ODDS_API_BASE_URL must be the fake API on 127.0.0.1');
+    export class OddsApiClient extends StandIn {
+      constructor(options = {}) { super({ ...options, baseUrl: options.baseUrl ?? baseUrl }); }
+    }
+  `);
+  // Loaded before every block (--import): a fetch to anything but 127.0.0.1 fails at once,
+  // so a block that finds its way to a real host fails here instead of reaching it.
+  writeFileSync(join(project.project, 'loopback-only.mjs'), `
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = function fetch(input, init) {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      if (url.hostname !== '127.0.0.1') return Promise.reject(new TypeError(\`README block tried to reach \${url.origin}; tests stay on 127.0.0.1\`));
+      return realFetch(input, init);
+    };
+  `);
+  // Any other package a block imports (ioredis, redis, @opentelemetry/*) is the repository's
+  // devDependency, linked in: Node follows the link, so its own dependencies resolve there.
+  for (const name of new Set(BLOCKS.filter((b) => b.lang === 'js').flatMap((b) => otherPackages(b)))) {
+    const target = join(REPO, 'node_modules', name);
+    if (!existsSync(target)) continue; // the block's test says so
+    mkdirSync(join(modules, name, '..'), { recursive: true });
+    symlinkSync(target, join(modules, name), 'dir');
+  }
+  if (BLOCKS.some((b) => b.lang === 'js' && /REDIS_URL|\b(ioredis|redis)\b/.test(b.code))) redis = await startRedis();
+});
+
+after(async () => {
+  await api?.close();
+  await redis?.stop();
+  project?.cleanup();
+});
+
+/** Bare package names a block imports, besides odds-gate, the SDK and Node's own modules. */
+function otherPackages(block) {
+  const specs = [...block.code.matchAll(/^\s*(?:import|export)\s+(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm)]
+    .map((m) => m[1] ?? m[2]);
+  return specs
+    .filter((s) => !s.startsWith('.') && !s.startsWith('/') && !isBuiltin(s))
+    .map((s) => s.split('/').slice(0, s.startsWith('@') ? 2 : 1).join('/'))
+    .filter((n) => n !== 'odds-gate' && n !== '@odds-api/client');
+}
+
+// The installed demo (`odds-gate demo`, about 7 s) serves the README's first table and its
+// `npx odds-gate demo` line: run once.
+let demoRun;
+const runDemo = () => (demoRun ??= run(BIN(), ['demo'], { cwd: project.project, timeoutMs: 120_000 }));
+
+/** A fresh folder in the temp project to run a command in (so its files are its own). */
+let dirs = 0;
+const freshDir = () => mkdtempSync(join(project.project, `run-${++dirs}-`));
+
+// ---- ```js blocks ----------------------------------------------------------------------------
+
+// What a block needs that it does not say itself, keyed by a distinctive line of the block.
+// A block that matches none runs as written. Prefer fixing the README over adding entries here.
+const PREAMBLES = [
+  {
+    key: 'await Promise.all(eventIds.map((id) => client.getOddsSnapshot(id)));',
+    // The README's promise: the workers' snapshots, one allowance, no 429 (the fake API's
+    // allowance is the block's `rate`).
+    expect: (stats) => {
+      assert.ok(stats.ok >= 1, `the fake API served ${stats.ok} snapshots`);
+      assert.equal(stats.rejected, 0, 'the gated calls collected 429s');
+    },
+  },
+];
+
+for (const block of BLOCKS.filter((b) => b.lang === 'js')) {
+  test(`${where(block)}: the js block runs (${firstLine(block).trim()})`, { timeout: 120_000 }, async () => {
+    const missing = otherPackages(block).filter((n) => !existsSync(join(REPO, 'node_modules', n)));
+    assert.deepEqual(missing, [], `${where(block)} imports ${missing.join(', ')}: not a devDependency of the repository, so this test cannot provide it`);
+    const entries = PREAMBLES.filter((p) => block.code.includes(p.key));
+    const source = [...entries.map((p) => p.preamble ?? ''), block.code, ...entries.map((p) => p.postamble ?? '')].join('\n');
+    const file = join(freshDir(), 'block.mjs');
+    writeFileSync(file, source);
+    api.reset();
+    const r = await run(process.execPath, ['--import', pathToFileURL(join(project.project, 'loopback-only.mjs')).href, file], {
+      cwd: project.project,
+      timeoutMs: 60_000,
+      env: childEnv({ ODDS_API_KEY: apiKey, ODDS_API_BASE_URL: api.baseUrl, ...(redis && { REDIS_URL: redis.url }) }),
+    });
+    if (r.code !== 0) {
+      const hint = entries.length ? '' : '\nNo entry of PREAMBLES in js-tests/readme.test.mjs matches this block: if it uses names '
+        + 'it does not define, define them in the block (what a reader would copy) or add an entry keyed by a distinctive line.'
+        + '\nA block that never exits (a hung process is killed after 60 s) has left something open: a client to close?';
+      assert.fail(`${where(block)}: the js block failed: ${show(r)}\n--- the block as run\n${source}${hint}`);
+    }
+    for (const entry of entries) entry.expect?.(api.stats());
+  });
+}
+
+// ---- ```sh blocks ----------------------------------------------------------------------------
+
+const SH = [
+  // The repository's scripts: they exist (never run here: setup/build/demo/test are slow or recurse).
+  [/^bash (scripts\/[\w.-]+\.sh)$/, (m) => assert.ok(existsSync(join(REPO, m[1])), `${m[1]} does not exist`)],
+  [/^node ([\w./-]+\.m?js)(?: [\w.-]+)*$/, (m) => assert.ok(existsSync(join(REPO, m[1])), `${m[1]} does not exist`)],
+  // "from your project, with the path to pkg/": the built package is there.
+  [/^npm install \.\/(pkg)$/, (m) => {
+    assert.equal(JSON.parse(readFileSync(join(REPO, m[1], 'package.json'), 'utf8')).name, 'odds-gate');
+  }],
+  // The CLI, through the installed package's bin (what npx runs).
+  [/^npx odds-gate((?: [\w.=-]+)*)$/, async (m) => {
+    const args = m[1].trim().split(' ');
+    const cwd = freshDir();
+    const r = args[0] === 'demo' ? await runDemo() : await run(BIN(), args, { cwd, timeoutMs: 60_000 });
+    assert.equal(r.code, 0, show(r));
+    const svg = args.indexOf('--svg');
+    if (svg !== -1) assert.ok(existsSync(join(cwd, args[svg + 1])), `no ${args[svg + 1]} written`);
+  }],
+];
+
+for (const block of BLOCKS.filter((b) => b.lang === 'sh')) {
+  test(`${where(block)}: every command of the sh block is real (${firstLine(block).trim()})`, { timeout: 180_000 }, async () => {
+    for (const [i, raw] of block.code.split('\n').entries()) {
+      const line = raw.replace(/(^|\s)#.*$/, '').trim(); // comments off
+      for (const command of line ? line.split(/\s*&&\s*/) : []) {
+        const rule = SH.find(([pattern]) => pattern.test(command));
+        assert.ok(rule, `README.md:${block.line + 1 + i}: \`${command}\` is a command js-tests/readme.test.mjs does not know: teach it (SH) how to check it`);
+        await rule[1](rule[0].exec(command));
+      }
+    }
+  });
+}
+
+// ---- untagged blocks: outputs --------------------------------------------------------------
+
+/** console.table's rows: [{ column: cell }] with strings unquoted. */
+function consoleTable(text) {
+  const rows = text.split('\n').filter((l) => l.startsWith('│')).map((l) => l.split('│').slice(1, -1).map((c) => c.trim().replace(/^'(.*)'$/, '$1')));
+  const [head, ...body] = rows;
+  return body.map((cells) => Object.fromEntries(head.map((h, i) => [h, cells[i]])));
+}
+
+const OUTPUTS = [
+  {
+    name: 'the eight-worker demo (odds-gate demo)',
+    first: /^\s+attempts\s+429s\s+completed\s+wall \(s\)$/,
+    async check(block) {
+      const r = await runDemo();
+      assert.equal(r.code, 0, show(r));
+      const shown = demoRows(block.code);
+      const real = demoRows(r.stdout);
+      assert.deepEqual([...shown.keys()], [...real.keys()], `the README's rows are not the demo's:\n${r.stdout}`);
+      assert.equal(block.code.split('\n')[0].trimEnd(), r.stdout.split('\n')[0].trimEnd(), 'the header differs');
+      // The setup in the prose above is the demo's own.
+      const prose = /burst (\d+), (\d+) per second, `Retry-After: (\d+)`/.exec(block.before);
+      const footnote = /\(burst (\d+), (\d+)\/s, Retry-After: (\d+)\)/.exec(r.stdout);
+      assert.ok(prose && footnote, `cannot read the server's setup from the README or from:\n${r.stdout}`);
+      assert.deepEqual(prose.slice(1), footnote.slice(1), 'the README describes another server than the demo runs');
+
+      const gate = 'odds-gate shared gate';
+      const plain = 'plain fetch + fixed 1 s retry';
+      const counts = (row) => [row.attempts, row.rejected, row.completed];
+      assert.deepEqual(counts(shown.get(gate)), counts(real.get(gate)), `the gated row:\n${r.stdout}`);
+      // Plain fetch in real time: 20 attempts, 12 429s almost always, but a stall of a few hundred
+      // ms between the retries lets one more through. The README's figures must be the
+      // article's (the same setup on the virtual clock), the real run the same collision.
+      const { simulate } = await import(pathToFileURL(join(project.installed, 'index.js')).href);
+      const [burst, perSecond, retryAfter] = footnote.slice(1).map(Number);
+      const model = simulate({ burst, perSecond, retryAfterMs: retryAfter * 1000 });
+      assert.deepEqual(counts(shown.get(plain)), [model.attempts, model.rejected, model.completed], 'the README\'s plain row is not the article\'s');
+      const p = real.get(plain);
+      assert.equal(p.completed, model.completed, r.stdout);
+      assert.ok(p.rejected > 0 && p.attempts - p.rejected === p.completed, `plain fetch should collide:\n${r.stdout}`);
+      assert.ok(Math.abs(p.attempts - model.attempts) <= 4, `plain fetch made ${p.attempts} attempts, the article ${model.attempts}:\n${r.stdout}`);
+      // Wall times: the README's respect the floor it states; the real run's only within wide bounds.
+      const floor = (8 - burst) / perSecond;
+      assert.ok(shown.get(gate).wall >= floor, `the README's gated wall ${shown.get(gate).wall} s is under the floor ${floor} s`);
+      for (const row of real.values()) assert.ok(row.wall >= floor - 0.1 && row.wall < 60, `wall ${row.wall} s:\n${r.stdout}`);
+    },
+  },
+  {
+    name: 'describe().text with the defaults',
+    first: /^odds-gate configuration$/,
+    async check(block) {
+      const expr = /`(createFetch\([^`]*\))\.describe\(\)\.text` is:$/.exec(block.before)?.[1];
+      assert.ok(expr, 'the prose above no longer says which createFetch(...) prints this: teach the test');
+      const file = join(freshDir(), 'describe.mjs');
+      writeFileSync(file, `import { createFetch } from 'odds-gate';\nprocess.stdout.write(${expr}.describe().text);\n`);
+      const r = await run(process.execPath, [file], { cwd: project.project, timeoutMs: 60_000 });
+      assert.equal(r.code, 0, show(r));
+      assert.equal(r.stdout.trimEnd(), block.code.trimEnd(), 'describe().text (actual) is not what the README shows (expected)');
+    },
+  },
+  {
+    name: 'odds-gate simulate output',
+    first: /^odds-gate simulate: /,
+    async check(block) {
+      const args = /`npx odds-gate (simulate[\w .=-]*)` prints:$/.exec(block.before)?.[1];
+      assert.ok(args, 'the prose above no longer says which `npx odds-gate simulate ...` prints this: teach the test');
+      const cwd = freshDir();
+      const r = await run(BIN(), args.split(' '), { cwd, timeoutMs: 60_000 });
+      assert.equal(r.code, 0, show(r));
+      // The one line that depends on where it ran: the README shows the timeline written into
+      // /path/to/project; here it is the run's own folder.
+      const printed = r.stdout.split(cwd).join('/path/to/project');
+      assert.equal(printed.trimEnd(), block.code.trimEnd(), `\`odds-gate ${args}\` printed (actual) what the README does not show (expected)`);
+    },
+  },
+  {
+    name: 'the fleet demo (node demo/fleet.mjs N)',
+    first: /^\d+ processes x 8 workers, one key, /,
+    async check(block) {
+      const n = /`node demo\/fleet\.mjs (\d+)`/.exec(block.before)?.[1];
+      assert.ok(n, 'the prose above no longer says which `node demo/fleet.mjs N` prints this: teach the test');
+      // A repository demo (it runs pkg/ and its own redis-server), about 30 s on 2 cores.
+      const r = await run(process.execPath, ['demo/fleet.mjs', n], { cwd: REPO, timeoutMs: 240_000 });
+      assert.equal(r.code, 0, show(r));
+      assert.equal(block.code.split('\n')[0], r.stdout.split('\n')[0]);
+      const shown = consoleTable(block.code);
+      const real = consoleTable(r.stdout);
+      assert.deepEqual(shown.map((row) => Object.keys(row)), real.map((row) => Object.keys(row)), `the columns differ:\n${r.stdout}`);
+      assert.deepEqual(shown.map((row) => row.gate), real.map((row) => row.gate), `the rows differ:\n${r.stdout}`);
+      const pick = (rows, gate) => rows.find((row) => row.gate === gate);
+      const redisRow = (rows) => pick(rows, 'one gate through Redis');
+      const counts = (row) => ['jobs', 'completed', 'attempts', '429s'].map((c) => Number(row[c]));
+      assert.deepEqual(counts(redisRow(shown)), counts(redisRow(real)), `through Redis:\n${r.stdout}`);
+      // The prose's numbers are the table's.
+      const prose = /through\s+Redis\s+the\s+(\d+)\s+jobs\s+take\s+(\d+)\s+attempts/.exec(block.before);
+      assert.ok(prose, 'the prose above no longer says what the Redis run takes: teach the test');
+      const [jobs, , attempts] = counts(redisRow(shown));
+      assert.deepEqual(prose.slice(1).map(Number), [jobs, attempts], 'the prose\'s jobs and attempts are not the table\'s');
+      // A gate per process: its counts vary run to run; the README's and the real run's both
+      // overrun the key.
+      for (const rows of [shown, real]) {
+        const [jobs, completed, attempts, rejected] = counts(pick(rows, 'a gate per process'));
+        assert.equal(jobs, Number(n) * 8);
+        assert.ok(completed <= jobs && attempts > jobs && rejected > 0, `a gate per process:\n${r.stdout}`);
+      }
+    },
+  },
+];
+
+for (const block of BLOCKS.filter((b) => b.lang === '')) {
+  const known = OUTPUTS.find((o) => o.first.test(firstLine(block)));
+  test(`${where(block)}: the output block matches a real run (${known?.name ?? firstLine(block).trim()})`, { timeout: 300_000 }, async () => {
+    assert.ok(known, `${where(block)}: an untagged block js-tests/readme.test.mjs does not know (first line "${firstLine(block)}"): `
+      + 'teach it about the block (add it to OUTPUTS, with a check against a real run), or tag the block\'s language');
+    await known.check(block);
+  });
+}
+
+test('every code block is of a kind this test checks (js, sh, or an untagged output)', () => {
+  const other = BLOCKS.filter((b) => !['js', 'sh', ''].includes(b.lang));
+  assert.deepEqual(other.map((b) => `${where(b)} \`\`\`${b.lang}`), [], 'teach js-tests/readme.test.mjs about these blocks');
+  assert.ok(BLOCKS.filter((b) => b.lang === 'js').length >= 2 && BLOCKS.filter((b) => b.lang === '').length >= 4, 'the README lost its blocks?');
+});
+
+// ---- markdown tables ---------------------------------------------------------------------------
+
+test('every markdown table stands apart, with one indentation, inside its list item', () => {
+  const isRow = (l) => /^\s*\|.*\|\s*$/.test(l);
+  let inFence = false;
+  for (let i = 0; i < LINES.length; i++) {
+    if (/^\s*```/.test(LINES[i])) inFence = !inFence;
+    if (inFence || !isRow(LINES[i])) continue;
+    let end = i;
+    while (end < LINES.length && isRow(LINES[end])) end++;
+    const rows = LINES.slice(i, end);
+    const at = `README.md:${i + 1}`;
+    const indent = /^ */.exec(rows[0])[0].length;
+    assert.ok(i === 0 || LINES[i - 1].trim() === '', `${at}: a table needs a blank line before it`);
+    assert.ok(end === LINES.length || LINES[end].trim() === '', `${at}: a table needs a blank line after it, or it runs into the next paragraph`);
+    assert.ok(rows.every((r) => /^ */.exec(r)[0].length === indent), `${at}: the table's rows are indented differently`);
+    assert.match(rows[1] ?? '', /^\s*\|(\s*:?-+:?\s*\|)+\s*$/, `${at}: the second row must be the delimiter row`);
+    const cells = (r) => r.trim().slice(1, -1).split('|').length;
+    assert.ok(rows.every((r) => cells(r) === cells(rows[0])), `${at}: rows with different numbers of cells`);
+    if (indent > 0) {
+      // Indented, it belongs to the list item above: at exactly that item's content column.
+      let j = i - 1;
+      while (j >= 0 && !/^\s*([-*+]|\d+[.)]) +\S/.test(LINES[j])) j--;
+      const item = /^(\s*([-*+]|\d+[.)]) +)/.exec(LINES[j] ?? '');
+      assert.ok(item, `${at}: an indented table outside a list item renders as code`);
+      assert.equal(indent, item[1].length, `${at}: the table is not at its list item's content column (README.md:${j + 1})`);
+    }
+    i = end;
+  }
+});

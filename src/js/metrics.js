@@ -1,0 +1,70 @@
+// OpenTelemetry metrics for a wrapper made with `createFetch({ meter })`. Nothing here imports
+// @opentelemetry/api: the caller's Meter is used as it is, so a wrapper without one loads
+// nothing. Names follow OTel's rules (lower case, dot-separated namespace, UCUM units, seconds
+// for durations, no `_total` suffix: exporters add their own); README's "Metrics" lists them.
+
+const METHODS = ['createHistogram', 'createObservableCounter', 'createObservableGauge', 'addBatchObservableCallback', 'removeBatchObservableCallback'];
+
+const SCOPE = 'odds_gate.scope';
+
+/** The instruments on `meter`; `boundsSeconds` (a Float64Array) are the histograms' bucket bounds. */
+export function instruments(meter, boundsSeconds) {
+  const missing = METHODS.filter((m) => typeof meter?.[m] !== 'function');
+  if (missing.length > 0) {
+    throw new TypeError(`Expected \`meter\` to be an OpenTelemetry Meter (metrics.getMeter(name)); it has no ${missing.join(', ')}`);
+  }
+  const histogram = (name, description) => meter.createHistogram(name, {
+    description, unit: 's', advice: { explicitBucketBoundaries: Array.from(boundsSeconds) },
+  });
+  const counter = (name, unit, description) => meter.createObservableCounter(name, { description, unit });
+  const gauge = (name, unit, description) => meter.createObservableGauge(name, { description, unit });
+  return {
+    meter,
+    wait: histogram('odds_gate.admission.wait_time', 'Time a call waited in its gate\'s line before it was let through'),
+    backoff: histogram('odds_gate.retry.backoff', 'Backoff the gate chose before a retry (a server\'s Retry-After is the cooldown instead)'),
+    requests: counter('odds_gate.requests', '{request}', 'Admissions asked for: first attempts and retries'),
+    admissions: counter('odds_gate.admissions', '{request}', 'Attempts let through to the network (each spent a token)'),
+    throttles: counter('odds_gate.throttles', '{response}', '429 responses seen'),
+    retries: counter('odds_gate.retries', '{retry}', 'Retries, by cause'),
+    abandoned: counter('odds_gate.abandoned', '{call}', 'Calls given up, by reason (never reported as success)'),
+    quotaRejections: counter('odds_gate.quota.rejections', '{call}', 'Calls refused at once because the monthly quota is spent'),
+    queueDepth: gauge('odds_gate.queue.depth', '{call}', 'Calls waiting in the gate\'s line'),
+    cooldown: gauge('odds_gate.cooldown.remaining', 's', 'Time until the gate\'s cooldown (Retry-After) ends'),
+    budget: gauge('odds_gate.retry_budget.tokens', '{token}', 'Tokens left in the gate\'s shared retry budget'),
+  };
+}
+
+/** `{ 'odds_gate.scope': scope }`, made once per gate and reused for every measurement. */
+export function attributes(scope) {
+  return { [SCOPE]: scope };
+}
+
+const CAUSES = [['throttled', 'throttled'], ['serverError', 'server_error'], ['network', 'network'], ['timeout', 'timeout']];
+
+/**
+ * Reports the counters and gauges from `read()` (the wrapper's `stats()`, or undefined once
+ * the wrapper is gone, which unregisters the callback) whenever the meter collects.
+ */
+export function observe(m, read) {
+  const observables = [m.requests, m.admissions, m.throttles, m.retries, m.abandoned, m.quotaRejections, m.queueDepth, m.cooldown, m.budget];
+  const callback = (result) => {
+    const stats = read();
+    if (stats === undefined) {
+      m.meter.removeBatchObservableCallback(callback, observables);
+      return;
+    }
+    for (const g of stats.gates) {
+      const at = attributes(g.scope);
+      result.observe(m.requests, g.requests, at);
+      result.observe(m.admissions, g.admitted, at);
+      result.observe(m.throttles, g.throttled, at);
+      for (const [field, cause] of CAUSES) result.observe(m.retries, g.retries[field], { ...at, 'odds_gate.retry.cause': cause });
+      for (const [reason, count] of Object.entries(g.abandoned)) result.observe(m.abandoned, count, { ...at, 'odds_gate.abandon.reason': reason });
+      result.observe(m.quotaRejections, g.quotaRejected, at);
+      result.observe(m.queueDepth, g.waiting, at);
+      result.observe(m.cooldown, g.cooldownRemainingMs / 1000, at);
+      if (g.retryBudget !== null) result.observe(m.budget, g.retryBudget, at);
+    }
+  };
+  m.meter.addBatchObservableCallback(callback, observables);
+}

@@ -1,0 +1,70 @@
+//! OpenTelemetry metrics, when `createFetch` is given a `meter`: `metrics.js` makes the
+//! instruments on it. Counters and gauges are observed from the wrapper's figures when the
+//! meter collects (nothing per call); the two histograms are recorded as things happen, from
+//! the gate's events (each admission's wait, each backoff).
+
+use wasm_bindgen::prelude::*;
+
+use crate::core::histogram::BOUNDS_MS;
+
+#[wasm_bindgen(module = "/src/js/metrics.js")]
+extern "C" {
+    /// A wrapper's instruments.
+    pub type Instruments;
+    /// A histogram instrument.
+    type Histogram;
+
+    #[wasm_bindgen(catch)]
+    fn instruments(meter: &JsValue, bounds_seconds: &[f64]) -> Result<Instruments, JsValue>;
+    fn attributes(scope: &str) -> JsValue;
+    fn observe(instruments: &Instruments, read: &JsValue);
+
+    #[wasm_bindgen(method, getter)]
+    fn wait(this: &Instruments) -> Histogram;
+    #[wasm_bindgen(method, getter)]
+    fn backoff(this: &Instruments) -> Histogram;
+    #[wasm_bindgen(method)]
+    fn record(this: &Histogram, value: f64, attributes: &JsValue);
+}
+
+/// The instruments of one wrapper.
+pub struct Metrics {
+    instruments: Instruments,
+    wait: Histogram,
+    backoff: Histogram,
+}
+
+impl Metrics {
+    /// Makes the instruments on `meter` (a `TypeError` if it is not a Meter).
+    pub fn new(meter: &JsValue) -> Result<Metrics, JsValue> {
+        let bounds: Vec<f64> = BOUNDS_MS.iter().map(|ms| ms / 1000.0).collect();
+        let instruments = instruments(meter, &bounds)?;
+        Ok(Metrics {
+            wait: instruments.wait(),
+            backoff: instruments.backoff(),
+            instruments,
+        })
+    }
+
+    /// The measurements' attributes for the gate of `scope`.
+    pub fn attributes(scope: &str) -> JsValue {
+        attributes(scope)
+    }
+
+    /// Reports the figures `read()` returns (`stats()`, or `undefined` once the wrapper is
+    /// gone) whenever the meter collects. `read` returns a `Result` (`Exported`): a closure
+    /// returning a lone JS value is the export shape Node 20's V8 can crash on.
+    pub fn observe(&self, read: Closure<dyn Fn() -> super::Exported>) {
+        observe(&self.instruments, &read.into_js_value());
+    }
+
+    /// A call waited `ms` for its admission.
+    pub fn waited(&self, ms: f64, attributes: &JsValue) {
+        self.wait.record(ms / 1000.0, attributes);
+    }
+
+    /// The gate chose a backoff of `ms` before a retry.
+    pub fn backed_off(&self, ms: f64, attributes: &JsValue) {
+        self.backoff.record(ms / 1000.0, attributes);
+    }
+}
