@@ -81,7 +81,9 @@ test('wrappers with the same allowance share one gate per credential; a differen
 
 test('credentials are read from every header shape, case-insensitively, and from a Request', async () => {
   const key = freshKey();
-  const fetchImpl = createFetch({ rate: { burst: 10, perSecond: 10 }, fetch: ok });
+  // A slow refill: a gate whose bucket is full again is idle, and forgotten when the next new
+  // gate is made, which a loaded machine could reach between these calls.
+  const fetchImpl = createFetch({ rate: { burst: 10, perSecond: 0.01 }, fetch: ok });
   await fetchImpl('http://127.0.0.1/x', { headers: { 'x-API-key': key } });
   await fetchImpl('http://127.0.0.1/x', { headers: new Headers({ 'X-Api-Key': key }) });
   await fetchImpl('http://127.0.0.1/x', { headers: [['X-API-KEY', key]] });

@@ -653,7 +653,9 @@ fn describe_reports_the_configured_rate() {
 #[wasm_bindgen_test]
 async fn the_credential_is_read_from_every_header_shape() {
     let fake = FakeFetch::ok();
-    let t = transport(100.0, 1000.0, &fake);
+    // A slow refill keeps the first gate's bucket spent: a gate that is idle again would be
+    // forgotten when the second key's gate is made (under load, 5 ms at 1000/s is enough).
+    let t = transport(100.0, 0.01, &fake);
     let key = fresh_key("shapes");
 
     // A plain object with odd casing.
@@ -713,7 +715,8 @@ async fn the_credential_is_read_from_every_header_shape() {
 #[wasm_bindgen_test]
 async fn authorization_is_the_credential_when_there_is_no_api_key() {
     let fake = FakeFetch::ok();
-    let t = transport(100.0, 1000.0, &fake);
+    // Slow refill: the first gate must not be idle (and forgotten) when the second is made.
+    let t = transport(100.0, 0.01, &fake);
     let token = format!("Bearer {}", fresh_key("auth"));
     let plain = object(&[(
         "headers",
