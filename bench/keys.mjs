@@ -22,7 +22,8 @@ export async function run({ quick }) {
   const fetchImpl = createFetch({ rate: { burst: 2, perSecond: 1_000 }, fetch: async () => response });
   const rows = [];
   let previous;
-  let reused = [];
+  let afterSecond; // RSS once the second wave is done: memory from then on should be reused
+  const reused = [];
   for (let w = 0; w < waves; w++) {
     const id = randomUUID();
     const t0 = performance.now();
@@ -34,12 +35,15 @@ export async function run({ quick }) {
     const rss = process.memoryUsage().rss;
     const stats = fetchImpl.stats();
     const perKey = previous === undefined ? null : (rss - previous) / perWave;
-    if (w >= 2 && perKey !== null) reused.push(perKey);
+    if (w === 1) afterSecond = rss;
+    if (w >= 2) reused.push(perKey);
     rows.push([w + 1, int(perWave), int(stats.gates.length), int(stats.admitted), fix(rss / 1e6, 1),
       perKey === null ? '-' : int(perKey), fix((callMs * 1e3) / perWave, 1)]);
     previous = rss;
   }
-  const worst = Math.max(...reused);
+  // RSS moves by a few MB either way from one wave to the next (the allocator, the GC); a
+  // gate kept per key climbs every wave. So the verdict is the growth over all later waves.
+  const net = (previous - afterSecond) / (perWave * (waves - 2));
   return [{
     id: 'keys',
     title: 'Many keys: waves of new credentials',
@@ -47,7 +51,8 @@ export async function run({ quick }) {
       `the inner fetch answers at once); after each wave, 50 ms for every bucket to refill, then gc() and RSS. ` +
       `Gates live = gates the wrapper still knows; idle gates are forgotten as new ones are made (two looked at per new gate)`,
     target: `waves of new keys reuse memory: <= ${TARGET_B} B of RSS per key per wave (from wave 3 on)`,
-    verdict: `${worst <= TARGET_B ? 'met' : 'MISSED'} (worst ${int(worst)} B per key per wave after the second wave)`,
+    verdict: `${net <= TARGET_B ? 'met' : 'MISSED'} (${int(net)} B per key per wave from the end of wave 2 to the end of wave ${waves}; ` +
+      `single waves from ${int(Math.min(...reused))} to ${int(Math.max(...reused))})`,
     head: ['wave', 'new keys', 'gates live', 'admitted (total)', 'RSS MB', 'RSS B/key vs previous wave', 'us/call'],
     rows,
   }];
