@@ -51,7 +51,10 @@ pub fn object<T: DeserializeOwned>(
     };
     T::deserialize(checked).map_err(|e| match unknown.get() {
         Some((i, fields)) => unknown_option(what, &entries[i].0, fields),
-        None => field_error(value, prefix, entries.get(at.get()).map_or("", |e| &e.0), e),
+        None => {
+            let (key, given) = entries.get(at.get()).cloned().unwrap_or_default();
+            field_error(prefix, &key, &given, e)
+        }
     })
 }
 
@@ -107,8 +110,7 @@ impl<'de, M: Deserializer<'de, Error = Error>> Deserializer<'de> for Checked<'_,
 }
 
 // Each field's value is taken as the JavaScript value it is (serde-wasm-bindgen's `preserve`)
-// and its type checked here: serde-wasm-bindgen's own type errors would print the value, and
-// bring Rust's float formatting (30 KB of wasm) along to do it.
+// and its type checked here: serde-wasm-bindgen's own type errors would print the value.
 
 /// The field's value as it is.
 #[inline(never)]
@@ -213,10 +215,10 @@ pub fn describe(value: &JsValue) -> String {
 /// Marks an error about a list's items rather than the list.
 const HOLDING: &str = "holding ";
 
-/// A field's error as the caller's `TypeError`: the field, what it must be, and the type it got
-/// (never the value). The message is what a reader above set (`expected`); any other failure
-/// is serde-wasm-bindgen's own.
-fn field_error(object: &JsValue, prefix: &str, key: &str, error: Error) -> JsValue {
+/// A field's error as the caller's `TypeError`: the field, what it must be, and the type of
+/// the value it was `given` (never the value). The message is what a reader above set
+/// (`expected`); any other failure is serde-wasm-bindgen's own.
+fn field_error(prefix: &str, key: &str, given: &JsValue, error: Error) -> JsValue {
     let text = JsValue::from(error)
         .dyn_into::<js_sys::Error>()
         .map(|e| String::from(e.message()))
@@ -224,10 +226,9 @@ fn field_error(object: &JsValue, prefix: &str, key: &str, error: Error) -> JsVal
     if let Some(items) = text.strip_prefix(HOLDING) {
         return type_error(&format!("Expected `{prefix}{key}` to hold {items}"));
     }
-    let got = super::props::get(object, key);
     type_error(&format!(
         "Expected `{prefix}{key}` to be {text}, got {}",
-        describe(&got)
+        describe(given)
     ))
 }
 

@@ -196,13 +196,10 @@ pub fn stats(
     let now = clock::now();
     let mut totals = retired.clone();
     let mut waiting = 0;
+    // The gates' entries borrow from their figures, so these outlive them.
     let figures: Vec<Figures> = drivers.iter().map(|d| d.with(|g| g.figures(now))).collect();
-    let stores: Vec<String> = drivers
-        .iter()
-        .map(|d| d.store().map_or("memory".into(), |s| s.identity()))
-        .collect();
     let mut gates = Vec::with_capacity(drivers.len());
-    for ((driver, f), store) in drivers.iter().zip(&figures).zip(&stores) {
+    for (driver, f) in drivers.iter().zip(&figures) {
         totals.absorb(f);
         waiting += f.waiting;
         let (rate, counts) = driver.with(|g| (g.rate(), g.store_counts()));
@@ -243,7 +240,7 @@ pub fn stats(
             retry_budget: f.retry_budget,
             rate: rate.into(),
             store: Store {
-                kind: store.clone(),
+                kind: driver.store().map_or("memory".into(), |s| s.identity()),
                 calls: counts.map(|c| c.0),
                 failures: counts.map(|c| c.1),
                 up: counts.map(|c| c.2),

@@ -14,7 +14,7 @@ pub fn set(object: &JsValue, key: &str, value: JsValue) {
 }
 
 /// A property name as a JavaScript string, made once per name: the same few dozen names are
-/// read and written millions of times (every figure of every gate in `stats()`).
+/// read and written millions of times (headers and fields read on every call).
 fn name(key: &str) -> JsValue {
     JsValue::from_str(wasm_bindgen::intern(key))
 }
