@@ -10,6 +10,7 @@
 //!
 //! [`MemoryAuthority`]: crate::core::memory::MemoryAuthority
 
+use super::budget::RefillingConfig;
 use super::Millis;
 
 /// An admission's number, unique within a gate: it names the admission that may have paused the
@@ -113,4 +114,24 @@ pub enum Answer {
 pub trait Authority {
     /// Applies `op` at `now` (milliseconds on the authority's clock).
     fn apply(&mut self, now: Millis, op: &Op) -> Answer;
+}
+
+/// An authority that answers at once, in this process: the gate's own memory, or a slot the
+/// threads of the process share. The gate asks it directly, not through a store link.
+pub trait Immediate: Authority {
+    /// May the head of the line, there since `since`, go now? [`Op::Admit`], plus whatever
+    /// keeps the order fair between the lines that share the state.
+    fn admit(&mut self, now: Millis, id: AdmissionId, since: Millis) -> Answer;
+    /// When the caller with `ahead` others in front of it could be admitted.
+    fn predict(&mut self, now: Millis, ahead: usize) -> Millis;
+    /// No admission before this time (0 when never held).
+    fn cooldown_until(&mut self) -> Millis;
+    /// Whether the refill runs at half rate.
+    fn slow(&mut self) -> bool;
+    /// Tokens in the retry budget, if there is one.
+    fn budget_left(&mut self) -> Option<f64>;
+    /// Whether nothing here is worth keeping (made anew, the state would be the same).
+    fn idle(&mut self, now: Millis) -> bool;
+    /// Gives a budget-less gate this budget.
+    fn install_budget(&mut self, config: RefillingConfig);
 }

@@ -41,6 +41,30 @@ impl TokenBucket {
         }
     }
 
+    /// The state as numbers (tokens, last refill, pause start or -inf, slow as 0/1), for an
+    /// authority whose state lives outside this value: a slot shared by threads.
+    pub fn save(&self) -> [f64; 4] {
+        let paused = self.paused_at.unwrap_or(f64::NEG_INFINITY);
+        [
+            self.tokens,
+            self.last,
+            paused,
+            f64::from(u8::from(self.slow)),
+        ]
+    }
+
+    /// The bucket [`save`](Self::save) wrote, enforcing `rate`.
+    pub fn load(rate: Rate, words: [f64; 4]) -> Self {
+        let [tokens, last, paused, slow] = words;
+        TokenBucket {
+            rate,
+            tokens,
+            last,
+            paused_at: paused.is_finite().then_some(paused),
+            slow: slow != 0.0,
+        }
+    }
+
     /// The allowance this bucket enforces.
     pub fn rate(&self) -> Rate {
         self.rate

@@ -110,6 +110,11 @@ impl RefillingBudget {
         }
     }
 
+    /// A pool holding `available` tokens (as a shared slot saved it).
+    pub fn holding(config: RefillingConfig, available: f64) -> Self {
+        RefillingBudget { config, available }
+    }
+
     /// The settings.
     pub fn config(&self) -> RefillingConfig {
         self.config

@@ -2,7 +2,7 @@
 //! shared retry budget and the quota closure. `gate.lua` encodes these same transitions for
 //! Redis, line for line; keep the two in step (the parity test will not let them drift).
 
-use super::authority::{AdmissionId, Answer, Authority, Op, Remaining, LOW_REMAINING};
+use super::authority::{AdmissionId, Answer, Authority, Immediate, Op, Remaining, LOW_REMAINING};
 use super::bucket::TokenBucket;
 use super::budget::{RefillingBudget, RefillingConfig};
 use super::config::Rate;
@@ -30,6 +30,54 @@ impl MemoryAuthority {
             cooldown_until: 0.0,
             budget: budget.map(RefillingBudget::new),
             quota_until: 0.0,
+        }
+    }
+
+    /// Numbers [`save`](Self::save) writes.
+    pub const WORDS: usize = 8;
+
+    /// The state as numbers, for a slot shared by threads (the rate and the budget's settings
+    /// are the gate's, not state). -1 stands for no anchor and for no budget.
+    pub fn save(&self) -> [f64; Self::WORDS] {
+        let [tokens, last, paused, slow] = self.bucket.save();
+        let anchor = self.anchor.map_or(-1.0, |id| id as f64);
+        let budget = self.budget_left().unwrap_or(-1.0);
+        let (cooldown, quota) = (self.cooldown_until, self.quota_until);
+        [tokens, last, paused, slow, anchor, cooldown, budget, quota]
+    }
+
+    /// The authority [`save`](Self::save) wrote, for `rate`. A budget saved by a gate without
+    /// one's settings is dropped; `budget`'s settings with none saved start full.
+    pub fn load(rate: Rate, budget: Option<RefillingConfig>, words: [f64; Self::WORDS]) -> Self {
+        let [tokens, last, paused, slow, anchor, cooldown, left, quota] = words;
+        MemoryAuthority {
+            bucket: TokenBucket::load(rate, [tokens, last, paused, slow]),
+            anchor: (anchor >= 0.0).then_some(anchor as AdmissionId),
+            cooldown_until: cooldown,
+            budget: budget.map(|config| match left {
+                left if left >= 0.0 => RefillingBudget::holding(config, left),
+                _ => RefillingBudget::new(config),
+            }),
+            quota_until: quota,
+        }
+    }
+
+    /// Takes in what `other` knows and did: the tokens it spent are spent here too (each
+    /// started from a full bucket of the same allowance), as is its retry budget's spending;
+    /// the later cooldown and quota closure hold, and a slow refill. Two threads that kept the
+    /// same key apart for a while join their states this way, once each.
+    pub fn absorb(&mut self, now: Millis, other: &mut MemoryAuthority) {
+        let spent = self.bucket.rate().burst() - other.bucket.tokens(now);
+        let left = self.bucket.tokens(now) - spent.max(0.0);
+        self.bucket.at_most(now, left);
+        if other.bucket.is_slow() && !self.bucket.is_slow() {
+            self.bucket.set_slow(now, true);
+        }
+        self.cooldown_until = self.cooldown_until.max(other.cooldown_until);
+        self.quota_until = self.quota_until.max(other.quota_until);
+        if let (Some(mine), Some(theirs)) = (&mut self.budget, &other.budget) {
+            let spent = theirs.config().capacity - theirs.available();
+            mine.spend(spent.max(0.0).min(mine.available()));
         }
     }
 
@@ -188,6 +236,31 @@ impl Authority for MemoryAuthority {
                 Answer::QuotaSet((self.quota_until - now).max(0.0))
             }
         }
+    }
+}
+
+impl Immediate for MemoryAuthority {
+    /// One line, so first come is first served already.
+    fn admit(&mut self, now: Millis, id: AdmissionId, _since: Millis) -> Answer {
+        self.apply(now, &Op::Admit { id, seen: None })
+    }
+    fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
+        MemoryAuthority::predict(self, now, ahead)
+    }
+    fn cooldown_until(&mut self) -> Millis {
+        MemoryAuthority::cooldown_until(self)
+    }
+    fn slow(&mut self) -> bool {
+        MemoryAuthority::slow(self)
+    }
+    fn budget_left(&mut self) -> Option<f64> {
+        MemoryAuthority::budget_left(self)
+    }
+    fn idle(&mut self, now: Millis) -> bool {
+        MemoryAuthority::idle(self, now)
+    }
+    fn install_budget(&mut self, config: RefillingConfig) {
+        MemoryAuthority::install_budget(self, config)
     }
 }
 

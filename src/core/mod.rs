@@ -21,6 +21,7 @@ pub mod random;
 pub mod scope;
 pub mod sim;
 pub mod slab;
+pub mod threads;
 
 /// Milliseconds on whatever clock the caller uses: `performance.now()` in production, a virtual
 /// clock in the simulator and the tests. Fractional, as `performance.now()` is.

@@ -32,7 +32,7 @@ use self::call::{Call, CallSpec, Stage};
 use self::figures::Figures;
 use self::line::{Line, Place};
 use self::store_link::{StoreLink, StoreSettings};
-use super::authority::{AdmissionId, Answer, Authority, Op};
+use super::authority::{AdmissionId, Answer, Authority, Immediate, Op};
 use super::budget::RefillingConfig;
 use super::config::Rate;
 use super::memory::MemoryAuthority;
@@ -40,6 +40,7 @@ use super::policy::Reason;
 use super::quota::{QuotaState, QuotaWatch};
 use super::random::Random;
 use super::slab::{Id, Slab};
+use super::threads::{Settings, ThreadAuthority};
 use super::Millis;
 
 /// A call's number within its gate: a number of a call that has ended never finds another.
@@ -49,11 +50,20 @@ pub type CallId = Id;
 /// is due now. So is a token due that soon, which spares a second wake-up a moment later.
 pub const EARLY_MS: Millis = 1.0;
 
-/// Where the gate's shared state lives.
-#[derive(Debug)]
+/// Where the gate's shared state lives: in this process (its own memory, or memory its threads
+/// share), or in a store other processes reach too.
 enum Keeper {
-    Memory(MemoryAuthority),
-    Store(StoreLink),
+    Memory(Box<dyn Immediate>),
+    Store(Box<StoreLink>),
+}
+
+impl std::fmt::Debug for Keeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Keeper::Memory(_) => f.write_str("Memory"),
+            Keeper::Store(link) => f.debug_tuple("Store").field(link).finish(),
+        }
+    }
 }
 
 /// A backoff that ends at `at`.
@@ -100,6 +110,8 @@ pub struct Gate {
     awaiting_probe: Vec<CallId>,
     figures: Figures,
     random: Box<dyn Random>,
+    /// Made for wrappers that share it with the process's threads.
+    threads: bool,
 }
 
 impl std::fmt::Debug for Gate {
@@ -120,12 +132,28 @@ impl Gate {
         now: Millis,
         random: Box<dyn Random>,
     ) -> Gate {
-        Gate::with(
-            Keeper::Memory(MemoryAuthority::new(rate, budget, now)),
-            rate,
-            budget,
-            random,
-        )
+        let authority = MemoryAuthority::new(rate, budget, now);
+        Gate::with(Keeper::Memory(Box::new(authority)), rate, budget, random)
+    }
+
+    /// A gate whose state lives in memory the process's threads share.
+    pub fn threaded(authority: ThreadAuthority, random: Box<dyn Random>) -> Gate {
+        let Settings { rate, budget } = authority.settings();
+        Gate::with(Keeper::Memory(Box::new(authority)), rate, budget, random).for_threads()
+    }
+
+    /// Marks a gate as made for wrappers that share it with the process's threads (a gate in
+    /// this thread's memory is, when the shared memory had no room for its key).
+    pub fn for_threads(self) -> Gate {
+        Gate {
+            threads: true,
+            ..self
+        }
+    }
+
+    /// Whether the gate was made for wrappers that share it with the process's threads.
+    pub fn shared_by_threads(&self) -> bool {
+        self.threads
     }
 
     /// A gate whose state lives in a shared store, reached with [`Action::Store`].
@@ -137,7 +165,7 @@ impl Gate {
         random: Box<dyn Random>,
     ) -> Gate {
         let link = StoreLink::new(settings, rate, budget, now);
-        Gate::with(Keeper::Store(link), rate, budget, random)
+        Gate::with(Keeper::Store(Box::new(link)), rate, budget, random)
     }
 
     fn with(
@@ -160,6 +188,7 @@ impl Gate {
             awaiting_probe: Vec::new(),
             figures: Figures::default(),
             random,
+            threads: false,
         }
     }
 
@@ -309,8 +338,12 @@ impl Gate {
             return true;
         }
         let id = self.next_admission;
-        let authority = match &mut self.keeper {
-            Keeper::Memory(a) => a,
+        let since = match call.stage {
+            Stage::Queued { since, .. } => since,
+            _ => now,
+        };
+        let authority: &mut dyn Immediate = match &mut self.keeper {
+            Keeper::Memory(a) => a.as_mut(),
             Keeper::Store(link) if link.alone() => {
                 // Admit alone at the share meanwhile, and now and then ask the store again.
                 if link.ping_due(now) {
@@ -341,11 +374,11 @@ impl Gate {
                 return true;
             }
         };
-        let mut answer = authority.apply(now, &Op::Admit { id, seen: None });
+        let mut answer = authority.admit(now, id, since);
         // A token due within a timer's tolerance is taken now.
         if let Answer::Wait(ms) = answer {
             if ms <= EARLY_MS {
-                answer = authority.apply(now + ms, &Op::Admit { id, seen: None });
+                answer = authority.admit(now + ms, id, since);
             }
         }
         match answer {
@@ -391,11 +424,20 @@ impl Gate {
         });
     }
 
-    /// When the gate next needs waking, if ever: the head's admission, the end of a backoff,
-    /// a store operation's time limit.
+    /// When the gate next needs waking, if ever: the head's admission, or its deadline (the
+    /// prediction that let it join may not hold where others share the allowance), the end of
+    /// a backoff, a store operation's time limit.
     pub fn poll_timeout(&mut self, now: Millis) -> Option<Millis> {
         let mut due = self.sleepers.peek().map(|d| d.at);
         let mut consider = |at: Millis| due = Some(due.map_or(at, |d: Millis| d.min(at)));
+        let calls = &self.calls;
+        let head = self.line.front(|p| Gate::live(calls, p));
+        if let Some(call) = head.and_then(|h| self.calls.get(h.call)) {
+            let (deadline, _) = call.admission_deadline();
+            if deadline.is_finite() {
+                consider(deadline + EARLY_MS);
+            }
+        }
         if !self.line.is_empty() {
             match &mut self.keeper {
                 Keeper::Memory(a) => consider(a.predict(now, 0)),
@@ -551,8 +593,8 @@ impl Gate {
     }
 
     /// The cooldown's end as this process knows it.
-    pub fn cooldown_until(&self) -> Millis {
-        match &self.keeper {
+    pub fn cooldown_until(&mut self) -> Millis {
+        match &mut self.keeper {
             Keeper::Memory(a) => a.cooldown_until(),
             Keeper::Store(link) => link.cooldown_until.max(link.fallback.cooldown_until()),
         }

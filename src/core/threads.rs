@@ -1,0 +1,400 @@
+//! The admission authority shared by the threads of one process. Each thread keeps its own line
+//! and its one timer per gate; what they all draw from (the state the memory authority keeps for
+//! a lone thread) lives in a [`Slot`] of shared memory that one thread changes at a time. The
+//! transitions are the memory authority's own: a transaction loads the state from the slot's
+//! words, applies the operation and saves it back. What sharing adds is order between the lines:
+//! the head of each waiting line leaves a claim, and a token goes to the head that came first.
+//!
+//! A slot's words, in order: [`READY`] (1 once anything was saved), the gate's allowance and
+//! retry budget settings (the first thread's; the others must agree), the memory authority's
+//! state, then [`CLAIMS`] claims of three words (thread, arrival, when it asks next).
+
+use super::authority::{AdmissionId, Answer, Authority, Immediate, Op};
+use super::budget::RefillingConfig;
+use super::config::Rate;
+use super::memory::MemoryAuthority;
+use super::Millis;
+
+/// Word 0: 1 once a thread saved the slot, 0 in a fresh one.
+pub const READY: usize = 0;
+const CONFIG: usize = 1;
+const CONFIG_WORDS: usize = 6;
+const STATE: usize = CONFIG + CONFIG_WORDS;
+const CLAIMS_AT: usize = STATE + MemoryAuthority::WORDS;
+/// Heads of lines that can hold a claim at once; more threads than this wait unordered.
+pub const CLAIMS: usize = 8;
+/// Numbers in a slot.
+pub const WORDS: usize = CLAIMS_AT + 3 * CLAIMS;
+
+/// The longest a claim outlives its time: a thread whose line emptied, or that died, holds the
+/// others back at most this long (and at most one token interval).
+pub const GRACE_MS: Millis = 250.0;
+
+/// The highest thread number: numbers salt admission ids above 2^40 and stay below 2^53.
+pub const MAX_THREAD: u32 = 4095;
+
+/// One gate's state in memory shared by threads.
+pub trait Slot {
+    /// Runs `f` on the slot's words while this thread alone holds the slot, and keeps what `f`
+    /// wrote if it returns true. If the hold was taken over meanwhile (this thread stalled past
+    /// the lease), what `f` wrote is dropped and `f` runs again on the words as they are now.
+    ///
+    /// For an `admission`, it may instead return false without running `f`: the thread may not
+    /// have heard yet of the memory the others share, or the slot moves to memory the thread
+    /// has not been told of. The thread's event loop must turn before it asks again. Other
+    /// transactions go on meanwhile, on the memory the slot leaves, and come along when it
+    /// moves.
+    fn transact(&mut self, f: &mut dyn FnMut(&mut [f64; WORDS]) -> bool, admission: bool) -> bool;
+}
+
+/// What a slot holds for a gate: its allowance and retry budget settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// The allowance.
+    pub rate: Rate,
+    /// The shared retry budget's settings, if any wrapper on the key retries.
+    pub budget: Option<RefillingConfig>,
+}
+
+impl Settings {
+    fn save(&self, words: &mut [f64; WORDS]) {
+        let b = self.budget;
+        words[CONFIG..STATE].copy_from_slice(&[
+            self.rate.burst(),
+            self.rate.per_second(),
+            b.map_or(-1.0, |b| b.capacity),
+            b.map_or(0.0, |b| b.throttle_cost),
+            b.map_or(0.0, |b| b.transient_cost),
+            b.map_or(0.0, |b| b.success_refill),
+        ]);
+    }
+
+    /// The settings a slot holds, if they make an allowance.
+    fn load(words: &[f64; WORDS]) -> Option<Settings> {
+        let w = &words[CONFIG..STATE];
+        let budget = (w[2] >= 0.0).then_some(RefillingConfig {
+            capacity: w[2],
+            throttle_cost: w[3],
+            transient_cost: w[4],
+            success_refill: w[5],
+        });
+        let rate = Rate::new(w[0], w[1]).ok()?;
+        Some(Settings { rate, budget })
+    }
+}
+
+/// Whether the state in `words` holds nothing worth keeping at `now` (shared clock): its gate
+/// may give the slot to another key.
+pub fn vacant(words: &mut [f64; WORDS], now: Millis) -> bool {
+    if words[READY] != 1.0 {
+        return true;
+    }
+    let Some(settings) = Settings::load(words) else {
+        return true;
+    };
+    let claimed = (0..CLAIMS).any(|i| words[CLAIMS_AT + 3 * i] != 0.0);
+    !claimed && state(words, settings).idle(now)
+}
+
+/// Brings the state of a slot a thread kept apart (`from`) into the slot the threads share now
+/// (`into`), at `now` on the shared clock: a fresh slot takes it as it is; otherwise what was
+/// spent in either is spent (see [`MemoryAuthority::absorb`]). The caller empties `from` as it
+/// takes it, so nothing is counted twice.
+pub fn merge(into: &mut [f64; WORDS], from: &[f64; WORDS], now: Millis) {
+    let Some(theirs) = Settings::load(from).filter(|_| from[READY] == 1.0) else {
+        return;
+    };
+    let held = match Settings::load(into) {
+        Some(held) if into[READY] == 1.0 => held,
+        _ => {
+            into[..CLAIMS_AT].copy_from_slice(&from[..CLAIMS_AT]);
+            return;
+        }
+    };
+    let mut mine = state(into, held);
+    mine.absorb(now, &mut state(from, theirs));
+    into[STATE..CLAIMS_AT].copy_from_slice(&mine.save());
+}
+
+/// Makes a fresh slot the gate's: its settings and a full bucket (full as of any time: the
+/// refill is capped at the burst).
+fn init(words: &mut [f64; WORDS], settings: Settings) {
+    words.fill(0.0);
+    settings.save(words);
+    let fresh = MemoryAuthority::new(settings.rate, settings.budget, 0.0);
+    words[STATE..CLAIMS_AT].copy_from_slice(&fresh.save());
+    words[READY] = 1.0;
+}
+
+fn state(words: &[f64; WORDS], settings: Settings) -> MemoryAuthority {
+    let mut saved = [0.0; MemoryAuthority::WORDS];
+    saved.copy_from_slice(&words[STATE..CLAIMS_AT]);
+    MemoryAuthority::load(settings.rate, settings.budget, saved)
+}
+
+/// The heads waiting on a slot: (thread, arrival, when it asks next) each, thread 0 for none.
+struct Claims<'a>(&'a mut [f64]);
+
+impl Claims<'_> {
+    /// Forgets claims whose thread has not asked again within `grace` of when it said it would
+    /// (it left, or died): a dead thread holds the others back at most that long.
+    fn expire(&mut self, now: Millis, grace: Millis) {
+        for c in self.0.chunks_exact_mut(3) {
+            if c[0] != 0.0 && c[2] + grace < now {
+                c.fill(0.0);
+            }
+        }
+    }
+
+    /// When the earliest head that came before `since`, of another thread, asks next.
+    fn ahead(&self, me: f64, since: Millis) -> Option<Millis> {
+        self.0
+            .chunks_exact(3)
+            .filter(|c| c[0] != 0.0 && c[0] != me && c[1] < since)
+            .min_by(|a, b| a[1].total_cmp(&b[1]))
+            .map(|c| c[2])
+    }
+
+    /// Records (or updates) this thread's claim, if there is room.
+    fn put(&mut self, me: f64, since: Millis, due: Millis) {
+        let find = |who: f64| self.0.chunks_exact(3).position(|c| c[0] == who);
+        let spot = find(me).or_else(|| find(0.0));
+        if let Some(i) = spot {
+            self.0[3 * i..3 * i + 3].copy_from_slice(&[me, since, due]);
+        }
+    }
+
+    fn remove(&mut self, me: f64) {
+        for c in self.0.chunks_exact_mut(3) {
+            if c[0] == me {
+                c.fill(0.0);
+            }
+        }
+    }
+}
+
+/// A gate's authority in a slot shared with the process's other threads.
+pub struct ThreadAuthority {
+    slot: Box<dyn Slot>,
+    settings: Settings,
+    /// This thread's number (1 to [`MAX_THREAD`]): it names the thread's claim and keeps its
+    /// admission numbers apart from other threads'.
+    thread: u32,
+    /// Added to this thread's clock, it gives the clock the threads share.
+    offset: Millis,
+    /// Held back (on this thread's clock) for a head of another thread that came first.
+    yield_until: Millis,
+}
+
+impl ThreadAuthority {
+    /// Joins the gate in `slot` as thread `thread`, whose clock is `offset` behind the shared
+    /// one, bringing `settings`. A retry budget is added to a slot without one. When the slot
+    /// already enforces another allowance or budget, the answer is the settings it holds.
+    pub fn join(
+        mut slot: Box<dyn Slot>,
+        settings: Settings,
+        thread: u32,
+        offset: Millis,
+    ) -> Result<ThreadAuthority, Settings> {
+        let mut agreed = Ok(settings);
+        let agree = &mut |words: &mut [f64; WORDS]| {
+            let held = match Settings::load(words) {
+                Some(held) if words[READY] == 1.0 => held,
+                _ => {
+                    init(words, settings);
+                    agreed = Ok(settings);
+                    return true;
+                }
+            };
+            let bring_budget = held.budget.is_none() && settings.budget.is_some();
+            agreed = match (held.budget, settings.budget) {
+                _ if held.rate != settings.rate => Err(held),
+                (Some(a), Some(b)) if a != b => Err(held),
+                _ if bring_budget => Ok(settings),
+                _ => Ok(held),
+            };
+            if bring_budget && agreed.is_ok() {
+                settings.save(words);
+            }
+            bring_budget && agreed.is_ok()
+        };
+        slot.transact(agree, false);
+        let settings = agreed?;
+        Ok(ThreadAuthority {
+            slot,
+            settings,
+            thread: thread.clamp(1, MAX_THREAD),
+            offset,
+            yield_until: f64::NEG_INFINITY,
+        })
+    }
+
+    /// The settings the threads share.
+    pub fn settings(&self) -> Settings {
+        self.settings
+    }
+
+    /// Runs `f` on the state at `now` (this thread's clock), saving it when `f` says it changed.
+    fn with<R>(
+        &mut self,
+        now: Millis,
+        f: impl FnMut(&mut MemoryAuthority, &mut Claims, Millis) -> (R, bool),
+    ) -> R {
+        self.transact(now, f, false)
+            .expect("a transaction that is not an admission runs")
+    }
+
+    /// [`with`](Self::with), or `None` when the slot asks an admission to wait a moment.
+    fn transact<R>(
+        &mut self,
+        now: Millis,
+        mut f: impl FnMut(&mut MemoryAuthority, &mut Claims, Millis) -> (R, bool),
+        admission: bool,
+    ) -> Option<R> {
+        let mut out = None;
+        let step = &mut |a: &mut MemoryAuthority, c: &mut Claims, t: Millis| {
+            let (r, changed) = f(a, c, t);
+            out = Some(r);
+            changed
+        };
+        self.run(now, step, admission);
+        out
+    }
+
+    /// The one body of every transaction (not generic, so the module holds one copy): loads the
+    /// state from the slot's words, lets `f` work on it, saves it when `f` says it changed.
+    fn run(
+        &mut self,
+        now: Millis,
+        f: &mut dyn FnMut(&mut MemoryAuthority, &mut Claims, Millis) -> bool,
+        admission: bool,
+    ) {
+        let shared_now = now + self.offset;
+        let settings = self.settings;
+        let words = &mut |words: &mut [f64; WORDS]| {
+            // A slot given back fresh (its thread moved it) starts as the first thread's did.
+            let fresh = words[READY] != 1.0;
+            if fresh {
+                init(words, settings);
+            }
+            // The slot's settings: a budget another thread brought since is kept, not lost.
+            let settings = Settings::load(words).unwrap_or(settings);
+            let mut authority = state(words, settings);
+            let (head, claims) = words.split_at_mut(CLAIMS_AT);
+            let changed = f(&mut authority, &mut Claims(claims), shared_now);
+            if changed {
+                head[STATE..].copy_from_slice(&authority.save());
+            }
+            changed || fresh
+        };
+        self.slot.transact(words, admission);
+    }
+
+    fn salted(&self, id: AdmissionId) -> AdmissionId {
+        id + (u64::from(self.thread) << 40)
+    }
+}
+
+impl Authority for ThreadAuthority {
+    fn apply(&mut self, now: Millis, op: &Op) -> Answer {
+        let op = match *op {
+            Op::Admit { id, seen } => Op::Admit {
+                id: self.salted(id),
+                seen,
+            },
+            Op::Resume { id } => Op::Resume {
+                id: self.salted(id),
+            },
+            ref op => op.clone(),
+        };
+        self.with(now, |a, _, t| (a.apply(t, &op), true))
+    }
+}
+
+impl Immediate for ThreadAuthority {
+    /// A token goes to the head that came first among the threads' lines: a later head waits
+    /// until the earlier one has asked (looking again every eighth of a token interval, at
+    /// most 20 ms, once it is due). A claim not renewed within one token interval (at most
+    /// [`GRACE_MS`]) of its time lapses: its thread died, or its line emptied.
+    fn admit(&mut self, now: Millis, id: AdmissionId, since: Millis) -> Answer {
+        let me = f64::from(self.thread);
+        let id = self.salted(id);
+        let since = since + self.offset;
+        let interval = self.settings.rate.ms_per_token();
+        let (grace, again) = (interval.min(GRACE_MS), (interval / 8.0).clamp(1.0, 20.0));
+        let answer = self.transact(
+            now,
+            |a, claims, t| {
+                claims.expire(t, grace);
+                if let Some(due) = claims.ahead(me, since) {
+                    let wait = (due - t).max(again);
+                    claims.put(me, since, t + wait);
+                    return ((Answer::Wait(wait), true), true);
+                }
+                let answer = a.apply(t, &Op::Admit { id, seen: None });
+                match answer {
+                    Answer::Wait(ms) => claims.put(me, since, t + ms),
+                    _ => claims.remove(me),
+                }
+                ((answer, false), true)
+            },
+            true,
+        );
+        // Not asked: the slot waits for this thread's event loop to turn.
+        let answer = answer.unwrap_or((Answer::Wait(1.0), true));
+        match answer {
+            (Answer::Wait(ms), true) => self.yield_until = now + ms,
+            _ => self.yield_until = f64::NEG_INFINITY,
+        }
+        answer.0
+    }
+
+    fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
+        let offset = self.offset;
+        // Now exactly when it is now: the shared clock's large numbers must not round a
+        // token that is there into a wait.
+        let at = self.with(now, |a, _, t| match a.predict(t, ahead) {
+            at if at <= t => (now, false),
+            at => (at - offset, false),
+        });
+        at.max(self.yield_until)
+    }
+
+    fn cooldown_until(&mut self) -> Millis {
+        let offset = self.offset;
+        let until = self.with(0.0, |a, _, _| (a.cooldown_until(), false));
+        if until > 0.0 {
+            until - offset
+        } else {
+            0.0
+        }
+    }
+
+    fn slow(&mut self) -> bool {
+        self.with(0.0, |a, _, _| (a.slow(), false))
+    }
+
+    fn budget_left(&mut self) -> Option<f64> {
+        self.with(0.0, |a, _, _| (a.budget_left(), false))
+    }
+
+    fn idle(&mut self, now: Millis) -> bool {
+        self.with(now, |a, _, t| (a.idle(t), false))
+    }
+
+    fn install_budget(&mut self, config: RefillingConfig) {
+        if self.settings.budget.is_some() {
+            return;
+        }
+        self.settings.budget = Some(config);
+        let settings = self.settings;
+        let install = &mut |words: &mut [f64; WORDS]| match Settings::load(words) {
+            Some(held) if held.budget.is_none() => {
+                settings.save(words);
+                true
+            }
+            _ => false,
+        };
+        self.slot.transact(install, false);
+    }
+}

@@ -1,0 +1,306 @@
+//! The authority threads share, on a virtual clock and with real threads: one allowance for
+//! every line, arrival order across lines, claims of dead threads that lapse, settings that
+//! must agree, and no token lost or spent twice while threads hammer one slot.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::sync::{Arc, Mutex};
+
+use odds_gate::core::authority::{Answer, Authority, Immediate, Op};
+use odds_gate::core::budget::RefillingConfig;
+use odds_gate::core::config::Rate;
+use odds_gate::core::gate::action::{Action, End};
+use odds_gate::core::gate::call::CallSpec;
+use odds_gate::core::gate::Gate;
+use odds_gate::core::policy::Reason;
+use odds_gate::core::random::Seeded;
+use odds_gate::core::threads::{vacant, Settings, Slot, ThreadAuthority, WORDS};
+use odds_gate::core::Millis;
+
+/// A slot behind a mutex: what the bindings do with `Atomics` over a `SharedArrayBuffer`,
+/// here with std's lock, so real threads can share it.
+#[derive(Clone)]
+struct Shared(Arc<Mutex<[f64; WORDS]>>);
+
+impl Shared {
+    fn new() -> Shared {
+        Shared(Arc::new(Mutex::new([0.0; WORDS])))
+    }
+}
+
+impl Slot for Shared {
+    fn transact(&mut self, f: &mut dyn FnMut(&mut [f64; WORDS]) -> bool, _: bool) -> bool {
+        let mut words = self.0.lock().unwrap();
+        let mut copy = *words;
+        if f(&mut copy) {
+            *words = copy;
+        }
+        true
+    }
+}
+
+fn settings(burst: f64, per_second: f64) -> Settings {
+    Settings {
+        rate: Rate::new(burst, per_second).unwrap(),
+        budget: None,
+    }
+}
+
+fn join(slot: &Shared, settings: Settings, thread: u32, offset: Millis) -> ThreadAuthority {
+    ThreadAuthority::join(Box::new(slot.clone()), settings, thread, offset).unwrap()
+}
+
+fn admitted(answer: Answer) -> bool {
+    matches!(answer, Answer::Admitted { .. })
+}
+
+/// Drives gates that share one slot on a virtual clock, a millisecond at a time, every
+/// response a 200 at once. Returns each send as (time, gate, call's arrival).
+fn run(gates: &mut [Gate], arrivals: &[(Millis, usize)], until: Millis) -> Vec<(Millis, usize)> {
+    let mut sends = Vec::new();
+    let mut timers: Vec<Option<Millis>> = vec![None; gates.len()];
+    let mut started = Vec::new();
+    let mut settled = 0;
+    let mut now = 0.0;
+    while now <= until && settled < arrivals.len() {
+        for (i, &(at, g)) in arrivals.iter().enumerate() {
+            if at == now {
+                let id = gates[g].start(now, CallSpec::default());
+                started.push((g, id, i));
+            }
+        }
+        for (g, gate) in gates.iter_mut().enumerate() {
+            if timers[g].is_some_and(|t| t <= now) {
+                timers[g] = None;
+                gate.handle_timeout(now);
+            }
+            while let Some(action) = gate.poll_action(now) {
+                match action {
+                    Action::Send { call, .. } => {
+                        let &(_, _, i) = started
+                            .iter()
+                            .find(|&&(sg, id, _)| sg == g && id == call)
+                            .unwrap_or_else(|| panic!("{g} {call:?} {started:?}"));
+                        sends.push((now, i));
+                        gate.responded(now, &|| 0.0, call, 200, &|_| None);
+                    }
+                    Action::Settle { end, .. } => {
+                        assert!(matches!(end, End::Deliver), "{end:?}");
+                        settled += 1;
+                    }
+                    _ => {}
+                }
+            }
+            timers[g] = gate.poll_timeout(now).map(|t| t.max(now).ceil());
+        }
+        now += 1.0;
+    }
+    assert_eq!(settled, arrivals.len(), "every call settled by {until} ms");
+    sends
+}
+
+#[test]
+fn threads_draw_from_one_allowance_in_the_order_their_calls_came() {
+    let slot = Shared::new();
+    let rate = settings(2.0, 2.0);
+    // Two threads on a shared clock of Unix milliseconds.
+    let mut gates = vec![
+        Gate::threaded(join(&slot, rate, 1, 1.7e12), Box::new(Seeded::new(1))),
+        Gate::threaded(join(&slot, rate, 2, 1.7e12), Box::new(Seeded::new(2))),
+    ];
+    // Eight calls, alternating between the threads' lines, one a millisecond.
+    let arrivals: Vec<(Millis, usize)> = (0..8).map(|i| (f64::from(i), i as usize % 2)).collect();
+    let sends = run(&mut gates, &arrivals, 10_000.0);
+    let order: Vec<usize> = sends.iter().map(|&(_, i)| i).collect();
+    assert_eq!(
+        order,
+        (0..8).collect::<Vec<_>>(),
+        "arrival order across threads"
+    );
+    let times: Vec<Millis> = sends.iter().map(|&(t, _)| t).collect();
+    // The article's 8/0/8 schedule: the burst at once, then one every 500 ms (a token due
+    // within the timer's millisecond of tolerance is taken), as one thread alone would have it.
+    let expected = [0.0, 1.0, 500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0];
+    for (t, e) in times.iter().zip(expected) {
+        assert!(*t >= e - 1.0 && *t <= e + 2.0, "sent at {times:?}");
+    }
+}
+
+#[test]
+fn a_head_that_came_first_gets_the_token_even_when_it_asks_later() {
+    let slot = Shared::new();
+    let rate = settings(1.0, 1.0);
+    let (mut a, mut b) = (join(&slot, rate, 1, 0.0), join(&slot, rate, 2, 0.0));
+    assert!(admitted(a.admit(0.0, 0, 0.0)));
+    a.apply(0.0, &Op::Resume { id: 0 });
+    // A's next head came at 10 and is told to come back when the token is there.
+    assert_eq!(a.admit(10.0, 1, 10.0), Answer::Wait(990.0));
+    // B's head came at 20 and asks first when the token is there: A came first.
+    let Answer::Wait(ms) = b.admit(1_000.0, 0, 20.0) else {
+        panic!("B went before A")
+    };
+    assert!(b.predict(1_000.0, 0) >= 1_000.0 + ms);
+    assert!(admitted(a.admit(1_000.5, 1, 10.0)));
+    a.apply(1_000.5, &Op::Resume { id: 1 });
+    // Then B waits for the next token, a second after A's.
+    let next = 2_000.5 - (1_000.0 + ms);
+    assert!(matches!(
+        b.admit(1_000.0 + ms, 0, 20.0),
+        Answer::Wait(w) if w >= next && w <= next + 1.0
+    ));
+}
+
+#[test]
+fn a_claim_not_renewed_lapses_after_one_token_interval() {
+    let slot = Shared::new();
+    let rate = settings(1.0, 4.0);
+    let (mut a, mut b) = (join(&slot, rate, 1, 0.0), join(&slot, rate, 2, 0.0));
+    assert!(admitted(a.admit(0.0, 0, 0.0)));
+    a.apply(0.0, &Op::Resume { id: 0 });
+    // A's head waits for 250 ms, then its thread dies: it never asks again.
+    assert_eq!(a.admit(0.0, 1, 0.0), Answer::Wait(250.0));
+    assert!(!admitted(b.admit(300.0, 0, 100.0)), "A's claim still holds");
+    assert!(
+        admitted(b.admit(500.5, 0, 100.0)),
+        "after 250 + 250 ms the claim lapsed"
+    );
+}
+
+#[test]
+fn what_one_thread_learns_holds_every_thread_on_its_own_clock() {
+    let slot = Shared::new();
+    let rate = settings(2.0, 2.0);
+    let (mut a, mut b) = (join(&slot, rate, 1, 0.0), join(&slot, rate, 2, 1_000.0));
+    let hold = Op::Observe {
+        cooldown_ms: Some(5_000.0),
+        remaining: None,
+    };
+    a.apply(100.0, &hold);
+    assert_eq!(a.cooldown_until(), 5_100.0);
+    assert_eq!(b.cooldown_until(), 4_100.0, "B's clock reads 1 s more");
+    assert_eq!(b.admit(4_000.0, 0, 4_000.0), Answer::Wait(100.0));
+    assert!(admitted(b.admit(4_100.0, 0, 4_000.0)));
+}
+
+#[test]
+fn the_retry_budget_and_the_allowance_are_the_first_threads() {
+    let slot = Shared::new();
+    let budget = RefillingConfig {
+        capacity: 10.0,
+        ..RefillingConfig::DEFAULT
+    };
+    let with_budget = Settings {
+        budget: Some(budget),
+        ..settings(2.0, 2.0)
+    };
+    let mut a = join(&slot, settings(2.0, 2.0), 1, 0.0);
+    let mut b = join(&slot, with_budget, 2, 0.0);
+    assert_eq!(a.budget_left(), Some(10.0), "A sees the budget B brought");
+    let charge = Op::Charge {
+        cost: 10.0,
+        refund: 0.0,
+    };
+    assert_eq!(b.apply(0.0, &charge), Answer::Charged(0.0));
+    let c = join(&slot, settings(2.0, 2.0), 3, 0.0);
+    assert_eq!(
+        c.settings(),
+        with_budget,
+        "a later thread takes the budget on"
+    );
+    assert!(matches!(
+        a.apply(0.0, &charge),
+        Answer::Refused(left) if left == 0.0
+    ));
+    let other_rate = ThreadAuthority::join(Box::new(slot.clone()), settings(5.0, 5.0), 4, 0.0);
+    assert_eq!(other_rate.err(), Some(with_budget));
+    let other_budget = Settings {
+        budget: Some(RefillingConfig::DEFAULT),
+        ..settings(2.0, 2.0)
+    };
+    let refused = ThreadAuthority::join(Box::new(slot.clone()), other_budget, 5, 0.0);
+    assert_eq!(refused.err(), Some(with_budget));
+}
+
+#[test]
+fn a_slot_is_vacant_once_its_state_is_as_good_as_new() {
+    let slot = Shared::new();
+    assert!(vacant(&mut slot.0.lock().unwrap(), 0.0), "never used");
+    let mut a = join(&slot, settings(1.0, 10.0), 1, 0.0);
+    assert!(admitted(a.admit(0.0, 0, 0.0)));
+    a.apply(0.0, &Op::Resume { id: 0 });
+    assert!(!vacant(&mut slot.0.lock().unwrap(), 50.0));
+    assert!(vacant(&mut slot.0.lock().unwrap(), 100.0));
+    assert_eq!(
+        a.admit(100.0, 1, 100.0),
+        Answer::Admitted {
+            anchor: true,
+            next_ms: 100.0
+        }
+    );
+    assert_eq!(a.admit(100.0, 2, 100.0), Answer::Wait(100.0));
+    assert!(
+        !vacant(&mut slot.0.lock().unwrap(), 1_000.0),
+        "a head's claim"
+    );
+}
+
+#[test]
+fn threads_hammering_one_slot_spend_every_token_once() {
+    const TOKENS: usize = 100_000;
+    let slot = Shared::new();
+    // A burst of 100,000 that all but never refills: every admission spends one of them.
+    let rate = settings(TOKENS as f64, 1e-6);
+    let handles: Vec<_> = (1..=4)
+        .map(|thread| {
+            let slot = slot.clone();
+            std::thread::spawn(move || {
+                let mut authority = join(&slot, rate, thread, 0.0);
+                let mut admitted = 0usize;
+                for id in 0..TOKENS as u64 {
+                    match authority.admit(0.0, id, f64::from(thread)) {
+                        Answer::Admitted { .. } => admitted += 1,
+                        _ => break,
+                    }
+                }
+                admitted
+            })
+        })
+        .collect();
+    let counts: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(counts.iter().sum::<usize>(), TOKENS, "{counts:?}");
+    assert!(
+        counts.iter().all(|&c| c > 0),
+        "every thread got some: {counts:?}"
+    );
+}
+
+#[test]
+fn a_waiting_call_goes_at_its_deadline_when_another_thread_took_its_token() {
+    let slot = Shared::new();
+    let rate = settings(1.0, 10.0); // a token per 100 ms
+    let mut gate = Gate::threaded(join(&slot, rate, 1, 0.0), Box::new(Seeded::new(1)));
+    let mut other = join(&slot, rate, 2, 0.0);
+    assert!(admitted(other.admit(0.0, 0, 0.0)));
+    other.apply(0.0, &Op::Resume { id: 0 });
+    // Predicted for 100 ms when it joins: within its 150.
+    let spec = CallSpec {
+        max_wait_ms: Some(150.0),
+        ..CallSpec::default()
+    };
+    gate.start(0.0, spec);
+    assert!(gate.poll_action(0.0).is_none());
+    // The other thread's head came as early and asks first: the token is its.
+    assert!(admitted(other.admit(100.0, 1, 0.0)));
+    assert!(gate.poll_action(100.0).is_none());
+    // Its next token is 100 ms away, past the deadline: the gate wakes at the deadline.
+    let due = gate.poll_timeout(100.0).expect("a wake-up");
+    assert!(due <= 151.0, "wakes at {due}");
+    gate.handle_timeout(due);
+    let ends: Vec<Action> = std::iter::from_fn(|| gate.poll_action(due)).collect();
+    assert!(
+        ends.iter().any(
+            |a| matches!(a, Action::Settle { end: End::Abandoned { abandoned, .. }, .. }
+            if abandoned.reason == Reason::QueueWait)
+        ),
+        "{ends:?}"
+    );
+}
