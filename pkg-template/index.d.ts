@@ -82,6 +82,11 @@ export interface CreateFetchOptions {
   /** Where gates live: this process's memory, or `redisStore(client)` for one allowance across processes. @default in-process memory */
   store?: GateStore;
   /**
+   * Whether a gate in memory is shared by every thread of the process (worker threads draw
+   * from one allowance per key); `false` keeps this wrapper's gates to its thread. @default true
+   */
+  threads?: boolean;
+  /**
    * The longest a call may wait in line for its first admission: a call whose admission is
    * predicted later than this is refused at once (`GateAbandonedError`, reason `queue-wait`,
    * attempts 0, no token spent), and a waiting call that a new cooldown pushes past it is let

@@ -276,6 +276,8 @@ struct Facts {
     rate: RateFigures,
     #[serde(skip_serializing_if = "Option::is_none")]
     store: Option<String>,
+    /// In memory, whether the process's threads share it.
+    threads: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     retry: Option<RetryFacts>,
     waiting: Waiting,
@@ -332,6 +334,7 @@ pub fn describe(config: &Config) -> JsValue {
     let facts = Facts {
         rate: config.rate.into(),
         store: config.store.as_ref().map(|s| s.describe()),
+        threads: config.threads && super::shelf::current().is_some(),
         retry: config.retry.as_deref().map(RetryFacts::from),
         waiting: Waiting {
             max_wait_ms: config.max_wait_ms,

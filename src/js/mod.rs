@@ -20,6 +20,7 @@ mod random;
 mod redis;
 mod registry;
 mod replay;
+mod shelf;
 mod text;
 mod timer;
 mod transport;

@@ -43,6 +43,8 @@ struct Options {
     max_waiting: Option<f64>,
     #[serde(default, deserialize_with = "de::value")]
     meter: Option<JsValue>,
+    #[serde(default, deserialize_with = "de::boolean")]
+    threads: Option<bool>,
 }
 
 /// `rate: { burst, perSecond }`.
@@ -155,6 +157,9 @@ pub struct Config {
     pub store: Option<Rc<RedisStore>>,
     /// The OpenTelemetry instruments, when a `meter` was given.
     pub metrics: Option<Metrics>,
+    /// Whether a gate kept in memory is shared by the process's threads (`threads: false`
+    /// keeps it in the thread that makes it).
+    pub threads: bool,
 }
 
 /// Reads `createFetch(options)`.
@@ -201,6 +206,7 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
         events: Events::new(o.on_event),
         usage_url: o.usage_url,
         metrics: o.meter.map(|m| Metrics::new(&m)).transpose()?,
+        threads: o.threads.unwrap_or(true),
     })
 }
 

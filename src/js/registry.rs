@@ -14,12 +14,15 @@ use super::driver::GateDriver;
 use super::errors::range_error;
 use super::options::Config;
 use super::random::OsRandom;
+use super::shelf::{self, ShelfSlot};
 use super::text::number;
 use crate::core::budget::RefillingConfig;
 use crate::core::config::Rate;
 use crate::core::gate::Gate;
 use crate::core::map::Map;
 use crate::core::scope::Scope;
+use crate::core::threads::{Settings, ThreadAuthority};
+use crate::core::Millis;
 
 /// Every live gate by scope, and the scopes in the order they are next looked at for eviction.
 #[derive(Default)]
@@ -52,6 +55,7 @@ pub fn gate_for(scope: &Scope, config: &Config) -> Result<Rc<GateDriver>, JsValu
         let random = Box::new(OsRandom);
         let gate = match &config.store {
             Some(store) => Gate::shared(config.rate, config.budget, store.settings(), now, random),
+            None if config.threads => threaded(scope, config, now)?,
             None => Gate::new(config.rate, config.budget, now, random),
         };
         let driver = GateDriver::new(scope.clone(), gate, config.store.clone());
@@ -60,6 +64,40 @@ pub fn gate_for(scope: &Scope, config: &Config) -> Result<Rc<GateDriver>, JsValu
         registry.sweep.push_back(scope.clone());
         Ok(driver)
     })
+}
+
+/// The gate of `scope` in the slot the process's threads share; this thread's own where memory
+/// cannot be shared or the shelf has no room.
+fn threaded(scope: &Scope, config: &Config, now: Millis) -> Result<Gate, JsValue> {
+    let random = Box::new(OsRandom);
+    let offset = shelf::clock_offset();
+    let Some(slot) = shelf::current().and_then(|s| ShelfSlot::find(s, scope, offset)) else {
+        return Ok(Gate::new(config.rate, config.budget, now, random).for_threads());
+    };
+    let settings = Settings {
+        rate: config.rate,
+        budget: config.budget,
+    };
+    match ThreadAuthority::join(Box::new(slot), settings, shelf::thread_number(), offset) {
+        Ok(authority) => Ok(Gate::threaded(authority, random)),
+        Err(held) if held.rate != config.rate => Err(mismatch(
+            scope,
+            &format!(
+                "already enforces {} in another thread",
+                rate_text(held.rate)
+            ),
+            &rate_text(config.rate),
+            "One credential has one allowance in the whole process: configure every wrapper \
+             in every thread the same way.",
+        )),
+        Err(held) => Err(mismatch(
+            scope,
+            &format!("already has {} in another thread", budget_text(held.budget)),
+            &budget_text(config.budget),
+            "Wrappers sharing a credential share its retry budget in every thread: configure \
+             `retry.budget` the same way in each.",
+        )),
+    }
 }
 
 impl Registry {
@@ -87,11 +125,14 @@ impl Registry {
 /// Whether `config` agrees with the gate `driver` already is for `scope`; the error says how
 /// it does not. A retrying wrapper brings its budget to a gate that has none.
 fn check(scope: &Scope, driver: &GateDriver, config: &Config) -> Result<(), JsValue> {
-    let existing_store = driver.store().map_or("memory".into(), |s| s.identity());
+    let existing_store = driver.store().map_or_else(
+        || memory(driver.with(|g| g.shared_by_threads())),
+        |s| s.identity(),
+    );
     let wanted_store = config
         .store
         .as_ref()
-        .map_or("memory".into(), |s| s.identity());
+        .map_or_else(|| memory(config.threads), |s| s.identity());
     if existing_store != wanted_store {
         return Err(mismatch(
             scope,
@@ -135,6 +176,14 @@ fn mismatch(scope: &Scope, has: &str, wants: &str, advice: &str) -> JsValue {
         "The gate for credential {} {has}; this wrapper asks for {wants}. {advice}",
         short(scope)
     ))
+}
+
+/// Where a gate in memory keeps its state, as a mismatch names it.
+fn memory(threads: bool) -> String {
+    match threads {
+        true => "memory shared by the process's threads".into(),
+        false => "this thread's memory (threads: false)".into(),
+    }
 }
 
 fn rate_text(rate: Rate) -> String {

@@ -1,5 +1,5 @@
 // describe(): the checklist's configuration summary, worded here from the facts the bindings
-// pass (`rate`, `waiting` and `metrics`, and `store`, `retry`, `budget` when configured), so the sentences live in
+// pass (`rate`, `threads`, `waiting` and `metrics`, and `store`, `retry`, `budget` when configured), so the sentences live in
 // JavaScript rather than in the wasm module. `text` is one line per field, under the labels
 // the checklist uses.
 
@@ -10,10 +10,12 @@ const LABELS = [
 ];
 
 /** The summary object, with its `text`. */
-export function summary({ rate, store, retry, budget, waiting, metrics }) {
+export function summary({ rate, store, threads, retry, budget, waiting, metrics }) {
   const s = { rate };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
-  s.store = store ?? 'in-process memory: per process; other processes have their own allowance';
+  s.store = store ?? (threads
+    ? 'in-process memory shared by every thread of the process (SharedArrayBuffer): one allowance per process, worker threads included; other processes have their own'
+    : 'in-process memory of this thread only (threads: false); other threads and processes have their own allowance');
   s.admission = 'cooldown first, then token bucket; FIFO; one timer per gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < 10% of limit)';
   s.feedback = retry
     ? 'Retry-After (seconds or HTTP-date) on 429/503 is the shared cooldown, extended never shortened; X-RateLimit-* and IETF RateLimit/RateLimit-Policy read on every response'

@@ -1,0 +1,278 @@
+// The shelf: the memory every thread of the process shares, where the gates' states live so one
+// key has one allowance in every worker thread. This file is the one place its layout, its locks
+// and how threads find it are defined; the Rust side (shelf.rs) only asks for a slot, holds it,
+// copies words in and out, and lets go.
+//
+// Finding it. The first copy of the package to load in a thread takes the shelf its parent
+// handed down (worker_threads environment data, copied into every Worker made after it was set)
+// or makes one, sets it as environment data for the threads it will start, and says so on a
+// BroadcastChannel. Threads that made shelves of their own before they heard of each other keep
+// the best: the main thread's, else the oldest (a random number breaks ties). A thread that hears
+// of a better shelf moves to it and marks its old one superseded; a thread that hears of a worse
+// one answers with its own. A gate whose shelf was superseded finds its slot on the current shelf
+// at its next transaction and brings what it spent along, once (merge in threads.rs).
+//
+// Messages arrive only as a thread's event loop turns, so a thread that made its own shelf
+// admits nothing until SETTLE_MS passed and its loop turned: time for the threads already there
+// to answer (a shelf heard of meanwhile may not be the best yet), or, when its shelf is the
+// better, to bring what they spent over (a thread moves every key it holds as soon as it hears).
+// The main thread need not wait when it loads the package in the first EARLY_MS of the process.
+//
+// Layout (one SharedArrayBuffer; offsets in bytes):
+//   0  i32 magic             4  i32 table lock      8  i32 slots        12 i32 superseded (0/1)
+//   16 f64 made (Unix ms)    24 f64 tie-break       32 i32 made by the main thread (0/1)
+//   40 i32 table lock        52 i32 threads asleep on the table lock
+//   64 + i * SLOT_BYTES: slot i
+//      0 i32 lock    4 i32 key high    8 i32 key low (0, 0: never used)
+//      12 i32 threads asleep on the lock
+//      16 + b * WORDS * 8: buffer b of 3, WORDS f64 each (the core's threads::WORDS)
+//
+// Locking. A lock is one i32: bit 0 held, bits 1-2 the buffer that holds the live state, bits
+// 3-30 a sequence number that counts holds. A thread holds a slot by compare-and-swap (seq + 1,
+// held), copies the live buffer out, writes its new state into the buffer the sequence number's
+// parity picks among the two others, and lets go by compare-and-swap to (that buffer live, not
+// held); a read lets go with the same buffer live. A hold that lasts LEASE_MS unchanged is taken
+// over (its thread died or was terminated in it): the taker writes into the other spare buffer,
+// and the stalled holder's late let-go fails, so it runs its transaction again. Nothing a dead
+// thread did half-way is ever live. The table lock (for claiming a slot) works the same way.
+import {
+  BroadcastChannel,
+  getEnvironmentData,
+  isMainThread,
+  setEnvironmentData,
+  threadId,
+} from 'node:worker_threads';
+
+const MAGIC = 0x0dd59a7e;
+const NAME = 'odds-gate/shelf/v1';
+const WORDS = 39;
+const SLOTS = 16384;
+const HEAD_BYTES = 64;
+const SLOT_BYTES = 16 + 3 * WORDS * 8;
+const SUPERSEDED = 3;
+const TABLE_LOCK = 10;
+// Far longer than any transaction (microseconds) or scheduler stall; short enough that a thread
+// killed while holding a slot holds up the others for a moment only.
+const LEASE_MS = 100;
+const SPINS = 64;
+
+// A thread that made its own shelf admits nothing until this long after it said so (and its
+// event loop turned since): threads still starting up answer slowly.
+const SETTLE_MS = 200;
+const EARLY_MS = 100;
+
+let shelf = null;
+let channel = null;
+// Set by the module (shelf.rs): moves every key's state from one shelf to another.
+let mover = null;
+export function onMove(move) {
+  mover = move;
+}
+// Whether this thread may admit: its event loop turned SETTLE_MS after it made its shelf.
+let turned = true;
+
+const sharedNow = () => performance.timeOrigin + performance.now();
+
+function make() {
+  const sab = new SharedArrayBuffer(HEAD_BYTES + SLOTS * SLOT_BYTES);
+  const ints = new Int32Array(sab, 0, HEAD_BYTES / 4);
+  const floats = new Float64Array(sab, 0, HEAD_BYTES / 8);
+  ints[2] = SLOTS;
+  floats[2] = sharedNow();
+  floats[3] = Math.random();
+  ints[8] = isMainThread ? 1 : 0;
+  Atomics.store(ints, 0, MAGIC);
+  return sab;
+}
+
+function usable(sab) {
+  return (
+    sab instanceof SharedArrayBuffer &&
+    sab.byteLength === HEAD_BYTES + SLOTS * SLOT_BYTES &&
+    Atomics.load(new Int32Array(sab, 0, 1), 0) === MAGIC
+  );
+}
+
+// How shelf `a` ranks against shelf `b`: < 0 better (the main thread's, else made first), 0 the
+// same memory (each message brings its own SharedArrayBuffer object for it).
+function rank(a, b) {
+  const [fa, fb] = [new Float64Array(a, 0, 4), new Float64Array(b, 0, 4)];
+  const main = new Int32Array(b, 32, 1)[0] - new Int32Array(a, 32, 1)[0];
+  return main || fa[2] - fb[2] || fa[3] - fb[3];
+}
+
+function hear(sab) {
+  if (!usable(sab)) return;
+  const order = rank(sab, shelf.sab);
+  if (order === 0) return;
+  if (order < 0) {
+    const old = shelf;
+    Atomics.store(old.ints, SUPERSEDED, 1);
+    adopt(sab);
+    // The gates of this module move what they spent on the old shelf now, not at their next
+    // transaction: a thread that does not wake for a while must not hide it meanwhile.
+    mover?.(old, shelf);
+  } else {
+    channel.postMessage(shelf.sab);
+  }
+}
+
+function adopt(sab) {
+  shelf = { sab, ints: new Int32Array(sab), f64: new Float64Array(sab) };
+  setEnvironmentData(NAME, sab);
+}
+
+function start() {
+  let inherited;
+  try {
+    inherited = getEnvironmentData(NAME);
+  } catch {
+    inherited = undefined;
+  }
+  if (usable(inherited)) {
+    adopt(inherited);
+  } else {
+    adopt(make());
+    // No worker can be admitting yet this early in the process (it starts, loads the package
+    // and settles first): the main thread then need not wait.
+    if (!isMainThread || performance.now() > EARLY_MS) {
+      turned = false;
+      setTimeout(() => (turned = true), SETTLE_MS).unref();
+    }
+  }
+  channel = new BroadcastChannel(NAME);
+  channel.onmessage = (event) => hear(event.data);
+  // Never what keeps the process alive.
+  channel.unref();
+  channel.postMessage(shelf.sab);
+}
+
+// The shelf threads share now, as this thread heard it; null where memory cannot
+// be shared (the gates then stay the thread's own). What others said arrives as the event loop
+// turns (a BroadcastChannel cannot be read synchronously).
+export function current() {
+  return channel ? shelf : null;
+}
+
+try {
+  start();
+} catch {
+  shelf = null;
+  channel = null;
+}
+
+export const words = () => WORDS;
+export const thread = () => threadId;
+export const slots = (s) => s.ints[2];
+// Whether this thread may admit yet (see SETTLE_MS).
+export const settled = () => turned;
+
+// The module's memory, which transactions copy a slot's words into and out of.
+let memory = null;
+let heap = null;
+export function useMemory(m) {
+  memory = m;
+}
+// A view is emptied (length 0) when the memory grows: then a new one.
+const wasmWords = () => (heap?.length ? heap : (heap = new Float64Array(memory.buffer)));
+
+// The i32 index of a lock word: slot i's, or (i = -1) the table's.
+const lockAt = (i) => (i < 0 ? TABLE_LOCK : (HEAD_BYTES + i * SLOT_BYTES) / 4);
+// The f64 index of buffer b of slot i.
+const bufferAt = (i, b) => (HEAD_BYTES + i * SLOT_BYTES + 16) / 8 + b * WORDS;
+const live = (held) => (held >> 1) & 3;
+// The buffer a hold writes into: one of the two that are not live, by the sequence's parity.
+const target = (held) => (live(held) + 1 + ((held >> 3) & 1)) % 3;
+
+// Holds slot i (-1: the table): the lock word held; -1 when the shelf was superseded and
+// `force` is false (the caller moves to the current shelf first); -2 when the slot no longer
+// belongs to key (high, low) (it was idle and another key took it; 0, 0 checks nothing).
+function hold(s, i, force, high, low) {
+  const ints = s.ints;
+  const at = lockAt(i);
+  let seen = Atomics.load(ints, at);
+  let since = -1;
+  for (let spins = 0; ; ) {
+    if (!force && Atomics.load(ints, SUPERSEDED) !== 0) return -1;
+    if ((seen & 1) === 0 || (since >= 0 && performance.now() - since > LEASE_MS)) {
+      const next = ((seen + 8) & 0x7ffffff8) | (seen & 6) | 1;
+      const was = Atomics.compareExchange(ints, at, seen, next);
+      if (was === seen) {
+        if ((high | low) === 0 || (ints[at + 1] === high && ints[at + 2] === low)) return next;
+        release(s, i, next, false);
+        return -2;
+      }
+      [seen, since, spins] = [was, -1, 0];
+      continue;
+    }
+    if (spins++ < SPINS) {
+      const was = Atomics.load(ints, at);
+      if (was !== seen) [seen, since] = [was, -1];
+      continue;
+    }
+    if (since < 0) since = performance.now();
+    // Slot header word 3 counts the threads asleep on the lock, so a release wakes only them.
+    Atomics.add(ints, at + 3, 1);
+    Atomics.wait(ints, at, seen, 1);
+    Atomics.sub(ints, at + 3, 1);
+    const was = Atomics.load(ints, at);
+    if (was !== seen) [seen, since, spins] = [was, -1, 0];
+  }
+}
+
+// Lets go of a hold; with `wrote`, its buffer becomes the live one. False when the hold was
+// taken over meanwhile: nothing it wrote counts.
+function release(s, i, held, wrote) {
+  const ints = s.ints;
+  const at = lockAt(i);
+  const next = (held & ~7) | ((wrote ? target(held) : live(held)) << 1);
+  const ok = Atomics.compareExchange(ints, at, held, next) === held;
+  if (Atomics.load(ints, at + 3) !== 0) Atomics.notify(ints, at);
+  return ok;
+}
+
+// Holds slot i and copies its live words to the module's memory at f64 index `to`: the lock
+// word held, or what hold() says when it is not held.
+export function enter(s, i, force, high, low, to) {
+  const held = hold(s, i, force, high, low);
+  if (held >= 0) {
+    const w = wasmWords();
+    const f = s.f64;
+    const from = bufferAt(i, live(held));
+    for (let k = 0; k < WORDS; k++) w[to + k] = f[from + k];
+  }
+  return held;
+}
+
+// Copies the module's words at f64 index `from` (-1: nothing written) to the slot's spare buffer
+// and lets go; false when the hold was taken over meanwhile (nothing it wrote counts).
+export function leave(s, i, held, from) {
+  if (from >= 0) {
+    const w = wasmWords();
+    const f = s.f64;
+    const to = bufferAt(i, target(held));
+    for (let k = 0; k < WORDS; k++) f[to + k] = w[from + k];
+  }
+  return release(s, i, held, from >= 0);
+}
+
+// The slots some key ever used.
+export function used(s) {
+  const out = [];
+  for (let i = 0, n = s.ints[2]; i < n; i++) {
+    const at = lockAt(i);
+    if (s.ints[at + 1] !== 0 || s.ints[at + 2] !== 0) out.push(i);
+  }
+  return out;
+}
+
+// The table: slot i's key (0, 0: never used), and giving it to another key (held).
+export const keyHigh = (s, i) => s.ints[lockAt(i) + 1];
+export const keyLow = (s, i) => s.ints[lockAt(i) + 2];
+export function setKey(s, i, high, low) {
+  const at = lockAt(i);
+  s.ints[at + 1] = high;
+  s.ints[at + 2] = low;
+}
+export const holdTable = (s) => hold(s, -1, true, 0, 0);
+export const releaseTable = (s, held) => release(s, -1, held, false);

@@ -1,0 +1,290 @@
+//! A gate's [`Slot`] on the shelf the process's threads share (`shelf.js` defines the memory,
+//! its locks and how threads find it): the slot for a key is found, or claimed, under the
+//! table's lock; a transaction holds the slot, copies its live words in, and copies what changed
+//! out to a spare buffer that becomes live when the hold is let go.
+
+use wasm_bindgen::prelude::*;
+
+use super::clock;
+use crate::core::scope::Scope;
+use crate::core::threads::{merge, vacant, Slot, READY, WORDS};
+use crate::core::Millis;
+
+#[wasm_bindgen(module = "/src/js/shelf.js")]
+extern "C" {
+    /// The shelf object (`{ sab, ints, f64 }`).
+    #[derive(Clone)]
+    pub type Shelf;
+    #[wasm_bindgen(js_name = current)]
+    fn shelf_now() -> Option<Shelf>;
+    #[wasm_bindgen(js_name = words)]
+    fn shelf_words() -> u32;
+    #[wasm_bindgen(js_name = thread)]
+    fn thread_id() -> f64;
+    #[wasm_bindgen(js_name = useMemory)]
+    fn use_memory(memory: &JsValue);
+    #[wasm_bindgen(js_name = onMove)]
+    fn on_move(mover: &Closure<dyn FnMut(Shelf, Shelf)>);
+    fn used(s: &Shelf) -> Vec<u32>;
+    fn settled() -> bool;
+    fn slots(s: &Shelf) -> u32;
+    fn enter(s: &Shelf, i: u32, force: bool, high: i32, low: i32, to: u32) -> i32;
+    fn leave(s: &Shelf, i: u32, held: i32, from: i32) -> bool;
+    #[wasm_bindgen(js_name = holdTable)]
+    fn hold_table(s: &Shelf) -> i32;
+    #[wasm_bindgen(js_name = releaseTable)]
+    fn release_table(s: &Shelf, held: i32);
+    #[wasm_bindgen(js_name = keyHigh)]
+    fn key_high(s: &Shelf, i: u32) -> i32;
+    #[wasm_bindgen(js_name = keyLow)]
+    fn key_low(s: &Shelf, i: u32) -> i32;
+    #[wasm_bindgen(js_name = setKey)]
+    fn set_key(s: &Shelf, i: u32, high: i32, low: i32);
+}
+
+/// Slots looked at for a key before its gate stays the thread's own.
+const PROBES: u32 = 64;
+/// `enter` found the shelf superseded.
+const SUPERSEDED: i32 = -1;
+/// `enter` found the slot given to another key.
+const TAKEN: i32 = -2;
+
+/// The shelf threads share now, if memory can be shared here (and the JavaScript side agrees on
+/// the size of a slot).
+pub fn current() -> Option<Shelf> {
+    thread_local!(static WIRED: () = {
+        use_memory(&wasm_bindgen::memory());
+        // Lives as long as the module: the shelf may move at any time.
+        let mover = Closure::<dyn FnMut(Shelf, Shelf)>::new(move_all);
+        on_move(&mover);
+        mover.forget();
+    });
+    WIRED.with(|_| ());
+    shelf_now().filter(|_| shelf_words() as usize == WORDS)
+}
+
+/// Moves what every key spent on `old` to its slot on `new`, once (the slots on `old` are left
+/// fresh): this thread just heard that the threads share `new` now.
+fn move_all(old: Shelf, new: Shelf) {
+    let now = clock::now() + clock_offset();
+    for i in used(&old) {
+        let key = (key_high(&old, i), key_low(&old, i));
+        let mut from = [0.0; WORDS];
+        let held = enter_into(&old, i, true, key, &mut from);
+        let fresh = [0.0; WORDS];
+        if held < 0 || !leave(&old, i, held, index_of(&fresh) as i32) || from[READY] != 1.0 {
+            continue;
+        }
+        let Some(j) = locate(&new, key, now) else {
+            continue;
+        };
+        loop {
+            let mut into = [0.0; WORDS];
+            let held = enter_into(&new, j, true, key, &mut into);
+            if held < 0 {
+                break;
+            }
+            merge(&mut into, &from, now);
+            if leave(&new, j, held, index_of(&into) as i32) {
+                break;
+            }
+        }
+    }
+}
+
+/// This thread's number for the gates' claims: `worker_threads`' id, unique in the process.
+pub fn thread_number() -> u32 {
+    (thread_id() as u32 % crate::core::threads::MAX_THREAD) + 1
+}
+
+/// The shared clock: Unix milliseconds, the same in every thread. Added to this thread's clock.
+pub fn clock_offset() -> Millis {
+    js_sys::Reflect::get(&js_sys::global(), &"performance".into())
+        .and_then(|p| js_sys::Reflect::get(&p, &"timeOrigin".into()))
+        .ok()
+        .and_then(|t| t.as_f64())
+        .unwrap_or(0.0)
+}
+
+/// A scope's key in the table: 64 bits of FNV-1a over its name (itself a hash of the
+/// credential), never 0, 0.
+fn key(scope: &Scope) -> (i32, i32) {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in scope.as_str().bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    ((h >> 32) as i32, (h as i32) | 1)
+}
+
+/// The f64 index of `words` in the module's memory, where `enter` and `leave` copy.
+fn index_of(words: &[f64; WORDS]) -> u32 {
+    (words.as_ptr() as usize / 8) as u32
+}
+
+/// One transaction's hold on slot `i`, copying its live words into `words`.
+fn enter_into(
+    shelf: &Shelf,
+    i: u32,
+    force: bool,
+    key: (i32, i32),
+    words: &mut [f64; WORDS],
+) -> i32 {
+    enter(shelf, i, force, key.0, key.1, index_of(words))
+}
+
+/// A gate's slot on the shelf.
+pub struct ShelfSlot {
+    shelf: Shelf,
+    index: u32,
+    key: (i32, i32),
+    offset: Millis,
+    /// This thread may admit (it has had time to hear of the others).
+    settled: bool,
+    /// The state kept in this thread alone, when the shelf had no room for the key.
+    alone: Option<Box<[f64; WORDS]>>,
+}
+
+impl ShelfSlot {
+    /// The slot for `scope` on `shelf`, claimed if the key has none: a never-used slot or one
+    /// whose state holds nothing worth keeping. `None` when the probed slots are all busy.
+    pub fn find(shelf: Shelf, scope: &Scope, offset: Millis) -> Option<ShelfSlot> {
+        let key = key(scope);
+        let index = locate(&shelf, key, clock::now() + offset)?;
+        Some(ShelfSlot {
+            shelf,
+            index,
+            key,
+            offset,
+            settled: false,
+            alone: None,
+        })
+    }
+
+    /// Takes the state out of the slot this handle names (when it is still the key's), leaving
+    /// it fresh: a thread moving to another shelf brings what it holds exactly once.
+    fn take(&self) -> Option<[f64; WORDS]> {
+        let mut words = [0.0; WORDS];
+        let held = enter_into(&self.shelf, self.index, true, self.key, &mut words);
+        if held < 0 {
+            return None;
+        }
+        let fresh = [0.0; WORDS];
+        leave(&self.shelf, self.index, held, index_of(&fresh) as i32).then_some(words)
+    }
+
+    /// Moves to the key's slot on the shelf the threads share now, bringing this slot's state.
+    /// False when this thread has not yet heard which shelf replaced this one.
+    fn rehome(&mut self) -> bool {
+        let Some(shelf) = current().filter(|s| !js_sys::Object::is(s, &self.shelf)) else {
+            return false;
+        };
+        let from = self.take();
+        let now = clock::now() + self.offset;
+        match locate(&shelf, self.key, now) {
+            Some(index) => (self.shelf, self.index) = (shelf, index),
+            None => self.alone = Some(Box::new(from.unwrap_or([0.0; WORDS]))),
+        }
+        if let Some(from) = from.filter(|_| self.alone.is_none()) {
+            let bring = &mut |into: &mut [f64; WORDS]| {
+                merge(into, &from, now);
+                true
+            };
+            self.transact(bring, false);
+        }
+        true
+    }
+
+    /// Finds the key's slot again after its idle state was given to another key (nothing of
+    /// it was worth keeping).
+    fn refind(&mut self) {
+        let now = clock::now() + self.offset;
+        match locate(&self.shelf, self.key, now) {
+            Some(index) => self.index = index,
+            None => self.alone = Some(Box::new([0.0; WORDS])),
+        }
+    }
+}
+
+/// The slot of `key` on `shelf`, claiming one if it has none. Under the table's lock, so two
+/// threads never claim two slots for one key.
+fn locate(shelf: &Shelf, key: (i32, i32), now: Millis) -> Option<u32> {
+    let table = hold_table(shelf);
+    let n = slots(shelf);
+    let start = (key.1 as u32) % n;
+    let probes = PROBES.min(n);
+    let at = |k: u32| (start + k) % n;
+    let mut found = None;
+    let mut spare = None;
+    for k in 0..probes {
+        let slot_key = (key_high(shelf, at(k)), key_low(shelf, at(k)));
+        if slot_key == key {
+            found = Some(at(k));
+            break;
+        }
+        if slot_key == (0, 0) {
+            spare = Some(at(k));
+            break;
+        }
+    }
+    // No slot yet and none never used: one whose state is worth nothing now will do.
+    if found.is_none() && spare.is_none() {
+        spare = (0..probes).map(at).find(|&i| claimable(shelf, i, now));
+    }
+    let index = found.or_else(|| spare.inspect(|&i| give(shelf, i, key)));
+    release_table(shelf, table);
+    index
+}
+
+/// Whether slot `i` holds nothing worth keeping.
+fn claimable(shelf: &Shelf, i: u32, now: Millis) -> bool {
+    let mut words = [0.0; WORDS];
+    let held = enter_into(shelf, i, true, (0, 0), &mut words);
+    let idle = vacant(&mut words, now);
+    leave(shelf, i, held, -1);
+    idle
+}
+
+/// Gives slot `i` to `key`, fresh (held, so a gate still naming it sees the change at once).
+fn give(shelf: &Shelf, i: u32, key: (i32, i32)) {
+    let mut words = [0.0; WORDS];
+    let held = enter_into(shelf, i, true, (0, 0), &mut words);
+    set_key(shelf, i, key.0, key.1);
+    let fresh = [0.0; WORDS];
+    debug_assert_eq!(fresh[READY], 0.0);
+    leave(shelf, i, held, index_of(&fresh) as i32);
+}
+
+impl Slot for ShelfSlot {
+    fn transact(&mut self, f: &mut dyn FnMut(&mut [f64; WORDS]) -> bool, admission: bool) -> bool {
+        if admission && !self.settled {
+            // Once this thread may admit, it may for good.
+            self.settled = settled();
+            if !self.settled {
+                return false;
+            }
+        }
+        let mut force = false;
+        loop {
+            if let Some(words) = &mut self.alone {
+                f(words);
+                return true;
+            }
+            let mut words = [0.0; WORDS];
+            let held = enter_into(&self.shelf, self.index, force, self.key, &mut words);
+            match held {
+                // Moved, or (not told where yet) an admission waits and the rest go on here.
+                SUPERSEDED if self.rehome() => {}
+                SUPERSEDED if admission => return false,
+                SUPERSEDED => force = true,
+                TAKEN => self.refind(),
+                _ => {
+                    let wrote = f(&mut words);
+                    let from = if wrote { index_of(&words) as i32 } else { -1 };
+                    if leave(&self.shelf, self.index, held, from) {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+}
