@@ -226,7 +226,7 @@ test('bad options are refused with a typed error that names the field', () => {
 test('describe() summarises the configuration as an object and as text', () => {
   const summary = createFetch({ rate }).describe();
   assert.deepEqual(summary.rate, rate);
-  assert.match(summary.store, /per process/);
+  assert.match(summary.store, /shared by every thread of the process.*one allowance per process/);
   assert.match(summary.text, /burst 2 at 2 per second/);
   for (const needle of ['429, 502, 503, 504', 'full jitter', '2000 ms', '60000 ms', '3 attempts', '60000 ms of retrying per call', '500 tokens', 'waits its turn']) {
     assert.ok(summary.text.includes(needle), `summary mentions ${needle}:\n${summary.text}`);

@@ -1,0 +1,156 @@
+// One process whose worker threads share a key: run as `node threads-scenario.mjs '<job>'`, it
+// prints one JSON line. The same file is the threads' script (workerData says what to do).
+//
+// Jobs (job.mode; job.shareThreads: false gives the snapshot threads `threads: false`):
+//   main-first   the main thread loads odds-gate, then starts job.threads threads
+//   workers-only the main thread never loads odds-gate; job.threads threads do
+//   late-main    two threads load it and start; the main thread loads it afterwards, runs its
+//                own workers, and starts one more thread after its first call
+//   hammer       job.threads threads spend a burst of job.tokens that never refills, each
+//                trying job.tokens / 2 times: the admissions must add up to job.tokens
+//   terminate    a thread admitting in a tight loop is terminated job.rounds times; then the
+//                main thread must still be admitted
+//   mismatch     the main thread uses the key at job.rate; a thread asks for another allowance
+//   alone        two threads with `threads: false` each spend a burst of 10 of their own
+//   redis        job.threads threads keep the gate in Redis (port job.redisPort)
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+const pkg = new URL('../../pkg/index.js', import.meta.url).href;
+const self = fileURLToPath(import.meta.url);
+// A response on the next turn of the event loop, as any real fetch's is: a thread that never
+// lets its loop turn cannot hear of the others.
+const instant = () => new Promise((resolve) => setImmediate(() => resolve(new Response('{}'))));
+
+async function thread({ role, job }) {
+  const { createFetch } = await import(pkg);
+  if (role === 'snapshots') {
+    const { runWorkers } = await import('./workers.mjs');
+    const fetchImpl = createFetch({ rate: job.rate, ...(job.shareThreads === false && { threads: false }) });
+    parentPort.postMessage({ ready: true });
+    await new Promise((resolve) => parentPort.once('message', resolve));
+    const counts = await runWorkers({ fetchImpl, baseUrl: job.baseUrl, apiKey: job.apiKey, workers: job.workers, timeoutMs: 60_000 });
+    parentPort.postMessage({ counts, describe: fetchImpl.describe().scope });
+  } else if (role === 'hammer') {
+    const fetchImpl = createFetch({ rate: { burst: job.tokens, perSecond: 1e-6 }, fetch: instant, retry: false, maxWaitMs: 1000 });
+    let admitted = 0;
+    for (let i = 0; i < job.tokens / 2; i++) {
+      try {
+        await fetchImpl('http://127.0.0.1:9/x', { headers: { 'X-API-Key': job.apiKey } });
+        admitted++;
+      } catch (error) {
+        if (error.name !== 'GateAbandonedError') throw error;
+      }
+    }
+    parentPort.postMessage({ admitted });
+  } else if (role === 'ask') {
+    const fetchImpl = createFetch({ rate: job.rate, ...(job.threads === false && { threads: false }), fetch: instant, retry: false, maxWaitMs: 100 });
+    let admitted = 0;
+    let error = null;
+    for (let i = 0; i < (job.calls ?? 1); i++) {
+      try {
+        await fetchImpl('http://127.0.0.1:9/x', { headers: { 'X-API-Key': job.apiKey } });
+        admitted++;
+      } catch (e) {
+        error ??= { name: e.name, message: e.message };
+      }
+    }
+    parentPort.postMessage({ admitted, error, store: fetchImpl.describe().store });
+  } else if (role === 'redis') {
+    const { default: Redis } = await import('ioredis');
+    const { runWorkers } = await import('./workers.mjs');
+    const client = new Redis({ port: job.redisPort, host: '127.0.0.1' });
+    const { redisStore } = await import(pkg);
+    const fetchImpl = createFetch({ rate: job.rate, store: redisStore(client) });
+    const counts = await runWorkers({ fetchImpl, baseUrl: job.baseUrl, apiKey: job.apiKey, workers: job.workers, timeoutMs: 60_000 });
+    await client.quit();
+    parentPort.postMessage({ counts });
+  } else if (role === 'spin') {
+    const fetchImpl = createFetch({ rate: { burst: 1e9, perSecond: 1 }, fetch: instant, retry: false });
+    const init = { headers: { 'X-API-Key': job.apiKey } };
+    await fetchImpl('http://127.0.0.1:9/x', init);
+    parentPort.postMessage({ spinning: true });
+    for (let i = 0; i < 1e7; i++) await fetchImpl('http://127.0.0.1:9/x', init);
+  }
+}
+
+const start = (role, job) => {
+  const worker = new Worker(self, { workerData: { role, job } });
+  const messages = [];
+  const waiters = [];
+  worker.on('message', (m) => (waiters.length ? waiters.shift()(m) : messages.push(m)));
+  worker.on('error', (e) => {
+    console.error(e);
+    process.exit(3);
+  });
+  const next = () => (messages.length ? Promise.resolve(messages.shift()) : new Promise((r) => waiters.push(r)));
+  return { worker, next };
+};
+
+async function main(job) {
+  const started = performance.now();
+  const result = { mode: job.mode };
+  if (job.mode === 'hammer') {
+    const threads = Array.from({ length: job.threads }, () => start('hammer', job));
+    result.admitted = (await Promise.all(threads.map((t) => t.next()))).map((m) => m.admitted);
+  } else if (job.mode === 'terminate') {
+    const { createFetch } = await import(pkg);
+    const fetchImpl = createFetch({ rate: { burst: 1e9, perSecond: 1 }, fetch: instant, retry: false });
+    for (let round = 0; round < job.rounds; round++) {
+      const spinner = start('spin', job);
+      await spinner.next();
+      // Somewhere in its loop: perhaps holding the gate's slot.
+      await new Promise((resolve) => setTimeout(resolve, 5 + (round % 7)));
+      await spinner.worker.terminate();
+    }
+    const asked = performance.now();
+    await fetchImpl('http://127.0.0.1:9/x', { headers: { 'X-API-Key': job.apiKey } });
+    result.admittedAfterMs = performance.now() - asked;
+  } else if (job.mode === 'mismatch') {
+    const { createFetch } = await import(pkg);
+    const fetchImpl = createFetch({ rate: job.rate, fetch: instant, retry: false });
+    await fetchImpl('http://127.0.0.1:9/x', { headers: { 'X-API-Key': job.apiKey } });
+    const other = start('ask', { ...job, rate: { burst: job.rate.burst + 1, perSecond: job.rate.perSecond } });
+    result.other = await other.next();
+    result.same = await start('ask', job).next();
+  } else if (job.mode === 'alone') {
+    const asks = [0, 1].map(() => start('ask', { ...job, threads: false, calls: 10 }));
+    result.alone = await Promise.all(asks.map((a) => a.next()));
+  } else if (job.mode === 'redis') {
+    const threads = Array.from({ length: job.threads }, () => start('redis', job));
+    result.threads = (await Promise.all(threads.map((t) => t.next()))).map((m) => m.counts);
+  } else {
+    let local = null;
+    if (job.mode === 'main-first') local = (await import(pkg)).createFetch({ rate: job.rate });
+    const first = job.mode === 'late-main' ? 2 : job.threads;
+    const threads = Array.from({ length: first }, () => start('snapshots', job));
+    await Promise.all(threads.map((t) => t.next()));
+    const go = performance.now();
+    for (const t of threads) t.worker.postMessage('go');
+    const runs = threads.map((t) => t.next());
+    if (job.mode === 'late-main') {
+      const { createFetch } = await import(pkg);
+      const { runWorkers } = await import('./workers.mjs');
+      local = createFetch({ rate: job.rate });
+      const own = runWorkers({ fetchImpl: local, baseUrl: job.baseUrl, apiKey: job.apiKey, workers: job.workers, timeoutMs: 60_000 });
+      // One more thread, started after this thread's first call.
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      const late = start('snapshots', job);
+      await late.next();
+      late.worker.postMessage('go');
+      runs.push(late.next(), own.then((counts) => ({ counts })));
+    }
+    const done = await Promise.all(runs);
+    result.runMs = performance.now() - go;
+    result.threads = done.map((d) => d.counts);
+    result.scope = done.find((d) => d.describe)?.describe;
+    result.mainDescribe = local?.describe().store;
+  }
+  result.wallMs = performance.now() - started;
+  console.log(JSON.stringify(result));
+  process.exit(0);
+}
+
+if (isMainThread) await main(JSON.parse(process.argv[2]));
+else await thread(workerData);

@@ -1,0 +1,78 @@
+// One allowance per process: worker threads share a key's gate through shared memory, whichever
+// thread loads odds-gate first. Each case runs in a fresh process (js-tests/support/
+// threads-scenario.mjs), so which thread loads the package first is the case's to choose.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { startFakeOddsApi } from './support/fake-odds-api.mjs';
+import { startRedis } from './support/redis-server.mjs';
+
+const scenario = fileURLToPath(new URL('./support/threads-scenario.mjs', import.meta.url));
+const rate = { burst: 2, perSecond: 4 };
+let api;
+
+before(async () => {
+  api = await startFakeOddsApi(rate);
+});
+after(() => api.close());
+
+async function run(job) {
+  api.reset();
+  const full = { threads: 4, workers: 8, rate, baseUrl: api.baseUrl, apiKey: `threads-${randomUUID()}`, ...job };
+  const { stdout } = await promisify(execFile)(process.execPath, [scenario, JSON.stringify(full)], { timeout: 120_000 });
+  return { ...JSON.parse(stdout), server: api.stats() };
+}
+
+for (const mode of ['main-first', 'workers-only', 'late-main']) {
+  test(`4 threads x 8 workers on one key draw from one allowance (${mode})`, async () => {
+    const { threads, server } = await run({ mode });
+    assert.equal(threads.length, 4);
+    assert.equal(threads.reduce((n, t) => n + t.completed, 0), 32, JSON.stringify(threads));
+    // Alone, each thread's gate would spend its own burst and refill: 60 attempts, 28 429s.
+    assert.ok(server.attempts <= 33, `${server.attempts} attempts for 32 snapshots`);
+    assert.ok(server.rejected <= 1, `${server.rejected} 429s`);
+  });
+}
+
+test('threads hammering one gate spend each of 100,000 tokens once', async () => {
+  const { admitted } = await run({ mode: 'hammer', tokens: 100_000 });
+  // Each thread tries 50,000 times against a burst of 100,000 that does not refill.
+  assert.equal(admitted.reduce((a, b) => a + b, 0), 100_000, JSON.stringify(admitted));
+  assert.ok(admitted.every((n) => n > 0), JSON.stringify(admitted));
+});
+
+test('a thread terminated mid-admission leaves the gate usable', async () => {
+  const { admittedAfterMs } = await run({ mode: 'terminate', rounds: 12 });
+  // A hold its thread died in is taken over after 100 ms; nothing waits on it for long.
+  assert.ok(admittedAfterMs < 5_000, `admitted ${admittedAfterMs} ms after asking`);
+});
+
+test('another allowance for a key in another thread is refused; the same one joins', async () => {
+  const { other, same } = await run({ mode: 'mismatch' });
+  assert.equal(other.admitted, 0);
+  assert.equal(other.error.name, 'RangeError');
+  assert.match(other.error.message, /already enforces \{ burst: 2, perSecond: 4 \} in another thread; this wrapper asks for \{ burst: 3, perSecond: 4 \}/);
+  assert.doesNotMatch(other.error.message, /threads-/, 'no key in the message');
+  assert.equal(same.admitted, 1);
+  assert.match(same.store, /shared by every thread of the process/);
+});
+
+test('threads: false keeps a gate in its thread', async () => {
+  const { alone } = await run({ mode: 'alone', rate: { burst: 10, perSecond: 0.001 } });
+  assert.deepEqual(alone.map((a) => a.admitted), [10, 10], 'a burst of 10 for each thread');
+  assert.match(alone[0].store, /this thread only/);
+});
+
+test('threads keep a gate in Redis as processes do', async () => {
+  const redis = await startRedis();
+  try {
+    const { threads, server } = await run({ mode: 'redis', threads: 2, redisPort: redis.port });
+    assert.equal(threads.reduce((n, t) => n + t.completed, 0), 16);
+    assert.ok(server.attempts <= 17 && server.rejected <= 1, JSON.stringify(server));
+  } finally {
+    await redis.stop();
+  }
+});
