@@ -1,6 +1,7 @@
 // Benchmark entry: `node bench/run.mjs [--quick] [--only coordination,overhead,admission,scale,keys,threads,size]`.
 // Each benchmark runs in its own child process (with --expose-gc), one after the other; the tables
-// are printed and written to BENCHMARKS.md. Figures are printed, never asserted.
+// are printed and written to BENCHMARKS.md (with --only, in place of their own sections, the
+// others kept). Figures are printed, never asserted.
 import { fork } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -91,8 +92,23 @@ const header = [
   '',
 ].join('\n');
 // bench/REMAINS.md (written by hand: what is still missed, and why) goes at the end as it is.
-const remains = new URL('./REMAINS.md', import.meta.url);
-if (existsSync(remains)) sections.push(readFileSync(remains, 'utf8'));
-writeFileSync(new URL('../BENCHMARKS.md', import.meta.url), `${header}\n${sections.join('\n')}`);
+const remainsFile = new URL('./REMAINS.md', import.meta.url);
+const remains = existsSync(remainsFile) ? readFileSync(remainsFile, 'utf8') : '';
+const out = new URL('../BENCHMARKS.md', import.meta.url);
+if (onlyArg && existsSync(out)) {
+  // Some benchmarks only: their sections replace those of the same title (or join the end);
+  // the others stay as their run left them, each naming its package build.
+  const titleOf = (section) => section.split('\n')[0].trim();
+  const [head, ...old] = readFileSync(out, 'utf8').split(/^(?=## )/m);
+  const handWritten = new Set(remains.split(/^(?=## )/m).map(titleOf));
+  const fresh = new Map(sections.map((section) => [titleOf(section), `${section.trimEnd()}\n\n`]));
+  const kept = old.filter((section) => !handWritten.has(titleOf(section)));
+  const merged = kept.map((section) => fresh.get(titleOf(section)) ?? section);
+  for (const [title, section] of fresh) if (!kept.some((k) => titleOf(k) === title)) merged.push(section);
+  const note = `- rerun since: \`${command}\` on ${started.toISOString()} (${[...builds].join('; ')})`;
+  writeFileSync(out, `${head.trimEnd()}\n${note}\n\n${merged.join('')}${remains}`);
+} else {
+  writeFileSync(out, `${header}\n${[...sections, remains].join('\n')}`);
+}
 console.error('\nwrote BENCHMARKS.md');
 process.exitCode = failed ? 1 : 0;
