@@ -8,9 +8,10 @@
 // or makes one, sets it as environment data for the threads it will start, and says so on a
 // BroadcastChannel. Threads that made shelves of their own before they heard of each other keep
 // the best: the main thread's, else the oldest (a random number breaks ties). A thread that hears
-// of a better shelf moves to it and marks its old one superseded; a thread that hears of a worse
-// one answers with its own. A gate whose shelf was superseded finds its slot on the current shelf
-// at its next transaction and brings what it spent along, once (merge in threads.rs).
+// of a better shelf marks its old one superseded, moves to the better one and brings every key's
+// state along, once (merge in threads.rs); a thread that hears of a worse one answers with its
+// own. A gate still naming a superseded shelf finds its slot on the current one at its next
+// transaction (an admission waits until its thread has heard where that is).
 //
 // Messages arrive only as a thread's event loop turns, so a thread that made its own shelf
 // admits nothing until SETTLE_MS passed and its loop turned: time for the threads already there
@@ -19,7 +20,7 @@
 // The main thread need not wait when it loads the package in the first EARLY_MS of the process.
 //
 // Layout (one SharedArrayBuffer; offsets in bytes):
-//   0  i32 magic             4  i32 table lock      8  i32 slots        12 i32 superseded (0/1)
+//   0  i32 magic             4  unused              8  i32 slots        12 i32 superseded (0/1)
 //   16 f64 made (Unix ms)    24 f64 tie-break       32 i32 made by the main thread (0/1)
 //   40 i32 table lock        52 i32 threads asleep on the table lock
 //   64 + i * SLOT_BYTES: slot i
@@ -51,8 +52,9 @@ const HEAD_BYTES = 64;
 const SLOT_BYTES = 16 + 3 * WORDS * 8;
 const SUPERSEDED = 3;
 const TABLE_LOCK = 10;
-// Far longer than any transaction (microseconds) or scheduler stall; short enough that a thread
-// killed while holding a slot holds up the others for a moment only.
+// Far longer than any transaction (microseconds); short enough that a thread killed while
+// holding a slot holds up the others for a moment only. A live holder stalled longer by the
+// scheduler only runs its transaction again.
 const LEASE_MS = 100;
 const SPINS = 64;
 
