@@ -2,13 +2,16 @@
 //! retry budget, quota closure) and the only place it changes. A gate's line, its calls and its
 //! timer stay local to the process; whatever processes share goes through these operations.
 //!
-//! There are two authorities, one contract ([`Authority`]). [`MemoryAuthority`] answers at once,
-//! in this process. `src/store/gate.lua` is the Redis encoding of the very same transitions (a
-//! parity test runs random operations through both and requires identical answers); a gate
-//! reaches it through its [`StoreLink`](crate::core::gate::store_link::StoreLink), which sends operations
-//! out and takes the answers back.
+//! There are three authorities, one contract ([`Authority`]). [`MemoryAuthority`] answers at
+//! once, in this process; [`ThreadAuthority`] runs its very transitions on a state kept in memory
+//! the process's threads share. `src/store/gate.lua` is the Redis encoding of the same
+//! transitions (a parity test runs random operations through both and requires identical
+//! answers); a gate reaches it through its
+//! [`StoreLink`](crate::core::gate::store_link::StoreLink), which sends operations out and takes
+//! the answers back.
 //!
 //! [`MemoryAuthority`]: crate::core::memory::MemoryAuthority
+//! [`ThreadAuthority`]: crate::core::threads::ThreadAuthority
 
 use super::budget::RefillingConfig;
 use super::Millis;
