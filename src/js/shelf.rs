@@ -69,25 +69,33 @@ fn move_all(old: Shelf, new: Shelf) {
     let now = clock::now() + clock_offset();
     for i in used(&old) {
         let key = (key_high(&old, i), key_low(&old, i));
-        let mut from = [0.0; WORDS];
-        let held = enter_into(&old, i, true, key, &mut from);
-        let fresh = [0.0; WORDS];
-        if held < 0 || !leave(&old, i, held, index_of(&fresh) as i32) || from[READY] != 1.0 {
-            continue;
+        let from = take_out(&old, i, key).filter(|from| from[READY] == 1.0);
+        if let (Some(from), Some(j)) = (from, locate(&new, key, now)) {
+            bring(&new, j, key, &from, now);
         }
-        let Some(j) = locate(&new, key, now) else {
-            continue;
-        };
-        loop {
-            let mut into = [0.0; WORDS];
-            let held = enter_into(&new, j, true, key, &mut into);
-            if held < 0 {
-                break;
-            }
-            merge(&mut into, &from, now);
-            if leave(&new, j, held, index_of(&into) as i32) {
-                break;
-            }
+    }
+}
+
+/// Takes the state out of slot `i` (when it is still `key`'s), leaving it fresh, so what it
+/// holds moves exactly once.
+fn take_out(shelf: &Shelf, i: u32, key: (i32, i32)) -> Option<[f64; WORDS]> {
+    let mut words = [0.0; WORDS];
+    let held = enter_into(shelf, i, true, key, &mut words);
+    let fresh = [0.0; WORDS];
+    (held >= 0 && leave(shelf, i, held, index_of(&fresh) as i32)).then_some(words)
+}
+
+/// Merges `from` (a state taken out elsewhere) into slot `j`, `key`'s.
+fn bring(shelf: &Shelf, j: u32, key: (i32, i32), from: &[f64; WORDS], now: Millis) {
+    loop {
+        let mut into = [0.0; WORDS];
+        let held = enter_into(shelf, j, true, key, &mut into);
+        if held < 0 {
+            return;
+        }
+        merge(&mut into, from, now);
+        if leave(shelf, j, held, index_of(&into) as i32) {
+            return;
         }
     }
 }
@@ -160,36 +168,22 @@ impl ShelfSlot {
         })
     }
 
-    /// Takes the state out of the slot this handle names (when it is still the key's), leaving
-    /// it fresh: a thread moving to another shelf brings what it holds exactly once.
-    fn take(&self) -> Option<[f64; WORDS]> {
-        let mut words = [0.0; WORDS];
-        let held = enter_into(&self.shelf, self.index, true, self.key, &mut words);
-        if held < 0 {
-            return None;
-        }
-        let fresh = [0.0; WORDS];
-        leave(&self.shelf, self.index, held, index_of(&fresh) as i32).then_some(words)
-    }
-
     /// Moves to the key's slot on the shelf the threads share now, bringing this slot's state.
     /// False when this thread has not yet heard which shelf replaced this one.
     fn rehome(&mut self) -> bool {
         let Some(shelf) = current().filter(|s| !js_sys::Object::is(s, &self.shelf)) else {
             return false;
         };
-        let from = self.take();
+        let from = take_out(&self.shelf, self.index, self.key);
         let now = clock::now() + self.offset;
         match locate(&shelf, self.key, now) {
-            Some(index) => (self.shelf, self.index) = (shelf, index),
+            Some(index) => {
+                if let Some(from) = &from {
+                    bring(&shelf, index, self.key, from, now);
+                }
+                (self.shelf, self.index) = (shelf, index);
+            }
             None => self.alone = Some(Box::new(from.unwrap_or([0.0; WORDS]))),
-        }
-        if let Some(from) = from.filter(|_| self.alone.is_none()) {
-            let bring = &mut |into: &mut [f64; WORDS]| {
-                merge(into, &from, now);
-                true
-            };
-            self.transact(bring, false);
         }
         true
     }
