@@ -42,6 +42,7 @@ fn settings(burst: f64, per_second: f64) -> Settings {
     Settings {
         rate: Rate::new(burst, per_second).unwrap(),
         budget: None,
+        learn: false,
     }
 }
 

@@ -14,6 +14,7 @@
 //! [`ThreadAuthority`]: crate::core::threads::ThreadAuthority
 
 use super::budget::RefillingConfig;
+use super::config::Rate;
 use super::Millis;
 
 /// An admission's number, unique within a gate: it names the admission that may have paused the
@@ -137,4 +138,7 @@ pub trait Immediate: Authority {
     fn idle(&mut self, now: Millis) -> bool;
     /// Gives a budget-less gate this budget.
     fn install_budget(&mut self, config: RefillingConfig);
+    /// Follows a learned allowance from `now`, with the server's count of tokens when it gave
+    /// one.
+    fn tune(&mut self, now: Millis, rate: Rate, tokens: Option<f64>);
 }

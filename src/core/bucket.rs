@@ -136,6 +136,20 @@ impl TokenBucket {
         self.tokens = self.tokens.min(tokens);
     }
 
+    /// Follows a learned allowance from `now`: the refill so far at the old rate, then `rate`.
+    /// With `tokens` (what the server says it holds for us), the count becomes that, and a
+    /// paused refill restarts: the server's own count has taken the pause's place.
+    pub fn retune(&mut self, now: Millis, rate: Rate, tokens: Option<f64>) {
+        self.refill(now);
+        self.rate = rate;
+        if let Some(tokens) = tokens {
+            self.paused_at = None;
+            self.last = self.last.max(now);
+            self.tokens = tokens;
+        }
+        self.tokens = self.tokens.min(rate.burst());
+    }
+
     /// Halves the refill rate (`true`) or restores it.
     pub fn set_slow(&mut self, now: Millis, slow: bool) {
         self.refill(now);

@@ -13,6 +13,15 @@ pub struct Rate {
     per_second: f64,
 }
 
+/// What a wrapper says of its key's allowance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Allowance {
+    /// Enforced as given.
+    Fixed(Rate),
+    /// Learned from the responses; never above the ceiling, when one is given.
+    Learned(Option<Rate>),
+}
+
 /// Why a configuration value was refused. Every variant names the field it is about.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConfigError {

@@ -86,6 +86,15 @@ impl MemoryAuthority {
         self.bucket.rate()
     }
 
+    /// Follows a learned allowance from `now`, with the server's count of tokens when it gave
+    /// one (see [`TokenBucket::retune`]).
+    pub fn tune(&mut self, now: Millis, rate: Rate, tokens: Option<f64>) {
+        if tokens.is_some() {
+            self.anchor = None;
+        }
+        self.bucket.retune(now, rate, tokens);
+    }
+
     /// The retry budget's settings, if there is a budget.
     pub fn budget_config(&self) -> Option<RefillingConfig> {
         self.budget.as_ref().map(RefillingBudget::config)
@@ -261,6 +270,9 @@ impl Immediate for MemoryAuthority {
     }
     fn install_budget(&mut self, config: RefillingConfig) {
         MemoryAuthority::install_budget(self, config)
+    }
+    fn tune(&mut self, now: Millis, rate: Rate, tokens: Option<f64>) {
+        MemoryAuthority::tune(self, now, rate, tokens)
     }
 }
 

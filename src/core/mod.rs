@@ -13,6 +13,7 @@ pub mod feedback;
 pub mod gate;
 pub mod histogram;
 pub mod http_date;
+pub mod learn;
 pub mod map;
 pub mod memory;
 pub mod policy;

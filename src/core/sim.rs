@@ -15,9 +15,10 @@ use super::bucket::TokenBucket;
 use super::budget::BatchBudget;
 use super::config::{at_least, positive, ConfigError, Rate};
 use super::feedback::Feedback;
-use super::gate::action::{Action, End};
+use super::gate::action::{Action, End, Event as GateEvent};
 use super::gate::call::CallSpec;
 use super::gate::{CallId, Gate};
+use super::learn::Estimate;
 use super::map::Map;
 use super::memory::MemoryAuthority;
 use super::policy::RetryPolicy;
@@ -57,6 +58,14 @@ pub struct SimOptions {
     pub max_attempts: u32,
     /// Retries allowed across all workers for the whole batch (not replenished).
     pub retry_budget: Option<u32>,
+    /// The gates are not told the allowance: they learn it from the responses.
+    pub learn: bool,
+    /// The server sends `X-RateLimit-Limit` and `-Remaining` on every response.
+    pub headers: bool,
+    /// Snapshots each worker fetches, one after another.
+    pub snapshots: u32,
+    /// From a request's arrival at the server to its response's return, in milliseconds.
+    pub latency_ms: Millis,
 }
 
 impl Default for SimOptions {
@@ -69,6 +78,10 @@ impl Default for SimOptions {
             always_reject: false,
             max_attempts: 10,
             retry_budget: None,
+            learn: false,
+            headers: false,
+            snapshots: 1,
+            latency_ms: 0.0,
         }
     }
 }
@@ -105,6 +118,15 @@ impl SimOptions {
         if let Coordination::Separate(n) = self.coordination {
             positive("separateGates", n.into())?;
         }
+        let calls = f64::from(self.workers) * f64::from(self.snapshots);
+        if !(1.0..=MAX_WORKERS).contains(&calls) {
+            return Err(ConfigError::OutOfRange {
+                field: "snapshots",
+                expected: "an integer from 1 with workers x snapshots at most 100000",
+                got: self.snapshots.into(),
+            });
+        }
+        at_least("latencyMs", self.latency_ms, 0.0, "a finite number >= 0")?;
         Ok(())
     }
 }
@@ -135,6 +157,8 @@ pub struct SimReport {
     pub last_attempt_ms: Millis,
     /// Every attempt, in order.
     pub timeline: Vec<Attempt>,
+    /// A learning run's estimates as they changed (the first gate's), in order.
+    pub learned: Vec<(Millis, Estimate)>,
 }
 
 /// The article's `Gate`: `admitAt(now)` and `defer(now, delayMs)` on a virtual clock. It is the
@@ -188,11 +212,13 @@ impl ArticleGate {
     }
 }
 
-/// What the event queue holds: a worker starting, or a gate to step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the event queue holds: a worker starting a call, a gate to step, or a response
+/// coming back to gate `g` (status, remaining count).
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum What {
     Start(u32),
     Step(usize),
+    Respond(usize, CallId, u16, u64),
 }
 
 #[derive(Debug)]
@@ -231,6 +257,8 @@ struct Run<'a> {
     /// Each gate's pending step, so it is stepped once per wake-up.
     scheduled: Vec<Option<(Millis, u64)>>,
     workers: Vec<Map<CallId, u32>>,
+    /// Snapshots each worker has still to start.
+    left: Vec<u32>,
     queue: BinaryHeap<Event>,
     order: u64,
     report: SimReport,
@@ -242,6 +270,19 @@ impl Run<'_> {
         self.order += 1;
         self.queue.push(Event { at, order, what });
         order
+    }
+
+    /// Gate `g` hears the server's answer to `call`: `Retry-After` on a 429, and the counts
+    /// when the server sends them.
+    fn respond(&mut self, g: usize, now: Millis, call: CallId, status: u16, remaining: u64) {
+        let headers = self.options.headers;
+        let feedback = Feedback {
+            retry_after_ms: (status == 429).then_some(self.options.retry_after_ms),
+            limit: headers.then_some(self.options.rate.burst() as u64),
+            remaining: headers.then_some(remaining),
+            ..Feedback::default()
+        };
+        self.gates[g].responded_with(now, call, status, feedback);
     }
 
     /// Steps gate `g` at `at` later, unless a step no later than that is already due.
@@ -267,21 +308,30 @@ impl Run<'_> {
                         worker,
                         status,
                     });
-                    let feedback = Feedback {
-                        retry_after_ms: (!ok).then_some(self.options.retry_after_ms),
-                        ..Feedback::default()
-                    };
-                    self.gates[g].responded_with(now, call, status, feedback);
+                    let remaining = self.server.tokens(now).floor() as u64;
+                    if self.options.latency_ms > 0.0 {
+                        let back = now + self.options.latency_ms;
+                        self.push(back, What::Respond(g, call, status, remaining));
+                        continue;
+                    }
+                    self.respond(g, now, call, status, remaining);
                     self.scheduled[g] = None;
                     return self.wake(g, now);
                 }
                 Action::Dispose { call, .. } => self.gates[g].disposed(now, call, None),
                 Action::Settle { call, end } => {
-                    self.workers[g].remove(&call);
+                    if let Some(worker) = self.workers[g].remove(&call) {
+                        if self.left[worker as usize] > 0 {
+                            self.push(now, What::Start(worker));
+                        }
+                    }
                     match end {
                         End::Deliver => self.report.completed += 1,
                         _ => self.report.abandoned += 1,
                     }
+                }
+                Action::Event(GateEvent::Learned(estimate)) if g == 0 => {
+                    self.report.learned.push((now, estimate));
                 }
                 _ => {}
             }
@@ -302,7 +352,13 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         Coordination::Separate(n) => n as usize,
     };
     let gates = (0..gate_count)
-        .map(|g| Gate::new(options.rate, None, 0.0, Box::new(Seeded::new(g as u64))))
+        .map(|g| {
+            let gate = Gate::new(options.rate, None, 0.0, Box::new(Seeded::new(g as u64)));
+            match options.learn {
+                true => gate.learning(None, 0.0),
+                false => gate,
+            }
+        })
         .collect();
     let policy = Rc::new(RetryPolicy {
         max_attempts: options.max_attempts,
@@ -320,6 +376,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         gates,
         scheduled: vec![None; gate_count],
         workers: (0..gate_count).map(|_| Map::default()).collect(),
+        left: vec![options.snapshots; options.workers as usize],
         queue: BinaryHeap::new(),
         order: 0,
         report: SimReport {
@@ -329,6 +386,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
             abandoned: 0,
             last_attempt_ms: 0.0,
             timeline: Vec::new(),
+            learned: Vec::new(),
         },
     };
     for worker in 0..options.workers {
@@ -337,6 +395,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     while let Some(Event { at, order, what }) = run.queue.pop() {
         match what {
             What::Start(worker) => {
+                run.left[worker as usize] -= 1;
                 let g = worker as usize % gate_count;
                 let spec = CallSpec {
                     policy: Some(policy.clone()),
@@ -346,6 +405,10 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
                 };
                 let call = run.gates[g].start(at, spec);
                 run.workers[g].insert(call, worker);
+                run.step(g, at);
+            }
+            What::Respond(g, call, status, remaining) => {
+                run.respond(g, at, call, status, remaining);
                 run.step(g, at);
             }
             What::Step(g) => {

@@ -18,7 +18,7 @@ use super::Millis;
 /// Word 0: 1 once a thread saved the slot, 0 in a fresh one.
 pub const READY: usize = 0;
 const CONFIG: usize = 1;
-const CONFIG_WORDS: usize = 6;
+const CONFIG_WORDS: usize = 7;
 const STATE: usize = CONFIG + CONFIG_WORDS;
 const CLAIMS_AT: usize = STATE + MemoryAuthority::WORDS;
 /// Heads of lines that can hold a claim at once; more threads than this wait unordered.
@@ -54,6 +54,8 @@ pub struct Settings {
     pub rate: Rate,
     /// The shared retry budget's settings, if any wrapper on the key retries.
     pub budget: Option<RefillingConfig>,
+    /// The allowance is learned: `rate` is the latest estimate, which any thread may change.
+    pub learn: bool,
 }
 
 impl Settings {
@@ -66,6 +68,7 @@ impl Settings {
             b.map_or(0.0, |b| b.throttle_cost),
             b.map_or(0.0, |b| b.transient_cost),
             b.map_or(0.0, |b| b.success_refill),
+            f64::from(u8::from(self.learn)),
         ]);
     }
 
@@ -79,7 +82,11 @@ impl Settings {
             success_refill: w[5],
         });
         let rate = Rate::new(w[0], w[1]).ok()?;
-        Some(Settings { rate, budget })
+        Some(Settings {
+            rate,
+            budget,
+            learn: w[6] == 1.0,
+        })
     }
 }
 
@@ -208,9 +215,14 @@ impl ThreadAuthority {
             };
             let bring_budget = held.budget.is_none() && settings.budget.is_some();
             agreed = match (held.budget, settings.budget) {
-                _ if held.rate != settings.rate => Err(held),
+                _ if held.learn != settings.learn => Err(held),
+                // A learned allowance is whatever the threads have learned so far.
+                _ if held.rate != settings.rate && !settings.learn => Err(held),
                 (Some(a), Some(b)) if a != b => Err(held),
-                _ if bring_budget => Ok(settings),
+                _ if bring_budget => Ok(Settings {
+                    rate: held.rate,
+                    ..settings
+                }),
                 _ => Ok(held),
             };
             if bring_budget && agreed.is_ok() {
@@ -284,6 +296,10 @@ impl ThreadAuthority {
             let changed = f(&mut authority, &mut Claims(claims), shared_now);
             if changed {
                 head[STATE..].copy_from_slice(&authority.save());
+                if settings.learn {
+                    let rate = authority.rate();
+                    head[CONFIG..CONFIG + 2].copy_from_slice(&[rate.burst(), rate.per_second()]);
+                }
             }
             changed || fresh
         };
@@ -380,6 +396,16 @@ impl Immediate for ThreadAuthority {
 
     fn idle(&mut self, now: Millis) -> bool {
         self.with(now, |a, _, t| (a.idle(t), false))
+    }
+
+    /// The estimate is the threads' together: it is saved with the slot's settings, where
+    /// every thread's next transaction finds it.
+    fn tune(&mut self, now: Millis, rate: Rate, tokens: Option<f64>) {
+        self.settings.rate = rate;
+        self.with(now, |a, _, t| {
+            a.tune(t, rate, tokens);
+            ((), true)
+        });
     }
 
     fn install_budget(&mut self, config: RefillingConfig) {

@@ -46,7 +46,7 @@ import {
 
 const MAGIC = 0x0dd59a7e;
 const NAME = 'odds-gate/shelf/v1';
-const WORDS = 39;
+const WORDS = 40;
 const SLOTS = 16384;
 const HEAD_BYTES = 64;
 const SLOT_BYTES = 16 + 3 * WORDS * 8;

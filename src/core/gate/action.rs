@@ -3,6 +3,7 @@
 
 use super::CallId;
 use crate::core::authority::Op;
+use crate::core::learn::Estimate;
 use crate::core::policy::{Abandoned, Reason};
 use crate::core::Millis;
 
@@ -128,6 +129,8 @@ pub enum Event {
         /// `/usage` answered at all.
         answered: bool,
     },
+    /// A learning gate changed its estimate of the allowance.
+    Learned(Estimate),
     /// The shared store stopped answering: admissions use the fail-safe.
     StoreDown,
     /// The shared store answers again.

@@ -102,6 +102,8 @@ pub struct Call {
     pub started: Millis,
     /// When its first attempt went out.
     pub first_sent: Option<Millis>,
+    /// When its latest attempt went out.
+    pub last_sent: Millis,
     /// Attempts sent.
     pub attempts: u32,
     /// Visits to the line so far.
@@ -128,6 +130,7 @@ impl Call {
             probe,
             started: now,
             first_sent: None,
+            last_sent: now,
             attempts: 0,
             visits: 0,
             last_status: None,
@@ -177,6 +180,7 @@ impl Call {
     /// (`retry: false`, whose request goes out untouched).
     pub fn send(&mut self, now: Millis) -> Millis {
         self.first_sent.get_or_insert(now);
+        self.last_sent = now;
         self.attempts += 1;
         self.stage = Stage::Sending;
         let left = self.admission_deadline().0 - now;

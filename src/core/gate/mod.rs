@@ -34,7 +34,8 @@ use self::line::{Line, Place};
 use self::store_link::{StoreLink, StoreSettings};
 use super::authority::{AdmissionId, Answer, Authority, Immediate, Op};
 use super::budget::RefillingConfig;
-use super::config::Rate;
+use super::config::{Allowance, Rate};
+use super::learn::{Estimate, Learner};
 use super::memory::MemoryAuthority;
 use super::policy::Reason;
 use super::quota::{QuotaState, QuotaWatch};
@@ -112,6 +113,10 @@ pub struct Gate {
     random: Box<dyn Random>,
     /// Made for wrappers that share it with the process's threads.
     threads: bool,
+    /// Learns the allowance from the responses, when nobody configured it.
+    learner: Option<Learner>,
+    /// Attempts admitted whose outcome has not come back.
+    sending: usize,
 }
 
 impl std::fmt::Debug for Gate {
@@ -138,7 +143,7 @@ impl Gate {
 
     /// A gate whose state lives in memory the process's threads share.
     pub fn threaded(authority: ThreadAuthority, random: Box<dyn Random>) -> Gate {
-        let Settings { rate, budget } = authority.settings();
+        let Settings { rate, budget, .. } = authority.settings();
         Gate::with(Keeper::Memory(Box::new(authority)), rate, budget, random).for_threads()
     }
 
@@ -189,10 +194,48 @@ impl Gate {
             figures: Figures::default(),
             random,
             threads: false,
+            learner: None,
+            sending: 0,
         }
     }
 
-    /// The allowance (the whole key's, with a store).
+    /// Makes the gate learn its allowance from the responses (below `ceiling`, when one was
+    /// configured), starting at `now` with one request in flight at a time. For a gate whose
+    /// state lives in this process; a store's gate enforces the allowance it was given.
+    ///
+    /// A gate that joins memory where another thread has learned already goes on from there.
+    pub fn learning(mut self, ceiling: Option<Rate>, now: Millis) -> Gate {
+        let mut learner = Learner::new(ceiling);
+        let start = learner.rate(now);
+        if self.threads && self.rate != start {
+            learner.adopt(self.rate);
+        } else if let Keeper::Memory(a) = &mut self.keeper {
+            self.rate = start;
+            a.tune(now, start, None);
+        }
+        self.learner = Some(learner);
+        self
+    }
+
+    /// What the gate was told of the allowance.
+    pub fn allowance(&self) -> Allowance {
+        match &self.learner {
+            Some(learner) => Allowance::Learned(learner.ceiling()),
+            None => Allowance::Fixed(self.rate),
+        }
+    }
+
+    /// What the gate has learned of its allowance, if it learns.
+    pub fn learned(&self, now: Millis) -> Option<Estimate> {
+        self.learner.as_ref().map(|l| l.estimate(now))
+    }
+
+    /// Whether admissions wait for a learning gate's first response.
+    fn awaiting_first_answer(&self) -> bool {
+        self.sending > 0 && self.learner.as_ref().is_some_and(Learner::opening)
+    }
+
+    /// The allowance (the whole key's, with a store; a learning gate's latest estimate).
     pub fn rate(&self) -> Rate {
         self.rate
     }
@@ -337,6 +380,17 @@ impl Gate {
             self.drain(now, &|c| End::abandoned_by(c, Reason::StoreUnavailable));
             return true;
         }
+        if self.awaiting_first_answer() {
+            return false;
+        }
+        if let (Some(learner), Keeper::Memory(a)) = (&self.learner, &mut self.keeper) {
+            // The pace grows between throttles by itself.
+            let rate = learner.rate(now);
+            if rate != self.rate {
+                self.rate = rate;
+                a.tune(now, rate, None);
+            }
+        }
         let id = self.next_admission;
         let since = match call.stage {
             Stage::Queued { since, .. } => since,
@@ -382,7 +436,14 @@ impl Gate {
             }
         }
         match answer {
-            Answer::Admitted { anchor, .. } => {
+            Answer::Admitted { mut anchor, .. } => {
+                if anchor && self.learner.is_some() {
+                    // A learned pace already runs behind the server's refill: pausing it
+                    // for each response too would hold a learning gate to one request in
+                    // flight.
+                    authority.apply(now, &Op::Resume { id });
+                    anchor = false;
+                }
                 self.next_admission += 1;
                 self.admit(now, head, id, anchor);
                 true
@@ -409,6 +470,7 @@ impl Gate {
             self.figures.admission_wait.record(wait_ms);
         }
         self.figures.admitted += 1;
+        self.sending += 1;
         call.admission = Some((admission, anchor));
         let reports_wait = call.spec.reports_wait.then_some(wait_ms).flatten();
         let timeout_ms = call.send(now);
@@ -438,7 +500,7 @@ impl Gate {
                 consider(deadline + EARLY_MS);
             }
         }
-        if !self.line.is_empty() {
+        if !self.line.is_empty() && !self.awaiting_first_answer() {
             match &mut self.keeper {
                 Keeper::Memory(a) => consider(a.predict(now, 0)),
                 Keeper::Store(link) if link.alone() => {
@@ -657,7 +719,7 @@ impl Gate {
     /// Whether the gate holds nothing worth keeping: no calls, no operation in flight, a full
     /// bucket, no cooldown, no quota state, a full budget. Forgetting it then changes nothing.
     pub fn idle(&mut self, now: Millis) -> bool {
-        if !self.calls.is_empty() || !self.quota.idle(now) {
+        if !self.calls.is_empty() || !self.quota.idle(now) || self.learner.is_some() {
             return false;
         }
         match &mut self.keeper {

@@ -6,7 +6,7 @@ use super::action::{Action, End, Event};
 use super::call::{Next, Stage};
 use super::store_link::Purpose;
 use super::{CallId, Due, Gate, Keeper};
-use crate::core::authority::{Answer, Authority, Op, Remaining};
+use crate::core::authority::{AdmissionId, Answer, Authority, Op, Remaining};
 use crate::core::classify::{Failure, Outcome};
 use crate::core::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
@@ -40,7 +40,7 @@ impl Gate {
             return;
         };
         // Without retries only a 429 is read: the response goes back as it is.
-        if !(c.spec.policy.is_some() || c.probe || status == 429) {
+        if !(c.spec.policy.is_some() || c.probe || status == 429 || self.learner.is_some()) {
             return self.responded_with(now, call, status, Feedback::default());
         }
         let wall_now = wall_now();
@@ -81,8 +81,11 @@ impl Gate {
         };
         let probe = c.probe;
         let retry_after_ms = feedback.retry_after_ms;
+        let (admission, sent) = (c.admission.map(|(id, _)| id), c.last_sent);
+        let counted = feedback.limit.zip(feedback.remaining);
         self.resume(now, call);
         self.observe(now, call, status, feedback, None);
+        self.learn(now, sent, admission, status, counted);
         let Some(c) = self.calls.get_mut(call) else {
             return;
         };
@@ -129,9 +132,13 @@ impl Gate {
         let Some(c) = self.calls.get_mut(call) else {
             return;
         };
-        let Some((id, true)) = c.admission.take() else {
+        let Some((id, anchor)) = c.admission.take() else {
             return;
         };
+        self.sending = self.sending.saturating_sub(1);
+        if !anchor {
+            return;
+        }
         let op = Op::Resume { id };
         match &mut self.keeper {
             Keeper::Memory(a) => {
@@ -166,13 +173,17 @@ impl Gate {
         if let Some(ms) = at_least {
             cooldown_ms = longer(cooldown_ms, ms);
         }
-        let remaining = match (feedback.limit, feedback.remaining) {
+        let mut remaining = match (feedback.limit, feedback.remaining) {
             (Some(limit), Some(remaining)) => Some(Remaining { limit, remaining }),
             _ => None,
         };
         if let (Some(Remaining { remaining: 0, .. }), Some(reset)) = (remaining, feedback.reset_ms)
         {
             cooldown_ms = longer(cooldown_ms, reset);
+        }
+        if self.learner.is_some() {
+            // A learning gate takes the count as it is (see `learn`), not as a sign of others.
+            remaining = None;
         }
         if cooldown_ms.is_some() || remaining.is_some() {
             let op = Op::Observe {
@@ -216,6 +227,33 @@ impl Gate {
         }
         if self.quota.observe(now, status, has_retry_after) {
             self.start_probe(now, call);
+        }
+    }
+
+    /// A learning gate learns from a response at `now` to the attempt sent at `sent` under
+    /// `admission`: the allowance it follows from now, and the server's count of tokens.
+    fn learn(
+        &mut self,
+        now: Millis,
+        sent: Millis,
+        admission: Option<AdmissionId>,
+        status: u16,
+        counted: Option<(u64, u64)>,
+    ) {
+        let Some(learner) = &mut self.learner else {
+            return;
+        };
+        let sent_after = admission.map_or(0, |id| self.next_admission.saturating_sub(id + 1));
+        let before = learner.estimate(now);
+        let busy = !self.line.is_empty();
+        let lesson = learner.observe(now, sent, status, counted, sent_after, busy);
+        let after = learner.estimate(now);
+        self.rate = lesson.rate;
+        if let Keeper::Memory(a) = &mut self.keeper {
+            a.tune(now, lesson.rate, lesson.tokens);
+        }
+        if after.differs(&before) {
+            self.actions.push_back(Action::Event(Event::Learned(after)));
         }
     }
 

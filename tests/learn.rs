@@ -1,0 +1,126 @@
+//! Learning an allowance nobody told the gate, on the simulator's virtual clock: 20 workers
+//! fetch 10 snapshots each through one learning gate, against servers whose allowance the
+//! client does not know, with the counts in the headers and with 429 + `Retry-After` only.
+
+#![cfg(not(target_arch = "wasm32"))]
+
+mod harness;
+
+use harness::{Harness, Reply};
+use odds_gate::core::config::Rate;
+use odds_gate::core::gate::action::Event;
+use odds_gate::core::gate::call::CallSpec;
+use odds_gate::core::gate::Gate;
+use odds_gate::core::random::Seeded;
+use odds_gate::core::sim::{simulate, Coordination, SimOptions, SimReport};
+
+const ALLOWANCES: [(f64, f64); 3] = [(5.0, 10.0), (2.0, 2.0), (20.0, 5.0)];
+/// From a request's arrival to its response's return: none, loopback, a far region.
+const LATENCIES: [f64; 4] = [0.0, 2.0, 20.0, 150.0];
+
+fn run(burst: f64, per_second: f64, headers: bool, latency_ms: f64) -> SimReport {
+    simulate(&SimOptions {
+        workers: 20,
+        snapshots: 10,
+        rate: Rate::new(burst, per_second).unwrap(),
+        coordination: Coordination::Shared,
+        max_attempts: 20,
+        learn: true,
+        headers,
+        latency_ms,
+        ..SimOptions::default()
+    })
+    .unwrap()
+}
+
+/// Wall time over the floor: the time the allowance itself needs for 200 requests from full.
+fn ratio(r: &SimReport, burst: f64, per_second: f64) -> f64 {
+    let floor_ms = (200.0 - burst) / per_second * 1000.0;
+    r.last_attempt_ms / floor_ms
+}
+
+/// Runs every allowance at several latencies; each run must stay within `max_rejected` (a
+/// share of attempts that are 429s) and `max_ratio` (wall time over the floor).
+fn check(headers: bool, max_rejected: f64, max_ratio: f64) {
+    let mut failed = Vec::new();
+    for (burst, per_second) in ALLOWANCES {
+        for latency_ms in LATENCIES {
+            let r = run(burst, per_second, headers, latency_ms);
+            let rejected = r.rejected as f64 / r.attempts as f64;
+            let line = format!(
+                "burst {burst} at {per_second}/s, {latency_ms} ms: {} attempts, {} 429s \
+                 ({:.1} %), wall {:.2} x floor, estimate {:?}",
+                r.attempts,
+                r.rejected,
+                100.0 * rejected,
+                ratio(&r, burst, per_second),
+                r.learned.last().map(|(_, e)| e.per_second),
+            );
+            println!("{line}");
+            assert_eq!(r.completed, 200, "{line}");
+            if rejected > max_rejected || ratio(&r, burst, per_second) > max_ratio {
+                failed.push(line);
+            }
+        }
+    }
+    assert!(failed.is_empty(), "missed the targets: {failed:#?}");
+}
+
+#[test]
+fn with_the_counts_at_most_5_percent_429s_and_1_3_times_the_floor() {
+    check(true, 0.05, 1.3);
+}
+
+#[test]
+fn with_retry_after_only_at_most_10_percent_429s_and_1_6_times_the_floor() {
+    check(false, 0.10, 1.6);
+}
+
+fn learning_gate() -> Gate {
+    let start = Rate::new(1.0, 1000.0).unwrap();
+    Gate::new(start, None, 0.0, Box::new(Seeded::new(3))).learning(None, 0.0)
+}
+
+/// Four calls at once; the server answers after 50 ms.
+fn four_calls(reply: impl Fn(u32) -> Reply + 'static) -> Harness {
+    let mut sent = 0;
+    let server = Box::new(move |_, _, _| {
+        sent += 1;
+        reply(sent).after(50.0)
+    });
+    let mut h = Harness::new(learning_gate(), server);
+    for _ in 0..4 {
+        h.start_at(0.0, CallSpec::default());
+    }
+    h.run();
+    h
+}
+
+#[test]
+fn one_request_is_in_flight_until_the_first_answer_then_the_counts_lead() {
+    let h = four_calls(|n| {
+        let left = (5 - n).to_string();
+        Reply::status(
+            200,
+            &[("x-ratelimit-limit", "5"), ("x-ratelimit-remaining", &left)],
+        )
+    });
+    let times: Vec<f64> = h.sent.iter().map(|s| s.at).collect();
+    // The first answer says four are left: the other three go at once.
+    assert_eq!(times, [0.0, 50.0, 50.0, 50.0]);
+    let learned = h.gate.learned(h.now).unwrap();
+    assert_eq!(learned.burst, Some(5.0));
+    assert!(h
+        .events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::Learned(l) if l.burst == Some(5.0))));
+}
+
+#[test]
+fn without_the_counts_the_first_answer_starts_a_slow_start() {
+    let h = four_calls(|_| Reply::ok());
+    let times: Vec<f64> = h.sent.iter().map(|s| s.at).collect();
+    // One a second from the first answer (the pace doubles only after a second of it).
+    assert_eq!(times, [0.0, 50.0, 1050.0, 1550.0]);
+    assert_eq!(h.gate.learned(h.now).unwrap().burst, None);
+}
