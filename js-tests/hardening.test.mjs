@@ -128,7 +128,7 @@ test('with Redis not answering, each process admits alone at its share of the al
 
 test('after every kind of error, the module keeps serving calls', async () => {
   const throwsTyped = (f) => assert.throws(f, (e) => e instanceof TypeError || e instanceof RangeError);
-  throwsTyped(() => createFetch());
+  throwsTyped(() => createFetch({ rate: 'fast' }));
   throwsTyped(() => createFetch({ rate: { burst: -1, perSecond: 1 } }));
   throwsTyped(() => createFetch({ rate: { burst: 1, perSecond: 1 }, retry: { statuses: [404] } }));
   throwsTyped(() => createFetch({ rate: { burst: 1, perSecond: 1 } }).batch({ deadlineMs: 'soon' }));

@@ -193,8 +193,10 @@ test('the global fetch is looked up at call time', async () => {
 
 test('bad options are refused with a typed error that names the field', () => {
   const cases = [
-    [undefined, TypeError, /options/],
-    [{}, TypeError, /`rate` is required/],
+    [null, TypeError, /options/],
+    [{ rate: 'fast' }, TypeError, /`rate` to be 'auto' or \{ burst, perSecond \}/],
+    [{ rate: 2 }, TypeError, /`rate`/],
+    [{ rate: { burst: 2, perSecond: 2, learn: 'yes' } }, TypeError, /rate\.learn/],
     [{ rate: { burst: 2 } }, TypeError, /rate\.perSecond/],
     [{ rate: { burst: '2', perSecond: 2 } }, TypeError, /rate\.burst/],
     [{ rate: { burst: 0, perSecond: 2 } }, RangeError, /rate\.burst/],

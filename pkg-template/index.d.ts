@@ -54,16 +54,21 @@ export type GateEvent =
   | { type: 'retry'; scope: string; attempt: number; delayMs: number; serverDelay: boolean }
   | { type: 'abandoned'; scope: string; reason: AbandonReason; attempts: number }
   | { type: 'quota-probe'; scope: string; exhausted: boolean; answered: boolean }
+  | { type: 'learned'; scope: string; learned: LearnedAllowance }
   | { type: 'store-down' | 'store-up'; scope: string };
 
 export interface CreateFetchOptions {
   /**
-   * The provider's documented allowance for the key. Every wrapper in the process that sees
-   * the same credential shares one gate, so they must all pass the same `rate` (and retry
-   * budget); a different one for a credential that already has a gate rejects that call with
-   * a `RangeError`.
+   * The key's allowance. `{ burst, perSecond }` is enforced as given (the provider's documented
+   * allowance). Left out, or `'auto'`, the gate learns it from the responses
+   * (`X-RateLimit-Limit`/`-Remaining`, or where 429s fall), starting with one request in
+   * flight; `{ burst, perSecond, learn: true }` learns below that ceiling. Every wrapper in
+   * the process that sees the same credential shares one gate, so they must all pass the same
+   * `rate` (and retry budget); a different one for a credential that already has a gate
+   * rejects that call with a `RangeError`. A `store` needs `{ burst, perSecond }`.
+   * @default 'auto'
    */
-  rate: Rate;
+  rate?: Rate | (Rate & { learn: true }) | 'auto';
   /**
    * The fetch that actually sends requests.
    * @default globalThis.fetch, looked up at each call
@@ -207,11 +212,27 @@ export interface DurationHistogram {
   buckets: { leMs: number; count: number }[];
 }
 
+/** What a learning gate has learned of its key's allowance. */
+export interface LearnedAllowance {
+  /** The bucket's capacity (`X-RateLimit-Limit`), once a response gave it. */
+  burst: number | null;
+  /** The pace admissions follow now, per second. */
+  perSecond: number;
+  /** The best lower bound the responses give on the server's refill rate, per second. */
+  atLeast: number;
+  /** `atLeast / perSecond`, at most 1: how much of the pace the evidence backs. */
+  confidence: number;
+  lastThrottle: Date | null;
+}
+
 /** One credential's gate. Times are `performance.now()` milliseconds. */
 export interface GateStats {
   /** `anonymous`, or `key:` and 32 hex digits of a SHA-256 of the credential. */
   scope: string;
+  /** The allowance admissions follow now (a learning gate's latest estimate). */
   rate: Rate;
+  /** A learning gate's estimate; null when the allowance was given. */
+  learned: LearnedAllowance | null;
   /** `memory`, or `redis:<prefix>` with Redis call counts and whether Redis is answering. */
   store: { kind: string; calls?: number; failures?: number; up?: boolean };
   /** Admission requests: first attempts and retries. */
@@ -258,7 +279,10 @@ export interface Stats {
 
 /** The configuration summary: what to tune when the provider changes its limits. */
 export interface Description {
-  rate: Rate;
+  /** The allowance enforced, or learning's ceiling; null when learned without one. */
+  rate: Rate | null;
+  /** The allowance is learned from the responses. */
+  learn: boolean;
   scope: string;
   store: string;
   admission: string;
@@ -296,13 +320,14 @@ export interface GatedFetch extends FetchLike {
 
 /**
  * Wraps `fetch` so that every call waits for its credential's shared gate first.
- * @throws {TypeError} an option of the wrong type, a missing `rate`, or an unknown option.
+ * @throws {TypeError} an option of the wrong type, a learned `rate` with a `store`, or an
+ * unknown option.
  * Calls reject with the inner fetch's own rejection or Response (final statuses), a
  * `GateAbandonedError`, a `QuotaExhaustedError`, the caller's abort reason, or a `RangeError`
  * for a Retry-After too large to honour.
  * @throws {RangeError} a rate that is zero, negative or not finite (the message names the field).
  */
-export function createFetch(options: CreateFetchOptions): GatedFetch;
+export function createFetch(options?: CreateFetchOptions): GatedFetch;
 
 export interface SimulateOptions {
   /** Every attempt passes one gate. @default false */
@@ -323,6 +348,14 @@ export interface SimulateOptions {
   perSecond?: number;
   /** The server's Retry-After on each 429, in ms. @default 1000 */
   retryAfterMs?: number;
+  /** The gates are not told the allowance: they learn it from the responses. @default false */
+  learn?: boolean;
+  /** The server sends X-RateLimit-Limit and -Remaining on every response. @default false */
+  headers?: boolean;
+  /** Snapshots each worker fetches, one after another. @default 1 */
+  snapshots?: number;
+  /** From a request's arrival at the server to its response's return. @default 0 */
+  latencyMs?: number;
 }
 
 export interface SimulatedAttempt {
@@ -339,6 +372,8 @@ export interface SimulateResult {
   abandoned: number;
   lastAttemptMs: number;
   timeline: SimulatedAttempt[];
+  /** A learning run's estimates as they changed (the first gate's). */
+  learned: { at: number; burst: number | null; perSecond: number; atLeast: number; confidence: number }[];
 }
 
 /** The article's virtual-clock model, run on the production core. */

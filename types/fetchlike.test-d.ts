@@ -73,6 +73,7 @@ const full: CreateFetchOptions = {
       case 'retry': expectType<number>(event.delayMs); expectType<boolean>(event.serverDelay); break;
       case 'abandoned': expectType<AbandonReason>(event.reason); break;
       case 'quota-probe': expectType<boolean>(event.exhausted); break;
+      case 'learned': expectType<number>(event.learned.perSecond); expectType<number | null>(event.learned.burst); break;
       case 'store-down': case 'store-up': expectType<string>(event.scope); break;
       default: { const never: never = event; void never; }
     }
@@ -93,10 +94,13 @@ createFetch({ rate: { burst: 1, perSecond: 1 }, retry: true });
 createFetch({ rate: { burst: 1, perSecond: 1 }, retry: { budget: false } });
 
 // ---- wrong options are type errors -------------------------------------------------------------
-// @ts-expect-error: `rate` is required (there is no default allowance)
+// Without a rate (or with 'auto'), the allowance is learned; with `learn: true`, below a ceiling.
 createFetch({});
-// @ts-expect-error: options are required
 createFetch();
+createFetch({ rate: 'auto' });
+createFetch({ rate: { burst: 5, perSecond: 10, learn: true } });
+// @ts-expect-error: 'auto' is the only word `rate` takes
+createFetch({ rate: 'fast' });
 // @ts-expect-error: `perSecond` is required
 createFetch({ rate: { burst: 2 } });
 // @ts-expect-error: `burst` is a number, not a string
@@ -128,6 +132,8 @@ const gate: GateStats | undefined = stats.gates[0];
 if (gate) {
   expectType<string>(gate.scope);
   expectType<number>(gate.rate.perSecond);
+  expectType<number | null>(gate.learned?.burst ?? null);
+  expectType<Date | null | undefined>(gate.learned?.lastThrottle);
   expectType<number>(gate.cooldownRemainingMs);
   expectType<number>(gate.retries.throttled + gate.retries.serverError + gate.retries.network + gate.retries.timeout);
   expectType<number>(gate.abandoned['retry-after-exceeds-deadline']);
@@ -147,7 +153,8 @@ const description = fetchImpl.describe();
 expectTrue<Equal<typeof description, Description>>();
 expectType<string>(description.text);
 expectType<string | undefined>(description.backoff);
-expectType<{ burst: number; perSecond: number }>(description.rate);
+expectType<{ burst: number; perSecond: number } | null>(description.rate);
+expectType<boolean>(description.learn);
 
 const round = fetchImpl.batch({ deadlineMs: 5_000, retryBudget: 4 });
 expectType<GatedFetch>(round);

@@ -11,7 +11,8 @@ const USAGE = `Usage:
   odds-gate --help               this text
 
 simulate options (a number follows each, as "--workers 8" or "--workers=8"):
-  --workers N          workers, each fetching one snapshot (default 8)
+  --workers N          workers (default 8)
+  --snapshots N        snapshots each worker fetches, one after another (default 1)
   --burst N            the server's burst, and the gates' (default 2)
   --per-second N       the server's refill per second, and the gates' (default 2)
   --retry-after S      the server's Retry-After on a 429, in seconds (default 1)
@@ -21,6 +22,11 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
   --separate-gates N   N gates (one per process), worker i on gate i % N
                        (default: one gate shared by every worker)
   --always-reject      the server rejects every attempt (to see the bounds at work)
+  --learn              the gates are not told the allowance: they learn it from the responses
+                       (prints how fast the estimate converged and what it cost in 429s)
+  --headers            the server sends X-RateLimit-Limit and -Remaining (default: 429 +
+                       Retry-After only)
+  --latency-ms N       from a request's arrival to its response's return (default 0)
   --svg FILE           where to write the SVG timeline (default ./odds-gate-timeline.svg)
   --json               print the result as JSON instead of the table
 `;
@@ -35,10 +41,14 @@ const NUMERIC = new Map([
   ['max-attempts', 'maxAttempts'],
   ['retry-budget', 'retryBudget'],
   ['separate-gates', 'separateGates'],
+  ['snapshots', 'snapshots'],
+  ['latency-ms', 'latencyMs'],
 ]);
 const SWITCHES = new Map([
   ['independent', 'independent'],
   ['always-reject', 'alwaysReject'],
+  ['learn', 'learn'],
+  ['headers', 'headers'],
   ['json', 'json'],
 ]);
 const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i;
@@ -102,6 +112,10 @@ async function simulateCommand(argv) {
     maxAttempts: flags.maxAttempts ?? 10,
     retryBudget: flags.retryBudget ?? null,
     alwaysReject: flags.alwaysReject ?? false,
+    snapshots: flags.snapshots ?? 1,
+    learn: flags.learn ?? false,
+    headers: flags.headers ?? false,
+    latencyMs: flags.latencyMs ?? 0,
   };
   if (!options.shared) delete options.shared;
   if (options.separateGates === false) delete options.separateGates;
@@ -148,11 +162,15 @@ async function simulateCommand(argv) {
 
   const label = scenarioLabel(scenario);
   const out = [];
-  out.push(`odds-gate simulate: ${plural(options.workers, 'worker')}, ${label}; server burst ${options.burst}, `
+  out.push(`odds-gate simulate: ${plural(options.workers, 'worker')}`
+    + (options.snapshots > 1 ? ` x ${plural(options.snapshots, 'snapshot')}` : '')
+    + `, ${label}; server burst ${options.burst}, `
     + `${options.perSecond} per second, Retry-After ${options.retryAfterMs / 1000} s; `
     + `up to ${plural(options.maxAttempts, 'attempt')} per worker`
     + (options.retryBudget != null ? `, ${plural(options.retryBudget, 'retry', 'retries')} for all` : '')
-    + (options.alwaysReject ? '; the server rejects everything' : ''));
+    + (options.alwaysReject ? '; the server rejects everything' : '')
+    + (options.learn ? `; the gates learn it${options.headers ? ' (X-RateLimit-* sent)' : ' (429 + Retry-After only)'}` : '')
+    + (options.latencyMs ? `; ${options.latencyMs} ms latency` : ''));
   out.push('');
   out.push(table(
     ['scenario', 'attempts', 'rejected (429)', 'completed', 'abandoned', 'last attempt (ms)'],
@@ -172,8 +190,30 @@ async function simulateCommand(argv) {
   } else {
     out.push(`(per-worker times for ${options.workers} workers: see --json)`);
   }
+  if (options.learn) out.push('', ...learning(options, result));
   if (svgNote) out.push('', svgNote);
   process.stdout.write(`${out.join('\n')}\n`);
+}
+
+/** How a learning run went: the estimate's path, how soon it came near the truth, its cost. */
+function learning(options, result) {
+  const truth = options.perSecond;
+  const near = (e) => Math.abs(e.perSecond - truth) <= 0.1 * truth;
+  const first = result.learned.find(near);
+  const last = result.learned.at(-1);
+  const calls = options.workers * options.snapshots;
+  const floorMs = (Math.max(0, calls - options.burst) / truth) * 1000;
+  const fixed = (n) => Number(n.toFixed(3));
+  const lines = ['learning (the first gate):'];
+  lines.push(`  estimate at the end: ${last ? `burst ${last.burst ?? 'not learned (1 used)'}, ${fixed(last.perSecond)} per second (at least ${fixed(last.atLeast)})` : 'none'}`
+    + `; the server's: burst ${options.burst}, ${truth} per second`);
+  lines.push(`  pace first within 10 % of the true rate: ${first ? `${first.at} ms` : 'never'}`);
+  lines.push(`  cost: ${plural(result.rejected, '429')} of ${plural(result.attempts, 'attempt')}`
+    + ` (${fixed((100 * result.rejected) / Math.max(1, result.attempts))} %); last attempt ${result.lastAttemptMs} ms`
+    + (floorMs > 0 ? `, ${fixed(result.lastAttemptMs / floorMs)} x the floor (${fixed(floorMs)} ms for ${calls} calls)` : ''));
+  const shown = result.learned.slice(0, 12).map((e) => `${e.at} ms: ${fixed(e.perSecond)}/s`);
+  lines.push(`  estimates: ${shown.join(', ')}${result.learned.length > 12 ? `, ... (${result.learned.length - 12} more)` : ''}`);
+  return lines;
 }
 
 async function demoCommand(argv) {

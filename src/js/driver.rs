@@ -16,6 +16,7 @@ use super::body;
 use super::clock;
 use super::errors::{abandoned_error, abort_reason, quota_error, range_error};
 use super::events::Events;
+use super::figures::{to_js, Learned};
 use super::headers;
 use super::metrics::Metrics;
 use super::options::Config;
@@ -672,6 +673,7 @@ impl GateDriver {
             Event::Retry { call, .. } => ("retry", Some(*call)),
             Event::Abandoned { call, .. } => ("abandoned", Some(*call)),
             Event::QuotaProbe { .. } => ("quota-probe", None),
+            Event::Learned(_) => ("learned", None),
             Event::StoreDown => ("store-down", None),
             Event::StoreUp => ("store-up", None),
         };
@@ -703,6 +705,10 @@ impl GateDriver {
             } => {
                 set(e, "exhausted", (*exhausted).into());
                 set(e, "answered", (*answered).into());
+            }
+            Event::Learned(estimate) => {
+                let learned = to_js(&Learned::from(*estimate));
+                set(e, "learned", learned);
             }
             Event::Admitted { .. } | Event::StoreDown | Event::StoreUp => {}
         };

@@ -11,10 +11,11 @@ use wasm_bindgen::prelude::*;
 use super::clock;
 use super::driver::GateDriver;
 use super::options::Config;
-use crate::core::config::Rate;
+use crate::core::config::{Allowance, Rate};
 use crate::core::feedback::Feedback;
 use crate::core::gate::figures::Figures;
 use crate::core::histogram::{Histogram, BOUNDS_MS};
+use crate::core::learn::Estimate;
 use crate::core::policy::{Reason, RetryPolicy};
 use crate::core::quota::QuotaState;
 
@@ -72,6 +73,7 @@ struct GateStats<'a> {
     quota: Quota,
     retry_budget: Option<f64>,
     rate: RateFigures,
+    learned: Option<Learned>,
     store: Store,
     admission_wait_ms: HistogramFigures,
     backoff_ms: HistogramFigures,
@@ -110,6 +112,36 @@ impl From<Rate> for RateFigures {
             per_second: rate.per_second(),
         }
     }
+}
+
+/// `stats().gates[i].learned`: what a learning gate has learned.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Learned {
+    burst: Option<f64>,
+    per_second: f64,
+    at_least: f64,
+    confidence: f64,
+    /// A `Date`, or `null`.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    last_throttle: JsValue,
+}
+
+impl From<Estimate> for Learned {
+    fn from(e: Estimate) -> Self {
+        Learned {
+            burst: e.burst,
+            per_second: e.per_second,
+            at_least: e.at_least,
+            confidence: e.confidence,
+            last_throttle: e.last_throttle.map_or(JsValue::NULL, date),
+        }
+    }
+}
+
+/// A time on the gate's clock as a `Date`.
+fn date(ms: f64) -> JsValue {
+    js_sys::Date::new(&clock::to_wall(ms).into()).into()
 }
 
 #[derive(Serialize)]
@@ -202,7 +234,7 @@ pub fn stats(
     for (driver, f) in drivers.iter().zip(&figures) {
         totals.absorb(f);
         waiting += f.waiting;
-        let (rate, counts) = driver.with(|g| (g.rate(), g.store_counts()));
+        let (rate, counts, learned) = driver.with(|g| (g.rate(), g.store_counts(), g.learned(now)));
         let (state, until) = match f.quota {
             Some(QuotaState::Probing) => ("probing", None),
             Some(QuotaState::Exhausted { until }) => ("exhausted", until),
@@ -233,12 +265,11 @@ pub fn stats(
             quota_rejected: f.quota_rejected,
             quota: Quota {
                 state,
-                period_end: until.map_or(JsValue::NULL, |ms| {
-                    js_sys::Date::new(&clock::to_wall(ms).into()).into()
-                }),
+                period_end: until.map_or(JsValue::NULL, date),
             },
             retry_budget: f.retry_budget,
             rate: rate.into(),
+            learned: learned.map(Learned::from),
             store: Store {
                 kind: driver.store().map_or("memory".into(), |s| s.identity()),
                 calls: counts.map(|c| c.0),
@@ -273,7 +304,9 @@ extern "C" {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Facts {
-    rate: RateFigures,
+    /// The allowance enforced, or learning's ceiling.
+    rate: Option<RateFigures>,
+    learn: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     store: Option<String>,
     /// In memory, whether the process's threads share it.
@@ -332,7 +365,11 @@ struct BudgetFacts {
 /// changes its limits. The bindings give the facts; `summary.js` words them.
 pub fn describe(config: &Config) -> JsValue {
     let facts = Facts {
-        rate: config.rate.into(),
+        rate: match config.rate {
+            Allowance::Fixed(rate) | Allowance::Learned(Some(rate)) => Some(rate.into()),
+            Allowance::Learned(None) => None,
+        },
+        learn: matches!(config.rate, Allowance::Learned(_)),
         store: config.store.as_ref().map(|s| s.describe()),
         threads: config.threads && super::shelf::current().is_some(),
         retry: config.retry.as_deref().map(RetryFacts::from),

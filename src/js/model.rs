@@ -36,6 +36,14 @@ struct SimulateOptions {
     per_second: Option<f64>,
     #[serde(default, deserialize_with = "de::number")]
     retry_after_ms: Option<f64>,
+    #[serde(default, deserialize_with = "de::boolean")]
+    learn: Option<bool>,
+    #[serde(default, deserialize_with = "de::boolean")]
+    headers: Option<bool>,
+    #[serde(default, deserialize_with = "de::number")]
+    snapshots: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    latency_ms: Option<f64>,
 }
 
 /// What `simulate()` returns.
@@ -48,6 +56,19 @@ struct Report {
     abandoned: usize,
     last_attempt_ms: f64,
     timeline: Vec<Entry>,
+    /// A learning run's estimates as they changed: `{ at, burst, perSecond, atLeast,
+    /// confidence }`.
+    learned: Vec<Estimated>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Estimated {
+    at: f64,
+    burst: Option<f64>,
+    per_second: f64,
+    at_least: f64,
+    confidence: f64,
 }
 
 #[derive(Serialize)]
@@ -76,6 +97,17 @@ pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
                 at: a.at,
                 worker: a.worker,
                 status: a.status,
+            })
+            .collect(),
+        learned: r
+            .learned
+            .iter()
+            .map(|(at, e)| Estimated {
+                at: *at,
+                burst: e.burst,
+                per_second: e.per_second,
+                at_least: e.at_least,
+                confidence: e.confidence,
             })
             .collect(),
     }))
@@ -138,6 +170,10 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
         max_attempts: integer("maxAttempts", o.max_attempts, 1.0, 1000.0)?
             .unwrap_or(defaults.max_attempts),
         retry_budget,
+        learn: o.learn.unwrap_or(false),
+        headers: o.headers.unwrap_or(false),
+        snapshots: integer("snapshots", o.snapshots, 1.0, 100_000.0)?.unwrap_or(1),
+        latency_ms: o.latency_ms.unwrap_or(0.0),
     })
 }
 

@@ -16,7 +16,7 @@ use super::text::number;
 use crate::core::backoff::Backoff;
 use crate::core::budget::RefillingConfig;
 use crate::core::classify::{valid_method, RetryRules};
-use crate::core::config::{at_least, Rate};
+use crate::core::config::{at_least, Allowance, Rate};
 use crate::core::policy::RetryPolicy;
 use crate::core::quota::valid_usage_url;
 use crate::core::Millis;
@@ -55,16 +55,53 @@ pub struct RateOptions {
     burst: Option<f64>,
     #[serde(default, deserialize_with = "de::number")]
     per_second: Option<f64>,
+    #[serde(default, deserialize_with = "de::boolean")]
+    learn: Option<bool>,
 }
 
 impl RateOptions {
+    /// Reads `rate`: left out or `'auto'` (learned from the responses), `{ burst, perSecond }`
+    /// (enforced as given), or that with `learn: true` (learned, never above it).
+    fn allowance(value: Option<JsValue>) -> Result<Allowance, JsValue> {
+        let Some(value) = value.filter(|v| !v.is_undefined()) else {
+            return Ok(Allowance::Learned(None));
+        };
+        match value.as_string() {
+            Some(text) if text == "auto" => return Ok(Allowance::Learned(None)),
+            Some(_) => {
+                return Err(type_error(&format!(
+                    "Expected `rate` to be 'auto' or {{ burst, perSecond }}, got {}",
+                    de::describe(&value)
+                )))
+            }
+            None => {}
+        }
+        let (rate, learn) = RateOptions::read_with(&value, "rate")?;
+        Ok(match learn {
+            true => Allowance::Learned(Some(rate)),
+            false => Allowance::Fixed(rate),
+        })
+    }
+
     /// Reads and checks `{ burst, perSecond }` named `what`.
     pub fn read(value: &JsValue, what: &str) -> Result<Rate, JsValue> {
+        let (rate, learn) = RateOptions::read_with(value, what)?;
+        if learn {
+            return Err(type_error(&format!(
+                "`{what}.learn` is for createFetch's `rate` only"
+            )));
+        }
+        Ok(rate)
+    }
+
+    /// Reads `{ burst, perSecond, learn? }` named `what`.
+    fn read_with(value: &JsValue, what: &str) -> Result<(Rate, bool), JsValue> {
         let prefix = format!("{what}.");
-        let rate: RateOptions = de::object(value, what, &prefix)?;
-        let burst = de::required(rate.burst, &format!("{prefix}burst"))?;
-        let per_second = de::required(rate.per_second, &format!("{prefix}perSecond"))?;
-        Rate::new(burst, per_second).map_err(config_error)
+        let given: RateOptions = de::object(value, what, &prefix)?;
+        let burst = de::required(given.burst, &format!("{prefix}burst"))?;
+        let per_second = de::required(given.per_second, &format!("{prefix}perSecond"))?;
+        let rate = Rate::new(burst, per_second).map_err(config_error)?;
+        Ok((rate, given.learn.unwrap_or(false)))
     }
 }
 
@@ -137,8 +174,8 @@ impl Item for Method {
 
 /// A wrapper's configuration.
 pub struct Config {
-    /// The key's allowance.
-    pub rate: Rate,
+    /// The key's allowance, or how it is learned.
+    pub rate: Allowance,
     /// The inner fetch; the global one when `None`.
     pub fetch: Option<js_sys::Function>,
     /// The retry policy; `None` for `retry: false` (observe and admit only).
@@ -164,13 +201,12 @@ pub struct Config {
 
 /// Reads `createFetch(options)`.
 pub fn config(options: &JsValue) -> Result<Config, JsValue> {
-    let o: Options = de::object(options, "options", "")?;
-    let Some(rate) = o.rate else {
-        return Err(type_error(
-            "`rate` is required: the provider's allowance for this key, e.g. { burst: 2, perSecond: 2 }",
-        ));
+    // `createFetch()` alone learns the allowance with every default.
+    let o: Options = match options.is_undefined() {
+        true => de::object(&js_sys::Object::new(), "options", "")?,
+        false => de::object(options, "options", "")?,
     };
-    let rate = RateOptions::read(&rate, "rate")?;
+    let rate = RateOptions::allowance(o.rate)?;
     let (retry, budget) = retry(o.retry)?;
     if o.usage_url
         .as_deref()
@@ -195,6 +231,12 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
             ))
         }
     };
+    if store.is_some() && matches!(rate, Allowance::Learned(_)) {
+        return Err(type_error(
+            "A gate in a `store` enforces the allowance it is given: set `rate` to \
+             { burst, perSecond } (learning the allowance works in one process for now)",
+        ));
+    }
     Ok(Config {
         store,
         rate,

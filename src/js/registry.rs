@@ -17,8 +17,9 @@ use super::random::OsRandom;
 use super::shelf::{self, ShelfSlot};
 use super::text::number;
 use crate::core::budget::RefillingConfig;
-use crate::core::config::Rate;
+use crate::core::config::{Allowance, Rate};
 use crate::core::gate::Gate;
+use crate::core::learn::Learner;
 use crate::core::map::Map;
 use crate::core::scope::Scope;
 use crate::core::threads::{Settings, ThreadAuthority};
@@ -53,10 +54,15 @@ pub fn gate_for(scope: &Scope, config: &Config) -> Result<Rc<GateDriver>, JsValu
         registry.evict_idle(SWEEP_PER_GATE);
         let now = clock::now();
         let random = Box::new(OsRandom);
-        let gate = match &config.store {
-            Some(store) => Gate::shared(config.rate, config.budget, store.settings(), now, random),
-            None if config.threads => threaded(scope, config, now)?,
-            None => Gate::new(config.rate, config.budget, now, random),
+        let gate = match (&config.store, config.rate) {
+            (Some(store), Allowance::Fixed(rate)) => {
+                Gate::shared(rate, config.budget, store.settings(), now, random)
+            }
+            _ if config.threads => threaded(scope, config, now)?,
+            (_, Allowance::Fixed(rate)) => Gate::new(rate, config.budget, now, random),
+            (_, Allowance::Learned(ceiling)) => {
+                Gate::new(start(ceiling, now), config.budget, now, random).learning(ceiling, now)
+            }
         };
         let driver = GateDriver::new(scope.clone(), gate, config.store.clone());
         driver.hear(&config.events);
@@ -71,22 +77,30 @@ pub fn gate_for(scope: &Scope, config: &Config) -> Result<Rc<GateDriver>, JsValu
 fn threaded(scope: &Scope, config: &Config, now: Millis) -> Result<Gate, JsValue> {
     let random = Box::new(OsRandom);
     let offset = shelf::clock_offset();
+    let (rate, learn) = match config.rate {
+        Allowance::Fixed(rate) => (rate, None),
+        Allowance::Learned(ceiling) => (start(ceiling, now), Some(ceiling)),
+    };
+    let learning = |gate: Gate| match learn {
+        Some(ceiling) => gate.learning(ceiling, now),
+        None => gate,
+    };
     let Some(slot) = shelf::current().and_then(|s| ShelfSlot::find(s, scope, offset)) else {
-        return Ok(Gate::new(config.rate, config.budget, now, random).for_threads());
+        return Ok(learning(
+            Gate::new(rate, config.budget, now, random).for_threads(),
+        ));
     };
     let settings = Settings {
-        rate: config.rate,
+        rate,
         budget: config.budget,
+        learn: learn.is_some(),
     };
     match ThreadAuthority::join(Box::new(slot), settings, shelf::thread_number(), offset) {
-        Ok(authority) => Ok(Gate::threaded(authority, random)),
-        Err(held) if held.rate != config.rate => Err(mismatch(
+        Ok(authority) => Ok(learning(Gate::threaded(authority, random))),
+        Err(held) if held.learn != settings.learn || held.rate != rate => Err(mismatch(
             scope,
-            &format!(
-                "already enforces {} in another thread",
-                rate_text(held.rate)
-            ),
-            &rate_text(config.rate),
+            &format!("{} in another thread", held_text(held)),
+            &wanted_text(config.rate),
             "One credential has one allowance in the whole process: configure every wrapper \
              in every thread the same way.",
         )),
@@ -141,7 +155,7 @@ fn check(scope: &Scope, driver: &GateDriver, config: &Config) -> Result<(), JsVa
             "One credential has one gate: use the same store.",
         ));
     }
-    let (rate, budget) = driver.with(|g| (g.rate(), g.budget_config()));
+    let (allowance, budget) = driver.with(|g| (g.allowance(), g.budget_config()));
     // A wrapper that does not retry uses no budget and joins any gate; a retrying one must
     // agree with a gate that has one.
     match (budget, config.budget) {
@@ -157,11 +171,11 @@ fn check(scope: &Scope, driver: &GateDriver, config: &Config) -> Result<(), JsVa
         }
         _ => {}
     }
-    if rate != config.rate {
+    if allowance != config.rate {
         return Err(mismatch(
             scope,
-            &format!("already enforces {}", rate_text(rate)),
-            &rate_text(config.rate),
+            &format!("already {}", allowance_text(allowance)),
+            &wanted_text(config.rate),
             "One credential has one allowance: configure every wrapper that uses it the \
              same way.",
         ));
@@ -183,6 +197,41 @@ fn memory(threads: bool) -> String {
     match threads {
         true => "memory shared by the process's threads".into(),
         false => "this thread's memory (threads: false)".into(),
+    }
+}
+
+/// The allowance a learning gate starts from (see [`Learner`]).
+fn start(ceiling: Option<Rate>, now: Millis) -> Rate {
+    Learner::new(ceiling).rate(now)
+}
+
+/// What a gate does with the allowance, as a mismatch names it ("already ...").
+fn allowance_text(allowance: Allowance) -> String {
+    match allowance {
+        Allowance::Fixed(rate) => format!("enforces {}", rate_text(rate)),
+        Allowance::Learned(None) => "learns the allowance".into(),
+        Allowance::Learned(Some(rate)) => {
+            format!("learns the allowance below {}", rate_text(rate))
+        }
+    }
+}
+
+/// The allowance a wrapper asks for, as a mismatch names it ("asks for ...").
+fn wanted_text(allowance: Allowance) -> String {
+    match allowance {
+        Allowance::Fixed(rate) => rate_text(rate),
+        Allowance::Learned(None) => "an allowance learned from the responses (rate: 'auto')".into(),
+        Allowance::Learned(Some(rate)) => {
+            format!("an allowance learned below {}", rate_text(rate))
+        }
+    }
+}
+
+/// What another thread's gate holds, as a mismatch names it.
+fn held_text(held: Settings) -> String {
+    match held.learn {
+        true => "already learns the allowance".into(),
+        false => format!("already enforces {}", rate_text(held.rate)),
     }
 }
 

@@ -1,5 +1,6 @@
 // describe(): the checklist's configuration summary, worded here from the facts the bindings
-// pass (`rate`, `threads`, `waiting` and `metrics`, and `store`, `retry`, `budget` when configured), so the sentences live in
+// pass (`rate` (null when learned without a ceiling), `learn`, `threads`, `waiting` and `metrics`, and `store`, `retry`,
+// `budget` when configured), so the sentences live in
 // JavaScript rather than in the wasm module. `text` is one line per field, under the labels
 // the checklist uses.
 
@@ -10,8 +11,8 @@ const LABELS = [
 ];
 
 /** The summary object, with its `text`. */
-export function summary({ rate, store, threads, retry, budget, waiting, metrics }) {
-  const s = { rate };
+export function summary({ rate, learn, store, threads, retry, budget, waiting, metrics }) {
+  const s = { rate, learn };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
   s.store = store ?? (threads
     ? 'in-process memory shared by every thread of the process (SharedArrayBuffer): one allowance per process, worker threads included; other processes have their own'
@@ -35,10 +36,11 @@ export function summary({ rate, store, threads, retry, budget, waiting, metrics 
     ? `shared per gate: ${budget.capacity} tokens, a 429 retry costs ${budget.throttleCost}, a transient one ${budget.transientCost}, success refunds the retry's cost (+${budget.successRefill} for a first-time success); batch({ retryBudget }) adds a fixed allowance per round`
     : 'none';
   s.quota = 'a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate, through its line (after an answer that confirms nothing, the next waits 2 s, doubling to 60 s); used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()';
-  s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms; onEvent: throttled, retry, abandoned, quota-probe, store-down/up';
+  s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms, what was learned; onEvent: throttled, retry, abandoned, quota-probe, learned, store-down/up';
   if (metrics) s.metrics += '; OpenTelemetry: the odds_gate.* counters, gauges and histograms on the given meter';
-  const lines = [
-    `bucket: burst ${rate.burst} at ${rate.perSecond} per second, per credential (set it to the provider's allowance for the key)`,
+  const lines = [learn
+    ? `bucket: learned per credential from the responses${rate ? `, never above burst ${rate.burst} at ${rate.perSecond} per second` : ''}: one request in flight until the first answer; X-RateLimit-Limit is the burst, X-RateLimit-Remaining the tokens there now and, over time, a lower bound on the refill rate the pace follows; without them, the pace doubles each second until a 429, then each 429 cuts it to 0.7x and each success raises it a little (stats().gates[i].learned shows the estimate)`
+    : `bucket: burst ${rate.burst} at ${rate.perSecond} per second, per credential (set it to the provider's allowance for the key)`,
   ];
   for (const [key, label] of LABELS) if (key in s) lines.push(`${label}: ${s[key]}`);
   s.text = `odds-gate configuration\n- ${lines.join('\n- ')}`;
