@@ -13,6 +13,7 @@
 //! [`MemoryAuthority`]: crate::core::memory::MemoryAuthority
 //! [`ThreadAuthority`]: crate::core::threads::ThreadAuthority
 
+use super::bucket::Count;
 use super::budget::RefillingConfig;
 use super::config::Rate;
 use super::Millis;
@@ -140,5 +141,5 @@ pub trait Immediate: Authority {
     fn install_budget(&mut self, config: RefillingConfig);
     /// Follows a learned allowance from `now`, with the server's count of tokens when it gave
     /// one.
-    fn tune(&mut self, now: Millis, rate: Rate, tokens: Option<f64>);
+    fn tune(&mut self, now: Millis, rate: Rate, count: Option<Count>);
 }

@@ -19,6 +19,15 @@ const WHOLE_TOKEN: f64 = 1.0 - SLACK;
 /// The longest an anchored refill waits for its response.
 pub const MAX_PAUSE_MS: Millis = 1_000.0;
 
+/// What the server's count says of the tokens a learning gate holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Count {
+    /// This many are there.
+    Exactly(f64),
+    /// At most this many (under a configured ceiling, the gate's own count rules below it).
+    AtMost(f64),
+}
+
 /// Tokens refill continuously; one token is one request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TokenBucket {
@@ -137,15 +146,19 @@ impl TokenBucket {
     }
 
     /// Follows a learned allowance from `now`: the refill so far at the old rate, then `rate`.
-    /// With `tokens` (what the server says it holds for us), the count becomes that, and a
-    /// paused refill restarts: the server's own count has taken the pause's place.
-    pub fn retune(&mut self, now: Millis, rate: Rate, tokens: Option<f64>) {
+    /// With `count` (what the server says it holds for us), the count becomes that, or at
+    /// most that, and a paused refill restarts: the server's own count has taken the pause's
+    /// place.
+    pub fn retune(&mut self, now: Millis, rate: Rate, count: Option<Count>) {
         self.refill(now);
         self.rate = rate;
-        if let Some(tokens) = tokens {
+        if let Some(count) = count {
             self.paused_at = None;
             self.last = self.last.max(now);
-            self.tokens = tokens;
+            self.tokens = match count {
+                Count::Exactly(tokens) => tokens,
+                Count::AtMost(tokens) => self.tokens.min(tokens),
+            };
         }
         self.tokens = self.tokens.min(rate.burst());
     }

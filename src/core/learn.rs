@@ -24,6 +24,7 @@
 
 use std::collections::VecDeque;
 
+use super::bucket::Count;
 use super::config::{Rate, MIN_PER_SECOND};
 use super::Millis;
 
@@ -95,8 +96,9 @@ impl Estimate {
 pub struct Lesson {
     /// The allowance admissions follow from now.
     pub rate: Rate,
-    /// Tokens the server holds for us now, when a remaining count said so.
-    pub tokens: Option<f64>,
+    /// Tokens the server holds for us now, when a remaining count said so (at most that
+    /// many under a ceiling: learning never spends faster than the ceiling allows).
+    pub tokens: Option<Count>,
 }
 
 /// One gate's learning.
@@ -110,6 +112,8 @@ pub struct Learner {
     successes: u64,
     marks: VecDeque<Mark>,
     last_throttle: Option<Millis>,
+    /// The limiter bucket whose answers these are (`X-RateLimit-Bucket`), once one named it.
+    bucket: Option<String>,
 }
 
 impl Learner {
@@ -124,6 +128,25 @@ impl Learner {
             successes: 0,
             marks: VecDeque::new(),
             last_throttle: None,
+            bucket: None,
+        }
+    }
+
+    /// The limiter bucket this gate's answers came from, once one named it.
+    pub fn bucket(&self) -> Option<&str> {
+        self.bucket.as_deref()
+    }
+
+    /// Whether an answer from limiter bucket `named` is this gate's to learn from: the first
+    /// bucket named is the gate's; an answer from another belongs to that bucket's gate.
+    pub fn owns(&mut self, named: Option<&str>) -> bool {
+        match (named, &self.bucket) {
+            (None, _) => true,
+            (Some(name), None) => {
+                self.bucket = Some(name.to_owned());
+                true
+            }
+            (Some(name), Some(mine)) => name == mine,
         }
     }
 
@@ -202,7 +225,11 @@ impl Learner {
                     remaining as f64,
                     backlogged,
                 );
-                Some((remaining as f64 - sent_after as f64).max(0.0))
+                let there = (remaining as f64 - sent_after as f64).max(0.0);
+                Some(match self.ceiling {
+                    Some(_) => Count::AtMost(there),
+                    None => Count::Exactly(there),
+                })
             }
             None => {
                 self.blind(now, rejected, throttled);
@@ -412,7 +439,7 @@ mod tests {
         assert!(!learner.opening());
         assert_eq!(lesson.rate.burst(), 5.0);
         // Four left when it answered, one sent since: three are ours now.
-        assert_eq!(lesson.tokens, Some(3.0));
+        assert_eq!(lesson.tokens, Some(Count::Exactly(3.0)));
         assert_eq!(lesson.rate.per_second(), MIN_PACE);
     }
 
@@ -426,6 +453,8 @@ mod tests {
             let lesson = learner.observe(now, now, 200, Some((50, remaining)), 0, true);
             assert_eq!(lesson.rate.burst(), 3.0);
             assert!(lesson.rate.per_second() <= 1.0);
+            // The server's count may lower the gate's, never raise it past the ceiling's pace.
+            assert!(matches!(lesson.tokens, Some(Count::AtMost(_))));
         }
         assert!(
             learner.estimate(now).at_least > 1.0,

@@ -3,7 +3,7 @@
 //! Redis, line for line; keep the two in step (the parity test will not let them drift).
 
 use super::authority::{AdmissionId, Answer, Authority, Immediate, Op, Remaining, LOW_REMAINING};
-use super::bucket::TokenBucket;
+use super::bucket::{Count, TokenBucket};
 use super::budget::{RefillingBudget, RefillingConfig};
 use super::config::Rate;
 use super::Millis;
@@ -88,11 +88,11 @@ impl MemoryAuthority {
 
     /// Follows a learned allowance from `now`, with the server's count of tokens when it gave
     /// one (see [`TokenBucket::retune`]).
-    pub fn tune(&mut self, now: Millis, rate: Rate, tokens: Option<f64>) {
-        if tokens.is_some() {
+    pub fn tune(&mut self, now: Millis, rate: Rate, count: Option<Count>) {
+        if count.is_some() {
             self.anchor = None;
         }
-        self.bucket.retune(now, rate, tokens);
+        self.bucket.retune(now, rate, count);
     }
 
     /// The retry budget's settings, if there is a budget.
@@ -271,8 +271,8 @@ impl Immediate for MemoryAuthority {
     fn install_budget(&mut self, config: RefillingConfig) {
         MemoryAuthority::install_budget(self, config)
     }
-    fn tune(&mut self, now: Millis, rate: Rate, tokens: Option<f64>) {
-        MemoryAuthority::tune(self, now, rate, tokens)
+    fn tune(&mut self, now: Millis, rate: Rate, count: Option<Count>) {
+        MemoryAuthority::tune(self, now, rate, count)
     }
 }
 

@@ -3,6 +3,8 @@
 
 use sha2::{Digest, Sha256};
 
+use super::map::Map;
+
 /// The name of one allowance: a short hash of the credential, safe to log and to use as a
 /// store key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -41,6 +43,80 @@ impl Scope {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The scope of limiter bucket `bucket` of this credential: its own allowance, apart from
+    /// the credential's first bucket (whose scope is the credential's).
+    pub fn in_bucket(&self, bucket: &str) -> Scope {
+        Scope(format!("{}#{bucket}", self.credential().0))
+    }
+
+    /// The credential's scope, without a bucket.
+    pub fn credential(&self) -> Scope {
+        match self.0.split_once('#') {
+            Some((credential, _)) => Scope(credential.to_owned()),
+            None => self.clone(),
+        }
+    }
+}
+
+/// Routes a credential remembers the bucket of; past this, new routes stay on the first bucket.
+const MAX_ROUTES: usize = 256;
+
+/// Which limiter bucket each of a credential's routes draws from, as its responses said
+/// (`X-RateLimit-Bucket`). A route not heard of draws from the credential's first bucket.
+#[derive(Debug, Default)]
+pub struct Routes(Map<String, String>);
+
+impl Routes {
+    /// The bucket `route` draws from, when it is not the credential's first.
+    pub fn bucket(&self, route: &str) -> Option<&str> {
+        self.0.get(route).map(String::as_str)
+    }
+
+    /// `route` answered from `bucket`; `first` is the credential's first bucket.
+    pub fn heard(&mut self, route: &str, bucket: &str, first: Option<&str>) {
+        if first == Some(bucket) {
+            self.0.remove(route);
+        } else if self.0.len() < MAX_ROUTES || self.0.contains_key(route) {
+            self.0.insert(route.to_owned(), bucket.to_owned());
+        }
+    }
+
+    /// Whether every route draws from the first bucket.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Longest route kept: a longer path is cut, so a hostile URL cannot grow memory.
+const MAX_ROUTE_LEN: usize = 200;
+
+/// A request's route, as limiter buckets are told apart: the method and the URL's path, each
+/// segment that holds a digit (an id, a version) or is longer than 24 characters written `*`.
+/// `GET https://api.odds-api.net/v1/events/e1/odds/snapshot?x=1` is
+/// `GET /*/events/*/odds/snapshot`.
+pub fn route_of(method: &str, url: &str) -> String {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let path = match after_scheme.find('/') {
+        Some(at) if url.contains("://") => &after_scheme[at..],
+        None if url.contains("://") => "/",
+        _ => after_scheme,
+    };
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    let mut route = String::with_capacity(method.len() + path.len() + 1);
+    route.push_str(method);
+    route.push(' ');
+    for (i, segment) in path.split('/').enumerate() {
+        if i > 0 {
+            route.push('/');
+        }
+        let id = segment.len() > 24 || segment.bytes().any(|b| b.is_ascii_digit());
+        route.push_str(if id { "*" } else { segment });
+        if route.len() > MAX_ROUTE_LEN {
+            break;
+        }
+    }
+    route.chars().take(MAX_ROUTE_LEN).collect()
 }
 
 /// Whether `value` can be sent as a header value: no CR, LF or NUL (a credential holding one
@@ -96,6 +172,44 @@ pub fn fingerprint(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_route_is_the_method_and_the_path_without_its_ids() {
+        let snapshot = "https://api.odds-api.net/v1/events/e1-2/odds/snapshot?markets=h2h";
+        assert_eq!(route_of("GET", snapshot), "GET /*/events/*/odds/snapshot");
+        assert_eq!(
+            route_of("GET", "http://127.0.0.1:3000/v1/events/abc123"),
+            "GET /*/events/*"
+        );
+        assert_eq!(route_of("GET", "http://h/v1/usage#x"), "GET /*/usage");
+        assert_eq!(route_of("POST", "http://h"), "POST /");
+        let long = format!("http://h/{}", "a/".repeat(500));
+        assert!(route_of("GET", &long).len() <= MAX_ROUTE_LEN);
+    }
+
+    #[test]
+    fn routes_remember_buckets_other_than_the_first() {
+        let mut routes = Routes::default();
+        routes.heard("GET /*/events/*", "events", Some("snapshot"));
+        assert_eq!(routes.bucket("GET /*/events/*"), Some("events"));
+        assert_eq!(routes.bucket("GET /*/usage"), None);
+        // The route moved to the first bucket: it is forgotten.
+        routes.heard("GET /*/events/*", "snapshot", Some("snapshot"));
+        assert!(routes.is_empty());
+        for i in 0..MAX_ROUTES + 10 {
+            routes.heard(&format!("GET /r{i}"), "other", None);
+        }
+        assert_eq!(routes.0.len(), MAX_ROUTES);
+    }
+
+    #[test]
+    fn a_bucket_scope_names_its_credential() {
+        let key = Scope::of(Some("k"), None);
+        let events = key.in_bucket("events");
+        assert_eq!(events.as_str(), format!("{}#events", key.as_str()));
+        assert_eq!(events.credential(), key);
+        assert_eq!(events.in_bucket("a#b").credential(), key);
+    }
 
     #[test]
     fn the_same_key_is_the_same_scope() {

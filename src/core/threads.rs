@@ -10,6 +10,7 @@
 //! state, then [`CLAIMS`] claims of three words (thread, arrival, when it asks next).
 
 use super::authority::{AdmissionId, Answer, Authority, Immediate, Op};
+use super::bucket::Count;
 use super::budget::RefillingConfig;
 use super::config::Rate;
 use super::memory::MemoryAuthority;
@@ -400,10 +401,10 @@ impl Immediate for ThreadAuthority {
 
     /// The estimate is the threads' together: it is saved with the slot's settings, where
     /// every thread's next transaction finds it.
-    fn tune(&mut self, now: Millis, rate: Rate, tokens: Option<f64>) {
+    fn tune(&mut self, now: Millis, rate: Rate, count: Option<Count>) {
         self.settings.rate = rate;
         self.with(now, |a, _, t| {
-            a.tune(t, rate, tokens);
+            a.tune(t, rate, count);
             ((), true)
         });
     }

@@ -23,6 +23,7 @@ use super::options::Config;
 use super::props::set;
 use super::random::process_id;
 use super::redis::RedisStore;
+use super::registry;
 use super::replay;
 use super::timer::Timer;
 use super::wait::Slot;
@@ -51,6 +52,20 @@ enum Waiter {
     Probe(Option<(JsValue, JsValue)>),
 }
 
+/// What a caller's `fetch(input, init)` brings to [`GateDriver::start`].
+pub struct Request {
+    /// `fetch`'s arguments.
+    pub input: JsValue,
+    /// `fetch`'s arguments.
+    pub init: JsValue,
+    /// The caller's signal.
+    pub signal: Option<web_sys::AbortSignal>,
+    /// Its body is a stream that each attempt sends a copy of.
+    pub split: bool,
+    /// Its route, when the wrapper learns allowances.
+    pub route: Option<String>,
+}
+
 /// A call's JavaScript side.
 struct JsCall {
     input: JsValue,
@@ -65,6 +80,9 @@ struct JsCall {
     split: bool,
     waiter: Waiter,
     watch: Option<u32>,
+    /// The request's route, when the wrapper learns allowances (limiter buckets are told
+    /// apart by route).
+    route: Option<String>,
 }
 
 /// An attempt that could not be sent (no fetch to call, no probe request): it counts as a
@@ -248,15 +266,7 @@ impl GateDriver {
 
     /// Makes a call and performs what follows at once. The caller then takes the outcome with
     /// [`outcome`](Self::outcome).
-    pub fn start(
-        self: &Rc<Self>,
-        spec: CallSpec,
-        config: &Rc<Config>,
-        input: JsValue,
-        init: JsValue,
-        signal: Option<web_sys::AbortSignal>,
-        split: bool,
-    ) -> CallId {
+    pub fn start(self: &Rc<Self>, spec: CallSpec, config: &Rc<Config>, request: Request) -> CallId {
         let now = clock::now();
         let tick = CALLS_MADE.with(|c| {
             c.set(c.get() + 1);
@@ -264,6 +274,13 @@ impl GateDriver {
         });
         self.used.set(tick);
         let call = self.gate.borrow_mut().start(now, spec);
+        let Request {
+            input,
+            init,
+            signal,
+            split,
+            route,
+        } = request;
         let js = JsCall {
             input,
             init,
@@ -277,6 +294,7 @@ impl GateDriver {
                 end: None,
             },
             watch: None,
+            route,
         };
         self.calls.borrow_mut().insert(call, js);
         self.drive_at(now);
@@ -467,6 +485,16 @@ impl GateDriver {
                     driver.drive();
                 });
             }
+            Action::Route { call, bucket } => {
+                let route = self
+                    .calls
+                    .borrow()
+                    .get(call)
+                    .and_then(|js| js.route.clone());
+                if let Some(route) = route {
+                    registry::heard_route(&self.scope.credential(), &route, &bucket);
+                }
+            }
             Action::Event(event) => self.emit(event),
             Action::Settle { call, end } => {
                 let result = self.result(call, end);
@@ -553,6 +581,7 @@ impl GateDriver {
             split: false,
             waiter: Waiter::Probe(request),
             watch: None,
+            route: None,
         };
         calls.insert(probe, js);
     }

@@ -24,6 +24,9 @@ pub struct Credential {
 extern "C" {
     #[wasm_bindgen(js_name = requestFacts)]
     fn request_facts(input: &JsValue, init: &JsValue) -> String;
+    /// The URL of a `fetch(input, init)` call, as a string.
+    #[wasm_bindgen(js_name = requestUrl)]
+    pub fn request_url(input: &JsValue) -> String;
     /// The caller's signal: `init.signal`, else a `Request`'s.
     #[wasm_bindgen(js_name = callerSignal)]
     pub fn caller_signal(input: &JsValue, init: &JsValue) -> Option<web_sys::AbortSignal>;

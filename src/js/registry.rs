@@ -21,7 +21,7 @@ use crate::core::config::{Allowance, Rate};
 use crate::core::gate::Gate;
 use crate::core::learn::Learner;
 use crate::core::map::Map;
-use crate::core::scope::Scope;
+use crate::core::scope::{Routes, Scope};
 use crate::core::threads::{Settings, ThreadAuthority};
 use crate::core::Millis;
 
@@ -30,6 +30,8 @@ use crate::core::Millis;
 struct Registry {
     gates: Map<Scope, Rc<GateDriver>>,
     sweep: VecDeque<Scope>,
+    /// Each credential's routes that draw from another limiter bucket than its first.
+    routes: Map<Scope, Routes>,
 }
 
 thread_local! {
@@ -69,6 +71,29 @@ pub fn gate_for(scope: &Scope, config: &Config) -> Result<Rc<GateDriver>, JsValu
         registry.gates.insert(scope.clone(), driver.clone());
         registry.sweep.push_back(scope.clone());
         Ok(driver)
+    })
+}
+
+/// The scope of the limiter bucket `route` of `credential` draws from, when the responses
+/// said it is another than the credential's first.
+pub fn routed(credential: &Scope, route: &str) -> Option<Scope> {
+    GATES.with(|registry| {
+        let registry = registry.borrow();
+        let bucket = registry.routes.get(credential)?.bucket(route)?;
+        Some(credential.in_bucket(bucket))
+    })
+}
+
+/// A response to `route` of `credential` came from limiter `bucket`.
+pub fn heard_route(credential: &Scope, route: &str, bucket: &str) {
+    GATES.with(|registry| {
+        let mut registry = registry.borrow_mut();
+        let first = registry
+            .gates
+            .get(credential)
+            .and_then(|d| d.with(|g| g.bucket().map(str::to_owned)));
+        let routes = registry.routes.entry(credential.clone()).or_default();
+        routes.heard(route, bucket, first.as_deref());
     })
 }
 

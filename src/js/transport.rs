@@ -8,21 +8,22 @@ use wasm_bindgen::prelude::*;
 
 use super::attempt::{global_fetch, How};
 use super::clock;
-use super::driver::{GateDriver, Owner, Print};
+use super::driver::{GateDriver, Owner, Print, Request};
 use super::errors::{abort_reason, range_error, type_error};
 use super::figures;
 use super::headers::{self, Credential};
 use super::options::{self, Config};
 use super::random::fingerprint_keys;
-use super::registry::gate_for;
+use super::registry::{gate_for, routed};
 use super::Exported;
 use crate::core::batch::Batch;
 use crate::core::classify::Body;
+use crate::core::config::Allowance;
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
 use crate::core::gate::CallId;
 use crate::core::map::Map;
-use crate::core::scope::{fingerprint, sendable, Scope};
+use crate::core::scope::{fingerprint, route_of, sendable, Scope};
 
 /// A gated `fetch`. The package's `createFetch` wraps it in a plain function.
 #[wasm_bindgen]
@@ -44,6 +45,9 @@ type Parked = (Rc<GateDriver>, CallId);
 #[derive(Default)]
 struct Known {
     gates: Map<Print, Rc<GateDriver>>,
+    /// The gates of limiter buckets other than their credential's first, by scope (learning
+    /// gates, which are never forgotten).
+    buckets: Map<Scope, Rc<GateDriver>>,
     retired: Figures,
 }
 
@@ -51,7 +55,12 @@ impl Known {
     /// `stats()` over these gates, most recently used first; with a batch's time and retries
     /// left.
     fn stats(&self, batch: Option<(f64, Option<u32>)>) -> JsValue {
-        let mut drivers: Vec<Rc<GateDriver>> = self.gates.values().cloned().collect();
+        let mut drivers: Vec<Rc<GateDriver>> = self
+            .gates
+            .values()
+            .chain(self.buckets.values())
+            .cloned()
+            .collect();
         drivers.sort_unstable_by_key(|d| std::cmp::Reverse(d.used()));
         figures::stats(&drivers, &self.retired, batch)
     }
@@ -255,7 +264,15 @@ impl Transport {
                 ))));
             }
         }
-        let driver = self.gate(&credential).map_err(Err)?;
+        let mut driver = self.gate(&credential).map_err(Err)?;
+        // A learning wrapper tells limiter buckets apart by route.
+        let route = match self.config.rate {
+            Allowance::Learned(_) => Some(route_of(&method, &headers::request_url(&input))),
+            Allowance::Fixed(_) => None,
+        };
+        if let Some(scope) = route.as_deref().and_then(|r| routed(driver.scope(), r)) {
+            driver = self.bucket_gate(&scope).map_err(Err)?;
+        }
         let replayable = self.config.retry.as_ref().is_some_and(|policy| {
             policy
                 .rules
@@ -270,7 +287,14 @@ impl Transport {
             reports_wait: self.config.metrics.is_some(),
         };
         let split = replayable && body == Body::Stream;
-        let call = driver.start(spec, &self.config, input, init, signal, split);
+        let request = Request {
+            input,
+            init,
+            signal,
+            split,
+            route,
+        };
+        let call = driver.start(spec, &self.config, request);
         Ok((driver, call))
     }
 
@@ -293,9 +317,26 @@ impl Transport {
         Ok(driver)
     }
 
+    /// The gate of another limiter bucket than its credential's first.
+    fn bucket_gate(&self, scope: &Scope) -> Result<Rc<GateDriver>, JsValue> {
+        if let Some(driver) = self.gates.borrow().buckets.get(scope) {
+            return Ok(driver.clone());
+        }
+        let driver = gate_for(scope, &self.config)?;
+        let known = &mut self.gates.borrow_mut().buckets;
+        known.insert(scope.clone(), driver.clone());
+        Ok(driver)
+    }
+
     /// The gates this wrapper knows.
     fn drivers(&self) -> Vec<Rc<GateDriver>> {
-        self.gates.borrow().gates.values().cloned().collect()
+        let known = self.gates.borrow();
+        known
+            .gates
+            .values()
+            .chain(known.buckets.values())
+            .cloned()
+            .collect()
     }
 
     fn park(&self, driver: Rc<GateDriver>, call: CallId) -> u32 {

@@ -153,6 +153,8 @@ pub struct Harness {
     pub settled: HashMap<CallId, (Millis, End)>,
     pub aborted: HashSet<CallId>,
     pub events: Vec<(Millis, Event)>,
+    /// Calls whose response named another limiter bucket than the gate's, and that bucket.
+    pub routes: Vec<(CallId, String)>,
     pub wakeups: usize,
     steps: usize,
 }
@@ -180,6 +182,7 @@ impl Harness {
             settled: HashMap::new(),
             aborted: HashSet::new(),
             events: Vec::new(),
+            routes: Vec::new(),
             wakeups: 0,
             steps: 0,
         }
@@ -363,6 +366,7 @@ impl Harness {
                     }
                 }
                 Action::Event(event) => self.events.push((now, event)),
+                Action::Route { call, bucket } => self.routes.push((call, bucket)),
                 Action::Settle { call, end } => {
                     assert!(!self.aborted.contains(&call), "an aborted call settled");
                     let again = self.settled.insert(call, (now, end));

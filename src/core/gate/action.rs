@@ -51,6 +51,14 @@ pub enum Action {
         /// What to run.
         op: Op,
     },
+    /// `call`'s response came from limiter bucket `bucket`, not the gate's: the call's route
+    /// draws from that bucket's gate from now on.
+    Route {
+        /// The call.
+        call: CallId,
+        /// The bucket its response named (`X-RateLimit-Bucket`).
+        bucket: String,
+    },
     /// Tell the hook.
     Event(Event),
     /// The call is over: settle the caller's promise. The gate has forgotten the call.

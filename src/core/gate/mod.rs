@@ -217,6 +217,11 @@ impl Gate {
         self
     }
 
+    /// The limiter bucket a learning gate's answers came from, once one named it.
+    pub fn bucket(&self) -> Option<&str> {
+        self.learner.as_ref().and_then(Learner::bucket)
+    }
+
     /// What the gate was told of the allowance.
     pub fn allowance(&self) -> Allowance {
         match &self.learner {

@@ -83,9 +83,10 @@ impl Gate {
         let retry_after_ms = feedback.retry_after_ms;
         let (admission, sent) = (c.admission.map(|(id, _)| id), c.last_sent);
         let counted = feedback.limit.zip(feedback.remaining);
+        let bucket = self.learner.as_ref().and(feedback.bucket.clone());
         self.resume(now, call);
         self.observe(now, call, status, feedback, None);
-        self.learn(now, sent, admission, status, counted);
+        self.learn(now, call, sent, admission, status, counted, bucket);
         let Some(c) = self.calls.get_mut(call) else {
             return;
         };
@@ -230,19 +231,30 @@ impl Gate {
         }
     }
 
-    /// A learning gate learns from a response at `now` to the attempt sent at `sent` under
-    /// `admission`: the allowance it follows from now, and the server's count of tokens.
+    /// A learning gate learns from a response at `now` to `call`'s attempt sent at `sent`
+    /// under `admission`: the allowance it follows from now, and the server's count of
+    /// tokens. An answer from another limiter bucket than the gate's teaches it nothing: the
+    /// driver hears that the call's route draws from that bucket.
+    #[allow(clippy::too_many_arguments)]
     fn learn(
         &mut self,
         now: Millis,
+        call: CallId,
         sent: Millis,
         admission: Option<AdmissionId>,
         status: u16,
         counted: Option<(u64, u64)>,
+        bucket: Option<String>,
     ) {
         let Some(learner) = &mut self.learner else {
             return;
         };
+        if !learner.owns(bucket.as_deref()) {
+            if let Some(bucket) = bucket {
+                self.actions.push_back(Action::Route { call, bucket });
+            }
+            return;
+        }
         let sent_after = admission.map_or(0, |id| self.next_admission.saturating_sub(id + 1));
         let before = learner.estimate(now);
         let busy = !self.line.is_empty();
