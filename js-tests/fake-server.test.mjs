@@ -109,3 +109,164 @@ test('stats never contain raw key strings', async () => {
   assert.ok(!json.includes(apiKey) && !json.includes(bearerToken) && !json.includes('anonymous'));
   assert.deepEqual(Object.keys(api.stats().byKey), ['key#1', 'key#2', 'key#3']);
 });
+
+const rateLimitHeaderNames = (res) => [...res.headers.keys()].filter((h) => h.startsWith('x-ratelimit-'));
+
+test('rateLimitHeaders: false sends no X-RateLimit-* on any route; a 429 keeps Retry-After', async () => {
+  const api = await start({ ...FROZEN, rateLimitHeaders: false, events: { burst: 1, perSecond: 0.001 } });
+  const headers = { 'X-API-Key': 'quiet' };
+  const snapshot = `${api.baseUrl}/events/e1/odds/snapshot`;
+  for (let i = 0; i < 2; i++) {
+    const ok = await fetch(snapshot, { headers });
+    assert.equal(ok.status, 200);
+    assert.deepEqual(rateLimitHeaderNames(ok), []);
+    assert.equal((await ok.json()).event_id, 'e1');
+  }
+  const limited = await fetch(snapshot, { headers });
+  assert.equal(limited.status, 429);
+  assert.deepEqual(rateLimitHeaderNames(limited), []);
+  assert.equal(limited.headers.get('retry-after'), '1');
+  assert.equal((await limited.json()).code, 'rate_limited');
+
+  const event = `${api.baseUrl}/events/e1`;
+  const found = await fetch(event, { headers });
+  assert.equal(found.status, 200);
+  assert.deepEqual(rateLimitHeaderNames(found), []);
+  await found.text();
+  const eventLimited = await fetch(event, { headers });
+  assert.equal(eventLimited.status, 429);
+  assert.deepEqual(rateLimitHeaderNames(eventLimited), []);
+  assert.equal(eventLimited.headers.get('retry-after'), '1');
+  await eventLimited.text();
+  assert.deepEqual([api.stats().attempts, api.stats().rejected], [5, 2]);
+
+  const defaults = await start(FROZEN); // headers on by default, on both routes
+  for (const path of ['/events/e1/odds/snapshot', '/events/e1']) {
+    const res = await fetch(`${defaults.baseUrl}${path}`, { headers });
+    assert.deepEqual(rateLimitHeaderNames(res).sort(), ['x-ratelimit-bucket', 'x-ratelimit-limit', 'x-ratelimit-remaining']);
+    await res.text();
+  }
+});
+
+test('the events route draws from its own per-key bucket, with its own headers', async () => {
+  const api = await start({ ...FROZEN, events: { burst: 3, perSecond: 0.001 } });
+  const headers = { 'X-API-Key': 'k' };
+  const snapshot = (id) => fetch(`${api.baseUrl}/events/${id}/odds/snapshot`, { headers });
+  const lookup = (id) => fetch(`${api.baseUrl}/events/${id}`, { headers });
+
+  // Snapshots exhausted: event lookups still have their whole burst.
+  for (let i = 0; i < 2; i++) assert.equal((await (await snapshot('s')).json()).event_id, 's');
+  const noSnapshot = await snapshot('s');
+  assert.equal(noSnapshot.status, 429);
+  assert.equal(noSnapshot.headers.get('x-ratelimit-bucket'), 'snapshot');
+  await noSnapshot.text();
+
+  for (let left = 2; left >= 0; left--) {
+    const res = await lookup('evt-7');
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-ratelimit-bucket'), 'events');
+    assert.equal(res.headers.get('x-ratelimit-limit'), '3');
+    assert.equal(res.headers.get('x-ratelimit-remaining'), String(left));
+    assert.match(res.headers.get('content-type'), /^application\/json/);
+    const body = await res.json();
+    assert.deepEqual(Object.keys(body).sort(), ['away_team', 'commence_time', 'home_team', 'id', 'sport_key']);
+    assert.equal(body.id, 'evt-7');
+    assert.equal(body.sport_key, 'soccer');
+    assert.equal(typeof body.home_team, 'string');
+    assert.equal(typeof body.away_team, 'string');
+    assert.ok(!Number.isNaN(Date.parse(body.commence_time)));
+  }
+  const noEvent = await lookup('evt-7');
+  assert.equal(noEvent.status, 429);
+  assert.equal(noEvent.headers.get('x-ratelimit-bucket'), 'events');
+  assert.equal(noEvent.headers.get('x-ratelimit-limit'), '3');
+  assert.equal(noEvent.headers.get('x-ratelimit-remaining'), '0');
+  assert.equal(noEvent.headers.get('retry-after'), '1');
+  assert.equal((await noEvent.json()).code, 'rate_limited');
+
+  // And the other way round, on a fresh key: event lookups exhausted, snapshots untouched.
+  const other = { 'X-API-Key': 'k2' };
+  for (let i = 0; i < 3; i++) await (await fetch(`${api.baseUrl}/events/e`, { headers: other })).text();
+  const stillLimited = await fetch(`${api.baseUrl}/events/e`, { headers: other });
+  assert.equal(stillLimited.status, 429);
+  await stillLimited.text();
+  const snap = await fetch(`${api.baseUrl}/events/e/odds/snapshot`, { headers: other });
+  assert.equal(snap.status, 200);
+  assert.equal(snap.headers.get('x-ratelimit-remaining'), '1');
+  await snap.text();
+
+  // Not an event route: deeper or other paths, and non-GET methods.
+  for (const [method, path] of [['GET', '/events/e/odds'], ['POST', '/events/e'], ['GET', '/events']]) {
+    const res = await fetch(`${api.baseUrl}${path}`, { method, headers });
+    assert.equal(res.status, 404, `${method} ${path}`);
+    await res.text();
+  }
+});
+
+test('the events bucket defaults to burst 10 and shares the retryAfterSeconds', async () => {
+  const headers = { 'X-API-Key': 'd' };
+  const api = await start({ burst: 1, perSecond: 0.001, retryAfterSeconds: 7 });
+  const first = await fetch(`${api.baseUrl}/events/e`, { headers });
+  assert.equal(first.status, 200);
+  assert.equal(first.headers.get('x-ratelimit-limit'), '10');
+  assert.equal(first.headers.get('x-ratelimit-remaining'), '9'); // starts full, capped at the burst
+  await first.text();
+
+  const tight = await start({ ...FROZEN, retryAfterSeconds: 7, events: { burst: 1, perSecond: 0.001 } });
+  await (await fetch(`${tight.baseUrl}/events/e`, { headers })).text();
+  const limited = await fetch(`${tight.baseUrl}/events/e`, { headers });
+  assert.equal(limited.status, 429);
+  assert.equal(limited.headers.get('retry-after'), '7');
+  await limited.text();
+});
+
+test('byBucket counts each route; byKey, totals and arrivals count both', async () => {
+  const api = await start({ ...FROZEN, events: { burst: 1, perSecond: 0.001 } });
+  assert.deepEqual(api.stats().byBucket, {
+    snapshot: { attempts: 0, rejected: 0, ok: 0 },
+    events: { attempts: 0, rejected: 0, ok: 0 },
+  });
+  const client = new OddsApiClient({ apiKey: 'b', baseUrl: api.baseUrl });
+  const get = (path) => fetch(`${api.baseUrl}${path}`, { headers: { 'X-API-Key': 'b' } })
+    .then(async (r) => { await r.text(); return r.status; });
+  assert.deepEqual([await get('/events/e'), await get('/events/e')], [200, 429]);
+  await client.getOddsSnapshot('e1');
+  await client.getOddsSnapshot('e2');
+  await assert.rejects(client.getOddsSnapshot('e3'), { status: 429 });
+  await client.getUsage(); // not a bucket: counted in usageCalls only
+  const s = api.stats();
+  assert.deepEqual(s.byBucket, {
+    snapshot: { attempts: 3, rejected: 1, ok: 2 },
+    events: { attempts: 2, rejected: 1, ok: 1 },
+  });
+  assert.deepEqual(s.byKey, { 'key#1': { attempts: 5, rejected: 2, ok: 3 } });
+  assert.deepEqual([s.attempts, s.rejected, s.ok, s.usageCalls], [5, 2, 3, 1]);
+  assert.deepEqual(s.arrivals.map((a) => [a.bucket, a.status]),
+    [['events', 200], ['events', 429], ['snapshot', 200], ['snapshot', 200], ['snapshot', 429]]);
+  assert.ok(s.arrivals.every((a) => a.key === 'key#1' && typeof a.at === 'number'));
+  assert.equal((await client.getUsage()).api_credits_used, 3, 'credits count the 200s of both routes');
+
+  api.reset(); // counters start again and buckets refill
+  assert.deepEqual(api.stats().byBucket.events, { attempts: 0, rejected: 0, ok: 0 });
+  assert.equal(await get('/events/e'), 200);
+});
+
+test('the monthly credits stop both routes', async () => {
+  const api = await start({ burst: 10, perSecond: 0.001, creditLimit: 3 });
+  const headers = { 'X-API-Key': 'c' };
+  const get = (path) => fetch(`${api.baseUrl}${path}`, { headers });
+  for (const path of ['/events/e', '/events/e/odds/snapshot', '/events/e/odds/snapshot']) {
+    const res = await get(path);
+    assert.equal(res.status, 200, path);
+    await res.text();
+  }
+  for (const path of ['/events/e', '/events/e/odds/snapshot']) {
+    const res = await get(path);
+    assert.equal(res.status, 429, path);
+    assert.equal((await res.json()).code, 'quota_exceeded');
+  }
+  assert.deepEqual(api.stats().byBucket, {
+    snapshot: { attempts: 3, rejected: 1, ok: 2 },
+    events: { attempts: 2, rejected: 1, ok: 1 },
+  });
+});
