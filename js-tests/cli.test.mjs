@@ -243,3 +243,23 @@ test('demo: the gate\'s row shows no 429, plain fetch collides', { timeout: 60_0
   assert.equal(plain[2], 8);
   assert.ok(plain[1] > 0, `plain fetch saw ${plain[1]} 429s`);
 });
+
+test('simulate --learn: the estimate, how soon it came near the truth, and its cost in 429s', async () => {
+  const common = ['--learn', '--workers', '20', '--snapshots', '10', '--burst', '5', '--per-second', '10',
+    '--latency-ms', '20', '--max-attempts', '20', '--svg', join(dir, 'learn.svg')];
+  const counted = await cli(['simulate', '--headers', ...common]);
+  assert.equal(counted.code, 0, counted.stderr);
+  assert.match(counted.stdout, /20 workers x 10 snapshots/);
+  assert.match(counted.stdout, /the gates learn it \(X-RateLimit-\* sent\)/);
+  assert.deepEqual(row(counted.stdout, 'one shared gate').slice(0, 4), [200, 0, 200, 0]);
+  assert.match(counted.stdout, /estimate at the end: burst 5, [\d.]+ per second/);
+  assert.match(counted.stdout, /pace first within 10 % of the true rate: \d+ ms/);
+  assert.match(counted.stdout, /cost: 0 429s of 200 attempts \(0 %\)/);
+  const blind = await cli(['simulate', ...common]);
+  assert.equal(blind.code, 0, blind.stderr);
+  assert.match(blind.stdout, /429 \+ Retry-After only/);
+  assert.match(blind.stdout, /burst not learned \(1 used\)/);
+  const [attempts, rejected, completed] = row(blind.stdout, 'one shared gate');
+  assert.equal(completed, 200);
+  assert.ok(rejected <= 0.1 * attempts, `${rejected} of ${attempts}`);
+});
