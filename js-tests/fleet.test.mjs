@@ -154,6 +154,23 @@ test('8 processes x 8 workers share one allowance through Redis, unlike a gate p
   }
 });
 
+test('4 processes learn one allowance together through Redis (no rate given)', async () => {
+  const api = await startFakeOddsApi({ burst: 5, perSecond: 10 });
+  try {
+    const { runs } = await runFleet({ store: 'redis', redisPort: redis.port, baseUrl: api.baseUrl, apiKey: freshKey(), rate: 'auto', workers: 10 }, 4);
+    const server = api.stats();
+    console.log(`4 processes x 10 workers learning burst 5 at 10/s through Redis: ${server.attempts} attempts, ${server.rejected} 429s`);
+    assert.equal(runs.reduce((n, r) => n + r.completed, 0), 40);
+    assert.ok(server.rejected <= 6, `${server.rejected} 429s in ${server.attempts} attempts`);
+    for (const { gate } of runs) {
+      assert.match(gate.store.kind, /^redis/);
+      assert.equal(gate.learned.burst, 5, JSON.stringify(gate.learned));
+    }
+  } finally {
+    await api.close();
+  }
+});
+
 test('a cooldown set by one process is honoured by another', async () => {
   const api = await startFakeOddsApi({ burst: 10, perSecond: 10 });
   const client = new Redis({ port: redis.port, host: '127.0.0.1' });

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { randomUUID } from 'node:crypto';
-import { createFetch, redisStore } from '../pkg/index.js';
+import { createFetch } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 
 /** `workers` workers fetch `each` URLs from `url(w, i)` one after another; the end times. */
@@ -34,6 +34,7 @@ test('without a rate, the counts in the headers teach the gate the burst and the
     assert.equal(description.learn, true);
     assert.equal(description.rate, null);
     assert.match(description.text, /bucket: learned per credential from the responses/);
+    assert.equal(description.learned, 'nothing yet (no answer so far)');
     // 20 workers x 3 snapshots: 60 requests, 5.5 s at the true allowance.
     await workers(fetchImpl, `learn-${randomUUID()}`, 20, 3, snapshot(api));
     const server = api.stats();
@@ -44,6 +45,9 @@ test('without a rate, the counts in the headers teach the gate the burst and the
     assert.equal(gate.rate.burst, 5);
     assert.ok(gate.learned.perSecond > 3 && gate.learned.perSecond <= 10.5, JSON.stringify(gate.learned));
     assert.ok(gate.learned.atLeast <= 10.5, 'a lower bound never above the true rate');
+    const described = fetchImpl.describe();
+    assert.match(described.learned, new RegExp(`^${gate.scope}: burst 5 at [\\d.]+ per second \\(at least [\\d.]+, confidence [\\d.]+; last 429 `));
+    assert.match(described.text, /\n- learned: key:/);
     const learned = events.filter((e) => e.type === 'learned');
     assert.ok(learned.length >= 1);
     assert.equal(learned.at(-1).scope, gate.scope);
@@ -113,11 +117,4 @@ test('two limiter buckets on one key: event lookups are not held behind snapshot
   } finally {
     await api.close();
   }
-});
-
-test('a learned allowance with a store is refused, naming what to do', () => {
-  const client = { evalsha: async () => [], script: async () => 'sha' };
-  assert.throws(() => createFetch({ store: redisStore(client) }), (e) => e instanceof TypeError
-    && /set `rate` to \{ burst, perSecond \}/.test(e.message));
-  createFetch({ store: redisStore(client), rate: { burst: 2, perSecond: 2 } });
 });

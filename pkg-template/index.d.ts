@@ -283,6 +283,8 @@ export interface Description {
   rate: Rate | null;
   /** The allowance is learned from the responses. */
   learn: boolean;
+  /** Present when learning: what each of the wrapper's gates has learned so far. */
+  learned?: string;
   scope: string;
   store: string;
   admission: string;

@@ -7,8 +7,9 @@
 mod harness;
 
 use harness::{Harness, Reply};
+use odds_gate::core::classify::Failure;
 use odds_gate::core::config::Rate;
-use odds_gate::core::gate::action::Event;
+use odds_gate::core::gate::action::{Action, Event};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::Gate;
 use odds_gate::core::random::Seeded;
@@ -123,4 +124,98 @@ fn without_the_counts_the_first_answer_starts_a_slow_start() {
     // One a second from the first answer (the pace doubles only after a second of it).
     assert_eq!(times, [0.0, 50.0, 1050.0, 1550.0]);
     assert_eq!(h.gate.learned(h.now).unwrap().burst, None);
+}
+
+#[test]
+fn an_answer_from_another_bucket_teaches_nothing_and_names_the_bucket() {
+    let h = four_calls(|n| {
+        let bucket = if n == 1 { "snapshot" } else { "events" };
+        Reply::status(
+            200,
+            &[
+                ("x-ratelimit-limit", if n == 1 { "2" } else { "10" }),
+                ("x-ratelimit-remaining", "1"),
+                ("x-ratelimit-bucket", bucket),
+            ],
+        )
+    });
+    // The first answer made the gate the snapshot bucket's; the others named `events`.
+    assert_eq!(h.gate.bucket(), Some("snapshot"));
+    assert_eq!(h.gate.learned(h.now).unwrap().burst, Some(2.0));
+    assert_eq!(h.routes.len(), 3);
+    assert!(h.routes.iter().all(|(_, b)| b.as_deref() == Some("events")));
+}
+
+#[test]
+fn a_call_that_waits_and_was_never_sent_can_be_withdrawn() {
+    let mut gate = learning_gate();
+    let first = gate.start(0.0, CallSpec::default());
+    let second = gate.start(0.0, CallSpec::default());
+    while gate.poll_action(0.0).is_some() {}
+    // The first went out (one in flight until an answer); the second waits.
+    assert!(gate.in_flight(first));
+    assert!(gate.withdraw(first).is_none(), "a call already sent stays");
+    assert_eq!(gate.waiting(), 1);
+    assert!(gate.withdraw(second).is_some());
+    assert_eq!(gate.waiting(), 0);
+    assert!(gate.withdraw(second).is_none(), "withdrawn once");
+    assert_eq!(gate.figures(0.0).requests, 1);
+}
+
+#[test]
+fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
+    let mut gate = learning_gate();
+    let other = gate.start(0.0, CallSpec::default());
+    let scout = CallSpec {
+        scout: true,
+        ..CallSpec::default()
+    };
+    let scout = gate.start(0.0, scout);
+    let held = CallSpec {
+        held: true,
+        ..CallSpec::default()
+    };
+    let held = gate.start(0.0, held);
+    while gate.poll_action(0.0).is_some() {}
+    assert!(
+        gate.in_flight(scout),
+        "the scout went ahead of the call before it"
+    );
+    assert!(!gate.in_flight(other));
+    assert_eq!(gate.waiting(), 1, "the held call is not in line");
+    // The scout failed: how it went is reported, and the held call may go on.
+    gate.failed(
+        5.0,
+        scout,
+        Failure::Rejected {
+            request_valid: true,
+        },
+    );
+    let mut reported = false;
+    while let Some(action) = gate.poll_action(5.0) {
+        reported |= action
+            == Action::Route {
+                call: scout,
+                bucket: None,
+            };
+    }
+    assert!(reported);
+    assert!(
+        gate.in_flight(other),
+        "the next in line went out (still one at a time)"
+    );
+    assert_eq!(gate.waiting(), 0);
+    gate.release_held(5.0, held);
+    assert_eq!(gate.waiting(), 1);
+    // A held call moved to another gate comes out as an ordinary call.
+    let moved = gate.start(
+        5.0,
+        CallSpec {
+            held: true,
+            scout: true,
+            ..CallSpec::default()
+        },
+    );
+    let spec = gate.withdraw(moved).unwrap();
+    assert!(!spec.held && !spec.scout);
 }

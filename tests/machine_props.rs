@@ -150,6 +150,10 @@ fn run(s: &Scenario) -> Harness {
             max_waiting: None,
             // Every admission also reports its wait: the extra events must change nothing.
             reports_wait: true,
+            // Some calls scout their route, waiting at the front of the line: that must break
+            // none of these properties either.
+            scout: plan.replayable && !plan.retry,
+            held: false,
         };
         let index = h.start_at(plan.at, spec);
         if let Some(at) = plan.abort_at {

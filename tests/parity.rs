@@ -9,7 +9,8 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use odds_gate::core::authority::{Answer, Authority, Op, Remaining};
+use odds_gate::core::authority::{Answer, Authority, Op, Remaining, Seen};
+use odds_gate::core::bucket::Count;
 use odds_gate::core::budget::RefillingConfig;
 use odds_gate::core::config::Rate;
 use odds_gate::core::memory::MemoryAuthority;
@@ -148,6 +149,8 @@ fn load(connection: &mut Connection) -> String {
 #[derive(Debug, Clone)]
 enum Step {
     Admit(Option<(u64, u64)>),
+    /// An admission with a learning gate's count: exactly (or at most) this many tokens.
+    Counted(bool, f64),
     /// Resume the admission this many admissions back.
     Resume(usize),
     Observe(Option<Millis>, Option<(u64, u64)>),
@@ -160,6 +163,8 @@ fn step() -> impl Strategy<Value = Step> {
     let seen = prop::option::of((prop::sample::select(vec![1u64, 2, 5, 10, 20]), 0u64..12));
     prop_oneof![
         6 => seen.clone().prop_map(Step::Admit),
+        2 => (any::<bool>(), prop::sample::select(vec![0.0, 0.5, 1.0, 3.0, 40.0]))
+            .prop_map(|(exactly, n)| Step::Counted(exactly, n)),
         2 => (0usize..4).prop_map(Step::Resume),
         2 => (prop::option::of(0.0..5_000.0f64), seen).prop_map(|(c, r)| Step::Observe(c, r)),
         1 => Just(Step::Clear),
@@ -201,7 +206,14 @@ fn compare(
         let op = match step {
             Step::Admit(seen) => Op::Admit {
                 id: i as u64,
-                seen: remaining(*seen),
+                seen: remaining(*seen).map(Seen::Remaining),
+            },
+            Step::Counted(exactly, n) => Op::Admit {
+                id: i as u64,
+                seen: Some(Seen::Count(match exactly {
+                    true => Count::Exactly(*n),
+                    false => Count::AtMost(*n),
+                })),
             },
             Step::Resume(back) => Op::Resume {
                 id: admitted

@@ -31,9 +31,9 @@ pub enum Op {
     Admit {
         /// The admission's number.
         id: AdmissionId,
-        /// What a recent response said of the remaining count, not yet told (it paces the
-        /// bucket first, as [`Op::Observe`] would): it rides along rather than cost a round trip.
-        seen: Option<Remaining>,
+        /// What a recent response said of the tokens, not yet told (applied first): it rides
+        /// along rather than cost a round trip.
+        seen: Option<Seen>,
     },
     /// The response to admission `id` came back: if it paused the refill, the refill restarts.
     Resume {
@@ -64,6 +64,15 @@ pub enum Op {
         /// How long admissions stay closed.
         ms: Millis,
     },
+}
+
+/// What a recent response said of the tokens, riding along with the next admission.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Seen {
+    /// The remaining count, which paces the bucket as [`Op::Observe`] does.
+    Remaining(Remaining),
+    /// A learning gate's count of the tokens the key holds now (see [`Count`]).
+    Count(Count),
 }
 
 /// `X-RateLimit-Limit` and `X-RateLimit-Remaining` as one response reported them.

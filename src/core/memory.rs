@@ -2,7 +2,9 @@
 //! shared retry budget and the quota closure. `gate.lua` encodes these same transitions for
 //! Redis, line for line; keep the two in step (the parity test will not let them drift).
 
-use super::authority::{AdmissionId, Answer, Authority, Immediate, Op, Remaining, LOW_REMAINING};
+use super::authority::{
+    AdmissionId, Answer, Authority, Immediate, Op, Remaining, Seen, LOW_REMAINING,
+};
 use super::bucket::{Count, TokenBucket};
 use super::budget::{RefillingBudget, RefillingConfig};
 use super::config::Rate;
@@ -185,8 +187,10 @@ impl Authority for MemoryAuthority {
     fn apply(&mut self, now: Millis, op: &Op) -> Answer {
         match *op {
             Op::Admit { id, seen } => {
-                if seen.is_some() {
-                    self.observe(now, None, seen);
+                match seen {
+                    Some(Seen::Remaining(remaining)) => self.observe(now, None, Some(remaining)),
+                    Some(Seen::Count(count)) => self.tune(now, self.rate(), Some(count)),
+                    None => {}
                 }
                 if self.quota_until > now {
                     Answer::Exhausted(self.quota_until - now)

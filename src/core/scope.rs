@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::map::Map;
+use super::map::{Map, Set};
 
 /// The name of one allowance: a short hash of the credential, safe to log and to use as a
 /// store key.
@@ -63,29 +63,70 @@ impl Scope {
 const MAX_ROUTES: usize = 256;
 
 /// Which limiter bucket each of a credential's routes draws from, as its responses said
-/// (`X-RateLimit-Bucket`). A route not heard of draws from the credential's first bucket.
+/// (`X-RateLimit-Bucket`). A route not heard of draws from the credential's first bucket, its
+/// first call scouting ahead (see [`CallSpec::scout`]).
+///
+/// [`CallSpec::scout`]: super::gate::call::CallSpec::scout
 #[derive(Debug, Default)]
-pub struct Routes(Map<String, String>);
+pub struct Routes {
+    /// Routes that draw from another bucket than the first, and that bucket.
+    other: Map<String, String>,
+    /// Routes an answer named the bucket of.
+    heard: Set<String>,
+    /// Routes whose scout is out.
+    scouting: Set<String>,
+}
 
 impl Routes {
     /// The bucket `route` draws from, when it is not the credential's first.
     pub fn bucket(&self, route: &str) -> Option<&str> {
-        self.0.get(route).map(String::as_str)
+        self.other.get(route).map(String::as_str)
+    }
+
+    /// What a new call of `route` does: it scouts when no answer named the route's bucket yet
+    /// and no scout is out (one is out from now on); it is held while one is out.
+    pub fn role(&mut self, route: &str) -> Role {
+        if self.heard.contains(route) {
+            return Role::Free;
+        }
+        if self.scouting.contains(route) {
+            return Role::Held;
+        }
+        if self.heard.len() + self.scouting.len() >= MAX_ROUTES {
+            return Role::Free;
+        }
+        self.scouting.insert(route.to_owned());
+        Role::Scout
+    }
+
+    /// `route`'s scout ended without naming a bucket: the next call scouts again.
+    pub fn scout_ended(&mut self, route: &str) {
+        self.scouting.remove(route);
     }
 
     /// `route` answered from `bucket`; `first` is the credential's first bucket.
     pub fn heard(&mut self, route: &str, bucket: &str, first: Option<&str>) {
+        self.scouting.remove(route);
+        if self.heard.len() < MAX_ROUTES {
+            self.heard.insert(route.to_owned());
+        }
         if first == Some(bucket) {
-            self.0.remove(route);
-        } else if self.0.len() < MAX_ROUTES || self.0.contains_key(route) {
-            self.0.insert(route.to_owned(), bucket.to_owned());
+            self.other.remove(route);
+        } else if self.other.len() < MAX_ROUTES || self.other.contains_key(route) {
+            self.other.insert(route.to_owned(), bucket.to_owned());
         }
     }
+}
 
-    /// Whether every route draws from the first bucket.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
+/// What a call does for its route (see [`Routes::role`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Its route's bucket is known (or not tracked): it goes to its gate's line.
+    Free,
+    /// It goes first, to learn its route's bucket.
+    Scout,
+    /// It waits for its route's scout.
+    Held,
 }
 
 /// Longest route kept: a longer path is cut, so a hostile URL cannot grow memory.
@@ -190,16 +231,34 @@ mod tests {
     #[test]
     fn routes_remember_buckets_other_than_the_first() {
         let mut routes = Routes::default();
+        assert_eq!(routes.role("GET /*/events/*"), Role::Scout);
+        assert_eq!(
+            routes.role("GET /*/events/*"),
+            Role::Held,
+            "one scout at a time"
+        );
+        routes.scout_ended("GET /*/events/*");
+        assert_eq!(
+            routes.role("GET /*/events/*"),
+            Role::Scout,
+            "a failed scout's successor"
+        );
         routes.heard("GET /*/events/*", "events", Some("snapshot"));
         assert_eq!(routes.bucket("GET /*/events/*"), Some("events"));
+        assert_eq!(
+            routes.role("GET /*/events/*"),
+            Role::Free,
+            "heard: no more scouts"
+        );
         assert_eq!(routes.bucket("GET /*/usage"), None);
-        // The route moved to the first bucket: it is forgotten.
+        // The route moved to the first bucket: it draws from the credential's gate again.
         routes.heard("GET /*/events/*", "snapshot", Some("snapshot"));
-        assert!(routes.is_empty());
+        assert_eq!(routes.bucket("GET /*/events/*"), None);
         for i in 0..MAX_ROUTES + 10 {
             routes.heard(&format!("GET /r{i}"), "other", None);
         }
-        assert_eq!(routes.0.len(), MAX_ROUTES);
+        assert_eq!(routes.other.len(), MAX_ROUTES);
+        assert_eq!(routes.role("GET /new"), Role::Free, "bounded");
     }
 
     #[test]

@@ -144,6 +144,14 @@ impl<T> Mirror<T> {
         }
     }
 
+    /// Every value with its number.
+    pub fn iter(&self) -> impl Iterator<Item = (Id, &T)> {
+        self.entries
+            .iter()
+            .flatten()
+            .map(|(id, value)| (*id, value))
+    }
+
     /// Takes the value under `id` out.
     pub fn remove(&mut self, id: Id) -> Option<T> {
         let entry = self.entries.get_mut(split(id).0)?;
@@ -172,6 +180,7 @@ mod tests {
         let mut mirror = Mirror::default();
         mirror.insert(b, 2);
         assert_eq!(mirror.get(a), None);
+        assert_eq!(mirror.iter().collect::<Vec<_>>(), [(b, &2)]);
         assert_eq!(mirror.remove(a), None);
         assert_eq!(mirror.remove(b), Some(2));
     }

@@ -364,6 +364,70 @@ impl GateDriver {
         future_to_promise(async move { slot.wait().await })
     }
 
+    /// What `call` learned of its route's limiter bucket (see `Action::Route`): the route's
+    /// calls still held or waiting here, never sent, move to the bucket's gate when it is
+    /// another, rather than wait for this bucket's tokens; held ones here join the line.
+    fn reroute(self: &Rc<Self>, call: CallId, bucket: Option<&str>) {
+        let known = self.calls.borrow().get(call).and_then(|js| {
+            let route = js.route.clone()?;
+            Some((route, js.config.clone()))
+        });
+        let Some((route, config)) = known else {
+            return;
+        };
+        let credential = self.scope.credential();
+        let target = match bucket {
+            Some(bucket) => {
+                registry::heard_route(&credential, &route, bucket);
+                registry::routed(&credential, &route).unwrap_or(credential)
+            }
+            None => {
+                registry::scout_ended(&credential, &route);
+                self.scope.clone()
+            }
+        };
+        let same: Vec<CallId> = self
+            .calls
+            .borrow()
+            .iter()
+            .filter(|&(id, js)| id != call && js.route.as_deref() == Some(route.as_str()))
+            .map(|(id, _)| id)
+            .collect();
+        let elsewhere = match target == self.scope {
+            true => None,
+            false => registry::gate_for(&target, &config).ok(),
+        };
+        let now = clock::now();
+        for id in same {
+            let Some(driver) = &elsewhere else {
+                self.gate.borrow_mut().release_held(now, id);
+                continue;
+            };
+            let Some(spec) = self.gate.borrow_mut().withdraw(id) else {
+                continue;
+            };
+            let Some(mut js) = self.calls.borrow_mut().remove(id) else {
+                continue;
+            };
+            if let Some(watch) = js.watch.take() {
+                self.watches.borrow_mut().remove(watch, id);
+            }
+            driver.take_over(spec, js);
+        }
+    }
+
+    /// Makes a call another gate gave up (see [`reroute`](Self::reroute)), its caller still
+    /// waiting on the same promise.
+    fn take_over(self: &Rc<Self>, spec: CallSpec, mut js: JsCall) {
+        let now = clock::now();
+        let call = self.gate.borrow_mut().start(now, spec);
+        if let Some(signal) = &js.signal {
+            js.watch = Some(self.watches.borrow_mut().add(signal, call, self.on_abort()));
+        }
+        self.calls.borrow_mut().insert(call, js);
+        self.drive_at(now);
+    }
+
     /// Sends the attempt of a call admitted while it was being started (not by the fast path).
     pub fn send_now(self: &Rc<Self>, call: CallId, timeout: Millis) {
         self.send(call, timeout);
@@ -485,16 +549,7 @@ impl GateDriver {
                     driver.drive();
                 });
             }
-            Action::Route { call, bucket } => {
-                let route = self
-                    .calls
-                    .borrow()
-                    .get(call)
-                    .and_then(|js| js.route.clone());
-                if let Some(route) = route {
-                    registry::heard_route(&self.scope.credential(), &route, &bucket);
-                }
-            }
+            Action::Route { call, bucket } => self.reroute(call, bucket.as_deref()),
             Action::Event(event) => self.emit(event),
             Action::Settle { call, end } => {
                 let result = self.result(call, end);

@@ -317,6 +317,16 @@ struct Facts {
     #[serde(skip_serializing_if = "Option::is_none")]
     budget: Option<BudgetFacts>,
     metrics: bool,
+    /// What each learning gate of the wrapper has learned so far.
+    learned: Vec<LearnedFacts>,
+}
+
+/// One gate's estimate, for `describe()`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LearnedFacts {
+    scope: String,
+    learned: Learned,
 }
 
 #[derive(Serialize)]
@@ -363,8 +373,20 @@ struct BudgetFacts {
 
 /// The checklist's configuration summary: what the next engineer tunes when the provider
 /// changes its limits. The bindings give the facts; `summary.js` words them.
-pub fn describe(config: &Config) -> JsValue {
+pub fn describe(config: &Config, drivers: &[Rc<GateDriver>]) -> JsValue {
+    let now = clock::now();
+    let learned = drivers
+        .iter()
+        .filter_map(|d| {
+            let estimate = d.with(|g| g.learned(now))?;
+            Some(LearnedFacts {
+                scope: d.scope().as_str().to_owned(),
+                learned: estimate.into(),
+            })
+        })
+        .collect();
     let facts = Facts {
+        learned,
         rate: match config.rate {
             Allowance::Fixed(rate) | Allowance::Learned(Some(rate)) => Some(rate.into()),
             Allowance::Learned(None) => None,

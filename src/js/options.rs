@@ -231,12 +231,6 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
             ))
         }
     };
-    if store.is_some() && matches!(rate, Allowance::Learned(_)) {
-        return Err(type_error(
-            "A gate in a `store` enforces the allowance it is given: set `rate` to \
-             { burst, perSecond } (learning the allowance works in one process for now)",
-        ));
-    }
     Ok(Config {
         store,
         rate,

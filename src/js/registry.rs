@@ -21,7 +21,7 @@ use crate::core::config::{Allowance, Rate};
 use crate::core::gate::Gate;
 use crate::core::learn::Learner;
 use crate::core::map::Map;
-use crate::core::scope::{Routes, Scope};
+use crate::core::scope::{Role, Routes, Scope};
 use crate::core::threads::{Settings, ThreadAuthority};
 use crate::core::Millis;
 
@@ -60,6 +60,11 @@ pub fn gate_for(scope: &Scope, config: &Config) -> Result<Rc<GateDriver>, JsValu
             (Some(store), Allowance::Fixed(rate)) => {
                 Gate::shared(rate, config.budget, store.settings(), now, random)
             }
+            (Some(store), Allowance::Learned(ceiling)) => {
+                let start = start(ceiling, now);
+                Gate::shared(start, config.budget, store.settings(), now, random)
+                    .learning(ceiling, now)
+            }
             _ if config.threads => threaded(scope, config, now)?,
             (_, Allowance::Fixed(rate)) => Gate::new(rate, config.budget, now, random),
             (_, Allowance::Learned(ceiling)) => {
@@ -81,6 +86,24 @@ pub fn routed(credential: &Scope, route: &str) -> Option<Scope> {
         let registry = registry.borrow();
         let bucket = registry.routes.get(credential)?.bucket(route)?;
         Some(credential.in_bucket(bucket))
+    })
+}
+
+/// What a new call of `route` of `credential` does (see `Routes::role`).
+pub fn role(credential: &Scope, route: &str) -> Role {
+    GATES.with(|registry| {
+        let mut registry = registry.borrow_mut();
+        let routes = registry.routes.entry(credential.clone()).or_default();
+        routes.role(route)
+    })
+}
+
+/// The scout of `route` of `credential` ended without naming a bucket.
+pub fn scout_ended(credential: &Scope, route: &str) {
+    GATES.with(|registry| {
+        if let Some(routes) = registry.borrow_mut().routes.get_mut(credential) {
+            routes.scout_ended(route);
+        }
     })
 }
 

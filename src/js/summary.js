@@ -7,11 +7,11 @@
 const LABELS = [
   ['scope', 'scope'], ['store', 'store'], ['admission', 'admission'], ['feedback', 'feedback'],
   ['retry', 'retry'], ['backoff', 'backoff'], ['bounds', 'bounds'], ['waiting', 'waiting'], ['retryBudget', 'retry budget'],
-  ['quota', 'quota'], ['metrics', 'metrics'],
+  ['quota', 'quota'], ['metrics', 'metrics'], ['learned', 'learned'],
 ];
 
 /** The summary object, with its `text`. */
-export function summary({ rate, learn, store, threads, retry, budget, waiting, metrics }) {
+export function summary({ rate, learn, store, threads, retry, budget, waiting, metrics, learned }) {
   const s = { rate, learn };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
   s.store = store ?? (threads
@@ -38,6 +38,12 @@ export function summary({ rate, learn, store, threads, retry, budget, waiting, m
   s.quota = 'a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate, through its line (after an answer that confirms nothing, the next waits 2 s, doubling to 60 s); used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()';
   s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms, what was learned; onEvent: throttled, retry, abandoned, quota-probe, learned, store-down/up';
   if (metrics) s.metrics += '; OpenTelemetry: the odds_gate.* counters, gauges and histograms on the given meter';
+  if (learn) {
+    const round = (n) => Number(n.toFixed(3));
+    s.learned = learned.length === 0 ? 'nothing yet (no answer so far)' : learned.map(({ scope, learned: l }) => `${scope}: `
+      + `${l.burst === null ? 'burst not learned (paced one at a time)' : `burst ${l.burst}`} at ${round(l.perSecond)} per second `
+      + `(at least ${round(l.atLeast)}, confidence ${round(l.confidence)}; last 429 ${l.lastThrottle ? l.lastThrottle.toISOString() : 'never'})`).join('; ');
+  }
   const lines = [learn
     ? `bucket: learned per credential from the responses${rate ? `, never above burst ${rate.burst} at ${rate.perSecond} per second` : ''}: one request in flight until the first answer; X-RateLimit-Limit is the burst, X-RateLimit-Remaining the tokens there now and, over time, a lower bound on the refill rate the pace follows; without them, the pace doubles each second until a 429, then each 429 cuts it to 0.7x and each success raises it a little (stats().gates[i].learned shows the estimate)`
     : `bucket: burst ${rate.burst} at ${rate.perSecond} per second, per credential (set it to the provider's allowance for the key)`,

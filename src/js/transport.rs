@@ -14,7 +14,7 @@ use super::figures;
 use super::headers::{self, Credential};
 use super::options::{self, Config};
 use super::random::fingerprint_keys;
-use super::registry::{gate_for, routed};
+use super::registry::{self, gate_for, routed};
 use super::Exported;
 use crate::core::batch::Batch;
 use crate::core::classify::Body;
@@ -23,7 +23,7 @@ use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
 use crate::core::gate::CallId;
 use crate::core::map::Map;
-use crate::core::scope::{fingerprint, route_of, sendable, Scope};
+use crate::core::scope::{fingerprint, route_of, sendable, Role, Scope};
 
 /// A gated `fetch`. The package's `createFetch` wraps it in a plain function.
 #[wasm_bindgen]
@@ -207,7 +207,7 @@ impl Transport {
 
     /// The configuration summary, as an object with a `text` rendering.
     pub fn describe(&self) -> Exported {
-        Ok(figures::describe(&self.config))
+        Ok(figures::describe(&self.config, &self.drivers()))
     }
 
     /// Declares the quota available again on every gate this wrapper has used.
@@ -270,8 +270,12 @@ impl Transport {
             Allowance::Learned(_) => Some(route_of(&method, &headers::request_url(&input))),
             Allowance::Fixed(_) => None,
         };
-        if let Some(scope) = route.as_deref().and_then(|r| routed(driver.scope(), r)) {
-            driver = self.bucket_gate(&scope).map_err(Err)?;
+        let mut role = Role::Free;
+        if let Some(route) = route.as_deref() {
+            match routed(driver.scope(), route) {
+                Some(scope) => driver = self.bucket_gate(&scope).map_err(Err)?,
+                None => role = registry::role(driver.scope(), route),
+            }
         }
         let replayable = self.config.retry.as_ref().is_some_and(|policy| {
             policy
@@ -285,6 +289,8 @@ impl Transport {
             max_wait_ms: self.config.max_wait_ms,
             max_waiting: self.config.max_waiting,
             reports_wait: self.config.metrics.is_some(),
+            scout: role == Role::Scout,
+            held: role == Role::Held,
         };
         let split = replayable && body == Body::Stream;
         let request = Request {

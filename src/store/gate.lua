@@ -81,13 +81,30 @@ local function pace(limit, remaining)
   if (low and drained) or ((not low) and slow) then slow = low end
 end
 
+-- TokenBucket::retune with a count (MemoryAuthority::tune): a learning gate's count of the
+-- tokens the key holds, `is` that many or at most (`max`) that many; the server's count takes
+-- the place of a paused refill.
+local function recount(kind, n)
+  refill()
+  paused = nil
+  anchor = nil
+  last = math.max(last, now)
+  if kind == 'is' then tokens = n else tokens = math.min(tokens, n) end
+  tokens = math.min(tokens, burst)
+end
+
 local answer
 if op == 'admit' then
-  -- ARGV[7] the admission's name; ARGV[8], ARGV[9] a limit and remaining count to pace by
-  -- first ("" for none). Quota first, then cooldown, then a token.
-  local limit = tonumber(ARGV[8])
-  local remaining = tonumber(ARGV[9])
-  if limit and remaining then pace(limit, remaining) end
+  -- ARGV[7] the admission's name; ARGV[8], ARGV[9] what a response said first ("" for
+  -- nothing): a limit and remaining count to pace by, or `is`/`max` and a learning gate's
+  -- count of tokens. Quota first, then cooldown, then a token.
+  if ARGV[8] == 'is' or ARGV[8] == 'max' then
+    recount(ARGV[8], tonumber(ARGV[9]))
+  else
+    local limit = tonumber(ARGV[8])
+    local remaining = tonumber(ARGV[9])
+    if limit and remaining then pace(limit, remaining) end
+  end
   if quota > now then
     answer = {'exhausted', quota - now, 0}
   elseif now < cooldown then

@@ -3,7 +3,8 @@
 //! hash per credential. This module is the contract with that script: its text, its keys, its
 //! arguments and its answers. No I/O here.
 
-use crate::core::authority::{AdmissionId, Answer, Op};
+use crate::core::authority::{AdmissionId, Answer, Op, Seen};
+use crate::core::bucket::Count;
 use crate::core::bucket::MAX_PAUSE_MS;
 use crate::core::config::Rate;
 use crate::core::decimal;
@@ -44,14 +45,15 @@ pub fn args(
 ) -> Vec<String> {
     let maybe = |n: Option<f64>| n.map_or(String::new(), number);
     let (name, extra) = match op {
-        Op::Admit { id, seen } => (
-            "admit",
-            vec![
-                admission_name(process, *id),
-                maybe(seen.map(|r| r.limit as f64)),
-                maybe(seen.map(|r| r.remaining as f64)),
-            ],
-        ),
+        Op::Admit { id, seen } => {
+            let (kind, value) = match seen {
+                Some(Seen::Remaining(r)) => (number(r.limit as f64), number(r.remaining as f64)),
+                Some(Seen::Count(Count::Exactly(n))) => ("is".to_string(), number(*n)),
+                Some(Seen::Count(Count::AtMost(n))) => ("max".to_string(), number(*n)),
+                None => (String::new(), String::new()),
+            };
+            ("admit", vec![admission_name(process, *id), kind, value])
+        }
         Op::Resume { id } => ("resume", vec![admission_name(process, *id)]),
         Op::Observe {
             cooldown_ms,

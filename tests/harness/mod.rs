@@ -153,8 +153,8 @@ pub struct Harness {
     pub settled: HashMap<CallId, (Millis, End)>,
     pub aborted: HashSet<CallId>,
     pub events: Vec<(Millis, Event)>,
-    /// Calls whose response named another limiter bucket than the gate's, and that bucket.
-    pub routes: Vec<(CallId, String)>,
+    /// What calls learned of their route's limiter bucket (`Action::Route`).
+    pub routes: Vec<(CallId, Option<String>)>,
     pub wakeups: usize,
     steps: usize,
 }

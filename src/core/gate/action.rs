@@ -51,13 +51,15 @@ pub enum Action {
         /// What to run.
         op: Op,
     },
-    /// `call`'s response came from limiter bucket `bucket`, not the gate's: the call's route
-    /// draws from that bucket's gate from now on.
+    /// What `call` learned of its route's limiter bucket: its response named `bucket`, not
+    /// the gate's (the route draws from that bucket's gate from now on), or the call scouted
+    /// its route and answered (its bucket, if named) or failed or ended (`None`): the route's
+    /// held calls go on.
     Route {
         /// The call.
         call: CallId,
         /// The bucket its response named (`X-RateLimit-Bucket`).
-        bucket: String,
+        bucket: Option<String>,
     },
     /// Tell the hook.
     Event(Event),

@@ -31,11 +31,22 @@ pub struct CallSpec {
     ///
     /// [`Event::Admitted`]: super::action::Event::Admitted
     pub reports_wait: bool,
+    /// The first call of a route no answer has named the limiter bucket of: it waits at the
+    /// front of the line (for one token of this bucket, not behind everyone), and how it went
+    /// is reported ([`Action::Route`]) for the calls its route holds back.
+    ///
+    /// [`Action::Route`]: super::action::Action::Route
+    pub scout: bool,
+    /// Its route's scout is out: the call waits outside the line ([`Stage::Held`]) until the
+    /// driver releases it into this gate or moves it to its bucket's.
+    pub held: bool,
 }
 
 /// Where a call is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stage {
+    /// Waiting outside the line for its route's scout (see [`CallSpec::held`]).
+    Held,
     /// In line (its `visit`-th time), since `since`.
     Queued {
         /// Which visit to the line this is.

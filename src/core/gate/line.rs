@@ -31,6 +31,15 @@ impl Line {
         self.peak = self.peak.max(self.live);
     }
 
+    /// Joins at the front (a route's scout: see [`CallSpec::scout`]).
+    ///
+    /// [`CallSpec::scout`]: super::call::CallSpec::scout
+    pub fn push_front(&mut self, place: Place) {
+        self.places.push_front(place);
+        self.live += 1;
+        self.peak = self.peak.max(self.live);
+    }
+
     /// The first place for which `is_live` holds, dropping stale ones in front of it.
     pub fn front(&mut self, is_live: impl Fn(Place) -> bool) -> Option<Place> {
         while let Some(&place) = self.places.front() {
@@ -103,5 +112,9 @@ mod tests {
         assert!(line.is_empty());
         assert_eq!(line.front(live), None);
         assert_eq!(line.peak(), 4);
+        line.push(Place { call: 7, visit: 0 });
+        line.push_front(Place { call: 8, visit: 0 });
+        assert_eq!(line.front(live).map(|p| p.call), Some(8));
+        assert_eq!(line.len(), 2);
     }
 }

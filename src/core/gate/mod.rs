@@ -32,7 +32,8 @@ use self::call::{Call, CallSpec, Stage};
 use self::figures::Figures;
 use self::line::{Line, Place};
 use self::store_link::{StoreLink, StoreSettings};
-use super::authority::{AdmissionId, Answer, Authority, Immediate, Op};
+use super::authority::{AdmissionId, Answer, Authority, Immediate, Op, Seen};
+use super::bucket::Count;
 use super::budget::RefillingConfig;
 use super::config::{Allowance, Rate};
 use super::learn::{Estimate, Learner};
@@ -56,6 +57,23 @@ pub const EARLY_MS: Millis = 1.0;
 enum Keeper {
     Memory(Box<dyn Immediate>),
     Store(Box<StoreLink>),
+}
+
+impl Keeper {
+    /// Follows a learned allowance from `now`, with the server's count of tokens when it gave
+    /// one. A store hears the count with the next admission (each admission carries the
+    /// allowance); its fail-safe follows the allowance at its share.
+    fn follow(&mut self, now: Millis, rate: Rate, count: Option<Count>) {
+        match self {
+            Keeper::Memory(a) => a.tune(now, rate, count),
+            Keeper::Store(link) => {
+                link.follow(now, rate);
+                if count.is_some() {
+                    link.seen = count.map(Seen::Count);
+                }
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Keeper {
@@ -200,8 +218,7 @@ impl Gate {
     }
 
     /// Makes the gate learn its allowance from the responses (below `ceiling`, when one was
-    /// configured), starting at `now` with one request in flight at a time. For a gate whose
-    /// state lives in this process; a store's gate enforces the allowance it was given.
+    /// configured), starting at `now` with one request in flight at a time.
     ///
     /// A gate that joins memory where another thread has learned already goes on from there.
     pub fn learning(mut self, ceiling: Option<Rate>, now: Millis) -> Gate {
@@ -209,9 +226,9 @@ impl Gate {
         let start = learner.rate(now);
         if self.threads && self.rate != start {
             learner.adopt(self.rate);
-        } else if let Keeper::Memory(a) = &mut self.keeper {
+        } else {
             self.rate = start;
-            a.tune(now, start, None);
+            self.keeper.follow(now, start, None);
         }
         self.learner = Some(learner);
         self
@@ -290,10 +307,21 @@ impl Gate {
         if full {
             self.figures.requests += 1;
             self.give_up(now, id, Reason::QueueFull);
+        } else if self.calls.get(id).is_some_and(|c| c.spec.held) {
+            if let Some(c) = self.calls.get_mut(id) {
+                c.stage = Stage::Held;
+            }
         } else {
             self.join(now, id);
         }
         id
+    }
+
+    /// Lets a held call (see [`CallSpec::held`]) join the line at `now`.
+    pub fn release_held(&mut self, now: Millis, call: CallId) {
+        if self.calls.get(call).is_some_and(|c| c.stage == Stage::Held) {
+            self.join(now, call);
+        }
     }
 
     fn make(&mut self, now: Millis, spec: CallSpec, probe: bool) -> CallId {
@@ -327,7 +355,11 @@ impl Gate {
         call.visits += 1;
         let visit = call.visits;
         call.stage = Stage::Queued { visit, since: now };
-        self.line.push(Place { call: id, visit });
+        let place = Place { call: id, visit };
+        match call.spec.scout && visit == 1 {
+            true => self.line.push_front(place),
+            false => self.line.push(place),
+        }
     }
 
     /// Whether the store is down and the gate refuses rather than admit alone.
@@ -388,12 +420,12 @@ impl Gate {
         if self.awaiting_first_answer() {
             return false;
         }
-        if let (Some(learner), Keeper::Memory(a)) = (&self.learner, &mut self.keeper) {
+        if let Some(learner) = &self.learner {
             // The pace grows between throttles by itself.
             let rate = learner.rate(now);
             if rate != self.rate {
                 self.rate = rate;
-                a.tune(now, rate, None);
+                self.keeper.follow(now, rate, None);
             }
         }
         let id = self.next_admission;
@@ -568,6 +600,30 @@ impl Gate {
         self.calls.remove(call);
     }
 
+    /// Takes `call` out of the gate when it is held or waits in line and was never sent (its
+    /// route turned out to draw from another limiter bucket, whose gate it joins instead): its
+    /// spec, to make it there (neither held nor a scout any more).
+    pub fn withdraw(&mut self, call: CallId) -> Option<CallSpec> {
+        let c = self.calls.get(call)?;
+        if c.probe || c.first_sent.is_some() {
+            return None;
+        }
+        match c.stage {
+            Stage::Queued { .. } => {
+                self.line.left();
+                self.figures.requests = self.figures.requests.saturating_sub(1);
+            }
+            Stage::Held => {}
+            _ => return None,
+        }
+        let spec = self.calls.remove(call)?.spec;
+        Some(CallSpec {
+            held: false,
+            scout: false,
+            ..spec
+        })
+    }
+
     /// Whether `call` is being sent (its attempt is in the driver's hands).
     pub fn in_flight(&self, call: CallId) -> bool {
         self.calls
@@ -590,6 +646,10 @@ impl Gate {
 
     /// Ends the call: the driver settles the caller's promise. Counts it and tells the hook.
     fn settle(&mut self, now: Millis, call: CallId, end: End) {
+        if self.calls.get(call).is_some_and(|c| c.spec.scout) {
+            // Whatever became of it, its route's held calls wait no more.
+            self.actions.push_back(Action::Route { call, bucket: None });
+        }
         let Some(c) = self.calls.remove(call) else {
             return;
         };

@@ -6,7 +6,7 @@ use super::action::{Action, End, Event};
 use super::call::{Next, Stage};
 use super::store_link::Purpose;
 use super::{CallId, Due, Gate, Keeper};
-use crate::core::authority::{AdmissionId, Answer, Authority, Op, Remaining};
+use crate::core::authority::{AdmissionId, Answer, Authority, Op, Remaining, Seen};
 use crate::core::classify::{Failure, Outcome};
 use crate::core::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
@@ -14,6 +14,16 @@ use crate::core::feedback::{
 use crate::core::policy::{Reason, Verdict};
 use crate::core::quota::{looks_exhausted, QuotaState};
 use crate::core::Millis;
+
+/// The attempt a response answers, as learning needs it.
+struct Sent {
+    call: CallId,
+    /// When it went out.
+    at: Millis,
+    admission: Option<AdmissionId>,
+    /// It is its route's scout (see [`CallSpec::scout`](super::call::CallSpec::scout)).
+    scout: bool,
+}
 
 /// What a disposed body said, when it was read: its JSON `code` and `detail`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -81,12 +91,18 @@ impl Gate {
         };
         let probe = c.probe;
         let retry_after_ms = feedback.retry_after_ms;
-        let (admission, sent) = (c.admission.map(|(id, _)| id), c.last_sent);
+        let (admission, sent, scout) = (c.admission.map(|(id, _)| id), c.last_sent, c.spec.scout);
         let counted = feedback.limit.zip(feedback.remaining);
         let bucket = self.learner.as_ref().and(feedback.bucket.clone());
         self.resume(now, call);
         self.observe(now, call, status, feedback, None);
-        self.learn(now, call, sent, admission, status, counted, bucket);
+        let sent = Sent {
+            call,
+            at: sent,
+            admission,
+            scout,
+        };
+        self.learn(now, sent, status, counted, bucket);
         let Some(c) = self.calls.get_mut(call) else {
             return;
         };
@@ -121,6 +137,9 @@ impl Gate {
         };
         c.last_failed = true;
         let probe = c.probe;
+        if c.spec.scout {
+            self.actions.push_back(Action::Route { call, bucket: None });
+        }
         self.resume(now, call);
         if probe {
             return self.settle(now, call, End::Deliver);
@@ -205,7 +224,7 @@ impl Gate {
                     // paces admissions, so it rides along with the next one rather than cost a
                     // round trip of its own.
                     if cooldown_ms.is_none() {
-                        link.seen = remaining;
+                        link.seen = remaining.map(Seen::Remaining);
                     } else if !link.is_down() {
                         link.seen = None;
                         let id = link.send(now, Purpose::Tell);
@@ -231,17 +250,14 @@ impl Gate {
         }
     }
 
-    /// A learning gate learns from a response at `now` to `call`'s attempt sent at `sent`
-    /// under `admission`: the allowance it follows from now, and the server's count of
-    /// tokens. An answer from another limiter bucket than the gate's teaches it nothing: the
-    /// driver hears that the call's route draws from that bucket.
-    #[allow(clippy::too_many_arguments)]
+    /// A learning gate learns from a response at `now` to the attempt `sent`: the allowance
+    /// it follows from now, and the server's count of tokens. An answer from another limiter
+    /// bucket than the gate's teaches it nothing: the driver hears that the call's route draws
+    /// from that bucket (as it hears a scout's answer, whichever bucket).
     fn learn(
         &mut self,
         now: Millis,
-        call: CallId,
-        sent: Millis,
-        admission: Option<AdmissionId>,
+        sent: Sent,
         status: u16,
         counted: Option<(u64, u64)>,
         bucket: Option<String>,
@@ -249,21 +265,22 @@ impl Gate {
         let Some(learner) = &mut self.learner else {
             return;
         };
-        if !learner.owns(bucket.as_deref()) {
-            if let Some(bucket) = bucket {
-                self.actions.push_back(Action::Route { call, bucket });
-            }
+        let own = learner.owns(bucket.as_deref());
+        if sent.scout || !own {
+            let call = sent.call;
+            self.actions.push_back(Action::Route { call, bucket });
+        }
+        if !own {
             return;
         }
+        let (sent, admission) = (sent.at, sent.admission);
         let sent_after = admission.map_or(0, |id| self.next_admission.saturating_sub(id + 1));
         let before = learner.estimate(now);
         let busy = !self.line.is_empty();
         let lesson = learner.observe(now, sent, status, counted, sent_after, busy);
         let after = learner.estimate(now);
         self.rate = lesson.rate;
-        if let Keeper::Memory(a) = &mut self.keeper {
-            a.tune(now, lesson.rate, lesson.tokens);
-        }
+        self.keeper.follow(now, lesson.rate, lesson.tokens);
         if after.differs(&before) {
             self.actions.push_back(Action::Event(Event::Learned(after)));
         }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use super::action::OpId;
 use super::CallId;
-use crate::core::authority::{AdmissionId, Answer, Remaining};
+use crate::core::authority::{AdmissionId, Answer, Seen};
 use crate::core::budget::RefillingConfig;
 use crate::core::config::{positive, ConfigError, Rate};
 use crate::core::map::IdHasher;
@@ -113,8 +113,8 @@ pub struct StoreLink {
     pub budget_left: Option<f64>,
     /// Refunds owed to the shared budget; they ride along with the next charge.
     pub refunds: f64,
-    /// The last remaining count heard and not yet told; it rides along with the next admission.
-    pub seen: Option<Remaining>,
+    /// The last count heard and not yet told; it rides along with the next admission.
+    pub seen: Option<Seen>,
     calls: u64,
     failures: u64,
 }
@@ -155,6 +155,14 @@ impl StoreLink {
     /// The whole allowance.
     pub fn rate(&self) -> Rate {
         self.rate
+    }
+
+    /// Follows a learned allowance from `now` (each admission carries it to the store); the
+    /// fail-safe at its share.
+    pub fn follow(&mut self, now: Millis, rate: Rate) {
+        self.rate = rate;
+        self.fallback
+            .tune(now, self.settings.local_rate(rate), None);
     }
 
     /// Whether the last operation failed and nothing has answered since.
