@@ -161,11 +161,33 @@ test('4 processes learn one allowance together through Redis (no rate given)', a
     const server = api.stats();
     console.log(`4 processes x 10 workers learning burst 5 at 10/s through Redis: ${server.attempts} attempts, ${server.rejected} 429s`);
     assert.equal(runs.reduce((n, r) => n + r.completed, 0), 40);
-    assert.ok(server.rejected <= 6, `${server.rejected} 429s in ${server.attempts} attempts`);
+    // A count one process hears leaves out what the others sent meanwhile: a few 429s.
+    assert.ok(server.rejected <= 8, `${server.rejected} 429s in ${server.attempts} attempts`);
     for (const { gate } of runs) {
       assert.match(gate.store.kind, /^redis/);
       assert.equal(gate.learned.burst, 5, JSON.stringify(gate.learned));
     }
+  } finally {
+    await api.close();
+  }
+});
+
+test('a process starts from what the fleet learned: the routes\' buckets', async () => {
+  const api = await startFakeOddsApi({ burst: 5, perSecond: 10 });
+  try {
+    const job = { store: 'redis', redisPort: redis.port, baseUrl: api.baseUrl, apiKey: freshKey(), rate: 'auto', recall: true };
+    // The first process learns that lookups draw from another bucket: its lookup scouts
+    // through the credential's gate (the snapshots' bucket).
+    const first = await runChild(job);
+    const firstGate = first.gates.find((g) => !g.scope.includes('#'));
+    assert.equal(firstGate.admitted, 2, JSON.stringify(first.gates));
+    // The next one knows it from Redis: its lookup goes straight to the events gate.
+    const next = await runChild(job);
+    const credential = next.gates.find((g) => !g.scope.includes('#'));
+    const events = next.gates.find((g) => g.scope.endsWith('#events'));
+    assert.equal(credential.admitted, 1, JSON.stringify(next.gates));
+    assert.ok(events, JSON.stringify(next.gates));
+    assert.equal(events.admitted, 1);
   } finally {
     await api.close();
   }

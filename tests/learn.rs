@@ -219,3 +219,31 @@ fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
     let spec = gate.withdraw(moved).unwrap();
     assert!(!spec.held && !spec.scout);
 }
+
+#[test]
+fn a_gate_that_heard_nothing_starts_from_what_the_fleet_learned() {
+    let fleet = Rate::new(5.0, 10.0).unwrap();
+    let mut gate = learning_gate();
+    gate.adopt(0.0, fleet);
+    assert_eq!(gate.rate(), fleet);
+    // No longer one at a time: the adopted pace admits the next 100 ms later, unanswered.
+    let calls: Vec<_> = (0..3)
+        .map(|_| gate.start(0.0, CallSpec::default()))
+        .collect();
+    while gate.poll_action(0.0).is_some() {}
+    gate.handle_timeout(100.0);
+    while gate.poll_action(100.0).is_some() {}
+    assert!(gate.in_flight(calls[0]) && gate.in_flight(calls[1]));
+    // A gate that heard an answer keeps what it learned itself.
+    let mut heard = learning_gate();
+    let call = heard.start(0.0, CallSpec::default());
+    while heard.poll_action(0.0).is_some() {}
+    let counts = |name: &str| match name {
+        "x-ratelimit-limit" => Some("2".to_string()),
+        "x-ratelimit-remaining" => Some("1".to_string()),
+        _ => None,
+    };
+    heard.responded(10.0, &|| 0.0, call, 200, &counts);
+    heard.adopt(10.0, fleet);
+    assert_eq!(heard.rate().burst(), 2.0);
+}

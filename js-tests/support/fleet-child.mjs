@@ -17,6 +17,18 @@ if (job.fetch === 'hang') {
   // then wait to be killed, response never seen.
   fetchImpl(`${job.baseUrl}/events/x/odds/snapshot`, { headers: { 'X-API-Key': job.apiKey } });
   setTimeout(() => console.log(JSON.stringify({ admitted: fetchImpl.stats().admitted })), 300);
+} else if (job.recall) {
+  // A snapshot, a pause (what the fleet learned arrives meanwhile), an event lookup, a pause
+  // (what this process learned reaches Redis): which gates admitted what.
+  const headers = { 'X-API-Key': job.apiKey };
+  const pause = () => new Promise((resolve) => setTimeout(resolve, 300));
+  await (await fetchImpl(`${job.baseUrl}/events/a/odds/snapshot`, { headers })).text();
+  await pause();
+  await (await fetchImpl(`${job.baseUrl}/events/b`, { headers })).text();
+  await pause();
+  const gates = fetchImpl.stats().gates.map((g) => ({ scope: g.scope, admitted: g.admitted, learned: g.learned }));
+  console.log(JSON.stringify({ gates }));
+  await client?.quit();
 } else if (job.single) {
   const started = performance.now();
   const response = await fetchImpl(`${job.baseUrl}/events/one/odds/snapshot`, { headers: { 'X-API-Key': job.apiKey } });

@@ -8,16 +8,17 @@
 //!   so `rate >= (remaining_j - remaining_i - 1 + c) / dt`. A full bucket in between (refill
 //!   lost) or someone else spending the key only make the true rate higher. The best bound
 //!   over a few dozen recent windows is the estimate; it tightens as windows lengthen. When a
-//!   backlogged gate finds the server's bucket full again, we were waiting too long: the pace
-//!   doubles rather than wait for the bound to catch up.
+//!   backlogged gate finds the server's bucket full again before any 429, it was waiting too
+//!   long: the pace doubles (to twice the bound at most) rather than wait for the bound.
 //! - The remaining count also says how many tokens are there now: the gate's bucket is set to
 //!   it, less the requests sent after the one that reported it. Pacing below the true rate so
 //!   costs little: what the server refilled meanwhile is spent as soon as a response says so.
 //! - A 429 with neither header: the server's bucket was empty then. The successes between two
 //!   429s bound the rate from below the same way (`(c - 1) / dt`). Pacing starts at one per
-//!   second and doubles each second until the first 429 (slow start), then grows back
-//!   between throttles along a cubic curve, CUBIC's shape, flat near the rate of the last
-//!   throttle. Bursts are not learned without the limit: the gate paces one at a time.
+//!   second and doubles each second until the first 429 (slow start), which halves it; from
+//!   then on each 429 cuts it to [`BETA`] (CUBIC's factor) and each success raises it a step
+//!   (1%, halved by each 429 down to 0.4%), never below the bound. Bursts are not learned
+//!   without the limit: the gate paces one at a time.
 //!
 //! Before any response, one request is in flight at a time: the first answer says which of
 //! the two the API speaks. A configured allowance stays a ceiling: learning only goes below.
@@ -41,7 +42,7 @@ const OPEN_PACE: f64 = 1_000.0;
 const MARKS: usize = 32;
 /// Without the counts, each success raises the pace by a step: this much after slow start,
 /// halved by each 429 down to [`MIN_STEP`]. A 429 costs [`BETA`]'s cut, so at the smallest step
-/// about one attempt in `MIN_STEP / (1 - BETA)` is a 429 once the pace has settled.
+/// about one attempt in `ln(1 / BETA) / MIN_STEP` (some 90) is a 429 once the pace has settled.
 const FIRST_STEP: f64 = 0.01;
 const MIN_STEP: f64 = 0.004;
 

@@ -37,6 +37,7 @@ use crate::core::quota::usage_url_for;
 use crate::core::scope::Scope;
 use crate::core::slab::Mirror;
 use crate::core::Millis;
+use crate::store::Shared;
 
 /// What the caller's promise is.
 enum Waiter {
@@ -379,6 +380,7 @@ impl GateDriver {
         let target = match bucket {
             Some(bucket) => {
                 registry::heard_route(&credential, &route, bucket);
+                self.share(&[Shared::Route(route.clone(), bucket.to_owned())]);
                 registry::routed(&credential, &route).unwrap_or(credential)
             }
             None => {
@@ -414,6 +416,53 @@ impl GateDriver {
             }
             driver.take_over(spec, js);
         }
+    }
+
+    /// Tells the fleet `facts` (and the credential's first bucket, when known), when the gate
+    /// lives in a store.
+    fn share(&self, facts: &[Shared]) {
+        let Some((store, _)) = &self.store else {
+            return;
+        };
+        let credential = self.scope.credential();
+        let mut facts = facts.to_vec();
+        facts.extend(registry::first_bucket(&credential).map(Shared::First));
+        store.share(&credential, &facts);
+    }
+
+    /// A learning gate in a store starts from what the fleet learned: the credential's first
+    /// bucket, the routes' buckets, and this gate's estimate (when it has heard nothing yet).
+    pub fn recall(self: &Rc<Self>, store: &RedisStore) {
+        let recall = store.recall(&self.scope.credential());
+        let weak = Rc::downgrade(self);
+        spawn_local(async move {
+            let facts = recall.await;
+            if let Some(driver) = weak.upgrade() {
+                driver.recalled(facts);
+            }
+        });
+    }
+
+    fn recalled(self: &Rc<Self>, facts: Vec<Shared>) {
+        let credential = self.scope.credential();
+        let now = clock::now();
+        for fact in &facts {
+            match fact {
+                Shared::First(bucket) if self.scope == credential => {
+                    self.with(|g| g.assume_bucket(bucket));
+                }
+                Shared::Estimate(scope, rate) if scope == self.scope.as_str() => {
+                    self.with(|g| g.adopt(now, *rate));
+                }
+                _ => {}
+            }
+        }
+        for fact in facts {
+            if let Shared::Route(route, bucket) = fact {
+                registry::heard_route(&credential, &route, &bucket);
+            }
+        }
+        self.drive_at(now);
     }
 
     /// Makes a call another gate gave up (see [`reroute`](Self::reroute)), its caller still
@@ -757,7 +806,11 @@ impl GateDriver {
             Event::Retry { call, .. } => ("retry", Some(*call)),
             Event::Abandoned { call, .. } => ("abandoned", Some(*call)),
             Event::QuotaProbe { .. } => ("quota-probe", None),
-            Event::Learned(_) => ("learned", None),
+            Event::Learned(_) => {
+                let rate = self.with(|g| g.rate());
+                self.share(&[Shared::Estimate(scope.to_owned(), rate)]);
+                ("learned", None)
+            }
             Event::StoreDown => ("store-down", None),
             Event::StoreUp => ("store-up", None),
         };

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_futures::{spawn_local, JsFuture};
 
 use super::de;
 use super::errors::{config_error, type_error};
@@ -18,7 +18,8 @@ use super::text::number;
 use crate::core::authority::{Answer, Op};
 use crate::core::config::Rate;
 use crate::core::gate::store_link::{OnFailure, StoreSettings};
-use crate::store::{self};
+use crate::core::scope::Scope;
+use crate::store::{self, Shared};
 
 const BRAND: &str = "__oddsGateStore";
 
@@ -141,7 +142,7 @@ impl RedisStore {
     }
 
     /// The gate's key for a scope.
-    pub fn key(&self, scope: &crate::core::scope::Scope) -> String {
+    pub fn key(&self, scope: &Scope) -> String {
         store::key(&self.prefix, scope)
     }
 
@@ -182,30 +183,82 @@ impl RedisStore {
         let args = store::args(op, rate, budget, None, process, &number);
         let (client, kind) = (self.client.clone(), self.kind);
         async move {
-            let known = SHA_CACHE.with(|cache| cache.borrow().clone());
-            let sha = match known {
-                Some(sha) => sha,
-                None => load(&client, kind).await?,
+            let reply = eval(&client, kind, Script::Gate, &key, &args).await?;
+            let code = js_sys::Reflect::get_u32(&reply, 0)?
+                .as_string()
+                .unwrap_or_default();
+            let field =
+                |i| js_sys::Reflect::get_u32(&reply, i).map(|v| v.as_string().unwrap_or_default());
+            let (value, extra) = (field(1)?, field(2)?);
+            store::answer(&code, &value, &extra).ok_or_else(|| {
+                type_error(&format!("Unexpected answer from the gate script: {code}"))
+            })
+        }
+    }
+
+    /// Tells the fleet `facts` about `credential`'s learning gates, nobody waiting: a store that
+    /// does not answer only means the others learn for themselves.
+    pub fn share(&self, credential: &Scope, facts: &[Shared]) {
+        let mut args = vec!["put".to_string()];
+        for fact in facts {
+            let (field, value) = fact.field(&number);
+            args.extend([field, value]);
+        }
+        let key = store::learned_key(&self.prefix, credential);
+        let (client, kind) = (self.client.clone(), self.kind);
+        spawn_local(async move {
+            let _ = eval(&client, kind, Script::Learned, &key, &args).await;
+        });
+    }
+
+    /// What the fleet learned of `credential` (nothing when the store does not answer).
+    pub fn recall(
+        &self,
+        credential: &Scope,
+    ) -> impl std::future::Future<Output = Vec<Shared>> + 'static {
+        let key = store::learned_key(&self.prefix, credential);
+        let (client, kind) = (self.client.clone(), self.kind);
+        async move {
+            let args = ["get".to_string()];
+            let Ok(reply) = eval(&client, kind, Script::Learned, &key, &args).await else {
+                return Vec::new();
             };
-            match evalsha(&client, kind, &sha, &key, &args).await {
-                Err(e) if is_noscript(&e) => {
-                    // Redis restarted and forgot the script: load it again, once.
-                    let sha = load(&client, kind).await?;
-                    evalsha(&client, kind, &sha, &key, &args).await
-                }
-                other => other,
-            }
+            let flat: Vec<String> = js_sys::Array::from(&reply)
+                .iter()
+                .map(|v| v.as_string().unwrap_or_default())
+                .collect();
+            flat.chunks_exact(2)
+                .filter_map(|pair| Shared::read(&pair[0], &pair[1]))
+                .collect()
+        }
+    }
+}
+
+/// The scripts the store runs.
+#[derive(Clone, Copy)]
+enum Script {
+    /// The gate's state and transitions (`gate.lua`).
+    Gate,
+    /// What learning gates share (`learned.lua`).
+    Learned,
+}
+
+impl Script {
+    fn source(self) -> &'static str {
+        match self {
+            Script::Gate => store::GATE_SCRIPT,
+            Script::Learned => store::LEARNED_SCRIPT,
         }
     }
 }
 
 thread_local! {
-    /// The script's SHA1 is the same for every client; remember it once.
-    static SHA_CACHE: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// Each script's SHA1 is the same for every client; remember it once.
+    static SHAS: RefCell<[Option<String>; 2]> = const { RefCell::new([None, None]) };
 }
 
-async fn load(client: &JsValue, kind: Client) -> Result<String, JsValue> {
-    let source = JsValue::from_str(store::GATE_SCRIPT);
+async fn load(client: &JsValue, kind: Client, script: Script) -> Result<String, JsValue> {
+    let source = JsValue::from_str(script.source());
     let pending = match kind {
         Client::NodeRedis => call(client, "scriptLoad", &[source])?,
         Client::IoRedis => call(client, "script", &["LOAD".into(), source])?,
@@ -214,8 +267,31 @@ async fn load(client: &JsValue, kind: Client) -> Result<String, JsValue> {
         .await?
         .as_string()
         .ok_or_else(|| type_error("SCRIPT LOAD did not return a SHA"))?;
-    SHA_CACHE.with(|cache| *cache.borrow_mut() = Some(sha.clone()));
+    SHAS.with(|shas| shas.borrow_mut()[script as usize] = Some(sha.clone()));
     Ok(sha)
+}
+
+/// Runs `script` on `key` with `args`, loading it first when Redis has not got it: the reply.
+async fn eval(
+    client: &JsValue,
+    kind: Client,
+    script: Script,
+    key: &str,
+    args: &[String],
+) -> Result<JsValue, JsValue> {
+    let known = SHAS.with(|shas| shas.borrow()[script as usize].clone());
+    let sha = match known {
+        Some(sha) => sha,
+        None => load(client, kind, script).await?,
+    };
+    match evalsha(client, kind, &sha, key, args).await {
+        Err(e) if is_noscript(&e) => {
+            // Redis restarted and forgot the script: load it again, once.
+            let sha = load(client, kind, script).await?;
+            evalsha(client, kind, &sha, key, args).await
+        }
+        other => other,
+    }
 }
 
 async fn evalsha(
@@ -224,7 +300,7 @@ async fn evalsha(
     sha: &str,
     key: &str,
     args: &[String],
-) -> Result<Answer, JsValue> {
+) -> Result<JsValue, JsValue> {
     let strings = |items: &[String]| items.iter().map(JsValue::from).collect::<js_sys::Array>();
     let pending = match kind {
         Client::NodeRedis => {
@@ -239,14 +315,7 @@ async fn evalsha(
             call(client, "evalsha", &all)?
         }
     };
-    let reply = JsFuture::from(js_sys::Promise::resolve(&pending)).await?;
-    let code = js_sys::Reflect::get_u32(&reply, 0)?
-        .as_string()
-        .unwrap_or_default();
-    let field = |i| js_sys::Reflect::get_u32(&reply, i).map(|v| v.as_string().unwrap_or_default());
-    let (value, extra) = (field(1)?, field(2)?);
-    store::answer(&code, &value, &extra)
-        .ok_or_else(|| type_error(&format!("Unexpected answer from the gate script: {code}")))
+    JsFuture::from(js_sys::Promise::resolve(&pending)).await
 }
 
 fn call(target: &JsValue, method: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {

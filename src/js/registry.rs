@@ -73,6 +73,9 @@ pub fn gate_for(scope: &Scope, config: &Config) -> Result<Rc<GateDriver>, JsValu
         };
         let driver = GateDriver::new(scope.clone(), gate, config.store.clone());
         driver.hear(&config.events);
+        if let (Some(store), Allowance::Learned(_)) = (&config.store, config.rate) {
+            driver.recall(store);
+        }
         registry.gates.insert(scope.clone(), driver.clone());
         registry.sweep.push_back(scope.clone());
         Ok(driver)
@@ -104,6 +107,15 @@ pub fn scout_ended(credential: &Scope, route: &str) {
         if let Some(routes) = registry.borrow_mut().routes.get_mut(credential) {
             routes.scout_ended(route);
         }
+    })
+}
+
+/// The first limiter bucket `credential`'s answers named, if its gate heard one.
+pub fn first_bucket(credential: &Scope) -> Option<String> {
+    GATES.with(|registry| {
+        let registry = registry.borrow();
+        let driver = registry.gates.get(credential)?;
+        driver.with(|g| g.bucket().map(str::to_owned))
     })
 }
 

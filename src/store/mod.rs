@@ -15,6 +15,55 @@ use crate::core::Millis;
 /// without its comments (see `build.rs`).
 pub const GATE_SCRIPT: &str = include_str!(concat!(env!("OUT_DIR"), "/gate.lua"));
 
+/// What the learning gates of a credential share across a fleet (`learned.lua`), loaded and
+/// run as the gate script is.
+pub const LEARNED_SCRIPT: &str = include_str!(concat!(env!("OUT_DIR"), "/learned.lua"));
+
+/// The key of what a credential's learning gates share: the credential's scope in a hash tag.
+pub fn learned_key(prefix: &str, credential: &Scope) -> String {
+    format!("{prefix}:{{{}}}:learned", credential.as_str())
+}
+
+/// One fact the learning gates of a credential share.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shared {
+    /// The first limiter bucket the credential's answers named.
+    First(String),
+    /// A route, and the bucket it draws from.
+    Route(String, String),
+    /// A gate's scope, and the allowance it learned.
+    Estimate(String, Rate),
+}
+
+impl Shared {
+    /// The fact as a field and a value of the shared hash.
+    pub fn field(&self, number: &dyn Fn(f64) -> String) -> (String, String) {
+        match self {
+            Shared::First(bucket) => ("first".into(), bucket.clone()),
+            Shared::Route(route, bucket) => (format!("r:{route}"), bucket.clone()),
+            Shared::Estimate(scope, rate) => (
+                format!("e:{scope}"),
+                format!("{} {}", number(rate.burst()), number(rate.per_second())),
+            ),
+        }
+    }
+
+    /// The fact a field and value of the shared hash hold; `None` for anything else.
+    pub fn read(field: &str, value: &str) -> Option<Shared> {
+        if field == "first" {
+            return Some(Shared::First(value.to_owned()));
+        }
+        if let Some(route) = field.strip_prefix("r:") {
+            return Some(Shared::Route(route.to_owned(), value.to_owned()));
+        }
+        let scope = field.strip_prefix("e:")?;
+        let (burst, per_second) = value.split_once(' ')?;
+        let number = |text: &str| decimal::parse(text).filter(|n| n.is_finite());
+        let rate = Rate::new(number(burst)?, number(per_second)?).ok()?;
+        Some(Shared::Estimate(scope.to_owned(), rate))
+    }
+}
+
 /// The gate's Redis key. The scope sits in a hash tag, so every key of one gate lands on the
 /// same Redis Cluster slot.
 pub fn key(prefix: &str, scope: &Scope) -> String {
@@ -179,6 +228,28 @@ mod tests {
         assert_eq!(answer("admitted", "0", ""), None);
         assert_eq!(answer("admitted", "2", "0"), None);
         assert_eq!(answer("observed", "0", "yes"), None);
+    }
+
+    #[test]
+    fn shared_facts_read_back_as_written() {
+        let text = |n: f64| n.to_string();
+        for fact in [
+            Shared::First("snapshot".into()),
+            Shared::Route("GET /*/events/*".into(), "events".into()),
+            Shared::Estimate("key:ab#events".into(), Rate::new(10.0, 9.5).unwrap()),
+        ] {
+            let (field, value) = fact.field(&text);
+            assert_eq!(Shared::read(&field, &value), Some(fact));
+        }
+        assert_eq!(Shared::read("e:x", "0 1"), None, "not an allowance");
+        assert_eq!(Shared::read("e:x", "2"), None);
+        assert_eq!(Shared::read("other", "x"), None);
+        let key = learned_key("og", &Scope::of(Some("k"), None));
+        assert!(
+            key.starts_with("og:{key:") && key.ends_with("}:learned"),
+            "{key}"
+        );
+        assert!(LEARNED_SCRIPT.contains("HGETALL") && !LEARNED_SCRIPT.contains("--"));
     }
 
     #[test]

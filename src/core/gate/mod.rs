@@ -234,6 +234,25 @@ impl Gate {
         self
     }
 
+    /// A learning gate that has heard no answer yet starts at `now` from `rate`, what the
+    /// fleet learned (never above its ceiling).
+    pub fn adopt(&mut self, now: Millis, rate: Rate) {
+        let Some(learner) = self.learner.as_mut().filter(|l| l.opening()) else {
+            return;
+        };
+        learner.adopt(rate);
+        self.rate = learner.rate(now);
+        self.keeper.follow(now, self.rate, None);
+    }
+
+    /// A learning gate's answers come from limiter bucket `bucket`, as the fleet says, unless
+    /// it heard of another already.
+    pub fn assume_bucket(&mut self, bucket: &str) {
+        if let Some(learner) = &mut self.learner {
+            learner.owns(Some(bucket));
+        }
+    }
+
     /// The limiter bucket a learning gate's answers came from, once one named it.
     pub fn bucket(&self) -> Option<&str> {
         self.learner.as_ref().and_then(Learner::bucket)
