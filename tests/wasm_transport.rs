@@ -304,12 +304,27 @@ fn options_of_the_wrong_type_or_shape_are_type_errors_naming_the_field() {
     let fetch: JsValue = FakeFetch::ok().function.into();
     let ok_rate = || rate(2.0, 2.0);
     let cases: Vec<(&str, JsValue, &str)> = vec![
-        ("no options", JsValue::UNDEFINED, "options"),
         ("null options", JsValue::NULL, "options"),
         ("number options", 42.into(), "options"),
         ("array options", Array::new().into(), "options"),
-        ("no rate", object(&[]), "rate"),
+        (
+            "a word for rate",
+            object(&[("rate", "fast".into())]),
+            "rate",
+        ),
         ("numeric rate", object(&[("rate", 2.into())]), "rate"),
+        (
+            "learn not a boolean",
+            object(&[(
+                "rate",
+                object(&[
+                    ("burst", 2.into()),
+                    ("perSecond", 2.into()),
+                    ("learn", 1.into()),
+                ]),
+            )]),
+            "rate.learn",
+        ),
         (
             "array rate",
             object(&[("rate", Array::of2(&2.into(), &2.into()).into())]),
@@ -466,7 +481,19 @@ fn options_of_the_wrong_type_or_shape_are_type_errors_naming_the_field() {
             ]),
         ),
     ]);
+    // Without a rate (or with 'auto', or with `learn: true`), the allowance is learned.
     for options in [
+        JsValue::UNDEFINED,
+        object(&[]),
+        object(&[("rate", "auto".into())]),
+        object(&[(
+            "rate",
+            object(&[
+                ("burst", 2.into()),
+                ("perSecond", 2.into()),
+                ("learn", true.into()),
+            ]),
+        )]),
         object(&[("rate", ok_rate())]),
         object(&[("rate", ok_rate()), ("retry", false.into())]),
         object(&[("rate", ok_rate()), ("retry", true.into())]),
