@@ -118,3 +118,9 @@ test('two limiter buckets on one key: event lookups are not held behind snapshot
     await api.close();
   }
 });
+
+test('a learning wrapper settles a call whose input cannot be read as a URL', async () => {
+  const fetchImpl = createFetch({ retry: false, fetch: async () => { throw new TypeError('not a URL'); } });
+  const input = { toString() { throw new Error('unreadable'); } };
+  await assert.rejects(fetchImpl(input, { headers: { 'X-API-Key': `bad-${randomUUID()}` } }), /not a URL/);
+});

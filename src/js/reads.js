@@ -48,12 +48,16 @@ export function requestFacts(input, init) {
   return `${key}\0${auth}\0${idempotent}\0${method}\0${bodyKind(input, init, isObject)}`;
 }
 
-/** The URL of a fetch(input, init) call, as a string. */
+/** The URL of a fetch(input, init) call, as a string ('' when it has none: fetch will say so). */
 export function requestUrl(input) {
   if (typeof input === 'string') return input;
   if (input instanceof URL) return input.href;
   if (input !== null && typeof input === 'object' && typeof input.url === 'string') return input.url;
-  return String(input);
+  try {
+    return String(input);
+  } catch {
+    return '';
+  }
 }
 
 /** The caller's `AbortSignal`: `init.signal`, else that of a `Request` passed as `input`. */

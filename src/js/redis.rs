@@ -223,6 +223,9 @@ impl RedisStore {
             let Ok(reply) = eval(&client, kind, Script::Learned, &key, &args).await else {
                 return Vec::new();
             };
+            if !js_sys::Array::is_array(&reply) {
+                return Vec::new();
+            }
             let flat: Vec<String> = js_sys::Array::from(&reply)
                 .iter()
                 .map(|v| v.as_string().unwrap_or_default())
