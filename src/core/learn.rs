@@ -254,19 +254,9 @@ impl Learner {
     ) {
         self.phase = Phase::Counted;
         self.burst = Some(limit.max(1.0));
-        let mark = Mark {
-            at: now,
-            remaining,
-            successes: self.successes,
-        };
+        let mark = self.mark(now, remaining);
         if throttled {
-            self.throttled(now);
-            if self.pace <= self.at_least {
-                // Throttled at the bound itself: the allowance changed, or someone else
-                // spends the key. Empty now: a clean start for the bounds.
-                self.marks.clear();
-                self.at_least = 0.0;
-            }
+            self.throttled(now, self.pace);
             self.pace = (self.pace * BETA).max(self.at_least).max(MIN_PACE);
         } else if !rejected {
             let bound = self.bound(&mark);
@@ -318,27 +308,13 @@ impl Learner {
             (Phase::Counted, false) => self.phase = Phase::Probing { step: MIN_STEP },
             (Phase::Probing { step }, false) => {
                 // Empty at each 429 kept, holding at least nothing now: the same bound.
-                let now_mark = Mark {
-                    at: now,
-                    remaining: 0.0,
-                    successes: self.successes,
-                };
-                self.at_least = self.bound(&now_mark).max(self.at_least);
+                self.at_least = self.bound(&self.mark(now, 0.0)).max(self.at_least);
                 self.pace *= 1.0 + step;
             }
             (phase, true) => {
-                let mark = Mark {
-                    at: now,
-                    remaining: 0.0,
-                    successes: self.successes,
-                };
+                let mark = self.mark(now, 0.0);
                 let pace = self.rate(now).per_second();
-                if pace <= self.at_least {
-                    // Throttled at the bound itself: the allowance changed, or someone else
-                    // spends the key. The bounds start again from here.
-                    self.marks.clear();
-                    self.at_least = 0.0;
-                }
+                self.throttled(now, pace);
                 self.at_least = self.bound(&mark).max(self.at_least);
                 self.remember(mark);
                 let (pace, step) = match phase {
@@ -349,14 +325,28 @@ impl Learner {
                 };
                 self.pace = pace.max(self.at_least).max(MIN_PACE);
                 self.phase = Phase::Probing { step };
-                self.throttled(now);
             }
             _ => {}
         }
     }
 
-    fn throttled(&mut self, now: Millis) {
+    /// This answer, to bound the rate from: `remaining` left after it (0: empty at a 429).
+    fn mark(&self, now: Millis, remaining: f64) -> Mark {
+        Mark {
+            at: now,
+            remaining,
+            successes: self.successes,
+        }
+    }
+
+    /// A 429 came at `now`, the pace being `pace`. Throttled at the bound itself, the
+    /// allowance changed or someone else spends the key: the bounds start again from here.
+    fn throttled(&mut self, now: Millis, pace: f64) {
         self.last_throttle = Some(now);
+        if pace <= self.at_least {
+            self.marks.clear();
+            self.at_least = 0.0;
+        }
     }
 }
 

@@ -121,12 +121,9 @@ pub fn first_bucket(credential: &Scope) -> Option<String> {
 
 /// A response to `route` of `credential` came from limiter `bucket`.
 pub fn heard_route(credential: &Scope, route: &str, bucket: &str) {
+    let first = first_bucket(credential);
     GATES.with(|registry| {
         let mut registry = registry.borrow_mut();
-        let first = registry
-            .gates
-            .get(credential)
-            .and_then(|d| d.with(|g| g.bucket().map(str::to_owned)));
         let routes = registry.routes.entry(credential.clone()).or_default();
         routes.heard(route, bucket, first.as_deref());
     })
