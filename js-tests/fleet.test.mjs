@@ -193,6 +193,25 @@ test('a process starts from what the fleet learned: the routes\' buckets', async
   }
 });
 
+test('calls waiting on Redis together are admitted by a few round trips, not one each', async () => {
+  const api = await startFakeOddsApi({ burst: 40, perSecond: 40 });
+  const client = new Redis({ port: redis.port, host: '127.0.0.1' });
+  try {
+    const headers = { 'X-API-Key': freshKey() };
+    const fetchImpl = createFetch({ rate: { burst: 40, perSecond: 40 }, store: redisStore(client) });
+    const responses = await Promise.all(Array.from({ length: 32 }, () => fetchImpl(`${api.baseUrl}/events/a/odds/snapshot`, { headers })));
+    assert.deepEqual(responses.map((r) => r.status), Array(32).fill(200));
+    await Promise.all(responses.map((r) => r.text()));
+    assert.deepEqual([api.stats().attempts, api.stats().rejected], [32, 0]);
+    const { admitted, gates: [gate] } = fetchImpl.stats();
+    assert.equal(admitted, 32);
+    assert.ok(gate.store.calls <= 8, `${gate.store.calls} Redis calls for 32 admissions`);
+  } finally {
+    await api.close();
+    await client.quit();
+  }
+});
+
 test('a cooldown set by one process is honoured by another', async () => {
   const api = await startFakeOddsApi({ burst: 10, perSecond: 10 });
   const client = new Redis({ port: redis.port, host: '127.0.0.1' });

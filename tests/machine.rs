@@ -676,6 +676,36 @@ fn through_a_store_eight_workers_go_without_a_429() {
 }
 
 #[test]
+fn through_a_store_one_round_trip_admits_what_the_line_can_use() {
+    let r = rate(10.0, 10.0);
+    let gate = Gate::shared(
+        r,
+        None,
+        StoreSettings::DEFAULT,
+        0.0,
+        Box::new(Seeded::new(3)),
+    );
+    let mut h = Harness::new(gate, server(10.0, 10.0));
+    h.store = Some(FakeStore {
+        authority: MemoryAuthority::new(r, None, 0.0),
+        latency: 1.0,
+        down: false,
+        ops: 0,
+    });
+    for _ in 0..8 {
+        h.start_at(0.0, defaults());
+    }
+    h.run();
+    assert!((0..8).all(|i| h.end(i) == Some(End::Deliver)));
+    assert_eq!(h.gate.figures(h.now).throttled, 0);
+    // The first call asks alone; the seven that joined meanwhile go with the next answer,
+    // and the first one's response restarts the refill it paused.
+    assert_eq!(h.attempt_times(), [1.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]);
+    let ops = h.store.as_ref().unwrap().ops;
+    assert!(ops <= 3, "{ops} store operations for 8 admissions");
+}
+
+#[test]
 fn a_cooldown_seen_through_a_store_holds_the_store_for_everyone() {
     let (gate, store) = store_gate(StoreSettings::DEFAULT);
     let mut h = Harness::new(

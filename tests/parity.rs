@@ -131,7 +131,7 @@ impl Authority for RedisAuthority<'_> {
                     Reply::Bulk(s) => s.clone(),
                     other => panic!("unexpected reply field {other:?}"),
                 };
-                answer(&field(0), &field(1), &field(2))
+                answer(&field(0), &field(1), &field(2), &field(3))
                     .unwrap_or_else(|| panic!("unreadable answer {items:?}"))
             }
             other => panic!("the script failed on {op:?}: {other:?}"),
@@ -148,7 +148,8 @@ fn load(connection: &mut Connection) -> String {
 
 #[derive(Debug, Clone)]
 enum Step {
-    Admit(Option<(u64, u64)>),
+    /// An admission for this many waiting requests, after what a response said.
+    Admit(u32, Option<(u64, u64)>),
     /// An admission with a learning gate's count: exactly (or at most) this many tokens.
     Counted(bool, f64),
     /// Resume the admission this many admissions back.
@@ -162,7 +163,8 @@ enum Step {
 fn step() -> impl Strategy<Value = Step> {
     let seen = prop::option::of((prop::sample::select(vec![1u64, 2, 5, 10, 20]), 0u64..12));
     prop_oneof![
-        6 => seen.clone().prop_map(Step::Admit),
+        6 => (prop::sample::select(vec![1u32, 1, 2, 3, 64]), seen.clone())
+            .prop_map(|(want, seen)| Step::Admit(want, seen)),
         2 => (any::<bool>(), prop::sample::select(vec![0.0, 0.5, 1.0, 3.0, 40.0]))
             .prop_map(|(exactly, n)| Step::Counted(exactly, n)),
         2 => (0usize..4).prop_map(Step::Resume),
@@ -204,12 +206,14 @@ fn compare(
     for (i, (pause, step)) in steps.iter().enumerate() {
         now += pause;
         let op = match step {
-            Step::Admit(seen) => Op::Admit {
+            Step::Admit(want, seen) => Op::Admit {
                 id: i as u64,
+                want: *want,
                 seen: remaining(*seen).map(Seen::Remaining),
             },
             Step::Counted(exactly, n) => Op::Admit {
                 id: i as u64,
+                want: 1,
                 seen: Some(Seen::Count(match exactly {
                     true => Count::Exactly(*n),
                     false => Count::AtMost(*n),

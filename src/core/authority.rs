@@ -25,12 +25,16 @@ pub type AdmissionId = u64;
 /// One transition of the shared state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    /// May the request numbered `id` go now? Quota closure first, then the cooldown, then a
-    /// token. A take from a full bucket pauses the refill until that request's response
-    /// ([`Op::Resume`]), because the server's refill starts when the burst arrives.
+    /// May the request numbered `id` go now, and up to `want - 1` more behind it (numbered
+    /// `id + 1`, ...)? Quota closure first, then the cooldown, then as many tokens as are there,
+    /// up to `want`: a line waiting on a store takes what it can use in one round trip. A take
+    /// from a full bucket pauses the refill until that request's response ([`Op::Resume`] of
+    /// `id`), because the server's refill starts when the burst arrives.
     Admit {
-        /// The admission's number.
+        /// The (first) admission's number.
         id: AdmissionId,
+        /// How many requests wait to go, at least 1.
+        want: u32,
         /// What a recent response said of the tokens, not yet told (applied first): it rides
         /// along rather than cost a round trip.
         seen: Option<Seen>,
@@ -91,13 +95,16 @@ pub const LOW_REMAINING: f64 = 0.1;
 /// never compare their clock with another process's.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Answer {
-    /// Admitted. `anchor`: this admission paused the refill (report its response with
-    /// [`Op::Resume`]); `next_ms`: when the next token will be there (0: now).
+    /// Admitted, `taken` of them (at least 1, at most the `want` asked). `anchor`: the first
+    /// admission paused the refill (report its response with [`Op::Resume`]); `next_ms`: when
+    /// the next token will be there (0: now).
     Admitted {
-        /// The refill waits for this admission's response.
+        /// The refill waits for the first admission's response.
         anchor: bool,
         /// Milliseconds until the next token.
         next_ms: Millis,
+        /// How many requests may go.
+        taken: u32,
     },
     /// Not yet: come back in this many milliseconds (at least 1).
     Wait(Millis),

@@ -186,7 +186,7 @@ impl MemoryAuthority {
 impl Authority for MemoryAuthority {
     fn apply(&mut self, now: Millis, op: &Op) -> Answer {
         match *op {
-            Op::Admit { id, seen } => {
+            Op::Admit { id, want, seen } => {
                 match seen {
                     Some(Seen::Remaining(remaining)) => self.observe(now, None, Some(remaining)),
                     Some(Seen::Count(count)) => self.tune(now, self.rate(), Some(count)),
@@ -202,8 +202,16 @@ impl Authority for MemoryAuthority {
                             if anchor {
                                 self.anchor = Some(id);
                             }
+                            let mut taken = 1;
+                            while taken < want && self.bucket.take(now) {
+                                taken += 1;
+                            }
                             let next_ms = self.wait_ms(now);
-                            Answer::Admitted { anchor, next_ms }
+                            Answer::Admitted {
+                                anchor,
+                                next_ms,
+                                taken,
+                            }
                         }
                         None => Answer::Wait(self.wait_ms(now)),
                     }
@@ -255,7 +263,14 @@ impl Authority for MemoryAuthority {
 impl Immediate for MemoryAuthority {
     /// One line, so first come is first served already.
     fn admit(&mut self, now: Millis, id: AdmissionId, _since: Millis) -> Answer {
-        self.apply(now, &Op::Admit { id, seen: None })
+        self.apply(
+            now,
+            &Op::Admit {
+                id,
+                want: 1,
+                seen: None,
+            },
+        )
     }
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
         MemoryAuthority::predict(self, now, ahead)
@@ -289,7 +304,14 @@ mod tests {
     }
 
     fn admit(a: &mut MemoryAuthority, now: Millis, id: AdmissionId) -> Answer {
-        a.apply(now, &Op::Admit { id, seen: None })
+        a.apply(
+            now,
+            &Op::Admit {
+                id,
+                want: 1,
+                seen: None,
+            },
+        )
     }
 
     fn hold(ms: Millis) -> Op {
@@ -306,17 +328,65 @@ mod tests {
             admit(&mut a, 0.0, 1),
             Answer::Admitted {
                 anchor: true,
-                next_ms: 0.0
+                next_ms: 0.0,
+                taken: 1
             }
         );
         assert_eq!(
             admit(&mut a, 0.0, 2),
             Answer::Admitted {
                 anchor: false,
-                next_ms: 500.0
+                next_ms: 500.0,
+                taken: 1
             }
         );
         assert_eq!(admit(&mut a, 0.0, 3), Answer::Wait(500.0));
+    }
+
+    #[test]
+    fn one_admission_takes_as_many_tokens_as_are_there_up_to_what_it_wants() {
+        let mut a = MemoryAuthority::new(Rate::new(5.0, 2.0).unwrap(), None, 0.0);
+        let many = |id, want| Op::Admit {
+            id,
+            want,
+            seen: None,
+        };
+        // From a full bucket: three of five, and the refill waits for the first's response.
+        assert_eq!(
+            a.apply(0.0, &many(1, 3)),
+            Answer::Admitted {
+                anchor: true,
+                next_ms: 0.0,
+                taken: 3
+            }
+        );
+        // Two are left: wanting ten takes them, and says when the next comes.
+        assert_eq!(
+            a.apply(0.0, &many(4, 10)),
+            Answer::Admitted {
+                anchor: false,
+                next_ms: 500.0,
+                taken: 2
+            }
+        );
+        assert_eq!(a.apply(0.0, &many(6, 10)), Answer::Wait(500.0));
+        // The refill restarts with the first admission's response, not a later one's.
+        assert_eq!(
+            a.apply(100.0, &Op::Resume { id: 4 }),
+            Answer::Resumed(500.0)
+        );
+        assert_eq!(
+            a.apply(100.0, &Op::Resume { id: 1 }),
+            Answer::Resumed(500.0)
+        );
+        assert_eq!(
+            a.apply(1_100.0, &many(6, 10)),
+            Answer::Admitted {
+                anchor: false,
+                next_ms: 500.0,
+                taken: 2
+            }
+        );
     }
 
     #[test]

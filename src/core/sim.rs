@@ -184,7 +184,12 @@ impl ArticleGate {
     pub fn admit_at(&mut self, now: Millis) -> Millis {
         let id = self.next;
         self.next += 1;
-        match self.authority.apply(now, &Op::Admit { id, seen: None }) {
+        let admit = Op::Admit {
+            id,
+            want: 1,
+            seen: None,
+        };
+        match self.authority.apply(now, &admit) {
             Answer::Admitted { .. } => {
                 self.authority.apply(now, &Op::Resume { id });
                 now

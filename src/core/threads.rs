@@ -315,8 +315,9 @@ impl ThreadAuthority {
 impl Authority for ThreadAuthority {
     fn apply(&mut self, now: Millis, op: &Op) -> Answer {
         let op = match *op {
-            Op::Admit { id, seen } => Op::Admit {
+            Op::Admit { id, want, seen } => Op::Admit {
                 id: self.salted(id),
+                want,
                 seen,
             },
             Op::Resume { id } => Op::Resume {
@@ -348,7 +349,14 @@ impl Immediate for ThreadAuthority {
                     claims.put(me, since, t + wait);
                     return ((Answer::Wait(wait), true), true);
                 }
-                let answer = a.apply(t, &Op::Admit { id, seen: None });
+                let answer = a.apply(
+                    t,
+                    &Op::Admit {
+                        id,
+                        want: 1,
+                        seen: None,
+                    },
+                );
                 match answer {
                     Answer::Wait(ms) => claims.put(me, since, t + ms),
                     _ => claims.remove(me),

@@ -189,8 +189,8 @@ impl RedisStore {
                 .unwrap_or_default();
             let field =
                 |i| js_sys::Reflect::get_u32(&reply, i).map(|v| v.as_string().unwrap_or_default());
-            let (value, extra) = (field(1)?, field(2)?);
-            store::answer(&code, &value, &extra).ok_or_else(|| {
+            let (value, extra, count) = (field(1)?, field(2)?, field(3)?);
+            store::answer(&code, &value, &extra, &count).ok_or_else(|| {
                 type_error(&format!("Unexpected answer from the gate script: {code}"))
             })
         }

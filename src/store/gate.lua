@@ -7,7 +7,7 @@
 -- ARGV[3]  burst        ARGV[4] ms per token     ARGV[5] max pause ms
 -- ARGV[6]  budget capacity ("" for no budget)
 -- ARGV[7.] per operation (see below)
--- Times are Redis-clock ms. Every answer is {code, number, number}; delays are relative to
+-- Times are Redis-clock ms. Every answer is {code, number, number, number}; delays are relative to
 -- Redis's now, so callers never compare their own clocks with another process's. Numbers are
 -- stored with 17 significant digits, so the state round-trips exactly.
 
@@ -95,9 +95,10 @@ end
 
 local answer
 if op == 'admit' then
-  -- ARGV[7] the admission's name; ARGV[8], ARGV[9] what a response said first ("" for
-  -- nothing): a limit and remaining count to pace by, or `is`/`max` and a learning gate's
-  -- count of tokens. Quota first, then cooldown, then a token.
+  -- ARGV[7] the (first) admission's name; ARGV[8], ARGV[9] what a response said first (""
+  -- for nothing): a limit and remaining count to pace by, or `is`/`max` and a learning gate's
+  -- count of tokens; ARGV[10] how many wait to go. Quota first, then cooldown, then as many
+  -- tokens as are there, up to that many (the answer's fourth number).
   if ARGV[8] == 'is' or ARGV[8] == 'max' then
     recount(ARGV[8], tonumber(ARGV[9]))
   else
@@ -117,7 +118,12 @@ if op == 'admit' then
     if tokens >= 1 - SLACK then
       tokens = tokens - 1
       if full then paused = now; anchor = ARGV[7] end
-      answer = {'admitted', full and 1 or 0, wait_ms()}
+      local want, taken = tonumber(ARGV[10]) or 1, 1
+      while taken < want and tokens >= 1 - SLACK do
+        tokens = tokens - 1
+        taken = taken + 1
+      end
+      answer = {'admitted', full and 1 or 0, wait_ms(), taken}
     else
       answer = {'wait', wait_ms(), 0}
     end
@@ -181,4 +187,4 @@ if capacity then redis.call('HSET', key, 'budget', exact(budget)) end
 -- any quota closure are over, plus a minute.
 local idle = math.max(burst * interval() + max_pause, cooldown - now, quota - now, 0) + 60000
 redis.call('PEXPIRE', key, math.ceil(idle))
-return {answer[1], exact(answer[2]), exact(answer[3])}
+return {answer[1], exact(answer[2]), exact(answer[3]), exact(answer[4] or 0)}

@@ -94,14 +94,18 @@ pub fn args(
 ) -> Vec<String> {
     let maybe = |n: Option<f64>| n.map_or(String::new(), number);
     let (name, extra) = match op {
-        Op::Admit { id, seen } => {
+        Op::Admit { id, want, seen } => {
             let (kind, value) = match seen {
                 Some(Seen::Remaining(r)) => (number(r.limit as f64), number(r.remaining as f64)),
                 Some(Seen::Count(Count::Exactly(n))) => ("is".to_string(), number(*n)),
                 Some(Seen::Count(Count::AtMost(n))) => ("max".to_string(), number(*n)),
                 None => (String::new(), String::new()),
             };
-            ("admit", vec![admission_name(process, *id), kind, value])
+            let want = number(f64::from(*want));
+            (
+                "admit",
+                vec![admission_name(process, *id), kind, value, want],
+            )
         }
         Op::Resume { id } => ("resume", vec![admission_name(process, *id)]),
         Op::Observe {
@@ -131,8 +135,9 @@ pub fn args(
     args
 }
 
-/// Reads the script's `{code, number, number}`; `None` for anything it never says.
-pub fn answer(code: &str, value: &str, extra: &str) -> Option<Answer> {
+/// Reads the script's `{code, number, number, number}`; `None` for anything it never says.
+/// `count` is how many an admission took (anything for other answers).
+pub fn answer(code: &str, value: &str, extra: &str, count: &str) -> Option<Answer> {
     let n = decimal::parse(value).filter(|n| n.is_finite())?;
     let flag = || match extra {
         "1" => Some(true),
@@ -147,6 +152,7 @@ pub fn answer(code: &str, value: &str, extra: &str) -> Option<Answer> {
                 _ => return None,
             },
             next_ms: decimal::parse(extra).filter(|n| n.is_finite())?,
+            taken: count.parse().ok().filter(|&n| n >= 1)?,
         },
         "wait" => Answer::Wait(n),
         "exhausted" => Answer::Exhausted(n),
@@ -181,9 +187,16 @@ mod tests {
     fn arguments_follow_the_scripts_layout() {
         let rate = Rate::new(2.0, 2.0).unwrap();
         let text = |n: f64| n.to_string();
-        let admit = Op::Admit { id: 1, seen: None };
+        let admit = Op::Admit {
+            id: 1,
+            want: 3,
+            seen: None,
+        };
         let a = args(&admit, rate, Some(500.0), Some(10.0), "p", &text);
-        assert_eq!(a, ["admit", "10", "2", "500", "1000", "500", "p-1", "", ""]);
+        assert_eq!(
+            a,
+            ["admit", "10", "2", "500", "1000", "500", "p-1", "", "", "3"]
+        );
         let observe = Op::Observe {
             cooldown_ms: Some(1000.0),
             remaining: Some(Remaining {
@@ -206,28 +219,40 @@ mod tests {
     #[test]
     fn reads_every_answer_and_refuses_garbage() {
         assert_eq!(
-            answer("admitted", "1", "500"),
+            answer("admitted", "1", "500", "1"),
             Some(Answer::Admitted {
                 anchor: true,
-                next_ms: 500.0
+                next_ms: 500.0,
+                taken: 1
             })
         );
-        assert_eq!(answer("wait", "250", "0"), Some(Answer::Wait(250.0)));
-        assert_eq!(answer("exhausted", "9", "0"), Some(Answer::Exhausted(9.0)));
+        assert_eq!(answer("wait", "250", "0", "1"), Some(Answer::Wait(250.0)));
         assert_eq!(
-            answer("observed", "0", "1"),
+            answer("exhausted", "9", "0", "1"),
+            Some(Answer::Exhausted(9.0))
+        );
+        assert_eq!(
+            answer("observed", "0", "1", "1"),
             Some(Answer::Observed {
                 cooldown_ms: 0.0,
                 slow: true
             })
         );
-        assert_eq!(answer("refused", "0", "0"), Some(Answer::Refused(0.0)));
-        assert_eq!(answer("nonsense", "0", "0"), None);
-        assert_eq!(answer("wait", "soon", "0"), None);
-        assert_eq!(answer("wait", "inf", "0"), None);
-        assert_eq!(answer("admitted", "0", ""), None);
-        assert_eq!(answer("admitted", "2", "0"), None);
-        assert_eq!(answer("observed", "0", "yes"), None);
+        assert_eq!(answer("refused", "0", "0", "1"), Some(Answer::Refused(0.0)));
+        assert_eq!(answer("nonsense", "0", "0", "1"), None);
+        assert_eq!(answer("wait", "soon", "0", "1"), None);
+        assert_eq!(answer("wait", "inf", "0", "1"), None);
+        assert_eq!(answer("admitted", "0", "", "1"), None);
+        assert_eq!(answer("admitted", "2", "0", "1"), None);
+        assert_eq!(answer("observed", "0", "yes", "1"), None);
+        // How many an admission took: a whole number, at least one.
+        assert!(matches!(
+            answer("admitted", "0", "0", "7"),
+            Some(Answer::Admitted { taken: 7, .. })
+        ));
+        for count in ["0", "1.5", "-1", "", "many"] {
+            assert_eq!(answer("admitted", "0", "0", count), None, "{count}");
+        }
     }
 
     #[test]

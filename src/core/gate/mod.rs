@@ -52,6 +52,12 @@ pub type CallId = Id;
 /// is due now. So is a token due that soon, which spares a second wake-up a moment later.
 pub const EARLY_MS: Millis = 1.0;
 
+/// At most this many calls of a line waiting on a shared store are admitted by one round trip:
+/// a process with many calls in flight asks once for what they need, not once each. A call
+/// that leaves while its token is on the way loses that token, so the asks stay modest. (A
+/// learning gate asks for one at a time.)
+pub const STORE_BATCH: usize = 64;
+
 /// Where the gate's shared state lives: in this process (its own memory, or memory its threads
 /// share), or in a store other processes reach too.
 enum Keeper {
@@ -474,12 +480,22 @@ impl Gate {
                 if link.admitting || now < link.ready_at {
                     return false;
                 }
-                self.next_admission += 1;
+                // A learning gate's bucket is a guess: taken in one go, a guess too high
+                // costs as many 429s as it took. It asks for one at a time.
+                let want = match self.learner {
+                    Some(_) => 1,
+                    None => self.line.len().clamp(1, STORE_BATCH),
+                };
+                self.next_admission += want as AdmissionId;
                 let op = link.send(now, store_link::Purpose::Admit(id));
                 let seen = link.seen.take();
                 self.actions.push_back(Action::Store {
                     id: op,
-                    op: Op::Admit { id, seen },
+                    op: Op::Admit {
+                        id,
+                        want: want as u32,
+                        seen,
+                    },
                 });
                 return true;
             }

@@ -62,25 +62,37 @@ impl Gate {
             return;
         };
         match answer {
-            Answer::Admitted { anchor, next_ms } => {
+            Answer::Admitted {
+                anchor,
+                next_ms,
+                taken,
+            } => {
                 link.ready_at = now + next_ms;
-                // The head may have left while we asked: the token goes to whoever is at the
-                // head now. With nobody to take it, a paused refill restarts at once.
-                let calls = &self.calls;
-                match self.line.front(|p| Gate::live(calls, p)) {
-                    Some(head) => {
-                        let deadline = self.calls.get(head.call).map(|c| c.admission_deadline());
-                        match deadline {
-                            Some((deadline, reason)) if deadline < now => {
-                                self.line.pop();
-                                self.figures.expired += 1;
-                                self.give_up(now, head.call, reason);
-                                self.release(now, id, anchor);
-                            }
-                            _ => self.admit(now, head, id, anchor),
+                // Heads may have left while we asked: the tokens go to whoever is at the head
+                // now, the first (the one that may anchor the refill) to the first of them. With
+                // nobody to take it, a paused refill restarts at once.
+                let mut given = 0;
+                while given < taken {
+                    let calls = &self.calls;
+                    let Some(head) = self.line.front(|p| Gate::live(calls, p)) else {
+                        break;
+                    };
+                    let deadline = self.calls.get(head.call).map(|c| c.admission_deadline());
+                    match deadline {
+                        Some((deadline, reason)) if deadline < now => {
+                            self.line.pop();
+                            self.figures.expired += 1;
+                            self.give_up(now, head.call, reason);
+                        }
+                        _ => {
+                            let first = given == 0;
+                            self.admit(now, head, id + u64::from(given), anchor && first);
+                            given += 1;
                         }
                     }
-                    None => self.release(now, id, anchor),
+                }
+                if given == 0 {
+                    self.release(now, id, anchor);
                 }
             }
             Answer::Wait(ms) => link.ready_at = now + ms,
