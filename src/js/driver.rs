@@ -9,7 +9,7 @@ use std::rc::{Rc, Weak};
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::{future_to_promise, spawn_local};
+use wasm_bindgen_futures::spawn_local;
 
 use super::attempt::{self, global_fetch, How};
 use super::body;
@@ -26,7 +26,6 @@ use super::redis::RedisStore;
 use super::registry;
 use super::replay;
 use super::timer::Timer;
-use super::wait::Slot;
 use super::watch::Watches;
 use crate::core::classify::Failure;
 use crate::core::gate::action::{Action, End, Event};
@@ -47,8 +46,10 @@ enum Waiter {
         send: Option<Millis>,
         end: Option<Result<JsValue, JsValue>>,
     },
-    /// A promise the driver settles.
-    Slot(Slot<Result<JsValue, JsValue>>),
+    /// A promise the driver settles: its resolve and reject functions. Nothing else per
+    /// waiter (no task, no future): a call settles by one call into JavaScript, exactly once,
+    /// because the call is forgotten as it settles.
+    Promise(js_sys::Function, js_sys::Function),
     /// The gate's `/usage` probe: the request to send, if one could be made.
     Probe(Option<(JsValue, JsValue)>),
 }
@@ -351,18 +352,18 @@ impl GateDriver {
     /// The caller's promise for a call that goes on asynchronously: the driver settles it. Its
     /// signal is watched from now on (an attempt in flight watches it itself).
     pub fn promise(self: &Rc<Self>, call: CallId) -> js_sys::Promise {
-        let slot = Slot::default();
+        let mut settle = None;
+        let promise = js_sys::Promise::new(&mut |resolve, reject| settle = Some((resolve, reject)));
         let mut calls = self.calls.borrow_mut();
-        let Some(js) = calls.get_mut(call) else {
+        let (Some(js), Some((resolve, reject))) = (calls.get_mut(call), settle) else {
             return js_sys::Promise::reject(&range_error("Unknown call"));
         };
-        js.waiter = Waiter::Slot(slot.clone());
+        js.waiter = Waiter::Promise(resolve, reject);
         if let Some(signal) = &js.signal {
             let on_abort = self.on_abort();
             js.watch = Some(self.watches.borrow_mut().add(signal, call, on_abort));
         }
-        drop(calls);
-        future_to_promise(async move { slot.wait().await })
+        promise
     }
 
     /// What `call` learned of its route's limiter bucket (see `Action::Route`): the route's
@@ -734,8 +735,13 @@ impl GateDriver {
         if let Some(watch) = js.watch {
             self.watches.borrow_mut().remove(watch, call);
         }
-        if let Waiter::Slot(slot) = js.waiter {
-            slot.settle(result);
+        // Settling runs no JavaScript of anyone's at once: a promise's reactions wait for a
+        // microtask, and a Response or an error is no thenable to be asked for `then`.
+        if let Waiter::Promise(resolve, reject) = js.waiter {
+            let _ = match result {
+                Ok(value) => resolve.call1(&JsValue::UNDEFINED, &value),
+                Err(error) => reject.call1(&JsValue::UNDEFINED, &error),
+            };
         }
     }
 

@@ -24,7 +24,6 @@ mod shelf;
 mod text;
 mod timer;
 mod transport;
-mod wait;
 mod watch;
 
 /// Talc instead of the default dlmalloc: a few KB less wasm. The module is single-threaded.
