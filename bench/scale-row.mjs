@@ -66,7 +66,7 @@ async function waiters({ variant, n, shared }) {
       g ? `${int(g.waiting)} / ${g.timerArmed}` : 'n/a', `${int(abortMs)} ms`,
       int(outcomes.filter((o) => o === 'AbortError').length), tally(outcomes, 'AbortError'),
       int(per('heap', after) + per('external', after) - per('wasm', after)), timersAlive() - timersBefore],
-    timers, gate: Boolean(g),
+    timers, gate: Boolean(g), shared, bytes: per('heap') + per('external'),
   };
 }
 
