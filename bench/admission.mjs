@@ -42,7 +42,6 @@ export async function run({ quick }) {
 
   const base = ns['empty async call'];
   const ratio = (name) => median(ns[name].map((x, i) => x / base[i]));
-  const rows = names.map((name) => [name, int(median(ns[name])), int(Math.min(...ns[name])), fix(ratio(name), 1), fix(vsThrottle(name), 1)]);
   const r1 = ratio('odds-gate retry:false');
   const r2 = ratio('odds-gate default retry');
   // Against p-throttle, per round, as for the empty call.
@@ -50,6 +49,7 @@ export async function run({ quick }) {
   const vsThrottle = (name) => median(ns[name].map((x, i) => x / throttle[i]));
   const t1 = vsThrottle('odds-gate retry:false');
   const t2 = vsThrottle('odds-gate default retry');
+  const rows = names.map((name) => [name, int(median(ns[name])), int(Math.min(...ns[name])), fix(ratio(name), 1), fix(vsThrottle(name), 1)]);
   return [{
     id: 'admission',
     title: 'Admission cost without network',
