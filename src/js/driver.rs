@@ -660,7 +660,7 @@ impl GateDriver {
         let url = config
             .usage_url
             .clone()
-            .or_else(|| headers::url(&from.input).and_then(|u| usage_url_for(&u)));
+            .or_else(|| usage_url_for(&headers::request_url(&from.input)));
         let request = url.map(|url| {
             let (credential, _, _) = headers::request(&from.input, &from.init);
             let headers = js_sys::Object::new();

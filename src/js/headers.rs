@@ -89,11 +89,3 @@ pub fn lookup(response: &JsValue) -> impl Fn(&str) -> Option<String> + '_ {
         })
     }
 }
-
-/// The request's URL as a string: `input` itself, a `URL`'s `href`, or a `Request`'s `url`.
-pub fn url(input: &JsValue) -> Option<String> {
-    input
-        .as_string()
-        .or_else(|| get(input, "href").as_string())
-        .or_else(|| get(input, "url").as_string())
-}

@@ -56,20 +56,19 @@ pub fn gate_for(scope: &Scope, config: &Config) -> Result<Rc<GateDriver>, JsValu
         registry.evict_idle(SWEEP_PER_GATE);
         let now = clock::now();
         let random = Box::new(OsRandom);
-        let gate = match (&config.store, config.rate) {
-            (Some(store), Allowance::Fixed(rate)) => {
-                Gate::shared(rate, config.budget, store.settings(), now, random)
-            }
-            (Some(store), Allowance::Learned(ceiling)) => {
-                let start = start(ceiling, now);
-                Gate::shared(start, config.budget, store.settings(), now, random)
-                    .learning(ceiling, now)
-            }
-            _ if config.threads => threaded(scope, config, now)?,
-            (_, Allowance::Fixed(rate)) => Gate::new(rate, config.budget, now, random),
-            (_, Allowance::Learned(ceiling)) => {
-                Gate::new(start(ceiling, now), config.budget, now, random).learning(ceiling, now)
-            }
+        // A learning gate starts from the learner's first allowance (see [`Learner`]).
+        let (rate, learn) = match config.rate {
+            Allowance::Fixed(rate) => (rate, None),
+            Allowance::Learned(ceiling) => (Learner::new(ceiling).rate(now), Some(ceiling)),
+        };
+        let gate = match &config.store {
+            Some(store) => Gate::shared(rate, config.budget, store.settings(), now, random),
+            None if config.threads => threaded(scope, config, rate, now)?,
+            None => Gate::new(rate, config.budget, now, random),
+        };
+        let gate = match learn {
+            Some(ceiling) => gate.learning(ceiling, now),
+            None => gate,
         };
         let driver = GateDriver::new(scope.clone(), gate, config.store.clone());
         driver.hear(&config.events);
@@ -92,10 +91,14 @@ pub fn routed(credential: &Scope, route: &str) -> Option<Scope> {
     })
 }
 
-/// What a new call of `route` of `credential` does (see `Routes::role`).
+/// What a new call of `route` of `credential` does (see `Routes::role`). Called per request:
+/// the credential is copied only the first time.
 pub fn role(credential: &Scope, route: &str) -> Role {
     GATES.with(|registry| {
         let mut registry = registry.borrow_mut();
+        if let Some(routes) = registry.routes.get_mut(credential) {
+            return routes.role(route);
+        }
         let routes = registry.routes.entry(credential.clone()).or_default();
         routes.role(route)
     })
@@ -129,31 +132,22 @@ pub fn heard_route(credential: &Scope, route: &str, bucket: &str) {
     })
 }
 
-/// The gate of `scope` in the slot the process's threads share; this thread's own where memory
-/// cannot be shared or the shelf has no room.
-fn threaded(scope: &Scope, config: &Config, now: Millis) -> Result<Gate, JsValue> {
+/// The gate of `scope`, starting at `rate`, in the slot the process's threads share; this
+/// thread's own where memory cannot be shared or the shelf has no room. (A learning gate
+/// learns once made.)
+fn threaded(scope: &Scope, config: &Config, rate: Rate, now: Millis) -> Result<Gate, JsValue> {
     let random = Box::new(OsRandom);
     let offset = shelf::clock_offset();
-    let (rate, learn) = match config.rate {
-        Allowance::Fixed(rate) => (rate, None),
-        Allowance::Learned(ceiling) => (start(ceiling, now), Some(ceiling)),
-    };
-    let learning = |gate: Gate| match learn {
-        Some(ceiling) => gate.learning(ceiling, now),
-        None => gate,
-    };
     let Some(slot) = shelf::current().and_then(|s| ShelfSlot::find(s, scope, offset)) else {
-        return Ok(learning(
-            Gate::new(rate, config.budget, now, random).for_threads(),
-        ));
+        return Ok(Gate::new(rate, config.budget, now, random).for_threads());
     };
     let settings = Settings {
         rate,
         budget: config.budget,
-        learn: learn.is_some(),
+        learn: matches!(config.rate, Allowance::Learned(_)),
     };
     match ThreadAuthority::join(Box::new(slot), settings, shelf::thread_number(), offset) {
-        Ok(authority) => Ok(learning(Gate::threaded(authority, random))),
+        Ok(authority) => Ok(Gate::threaded(authority, random)),
         Err(held) if held.learn != settings.learn || held.rate != rate => Err(mismatch(
             scope,
             &format!("{} in another thread", held_text(held)),
@@ -255,11 +249,6 @@ fn memory(threads: bool) -> String {
         true => "memory shared by the process's threads".into(),
         false => "this thread's memory (threads: false)".into(),
     }
-}
-
-/// The allowance a learning gate starts from (see [`Learner`]).
-fn start(ceiling: Option<Rate>, now: Millis) -> Rate {
-    Learner::new(ceiling).rate(now)
 }
 
 /// What a gate does with the allowance, as a mismatch names it ("already ...").

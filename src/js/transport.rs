@@ -52,15 +52,19 @@ struct Known {
 }
 
 impl Known {
-    /// `stats()` over these gates, most recently used first; with a batch's time and retries
-    /// left.
-    fn stats(&self, batch: Option<(f64, Option<u32>)>) -> JsValue {
-        let mut drivers: Vec<Rc<GateDriver>> = self
-            .gates
+    /// Every gate known: the credentials' and their other limiter buckets'.
+    fn drivers(&self) -> Vec<Rc<GateDriver>> {
+        self.gates
             .values()
             .chain(self.buckets.values())
             .cloned()
-            .collect();
+            .collect()
+    }
+
+    /// `stats()` over these gates, most recently used first; with a batch's time and retries
+    /// left.
+    fn stats(&self, batch: Option<(f64, Option<u32>)>) -> JsValue {
+        let mut drivers = self.drivers();
         drivers.sort_unstable_by_key(|d| std::cmp::Reverse(d.used()));
         figures::stats(&drivers, &self.retired, batch)
     }
@@ -336,13 +340,7 @@ impl Transport {
 
     /// The gates this wrapper knows.
     fn drivers(&self) -> Vec<Rc<GateDriver>> {
-        let known = self.gates.borrow();
-        known
-            .gates
-            .values()
-            .chain(known.buckets.values())
-            .cloned()
-            .collect()
+        self.gates.borrow().drivers()
     }
 
     fn park(&self, driver: Rc<GateDriver>, call: CallId) -> u32 {
