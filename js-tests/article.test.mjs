@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { randomUUID } from 'node:crypto';
 import { Gate, simulate, createFetch } from '../pkg/index.js';
+import { simulate as articleModel } from './support/retry-model.mjs';
 
 const rate = { burst: 2, perSecond: 2 };
 const freshKey = () => `article-${randomUUID()}`;
@@ -101,4 +102,26 @@ test('an unrepresentable server delay fails instead of shortening the requested 
   assert.equal(gate.lastFeedback.retryAfterMs, null);
   // The body nobody will read was cancelled, which frees its connection.
   await assert.rejects(response.text(), TypeError);
+});
+
+test("every combination of the article's options gives the article's own model's timeline", () => {
+  let combinations = 0;
+  for (const [shared, separateGates] of [[false, false], [true, false], [false, true]]) {
+    for (const alwaysReject of [false, true]) {
+      for (const maxAttempts of [1, 2, 3, 5, 10]) {
+        for (const retryBudget of [null, 0, 4]) {
+          const options = { shared, separateGates, alwaysReject, maxAttempts, retryBudget };
+          const want = articleModel(options);
+          const got = simulate(options);
+          const name = JSON.stringify(options);
+          for (const field of ['attempts', 'rejected', 'completed', 'abandoned', 'lastAttemptMs']) {
+            assert.equal(got[field], want[field], `${name}: ${field}`);
+          }
+          assert.deepEqual(got.timeline, want.timeline, name);
+          combinations++;
+        }
+      }
+    }
+  }
+  assert.equal(combinations, 90);
 });

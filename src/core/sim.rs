@@ -262,6 +262,7 @@ struct Run<'a> {
     /// Each gate's pending step, so it is stepped once per wake-up.
     scheduled: Vec<Option<(Millis, u64)>>,
     workers: Vec<Map<CallId, u32>>,
+    attempts: Vec<Map<CallId, u32>>,
     /// Snapshots each worker has still to start.
     left: Vec<u32>,
     queue: BinaryHeap<Event>,
@@ -281,8 +282,16 @@ impl Run<'_> {
     /// when the server sends them.
     fn respond(&mut self, g: usize, now: Millis, call: CallId, status: u16, remaining: u64) {
         let headers = self.options.headers;
+        // The article's workers defer the gate only before a retry: the answer to a call's
+        // last attempt holds nobody.
+        let last = self.attempts[g].get(&call).copied().unwrap_or(0) >= self.options.max_attempts;
+        let retry_after_ms = if last {
+            0.0
+        } else {
+            self.options.retry_after_ms
+        };
         let feedback = Feedback {
-            retry_after_ms: (status == 429).then_some(self.options.retry_after_ms),
+            retry_after_ms: (status == 429).then_some(retry_after_ms),
             limit: headers.then_some(self.options.rate.burst() as u64),
             remaining: headers.then_some(remaining),
             ..Feedback::default()
@@ -306,6 +315,7 @@ impl Run<'_> {
             match action {
                 Action::Send { call, .. } => {
                     let worker = self.workers[g][&call];
+                    *self.attempts[g].entry(call).or_default() += 1;
                     let ok = !self.options.always_reject && self.server.take(now);
                     let status = if ok { 200 } else { 429 };
                     self.report.timeline.push(Attempt {
@@ -381,6 +391,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         gates,
         scheduled: vec![None; gate_count],
         workers: (0..gate_count).map(|_| Map::default()).collect(),
+        attempts: (0..gate_count).map(|_| Map::default()).collect(),
         left: vec![options.snapshots; options.workers as usize],
         queue: BinaryHeap::new(),
         order: 0,

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use super::line::Rank;
 use crate::core::authority::AdmissionId;
 use crate::core::batch::Batch;
 use crate::core::classify::{Kind, Outcome};
@@ -111,6 +112,8 @@ pub struct Call {
     pub probe: bool,
     /// When it was made.
     pub started: Millis,
+    /// Its place in the call order: it keeps it when it comes back to the line.
+    pub rank: Rank,
     /// When its first attempt went out.
     pub first_sent: Option<Millis>,
     /// When its latest attempt went out.
@@ -135,11 +138,12 @@ pub struct Call {
 
 impl Call {
     /// A call made at `now`, not yet in line.
-    pub fn new(spec: CallSpec, probe: bool, now: Millis) -> Call {
+    pub fn new(spec: CallSpec, probe: bool, now: Millis, rank: Rank) -> Call {
         Call {
             spec,
             probe,
             started: now,
+            rank,
             first_sent: None,
             last_sent: now,
             attempts: 0,

@@ -30,7 +30,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use self::action::{Action, End, Event};
 use self::call::{Call, CallSpec, Stage};
 use self::figures::Figures;
-use self::line::{Line, Place};
+use self::line::{Line, Place, Rank};
 use self::store_link::{StoreLink, StoreSettings};
 use super::authority::{AdmissionId, Answer, Authority, Immediate, Op, Seen};
 use super::bucket::Count;
@@ -141,6 +141,8 @@ pub struct Gate {
     learner: Option<Learner>,
     /// Attempts admitted whose outcome has not come back.
     sending: usize,
+    /// Calls made so far: the next call's place in the call order.
+    arrivals: Rank,
 }
 
 impl std::fmt::Debug for Gate {
@@ -220,6 +222,7 @@ impl Gate {
             threads: false,
             learner: None,
             sending: 0,
+            arrivals: 0,
         }
     }
 
@@ -350,7 +353,9 @@ impl Gate {
     }
 
     fn make(&mut self, now: Millis, spec: CallSpec, probe: bool) -> CallId {
-        self.calls.insert(Call::new(spec, probe, now))
+        let rank = self.arrivals;
+        self.arrivals += 1;
+        self.calls.insert(Call::new(spec, probe, now, rank))
     }
 
     /// Puts a call (new, or back from an attempt) in line, or settles it if it cannot be
@@ -380,7 +385,11 @@ impl Gate {
         call.visits += 1;
         let visit = call.visits;
         call.stage = Stage::Queued { visit, since: now };
-        let place = Place { call: id, visit };
+        let place = Place {
+            rank: call.rank,
+            call: id,
+            visit,
+        };
         match call.spec.scout && visit == 1 {
             true => self.line.push_front(place),
             false => self.line.push(place),
@@ -709,7 +718,8 @@ impl Gate {
         let calls = &self.calls;
         let waiting: Vec<CallId> = self
             .line
-            .iter()
+            .ordered()
+            .into_iter()
             .filter(|&p| Gate::live(calls, p))
             .map(|p| p.call)
             .collect();
@@ -734,7 +744,8 @@ impl Gate {
         let calls = &self.calls;
         let waiting: Vec<CallId> = self
             .line
-            .iter()
+            .ordered()
+            .into_iter()
             .filter(|&p| Gate::live(calls, p))
             .map(|p| p.call)
             .collect();
