@@ -63,14 +63,17 @@ impl Gate {
     }
 }
 
-/// The article's `simulate()`: (attempts, rejected, completed, abandoned, timeline).
+/// What a run gives: attempts, rejected, completed, abandoned, and (at, worker, status) each.
+type Outcome = (usize, usize, usize, usize, Vec<(f64, u32, u16)>);
+
+/// The article's `simulate()`.
 fn model(
     shared: bool,
     separate_gates: bool,
     always_reject: bool,
     max_attempts: u32,
     retry_budget: Option<u32>,
-) -> (usize, usize, usize, usize, Vec<(f64, u32, u16)>) {
+) -> Outcome {
     let mut server = Bucket::new();
     let mut gate = Gate::new();
     let mut two_gates = [Gate::new(), Gate::new()];
