@@ -1,6 +1,6 @@
 //! Every number the article states, reproduced by the production call machine on a virtual clock.
 
-use odds_gate::core::config::Rate;
+use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::sim::ArticleGate as Gate;
 use odds_gate::core::sim::{simulate, Coordination, SimOptions};
 

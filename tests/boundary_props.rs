@@ -5,16 +5,18 @@
 //! Redis script's replies.
 #![cfg(not(target_arch = "wasm32"))]
 
-use odds_gate::core::backoff::Backoff;
-use odds_gate::core::budget::RefillingConfig;
-use odds_gate::core::classify::{valid_method, RetryRules};
-use odds_gate::core::config::{Rate, MIN_PER_SECOND};
-use odds_gate::core::feedback::{parse_feedback, parse_retry_after, skim_feedback, MAX_DELAY_MS};
 use odds_gate::core::gate::store_link::{OnFailure, StoreSettings};
-use odds_gate::core::http_date::parse_http_date;
-use odds_gate::core::policy::RetryPolicy;
-use odds_gate::core::quota::{looks_exhausted, usage_url_for, valid_usage_url, Usage};
-use odds_gate::core::scope::{sendable, Scope};
+use odds_gate::core::gates::scope::{sendable, Scope};
+use odds_gate::core::parse::feedback::{
+    parse_feedback, parse_retry_after, skim_feedback, MAX_DELAY_MS,
+};
+use odds_gate::core::parse::http_date::parse_http_date;
+use odds_gate::core::rules::allowance::{Rate, MIN_PER_SECOND};
+use odds_gate::core::rules::backoff::Backoff;
+use odds_gate::core::rules::budget::RefillingConfig;
+use odds_gate::core::rules::classify::{valid_method, RetryRules};
+use odds_gate::core::rules::policy::RetryPolicy;
+use odds_gate::core::rules::quota::{looks_exhausted, usage_url_for, valid_usage_url, Usage};
 use odds_gate::store::answer;
 use proptest::prelude::*;
 

@@ -3,7 +3,7 @@
 //! between two doubles, where a reader that is merely close rounds the wrong way.
 #![cfg(not(target_arch = "wasm32"))]
 
-use odds_gate::core::decimal::parse;
+use odds_gate::core::parse::decimal::parse;
 use proptest::prelude::*;
 
 fn same(text: &str) -> Result<(), TestCaseError> {

@@ -2,8 +2,10 @@
 //! the header asks for.
 #![cfg(not(target_arch = "wasm32"))]
 
-use odds_gate::core::feedback::{parse_feedback, parse_retry_after, FeedbackError, MAX_DELAY_MS};
-use odds_gate::core::http_date::parse_http_date;
+use odds_gate::core::parse::feedback::{
+    parse_feedback, parse_retry_after, FeedbackError, MAX_DELAY_MS,
+};
+use odds_gate::core::parse::http_date::parse_http_date;
 use proptest::prelude::*;
 
 const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];

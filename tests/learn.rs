@@ -7,12 +7,12 @@
 mod harness;
 
 use harness::{Harness, Reply};
-use odds_gate::core::classify::Failure;
-use odds_gate::core::config::Rate;
+use odds_gate::core::base::random::Seeded;
 use odds_gate::core::gate::action::{Action, Event};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::Gate;
-use odds_gate::core::random::Seeded;
+use odds_gate::core::rules::allowance::Rate;
+use odds_gate::core::rules::classify::Failure;
 use odds_gate::core::sim::{simulate, Coordination, SimOptions, SimReport};
 
 const ALLOWANCES: [(f64, f64); 3] = [(5.0, 10.0), (2.0, 2.0), (20.0, 5.0)];

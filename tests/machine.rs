@@ -9,20 +9,20 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use harness::{FakeStore, Harness, Reply};
-use odds_gate::core::backoff::Backoff;
-use odds_gate::core::batch::Batch;
-use odds_gate::core::bucket::TokenBucket;
-use odds_gate::core::budget::{BatchBudget, RefillingConfig};
-use odds_gate::core::config::Rate;
-use odds_gate::core::feedback::MAX_DELAY_MS;
+use odds_gate::core::authority::memory::MemoryAuthority;
+use odds_gate::core::base::random::Seeded;
 use odds_gate::core::gate::action::{End, Event};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::store_link::{OnFailure, StoreSettings};
 use odds_gate::core::gate::Gate;
-use odds_gate::core::memory::MemoryAuthority;
-use odds_gate::core::policy::{Reason, RetryPolicy};
-use odds_gate::core::quota::Usage;
-use odds_gate::core::random::Seeded;
+use odds_gate::core::parse::feedback::MAX_DELAY_MS;
+use odds_gate::core::rules::allowance::Rate;
+use odds_gate::core::rules::backoff::Backoff;
+use odds_gate::core::rules::batch::Batch;
+use odds_gate::core::rules::bucket::TokenBucket;
+use odds_gate::core::rules::budget::{BatchBudget, RefillingConfig};
+use odds_gate::core::rules::policy::{Reason, RetryPolicy};
+use odds_gate::core::rules::quota::Usage;
 use odds_gate::core::Millis;
 
 fn rate(burst: f64, per_second: f64) -> Rate {
@@ -602,7 +602,7 @@ fn three_bare_429s_start_one_probe_and_a_spent_quota_fails_everyone_fast() {
     h.gate.reset_quota(h.now);
     assert!(matches!(
         h.gate.figures(h.now).quota,
-        Some(odds_gate::core::quota::QuotaState::Open)
+        Some(odds_gate::core::rules::quota::QuotaState::Open)
     ));
 }
 

@@ -9,15 +9,15 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use harness::{Harness, Reply};
-use odds_gate::core::backoff::Backoff;
-use odds_gate::core::batch::Batch;
-use odds_gate::core::budget::{BatchBudget, RefillingConfig};
-use odds_gate::core::config::Rate;
+use odds_gate::core::base::random::Seeded;
 use odds_gate::core::gate::action::End;
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::{Gate, EARLY_MS};
-use odds_gate::core::policy::RetryPolicy;
-use odds_gate::core::random::Seeded;
+use odds_gate::core::rules::allowance::Rate;
+use odds_gate::core::rules::backoff::Backoff;
+use odds_gate::core::rules::batch::Batch;
+use odds_gate::core::rules::budget::{BatchBudget, RefillingConfig};
+use odds_gate::core::rules::policy::RetryPolicy;
 use odds_gate::core::Millis;
 use proptest::prelude::*;
 

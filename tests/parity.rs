@@ -9,11 +9,11 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use odds_gate::core::authority::memory::MemoryAuthority;
 use odds_gate::core::authority::{Answer, Authority, Op, Remaining, Seen};
-use odds_gate::core::bucket::Count;
-use odds_gate::core::budget::RefillingConfig;
-use odds_gate::core::config::Rate;
-use odds_gate::core::memory::MemoryAuthority;
+use odds_gate::core::rules::allowance::Rate;
+use odds_gate::core::rules::bucket::Count;
+use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::Millis;
 use odds_gate::store::{answer, args, GATE_SCRIPT};
 use proptest::prelude::*;

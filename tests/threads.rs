@@ -5,15 +5,15 @@
 
 use std::sync::{Arc, Mutex};
 
+use odds_gate::core::authority::threads::{vacant, Settings, Slot, ThreadAuthority, WORDS};
 use odds_gate::core::authority::{Answer, Authority, Immediate, Op};
-use odds_gate::core::budget::RefillingConfig;
-use odds_gate::core::config::Rate;
+use odds_gate::core::base::random::Seeded;
 use odds_gate::core::gate::action::{Action, End};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::Gate;
-use odds_gate::core::policy::Reason;
-use odds_gate::core::random::Seeded;
-use odds_gate::core::threads::{vacant, Settings, Slot, ThreadAuthority, WORDS};
+use odds_gate::core::rules::allowance::Rate;
+use odds_gate::core::rules::budget::RefillingConfig;
+use odds_gate::core::rules::policy::Reason;
 use odds_gate::core::Millis;
 
 /// A slot behind a mutex: what the bindings do with `Atomics` over a `SharedArrayBuffer`,

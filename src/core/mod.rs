@@ -1,28 +1,16 @@
 //! The pure core: every rule of the gate, with time passed in as milliseconds and no I/O. The
-//! bindings, the simulator and the tests all drive this same code.
+//! bindings, the simulator and the tests all drive this same code. Its folders say what kind of
+//! thing each file is: `rules` (what the gate decides), `parse` (what headers say), `authority`
+//! (where a gate's shared state lives), `gate` (one gate's calls), `gates` (many gates),
+//! `sim` (the virtual clock), `base` (small containers).
 
 pub mod authority;
-pub mod backoff;
-pub mod batch;
-pub mod bucket;
-pub mod budget;
-pub mod classify;
-pub mod config;
-pub mod decimal;
-pub mod feedback;
+pub mod base;
 pub mod gate;
-pub mod histogram;
-pub mod http_date;
-pub mod learn;
-pub mod map;
-pub mod memory;
-pub mod policy;
-pub mod quota;
-pub mod random;
-pub mod scope;
+pub mod gates;
+pub mod parse;
+pub mod rules;
 pub mod sim;
-pub mod slab;
-pub mod threads;
 
 /// Milliseconds on whatever clock the caller uses: `performance.now()` in production, a virtual
 /// clock in the simulator and the tests. Fractional, as `performance.now()` is.

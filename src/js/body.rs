@@ -10,7 +10,7 @@ use super::clock;
 use super::headers::header_value;
 use super::props::get;
 use crate::core::gate::BodyFacts;
-use crate::core::quota::Usage;
+use crate::core::rules::quota::Usage;
 
 #[wasm_bindgen(module = "/src/js/body.js")]
 extern "C" {

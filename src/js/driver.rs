@@ -27,14 +27,14 @@ use super::registry;
 use super::replay;
 use super::timer::Timer;
 use super::watch::Watches;
-use crate::core::classify::Failure;
+use crate::core::base::slab::Mirror;
 use crate::core::gate::action::{Action, End, Event};
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
 use crate::core::gate::{CallId, Gate};
-use crate::core::quota::usage_url_for;
-use crate::core::scope::Scope;
-use crate::core::slab::Mirror;
+use crate::core::gates::scope::Scope;
+use crate::core::rules::classify::Failure;
+use crate::core::rules::quota::usage_url_for;
 use crate::core::Millis;
 use crate::store::Shared;
 

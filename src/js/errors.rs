@@ -13,8 +13,8 @@ use wasm_bindgen::JsCast;
 
 use super::props::set;
 use super::text::number;
-use crate::core::config::ConfigError;
-use crate::core::policy::Abandoned;
+use crate::core::rules::allowance::ConfigError;
+use crate::core::rules::policy::Abandoned;
 
 thread_local! {
     static CLASSES: RefCell<Option<(js_sys::Function, js_sys::Function)>> = const { RefCell::new(None) };

@@ -11,13 +11,13 @@ use wasm_bindgen::prelude::*;
 use super::clock;
 use super::driver::GateDriver;
 use super::options::Config;
-use crate::core::config::{Allowance, Rate};
-use crate::core::feedback::Feedback;
+use crate::core::base::histogram::{Histogram, BOUNDS_MS};
 use crate::core::gate::figures::Figures;
-use crate::core::histogram::{Histogram, BOUNDS_MS};
-use crate::core::learn::Estimate;
-use crate::core::policy::{Reason, RetryPolicy};
-use crate::core::quota::QuotaState;
+use crate::core::parse::feedback::Feedback;
+use crate::core::rules::allowance::{Allowance, Rate};
+use crate::core::rules::learn::Estimate;
+use crate::core::rules::policy::{Reason, RetryPolicy};
+use crate::core::rules::quota::QuotaState;
 
 /// Plain objects, `null` for an absent value: what `JSON.stringify` would also print.
 #[inline(never)]

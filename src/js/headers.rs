@@ -7,8 +7,8 @@
 use wasm_bindgen::prelude::*;
 
 use super::props::get;
-use crate::core::classify::Body;
-use crate::core::feedback::FEEDBACK_HEADERS;
+use crate::core::parse::feedback::FEEDBACK_HEADERS;
+use crate::core::rules::classify::Body;
 
 /// What the gate needs to know of a request's headers.
 pub struct Credential {

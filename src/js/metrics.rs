@@ -5,7 +5,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use crate::core::histogram::BOUNDS_MS;
+use crate::core::base::histogram::BOUNDS_MS;
 
 #[wasm_bindgen(module = "/src/js/metrics.js")]
 extern "C" {

@@ -9,7 +9,7 @@ use super::errors::{config_error, range_error, type_error};
 use super::figures::to_js;
 use super::options::{integer, RateOptions};
 use super::text::number;
-use crate::core::config::Rate;
+use crate::core::rules::allowance::Rate;
 use crate::core::sim::{self, ArticleGate, Coordination, SimOptions};
 
 /// `simulate(options)` as given.

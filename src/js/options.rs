@@ -13,12 +13,12 @@ use super::events::Events;
 use super::metrics::Metrics;
 use super::redis::{is_store, RedisStore};
 use super::text::number;
-use crate::core::backoff::Backoff;
-use crate::core::budget::RefillingConfig;
-use crate::core::classify::{valid_method, RetryRules};
-use crate::core::config::{at_least, Allowance, Rate};
-use crate::core::policy::RetryPolicy;
-use crate::core::quota::valid_usage_url;
+use crate::core::rules::allowance::{at_least, Allowance, Rate};
+use crate::core::rules::backoff::Backoff;
+use crate::core::rules::budget::RefillingConfig;
+use crate::core::rules::classify::{valid_method, RetryRules};
+use crate::core::rules::policy::RetryPolicy;
+use crate::core::rules::quota::valid_usage_url;
 use crate::core::Millis;
 
 /// `createFetch(options)` as given.

@@ -2,7 +2,7 @@
 
 use std::cell::Cell;
 
-use crate::core::random::Random;
+use crate::core::base::random::Random;
 
 /// Fresh randomness for every draw: jitter must differ between processes started together.
 pub struct OsRandom;

@@ -16,9 +16,9 @@ use super::errors::{config_error, type_error};
 use super::props::get;
 use super::text::number;
 use crate::core::authority::{Answer, Op};
-use crate::core::config::Rate;
 use crate::core::gate::store_link::{OnFailure, StoreSettings};
-use crate::core::scope::Scope;
+use crate::core::gates::scope::Scope;
+use crate::core::rules::allowance::Rate;
 use crate::store::{self, Shared};
 
 const BRAND: &str = "__oddsGateStore";

@@ -16,13 +16,13 @@ use super::options::Config;
 use super::random::OsRandom;
 use super::shelf::{self, ShelfSlot};
 use super::text::number;
-use crate::core::budget::RefillingConfig;
-use crate::core::config::{Allowance, Rate};
+use crate::core::authority::threads::{Settings, ThreadAuthority};
+use crate::core::base::map::Map;
 use crate::core::gate::Gate;
-use crate::core::learn::Learner;
-use crate::core::map::Map;
-use crate::core::scope::{Role, Routes, Scope};
-use crate::core::threads::{Settings, ThreadAuthority};
+use crate::core::gates::scope::{Role, Routes, Scope};
+use crate::core::rules::allowance::{Allowance, Rate};
+use crate::core::rules::budget::RefillingConfig;
+use crate::core::rules::learn::Learner;
 use crate::core::Millis;
 
 /// Every live gate by scope, and the scopes in the order they are next looked at for eviction.

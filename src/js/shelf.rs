@@ -6,8 +6,8 @@
 use wasm_bindgen::prelude::*;
 
 use super::clock;
-use crate::core::scope::Scope;
-use crate::core::threads::{merge, vacant, Slot, READY, WORDS};
+use crate::core::authority::threads::{merge, vacant, Slot, READY, WORDS};
+use crate::core::gates::scope::Scope;
 use crate::core::Millis;
 
 #[wasm_bindgen(module = "/src/js/shelf.js")]
@@ -102,7 +102,7 @@ fn bring(shelf: &Shelf, j: u32, key: (i32, i32), from: &[f64; WORDS], now: Milli
 
 /// This thread's number for the gates' claims: `worker_threads`' id, unique in the process.
 pub fn thread_number() -> u32 {
-    (thread_id() as u32 % crate::core::threads::MAX_THREAD) + 1
+    (thread_id() as u32 % crate::core::authority::threads::MAX_THREAD) + 1
 }
 
 /// The shared clock: Unix milliseconds, the same in every thread. Added to this thread's clock.

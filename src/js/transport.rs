@@ -16,14 +16,14 @@ use super::options::{self, Config};
 use super::random::fingerprint_keys;
 use super::registry::{self, gate_for, routed};
 use super::Exported;
-use crate::core::batch::Batch;
-use crate::core::classify::Body;
-use crate::core::config::Allowance;
+use crate::core::base::map::Map;
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
 use crate::core::gate::CallId;
-use crate::core::map::Map;
-use crate::core::scope::{fingerprint, route_of, sendable, Role, Scope};
+use crate::core::gates::scope::{fingerprint, route_of, sendable, Role, Scope};
+use crate::core::rules::allowance::Allowance;
+use crate::core::rules::batch::Batch;
+use crate::core::rules::classify::Body;
 
 /// A gated `fetch`. The package's `createFetch` wraps it in a plain function.
 #[wasm_bindgen]

@@ -7,7 +7,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::spawn_local;
 
 use super::abort::AbortListener;
-use crate::core::map::{Map, Set};
+use crate::core::base::map::{Map, Set};
 
 struct Watch {
     signal: web_sys::AbortSignal,

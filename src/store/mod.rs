@@ -1,14 +1,14 @@
 //! The Redis encoding of the admission authority: `gate.lua` runs the same transitions as
-//! [`MemoryAuthority`](crate::core::memory::MemoryAuthority), atomically, on Redis's clock, in one
+//! [`MemoryAuthority`](crate::core::authority::memory::MemoryAuthority), atomically, on Redis's clock, in one
 //! hash per credential. This module is the contract with that script: its text, its keys, its
 //! arguments and its answers. No I/O here.
 
 use crate::core::authority::{AdmissionId, Answer, Op, Seen};
-use crate::core::bucket::Count;
-use crate::core::bucket::MAX_PAUSE_MS;
-use crate::core::config::Rate;
-use crate::core::decimal;
-use crate::core::scope::Scope;
+use crate::core::gates::scope::Scope;
+use crate::core::parse::decimal;
+use crate::core::rules::allowance::Rate;
+use crate::core::rules::bucket::Count;
+use crate::core::rules::bucket::MAX_PAUSE_MS;
 use crate::core::Millis;
 
 /// The script, loaded once per client with `SCRIPT LOAD` and run with `EVALSHA`: `gate.lua`

@@ -7,14 +7,14 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
+use odds_gate::core::authority::memory::MemoryAuthority;
 use odds_gate::core::authority::{Answer, Authority};
-use odds_gate::core::classify::Failure;
 use odds_gate::core::gate::action::{Action, End, Event};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::BodyFacts;
 use odds_gate::core::gate::{CallId, Gate};
-use odds_gate::core::memory::MemoryAuthority;
-use odds_gate::core::quota::Usage;
+use odds_gate::core::rules::classify::Failure;
+use odds_gate::core::rules::quota::Usage;
 use odds_gate::core::Millis;
 
 /// What the server does with one attempt.

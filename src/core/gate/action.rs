@@ -3,8 +3,8 @@
 
 use super::CallId;
 use crate::core::authority::Op;
-use crate::core::learn::Estimate;
-use crate::core::policy::{Abandoned, Reason};
+use crate::core::rules::learn::Estimate;
+use crate::core::rules::policy::{Abandoned, Reason};
 use crate::core::Millis;
 
 /// A store operation's number, to match its answer.

@@ -6,9 +6,9 @@ use std::rc::Rc;
 
 use super::line::Rank;
 use crate::core::authority::AdmissionId;
-use crate::core::batch::Batch;
-use crate::core::classify::{Kind, Outcome};
-use crate::core::policy::{Abandoned, Progress, Reason, RetryPolicy};
+use crate::core::rules::batch::Batch;
+use crate::core::rules::classify::{Kind, Outcome};
+use crate::core::rules::policy::{Abandoned, Progress, Reason, RetryPolicy};
 use crate::core::Millis;
 
 /// What a caller brings to the gate, besides its request.

@@ -1,10 +1,10 @@
 //! A gate's live figures, for people and dashboards.
 
-use crate::core::classify::Outcome;
-use crate::core::feedback::Feedback;
-use crate::core::histogram::Histogram;
-use crate::core::policy::Reason;
-use crate::core::quota::QuotaState;
+use crate::core::base::histogram::Histogram;
+use crate::core::parse::feedback::Feedback;
+use crate::core::rules::classify::Outcome;
+use crate::core::rules::policy::Reason;
+use crate::core::rules::quota::QuotaState;
 use crate::core::Millis;
 
 /// Retries counted by what caused them.

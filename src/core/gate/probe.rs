@@ -10,8 +10,8 @@ use super::call::{CallSpec, Stage};
 use super::store_link::Purpose;
 use super::{CallId, Gate, Keeper};
 use crate::core::authority::{Authority, Op};
-use crate::core::batch::Batch;
-use crate::core::quota::{QuotaState, Usage};
+use crate::core::rules::batch::Batch;
+use crate::core::rules::quota::{QuotaState, Usage};
 use crate::core::Millis;
 
 /// The probe's time limit, from joining the line to the end of its response.

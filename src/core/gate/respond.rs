@@ -7,12 +7,12 @@ use super::call::{Next, Stage};
 use super::store_link::Purpose;
 use super::{CallId, Due, Gate, Keeper};
 use crate::core::authority::{AdmissionId, Answer, Authority, Op, Remaining, Seen};
-use crate::core::classify::{Failure, Outcome};
-use crate::core::feedback::{
+use crate::core::parse::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
 };
-use crate::core::policy::{Reason, Verdict};
-use crate::core::quota::{looks_exhausted, QuotaState};
+use crate::core::rules::classify::{Failure, Outcome};
+use crate::core::rules::policy::{Reason, Verdict};
+use crate::core::rules::quota::{looks_exhausted, QuotaState};
 use crate::core::Millis;
 
 /// The attempt a response answers, as learning needs it.

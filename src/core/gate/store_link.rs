@@ -7,11 +7,11 @@ use std::collections::HashMap;
 
 use super::action::OpId;
 use super::CallId;
+use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::{AdmissionId, Answer, Seen};
-use crate::core::budget::RefillingConfig;
-use crate::core::config::{positive, ConfigError, Rate};
-use crate::core::map::IdHasher;
-use crate::core::memory::MemoryAuthority;
+use crate::core::base::map::IdHasher;
+use crate::core::rules::allowance::{positive, ConfigError, Rate};
+use crate::core::rules::budget::RefillingConfig;
 use crate::core::Millis;
 
 /// What a gate does while the store cannot answer.

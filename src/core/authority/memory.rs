@@ -2,13 +2,13 @@
 //! shared retry budget and the quota closure. `gate.lua` encodes these same transitions for
 //! Redis, line for line; keep the two in step (the parity test will not let them drift).
 
-use super::authority::{
+use crate::core::authority::{
     AdmissionId, Answer, Authority, Immediate, Op, Remaining, Seen, LOW_REMAINING,
 };
-use super::bucket::{Count, TokenBucket};
-use super::budget::{RefillingBudget, RefillingConfig};
-use super::config::Rate;
-use super::Millis;
+use crate::core::rules::allowance::Rate;
+use crate::core::rules::bucket::{Count, TokenBucket};
+use crate::core::rules::budget::{RefillingBudget, RefillingConfig};
+use crate::core::Millis;
 
 /// One gate's shared state, in memory.
 #[derive(Debug, Clone)]

@@ -9,21 +9,21 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::rc::Rc;
 
-use super::authority::{AdmissionId, Answer, Authority, Op};
-use super::batch::Batch;
-use super::bucket::TokenBucket;
-use super::budget::BatchBudget;
-use super::config::{at_least, positive, ConfigError, Rate};
-use super::feedback::Feedback;
-use super::gate::action::{Action, End, Event as GateEvent};
-use super::gate::call::CallSpec;
-use super::gate::{CallId, Gate};
-use super::learn::Estimate;
-use super::map::Map;
-use super::memory::MemoryAuthority;
-use super::policy::RetryPolicy;
-use super::random::Seeded;
-use super::Millis;
+use crate::core::authority::memory::MemoryAuthority;
+use crate::core::authority::{AdmissionId, Answer, Authority, Op};
+use crate::core::base::map::Map;
+use crate::core::base::random::Seeded;
+use crate::core::gate::action::{Action, End, Event as GateEvent};
+use crate::core::gate::call::CallSpec;
+use crate::core::gate::{CallId, Gate};
+use crate::core::parse::feedback::Feedback;
+use crate::core::rules::allowance::{at_least, positive, ConfigError, Rate};
+use crate::core::rules::batch::Batch;
+use crate::core::rules::bucket::TokenBucket;
+use crate::core::rules::budget::BatchBudget;
+use crate::core::rules::learn::Estimate;
+use crate::core::rules::policy::RetryPolicy;
+use crate::core::Millis;
 
 /// Upper bounds that keep a run small enough to finish in well under a second.
 const MAX_WORKERS: f64 = 100_000.0;

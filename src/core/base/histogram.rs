@@ -1,7 +1,7 @@
 //! A fixed-bucket histogram of durations: cheap to record, and enough to see the shape of
 //! admission waits and backoffs without keeping every sample.
 
-use super::Millis;
+use crate::core::Millis;
 
 /// Upper bounds of the buckets, in milliseconds; a last bucket holds everything above.
 pub const BOUNDS_MS: [Millis; 14] = [

@@ -9,8 +9,8 @@
 //! cost, and a call that succeeds first time adds 1. A healthy service refills the pool; a
 //! sustained outage drains it and retries stop until successes return.
 
-use super::classify::Kind;
-use super::config::{at_least, ConfigError};
+use crate::core::rules::allowance::{at_least, ConfigError};
+use crate::core::rules::classify::Kind;
 
 /// A fixed number of retries for one batch.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,8 +8,8 @@
 //!   arrived); the pause ends by itself after [`MAX_PAUSE_MS`] so a lost response costs little.
 //! - *Slow mode.* Refill at half the rate while the server says the key is nearly spent.
 
-use super::config::Rate;
-use super::Millis;
+use crate::core::rules::allowance::Rate;
+use crate::core::Millis;
 
 /// Float slack, in tokens: a wake-up computed for the exact refill instant must neither miss it
 /// by a rounding error nor be rounded up a whole millisecond past it.

@@ -9,12 +9,12 @@
 //! retry budget settings (the first thread's; the others must agree), the memory authority's
 //! state, then [`CLAIMS`] claims of three words (thread, arrival, when it asks next).
 
-use super::authority::{AdmissionId, Answer, Authority, Immediate, Op};
-use super::bucket::Count;
-use super::budget::RefillingConfig;
-use super::config::Rate;
-use super::memory::MemoryAuthority;
-use super::Millis;
+use crate::core::authority::memory::MemoryAuthority;
+use crate::core::authority::{AdmissionId, Answer, Authority, Immediate, Op};
+use crate::core::rules::allowance::Rate;
+use crate::core::rules::bucket::Count;
+use crate::core::rules::budget::RefillingConfig;
+use crate::core::Millis;
 
 /// Word 0: 1 once a thread saved the slot, 0 in a fresh one.
 pub const READY: usize = 0;

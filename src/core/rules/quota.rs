@@ -2,8 +2,8 @@
 //! `code`/`detail`, or from 429s that keep coming without `Retry-After`; confirmed by one
 //! `GET /usage` for the whole gate; then terminal until the period ends or the caller resets.
 
-use super::backoff::Backoff;
-use super::Millis;
+use crate::core::rules::backoff::Backoff;
+use crate::core::Millis;
 
 /// Consecutive 429s without `Retry-After` that make us suspect the quota rather than the rate.
 pub const SUSPICIOUS_RUN: u32 = 3;

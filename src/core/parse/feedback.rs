@@ -18,9 +18,9 @@
 
 use std::fmt;
 
-use super::decimal;
-use super::http_date::parse_http_date;
-use super::Millis;
+use crate::core::parse::decimal;
+use crate::core::parse::http_date::parse_http_date;
+use crate::core::Millis;
 
 /// The largest delay we can hold exactly: JavaScript's `Number.MAX_SAFE_INTEGER` milliseconds.
 pub const MAX_DELAY_MS: u64 = (1 << 53) - 1;

@@ -10,13 +10,16 @@
 //! [`StoreLink`](crate::core::gate::store_link::StoreLink), which sends operations out and takes
 //! the answers back.
 //!
-//! [`MemoryAuthority`]: crate::core::memory::MemoryAuthority
-//! [`ThreadAuthority`]: crate::core::threads::ThreadAuthority
+//! [`MemoryAuthority`]: crate::core::authority::memory::MemoryAuthority
+//! [`ThreadAuthority`]: crate::core::authority::threads::ThreadAuthority
 
-use super::bucket::Count;
-use super::budget::RefillingConfig;
-use super::config::Rate;
-use super::Millis;
+pub mod memory;
+pub mod threads;
+
+use crate::core::rules::allowance::Rate;
+use crate::core::rules::bucket::Count;
+use crate::core::rules::budget::RefillingConfig;
+use crate::core::Millis;
 
 /// An admission's number, unique within a gate: it names the admission that may have paused the
 /// refill, so its response can restart it.

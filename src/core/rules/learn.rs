@@ -25,9 +25,9 @@
 
 use std::collections::VecDeque;
 
-use super::bucket::Count;
-use super::config::{Rate, MIN_PER_SECOND};
-use super::Millis;
+use crate::core::rules::allowance::{Rate, MIN_PER_SECOND};
+use crate::core::rules::bucket::Count;
+use crate::core::Millis;
 
 /// What a 429 leaves of the pace without the counts (with them, of a pace above the bound):
 /// a multiplicative decrease, as in CUBIC.

@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::map::{Map, Set};
+use crate::core::base::map::{Map, Set};
 
 /// The name of one allowance: a short hash of the credential, safe to log and to use as a
 /// store key.
@@ -66,7 +66,7 @@ const MAX_ROUTES: usize = 256;
 /// (`X-RateLimit-Bucket`). A route not heard of draws from the credential's first bucket, its
 /// first call scouting ahead (see [`CallSpec::scout`]).
 ///
-/// [`CallSpec::scout`]: super::gate::call::CallSpec::scout
+/// [`CallSpec::scout`]: crate::core::gate::call::CallSpec::scout
 #[derive(Debug, Default)]
 pub struct Routes {
     /// Routes that draw from another bucket than the first, and that bucket.

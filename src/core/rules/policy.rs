@@ -10,11 +10,11 @@
 
 use std::fmt;
 
-use super::backoff::Backoff;
-use super::classify::{Kind, Outcome, RetryRules};
-use super::config::{at_least, ConfigError};
-use super::random::Random;
-use super::Millis;
+use crate::core::base::random::Random;
+use crate::core::rules::allowance::{at_least, ConfigError};
+use crate::core::rules::backoff::Backoff;
+use crate::core::rules::classify::{Kind, Outcome, RetryRules};
+use crate::core::Millis;
 
 /// Why a call was given up. Giving up is never success.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -221,7 +221,7 @@ impl RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::random::Seeded;
+    use crate::core::base::random::Seeded;
 
     fn status(status: u16, retry_after_ms: Option<Millis>) -> Outcome {
         Outcome::Response {

@@ -1,7 +1,7 @@
 //! HTTP-date (RFC 9110 section 5.6.7) to Unix milliseconds: the preferred IMF-fixdate and the
 //! two obsolete forms a recipient must still accept. Anything else is `None`.
 
-use super::Millis;
+use crate::core::Millis;
 
 const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
 const LONG_DAYS: [&str; 7] = [

@@ -2,8 +2,8 @@
 //! and optionally a fixed allowance of retries for the whole round (the article's, never
 //! replenished).
 
-use super::budget::BatchBudget;
-use super::Millis;
+use crate::core::rules::budget::BatchBudget;
+use crate::core::Millis;
 
 /// A round shared by its calls, whichever gates they use.
 #[derive(Debug, Clone, PartialEq)]

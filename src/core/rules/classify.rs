@@ -5,8 +5,8 @@
 //! HEAD, OPTIONS, PUT, DELETE) or a request carrying an `Idempotency-Key` are replayed; a bare
 //! POST or PATCH is sent once.
 
-use super::config::ConfigError;
-use super::Millis;
+use crate::core::rules::allowance::ConfigError;
+use crate::core::Millis;
 
 /// Statuses that mean "this request is wrong", not "try later": never retried, whatever the
 /// configuration says.

@@ -2,9 +2,9 @@
 //! 2^n))` for the n-th retry. Full jitter is what de-synchronises many clients retrying the
 //! same failure; every path through here draws a fresh random number.
 
-use super::config::{at_least, positive, ConfigError};
-use super::random::Random;
-use super::Millis;
+use crate::core::base::random::Random;
+use crate::core::rules::allowance::{at_least, positive, ConfigError};
+use crate::core::Millis;
 
 /// Full-jitter exponential backoff.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,7 +56,7 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::random::Seeded;
+    use crate::core::base::random::Seeded;
 
     #[test]
     fn the_ceiling_doubles_up_to_the_cap() {

@@ -1,0 +1,6 @@
+//! Small containers and sources the rest is built from.
+
+pub mod histogram;
+pub mod map;
+pub mod random;
+pub mod slab;

@@ -1,0 +1,3 @@
+//! Many gates: which allowance a request draws from.
+
+pub mod scope;

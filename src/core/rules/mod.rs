@@ -1,0 +1,12 @@
+//! What the gate decides: allowances, the token bucket, backoff, budgets, classification,
+//! the retry policy, the quota, learning, refresh rounds.
+
+pub mod allowance;
+pub mod backoff;
+pub mod batch;
+pub mod bucket;
+pub mod budget;
+pub mod classify;
+pub mod learn;
+pub mod policy;
+pub mod quota;
