@@ -8,11 +8,12 @@ mod harness;
 
 use harness::{Harness, Reply};
 use odds_gate::core::base::random::Seeded;
-use odds_gate::core::gate::action::{Action, Event};
+use odds_gate::core::gate::action::{Action, Event, Heard};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::Gate;
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::classify::Failure;
+use odds_gate::core::sim::server::Headers;
 use odds_gate::core::sim::{simulate, Coordination, SimOptions, SimReport};
 
 const ALLOWANCES: [(f64, f64); 3] = [(5.0, 10.0), (2.0, 2.0), (20.0, 5.0)];
@@ -27,7 +28,11 @@ fn run(burst: f64, per_second: f64, headers: bool, latency_ms: f64) -> SimReport
         coordination: Coordination::Shared,
         max_attempts: 20,
         learn: true,
-        headers,
+        headers: if headers {
+            Headers::Always
+        } else {
+            Headers::Never
+        },
         latency_ms,
         ..SimOptions::default()
     })
@@ -99,36 +104,36 @@ fn four_calls(reply: impl Fn(u32) -> Reply + 'static) -> Harness {
 
 #[test]
 fn one_request_is_in_flight_until_the_first_answer_then_the_counts_lead() {
-    let h = four_calls(|n| {
+    let mut h = four_calls(|n| {
         let left = (5 - n).to_string();
         Reply::status(
             200,
             &[("x-ratelimit-limit", "5"), ("x-ratelimit-remaining", &left)],
         )
     });
-    let times: Vec<f64> = h.sent.iter().map(|s| s.at).collect();
+    let times: Vec<f64> = h.sent().iter().map(|s| s.at).collect();
     // The first answer says four are left: the other three go at once.
     assert_eq!(times, [0.0, 50.0, 50.0, 50.0]);
-    let learned = h.gate.learned(h.now).unwrap();
+    let learned = h.learned().unwrap();
     assert_eq!(learned.burst, Some(5.0));
     assert!(h
-        .events
+        .events()
         .iter()
         .any(|(_, e)| matches!(e, Event::Learned(l) if l.burst == Some(5.0))));
 }
 
 #[test]
 fn without_the_counts_the_first_answer_starts_a_slow_start() {
-    let h = four_calls(|_| Reply::ok());
-    let times: Vec<f64> = h.sent.iter().map(|s| s.at).collect();
+    let mut h = four_calls(|_| Reply::ok());
+    let times: Vec<f64> = h.sent().iter().map(|s| s.at).collect();
     // One a second from the first answer (the pace doubles only after a second of it).
     assert_eq!(times, [0.0, 50.0, 1050.0, 1550.0]);
-    assert_eq!(h.gate.learned(h.now).unwrap().burst, None);
+    assert_eq!(h.learned().unwrap().burst, None);
 }
 
 #[test]
 fn an_answer_from_another_bucket_teaches_nothing_and_names_the_bucket() {
-    let h = four_calls(|n| {
+    let mut h = four_calls(|n| {
         let bucket = if n == 1 { "snapshot" } else { "events" };
         Reply::status(
             200,
@@ -140,17 +145,15 @@ fn an_answer_from_another_bucket_teaches_nothing_and_names_the_bucket() {
         )
     });
     // The first answer made the gate the snapshot bucket's; the others named `events`.
-    assert_eq!(h.gate.bucket(), Some("snapshot"));
-    assert_eq!(h.gate.learned(h.now).unwrap().burst, Some(2.0));
-    assert_eq!(h.routes.len(), 3);
-    assert!(h.routes.iter().all(|(_, b)| b.as_deref() == Some("events")));
+    assert_eq!(h.gate().bucket(), Some("snapshot"));
+    assert_eq!(h.learned().unwrap().burst, Some(2.0));
 }
 
 #[test]
 fn a_call_that_waits_and_was_never_sent_can_be_withdrawn() {
     let mut gate = learning_gate();
-    let first = gate.start(0.0, CallSpec::default());
-    let second = gate.start(0.0, CallSpec::default());
+    let first = gate.start(0.0, CallSpec::default(), 1);
+    let second = gate.start(0.0, CallSpec::default(), 2);
     while gate.poll_action(0.0).is_some() {}
     // The first went out (one in flight until an answer); the second waits.
     assert!(gate.in_flight(first));
@@ -165,24 +168,28 @@ fn a_call_that_waits_and_was_never_sent_can_be_withdrawn() {
 #[test]
 fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
     let mut gate = learning_gate();
-    let other = gate.start(0.0, CallSpec::default());
+    let other = gate.start(0.0, CallSpec::default(), 3);
     let scout = CallSpec {
         scout: true,
         ..CallSpec::default()
     };
-    let scout = gate.start(0.0, scout);
+    let scout = gate.start(0.0, scout, 4);
     let held = CallSpec {
-        held: true,
+        behind_scout: true,
         ..CallSpec::default()
     };
-    let held = gate.start(0.0, held);
+    let held = gate.start(0.0, held, 5);
     while gate.poll_action(0.0).is_some() {}
     assert!(
         gate.in_flight(scout),
         "the scout went ahead of the call before it"
     );
     assert!(!gate.in_flight(other));
-    assert_eq!(gate.waiting(), 1, "the held call is not in line");
+    assert_eq!(
+        gate.waiting(),
+        2,
+        "the call behind the scout waits beside the line"
+    );
     // The scout failed: how it went is reported, and the held call may go on.
     gate.failed(
         5.0,
@@ -196,7 +203,7 @@ fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
         reported |= action
             == Action::Route {
                 call: scout,
-                bucket: None,
+                heard: Heard::Nothing,
             };
     }
     assert!(reported);
@@ -204,31 +211,32 @@ fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
         gate.in_flight(other),
         "the next in line went out (still one at a time)"
     );
-    assert_eq!(gate.waiting(), 0);
-    gate.release_held(5.0, held);
-    assert_eq!(gate.waiting(), 1);
+    assert_eq!(gate.waiting(), 1, "the call behind the scout");
+    gate.release(5.0, held);
+    assert_eq!(gate.waiting(), 1, "now in line");
     // A held call moved to another gate comes out as an ordinary call.
     let moved = gate.start(
         5.0,
         CallSpec {
-            held: true,
+            behind_scout: true,
             scout: true,
             ..CallSpec::default()
         },
+        99,
     );
-    let spec = gate.withdraw(moved).unwrap();
-    assert!(!spec.held && !spec.scout);
+    let moved = gate.withdraw(moved).unwrap();
+    assert!(!moved.spec.behind_scout && !moved.spec.scout);
 }
 
 #[test]
 fn a_gate_that_heard_nothing_starts_from_what_the_fleet_learned() {
     let fleet = Rate::new(5.0, 10.0).unwrap();
     let mut gate = learning_gate();
-    gate.adopt(0.0, fleet);
+    gate.adopt_estimate(0.0, fleet);
     assert_eq!(gate.rate(), fleet);
     // No longer one at a time: the adopted pace admits the next 100 ms later, unanswered.
     let calls: Vec<_> = (0..3)
-        .map(|_| gate.start(0.0, CallSpec::default()))
+        .map(|_| gate.start(0.0, CallSpec::default(), 6))
         .collect();
     while gate.poll_action(0.0).is_some() {}
     gate.handle_timeout(100.0);
@@ -236,7 +244,7 @@ fn a_gate_that_heard_nothing_starts_from_what_the_fleet_learned() {
     assert!(gate.in_flight(calls[0]) && gate.in_flight(calls[1]));
     // A gate that heard an answer keeps what it learned itself.
     let mut heard = learning_gate();
-    let call = heard.start(0.0, CallSpec::default());
+    let call = heard.start(0.0, CallSpec::default(), 7);
     while heard.poll_action(0.0).is_some() {}
     let counts = |name: &str| match name {
         "x-ratelimit-limit" => Some("2".to_string()),
@@ -244,6 +252,6 @@ fn a_gate_that_heard_nothing_starts_from_what_the_fleet_learned() {
         _ => None,
     };
     heard.responded(10.0, &|| 0.0, call, 200, &counts);
-    heard.adopt(10.0, fleet);
+    heard.adopt_estimate(10.0, fleet);
     assert_eq!(heard.rate().burst(), 2.0);
 }

@@ -9,7 +9,6 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use harness::{FakeStore, Harness, Reply};
-use odds_gate::core::authority::memory::MemoryAuthority;
 use odds_gate::core::base::random::Seeded;
 use odds_gate::core::gate::action::{End, Event};
 use odds_gate::core::gate::call::CallSpec;
@@ -89,7 +88,7 @@ fn eight_workers_at_the_exact_allowance_go_at_the_floor_without_a_429() {
         [0.0, 0.0, 500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0]
     );
     assert!((0..8).all(|i| h.end(i) == Some(End::Deliver)));
-    assert_eq!(h.gate.figures(h.now).throttled, 0);
+    assert_eq!(h.figures().throttled, 0);
 }
 
 #[test]
@@ -106,7 +105,7 @@ fn admissions_report_their_wait_only_to_a_call_that_asks() {
     }
     h.run();
     let waits: Vec<(Millis, Millis)> = h
-        .events
+        .events()
         .iter()
         .filter_map(|(at, e)| match *e {
             Event::Admitted { call, wait_ms } => {
@@ -126,7 +125,7 @@ fn admissions_report_their_wait_only_to_a_call_that_asks() {
         ]
     );
     // The gate's own histogram counts every admission either way.
-    assert_eq!(h.gate.figures(h.now).admission_wait.count(), 8);
+    assert_eq!(h.figures().admission_wait.count(), 8);
 }
 
 #[test]
@@ -178,7 +177,7 @@ fn retry_after_is_waited_exactly_and_holds_every_call_on_the_gate() {
         [30_000.0],
         "the cooldown holds newcomers too"
     );
-    let retry = h.events.iter().find_map(|(_, e)| match e {
+    let retry = h.events().iter().find_map(|(_, e)| match e {
         Event::Retry {
             delay_ms,
             server_delay,
@@ -187,7 +186,7 @@ fn retry_after_is_waited_exactly_and_holds_every_call_on_the_gate() {
         _ => None,
     });
     assert_eq!(retry, Some((30_000.0, true)));
-    assert_eq!(h.gate.figures(h.now).backoff.count(), 0, "no jitter on it");
+    assert_eq!(h.figures().backoff.count(), 0, "no jitter on it");
 }
 
 #[test]
@@ -261,7 +260,7 @@ fn a_hung_attempt_is_cut_off_at_its_timeout_and_retried() {
     assert_eq!(h.end(0), Some(End::Deliver));
     let times = h.attempts_of(0);
     assert!(times.len() == 2 && times[1] >= 200.0, "{times:?}");
-    assert_eq!(h.gate.figures(h.now).retries.timeout, 1);
+    assert_eq!(h.figures().retries.timeout, 1);
 }
 
 #[test]
@@ -287,7 +286,7 @@ fn waiting_in_line_is_not_retrying_256_calls_at_2_per_second_all_complete() {
     h.run();
     assert!((0..256).all(|i| h.end(i) == Some(End::Deliver)));
     assert_eq!(h.attempt_times().last(), Some(&127_000.0));
-    assert_eq!(h.gate.figures(h.now).throttled, 0);
+    assert_eq!(h.figures().throttled, 0);
 }
 
 #[test]
@@ -342,7 +341,7 @@ fn max_waiting_refuses_a_call_that_would_make_the_line_longer() {
     h.run();
     assert!((0..3).all(|i| h.end(i) == Some(End::Deliver)));
     assert_eq!(abandoned(h.end(3)), (Reason::QueueFull, 0, None));
-    let f = h.gate.figures(h.now);
+    let f = h.figures();
     assert_eq!(f.abandoned[Reason::QueueFull.index()], 1);
 }
 
@@ -421,7 +420,7 @@ fn the_shared_retry_budget_drains_in_an_outage_and_stops_retries() {
         "ten first attempts, three paid retries"
     );
     assert!((0..10).all(|i| abandoned(h.end(i)).0 == Reason::RetryBudget));
-    assert_eq!(h.gate.figures(h.now).retry_budget, Some(0.0));
+    assert_eq!(h.figures().retry_budget, Some(0.0));
 }
 
 #[test]
@@ -434,9 +433,9 @@ fn a_success_after_a_retry_refunds_its_cost_and_a_first_time_success_adds_one() 
     h.start_at(0.0, defaults());
     h.start_at(0.0, defaults());
     h.run_until(1.0);
-    assert_eq!(h.gate.figures(h.now).retry_budget, Some(480.0));
+    assert_eq!(h.figures().retry_budget, Some(480.0));
     h.run();
-    assert_eq!(h.gate.figures(h.now).retry_budget, Some(500.0));
+    assert_eq!(h.figures().retry_budget, Some(500.0));
 }
 
 #[test]
@@ -476,16 +475,17 @@ fn later_responses_extend_a_cooldown_but_never_shorten_it() {
     let mut h = Harness::new(
         gate(5.0, 5.0, None),
         scripted(vec![
-            Reply::status(429, &[("Retry-After", "5")]),
+            Reply::status(429, &[("Retry-After", "5")]).after(1.0),
             Reply::status(429, &[("Retry-After", "1")]).after(100.0),
         ]),
     );
+    // Both go at 0; the first answer (at 1 ms) asks for 5 s, the second (at 100 ms) for 1 s.
     h.start_at(0.0, CallSpec::default());
     h.start_at(0.0, CallSpec::default());
     h.start_at(200.0, CallSpec::default());
     h.run();
-    assert_eq!(h.gate.cooldown_until(), 5_000.0);
-    assert_eq!(h.attempts_of(2), [5_000.0]);
+    assert_eq!(h.gate().cooldown_until(), 5_001.0);
+    assert_eq!(h.attempts_of(2), [5_001.0]);
 }
 
 #[test]
@@ -516,8 +516,8 @@ fn an_aborted_waiter_spends_no_token_and_the_next_one_takes_its_turn() {
     h.run();
     assert_eq!(h.attempt_times(), [0.0, 1_000.0]);
     assert_eq!(h.end(2), Some(End::Deliver));
-    assert!(h.aborted.contains(&h.call(1)));
-    assert_eq!(h.gate.figures(h.now).cancelled, 1);
+    assert!(h.log.aborted.contains(&1));
+    assert_eq!(h.figures().cancelled, 1);
 }
 
 #[test]
@@ -547,7 +547,7 @@ fn burst_one_at_a_high_rate_is_paced_by_responses_not_by_timer_ticks() {
     assert!((0..1_000).all(|i| h.end(i) == Some(End::Deliver)));
     let last = *h.attempt_times().last().unwrap();
     assert!(last < 100.0, "1,000 calls took {last} ms of virtual time");
-    assert!(h.wakeups < 10, "{} timer wake-ups", h.wakeups);
+    assert!(h.log.wakeups < 10, "{} timer wake-ups", h.log.wakeups);
 }
 
 #[test]
@@ -563,10 +563,11 @@ fn a_retry_after_too_large_to_hold_fails_the_call_and_holds_the_gate_until_clear
     h.start_at(1.0, defaults());
     h.run_until(10_000.0);
     assert_eq!(h.end(0), Some(End::RetryAfterTooLarge));
-    assert!(h.gate.cooldown_until() >= MAX_DELAY_MS as Millis);
+    assert!(h.gate().cooldown_until() >= MAX_DELAY_MS as Millis);
     assert!(h.attempts_of(1).is_empty(), "never a shorter wait");
-    h.gate.clear_cooldown(h.now);
-    h.gate.handle_timeout(h.now);
+    let now = h.now;
+    h.gate().clear_cooldown(now);
+    h.gate().handle_timeout(now);
     h.start_at(h.now, defaults());
     h.run_until(10_001.0);
     assert_eq!(h.end(1), Some(End::Deliver));
@@ -587,21 +588,22 @@ fn three_bare_429s_start_one_probe_and_a_spent_quota_fails_everyone_fast() {
         h.start_at(0.0, defaults());
     }
     h.run();
-    let probes = h.sent.iter().filter(|s| s.probe).count();
+    let probes = h.sent().iter().filter(|s| s.probe).count();
     assert_eq!(probes, 1, "one diagnostic call for the whole gate");
     assert!((0..8).all(|i| h.end(i) == Some(End::Exhausted { until: Some(1e9) })));
-    let before = h.sent.len();
+    let before = h.sent().len();
     h.start_at(h.now, defaults());
     h.run();
     assert_eq!(h.end(8), Some(End::Exhausted { until: Some(1e9) }));
     assert_eq!(
-        h.sent.len(),
+        h.sent().len(),
         before,
         "new calls fail fast without a request"
     );
-    h.gate.reset_quota(h.now);
+    let now = h.now;
+    h.gate().reset_quota(now);
     assert!(matches!(
-        h.gate.figures(h.now).quota,
+        h.figures().quota,
         Some(odds_gate::core::rules::quota::QuotaState::Open)
     ));
 }
@@ -640,7 +642,7 @@ fn probes_that_confirm_nothing_are_spaced_by_the_backoff() {
         h.start_at(f64::from(i) * 10.0, retrying(policy.clone()));
     }
     h.run();
-    let probes: Vec<Millis> = h.sent.iter().filter(|s| s.probe).map(|s| s.at).collect();
+    let probes: Vec<Millis> = h.sent().iter().filter(|s| s.probe).map(|s| s.at).collect();
     // 2 s, 4 s, 8 s apart: at most four in 20 s, however many 429s came.
     assert!((1..=4).contains(&probes.len()), "{probes:?}");
     for pair in probes.windows(2) {
@@ -652,10 +654,8 @@ fn store_gate(settings: StoreSettings) -> (Gate, FakeStore) {
     let r = rate(2.0, 2.0);
     let gate = Gate::shared(r, None, settings, 0.0, Box::new(Seeded::new(3)));
     let store = FakeStore {
-        authority: MemoryAuthority::new(r, None, 0.0),
         latency: 1.0,
-        down: false,
-        ops: 0,
+        ..FakeStore::default()
     };
     (gate, store)
 }
@@ -664,13 +664,13 @@ fn store_gate(settings: StoreSettings) -> (Gate, FakeStore) {
 fn through_a_store_eight_workers_go_without_a_429() {
     let (gate, store) = store_gate(StoreSettings::DEFAULT);
     let mut h = Harness::new(gate, server(2.0, 2.0));
-    h.store = Some(store);
+    h.store = store;
     for _ in 0..8 {
         h.start_at(0.0, defaults());
     }
     h.run();
     assert!((0..8).all(|i| h.end(i) == Some(End::Deliver)));
-    assert_eq!(h.gate.figures(h.now).throttled, 0);
+    assert_eq!(h.figures().throttled, 0);
     let last = *h.attempt_times().last().unwrap();
     assert!((3_000.0..3_100.0).contains(&last), "{last}");
 }
@@ -686,22 +686,20 @@ fn through_a_store_one_round_trip_admits_what_the_line_can_use() {
         Box::new(Seeded::new(3)),
     );
     let mut h = Harness::new(gate, server(10.0, 10.0));
-    h.store = Some(FakeStore {
-        authority: MemoryAuthority::new(r, None, 0.0),
+    h.store = FakeStore {
         latency: 1.0,
-        down: false,
-        ops: 0,
-    });
+        ..FakeStore::default()
+    };
     for _ in 0..8 {
         h.start_at(0.0, defaults());
     }
     h.run();
     assert!((0..8).all(|i| h.end(i) == Some(End::Deliver)));
-    assert_eq!(h.gate.figures(h.now).throttled, 0);
+    assert_eq!(h.figures().throttled, 0);
     // The first call asks alone; the seven that joined meanwhile go with the next answer,
     // and the first one's response restarts the refill it paused.
     assert_eq!(h.attempt_times(), [1.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]);
-    let ops = h.store.as_ref().unwrap().ops;
+    let ops = h.store.ops;
     assert!(ops <= 3, "{ops} store operations for 8 admissions");
 }
 
@@ -712,11 +710,16 @@ fn a_cooldown_seen_through_a_store_holds_the_store_for_everyone() {
         gate,
         scripted(vec![Reply::status(429, &[("Retry-After", "3")])]),
     );
-    h.store = Some(store);
+    h.store = store;
     h.start_at(0.0, CallSpec::default());
     h.run();
-    let store = h.store.as_mut().unwrap();
-    assert_eq!(store.authority.cooldown_until(), 1.0 + 3_000.0);
+    let store = h
+        .store
+        .gates
+        .values()
+        .next()
+        .expect("the gate's state in the store");
+    assert_eq!(store.cooldown_until(), 1.0 + 3_000.0);
 }
 
 #[test]
@@ -724,7 +727,7 @@ fn when_the_store_stops_answering_the_gate_admits_alone_at_its_share() {
     let (gate, mut store) = store_gate(StoreSettings::DEFAULT);
     store.down = true;
     let mut h = Harness::new(gate, server(2.0, 2.0));
-    h.store = Some(store);
+    h.store = store;
     for _ in 0..4 {
         h.start_at(0.0, defaults());
     }
@@ -738,7 +741,7 @@ fn when_the_store_stops_answering_the_gate_admits_alone_at_its_share() {
         times.windows(2).all(|w| w[1] - w[0] >= 1_999.0),
         "{times:?}"
     );
-    assert!(h.events.iter().any(|(_, e)| *e == Event::StoreDown));
+    assert!(h.events().iter().any(|(_, e)| *e == Event::StoreDown));
 }
 
 #[test]
@@ -749,7 +752,7 @@ fn a_gate_that_fails_closed_refuses_while_the_store_is_down() {
     });
     store.down = true;
     let mut h = Harness::new(gate, server(2.0, 2.0));
-    h.store = Some(store);
+    h.store = store;
     h.start_at(0.0, defaults());
     h.start_at(600.0, defaults());
     h.run();
@@ -763,15 +766,15 @@ fn the_store_answering_again_brings_shared_admission_back() {
     let (gate, mut store) = store_gate(StoreSettings::DEFAULT);
     store.down = true;
     let mut h = Harness::new(gate, server(10.0, 10.0));
-    h.store = Some(store);
+    h.store = store;
     h.start_at(0.0, defaults());
     h.run();
-    h.store.as_mut().unwrap().down = false;
+    h.store.down = false;
     h.start_at(h.now + 5_000.0, defaults());
     h.run();
-    assert!(h.events.iter().any(|(_, e)| *e == Event::StoreUp));
+    assert!(h.events().iter().any(|(_, e)| *e == Event::StoreUp));
     assert_eq!(h.end(1), Some(End::Deliver));
-    let ops = h.store.as_ref().unwrap().ops;
+    let ops = h.store.ops;
     assert!(ops >= 2, "{ops}");
 }
 
@@ -787,15 +790,13 @@ fn a_charge_the_store_never_answers_is_paid_by_the_fail_safe_budget() {
         Box::new(Seeded::new(1)),
     );
     let mut h = Harness::new(gate, scripted(vec![Reply::status(503, &[])]));
-    h.store = Some(FakeStore {
-        authority: MemoryAuthority::new(r, budget, 0.0),
+    h.store = FakeStore {
         latency: 1.0,
-        down: false,
-        ops: 0,
-    });
+        ..FakeStore::default()
+    };
     h.start_at(0.0, defaults());
     h.run_until(2.0);
-    h.store.as_mut().unwrap().down = true;
+    h.store.down = true;
     h.run();
     assert_eq!(h.end(0), Some(End::Deliver));
     assert_eq!(h.attempts_of(0).len(), 2, "the retry was paid for locally");
@@ -807,17 +808,17 @@ fn a_gate_is_idle_once_nothing_in_it_is_worth_keeping() {
         gate(2.0, 2.0, Some(RefillingConfig::DEFAULT)),
         scripted(vec![Reply::status(429, &[("Retry-After", "3")])]),
     );
-    assert!(h.gate.idle(0.0), "a new gate");
+    assert!(h.gate().idle(0.0), "a new gate");
     h.start_at(0.0, defaults());
     h.run_until(0.0);
-    assert!(!h.gate.idle(0.0), "a call in it");
+    assert!(!h.gate().idle(0.0), "a call in it");
     h.run();
     let end = h.ended_at(0);
-    assert!(!h.gate.idle(end), "the bucket is not full again yet");
+    assert!(!h.gate().idle(end), "the bucket is not full again yet");
     assert!(
-        !h.gate.idle(2_999.0),
+        !h.gate().idle(2_999.0),
         "the cooldown holds, and the retry cost 5 of the budget"
     );
     // The retry's success refunded its cost; the bucket refills half a second later.
-    assert!(h.gate.idle(end + 500.0));
+    assert!(h.gate().idle(end + 500.0));
 }

@@ -153,7 +153,7 @@ fn run(s: &Scenario) -> Harness {
             // Some calls scout their route, waiting at the front of the line: that must break
             // none of these properties either.
             scout: plan.replayable && !plan.retry,
-            held: false,
+            behind_scout: false,
         };
         let index = h.start_at(plan.at, spec);
         if let Some(at) = plan.abort_at {
@@ -172,15 +172,15 @@ proptest! {
         let mut h = run(&s);
         prop_assert!(h.is_quiet());
         for (i, plan) in s.calls.iter().enumerate() {
-            let call = h.call(i);
-            let ended = h.settled.contains_key(&call) as u8 + h.aborted.contains(&call) as u8;
+            let ended = h.log.settled.contains_key(&i) as u8 + h.log.aborted.contains(&i) as u8;
             // Without retries nothing but the caller's signal limits an attempt, so one that
             // hangs stays out; every other call ends.
             let expected = if !plan.retry && h.hung(i) { 0 } else { 1 };
             prop_assert_eq!(ended, expected, "call {} ended {} times", i, ended);
         }
-        prop_assert_eq!(h.gate.waiting(), 0);
-        prop_assert_eq!(h.gate.poll_timeout(h.now), None, "no timer once idle");
+        prop_assert_eq!(h.gate().waiting(), 0);
+        let now = h.now;
+        prop_assert_eq!(h.gate().poll_timeout(now), None, "no timer once idle");
     }
 
     #[test]
@@ -195,7 +195,7 @@ proptest! {
             }
             // A retrying call is never delivered a failure it could still have retried.
             if plan.retry && plan.replayable && h.end(i) == Some(End::Deliver) {
-                let last = h.outcomes[&h.call(i)].last().copied().flatten();
+                let last = h.log.outcomes[&i].last().copied().flatten();
                 prop_assert!(matches!(last, Some(s) if ![429, 502, 503, 504].contains(&s)), "{:?}", last);
             }
         }
@@ -204,7 +204,7 @@ proptest! {
     #[test]
     fn the_gate_never_admits_more_than_the_allowance(s in scenario()) {
         let h = run(&s);
-        let mut times: Vec<Millis> = h.sent.iter().map(|x| x.at).collect();
+        let mut times: Vec<Millis> = h.sent().iter().map(|x| x.at).collect();
         times.sort_by(f64::total_cmp);
         for i in 0..times.len() {
             for j in i..times.len() {
@@ -221,11 +221,11 @@ proptest! {
     #[test]
     fn nothing_is_sent_while_a_throttle_cooldown_holds(s in scenario()) {
         let h = run(&s);
-        for &(at, _, status, ref retry_after) in &h.responses {
+        for &(at, _, status, ref retry_after) in &h.log.responses {
             let Some(seconds) = retry_after.as_ref().and_then(|v| v.parse::<f64>().ok()) else { continue };
             if status != 429 { continue }
             let end = at + seconds * 1000.0;
-            let inside = h.sent.iter().find(|x| x.at > at && x.at < end - EARLY_MS);
+            let inside = h.sent().iter().find(|x| x.at > at && x.at < end - EARLY_MS);
             prop_assert!(inside.is_none(), "sent at {:?} inside the cooldown {}..{}", inside, at, end);
         }
     }

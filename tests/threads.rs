@@ -11,9 +11,15 @@ use odds_gate::core::base::random::Seeded;
 use odds_gate::core::gate::action::{Action, End};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::Gate;
+use odds_gate::core::gates::profile::{Keeping, Profile};
+use odds_gate::core::gates::Gates;
+use odds_gate::core::rules::allowance::Allowance;
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::policy::Reason;
+use odds_gate::core::sim::home::{Shelf, SimHome};
+use odds_gate::core::sim::server::{Attempt, Reply};
+use odds_gate::core::sim::world::{Call, World};
 use odds_gate::core::Millis;
 
 /// A slot behind a mutex: what the bindings do with `Atomics` over a `SharedArrayBuffer`,
@@ -54,75 +60,50 @@ fn admitted(answer: Answer) -> bool {
     matches!(answer, Answer::Admitted { .. })
 }
 
-/// Drives gates that share one slot on a virtual clock, a millisecond at a time, every
-/// response a 200 at once. Returns each send as (time, gate, call's arrival).
-fn run(gates: &mut [Gate], arrivals: &[(Millis, usize)], until: Millis) -> Vec<(Millis, usize)> {
-    let mut sends = Vec::new();
-    let mut timers: Vec<Option<Millis>> = vec![None; gates.len()];
-    let mut started = Vec::new();
-    let mut settled = 0;
-    let mut now = 0.0;
-    while now <= until && settled < arrivals.len() {
-        for (i, &(at, g)) in arrivals.iter().enumerate() {
-            if at == now {
-                let id = gates[g].start(now, CallSpec::default());
-                started.push((g, id, i));
-            }
-        }
-        for (g, gate) in gates.iter_mut().enumerate() {
-            if timers[g].is_some_and(|t| t <= now) {
-                timers[g] = None;
-                gate.handle_timeout(now);
-            }
-            while let Some(action) = gate.poll_action(now) {
-                match action {
-                    Action::Send { call, .. } => {
-                        let &(_, _, i) = started
-                            .iter()
-                            .find(|&&(sg, id, _)| sg == g && id == call)
-                            .unwrap_or_else(|| panic!("{g} {call:?} {started:?}"));
-                        sends.push((now, i));
-                        gate.responded(now, &|| 0.0, call, 200, &|_| None);
-                    }
-                    Action::Settle { end, .. } => {
-                        assert!(matches!(end, End::Deliver), "{end:?}");
-                        settled += 1;
-                    }
-                    _ => {}
-                }
-            }
-            timers[g] = gate.poll_timeout(now).map(|t| t.max(now).ceil());
-        }
-        now += 1.0;
-    }
-    assert_eq!(settled, arrivals.len(), "every call settled by {until} ms");
-    sends
-}
-
 #[test]
 fn threads_draw_from_one_allowance_in_the_order_their_calls_came() {
-    let slot = Shared::new();
-    let rate = settings(2.0, 2.0);
-    // Two threads on a shared clock of Unix milliseconds.
-    let mut gates = vec![
-        Gate::threaded(join(&slot, rate, 1, 1.7e12), Box::new(Seeded::new(1))),
-        Gate::threaded(join(&slot, rate, 2, 1.7e12), Box::new(Seeded::new(2))),
-    ];
+    // Two threads sharing memory, on the simulator's clock, every answer a 200 at once.
+    let shelf = Shelf::default();
+    let profile = Profile {
+        allowance: Allowance::Fixed(Rate::ARTICLE),
+        budget: None,
+        keeping: Keeping::Memory { threads: true },
+        policy: None,
+        max_wait_ms: None,
+        max_waiting: None,
+        reports_wait: false,
+    };
+    let mut threads = Vec::new();
+    let mut wrappers = Vec::new();
+    for thread in 1..=2 {
+        let mut gates = Gates::new(Box::new(SimHome::sharing(
+            thread.into(),
+            thread,
+            shelf.clone(),
+        )));
+        wrappers.push(gates.wrapper(profile.clone()));
+        threads.push(gates);
+    }
+    let mut world = World::new(threads, Box::new(|_: Millis, _: &Attempt| Reply::ok()));
     // Eight calls, alternating between the threads' lines, one a millisecond.
-    let arrivals: Vec<(Millis, usize)> = (0..8).map(|i| (f64::from(i), i as usize % 2)).collect();
-    let sends = run(&mut gates, &arrivals, 10_000.0);
-    let order: Vec<usize> = sends.iter().map(|&(_, i)| i).collect();
+    for i in 0..8 {
+        let p = i % 2;
+        world.start_at(i as f64, Call::get(p, wrappers[p], "k", "http://api/v1/x"));
+    }
+    world.run();
+    let order: Vec<usize> = world.log.sent.iter().map(|s| s.index).collect();
     assert_eq!(
         order,
         (0..8).collect::<Vec<_>>(),
         "arrival order across threads"
     );
-    let times: Vec<Millis> = sends.iter().map(|&(t, _)| t).collect();
+    assert!((0..8).all(|i| world.log.settled[&i].1 == End::Deliver));
+    let times: Vec<Millis> = world.log.sent.iter().map(|s| s.at).collect();
     // The article's 8/0/8 schedule: the burst at once, then one every 500 ms (a token due
     // within the timer's millisecond of tolerance is taken), as one thread alone would have it.
     let expected = [0.0, 1.0, 500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0];
     for (t, e) in times.iter().zip(expected) {
-        assert!(*t >= e - 1.0 && *t <= e + 2.0, "sent at {times:?}");
+        assert!(*t >= e - 1.0 && *t <= e + 1.0, "sent at {times:?}");
     }
 }
 
@@ -288,7 +269,7 @@ fn a_waiting_call_goes_at_its_deadline_when_another_thread_took_its_token() {
         max_wait_ms: Some(150.0),
         ..CallSpec::default()
     };
-    gate.start(0.0, spec);
+    gate.start(0.0, spec, 0);
     assert!(gate.poll_action(0.0).is_none());
     // The other thread's head came as early and asks first: the token is its.
     assert!(admitted(other.admit(100.0, 1, 0.0)));

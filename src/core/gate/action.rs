@@ -51,15 +51,14 @@ pub enum Action {
         /// What to run.
         op: Op,
     },
-    /// What `call` learned of its route's limiter bucket: its response named `bucket`, not
-    /// the gate's (the route draws from that bucket's gate from now on), or the call scouted
-    /// its route and answered (its bucket, if named) or failed or ended (`None`): the route's
-    /// held calls go on.
+    /// What `call`'s answer said of its route's limiter bucket: it is the call's route's scout,
+    /// or its answer named another bucket than the gate's (the route draws from that bucket's
+    /// gate from now on). The calls behind the scout go on.
     Route {
         /// The call.
         call: CallId,
-        /// The bucket its response named (`X-RateLimit-Bucket`).
-        bucket: Option<String>,
+        /// What its answer said.
+        heard: Heard,
     },
     /// Tell the hook.
     Event(Event),
@@ -70,6 +69,17 @@ pub enum Action {
         /// How.
         end: End,
     },
+}
+
+/// What a call's answer said of its route's limiter bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard {
+    /// It came from this bucket (`X-RateLimit-Bucket`).
+    Bucket(String),
+    /// An answer that named no bucket: the route draws from the gate it was sent through.
+    Unnamed,
+    /// No answer (the scout failed or ended): the next call of the route scouts again.
+    Nothing,
 }
 
 /// How a call ends.
@@ -145,4 +155,29 @@ pub enum Event {
     StoreDown,
     /// The shared store answers again.
     StoreUp,
+}
+
+impl Event {
+    /// The call an event is about, if it is about one.
+    pub fn call(&self) -> Option<CallId> {
+        match *self {
+            Event::Admitted { call, .. }
+            | Event::Throttled { call, .. }
+            | Event::Retry { call, .. }
+            | Event::Abandoned { call, .. } => Some(call),
+            _ => None,
+        }
+    }
+
+    /// The same event about call `to` (a call's number where the event goes).
+    pub fn renumbered(mut self, to: CallId) -> Event {
+        match &mut self {
+            Event::Admitted { call, .. }
+            | Event::Throttled { call, .. }
+            | Event::Retry { call, .. }
+            | Event::Abandoned { call, .. } => *call = to,
+            _ => {}
+        }
+        self
+    }
 }

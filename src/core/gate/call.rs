@@ -38,16 +38,17 @@ pub struct CallSpec {
     ///
     /// [`Action::Route`]: super::action::Action::Route
     pub scout: bool,
-    /// Its route's scout is out: the call waits outside the line ([`Stage::Held`]) until the
-    /// driver releases it into this gate or moves it to its bucket's.
-    pub held: bool,
+    /// Its route's scout is out: the call waits beside the line ([`Stage::BehindScout`]) until
+    /// the scout's answer lets it into this gate's line or moves it to its bucket's gate. It
+    /// counts as waiting (`maxWaiting` judges it as it comes).
+    pub behind_scout: bool,
 }
 
 /// Where a call is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stage {
-    /// Waiting outside the line for its route's scout (see [`CallSpec::held`]).
-    Held,
+    /// Waiting beside the line for its route's scout (see [`CallSpec::behind_scout`]).
+    BehindScout,
     /// In line (its `visit`-th time), since `since`.
     Queued {
         /// Which visit to the line this is.

@@ -40,7 +40,6 @@ pub struct Line {
     arrivals: VecDeque<Place>,
     returns: BinaryHeap<Reverse<Place>>,
     live: usize,
-    peak: usize,
 }
 
 impl Line {
@@ -63,7 +62,6 @@ impl Line {
 
     fn joined(&mut self) {
         self.live += 1;
-        self.peak = self.peak.max(self.live);
     }
 
     /// The head's part, dropping stale places in front of each part's first live one.
@@ -119,11 +117,6 @@ impl Line {
     /// Nobody waits.
     pub fn is_empty(&self) -> bool {
         self.live == 0
-    }
-
-    /// The most calls ever waiting at once.
-    pub fn peak(&self) -> usize {
-        self.peak
     }
 
     /// The places in line order, stale ones included (the caller tells them apart).
@@ -188,7 +181,6 @@ mod tests {
         line.pop();
         assert!(line.is_empty());
         assert_eq!(line.front(live), None);
-        assert_eq!(line.peak(), 4);
         line.push(place(7));
         line.push_front(place(8));
         assert_eq!(line.front(live).map(|p| p.call), Some(8));

@@ -27,7 +27,7 @@ mod store;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-use self::action::{Action, End, Event};
+use self::action::{Action, End, Event, Heard};
 use self::call::{Call, CallSpec, Stage};
 use self::figures::Figures;
 use self::line::{Line, Place, Rank};
@@ -141,8 +141,12 @@ pub struct Gate {
     learner: Option<Learner>,
     /// Attempts admitted whose outcome has not come back.
     sending: usize,
-    /// Calls made so far: the next call's place in the call order.
+    /// The next call's place in the call order, above every rank seen.
     arrivals: Rank,
+    /// Calls waiting beside the line for their routes' scouts.
+    behind_scout: usize,
+    /// The most calls ever waiting at once.
+    peak_waiting: usize,
 }
 
 impl std::fmt::Debug for Gate {
@@ -223,6 +227,8 @@ impl Gate {
             learner: None,
             sending: 0,
             arrivals: 0,
+            behind_scout: 0,
+            peak_waiting: 0,
         }
     }
 
@@ -245,7 +251,7 @@ impl Gate {
 
     /// A learning gate that has heard no answer yet starts at `now` from `rate`, what the
     /// fleet learned (never above its ceiling).
-    pub fn adopt(&mut self, now: Millis, rate: Rate) {
+    pub fn adopt_estimate(&mut self, now: Millis, rate: Rate) {
         let Some(learner) = self.learner.as_mut().filter(|l| l.opening()) else {
             return;
         };
@@ -322,34 +328,57 @@ impl Gate {
         }
     }
 
-    /// Makes a call at `now`. It joins the line at once, behind everyone already there, or is
-    /// refused at once (spending no token): the quota is spent, the store is down and the gate
-    /// fails closed, the line is full, or its admission is predicted after its deadline.
-    pub fn start(&mut self, now: Millis, spec: CallSpec) -> CallId {
-        let id = self.make(now, spec, false);
-        let full = self
-            .calls
-            .get(id)
-            .and_then(|c| c.spec.max_waiting)
-            .is_some_and(|max| self.line.len() >= max);
+    /// Makes a call at `now`, `rank` in the call order (see [`Line`]). It joins the line at
+    /// once, behind everyone already there who came before it, or is refused at once (spending
+    /// no token): the quota is spent, the store is down and the gate fails closed, the line is
+    /// full, or its admission is predicted after its deadline.
+    pub fn start(&mut self, now: Millis, spec: CallSpec, rank: Rank) -> CallId {
+        self.arrivals = self.arrivals.max(rank + 1);
+        let full = spec.max_waiting.is_some_and(|max| self.waiting() >= max);
+        let behind_scout = spec.behind_scout;
+        let id = self.calls.insert(Call::new(spec, false, now, rank));
         if full {
             self.figures.requests += 1;
             self.give_up(now, id, Reason::QueueFull);
-        } else if self.calls.get(id).is_some_and(|c| c.spec.held) {
+        } else if behind_scout {
             if let Some(c) = self.calls.get_mut(id) {
-                c.stage = Stage::Held;
+                c.stage = Stage::BehindScout;
             }
+            self.behind_scout += 1;
+            self.peak_waiting = self.peak_waiting.max(self.waiting());
         } else {
             self.join(now, id);
         }
         id
     }
 
-    /// Lets a held call (see [`CallSpec::held`]) join the line at `now`.
-    pub fn release_held(&mut self, now: Millis, call: CallId) {
-        if self.calls.get(call).is_some_and(|c| c.stage == Stage::Held) {
+    /// Lets a call waiting for its route's scout (see [`CallSpec::behind_scout`]) join the line
+    /// at `now`.
+    pub fn release(&mut self, now: Millis, call: CallId) {
+        if self
+            .calls
+            .get(call)
+            .is_some_and(|c| c.stage == Stage::BehindScout)
+        {
+            self.behind_scout -= 1;
             self.join(now, call);
         }
+    }
+
+    /// Takes in a call another gate gave up with [`withdraw`](Self::withdraw) (its route draws
+    /// from this gate's limiter bucket): the same call, made when it was made, in the call order
+    /// where its rank puts it. `maxWaiting` judged it where it came from; its deadlines count
+    /// from when it was made.
+    pub fn take_in(&mut self, now: Millis, call: Call) -> CallId {
+        self.arrivals = self.arrivals.max(call.rank + 1);
+        let id = self.calls.insert(call);
+        self.join(now, id);
+        id
+    }
+
+    /// Calls waiting: in line, and beside it for their routes' scouts.
+    pub fn waiting(&self) -> usize {
+        self.line.len() + self.behind_scout
     }
 
     fn make(&mut self, now: Millis, spec: CallSpec, probe: bool) -> CallId {
@@ -394,6 +423,7 @@ impl Gate {
             true => self.line.push_front(place),
             false => self.line.push(place),
         }
+        self.peak_waiting = self.peak_waiting.max(self.waiting());
     }
 
     /// Whether the store is down and the gate refuses rather than admit alone.
@@ -416,6 +446,13 @@ impl Gate {
         calls
             .get(place.call)
             .is_some_and(|c| matches!(c.stage, Stage::Queued { visit, .. } if visit == place.visit))
+    }
+
+    /// What the gate already decided and has not handed out, without admitting anyone: the
+    /// driver takes it before it makes a call here, whose number may be one an ended call's
+    /// settlement still names.
+    pub fn decided(&mut self) -> Option<Action> {
+        self.actions.pop_front()
     }
 
     /// The next thing to do, or `None` when there is nothing until the next event or
@@ -634,20 +671,27 @@ impl Gate {
         let Some(c) = self.calls.get(call) else {
             return;
         };
+        let scout = c.spec.scout;
         match c.stage {
             Stage::Queued { .. } => self.line.left(),
+            Stage::BehindScout => self.behind_scout -= 1,
             Stage::Sending => self.resume(now, call),
             Stage::AwaitingProbe { .. } => self.awaiting_probe.retain(|&c| c != call),
             _ => {}
+        }
+        if scout {
+            // The calls behind it wait no more.
+            let heard = Heard::Nothing;
+            self.actions.push_back(Action::Route { call, heard });
         }
         self.figures.cancelled += 1;
         self.calls.remove(call);
     }
 
-    /// Takes `call` out of the gate when it is held or waits in line and was never sent (its
-    /// route turned out to draw from another limiter bucket, whose gate it joins instead): its
-    /// spec, to make it there (neither held nor a scout any more).
-    pub fn withdraw(&mut self, call: CallId) -> Option<CallSpec> {
+    /// Takes `call` out of the gate when it waits for its route's scout, or in line, and was
+    /// never sent: its route turned out to draw from another limiter bucket, whose gate takes
+    /// it in ([`take_in`](Self::take_in)) as it is, neither a scout nor behind one any more.
+    pub fn withdraw(&mut self, call: CallId) -> Option<Call> {
         let c = self.calls.get(call)?;
         if c.probe || c.first_sent.is_some() {
             return None;
@@ -657,15 +701,13 @@ impl Gate {
                 self.line.left();
                 self.figures.requests = self.figures.requests.saturating_sub(1);
             }
-            Stage::Held => {}
+            Stage::BehindScout => self.behind_scout -= 1,
             _ => return None,
         }
-        let spec = self.calls.remove(call)?.spec;
-        Some(CallSpec {
-            held: false,
-            scout: false,
-            ..spec
-        })
+        let mut c = self.calls.remove(call)?;
+        c.spec.behind_scout = false;
+        c.spec.scout = false;
+        Some(c)
     }
 
     /// Whether `call` is being sent (its attempt is in the driver's hands).
@@ -673,11 +715,6 @@ impl Gate {
         self.calls
             .get(call)
             .is_some_and(|c| c.stage == Stage::Sending)
-    }
-
-    /// Calls waiting in line now.
-    pub fn waiting(&self) -> usize {
-        self.line.len()
     }
 
     /// Gives `call` up for `reason`, with what it got to.
@@ -691,8 +728,9 @@ impl Gate {
     /// Ends the call: the driver settles the caller's promise. Counts it and tells the hook.
     fn settle(&mut self, now: Millis, call: CallId, end: End) {
         if self.calls.get(call).is_some_and(|c| c.spec.scout) {
-            // Whatever became of it, its route's held calls wait no more.
-            self.actions.push_back(Action::Route { call, bucket: None });
+            // Whatever became of it, the calls behind it wait no more.
+            let heard = Heard::Nothing;
+            self.actions.push_back(Action::Route { call, heard });
         }
         let Some(c) = self.calls.remove(call) else {
             return;
@@ -817,8 +855,8 @@ impl Gate {
             Keeper::Store(link) => (link.cooldown_until, link.slow, link.budget_left),
         };
         Figures {
-            waiting: self.line.len(),
-            peak_waiting: self.line.peak(),
+            waiting: self.waiting(),
+            peak_waiting: self.peak_waiting,
             cooldown_until,
             slow,
             retry_budget,

@@ -2,7 +2,7 @@
 //! policy's verdict, the budgets charged, the unseen body disposed of, and the call settled or
 //! sent back to the line.
 
-use super::action::{Action, End, Event};
+use super::action::{Action, End, Event, Heard};
 use super::call::{Next, Stage};
 use super::store_link::Purpose;
 use super::{CallId, Due, Gate, Keeper};
@@ -138,7 +138,8 @@ impl Gate {
         c.last_failed = true;
         let probe = c.probe;
         if c.spec.scout {
-            self.actions.push_back(Action::Route { call, bucket: None });
+            let heard = Heard::Nothing;
+            self.actions.push_back(Action::Route { call, heard });
         }
         self.resume(now, call);
         if probe {
@@ -268,7 +269,8 @@ impl Gate {
         let own = learner.owns(bucket.as_deref());
         if sent.scout || !own {
             let call = sent.call;
-            self.actions.push_back(Action::Route { call, bucket });
+            let heard = bucket.map_or(Heard::Unnamed, Heard::Bucket);
+            self.actions.push_back(Action::Route { call, heard });
         }
         if !own {
             return;

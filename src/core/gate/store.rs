@@ -92,7 +92,7 @@ impl Gate {
                     }
                 }
                 if given == 0 {
-                    self.release(now, id, anchor);
+                    self.resume_unused(now, id, anchor);
                 }
             }
             Answer::Wait(ms) => link.ready_at = now + ms,
@@ -102,7 +102,7 @@ impl Gate {
     }
 
     /// An admission nobody could use: restart the refill it paused.
-    fn release(&mut self, now: Millis, id: u64, anchor: bool) {
+    fn resume_unused(&mut self, now: Millis, id: u64, anchor: bool) {
         let Keeper::Store(link) = &mut self.keeper else {
             return;
         };

@@ -3,8 +3,6 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::core::base::map::{Map, Set};
-
 /// The name of one allowance: a short hash of the credential, safe to log and to use as a
 /// store key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -57,107 +55,6 @@ impl Scope {
             None => self.clone(),
         }
     }
-}
-
-/// Routes a credential remembers the bucket of; past this, new routes stay on the first bucket.
-const MAX_ROUTES: usize = 256;
-
-/// Which limiter bucket each of a credential's routes draws from, as its responses said
-/// (`X-RateLimit-Bucket`). A route not heard of draws from the credential's first bucket, its
-/// first call scouting ahead (see [`CallSpec::scout`]).
-///
-/// [`CallSpec::scout`]: crate::core::gate::call::CallSpec::scout
-#[derive(Debug, Default)]
-pub struct Routes {
-    /// Routes that draw from another bucket than the first, and that bucket.
-    other: Map<String, String>,
-    /// Routes an answer named the bucket of.
-    heard: Set<String>,
-    /// Routes whose scout is out.
-    scouting: Set<String>,
-}
-
-impl Routes {
-    /// The bucket `route` draws from, when it is not the credential's first.
-    pub fn bucket(&self, route: &str) -> Option<&str> {
-        self.other.get(route).map(String::as_str)
-    }
-
-    /// What a new call of `route` does: it scouts when no answer named the route's bucket yet
-    /// and no scout is out (one is out from now on); it is held while one is out.
-    pub fn role(&mut self, route: &str) -> Role {
-        if self.heard.contains(route) {
-            return Role::Free;
-        }
-        if self.scouting.contains(route) {
-            return Role::Held;
-        }
-        if self.heard.len() + self.scouting.len() >= MAX_ROUTES {
-            return Role::Free;
-        }
-        self.scouting.insert(route.to_owned());
-        Role::Scout
-    }
-
-    /// `route`'s scout ended without naming a bucket: the next call scouts again.
-    pub fn scout_ended(&mut self, route: &str) {
-        self.scouting.remove(route);
-    }
-
-    /// `route` answered from `bucket`; `first` is the credential's first bucket.
-    pub fn heard(&mut self, route: &str, bucket: &str, first: Option<&str>) {
-        self.scouting.remove(route);
-        if self.heard.len() < MAX_ROUTES {
-            self.heard.insert(route.to_owned());
-        }
-        if first == Some(bucket) {
-            self.other.remove(route);
-        } else if self.other.len() < MAX_ROUTES || self.other.contains_key(route) {
-            self.other.insert(route.to_owned(), bucket.to_owned());
-        }
-    }
-}
-
-/// What a call does for its route (see [`Routes::role`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Its route's bucket is known (or not tracked): it goes to its gate's line.
-    Free,
-    /// It goes first, to learn its route's bucket.
-    Scout,
-    /// It waits for its route's scout.
-    Held,
-}
-
-/// Longest route kept: a longer path is cut, so a hostile URL cannot grow memory.
-const MAX_ROUTE_LEN: usize = 200;
-
-/// A request's route, as limiter buckets are told apart: the method and the URL's path, each
-/// segment that holds a digit (an id, a version) or is longer than 24 characters written `*`.
-/// `GET https://api.odds-api.net/v1/events/e1/odds/snapshot?x=1` is
-/// `GET /*/events/*/odds/snapshot`.
-pub fn route_of(method: &str, url: &str) -> String {
-    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let path = match after_scheme.find('/') {
-        Some(at) if url.contains("://") => &after_scheme[at..],
-        None if url.contains("://") => "/",
-        _ => after_scheme,
-    };
-    let path = path.split(['?', '#']).next().unwrap_or_default();
-    let mut route = String::with_capacity(method.len() + path.len() + 1);
-    route.push_str(method);
-    route.push(' ');
-    for (i, segment) in path.split('/').enumerate() {
-        if i > 0 {
-            route.push('/');
-        }
-        let id = segment.len() > 24 || segment.bytes().any(|b| b.is_ascii_digit());
-        route.push_str(if id { "*" } else { segment });
-        if route.len() > MAX_ROUTE_LEN {
-            break;
-        }
-    }
-    route.chars().take(MAX_ROUTE_LEN).collect()
 }
 
 /// Whether `value` can be sent as a header value: no CR, LF or NUL (a credential holding one
@@ -213,53 +110,6 @@ pub fn fingerprint(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_route_is_the_method_and_the_path_without_its_ids() {
-        let snapshot = "https://api.odds-api.net/v1/events/e1-2/odds/snapshot?markets=h2h";
-        assert_eq!(route_of("GET", snapshot), "GET /*/events/*/odds/snapshot");
-        assert_eq!(
-            route_of("GET", "http://127.0.0.1:3000/v1/events/abc123"),
-            "GET /*/events/*"
-        );
-        assert_eq!(route_of("GET", "http://h/v1/usage#x"), "GET /*/usage");
-        assert_eq!(route_of("POST", "http://h"), "POST /");
-        let long = format!("http://h/{}", "a/".repeat(500));
-        assert!(route_of("GET", &long).len() <= MAX_ROUTE_LEN);
-    }
-
-    #[test]
-    fn routes_remember_buckets_other_than_the_first() {
-        let mut routes = Routes::default();
-        assert_eq!(routes.role("GET /*/events/*"), Role::Scout);
-        assert_eq!(
-            routes.role("GET /*/events/*"),
-            Role::Held,
-            "one scout at a time"
-        );
-        routes.scout_ended("GET /*/events/*");
-        assert_eq!(
-            routes.role("GET /*/events/*"),
-            Role::Scout,
-            "a failed scout's successor"
-        );
-        routes.heard("GET /*/events/*", "events", Some("snapshot"));
-        assert_eq!(routes.bucket("GET /*/events/*"), Some("events"));
-        assert_eq!(
-            routes.role("GET /*/events/*"),
-            Role::Free,
-            "heard: no more scouts"
-        );
-        assert_eq!(routes.bucket("GET /*/usage"), None);
-        // The route moved to the first bucket: it draws from the credential's gate again.
-        routes.heard("GET /*/events/*", "snapshot", Some("snapshot"));
-        assert_eq!(routes.bucket("GET /*/events/*"), None);
-        for i in 0..MAX_ROUTES + 10 {
-            routes.heard(&format!("GET /r{i}"), "other", None);
-        }
-        assert_eq!(routes.other.len(), MAX_ROUTES);
-        assert_eq!(routes.role("GET /new"), Role::Free, "bounded");
-    }
 
     #[test]
     fn a_bucket_scope_names_its_credential() {

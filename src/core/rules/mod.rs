@@ -10,3 +10,4 @@ pub mod classify;
 pub mod learn;
 pub mod policy;
 pub mod quota;
+pub mod routes;

@@ -1,0 +1,102 @@
+//! Limiter buckets: what a call's answer said of its route's bucket, and the calls that move
+//! because of it. A call of a route heard from another bucket goes to that bucket's gate; the
+//! calls behind a route's scout go on once it answers (into the line of the gate it went
+//! through, or moved to their bucket's). A moved call is the same call, with the same
+//! [`CallRef`](super::CallRef), made when it was made: its `maxWaitMs` counts from then,
+//! `maxWaiting` judged it once, and it keeps its place in the call order.
+
+use super::fleet::Shared;
+use super::profile::Keeping;
+use super::{GateId, Gates};
+use crate::core::gate::action::Heard;
+use crate::core::gate::CallId;
+use crate::core::Millis;
+
+impl Gates {
+    /// `call` of `gate` heard `heard` of its route's bucket.
+    pub(super) fn routed(&mut self, now: Millis, gate: GateId, call: CallId, heard: Heard) {
+        let Some(entry) = self.entries.get(gate) else {
+            return;
+        };
+        let Some(&call_ref) = entry.refs.get(call) else {
+            return;
+        };
+        let Some(placed) = self.calls.get(call_ref) else {
+            return;
+        };
+        let (Some(route), wrapper) = (placed.route.clone(), placed.wrapper) else {
+            return;
+        };
+        let credential = entry.scope.credential();
+        let keeping = entry.keeping;
+        let first = self.first_bucket(&credential);
+        let routes = self.routes.entry(credential.clone()).or_default();
+        let before = routes.bucket(&route).map(str::to_owned);
+        routes.heard(&route, &heard, first.as_deref());
+        let target = routes.bucket(&route).map(str::to_owned);
+        if let (Heard::Bucket(bucket), Keeping::Store(store)) = (&heard, keeping) {
+            if before.as_ref() != Some(bucket) && first.as_ref() != Some(bucket) {
+                let fact = Shared::Route(route.to_string(), bucket.clone());
+                self.share(store, &credential, vec![fact]);
+            }
+        }
+        let target_scope = match &target {
+            Some(bucket) => credential.in_bucket(bucket),
+            None => credential,
+        };
+        let target = match (self.scopes.get(&target_scope), wrapper) {
+            (Some(&g), _) => Some(g),
+            (None, Some(wrapper)) => self.gate_for(now, wrapper, &target_scope, None).ok(),
+            (None, None) => None,
+        };
+        // The route's other calls still waiting here, never sent.
+        let Some(entry) = self.entries.get(gate) else {
+            return;
+        };
+        let calls = &self.calls;
+        let waiting: Vec<(CallId, super::CallRef)> = entry
+            .refs
+            .iter()
+            .filter(|&(local, r)| {
+                local != call
+                    && calls
+                        .get(*r)
+                        .is_some_and(|p| p.route.as_ref() == Some(&route))
+            })
+            .map(|(local, &r)| (local, r))
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let target = target.filter(|&t| t != gate);
+        for (local, moving) in waiting {
+            let Some(entry) = self.entries.get_mut(gate) else {
+                return;
+            };
+            let Some(to) = target else {
+                entry.gate.release(now, local);
+                continue;
+            };
+            let Some(taken) = entry.gate.withdraw(local) else {
+                continue;
+            };
+            entry.refs.remove(local);
+            self.flush(now, to);
+            let Some(there) = self.entries.get_mut(to) else {
+                continue;
+            };
+            let arrived = there.gate.take_in(now, taken);
+            there.refs.insert(arrived, moving);
+            if let Some(placed) = self.calls.get_mut(moving) {
+                placed.gate = to;
+                placed.call = arrived;
+                if let Some(wrapper) = placed.wrapper {
+                    self.know(wrapper, to, None);
+                }
+            }
+        }
+        if let Some(to) = target {
+            self.touch(to);
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! Forgetting gates that hold nothing worth keeping, a few at a time as new gates are made, so
+//! a process serving many keys does not grow with every key it has seen. A forgotten gate's
+//! figures stay in its wrappers' totals; made anew later, it starts exactly as it stood.
+
+use super::{Action, Gates};
+use crate::core::Millis;
+
+impl Gates {
+    /// Looks at up to `n` gates, oldest first, and forgets those that hold nothing worth
+    /// keeping. The others go to the back.
+    pub(super) fn evict_idle(&mut self, now: Millis, n: usize) {
+        for _ in 0..n.min(self.sweep.len()) {
+            let Some(gate) = self.sweep.pop_front() else {
+                return;
+            };
+            let Some(entry) = self.entries.get_mut(gate) else {
+                continue;
+            };
+            if entry.due.is_some() || entry.ready || !entry.gate.idle(now) {
+                self.sweep.push_back(gate);
+                continue;
+            }
+            let figures = entry.gate.figures(now);
+            let Some(entry) = self.entries.remove(gate) else {
+                continue;
+            };
+            self.scopes.remove(&entry.scope);
+            for (wrapper, print) in entry.users {
+                let Some(w) = self.wrappers.get_mut(wrapper) else {
+                    continue;
+                };
+                if let Some(print) = print {
+                    if w.prints.get(&print) == Some(&gate) {
+                        w.prints.remove(&print);
+                    }
+                }
+                w.gates.remove(&gate);
+                w.retired.absorb(&figures);
+            }
+            self.actions.push_back(Action::Forgotten { gate });
+        }
+    }
+}

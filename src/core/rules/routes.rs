@@ -1,0 +1,174 @@
+//! Which limiter bucket a credential's route draws from (`X-RateLimit-Bucket`), as answers
+//! say: a route is the method and the path, ids written `*`; a route nobody has heard from
+//! sends one call ahead (its scout) and the rest wait behind it.
+
+use crate::core::base::map::{Map, Set};
+use crate::core::gate::action::Heard;
+
+/// Routes a credential remembers the bucket of; past this, new routes stay on the first bucket
+/// and send no scout.
+pub const MAX_ROUTES: usize = 256;
+
+/// Which limiter bucket each of a credential's routes draws from, as its answers said. A route
+/// not heard of draws from the credential's first bucket, its first call scouting ahead (see
+/// [`CallSpec::scout`]).
+///
+/// [`CallSpec::scout`]: crate::core::gate::call::CallSpec::scout
+#[derive(Debug, Default)]
+pub struct Routes {
+    /// Routes that draw from another bucket than the first, and that bucket.
+    other: Map<String, String>,
+    /// Routes an answer spoke for.
+    heard: Set<String>,
+    /// Routes whose scout is out.
+    scouting: Set<String>,
+}
+
+impl Routes {
+    /// The bucket `route` draws from, when it is not the credential's first.
+    pub fn bucket(&self, route: &str) -> Option<&str> {
+        self.other.get(route).map(String::as_str)
+    }
+
+    /// What a new call of `route` does: it scouts when no answer spoke for the route yet and no
+    /// scout is out (one is out from now on); it waits behind the scout while one is out.
+    pub fn role(&mut self, route: &str) -> Role {
+        if self.heard.contains(route) {
+            return Role::Free;
+        }
+        if self.scouting.contains(route) {
+            return Role::BehindScout;
+        }
+        if self.heard.len() + self.scouting.len() >= MAX_ROUTES {
+            return Role::Free;
+        }
+        self.scouting.insert(route.to_owned());
+        Role::Scout
+    }
+
+    /// What an answer to a call of `route` said of its bucket (`first` is the credential's
+    /// first bucket, when known). An answer that names none keeps the route where it went; no
+    /// answer lets the next call scout again.
+    pub fn heard(&mut self, route: &str, heard: &Heard, first: Option<&str>) {
+        self.scouting.remove(route);
+        let bucket = match heard {
+            Heard::Nothing => return,
+            Heard::Unnamed => None,
+            Heard::Bucket(bucket) => Some(bucket.as_str()),
+        };
+        if self.heard.len() < MAX_ROUTES {
+            self.heard.insert(route.to_owned());
+        }
+        match bucket {
+            Some(bucket) if first != Some(bucket) => {
+                if self.other.len() < MAX_ROUTES || self.other.contains_key(route) {
+                    self.other.insert(route.to_owned(), bucket.to_owned());
+                }
+            }
+            _ => {
+                self.other.remove(route);
+            }
+        }
+    }
+}
+
+/// What a call does for its route (see [`Routes::role`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Its route's bucket is known (or not tracked): it goes to its gate's line.
+    Free,
+    /// It goes first, to learn its route's bucket.
+    Scout,
+    /// It waits for its route's scout.
+    BehindScout,
+}
+
+/// Longest route kept: a longer path is cut, so a hostile URL cannot grow memory.
+const MAX_ROUTE_LEN: usize = 200;
+
+/// A request's route, as limiter buckets are told apart: the method and the URL's path, each
+/// segment that holds a digit (an id, a version) or is longer than 24 characters written `*`.
+/// `GET https://api.odds-api.net/v1/events/e1/odds/snapshot?x=1` is
+/// `GET /*/events/*/odds/snapshot`.
+pub fn route_of(method: &str, url: &str) -> String {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let path = match after_scheme.find('/') {
+        Some(at) if url.contains("://") => &after_scheme[at..],
+        None if url.contains("://") => "/",
+        _ => after_scheme,
+    };
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    let mut route = String::with_capacity(method.len() + path.len() + 1);
+    route.push_str(method);
+    route.push(' ');
+    for (i, segment) in path.split('/').enumerate() {
+        if i > 0 {
+            route.push('/');
+        }
+        let id = segment.len() > 24 || segment.bytes().any(|b| b.is_ascii_digit());
+        route.push_str(if id { "*" } else { segment });
+        if route.len() > MAX_ROUTE_LEN {
+            break;
+        }
+    }
+    route.chars().take(MAX_ROUTE_LEN).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_is_the_method_and_the_path_without_its_ids() {
+        let snapshot = "https://api.odds-api.net/v1/events/e1-2/odds/snapshot?markets=h2h";
+        assert_eq!(route_of("GET", snapshot), "GET /*/events/*/odds/snapshot");
+        assert_eq!(
+            route_of("GET", "http://127.0.0.1:3000/v1/events/abc123"),
+            "GET /*/events/*"
+        );
+        assert_eq!(route_of("GET", "http://h/v1/usage#x"), "GET /*/usage");
+        assert_eq!(route_of("POST", "http://h"), "POST /");
+        let long = format!("http://h/{}", "a/".repeat(500));
+        assert!(route_of("GET", &long).len() <= MAX_ROUTE_LEN);
+    }
+
+    #[test]
+    fn routes_remember_buckets_other_than_the_first() {
+        let events = "GET /*/events/*";
+        let mut routes = Routes::default();
+        assert_eq!(routes.role(events), Role::Scout);
+        assert_eq!(
+            routes.role(events),
+            Role::BehindScout,
+            "one scout at a time"
+        );
+        routes.heard(events, &Heard::Nothing, Some("snapshot"));
+        assert_eq!(
+            routes.role(events),
+            Role::Scout,
+            "a failed scout's successor"
+        );
+        routes.heard(events, &Heard::Bucket("events".into()), Some("snapshot"));
+        assert_eq!(routes.bucket(events), Some("events"));
+        assert_eq!(routes.role(events), Role::Free, "heard: no more scouts");
+        assert_eq!(routes.bucket("GET /*/usage"), None);
+        // The route moved to the first bucket: it draws from the credential's gate again.
+        routes.heard(events, &Heard::Bucket("snapshot".into()), Some("snapshot"));
+        assert_eq!(routes.bucket(events), None);
+        for i in 0..MAX_ROUTES + 10 {
+            routes.heard(&format!("GET /r{i}"), &Heard::Bucket("other".into()), None);
+        }
+        assert_eq!(routes.other.len(), MAX_ROUTES);
+        assert_eq!(routes.role("GET /new"), Role::Free, "bounded");
+    }
+
+    #[test]
+    fn an_answer_that_names_no_bucket_ends_the_scouting_for_good() {
+        let mut routes = Routes::default();
+        assert_eq!(routes.role("GET /*/odds"), Role::Scout);
+        routes.heard("GET /*/odds", &Heard::Unnamed, None);
+        // Its next calls go in call order: none overtakes the line as a scout again.
+        assert_eq!(routes.role("GET /*/odds"), Role::Free);
+        assert_eq!(routes.bucket("GET /*/odds"), None);
+    }
+}

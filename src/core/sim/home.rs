@@ -1,0 +1,94 @@
+//! The simulator's homes: seeded randomness, and, for processes that stand for the threads of
+//! one process, memory they share (a slot per key, which one thread changes at a time because
+//! the virtual clock runs one event at a time).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::core::authority::threads::{Slot, WORDS};
+use crate::core::base::map::Map;
+use crate::core::base::random::{Random, Seeded};
+use crate::core::gates::home::Home;
+use crate::core::gates::scope::Scope;
+use crate::core::Millis;
+
+/// The memory several simulated threads share: each key's slot.
+pub type Shelf = Rc<RefCell<Map<Scope, Box<[f64; WORDS]>>>>;
+
+/// A simulated thread: seeded randomness, and a shelf when it shares one with others.
+#[derive(Debug, Clone)]
+pub struct SimHome {
+    seed: u64,
+    thread: u32,
+    shelf: Option<Shelf>,
+}
+
+impl SimHome {
+    /// A thread alone: randomness seeded from `seed` (the first gate's is `seed` itself).
+    pub fn alone(seed: u64) -> SimHome {
+        SimHome {
+            seed,
+            thread: 1,
+            shelf: None,
+        }
+    }
+
+    /// Thread `thread` (1 and up) of the threads sharing `shelf`.
+    pub fn sharing(seed: u64, thread: u32, shelf: Shelf) -> SimHome {
+        SimHome {
+            seed,
+            thread,
+            shelf: Some(shelf),
+        }
+    }
+}
+
+/// A key's slot on a simulated shelf.
+struct SimSlot {
+    shelf: Shelf,
+    scope: Scope,
+}
+
+impl Slot for SimSlot {
+    fn transact(&mut self, f: &mut dyn FnMut(&mut [f64; WORDS]) -> bool, _: bool) -> bool {
+        let mut shelf = self.shelf.borrow_mut();
+        let words = shelf
+            .entry(self.scope.clone())
+            .or_insert_with(|| Box::new([0.0; WORDS]));
+        let mut copy = **words;
+        if f(&mut copy) {
+            **words = copy;
+        }
+        true
+    }
+}
+
+impl Home for SimHome {
+    fn random(&mut self) -> Box<dyn Random> {
+        let seed = self.seed;
+        self.seed += 1;
+        Box::new(Seeded::new(seed))
+    }
+    fn slot(&mut self, scope: &Scope) -> Option<Box<dyn Slot>> {
+        let shelf = self.shelf.clone()?;
+        Some(Box::new(SimSlot {
+            shelf,
+            scope: scope.clone(),
+        }))
+    }
+    fn shares_memory(&self) -> bool {
+        self.shelf.is_some()
+    }
+    fn thread(&self) -> u32 {
+        self.thread
+    }
+    fn offset(&self) -> Millis {
+        0.0
+    }
+    fn keys(&mut self) -> (u64, u64) {
+        (0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344)
+    }
+    fn number(&self, n: f64) -> String {
+        n.to_string()
+    }
+}

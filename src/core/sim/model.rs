@@ -1,0 +1,430 @@
+//! The article's virtual-clock model, run on the production gates: every worker's call goes
+//! through [`Gates`] exactly as `createFetch`'s do, driven by the [`World`], against a
+//! simulated server (a token bucket with the same allowance, `Retry-After` on every 429). Beyond
+//! the article: learning (the gates are not told the allowance), headers on every answer or on
+//! 429s only, a second limiter bucket, and several processes sharing a store or several threads
+//! sharing memory.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::home::{Shelf, SimHome};
+use super::server::{Allowances, Headers, Limiter};
+use super::world::{Call, World};
+use crate::core::authority::memory::MemoryAuthority;
+use crate::core::authority::{AdmissionId, Answer, Authority, Op};
+use crate::core::gate::action::{End, Event};
+use crate::core::gate::store_link::StoreSettings;
+use crate::core::gates::home::Home;
+use crate::core::gates::profile::{Keeping, Profile};
+use crate::core::gates::scope::Scope;
+use crate::core::gates::Gates;
+use crate::core::rules::allowance::{at_least, positive, Allowance, ConfigError, Rate};
+use crate::core::rules::batch::Batch;
+use crate::core::rules::budget::BatchBudget;
+use crate::core::rules::learn::Estimate;
+use crate::core::rules::policy::RetryPolicy;
+use crate::core::Millis;
+
+/// Upper bounds that keep a run small enough to finish in well under a second.
+const MAX_WORKERS: f64 = 100_000.0;
+const MAX_ATTEMPTS: f64 = 1_000.0;
+
+/// How workers are coordinated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coordination {
+    /// Each worker honours `Retry-After` on its own: a gate per worker, which no other shares.
+    Independent,
+    /// Every attempt of every worker passes one gate.
+    Shared,
+    /// Worker `i` uses gate `i % n`: n processes with a gate each.
+    Separate(u32),
+    /// Worker `i` is in process `i % n`, and the processes' gates share a store.
+    Fleet(u32),
+    /// Worker `i` is in thread `i % n` of one process, whose threads share memory.
+    Threads(u32),
+}
+
+/// A scenario. [`SimOptions::default`] is the article's: eight workers, burst 2, 2 per second,
+/// `Retry-After: 1`, independent retries, ten attempts each, no retry budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimOptions {
+    /// Logical workers, each wanting one snapshot, all starting at time 0.
+    pub workers: u32,
+    /// The server's allowance, and the gates' (configured to match it).
+    pub rate: Rate,
+    /// The server's `Retry-After` on every 429, in milliseconds.
+    pub retry_after_ms: Millis,
+    /// Who decides when attempts go.
+    pub coordination: Coordination,
+    /// The server rejects everything: a persistent failure.
+    pub always_reject: bool,
+    /// Attempts per worker, the first included.
+    pub max_attempts: u32,
+    /// Retries allowed across all workers for the whole batch (not replenished).
+    pub retry_budget: Option<u32>,
+    /// The gates are not told the allowance: they learn it from the responses.
+    pub learn: bool,
+    /// Where the server sends `X-RateLimit-Limit` and `-Remaining` (and, with a second
+    /// limiter bucket, `X-RateLimit-Bucket`).
+    pub headers: Headers,
+    /// Snapshots each worker fetches, one after another.
+    pub snapshots: u32,
+    /// From a request's arrival at the server to its response's return, in milliseconds.
+    pub latency_ms: Millis,
+    /// A second limiter bucket of the key, for event lookups (`GET /v1/events/{id}`).
+    pub lookups: Option<Lookups>,
+    /// A store operation's round trip, in milliseconds (with [`Coordination::Fleet`]).
+    pub store_latency_ms: Millis,
+}
+
+/// Event lookups on a limiter bucket of their own, beside the snapshots.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lookups {
+    /// Lookups made, one per worker of their own, all at time 0.
+    pub calls: u32,
+    /// Their bucket's allowance.
+    pub rate: Rate,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            workers: 8,
+            rate: Rate::ARTICLE,
+            retry_after_ms: 1000.0,
+            coordination: Coordination::Independent,
+            always_reject: false,
+            max_attempts: 10,
+            retry_budget: None,
+            learn: false,
+            headers: Headers::Never,
+            snapshots: 1,
+            latency_ms: 0.0,
+            lookups: None,
+            store_latency_ms: 1.0,
+        }
+    }
+}
+
+impl SimOptions {
+    /// Checks the numbers a caller supplied; each error names its field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        at_least(
+            "workers",
+            self.workers.into(),
+            1.0,
+            "an integer from 1 to 100000",
+        )?;
+        if f64::from(self.workers) > MAX_WORKERS {
+            return Err(ConfigError::OutOfRange {
+                field: "workers",
+                expected: "an integer from 1 to 100000",
+                got: self.workers.into(),
+            });
+        }
+        at_least(
+            "retryAfterMs",
+            self.retry_after_ms,
+            0.0,
+            "a finite number >= 0",
+        )?;
+        if !(1.0..=MAX_ATTEMPTS).contains(&f64::from(self.max_attempts)) {
+            return Err(ConfigError::OutOfRange {
+                field: "maxAttempts",
+                expected: "an integer from 1 to 1000",
+                got: self.max_attempts.into(),
+            });
+        }
+        match self.coordination {
+            Coordination::Separate(n) => positive("separateGates", n.into()).map(|_| ())?,
+            Coordination::Fleet(n) => positive("processes", n.into()).map(|_| ())?,
+            Coordination::Threads(n) => positive("threads", n.into()).map(|_| ())?,
+            _ => {}
+        }
+        if let Some(lookups) = self.lookups {
+            if f64::from(lookups.calls) > MAX_WORKERS {
+                return Err(ConfigError::OutOfRange {
+                    field: "lookups",
+                    expected: "an integer from 0 to 100000",
+                    got: lookups.calls.into(),
+                });
+            }
+        }
+        at_least(
+            "storeLatencyMs",
+            self.store_latency_ms,
+            0.0,
+            "a finite number >= 0",
+        )?;
+        let calls = f64::from(self.workers) * f64::from(self.snapshots);
+        if !(1.0..=MAX_WORKERS).contains(&calls) {
+            return Err(ConfigError::OutOfRange {
+                field: "snapshots",
+                expected: "an integer from 1 with workers x snapshots at most 100000",
+                got: self.snapshots.into(),
+            });
+        }
+        at_least("latencyMs", self.latency_ms, 0.0, "a finite number >= 0")?;
+        Ok(())
+    }
+}
+
+/// One attempt that reached the server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Attempt {
+    /// Virtual time of the attempt.
+    pub at: Millis,
+    /// Which worker made it.
+    pub worker: u32,
+    /// 200 or 429.
+    pub status: u16,
+}
+
+/// What a run produced; the bindings hand it to JavaScript in the article's field names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimReport {
+    /// Attempts that reached the server.
+    pub attempts: usize,
+    /// Of those, rejected with 429.
+    pub rejected: usize,
+    /// Workers that got their snapshot.
+    pub completed: usize,
+    /// Workers that gave up (attempts or retry budget spent): never counted as success.
+    pub abandoned: usize,
+    /// Time of the last attempt.
+    pub last_attempt_ms: Millis,
+    /// Every attempt, in order.
+    pub timeline: Vec<Attempt>,
+    /// A learning run's estimates as they changed (the first gate's), in order.
+    pub learned: Vec<(Millis, Estimate)>,
+    /// With lookups: attempts and 429s of each limiter bucket, and when its last call was
+    /// done (snapshots first, then lookups).
+    pub buckets: Vec<BucketReport>,
+}
+
+/// One limiter bucket's share of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BucketReport {
+    /// Its name.
+    pub name: String,
+    /// Attempts it answered.
+    pub attempts: u64,
+    /// Of those, 429s.
+    pub rejected: u64,
+    /// When its last call was done (settled).
+    pub done_ms: Millis,
+}
+
+/// The article's `Gate`: `admitAt(now)` and `defer(now, delayMs)` on a virtual clock. It is the
+/// production [`MemoryAuthority`], each admission's response taken to come back at once.
+#[derive(Debug, Clone)]
+pub struct ArticleGate {
+    authority: MemoryAuthority,
+    next: AdmissionId,
+}
+
+impl ArticleGate {
+    /// A gate with a full bucket at time 0.
+    pub fn new(rate: Rate) -> ArticleGate {
+        ArticleGate {
+            authority: MemoryAuthority::new(rate, None, 0.0),
+            next: 0,
+        }
+    }
+
+    /// Admits at `now` (spending a token) and returns `now`, or returns the earliest time worth
+    /// coming back, spending nothing. The cooldown is checked first, so after a cooldown only
+    /// the burst goes at once and the rest wait for tokens.
+    pub fn admit_at(&mut self, now: Millis) -> Millis {
+        let id = self.next;
+        self.next += 1;
+        let admit = Op::Admit {
+            id,
+            want: 1,
+            seen: None,
+        };
+        match self.authority.apply(now, &admit) {
+            Answer::Admitted { .. } => {
+                self.authority.apply(now, &Op::Resume { id });
+                now
+            }
+            Answer::Wait(ms) | Answer::Exhausted(ms) => now + ms,
+            _ => now,
+        }
+    }
+
+    /// Holds every admission until `now + delay_ms`; a later, shorter delay never moves the
+    /// end earlier.
+    pub fn defer(&mut self, now: Millis, delay_ms: Millis) -> Result<(), ConfigError> {
+        let delay_ms = at_least("delayMs", delay_ms, 0.0, "a finite number >= 0")?;
+        let op = Op::Observe {
+            cooldown_ms: Some(delay_ms),
+            remaining: None,
+        };
+        self.authority.apply(now, &op);
+        Ok(())
+    }
+
+    /// No admission before this time.
+    pub fn blocked_until(&self) -> Millis {
+        self.authority.cooldown_until()
+    }
+}
+
+/// Where a worker's calls go: its process and its key.
+fn placement(options: &SimOptions, worker: u32) -> (usize, String) {
+    let key = |k: u32| format!("key-{k}");
+    match options.coordination {
+        Coordination::Independent => (0, key(worker)),
+        Coordination::Shared => (0, key(0)),
+        Coordination::Separate(n) => (0, key(worker % n)),
+        Coordination::Fleet(n) | Coordination::Threads(n) => ((worker % n) as usize, key(0)),
+    }
+}
+
+/// Runs a scenario to the end: every worker's calls go through the production gates, one
+/// [`Gates`] per coordinating process, against a server with the same allowance.
+pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
+    options.validate()?;
+    let processes = match options.coordination {
+        Coordination::Fleet(n) | Coordination::Threads(n) => n as usize,
+        _ => 1,
+    };
+    let shelf: Shelf = Rc::default();
+    let keeping = match options.coordination {
+        Coordination::Fleet(_) => Keeping::Store(0),
+        Coordination::Threads(_) => Keeping::Memory { threads: true },
+        _ => Keeping::Memory { threads: false },
+    };
+    let policy = Rc::new(RetryPolicy {
+        max_attempts: options.max_attempts,
+        time_budget_ms: Millis::INFINITY,
+        attempt_timeout_ms: Millis::INFINITY,
+        ..RetryPolicy::default()
+    });
+    let profile = Profile {
+        allowance: match options.learn {
+            true => Allowance::Learned(None),
+            false => Allowance::Fixed(options.rate),
+        },
+        budget: None,
+        keeping,
+        policy: Some(policy),
+        max_wait_ms: None,
+        max_waiting: None,
+        reports_wait: false,
+    };
+    let mut all = Vec::with_capacity(processes);
+    let mut wrappers = Vec::with_capacity(processes);
+    for p in 0..processes {
+        let seed = 1 + 1_000 * p as u64;
+        let home: Box<dyn Home> = match options.coordination {
+            Coordination::Threads(_) => {
+                Box::new(SimHome::sharing(seed, p as u32 + 1, shelf.clone()))
+            }
+            _ => Box::new(SimHome::alone(seed)),
+        };
+        let mut gates = Gates::new(home);
+        let settings = StoreSettings {
+            timeout_ms: 1_000.0 + 10.0 * options.store_latency_ms,
+            ..StoreSettings::DEFAULT
+        };
+        if keeping == Keeping::Store(0) {
+            gates.store("simulated", settings);
+        }
+        wrappers.push(gates.wrapper(profile.clone()));
+        all.push(gates);
+    }
+    let named = options.lookups.is_some();
+    let mut limiters = Vec::new();
+    if let Some(lookups) = options.lookups {
+        limiters.push(Limiter {
+            name: Some("events".into()),
+            path: "/lookup/".into(),
+            rate: lookups.rate,
+        });
+    }
+    limiters.push(Limiter {
+        name: named.then(|| "snapshot".into()),
+        path: String::new(),
+        rate: options.rate,
+    });
+    let mut server = Allowances::new(limiters, options.retry_after_ms);
+    server.headers = options.headers;
+    server.always_reject = options.always_reject;
+    server.latency_ms = options.latency_ms;
+    // The article's workers defer the gate only before a retry: the answer to a call's last
+    // attempt holds nobody (createFetch itself honours every Retry-After).
+    server.quiet_from = Some(options.max_attempts);
+    let mut world = World::new(all, Box::new(server));
+    world.store.latency = options.store_latency_ms;
+    let batch = Rc::new(RefCell::new(Batch {
+        deadline: Millis::INFINITY,
+        budget: options.retry_budget.map(BatchBudget::new),
+    }));
+    let call = |worker: u32, url: String| {
+        let (process, key) = placement(options, worker);
+        Call {
+            batch: Some(batch.clone()),
+            ..Call::get(process, wrappers[process], &key, &url)
+        }
+    };
+    // Each worker fetches its snapshots one after another: the next starts when one ends.
+    let snapshot =
+        |worker: u32, n: u32| format!("http://sim/v1/events/e{worker}-{n}/odds/snapshot");
+    let mut worker_of = Vec::new();
+    for worker in 0..options.workers {
+        let mut index = world.start_at(0.0, call(worker, snapshot(worker, 0)));
+        worker_of.push(worker);
+        for n in 1..options.snapshots {
+            index = world.start_after(index, call(worker, snapshot(worker, n)));
+            worker_of.push(worker);
+        }
+    }
+    // Event lookups: a worker each, at time 0, on their own bucket.
+    for i in 0..options.lookups.map_or(0, |l| l.calls) {
+        let worker = options.workers + i;
+        world.start_at(0.0, call(worker, format!("http://sim/v1/lookup/l{i}")));
+        worker_of.push(worker);
+    }
+    world.run();
+    let mut report = SimReport {
+        attempts: 0,
+        rejected: 0,
+        completed: 0,
+        abandoned: 0,
+        last_attempt_ms: 0.0,
+        timeline: Vec::new(),
+        learned: Vec::new(),
+        buckets: Vec::new(),
+    };
+    for sent in world.log.sent.iter().filter(|s| !s.probe) {
+        report.timeline.push(Attempt {
+            at: sent.at,
+            worker: worker_of[sent.index],
+            status: sent.status.unwrap_or(0),
+        });
+    }
+    for (_, end) in world.log.settled.values() {
+        match end {
+            End::Deliver => report.completed += 1,
+            _ => report.abandoned += 1,
+        }
+    }
+    report.abandoned += world.log.refused.len();
+    // The first gate's estimates: the first worker's credential's, in the first process.
+    let first = Scope::of(Some(&placement(options, 0).1), None);
+    let first = world.processes[0].gates.find(&first);
+    for (at, p, gate, event) in &world.log.events {
+        if let (0, Event::Learned(estimate)) = (*p, event) {
+            if Some(*gate) == first {
+                report.learned.push((*at, *estimate));
+            }
+        }
+    }
+    report.attempts = report.timeline.len();
+    report.rejected = report.timeline.iter().filter(|a| a.status == 429).count();
+    report.last_attempt_ms = report.timeline.last().map_or(0.0, |a| a.at);
+    Ok(report)
+}

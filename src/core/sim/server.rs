@@ -1,0 +1,228 @@
+//! The other end of a simulated request: a [`Server`] answers each attempt with a [`Reply`]
+//! (a status and headers after a latency, a failure, or nothing at all). [`Allowances`] is the
+//! simulator's own: one token bucket per limiter bucket of the key, with `Retry-After` on every
+//! 429, and rate-limit headers on every answer, on 429s only, or never.
+
+use crate::core::base::map::Map;
+use crate::core::gate::BodyFacts;
+use crate::core::parse::feedback::Feedback;
+use crate::core::rules::allowance::Rate;
+use crate::core::rules::bucket::TokenBucket;
+use crate::core::Millis;
+
+/// What the server does with one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A response after `latency` ms.
+    Status {
+        /// Its status.
+        status: u16,
+        /// Its headers.
+        headers: Vec<(&'static str, String)>,
+        /// What its JSON body says, when it says anything the gate reads.
+        body: Option<BodyFacts>,
+        /// From the attempt to the response, in ms.
+        latency: Millis,
+    },
+    /// A response after `latency` ms whose headers are given as the gate reads them (the
+    /// simulator's server: its `Retry-After` is exact to the millisecond).
+    Read {
+        /// Its status.
+        status: u16,
+        /// What its headers say.
+        feedback: Feedback,
+        /// From the attempt to the response, in ms.
+        latency: Millis,
+    },
+    /// The fetch rejects after `latency` ms.
+    Fail {
+        /// From the attempt to the rejection, in ms.
+        latency: Millis,
+    },
+    /// Nothing comes back (only the attempt's time limit ends it).
+    Hang,
+}
+
+impl Reply {
+    /// A 200 at once.
+    pub fn ok() -> Reply {
+        Reply::status(200, &[])
+    }
+
+    /// `status` with `headers`, at once.
+    pub fn status(status: u16, headers: &[(&'static str, &str)]) -> Reply {
+        Reply::Status {
+            status,
+            headers: headers.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+            body: None,
+            latency: 0.0,
+        }
+    }
+
+    /// The same reply, `ms` later.
+    pub fn after(mut self, ms: Millis) -> Reply {
+        match &mut self {
+            Reply::Status { latency, .. }
+            | Reply::Read { latency, .. }
+            | Reply::Fail { latency } => *latency = ms,
+            Reply::Hang => {}
+        }
+        self
+    }
+
+    /// The same reply with a body whose `code` and `detail` say this.
+    pub fn saying(mut self, code: &str, detail: &str) -> Reply {
+        if let Reply::Status { body, .. } = &mut self {
+            *body = Some(BodyFacts {
+                code: Some(code.into()),
+                detail: Some(detail.into()),
+            });
+        }
+        self
+    }
+
+    /// How long until it comes back, if it does.
+    pub fn latency(&self) -> Option<Millis> {
+        match self {
+            Reply::Status { latency, .. }
+            | Reply::Read { latency, .. }
+            | Reply::Fail { latency } => Some(*latency),
+            Reply::Hang => None,
+        }
+    }
+}
+
+/// One attempt as the server sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Attempt<'a> {
+    /// The process that sent it.
+    pub process: usize,
+    /// The call's number in the order calls were started.
+    pub index: usize,
+    /// Which attempt of the call this is (1 for the first).
+    pub number: u32,
+    /// Its method.
+    pub method: &'a str,
+    /// Its URL.
+    pub url: &'a str,
+    /// The credential it carries.
+    pub key: &'a str,
+}
+
+/// Answers attempts.
+pub trait Server {
+    /// The reply to `attempt`, sent at `now`.
+    fn reply(&mut self, now: Millis, attempt: &Attempt) -> Reply;
+}
+
+impl<F: FnMut(Millis, &Attempt) -> Reply> Server for F {
+    fn reply(&mut self, now: Millis, attempt: &Attempt) -> Reply {
+        self(now, attempt)
+    }
+}
+
+/// Where the server's rate-limit headers go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Headers {
+    /// On no answer: 429 and `Retry-After` speak alone.
+    Never,
+    /// On every answer.
+    Always,
+    /// On 429s only (where the API's OpenAPI documents them).
+    OnThrottle,
+}
+
+/// One limiter bucket of the key: the routes whose path contains `path` draw from it.
+#[derive(Debug, Clone)]
+pub struct Limiter {
+    /// Its name (`X-RateLimit-Bucket`), when the server names it.
+    pub name: Option<String>,
+    /// A piece of path that picks its routes ("" for every route another limiter does not
+    /// pick).
+    pub path: String,
+    /// Its allowance.
+    pub rate: Rate,
+}
+
+/// The simulator's server: a token bucket per limiter bucket, full at time 0, and a
+/// `Retry-After` on every 429.
+#[derive(Debug)]
+pub struct Allowances {
+    limiters: Vec<(Limiter, TokenBucket)>,
+    /// `Retry-After` on a 429, in ms.
+    pub retry_after_ms: Millis,
+    /// Where `X-RateLimit-Limit`/`-Remaining` go.
+    pub headers: Headers,
+    /// Reject everything (a persistent failure).
+    pub always_reject: bool,
+    /// From arrival to the response, in ms.
+    pub latency_ms: Millis,
+    /// The attempt numbers whose 429 says `Retry-After: 0` (the article's last attempts, which
+    /// defer nobody): a call's attempts from this number on.
+    pub quiet_from: Option<u32>,
+    /// What each limiter answered: 200s and 429s, by name.
+    pub counts: Map<String, (u64, u64)>,
+}
+
+impl Allowances {
+    /// A server whose limiters are `limiters` (the first whose path matches an attempt's URL
+    /// answers it; the last should match everything).
+    pub fn new(limiters: Vec<Limiter>, retry_after_ms: Millis) -> Allowances {
+        Allowances {
+            limiters: limiters
+                .into_iter()
+                .map(|l| {
+                    let bucket = TokenBucket::new(l.rate, 0.0);
+                    (l, bucket)
+                })
+                .collect(),
+            retry_after_ms,
+            headers: Headers::Never,
+            always_reject: false,
+            latency_ms: 0.0,
+            quiet_from: None,
+            counts: Map::default(),
+        }
+    }
+}
+
+impl Server for Allowances {
+    fn reply(&mut self, now: Millis, attempt: &Attempt) -> Reply {
+        let Some((limiter, bucket)) = self
+            .limiters
+            .iter_mut()
+            .find(|(l, _)| attempt.url.contains(l.path.as_str()))
+        else {
+            return Reply::status(404, &[]).after(self.latency_ms);
+        };
+        let ok = !self.always_reject && bucket.take(now);
+        let status = if ok { 200 } else { 429 };
+        let count = self
+            .counts
+            .entry(limiter.name.clone().unwrap_or_default())
+            .or_default();
+        match ok {
+            true => count.0 += 1,
+            false => count.1 += 1,
+        }
+        let quiet = self.quiet_from.is_some_and(|n| attempt.number >= n);
+        let counted = match self.headers {
+            Headers::Never => false,
+            Headers::Always => true,
+            Headers::OnThrottle => !ok,
+        };
+        let left = bucket.tokens(now).floor().max(0.0) as u64;
+        let feedback = Feedback {
+            retry_after_ms: (!ok).then_some(if quiet { 0.0 } else { self.retry_after_ms }),
+            limit: counted.then_some(limiter.rate.burst() as u64),
+            remaining: counted.then_some(left),
+            bucket: limiter.name.clone().filter(|_| counted || !ok),
+            ..Feedback::default()
+        };
+        Reply::Read {
+            status,
+            feedback,
+            latency: self.latency_ms,
+        }
+    }
+}

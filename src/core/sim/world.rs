@@ -1,0 +1,622 @@
+//! The one driver of the gates on a virtual clock, for `simulate()` and for the tests: one
+//! event queue, where the next event in time order sets the clock and waiting means scheduling
+//! an event later, so minutes of waiting take microseconds and a run is the same every time.
+//!
+//! Each simulated process (or thread) has its own [`Gates`] and its one timer. The driver
+//! performs what the gates ask: an attempt goes to the [`Server`] (an answer with no latency is
+//! heard at once, then the process lets the other events of that instant go first, as the
+//! article's workers take turns), a store operation to the [`FakeStore`], a `/usage` probe is
+//! answered from [`World::usage`].
+
+use std::cell::RefCell;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::rc::Rc;
+
+use super::server::{Attempt, Reply, Server};
+use super::store::FakeStore;
+use crate::core::authority::Answer;
+use crate::core::base::map::{Map, Set};
+use crate::core::gate::action::{End, Event, OpId};
+use crate::core::gate::BodyFacts;
+use crate::core::gates::fleet::Shared;
+use crate::core::gates::profile::{Keeping, Refused, Request};
+use crate::core::gates::{Action, CallRef, GateId, Gates, WrapperId};
+use crate::core::rules::batch::Batch;
+use crate::core::rules::classify::{Body, Failure};
+use crate::core::rules::quota::Usage;
+use crate::core::Millis;
+
+/// A network failure: the request was fine, the fetch rejected.
+const NETWORK: Failure = Failure::Rejected {
+    request_valid: true,
+};
+
+/// Events a run may take before it counts as runaway.
+const MAX_STEPS: usize = 20_000_000;
+
+/// A call to make: who makes it and what it sends.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The process that makes it.
+    pub process: usize,
+    /// Its wrapper there.
+    pub wrapper: WrapperId,
+    /// The credential.
+    pub key: String,
+    /// The method.
+    pub method: &'static str,
+    /// The URL.
+    pub url: String,
+    /// The refresh round it belongs to.
+    pub batch: Option<Rc<RefCell<Batch>>>,
+    /// Whether its body can be sent again.
+    pub body: Body,
+}
+
+impl Call {
+    /// A `GET` of `url` with `key`, by `wrapper` of `process`.
+    pub fn get(process: usize, wrapper: WrapperId, key: &str, url: &str) -> Call {
+        Call {
+            process,
+            wrapper,
+            key: key.to_owned(),
+            method: "GET",
+            url: url.to_owned(),
+            batch: None,
+            body: Body::None,
+        }
+    }
+}
+
+/// How a call started: on a wrapper (routed by the gates), or straight on a gate.
+#[derive(Debug, Clone)]
+enum How {
+    Wrapper(Call),
+    Gate(usize, GateId, crate::core::gate::call::CallSpec),
+}
+
+/// One attempt the server saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sent {
+    /// When.
+    pub at: Millis,
+    /// Which process sent it.
+    pub process: usize,
+    /// The call (its number in that process's gates).
+    pub call: CallRef,
+    /// The call's number in start order (`usize::MAX` for a probe).
+    pub index: usize,
+    /// A gate's `/usage` probe rather than a caller's request.
+    pub probe: bool,
+    /// The answer's status, once it came (`None`: it failed, or has not come yet).
+    pub status: Option<u16>,
+}
+
+/// What happened, for reports and assertions.
+#[derive(Debug, Default)]
+pub struct Log {
+    /// Every attempt, in order.
+    pub sent: Vec<Sent>,
+    /// Responses as they arrived: when, to which call (by index), the status and the
+    /// `Retry-After`.
+    pub responses: Vec<(Millis, usize, u16, Option<String>)>,
+    /// How each attempt of each call (by index) ended: a status, or `None` for a failure or
+    /// timeout.
+    pub outcomes: Map<usize, Vec<Option<u16>>>,
+    /// Calls settled, by index: when and how.
+    pub settled: Map<usize, (Millis, End)>,
+    /// Calls whose caller aborted, by index.
+    pub aborted: Set<usize>,
+    /// Events, with their process and gate.
+    pub events: Vec<(Millis, usize, GateId, Event)>,
+    /// Calls refused before they reached a gate, by index.
+    pub refused: Map<usize, Refused>,
+    /// Timer firings.
+    pub wakeups: usize,
+}
+
+/// One simulated process: its gates, its timer, and what it has in flight.
+pub struct Process {
+    /// Its gates.
+    pub gates: Gates,
+    timer: Option<Millis>,
+    in_flight: Set<(CallRef, u32)>,
+    attempts: Map<CallRef, u32>,
+    probes: Set<CallRef>,
+    bodies: Map<CallRef, BodyFacts>,
+    /// Each call's index and request.
+    calls: Map<CallRef, (usize, Rc<Call>)>,
+}
+
+#[derive(Debug, Clone)]
+enum What {
+    Start(usize),
+    Arrive(usize, CallRef, u32, Reply),
+    AttemptTimeout(usize, CallRef, u32),
+    Abort(usize),
+    Timer(usize),
+    Go(usize),
+    StoreAnswer(usize, GateId, OpId, Option<Answer>),
+    Recalled(usize, GateId, Vec<Shared>),
+}
+
+struct Ev {
+    at: Millis,
+    order: u64,
+    what: What,
+}
+
+impl Ord for Ev {
+    /// Earliest first, and among equal times the one scheduled first: a stable trace.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .at
+            .total_cmp(&self.at)
+            .then(other.order.cmp(&self.order))
+    }
+}
+impl PartialOrd for Ev {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl PartialEq for Ev {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Ev {}
+
+/// Processes, a server, a store, and the clock.
+pub struct World {
+    /// Virtual time now.
+    pub now: Millis,
+    queue: BinaryHeap<Ev>,
+    order: u64,
+    steps: usize,
+    /// The processes.
+    pub processes: Vec<Process>,
+    /// The server.
+    pub server: Box<dyn Server>,
+    /// The store the processes' store gates share.
+    pub store: FakeStore,
+    /// What `/usage` says (`None`: it answers 500).
+    pub usage: Option<Usage>,
+    /// What happened.
+    pub log: Log,
+    /// Calls in start order: how each is made, and, once made, where it is.
+    starts: Vec<How>,
+    /// Each started call's process and number, by index.
+    pub calls: Vec<Option<(usize, CallRef)>>,
+    /// Calls that start when another ends, by the index of the one they follow.
+    followers: Map<usize, usize>,
+}
+
+impl World {
+    /// A world of `processes` (each with its gates), answered by `server`.
+    pub fn new(processes: Vec<Gates>, server: Box<dyn Server>) -> World {
+        World {
+            now: 0.0,
+            queue: BinaryHeap::new(),
+            order: 0,
+            steps: 0,
+            processes: processes
+                .into_iter()
+                .map(|gates| Process {
+                    gates,
+                    timer: None,
+                    in_flight: Set::default(),
+                    attempts: Map::default(),
+                    probes: Set::default(),
+                    bodies: Map::default(),
+                    calls: Map::default(),
+                })
+                .collect(),
+            server,
+            store: FakeStore::default(),
+            usage: None,
+            log: Log::default(),
+            starts: Vec::new(),
+            calls: Vec::new(),
+            followers: Map::default(),
+        }
+    }
+
+    fn push(&mut self, at: Millis, what: What) {
+        self.order += 1;
+        self.queue.push(Ev {
+            at,
+            order: self.order,
+            what,
+        });
+    }
+
+    /// Makes `call` at `at`; its index.
+    pub fn start_at(&mut self, at: Millis, call: Call) -> usize {
+        self.schedule_start(at, How::Wrapper(call))
+    }
+
+    /// Makes a call with `spec` straight on `gate` of `process` at `at`; its index.
+    pub fn start_on(
+        &mut self,
+        at: Millis,
+        process: usize,
+        gate: GateId,
+        spec: crate::core::gate::call::CallSpec,
+    ) -> usize {
+        self.schedule_start(at, How::Gate(process, gate, spec))
+    }
+
+    /// Makes `call` as soon as the `index`-th call ends (one worker's calls, one after
+    /// another); its index.
+    pub fn start_after(&mut self, index: usize, call: Call) -> usize {
+        let next = self.starts.len();
+        self.starts.push(How::Wrapper(call));
+        self.calls.push(None);
+        self.followers.insert(index, next);
+        next
+    }
+
+    fn schedule_start(&mut self, at: Millis, how: How) -> usize {
+        let index = self.starts.len();
+        self.starts.push(how);
+        self.calls.push(None);
+        self.push(at, What::Start(index));
+        index
+    }
+
+    /// The `index`-th call ended now: the call that follows it starts.
+    fn ended_now(&mut self, index: usize) {
+        if let Some(next) = self.followers.remove(&index) {
+            self.push(self.now, What::Start(next));
+        }
+    }
+
+    /// The caller of the `index`-th call aborts at `at`.
+    pub fn abort_at(&mut self, at: Millis, index: usize) {
+        self.push(at, What::Abort(index));
+    }
+
+    /// Runs until nothing is left to happen.
+    pub fn run(&mut self) {
+        self.run_until(Millis::INFINITY);
+    }
+
+    /// Runs every event up to `until`.
+    pub fn run_until(&mut self, until: Millis) {
+        while let Some(ev) = self.queue.peek() {
+            if ev.at > until {
+                break;
+            }
+            let Some(Ev { at, what, .. }) = self.queue.pop() else {
+                break;
+            };
+            self.steps += 1;
+            assert!(self.steps < MAX_STEPS, "the run did not end");
+            assert!(at >= self.now, "time went backwards");
+            self.now = at;
+            if let Some(p) = self.handle(what) {
+                self.drive(p);
+            }
+        }
+        if until.is_finite() {
+            self.now = self.now.max(until);
+        }
+    }
+
+    /// Whether nothing is left to happen.
+    pub fn is_quiet(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Whether an attempt of `call` of process `p` is out.
+    pub fn in_flight(&self, p: usize, call: CallRef) -> bool {
+        self.processes[p].in_flight.iter().any(|&(c, _)| c == call)
+    }
+
+    /// Whether the `index`-th call has ended (settled, refused, or aborted).
+    pub fn ended(&self, index: usize) -> bool {
+        self.log.settled.contains_key(&index)
+            || self.log.refused.contains_key(&index)
+            || self.log.aborted.contains(&index)
+    }
+
+    /// Handles one event; the process to drive after it.
+    fn handle(&mut self, what: What) -> Option<usize> {
+        let now = self.now;
+        match what {
+            What::Start(index) => self.start(index),
+            What::Arrive(p, call, number, reply) => {
+                if !self.processes[p].in_flight.remove(&(call, number)) {
+                    return None;
+                }
+                self.answer(p, call, reply);
+                Some(p)
+            }
+            What::AttemptTimeout(p, call, number) => {
+                if !self.processes[p].in_flight.remove(&(call, number)) {
+                    return None;
+                }
+                let index = self.index_of(p, call);
+                self.log.outcomes.entry(index).or_default().push(None);
+                self.processes[p].gates.failed(now, call, Failure::TimedOut);
+                Some(p)
+            }
+            What::Abort(index) => {
+                let (p, call) = self.calls.get(index).copied().flatten()?;
+                if self.log.settled.contains_key(&index) || self.log.aborted.contains(&index) {
+                    return None;
+                }
+                let process = &mut self.processes[p];
+                // As the bindings do: an attempt in flight ends through its own signal.
+                process.in_flight.retain(|&(c, _)| c != call);
+                process.gates.cancel(now, call);
+                self.log.aborted.insert(index);
+                self.ended_now(index);
+                Some(p)
+            }
+            What::Timer(p) => {
+                if self.processes[p].timer != Some(now) {
+                    return None;
+                }
+                self.processes[p].timer = None;
+                self.log.wakeups += 1;
+                self.processes[p].gates.handle_timeout(now);
+                Some(p)
+            }
+            What::Go(p) => Some(p),
+            What::StoreAnswer(p, gate, op, answer) => {
+                self.processes[p]
+                    .gates
+                    .store_answered(now, gate, op, answer);
+                Some(p)
+            }
+            What::Recalled(p, gate, facts) => {
+                self.processes[p].gates.recalled(now, gate, facts);
+                Some(p)
+            }
+        }
+    }
+
+    fn start(&mut self, index: usize) -> Option<usize> {
+        let now = self.now;
+        match self.starts[index].clone() {
+            How::Wrapper(call) => {
+                let p = call.process;
+                let call = Rc::new(call);
+                let learns = self.processes[p].gates.learns(call.wrapper);
+                let request = Request {
+                    api_key: Some(&call.key),
+                    authorization: None,
+                    idempotency_key: false,
+                    method: call.method,
+                    body: call.body,
+                    url: if learns { &call.url } else { "" },
+                    batch: call.batch.clone(),
+                };
+                match self.processes[p].gates.start(now, call.wrapper, &request) {
+                    Ok(started) => {
+                        self.calls[index] = Some((p, started.call));
+                        let process = &mut self.processes[p];
+                        process.calls.insert(started.call, (index, call));
+                    }
+                    Err(refused) => {
+                        self.log.refused.insert(index, refused);
+                        self.ended_now(index);
+                    }
+                }
+                Some(p)
+            }
+            How::Gate(p, gate, spec) => {
+                let made = self.processes[p].gates.start_on(now, gate, spec);
+                if let Some(call) = made {
+                    self.calls[index] = Some((p, call));
+                    let request = Rc::new(Call::get(p, 0, "", ""));
+                    self.processes[p].calls.insert(call, (index, request));
+                }
+                Some(p)
+            }
+        }
+    }
+
+    /// The index of `call` of process `p` (`usize::MAX` for a probe).
+    fn index_of(&self, p: usize, call: CallRef) -> usize {
+        self.processes[p]
+            .calls
+            .get(&call)
+            .map_or(usize::MAX, |(index, _)| *index)
+    }
+
+    /// An answer to `call` of process `p` arrives now.
+    fn answer(&mut self, p: usize, call: CallRef, reply: Reply) {
+        let now = self.now;
+        let index = self.index_of(p, call);
+        if let Some(sent) = self
+            .log
+            .sent
+            .iter_mut()
+            .rev()
+            .find(|s| s.process == p && s.call == call)
+        {
+            sent.status = match &reply {
+                Reply::Status { status, .. } | Reply::Read { status, .. } => Some(*status),
+                _ => None,
+            };
+        }
+        let process = &mut self.processes[p];
+        match reply {
+            Reply::Status {
+                status,
+                headers,
+                body,
+                ..
+            } => {
+                process.bodies.insert(call, body.unwrap_or_default());
+                let lookup = |name: &str| {
+                    headers
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                        .map(|(_, v)| v.clone())
+                };
+                self.log
+                    .responses
+                    .push((now, index, status, lookup("retry-after")));
+                self.log
+                    .outcomes
+                    .entry(index)
+                    .or_default()
+                    .push(Some(status));
+                let wall = move || 1.7e12 + now;
+                process.gates.responded(now, &wall, call, status, &lookup);
+            }
+            Reply::Read {
+                status, feedback, ..
+            } => {
+                process.bodies.insert(call, BodyFacts::default());
+                let retry_after = feedback.retry_after_ms.map(|ms| format!("{}", ms / 1000.0));
+                self.log.responses.push((now, index, status, retry_after));
+                self.log
+                    .outcomes
+                    .entry(index)
+                    .or_default()
+                    .push(Some(status));
+                process.gates.responded_with(now, call, status, feedback);
+            }
+            Reply::Fail { .. } => {
+                self.log.outcomes.entry(index).or_default().push(None);
+                process.gates.failed(now, call, NETWORK);
+            }
+            Reply::Hang => {}
+        }
+    }
+
+    /// Performs process `p`'s actions until one attempt goes out (then the other events of
+    /// this instant go first) or none is left; then sets its timer.
+    fn drive(&mut self, p: usize) {
+        let now = self.now;
+        while let Some(action) = self.processes[p].gates.poll_action(now) {
+            match action {
+                Action::Send { call, timeout_ms } => {
+                    self.send(p, call, timeout_ms);
+                    self.push(now, What::Go(p));
+                    return;
+                }
+                Action::Dispose { call, read } => {
+                    let process = &mut self.processes[p];
+                    let body = read.then(|| process.bodies.get(&call).cloned().unwrap_or_default());
+                    process.gates.disposed(now, call, body);
+                }
+                Action::ReadUsage { call } => {
+                    let usage = self.usage;
+                    self.processes[p].gates.usage(now, call, usage);
+                }
+                Action::StartProbe { probe, .. } => {
+                    self.processes[p].probes.insert(probe);
+                }
+                Action::Store { gate, id, op } => {
+                    let gates = &self.processes[p].gates;
+                    let (Some(scope), Some((Keeping::Store(_), rate, _))) =
+                        (gates.scope(gate).cloned(), gates.keeping(gate))
+                    else {
+                        continue;
+                    };
+                    let budget = gates.budget(gate);
+                    if let Some(answer) = self.store.run(now, &scope, &op, rate, budget) {
+                        let at = now + self.store.latency;
+                        self.push(at, What::StoreAnswer(p, gate, id, Some(answer)));
+                    }
+                }
+                Action::Share {
+                    credential, facts, ..
+                } => self.store.share(&credential, facts),
+                Action::Recall {
+                    gate, credential, ..
+                } => {
+                    if let Some(facts) = self.store.recall(&credential) {
+                        let at = now + self.store.latency;
+                        self.push(at, What::Recalled(p, gate, facts));
+                    }
+                }
+                Action::Event { gate, event, .. } => self.log.events.push((now, p, gate, event)),
+                Action::Settle { call, end } => {
+                    let Some((index, _)) = self.processes[p].calls.remove(&call) else {
+                        continue;
+                    };
+                    assert!(
+                        !self.log.aborted.contains(&index),
+                        "an aborted call settled"
+                    );
+                    let again = self.log.settled.insert(index, (now, end));
+                    assert!(again.is_none(), "call {index} settled twice");
+                    self.ended_now(index);
+                }
+                Action::Forgotten { .. } => {}
+            }
+        }
+        let process = &mut self.processes[p];
+        match process.gates.poll_timeout() {
+            Some(at) => {
+                let at = at.max(now);
+                if process.timer != Some(at) {
+                    process.timer = Some(at);
+                    self.push(at, What::Timer(p));
+                }
+            }
+            None => process.timer = None,
+        }
+    }
+
+    /// Sends `call`'s attempt: the server answers it (at once, with no latency).
+    fn send(&mut self, p: usize, call: CallRef, timeout_ms: Millis) {
+        let now = self.now;
+        let process = &mut self.processes[p];
+        let number = {
+            let n = process.attempts.entry(call).or_default();
+            *n += 1;
+            *n
+        };
+        let probe = process.probes.contains(&call);
+        let (index, request) = process
+            .calls
+            .get(&call)
+            .cloned()
+            .unwrap_or((usize::MAX, Rc::new(Call::get(p, 0, "", ""))));
+        self.log.sent.push(Sent {
+            at: now,
+            process: p,
+            call,
+            index: if probe { usize::MAX } else { index },
+            probe,
+            status: None,
+        });
+        let reply = if probe {
+            match self.usage {
+                Some(_) => Reply::ok(),
+                None => Reply::status(500, &[]),
+            }
+        } else {
+            let attempt = Attempt {
+                process: p,
+                index,
+                number,
+                method: request.method,
+                url: &request.url,
+                key: &request.key,
+            };
+            self.server.reply(now, &attempt)
+        };
+        self.processes[p].in_flight.insert((call, number));
+        if timeout_ms > 0.0 && timeout_ms.is_finite() {
+            self.push(now + timeout_ms, What::AttemptTimeout(p, call, number));
+        }
+        match reply.latency() {
+            Some(0.0) => {
+                self.processes[p].in_flight.remove(&(call, number));
+                self.answer(p, call, reply);
+            }
+            Some(latency) => self.push(now + latency, What::Arrive(p, call, number, reply)),
+            None => {}
+        }
+    }
+}
