@@ -417,7 +417,7 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
             1..60,
         ),
     );
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(1_000));
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(800));
     let (cases, total) = (
         std::cell::Cell::new(0),
         std::cell::Cell::new(Tally::default()),
