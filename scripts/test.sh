@@ -11,6 +11,7 @@ cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 cargo clippy --target wasm32-unknown-unknown --all-targets -- -D warnings
 step "core (native cargo test)"
+export ODDS_GATE_REQUIRE_REDIS=1
 cargo test
 step "bindings (wasm-bindgen-test under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \

@@ -158,21 +158,35 @@ enum Step {
     Clear,
     Charge(f64, f64),
     Quota(Millis),
+    /// A learning gate follows a new allowance, perhaps with the server's count of tokens; no
+    /// operation of its own (see [`compare`]).
+    Tune(Rate, Option<Count>),
 }
 
 fn step() -> impl Strategy<Value = Step> {
     let seen = prop::option::of((prop::sample::select(vec![1u64, 2, 5, 10, 20]), 0u64..12));
+    let count = |exactly, n| match exactly {
+        true => Count::Exactly(n),
+        false => Count::AtMost(n),
+    };
+    let counts = prop::sample::select(vec![0.0, 0.5, 1.0, 3.0, 40.0]);
+    let rate = (
+        prop::sample::select(vec![1.0, 2.0, 5.0, 20.0]),
+        prop::sample::select(vec![0.5, 1.0, 2.0, 10.0, 1000.0]),
+    )
+        .prop_map(|(burst, per_second)| Rate::new(burst, per_second).unwrap());
     prop_oneof![
         6 => (prop::sample::select(vec![1u32, 1, 2, 3, 64]), seen.clone())
             .prop_map(|(want, seen)| Step::Admit(want, seen)),
-        2 => (any::<bool>(), prop::sample::select(vec![0.0, 0.5, 1.0, 3.0, 40.0]))
-            .prop_map(|(exactly, n)| Step::Counted(exactly, n)),
+        2 => (any::<bool>(), counts.clone()).prop_map(|(exactly, n)| Step::Counted(exactly, n)),
         2 => (0usize..4).prop_map(Step::Resume),
         2 => (prop::option::of(0.0..5_000.0f64), seen).prop_map(|(c, r)| Step::Observe(c, r)),
         1 => Just(Step::Clear),
         2 => (prop::sample::select(vec![0.0, 5.0, 10.0]), prop::sample::select(vec![0.0, 1.0, 5.0, 10.0]))
             .prop_map(|(cost, refund)| Step::Charge(cost, refund)),
         1 => prop::sample::select(vec![0.0, 0.0, 800.0, 5_000.0]).prop_map(Step::Quota),
+        3 => (rate, prop::option::of((any::<bool>(), counts)))
+            .prop_map(move |(rate, told)| Step::Tune(rate, told.map(|(e, n)| count(e, n)))),
     ]
 }
 
@@ -180,7 +194,32 @@ fn remaining(seen: Option<(u64, u64)>) -> Option<Remaining> {
     seen.map(|(limit, remaining)| Remaining { limit, remaining })
 }
 
-/// Runs `steps` (each after a pause) through both authorities; the first difference, if any.
+/// What one sequence exercised.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    /// Operations run through both authorities.
+    ops: usize,
+    /// Operations that brought the store a rate other than the one it last refilled at.
+    retuned: usize,
+    /// Waits checked against [`MemoryAuthority::predict`].
+    predicted: usize,
+}
+
+/// Runs `steps` (each after a pause) through both authorities, for a gate starting at `rate`;
+/// every answer, or the first difference.
+///
+/// A rate change goes to the store as production's store path sends it (`Keeper::follow`,
+/// `StoreLink::follow`): nothing is sent at the change; the new rate is what every later
+/// EVALSHA passes, so the store hears of it with the next operation of any kind, at that
+/// operation's time. The script then refills at the rate it last refilled at up to that time,
+/// and switches (`TokenBucket::retune`, tokens clamped to the new burst). So the memory side
+/// here calls `tune(now, rate, None)` at that next operation's `now`, not at the change: from
+/// the change to the next operation the bucket refills at the old rate, on both sides. A count
+/// that came with the change waits in the gate's one slot for the next admission
+/// (`Seen::Count`), which a later word (an admission's own remaining count or count) replaces.
+/// A hash the store does not hold (never used, or expired once idle) is a full bucket at the
+/// rate it is first called with, so the memory authority is made at the first operation, with
+/// the rate then.
 fn compare(
     connection: &mut Connection,
     sha: &str,
@@ -188,13 +227,12 @@ fn compare(
     rate: Rate,
     budget: Option<f64>,
     steps: &[(Millis, Step)],
-) -> Result<usize, String> {
+) -> Result<(Vec<Answer>, Tally), String> {
     let config = budget.map(|capacity| RefillingConfig {
         capacity,
         ..RefillingConfig::DEFAULT
     });
-    let start = 1_000.25;
-    let mut memory = MemoryAuthority::new(rate, config, start);
+    let mut kept: Option<MemoryAuthority> = None;
     let mut redis = RedisAuthority {
         connection,
         sha: sha.to_string(),
@@ -202,23 +240,41 @@ fn compare(
         rate,
         budget,
     };
-    let (mut now, mut admitted) = (start, Vec::new());
+    let mut told: Option<Count> = None;
+    let (mut now, mut admitted, mut answers) = (1_000.25, Vec::new(), Vec::new());
+    let mut tally = Tally::default();
     for (i, (pause, step)) in steps.iter().enumerate() {
         now += pause;
         let op = match step {
+            Step::Tune(rate, count) => {
+                redis.rate = *rate;
+                if count.is_some() {
+                    told = *count;
+                }
+                continue;
+            }
             Step::Admit(want, seen) => Op::Admit {
                 id: i as u64,
                 want: *want,
-                seen: remaining(*seen).map(Seen::Remaining),
+                seen: match remaining(*seen) {
+                    Some(remaining) => {
+                        told = None;
+                        Some(Seen::Remaining(remaining))
+                    }
+                    None => told.take().map(Seen::Count),
+                },
             },
-            Step::Counted(exactly, n) => Op::Admit {
-                id: i as u64,
-                want: 1,
-                seen: Some(Seen::Count(match exactly {
-                    true => Count::Exactly(*n),
-                    false => Count::AtMost(*n),
-                })),
-            },
+            Step::Counted(exactly, n) => {
+                told = None;
+                Op::Admit {
+                    id: i as u64,
+                    want: 1,
+                    seen: Some(Seen::Count(match exactly {
+                        true => Count::Exactly(*n),
+                        false => Count::AtMost(*n),
+                    })),
+                }
+            }
             Step::Resume(back) => Op::Resume {
                 id: admitted
                     .iter()
@@ -238,27 +294,111 @@ fn compare(
             },
             Step::Quota(ms) => Op::Quota { ms: *ms },
         };
+        let memory = kept.get_or_insert_with(|| MemoryAuthority::new(redis.rate, config, now));
+        if memory.rate() != redis.rate {
+            memory.tune(now, redis.rate, None);
+            tally.retuned += 1;
+        }
+        // What the memory authority predicts just before an admission with nothing to take in
+        // first (a count or remaining changes the bucket before the admission decides), and a
+        // copy to try it on.
+        let before = matches!(op, Op::Admit { seen: None, .. })
+            .then(|| (memory.predict(now, 0), memory.clone()));
         let (a, b) = (memory.apply(now, &op), redis.apply(now, &op));
         if a != b {
             return Err(format!(
                 "step {i} at {now}: {op:?}: memory {a:?}, redis {b:?}"
             ));
         }
+        if let (Some((predicted, mut copy)), Answer::Wait(ms)) = (before, a) {
+            check_prediction(now, ms, predicted, &mut copy, &op)
+                .map_err(|e| format!("step {i} at {now}: {op:?} answered Wait({ms}): {e}"))?;
+            tally.predicted += 1;
+        }
         if let (Op::Admit { id, .. }, Answer::Admitted { .. }) = (&op, a) {
             admitted.push(*id);
         }
+        answers.push(a);
+        tally.ops += 1;
     }
-    Ok(steps.len())
+    Ok((answers, tally))
+}
+
+/// An admission at `now` answered `Wait(ms)`, and `predict(now, 0)` said `predicted` just
+/// before it, in a state `copy` keeps. The script rounds a wait up to a whole ms, at least 1,
+/// so the prediction is never a whole ms before the answer's time; when the bucket is the
+/// reason (no cooldown) it is never after it either (the cooldown's wait says nothing of the
+/// tokens: the prediction can be later). And unless the refill is paused (a lower bound
+/// then), the prediction is a time the admission succeeds, nothing else changing.
+fn check_prediction(
+    now: Millis,
+    ms: Millis,
+    predicted: Millis,
+    copy: &mut MemoryAuthority,
+    op: &Op,
+) -> Result<(), String> {
+    if predicted <= now + ms - 1.0 {
+        return Err(format!("predicted {predicted}, a whole ms early"));
+    }
+    let cooldown = now < copy.cooldown_until();
+    if !cooldown && predicted > now + ms {
+        return Err(format!("predicted {predicted}, after the bucket's wait"));
+    }
+    let [_, _, paused, ..] = copy.save();
+    if !paused.is_finite() {
+        let then = copy.apply(predicted, op);
+        if !matches!(then, Answer::Admitted { .. }) {
+            return Err(format!(
+                "predicted {predicted}, but then it answers {then:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A redis-server for a test, or `None` to skip it, which only a run that sets neither
+/// `ODDS_GATE_REQUIRE_REDIS` (`scripts/test.sh` does) nor `CI` may do.
+fn server_or_skip() -> Option<Server> {
+    let server = Server::start();
+    if server.is_none() {
+        for required in ["ODDS_GATE_REQUIRE_REDIS", "CI"] {
+            assert!(
+                std::env::var_os(required).is_none(),
+                "{required} is set, and there is no redis-server on PATH (scripts/setup.sh \
+                 installs it)"
+            );
+        }
+        eprintln!("skipped: no redis-server on PATH (ODDS_GATE_REQUIRE_REDIS=1 fails instead)");
+    }
+    server
+}
+
+/// The review's example: a gate at burst 1, 1/s whose learned rate becomes 10/s. The bucket
+/// refills at 1/s until the store hears of 10/s, with the next operation.
+#[test]
+fn a_rate_change_reaches_the_store_with_the_next_operation() {
+    let Some(server) = server_or_skip() else {
+        return;
+    };
+    let mut connection = Connection::open(server.port);
+    let sha = load(&mut connection);
+    let (slow, fast) = (Rate::new(1.0, 1.0).unwrap(), Rate::new(1.0, 10.0).unwrap());
+    let start = [(0.0, Step::Admit(1, None)), (0.0, Step::Resume(0))];
+    // Changed at 500 ms, told at 500 ms: half a token at 1/s, the other half at 10/s.
+    // Changed at 500 ms, told at 900 ms: 0.9 of a token at 1/s, the rest at 10/s.
+    for (i, (told_after, wait)) in [(0.0, 50.0), (400.0, 10.0)].into_iter().enumerate() {
+        let mut steps = start.to_vec();
+        steps.push((500.0, Step::Tune(fast, None)));
+        steps.push((told_after, Step::Admit(1, None)));
+        let key = format!("og:{{parity-example-{i}}}:gate");
+        let (answers, _) = compare(&mut connection, &sha, &key, slow, None, &steps).unwrap();
+        assert_eq!(answers.last(), Some(&Answer::Wait(wait)), "{steps:?}");
+    }
 }
 
 #[test]
 fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
-    let Some(server) = Server::start() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have redis-server (scripts/setup.sh installs it)"
-        );
-        eprintln!("skipped: no redis-server on PATH");
+    let Some(server) = server_or_skip() else {
         return;
     };
     let connection = std::cell::RefCell::new(Connection::open(server.port));
@@ -277,24 +417,36 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
             1..60,
         ),
     );
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(600));
-    let (cases, ops) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(800));
+    let (cases, total) = (
+        std::cell::Cell::new(0),
+        std::cell::Cell::new(Tally::default()),
+    );
     runner
         .run(&scenario, |((burst, per_second), budget, steps)| {
             cases.set(cases.get() + 1);
             let key = format!("og:{{parity-{}}}:gate", cases.get());
             let rate = Rate::new(f64::from(burst), per_second).unwrap();
             let mut connection = connection.borrow_mut();
-            let done = compare(&mut connection, &sha, &key, rate, budget, &steps)
+            let (_, done) = compare(&mut connection, &sha, &key, rate, budget, &steps)
                 .map_err(TestCaseError::fail)?;
-            ops.set(ops.get() + done);
+            let sum = total.get();
+            total.set(Tally {
+                ops: sum.ops + done.ops,
+                retuned: sum.retuned + done.retuned,
+                predicted: sum.predicted + done.predicted,
+            });
             Ok(())
         })
         .unwrap();
+    let total = total.get();
     eprintln!(
-        "{} sequences, {} operations: identical answers",
+        "{} sequences, {} operations ({} brought a new rate, {} waits checked against \
+         predict): identical answers",
         cases.get(),
-        ops.get()
+        total.ops,
+        total.retuned,
+        total.predicted
     );
-    assert!(ops.get() > 1_000);
+    assert!(total.ops > 1_000 && total.retuned > 500 && total.predicted > 500);
 }

@@ -1,12 +1,18 @@
 -- odds-gate: one gate's state and its transitions, executed atomically in Redis. The Redis
--- encoding of src/core/memory.rs (MemoryAuthority over src/core/bucket.rs): keep them in step,
--- line for line; tests/parity.rs runs random operations through both and compares answers.
+-- encoding of src/core/authority/memory.rs (MemoryAuthority over src/core/rules/bucket.rs):
+-- keep them in step, line for line; tests/parity.rs runs random operations through both and
+-- compares answers.
 -- KEYS[1]  the gate's hash, "og:{<scope>}:gate" (the scope is a hash tag: one Cluster slot)
 -- ARGV[1]  operation: admit | resume | observe | clear | charge | quota
 -- ARGV[2]  now in ms, or "" to use Redis TIME (tests pass a virtual clock)
--- ARGV[3]  burst        ARGV[4] ms per token     ARGV[5] max pause ms
+-- ARGV[3]  burst        ARGV[4] ms per token (the gate's rate now)     ARGV[5] max pause ms
 -- ARGV[6]  budget capacity ("" for no budget)
 -- ARGV[7.] per operation (see below)
+-- The hash's fields: tokens, last (the last refill), burst and per_token (the rate that refill
+-- ran at: a call with another rate refills at this one up to now, then switches; absent in a
+-- hash from before, which then takes the rate it is called with), paused (when an anchored
+-- refill paused; absent when not), anchor (the admission whose response resumes it), cooldown,
+-- quota, slow (1/0) and, with a budget, budget.
 -- Times are Redis-clock ms. Every answer is {code, number, number, number}; delays are relative to
 -- Redis's now, so callers never compare their own clocks with another process's. Numbers are
 -- stored with 17 significant digits, so the state round-trips exactly.
@@ -18,14 +24,16 @@ if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
-local burst = tonumber(ARGV[3])
-local per_token = tonumber(ARGV[4])
+local called_burst = tonumber(ARGV[3])
+local called_per_token = tonumber(ARGV[4])
 local max_pause = tonumber(ARGV[5])
 local capacity = tonumber(ARGV[6])
 local SLACK = 1e-9
 
 local s = redis.call('HMGET', key, 'tokens', 'last', 'cooldown', 'paused', 'anchor', 'budget',
-  'quota', 'slow')
+  'quota', 'slow', 'burst', 'per_token')
+local burst = tonumber(s[9]) or called_burst
+local per_token = tonumber(s[10]) or called_per_token
 local tokens = tonumber(s[1]) or burst
 local last = tonumber(s[2]) or now
 local cooldown = tonumber(s[3]) or 0
@@ -91,6 +99,22 @@ local function recount(kind, n)
   last = math.max(last, now)
   if kind == 'is' then tokens = n else tokens = math.min(tokens, n) end
   tokens = math.min(tokens, burst)
+end
+
+-- TokenBucket::retune without a count (MemoryAuthority::tune): follows a learned allowance
+-- from now: the refill so far at the rate the bucket last refilled at, then the new rate,
+-- never holding more than its burst.
+local function retune(new_burst, new_per_token)
+  refill()
+  burst = new_burst
+  per_token = new_per_token
+  tokens = math.min(tokens, burst)
+end
+
+-- The store hears of a new rate with the first operation that passes it, at that operation's
+-- time: the gate sends nothing when its rate changes.
+if burst ~= called_burst or per_token ~= called_per_token then
+  retune(called_burst, called_per_token)
 end
 
 local answer
@@ -171,7 +195,8 @@ end
 
 local function exact(n) return string.format('%.17g', n) end
 redis.call('HSET', key, 'tokens', exact(tokens), 'last', exact(last), 'cooldown', exact(cooldown),
-  'quota', exact(quota), 'slow', slow and '1' or '0')
+  'quota', exact(quota), 'slow', slow and '1' or '0', 'burst', exact(burst),
+  'per_token', exact(per_token))
 if paused then
   redis.call('HSET', key, 'paused', exact(paused))
 else

@@ -67,8 +67,9 @@ enum Keeper {
 
 impl Keeper {
     /// Follows a learned allowance from `now`, with the server's count of tokens when it gave
-    /// one. A store hears the count with the next admission (each admission carries the
-    /// allowance); its fail-safe follows the allowance at its share.
+    /// one. A store hears the allowance with the next operation of any kind (each carries it;
+    /// `gate.lua` refills at the old one up to then) and the count with the next admission;
+    /// its fail-safe follows the allowance at its share.
     fn follow(&mut self, now: Millis, rate: Rate, count: Option<Count>) {
         match self {
             Keeper::Memory(a) => a.tune(now, rate, count),

@@ -157,8 +157,10 @@ impl StoreLink {
         self.rate
     }
 
-    /// Follows a learned allowance from `now` (each admission carries it to the store); the
-    /// fail-safe at its share.
+    /// Follows a learned allowance from `now`; the fail-safe at its share. Nothing is sent:
+    /// every later operation carries the allowance, and the store follows it from the first
+    /// (`gate.lua` refills at the rate it last refilled at up to then, as
+    /// `TokenBucket::retune` does).
     pub fn follow(&mut self, now: Millis, rate: Rate) {
         self.rate = rate;
         self.fallback
