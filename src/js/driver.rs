@@ -1,11 +1,11 @@
-//! A gate made live: the core's call machine ([`Gate`]) driven in real time. The driver
-//! performs the gate's actions (attempts through `attempt.js`, bodies disposed of, the `/usage`
-//! probe, Redis operations, hooks, settling callers' promises), feeds back what happened with
-//! `performance.now()`, and keeps the gate's one timer set to what the gate asks for. It decides
-//! nothing.
+//! The gates made live: the core's [`Gates`] driven in real time, one driver per thread. The
+//! driver performs what the gates ask (attempts through `attempt.js`, bodies disposed of, the
+//! `/usage` probe, Redis operations, hooks, settling callers' promises), reports back what
+//! happened with `performance.now()`, and keeps the one timer where the gates ask for it. It
+//! decides nothing.
 
 use std::cell::{Cell, OnceCell, RefCell};
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -15,28 +15,25 @@ use super::attempt::{self, global_fetch, How};
 use super::body;
 use super::clock;
 use super::errors::{abandoned_error, abort_reason, quota_error, range_error};
-use super::events::Events;
 use super::figures::{to_js, Learned};
 use super::headers;
+use super::home::JsHome;
 use super::metrics::Metrics;
 use super::options::Config;
 use super::props::set;
 use super::random::process_id;
 use super::redis::RedisStore;
-use super::registry;
 use super::replay;
 use super::timer::Timer;
 use super::watch::Watches;
+use crate::core::base::map::Map;
 use crate::core::base::slab::Mirror;
-use crate::core::gate::action::{Action, End, Event};
-use crate::core::gate::call::CallSpec;
-use crate::core::gate::figures::Figures;
-use crate::core::gate::{CallId, Gate};
-use crate::core::gates::scope::Scope;
+use crate::core::gate::action::{End, Event};
+use crate::core::gates::profile::{Keeping, Refused, Request, StoreId};
+use crate::core::gates::{Action, CallRef, GateId, Gates, Started, WrapperId};
 use crate::core::rules::classify::Failure;
 use crate::core::rules::quota::usage_url_for;
 use crate::core::Millis;
-use crate::store::Shared;
 
 /// What the caller's promise is.
 enum Waiter {
@@ -46,26 +43,21 @@ enum Waiter {
         send: Option<Millis>,
         end: Option<Result<JsValue, JsValue>>,
     },
-    /// A promise the driver settles: its resolve and reject functions. Nothing else per
-    /// waiter (no task, no future): a call settles by one call into JavaScript, exactly once,
-    /// because the call is forgotten as it settles.
+    /// A promise the driver settles: its resolve and reject functions. A call settles by one
+    /// call into JavaScript, exactly once, because the call is forgotten as it settles.
     Promise(js_sys::Function, js_sys::Function),
-    /// The gate's `/usage` probe: the request to send, if one could be made.
+    /// A gate's `/usage` probe: the request to send, if one could be made.
     Probe(Option<(JsValue, JsValue)>),
 }
 
-/// What a caller's `fetch(input, init)` brings to [`GateDriver::start`].
-pub struct Request {
+/// What a caller's `fetch(input, init)` brings besides its facts.
+pub struct Call {
     /// `fetch`'s arguments.
     pub input: JsValue,
     /// `fetch`'s arguments.
     pub init: JsValue,
     /// The caller's signal.
     pub signal: Option<web_sys::AbortSignal>,
-    /// Its body is a stream that each attempt sends a copy of.
-    pub split: bool,
-    /// Its route, when the wrapper learns allowances.
-    pub route: Option<String>,
 }
 
 /// A call's JavaScript side.
@@ -82,9 +74,6 @@ struct JsCall {
     split: bool,
     waiter: Waiter,
     watch: Option<u32>,
-    /// The request's route, when the wrapper learns allowances (limiter buckets are told
-    /// apart by route).
-    route: Option<String>,
 }
 
 /// An attempt that could not be sent (no fetch to call, no probe request): it counts as a
@@ -93,26 +82,12 @@ const UNSENT: Failure = Failure::Rejected {
     request_valid: true,
 };
 
-/// A credential's 128-bit fingerprint, as wrappers find its gate by.
-pub type Print = (u64, u64);
-
-/// A wrapper that uses the gate: when the gate is forgotten (idle), the wrapper forgets it too
-/// and keeps its figures in its totals.
-pub trait Owner {
-    /// The gate known by `print` is gone; these were its figures.
-    fn forget(&self, print: Print, figures: &Figures);
-}
-
-/// The wrappers that know a gate, and the fingerprint they know it by.
-type Owners = (Option<Print>, Vec<Weak<dyn Owner>>);
-
 /// `attempt.js`'s `settle(id, value, how, status)` for attempts the driver sends.
 type AttemptEnded = Closure<dyn FnMut(f64, JsValue, u8, u16)>;
 
-/// One credential's gate, shared by every wrapper in the process.
-pub struct GateDriver {
-    scope: Scope,
-    gate: RefCell<Gate>,
+/// Every gate of this thread, and their calls' JavaScript sides.
+pub struct Driver {
+    gates: RefCell<Gates>,
     calls: RefCell<Mirror<JsCall>>,
     timer: RefCell<Option<Timer>>,
     /// The signals of waiting calls, one listener per run of calls sharing one.
@@ -121,50 +96,67 @@ pub struct GateDriver {
     on_abort: OnceCell<Closure<dyn FnMut(u32)>>,
     /// What `attempt.js` calls when an attempt the driver started ends.
     on_attempt: OnceCell<AttemptEnded>,
-    store: Option<(Rc<RedisStore>, Rc<String>)>,
-    /// The hooks of every wrapper that used the gate, for events about the gate itself.
-    hooks: RefCell<Vec<Events>>,
+    /// The stores, by the gates' numbers for them.
+    stores: RefCell<Vec<Rc<RedisStore>>>,
+    /// Each wrapper's configuration, for events about its gates.
+    configs: RefCell<Map<WrapperId, Rc<Config>>>,
+    /// Each gate's metrics attributes, made when first measured.
+    attributes: RefCell<Map<GateId, JsValue>>,
     /// Actions are being performed: a call made meanwhile (from a hook or an inner fetch)
     /// leaves its actions to the loop already running.
     driving: Cell<bool>,
-    /// The wrappers that know the gate, and the fingerprint they know it by.
-    owners: RefCell<Owners>,
-    /// When it was last used, in calls made process-wide (for `stats()`'s order).
-    used: Cell<u64>,
-    /// Its metrics' attributes, made when first measured.
-    attributes: OnceCell<JsValue>,
 }
 
 thread_local! {
-    /// Calls made process-wide: a clock for "most recently used".
-    static CALLS_MADE: Cell<u64> = const { Cell::new(0) };
+    static DRIVER: Rc<Driver> = Rc::new(Driver {
+        gates: RefCell::new(Gates::new(Box::new(JsHome))),
+        calls: RefCell::new(Mirror::default()),
+        timer: RefCell::new(None),
+        watches: RefCell::new(Watches::default()),
+        on_abort: OnceCell::new(),
+        on_attempt: OnceCell::new(),
+        stores: RefCell::new(Vec::new()),
+        configs: RefCell::new(Map::default()),
+        attributes: RefCell::new(Map::default()),
+        driving: Cell::new(false),
+    });
 }
 
-impl GateDriver {
-    /// A driver for `gate`, the gate of `scope`, with its state in `store` when there is one.
-    pub fn new(scope: Scope, gate: Gate, store: Option<Rc<RedisStore>>) -> Rc<GateDriver> {
-        let store = store.map(|s| {
-            let key = Rc::new(s.key(&scope));
-            (s, key)
-        });
-        Rc::new(GateDriver {
-            scope,
-            gate: RefCell::new(gate),
-            calls: RefCell::new(Mirror::default()),
-            timer: RefCell::new(None),
-            watches: RefCell::new(Watches::default()),
-            on_abort: OnceCell::new(),
-            on_attempt: OnceCell::new(),
-            store,
-            hooks: RefCell::new(Vec::new()),
-            driving: Cell::new(false),
-            owners: RefCell::new((None, Vec::new())),
-            used: Cell::new(0),
-            attributes: OnceCell::new(),
-        })
+/// This thread's driver.
+pub fn driver() -> Rc<Driver> {
+    DRIVER.with(Rc::clone)
+}
+
+impl Driver {
+    /// Runs `f` on the gates.
+    pub fn with<R>(&self, f: impl FnOnce(&mut Gates) -> R) -> R {
+        f(&mut self.gates.borrow_mut())
     }
 
-    /// The gate's timer, made the first time the gate needs waking (most gates never wait).
+    /// The number of `store` among the gates' stores: the gates it makes reach it.
+    pub fn store(&self, store: &Rc<RedisStore>) -> StoreId {
+        let id = self.with(|g| g.store(&store.identity(), store.settings()));
+        self.stores.borrow_mut().push(store.clone());
+        id
+    }
+
+    /// A wrapper's configuration joins the gates.
+    pub fn add_wrapper(&self, wrapper: WrapperId, config: &Rc<Config>) {
+        self.configs.borrow_mut().insert(wrapper, config.clone());
+    }
+
+    /// A holder of `wrapper` is gone; with the last, its configuration goes too.
+    pub fn release(&self, wrapper: WrapperId) {
+        let gone = self.with(|g| {
+            g.release(wrapper);
+            g.profile(wrapper).is_none()
+        });
+        if gone {
+            self.configs.borrow_mut().remove(&wrapper);
+        }
+    }
+
+    /// The one timer, made the first time the gates need waking.
     fn timer(self: &Rc<Self>) -> std::cell::RefMut<'_, Timer> {
         let weak = Rc::downgrade(self);
         std::cell::RefMut::map(self.timer.borrow_mut(), |timer| {
@@ -201,7 +193,7 @@ impl GateDriver {
                 Closure::<dyn FnMut(f64, JsValue, u8, u16)>::new(
                     move |id: f64, value, how, status| {
                         if let Some(driver) = weak.upgrade() {
-                            driver.attempted(id as CallId, value, How::from_js(how), status);
+                            driver.attempted(id as CallRef, value, How::from_js(how), status);
                         }
                     },
                 )
@@ -210,79 +202,23 @@ impl GateDriver {
             .unchecked_ref()
     }
 
-    /// The credential's scope (a hash).
-    pub fn scope(&self) -> &Scope {
-        &self.scope
-    }
-
-    /// The shared store, when there is one.
-    pub fn store(&self) -> Option<&RedisStore> {
-        self.store.as_ref().map(|(s, _)| &**s)
-    }
-
-    /// Runs `f` on the gate.
-    pub fn with<R>(&self, f: impl FnOnce(&mut Gate) -> R) -> R {
-        f(&mut self.gate.borrow_mut())
-    }
-
-    /// Whether the gate's timer is set.
-    pub fn timer_armed(&self) -> bool {
-        self.timer.borrow().as_ref().is_some_and(Timer::is_armed)
-    }
-
-    /// A wrapper keeps the gate under `print`; it hears when the gate is forgotten.
-    pub fn adopt(&self, print: Print, owner: Weak<dyn Owner>) {
-        let mut owners = self.owners.borrow_mut();
-        owners.0 = Some(print);
-        owners.1.retain(|o| o.strong_count() > 0);
-        owners.1.push(owner);
-    }
-
-    /// When the gate was last used (a count of calls made process-wide).
-    pub fn used(&self) -> u64 {
-        self.used.get()
-    }
-
-    /// Whether the gate holds nothing worth keeping (see `Gate::idle`) and waits for nothing.
-    pub fn idle(&self, now: Millis) -> bool {
-        !self.driving.get() && !self.timer_armed() && self.with(|g| g.idle(now))
-    }
-
-    /// The gate is forgotten: every wrapper that knew it forgets it and keeps its figures.
-    pub fn retire(&self, now: Millis) {
-        let figures = self.with(|g| g.figures(now));
-        let (print, owners) = std::mem::take(&mut *self.owners.borrow_mut());
-        let Some(print) = print else { return };
-        for owner in owners.iter().filter_map(Weak::upgrade) {
-            owner.forget(print, &figures);
-        }
-    }
-
-    /// Remembers a wrapper's hook for events about the gate itself.
-    pub fn hear(&self, events: &Events) {
-        let mut hooks = self.hooks.borrow_mut();
-        if events.is_set() && !hooks.iter().any(|h| h == events) {
-            hooks.push(events.clone());
-        }
-    }
-
-    /// Makes a call and performs what follows at once. The caller then takes the outcome with
-    /// [`outcome`](Self::outcome).
-    pub fn start(self: &Rc<Self>, spec: CallSpec, config: &Rc<Config>, request: Request) -> CallId {
+    /// Makes a call of `wrapper` and performs what follows at once. The caller then takes the
+    /// outcome with [`outcome`](Self::outcome).
+    pub fn start(
+        self: &Rc<Self>,
+        wrapper: WrapperId,
+        config: &Rc<Config>,
+        request: &Request,
+        call: Call,
+    ) -> Result<CallRef, Refused> {
         let now = clock::now();
-        let tick = CALLS_MADE.with(|c| {
-            c.set(c.get() + 1);
-            c.get()
-        });
-        self.used.set(tick);
-        let call = self.gate.borrow_mut().start(now, spec);
-        let Request {
+        let started = self.with(|g| g.start(now, wrapper, request));
+        let Started { call: id, split } = started?;
+        let Call {
             input,
             init,
             signal,
-            split,
-            route,
-        } = request;
+        } = call;
         let js = JsCall {
             input,
             init,
@@ -296,17 +232,16 @@ impl GateDriver {
                 end: None,
             },
             watch: None,
-            route,
         };
-        self.calls.borrow_mut().insert(call, js);
+        self.calls.borrow_mut().insert(id, js);
         self.drive_at(now);
-        call
+        Ok(id)
     }
 
     /// What a call made or concluded synchronously came to: `Ok(Some(timeout))` when it was
     /// admitted and its attempt is the caller's to send, `Ok(None)` when it waits (its promise
     /// is [`promise`](Self::promise)), or its end.
-    pub fn outcome(&self, call: CallId) -> Result<Option<Millis>, Result<JsValue, JsValue>> {
+    pub fn outcome(&self, call: CallRef) -> Result<Option<Millis>, Result<JsValue, JsValue>> {
         let mut calls = self.calls.borrow_mut();
         let Some(js) = calls.get_mut(call) else {
             return Ok(None);
@@ -340,18 +275,18 @@ impl GateDriver {
     }
 
     /// Whether each attempt of `call` sends a copy of its stream body (so the driver sends it).
-    pub fn splits(&self, call: CallId) -> bool {
+    pub fn splits(&self, call: CallRef) -> bool {
         self.calls.borrow().get(call).is_some_and(|c| c.split)
     }
 
     /// The attempt's time limit the gate gave `call`.
-    pub fn timeout(&self, call: CallId) -> Millis {
+    pub fn timeout(&self, call: CallRef) -> Millis {
         self.calls.borrow().get(call).map_or(0.0, |c| c.timeout)
     }
 
     /// The caller's promise for a call that goes on asynchronously: the driver settles it. Its
     /// signal is watched from now on (an attempt in flight watches it itself).
-    pub fn promise(self: &Rc<Self>, call: CallId) -> js_sys::Promise {
+    pub fn promise(self: &Rc<Self>, call: CallRef) -> js_sys::Promise {
         let mut settle = None;
         let promise = js_sys::Promise::new(&mut |resolve, reject| settle = Some((resolve, reject)));
         let mut calls = self.calls.borrow_mut();
@@ -366,142 +301,30 @@ impl GateDriver {
         promise
     }
 
-    /// What `call` learned of its route's limiter bucket (see `Action::Route`): the route's
-    /// calls still held or waiting here, never sent, move to the bucket's gate when it is
-    /// another, rather than wait for this bucket's tokens; held ones here join the line.
-    fn reroute(self: &Rc<Self>, call: CallId, bucket: Option<&str>) {
-        let known = self.calls.borrow().get(call).and_then(|js| {
-            let route = js.route.clone()?;
-            Some((route, js.config.clone()))
-        });
-        let Some((route, config)) = known else {
-            return;
-        };
-        let credential = self.scope.credential();
-        let target = match bucket {
-            Some(bucket) => {
-                registry::heard_route(&credential, &route, bucket);
-                self.share(&[Shared::Route(route.clone(), bucket.to_owned())]);
-                registry::routed(&credential, &route).unwrap_or(credential)
-            }
-            None => {
-                registry::scout_ended(&credential, &route);
-                self.scope.clone()
-            }
-        };
-        let same: Vec<CallId> = self
-            .calls
-            .borrow()
-            .iter()
-            .filter(|&(id, js)| id != call && js.route.as_deref() == Some(route.as_str()))
-            .map(|(id, _)| id)
-            .collect();
-        let elsewhere = match target == self.scope {
-            true => None,
-            false => registry::gate_for(&target, &config).ok(),
-        };
-        let now = clock::now();
-        for id in same {
-            let Some(driver) = &elsewhere else {
-                self.gate.borrow_mut().release_held(now, id);
-                continue;
-            };
-            let Some(spec) = self.gate.borrow_mut().withdraw(id) else {
-                continue;
-            };
-            let Some(mut js) = self.calls.borrow_mut().remove(id) else {
-                continue;
-            };
-            if let Some(watch) = js.watch.take() {
-                self.watches.borrow_mut().remove(watch, id);
-            }
-            driver.take_over(spec, js);
-        }
-    }
-
-    /// Tells the fleet `facts` (and the credential's first bucket, when known), when the gate
-    /// lives in a store.
-    fn share(&self, facts: &[Shared]) {
-        let Some((store, _)) = &self.store else {
-            return;
-        };
-        let credential = self.scope.credential();
-        let mut facts = facts.to_vec();
-        facts.extend(registry::first_bucket(&credential).map(Shared::First));
-        store.share(&credential, &facts);
-    }
-
-    /// A learning gate in a store starts from what the fleet learned: the credential's first
-    /// bucket, the routes' buckets, and this gate's estimate (when it has heard nothing yet).
-    pub fn recall(self: &Rc<Self>, store: &RedisStore) {
-        let recall = store.recall(&self.scope.credential());
-        let weak = Rc::downgrade(self);
-        spawn_local(async move {
-            let facts = recall.await;
-            if let Some(driver) = weak.upgrade() {
-                driver.recalled(facts);
-            }
-        });
-    }
-
-    fn recalled(self: &Rc<Self>, facts: Vec<Shared>) {
-        let credential = self.scope.credential();
-        let now = clock::now();
-        for fact in &facts {
-            match fact {
-                Shared::First(bucket) if self.scope == credential => {
-                    self.with(|g| g.assume_bucket(bucket));
-                }
-                Shared::Estimate(scope, rate) if scope == self.scope.as_str() => {
-                    self.with(|g| g.adopt(now, *rate));
-                }
-                _ => {}
-            }
-        }
-        for fact in facts {
-            if let Shared::Route(route, bucket) = fact {
-                registry::heard_route(&credential, &route, &bucket);
-            }
-        }
-        self.drive_at(now);
-    }
-
-    /// Makes a call another gate gave up (see [`reroute`](Self::reroute)), its caller still
-    /// waiting on the same promise.
-    fn take_over(self: &Rc<Self>, spec: CallSpec, mut js: JsCall) {
-        let now = clock::now();
-        let call = self.gate.borrow_mut().start(now, spec);
-        if let Some(signal) = &js.signal {
-            js.watch = Some(self.watches.borrow_mut().add(signal, call, self.on_abort()));
-        }
-        self.calls.borrow_mut().insert(call, js);
-        self.drive_at(now);
-    }
-
     /// Sends the attempt of a call admitted while it was being started (not by the fast path).
-    pub fn send_now(self: &Rc<Self>, call: CallId, timeout: Millis) {
+    pub fn send_now(self: &Rc<Self>, call: CallRef, timeout: Millis) {
         self.send(call, timeout);
     }
 
     /// An attempt ended as `attempt.js` says (`status` is a response's); performs what follows.
-    pub fn attempted(self: &Rc<Self>, call: CallId, value: JsValue, how: How, status: u16) {
+    pub fn attempted(self: &Rc<Self>, call: CallRef, value: JsValue, how: How, status: u16) {
         let now = clock::now();
         match how {
             How::CallerAborted => {
-                self.gate.borrow_mut().cancel(now, call);
-                return self.finish(call, Err(value));
+                self.with(|g| g.cancel(now, call));
+                self.finish(call, Err(value));
+                return self.drive_at(now);
             }
             How::Response => {
                 let lookup = headers::lookup(&value);
-                let mut gate = self.gate.borrow_mut();
-                gate.responded(now, &clock::wall_now, call, status, &lookup);
+                self.with(|g| g.responded(now, &clock::wall_now, call, status, &lookup));
             }
-            How::TimedOut => self.gate.borrow_mut().failed(now, call, Failure::TimedOut),
+            How::TimedOut => self.with(|g| g.failed(now, call, Failure::TimedOut)),
             How::Failed | How::Invalid => {
                 let failure = Failure::Rejected {
                     request_valid: how == How::Failed,
                 };
-                self.gate.borrow_mut().failed(now, call, failure);
+                self.with(|g| g.failed(now, call, failure));
             }
         }
         if let Some(js) = self.calls.borrow_mut().get_mut(call) {
@@ -513,7 +336,7 @@ impl GateDriver {
         self.drive_at(now);
     }
 
-    /// Performs every action the gate has, then sets its timer to what it asks for.
+    /// Performs every action the gates have, then sets the timer to what they ask for.
     pub fn drive(self: &Rc<Self>) {
         self.drive_at(clock::now());
     }
@@ -524,12 +347,12 @@ impl GateDriver {
             return;
         }
         loop {
-            let action = self.gate.borrow_mut().poll_action(now);
+            let action = self.with(|g| g.poll_action(now));
             let Some(action) = action else { break };
             self.perform(action);
         }
         self.driving.set(false);
-        match self.gate.borrow_mut().poll_timeout(now) {
+        match self.with(|g| g.poll_timeout()) {
             Some(due) => self.timer().arm(due, now),
             None => {
                 if let Some(timer) = self.timer.borrow_mut().as_mut() {
@@ -580,36 +403,62 @@ impl GateDriver {
                 });
             }
             Action::StartProbe { probe, origin } => self.prepare_probe(probe, origin),
-            Action::Store { id, op } => {
-                let Some((store, key)) = &self.store else {
+            Action::Store { gate, id, op } => {
+                let facts = self.with(|g| Some((g.scope(gate)?.clone(), g.keeping(gate)?)));
+                let Some((scope, (Keeping::Store(store), rate, budget))) = facts else {
                     return;
                 };
-                let (rate, budget) = self.with(|g| (g.rate(), g.budget_config()));
-                let pending = store.run(
-                    key.to_string(),
-                    &op,
-                    rate,
-                    budget.map(|b| b.capacity),
-                    &process_id(),
-                );
+                let Some(store) = self.stores.borrow().get(store).cloned() else {
+                    return;
+                };
+                let pending = store.run(store.key(&scope), &op, rate, budget, &process_id());
                 let driver = self.clone();
                 spawn_local(async move {
                     let answer = pending.await.ok();
-                    driver.with(|g| g.store_answered(clock::now(), id, answer));
+                    driver.with(|g| g.store_answered(clock::now(), gate, id, answer));
                     driver.drive();
                 });
             }
-            Action::Route { call, bucket } => self.reroute(call, bucket.as_deref()),
-            Action::Event(event) => self.emit(event),
+            Action::Share {
+                store,
+                credential,
+                facts,
+            } => {
+                if let Some(store) = self.stores.borrow().get(store) {
+                    store.share(&credential, &facts);
+                }
+            }
+            Action::Recall {
+                gate,
+                store,
+                credential,
+            } => {
+                let Some(store) = self.stores.borrow().get(store).cloned() else {
+                    return;
+                };
+                let recall = store.recall(&credential);
+                let driver = Rc::downgrade(self);
+                spawn_local(async move {
+                    let facts = recall.await;
+                    if let Some(driver) = driver.upgrade() {
+                        driver.with(|g| g.recalled(clock::now(), gate, facts));
+                        driver.drive();
+                    }
+                });
+            }
+            Action::Event { gate, call, event } => self.emit(gate, call, event),
             Action::Settle { call, end } => {
                 let result = self.result(call, end);
                 self.finish(call, result);
+            }
+            Action::Forgotten { gate } => {
+                self.attributes.borrow_mut().remove(&gate);
             }
         }
     }
 
     /// Sends a call's attempt through `attempt.js`, which reports back to `on_attempt`.
-    fn send(self: &Rc<Self>, call: CallId, timeout: Millis) {
+    fn send(self: &Rc<Self>, call: CallRef, timeout: Millis) {
         let mut calls = self.calls.borrow_mut();
         let Some(js) = calls.get_mut(call) else {
             return;
@@ -642,7 +491,7 @@ impl GateDriver {
         let _ = attempt::send(&fetch, &input, &init, timeout, settle, call as f64);
     }
 
-    fn last_response(&self, call: CallId) -> Option<JsValue> {
+    fn last_response(&self, call: CallRef) -> Option<JsValue> {
         let calls = self.calls.borrow();
         match calls.get(call)?.last.as_ref()? {
             Ok(response) => Some(response.clone()),
@@ -651,7 +500,7 @@ impl GateDriver {
     }
 
     /// Builds the probe's `GET /usage` beside `origin`'s request, with its credential.
-    fn prepare_probe(&self, probe: CallId, origin: CallId) {
+    fn prepare_probe(&self, probe: CallRef, origin: CallRef) {
         let mut calls = self.calls.borrow_mut();
         let Some(from) = calls.get(origin) else {
             return;
@@ -686,13 +535,12 @@ impl GateDriver {
             split: false,
             waiter: Waiter::Probe(request),
             watch: None,
-            route: None,
         };
         calls.insert(probe, js);
     }
 
     /// What the caller gets for `end`.
-    fn result(&self, call: CallId, end: End) -> Result<JsValue, JsValue> {
+    fn result(&self, call: CallRef, end: End) -> Result<JsValue, JsValue> {
         let last = self
             .calls
             .borrow_mut()
@@ -716,7 +564,7 @@ impl GateDriver {
 
     /// Settles the caller's promise (or keeps the result for a synchronous caller) and forgets
     /// the call.
-    fn finish(&self, call: CallId, result: Result<JsValue, JsValue>) {
+    fn finish(&self, call: CallRef, result: Result<JsValue, JsValue>) {
         let mut calls = self.calls.borrow_mut();
         let Some(js) = calls.get_mut(call) else {
             return;
@@ -745,7 +593,7 @@ impl GateDriver {
         }
     }
 
-    /// A signal some waiting calls share aborted: each leaves the gate and rejects with its
+    /// A signal some waiting calls share aborted: each leaves its gate and rejects with its
     /// reason, unless its attempt is out (that attempt ends through the signal by itself).
     fn aborted(self: &Rc<Self>, watch: u32) {
         let Some((signal, calls)) = self.watches.borrow_mut().take(watch) else {
@@ -771,54 +619,62 @@ impl GateDriver {
         if let Some(timer) = self.timer.borrow_mut().as_mut() {
             timer.fired();
         }
-        self.with(|g| g.handle_timeout(clock::now()));
-        self.drive();
+        let now = clock::now();
+        self.with(|g| g.handle_timeout(now));
+        self.drive_at(now);
     }
 
     /// Records an admission's wait or a backoff on the call's wrapper's metrics, if it has any.
-    fn measure(&self, event: &Event) {
-        let (call, ms, wait) = match *event {
-            Event::Admitted { call, wait_ms } => (call, wait_ms, true),
+    fn measure(&self, gate: GateId, call: CallRef, event: &Event) {
+        let (ms, wait) = match *event {
+            Event::Admitted { wait_ms, .. } => (wait_ms, true),
             Event::Retry {
-                call,
                 delay_ms,
                 server_delay: false,
                 ..
-            } => (call, delay_ms, false),
+            } => (delay_ms, false),
             _ => return,
         };
         let config = self.calls.borrow().get(call).map(|js| js.config.clone());
         let Some(metrics) = config.as_ref().and_then(|c| c.metrics.as_ref()) else {
             return;
         };
-        let attributes = self
-            .attributes
-            .get_or_init(|| Metrics::attributes(self.scope.as_str()));
+        let attributes = self.attributes(gate);
         if wait {
-            metrics.waited(ms, attributes);
+            metrics.waited(ms, &attributes);
         } else {
-            metrics.backed_off(ms, attributes);
+            metrics.backed_off(ms, &attributes);
         }
+    }
+
+    /// A gate's metrics attributes.
+    fn attributes(&self, gate: GateId) -> JsValue {
+        if let Some(attributes) = self.attributes.borrow().get(&gate) {
+            return attributes.clone();
+        }
+        let scope = self.with(|g| g.scope(gate).map(|s| s.as_str().to_owned()));
+        let attributes = Metrics::attributes(scope.as_deref().unwrap_or_default());
+        self.attributes
+            .borrow_mut()
+            .insert(gate, attributes.clone());
+        attributes
     }
 
     /// Tells the hooks: a call's own wrapper for events about a call, every wrapper that used
     /// the gate for events about the gate.
-    fn emit(&self, event: Event) {
-        self.measure(&event);
-        let scope = self.scope.as_str();
-        let (kind, call) = match &event {
+    fn emit(&self, gate: GateId, call: Option<CallRef>, event: Event) {
+        if let Some(call) = call {
+            self.measure(gate, call, &event);
+        }
+        let kind = match &event {
             Event::Admitted { .. } => return,
-            Event::Throttled { call, .. } => ("throttled", Some(*call)),
-            Event::Retry { call, .. } => ("retry", Some(*call)),
-            Event::Abandoned { call, .. } => ("abandoned", Some(*call)),
-            Event::QuotaProbe { .. } => ("quota-probe", None),
-            Event::Learned(_) => {
-                let rate = self.with(|g| g.rate());
-                self.share(&[Shared::Estimate(scope.to_owned(), rate)]);
-                ("learned", None)
-            }
-            Event::StoreDown => ("store-down", None),
-            Event::StoreUp => ("store-up", None),
+            Event::Throttled { .. } => "throttled",
+            Event::Retry { .. } => "retry",
+            Event::Abandoned { .. } => "abandoned",
+            Event::QuotaProbe { .. } => "quota-probe",
+            Event::Learned(_) => "learned",
+            Event::StoreDown => "store-down",
+            Event::StoreUp => "store-up",
         };
         let fields = |e: &js_sys::Object| match &event {
             Event::Throttled { retry_after_ms, .. } => set(
@@ -855,23 +711,32 @@ impl GateDriver {
             }
             Event::Admitted { .. } | Event::StoreDown | Event::StoreUp => {}
         };
-        match call {
+        let Some(scope) = self.with(|g| g.scope(gate).map(|s| s.as_str().to_owned())) else {
+            return;
+        };
+        let hooks = match call {
             Some(call) => {
                 let events = self
                     .calls
                     .borrow()
                     .get(call)
                     .map(|js| js.config.events.clone());
-                if let Some(events) = events {
-                    events.emit(kind, scope, &fields);
-                }
+                events.into_iter().collect()
             }
             None => {
-                let hooks = self.hooks.borrow().clone();
-                for hook in hooks {
-                    hook.emit(kind, scope, &fields);
+                let users = self.with(|g| g.users(gate));
+                let configs = self.configs.borrow();
+                let mut hooks: Vec<super::events::Events> = Vec::new();
+                for config in users.iter().filter_map(|w| configs.get(w)) {
+                    if config.events.is_set() && !hooks.contains(&config.events) {
+                        hooks.push(config.events.clone());
+                    }
                 }
+                hooks
             }
+        };
+        for hook in hooks {
+            hook.emit(kind, &scope, &fields);
         }
     }
 }

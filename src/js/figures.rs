@@ -2,17 +2,16 @@
 //! serde through serde-wasm-bindgen: the shapes below are what JavaScript sees (`index.d.ts`
 //! states the same).
 
-use std::rc::Rc;
-
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use wasm_bindgen::prelude::*;
 
 use super::clock;
-use super::driver::GateDriver;
 use super::options::Config;
 use crate::core::base::histogram::{Histogram, BOUNDS_MS};
 use crate::core::gate::figures::Figures;
+use crate::core::gates::profile::Keeping;
+use crate::core::gates::{GateView, Gates, WrapperId};
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::allowance::{Allowance, Rate};
 use crate::core::rules::learn::Estimate;
@@ -218,31 +217,39 @@ fn by_reason<S: Serializer>(counts: &[u64; Reason::ALL.len()], s: S) -> Result<S
     map.end()
 }
 
-/// `stats()`: totals over the gates (and over the gates since forgotten, `retired`), then each
-/// live gate in full; for a batch, its time (ms) and retries left.
-pub fn stats(
-    drivers: &[Rc<GateDriver>],
-    retired: &Figures,
-    batch: Option<(f64, Option<u32>)>,
-) -> JsValue {
+/// `stats()` of `wrapper`: totals over its gates (and over those since forgotten), then each
+/// live gate in full, most recently used first; for a batch, its time (ms) and retries left.
+pub fn stats(gates: &mut Gates, wrapper: WrapperId, batch: Option<(f64, Option<u32>)>) -> JsValue {
     let now = clock::now();
-    let mut totals = retired.clone();
+    let mut totals = gates.retired(wrapper);
     let mut waiting = 0;
-    // The gates' entries borrow from their figures, so these outlive them.
-    let figures: Vec<Figures> = drivers.iter().map(|d| d.with(|g| g.figures(now))).collect();
-    let mut gates = Vec::with_capacity(drivers.len());
-    for (driver, f) in drivers.iter().zip(&figures) {
+    let ids = gates.gates_of(wrapper);
+    let mut views = Vec::with_capacity(ids.len());
+    for gate in ids {
+        let kind = match gates.keeping(gate) {
+            Some((Keeping::Store(store), ..)) => gates.store_identity(store).unwrap_or_default(),
+            _ => "memory",
+        }
+        .to_owned();
+        if let Some(view) = gates.view(now, gate) {
+            let scope = view.scope.as_str().to_owned();
+            views.push((scope, kind, Row::from(view)));
+        }
+    }
+    let mut entries = Vec::with_capacity(views.len());
+    for (scope, kind, view) in &views {
+        let f = &view.figures;
         totals.absorb(f);
         waiting += f.waiting;
-        let (rate, counts, learned) = driver.with(|g| (g.rate(), g.store_counts(), g.learned(now)));
         let (state, until) = match f.quota {
             Some(QuotaState::Probing) => ("probing", None),
             Some(QuotaState::Exhausted { until }) => ("exhausted", until),
             _ => ("open", None),
         };
         let r = f.retries;
-        gates.push(GateStats {
-            scope: driver.scope().as_str(),
+        let counts = view.store;
+        entries.push(GateStats {
+            scope,
             requests: f.requests,
             admitted: f.admitted,
             waiting: f.waiting,
@@ -251,7 +258,7 @@ pub fn stats(
             expired: f.expired,
             throttled: f.throttled,
             wakeups: f.wakeups,
-            timer_armed: driver.timer_armed(),
+            timer_armed: view.timer_armed,
             cooldown_until: f.cooldown_until,
             cooldown_remaining_ms: (f.cooldown_until - now).max(0.0),
             slow: f.slow,
@@ -268,10 +275,10 @@ pub fn stats(
                 period_end: until.map_or(JsValue::NULL, date),
             },
             retry_budget: f.retry_budget,
-            rate: rate.into(),
-            learned: learned.map(Learned::from),
+            rate: view.rate.into(),
+            learned: view.learned.map(Learned::from),
             store: Store {
-                kind: driver.store().map_or("memory".into(), |s| s.identity()),
+                kind: kind.clone(),
                 calls: counts.map(|c| c.0),
                 failures: counts.map(|c| c.1),
                 up: counts.map(|c| c.2),
@@ -287,12 +294,33 @@ pub fn stats(
         throttled: totals.throttled,
         retries: totals.retries.total(),
         abandoned: totals.abandoned.iter().sum(),
-        gates,
+        gates: entries,
         batch: batch.map(|(remaining_ms, retries_left)| BatchFigures {
             remaining_ms,
             retries_left,
         }),
     })
+}
+
+/// What `stats()` needs of a gate's view, owned.
+struct Row {
+    figures: Figures,
+    rate: Rate,
+    learned: Option<Estimate>,
+    store: Option<(u64, u64, bool)>,
+    timer_armed: bool,
+}
+
+impl From<GateView<'_>> for Row {
+    fn from(v: GateView<'_>) -> Row {
+        Row {
+            figures: v.figures,
+            rate: v.rate,
+            learned: v.learned,
+            store: v.store,
+            timer_armed: v.timer_armed,
+        }
+    }
 }
 
 #[wasm_bindgen(module = "/src/js/summary.js")]
@@ -373,15 +401,16 @@ struct BudgetFacts {
 
 /// The checklist's configuration summary: what the next engineer tunes when the provider
 /// changes its limits. The bindings give the facts; `summary.js` words them.
-pub fn describe(config: &Config, drivers: &[Rc<GateDriver>]) -> JsValue {
+pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsValue {
     let now = clock::now();
-    let learned = drivers
-        .iter()
-        .filter_map(|d| {
-            let estimate = d.with(|g| g.learned(now))?;
+    let learned = gates
+        .gates_of(wrapper)
+        .into_iter()
+        .filter_map(|gate| {
+            let view = gates.view(now, gate)?;
             Some(LearnedFacts {
-                scope: d.scope().as_str().to_owned(),
-                learned: estimate.into(),
+                scope: view.scope.as_str().to_owned(),
+                learned: view.learned?.into(),
             })
         })
         .collect();
@@ -393,7 +422,7 @@ pub fn describe(config: &Config, drivers: &[Rc<GateDriver>]) -> JsValue {
         },
         learn: matches!(config.rate, Allowance::Learned(_)),
         store: config.store.as_ref().map(|s| s.describe()),
-        threads: config.threads && super::shelf::current().is_some(),
+        threads: config.threads && gates.shares_memory(),
         retry: config.retry.as_deref().map(RetryFacts::from),
         waiting: Waiting {
             max_wait_ms: config.max_wait_ms,

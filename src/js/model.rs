@@ -10,7 +10,8 @@ use super::figures::to_js;
 use super::options::{integer, RateOptions};
 use super::text::number;
 use crate::core::rules::allowance::Rate;
-use crate::core::sim::{self, ArticleGate, Coordination, SimOptions};
+use crate::core::sim::server::Headers;
+use crate::core::sim::{self, ArticleGate, Coordination, Lookups, SimOptions};
 
 /// `simulate(options)` as given.
 #[derive(Deserialize)]
@@ -38,8 +39,20 @@ struct SimulateOptions {
     retry_after_ms: Option<f64>,
     #[serde(default, deserialize_with = "de::boolean")]
     learn: Option<bool>,
-    #[serde(default, deserialize_with = "de::boolean")]
-    headers: Option<bool>,
+    /// `true` (every answer), `false` (none) or `'throttled'` (429s only).
+    #[serde(default, deserialize_with = "de::value")]
+    headers: Option<JsValue>,
+    /// `{ calls, burst, perSecond }`: event lookups on a limiter bucket of their own.
+    #[serde(default, deserialize_with = "de::value")]
+    lookups: Option<JsValue>,
+    /// Processes sharing a store.
+    #[serde(default, deserialize_with = "de::number")]
+    processes: Option<f64>,
+    /// Threads of one process sharing memory.
+    #[serde(default, deserialize_with = "de::number")]
+    threads: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    store_latency_ms: Option<f64>,
     #[serde(default, deserialize_with = "de::number")]
     snapshots: Option<f64>,
     #[serde(default, deserialize_with = "de::number")]
@@ -59,6 +72,30 @@ struct Report {
     /// A learning run's estimates as they changed: `{ at, burst, perSecond, atLeast,
     /// confidence }`.
     learned: Vec<Estimated>,
+    /// With lookups, each limiter bucket's attempts, 429s and when its last call was done.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    buckets: Vec<BucketEntry>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BucketEntry {
+    name: String,
+    attempts: u64,
+    rejected: u64,
+    done_ms: f64,
+}
+
+/// `lookups: { calls, burst, perSecond }`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LookupOptions {
+    #[serde(default, deserialize_with = "de::number")]
+    calls: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    burst: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    per_second: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -110,6 +147,16 @@ pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
                 confidence: e.confidence,
             })
             .collect(),
+        buckets: r
+            .buckets
+            .iter()
+            .map(|b| BucketEntry {
+                name: b.name.clone(),
+                attempts: b.attempts,
+                rejected: b.rejected,
+                done_ms: b.done_ms,
+            })
+            .collect(),
     }))
 }
 
@@ -136,15 +183,53 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
             },
         },
     };
-    let coordination = match (shared, separate) {
-        (true, Some(_)) => {
-            return Err(type_error(
-                "Choose one of `shared` and `separateGates`: one gate, or one per process",
-            ))
+    let processes = integer("processes", o.processes, 1.0, 1000.0)?;
+    let threads = integer("threads", o.threads, 1.0, 1000.0)?;
+    let chosen = [
+        shared,
+        separate.is_some(),
+        processes.is_some(),
+        threads.is_some(),
+    ];
+    if chosen.iter().filter(|&&c| c).count() > 1 {
+        return Err(type_error(
+            "Choose one of `shared`, `separateGates`, `processes` and `threads`: one gate, one \
+             per process, processes sharing a store, or threads sharing memory",
+        ));
+    }
+    let coordination = match (shared, separate, processes, threads) {
+        (true, ..) => Coordination::Shared,
+        (_, Some(n), ..) => Coordination::Separate(n),
+        (_, _, Some(n), _) => Coordination::Fleet(n),
+        (.., Some(n)) => Coordination::Threads(n),
+        _ => Coordination::Independent,
+    };
+    let headers = match &o.headers {
+        None => Headers::Never,
+        Some(v) => match (v.as_bool(), v.as_string().as_deref()) {
+            (Some(true), _) => Headers::Always,
+            (Some(false), _) => Headers::Never,
+            (_, Some("throttled")) => Headers::OnThrottle,
+            _ => {
+                return Err(type_error(&format!(
+                    "Expected `headers` to be a boolean or 'throttled', got {}",
+                    de::describe(v)
+                )))
+            }
+        },
+    };
+    let lookups = match &o.lookups {
+        None => None,
+        Some(v) => {
+            let l: LookupOptions = de::object(v, "lookups", "lookups.")?;
+            let calls = de::required(l.calls, "lookups.calls")?;
+            let calls = integer("lookups.calls", Some(calls), 0.0, 100_000.0)?.unwrap_or(0);
+            let burst = de::required(l.burst, "lookups.burst")?;
+            let per_second = de::required(l.per_second, "lookups.perSecond")?;
+            let rate = Rate::named(burst, per_second, ["lookups.burst", "lookups.perSecond"])
+                .map_err(config_error)?;
+            Some(Lookups { calls, rate })
         }
-        (true, None) => Coordination::Shared,
-        (false, Some(n)) => Coordination::Separate(n),
-        (false, None) => Coordination::Independent,
     };
     let retry_budget = match &o.retry_budget {
         None => None,
@@ -171,9 +256,11 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
             .unwrap_or(defaults.max_attempts),
         retry_budget,
         learn: o.learn.unwrap_or(false),
-        headers: o.headers.unwrap_or(false),
+        headers,
         snapshots: integer("snapshots", o.snapshots, 1.0, 100_000.0)?.unwrap_or(1),
         latency_ms: o.latency_ms.unwrap_or(0.0),
+        lookups,
+        store_latency_ms: o.store_latency_ms.unwrap_or(defaults.store_latency_ms),
     })
 }
 

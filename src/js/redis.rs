@@ -17,9 +17,10 @@ use super::props::get;
 use super::text::number;
 use crate::core::authority::{Answer, Op};
 use crate::core::gate::store_link::{OnFailure, StoreSettings};
+use crate::core::gates::fleet::Shared;
 use crate::core::gates::scope::Scope;
 use crate::core::rules::allowance::Rate;
-use crate::store::{self, Shared};
+use crate::store;
 
 const BRAND: &str = "__oddsGateStore";
 
@@ -201,7 +202,7 @@ impl RedisStore {
     pub fn share(&self, credential: &Scope, facts: &[Shared]) {
         let mut args = vec!["put".to_string()];
         for fact in facts {
-            let (field, value) = fact.field(&number);
+            let (field, value) = store::field(fact, &number);
             args.extend([field, value]);
         }
         let key = store::learned_key(&self.prefix, credential);
@@ -231,7 +232,7 @@ impl RedisStore {
                 .map(|v| v.as_string().unwrap_or_default())
                 .collect();
             flat.chunks_exact(2)
-                .filter_map(|pair| Shared::read(&pair[0], &pair[1]))
+                .filter_map(|pair| store::read(&pair[0], &pair[1]))
                 .collect()
         }
     }

@@ -58,11 +58,6 @@ impl Timer {
     pub fn fired(&mut self) -> Option<Millis> {
         self.armed.take().map(|(_, due)| due)
     }
-
-    /// Whether a run is pending.
-    pub fn is_armed(&self) -> bool {
-        self.armed.is_some()
-    }
 }
 
 impl Drop for Timer {

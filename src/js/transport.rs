@@ -1,5 +1,5 @@
-//! `createFetch`'s engine: a wrapper's configuration, the gates it has used, and its batches.
-//! For every call it finds the credential's gate and hands the call to that gate's driver.
+//! `createFetch`'s engine: a wrapper's configuration and its batches. For every call it reads
+//! the request's facts and hands the call to this thread's driver; the gates choose the gate.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -8,73 +8,31 @@ use wasm_bindgen::prelude::*;
 
 use super::attempt::{global_fetch, How};
 use super::clock;
-use super::driver::{GateDriver, Owner, Print, Request};
+use super::driver::{driver, Call, Driver};
 use super::errors::{abort_reason, range_error, type_error};
 use super::figures;
-use super::headers::{self, Credential};
+use super::headers;
 use super::options::{self, Config};
-use super::random::fingerprint_keys;
-use super::registry::{self, gate_for, routed};
+use super::text::number;
 use super::Exported;
-use crate::core::base::map::Map;
-use crate::core::gate::call::CallSpec;
-use crate::core::gate::figures::Figures;
-use crate::core::gate::CallId;
-use crate::core::gates::scope::{fingerprint, route_of, sendable, Role, Scope};
-use crate::core::rules::allowance::Allowance;
+use crate::core::gates::profile::{Keeping, Profile, Refused, Request};
+use crate::core::gates::{CallRef, WrapperId};
 use crate::core::rules::batch::Batch;
-use crate::core::rules::classify::Body;
 
 /// A gated `fetch`. The package's `createFetch` wraps it in a plain function.
 #[wasm_bindgen]
 pub struct Transport {
+    wrapper: WrapperId,
     config: Rc<Config>,
-    gates: Rc<RefCell<Known>>,
     batch: Option<Rc<RefCell<Batch>>>,
     /// Calls admitted at once whose attempt the package's fast path is making, by handle.
-    parked: RefCell<Vec<Option<Parked>>>,
+    parked: RefCell<Vec<Option<CallRef>>>,
     free: RefCell<Vec<u32>>,
 }
 
-/// A call the fast path is sending: its gate, and its number there.
-type Parked = (Rc<GateDriver>, CallId);
-
-/// The gates a wrapper (and its batches) have used, by a 128-bit keyed fingerprint of the
-/// credential: no SHA-256 per call for a key seen before, and no raw key kept. Also the
-/// figures of gates since forgotten (idle), which stay in the wrapper's totals.
-#[derive(Default)]
-struct Known {
-    gates: Map<Print, Rc<GateDriver>>,
-    /// The gates of limiter buckets other than their credential's first, by scope (learning
-    /// gates, which are never forgotten).
-    buckets: Map<Scope, Rc<GateDriver>>,
-    retired: Figures,
-}
-
-impl Known {
-    /// Every gate known: the credentials' and their other limiter buckets'.
-    fn drivers(&self) -> Vec<Rc<GateDriver>> {
-        self.gates
-            .values()
-            .chain(self.buckets.values())
-            .cloned()
-            .collect()
-    }
-
-    /// `stats()` over these gates, most recently used first; with a batch's time and retries
-    /// left.
-    fn stats(&self, batch: Option<(f64, Option<u32>)>) -> JsValue {
-        let mut drivers = self.drivers();
-        drivers.sort_unstable_by_key(|d| std::cmp::Reverse(d.used()));
-        figures::stats(&drivers, &self.retired, batch)
-    }
-}
-
-impl Owner for RefCell<Known> {
-    fn forget(&self, print: Print, figures: &Figures) {
-        let mut known = self.borrow_mut();
-        known.gates.remove(&print);
-        known.retired.absorb(figures);
+impl Drop for Transport {
+    fn drop(&mut self) {
+        driver().release(self.wrapper);
     }
 }
 
@@ -84,18 +42,35 @@ impl Transport {
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<Transport, JsValue> {
         let config = Rc::new(options::config(&options)?);
-        let gates: Rc<RefCell<Known>> = Rc::default();
+        let this = driver();
+        let keeping = match &config.store {
+            Some(store) => Keeping::Store(this.store(store)),
+            None => Keeping::Memory {
+                threads: config.threads,
+            },
+        };
+        let profile = Profile {
+            allowance: config.rate,
+            budget: config.budget,
+            keeping,
+            policy: config.retry.clone(),
+            max_wait_ms: config.max_wait_ms,
+            max_waiting: config.max_waiting,
+            reports_wait: config.metrics.is_some(),
+        };
+        let wrapper = this.with(|g| g.wrapper(profile));
+        this.add_wrapper(wrapper, &config);
         if let Some(metrics) = &config.metrics {
-            let known = Rc::downgrade(&gates);
             metrics.observe(Closure::new(move || {
-                Ok(known
-                    .upgrade()
-                    .map_or(JsValue::UNDEFINED, |k| k.borrow().stats(None)))
+                Ok(driver().with(|g| match g.profile(wrapper) {
+                    Some(_) => figures::stats(g, wrapper, None),
+                    None => JsValue::UNDEFINED,
+                }))
             }));
         }
         Ok(Transport {
+            wrapper,
             config,
-            gates,
             batch: None,
             parked: RefCell::default(),
             free: RefCell::default(),
@@ -135,8 +110,8 @@ impl Transport {
                 driver.send_now(call, timeout);
                 driver.promise(call).into()
             }
-            Ok(Some(0.0)) => JsValue::from(-f64::from(self.park(driver, call)) - 1.0),
-            Ok(Some(_)) => JsValue::from(self.park(driver, call)),
+            Ok(Some(0.0)) => JsValue::from(-f64::from(self.park(call)) - 1.0),
+            Ok(Some(_)) => JsValue::from(self.park(call)),
             Ok(None) => driver.promise(call).into(),
         })
     }
@@ -147,7 +122,7 @@ impl Transport {
     pub fn attempt_timeout(&self, handle: u32) -> f64 {
         let parked = self.parked.borrow();
         match parked.get(handle as usize) {
-            Some(Some((driver, call))) => driver.timeout(*call),
+            Some(Some(call)) => driver().timeout(*call),
             _ => 0.0,
         }
     }
@@ -155,9 +130,10 @@ impl Transport {
     /// Concludes a fast-path attempt that ended as `attempt.js` says (`how`): the response,
     /// a rejection, or, when the call goes on, a promise of what it comes to.
     pub fn settle(&self, handle: u32, value: JsValue, how: u8, status: u16) -> Exported {
-        let (driver, call) = self
+        let call = self
             .unpark(handle)
             .ok_or_else(|| range_error("Unknown call handle"))?;
+        let driver = driver();
         driver.attempted(call, value, How::from_js(how), status);
         match driver.outcome(call) {
             Err(end) => end,
@@ -184,9 +160,10 @@ impl Transport {
     /// are limited to `retryBudget` in all.
     pub fn batch(&self, options: JsValue) -> Result<Transport, JsValue> {
         let (deadline_ms, retry_budget) = options::batch(&options)?;
+        driver().with(|g| g.hold(self.wrapper));
         Ok(Transport {
+            wrapper: self.wrapper,
             config: self.config.clone(),
-            gates: self.gates.clone(),
             batch: Some(Rc::new(RefCell::new(Batch::new(
                 clock::now(),
                 deadline_ms,
@@ -206,31 +183,29 @@ impl Transport {
                 b.budget.as_ref().map(|b| b.left()),
             )
         });
-        Ok(self.gates.borrow().stats(batch))
+        Ok(driver().with(|g| figures::stats(g, self.wrapper, batch)))
     }
 
     /// The configuration summary, as an object with a `text` rendering.
     pub fn describe(&self) -> Exported {
-        Ok(figures::describe(&self.config, &self.drivers()))
+        Ok(driver().with(|g| figures::describe(&self.config, g, self.wrapper)))
     }
 
     /// Declares the quota available again on every gate this wrapper has used.
     #[wasm_bindgen(js_name = resetQuota)]
     pub fn reset_quota(&self) {
-        for driver in self.drivers() {
-            driver.with(|g| g.reset_quota(clock::now()));
-            driver.drive();
-        }
+        let driver = driver();
+        driver.with(|g| g.reset_quota(clock::now(), self.wrapper));
+        driver.drive();
     }
 
     /// Ends the cooldown on every gate this wrapper has used (for every process sharing them):
     /// the way out of a hold nobody wants any more.
     #[wasm_bindgen(js_name = clearCooldown)]
     pub fn clear_cooldown(&self) {
-        for driver in self.drivers() {
-            driver.with(|g| g.clear_cooldown(clock::now()));
-            driver.drive();
-        }
+        let driver = driver();
+        driver.with(|g| g.clear_cooldown(clock::now(), self.wrapper));
+        driver.drive();
     }
 }
 
@@ -243,12 +218,12 @@ fn settled(result: Result<JsValue, JsValue>) -> js_sys::Promise {
 }
 
 impl Transport {
-    /// Finds the gate and makes the call, or refuses it before it reaches the gate.
+    /// Reads the request's facts and makes the call, or refuses it before it reaches a gate.
     fn start(
         &self,
         input: JsValue,
         init: JsValue,
-    ) -> Result<(Rc<GateDriver>, CallId), Result<JsValue, JsValue>> {
+    ) -> Result<(Rc<Driver>, CallRef), Result<JsValue, JsValue>> {
         let signal = headers::caller_signal(&input, &init);
         if let Some(signal) = signal.as_ref().filter(|s| s.aborted()) {
             return Err(Err(abort_reason(signal)));
@@ -257,107 +232,50 @@ impl Transport {
             global_fetch().map_err(Err)?;
         }
         let (credential, method, body) = headers::request(&input, &init);
-        for (name, value) in [
-            ("X-API-Key", &credential.api_key),
-            ("Authorization", &credential.authorization),
-        ] {
-            if value.as_deref().is_some_and(|v| !sendable(v)) {
-                return Err(Err(type_error(&format!(
-                    "`{name}` holds a character a header value may not hold (CR, LF or NUL); \
-                     the request was not sent"
-                ))));
-            }
-        }
-        let mut driver = self.gate(&credential).map_err(Err)?;
-        // A learning wrapper tells limiter buckets apart by route.
-        let route = match self.config.rate {
-            Allowance::Learned(_) => Some(route_of(&method, &headers::request_url(&input))),
-            Allowance::Fixed(_) => None,
+        let driver = driver();
+        // The URL is read only when the gates tell limiter buckets apart by route.
+        let url = match driver.with(|g| g.learns(self.wrapper)) {
+            true => headers::request_url(&input),
+            false => String::new(),
         };
-        let mut role = Role::Free;
-        if let Some(route) = route.as_deref() {
-            match routed(driver.scope(), route) {
-                Some(scope) => driver = self.bucket_gate(&scope).map_err(Err)?,
-                None => role = registry::role(driver.scope(), route),
-            }
-        }
-        let replayable = self.config.retry.as_ref().is_some_and(|policy| {
-            policy
-                .rules
-                .may_replay(&method, credential.idempotency_key, body)
-        });
-        let spec = CallSpec {
-            policy: self.config.retry.clone(),
-            batch: self.batch.clone(),
-            replayable,
-            max_wait_ms: self.config.max_wait_ms,
-            max_waiting: self.config.max_waiting,
-            reports_wait: self.config.metrics.is_some(),
-            scout: role == Role::Scout,
-            held: role == Role::Held,
-        };
-        let split = replayable && body == Body::Stream;
         let request = Request {
+            api_key: credential.api_key.as_deref(),
+            authorization: credential.authorization.as_deref(),
+            idempotency_key: credential.idempotency_key,
+            method: &method,
+            body,
+            url: &url,
+            batch: self.batch.clone(),
+        };
+        let call = Call {
             input,
             init,
             signal,
-            split,
-            route,
         };
-        let call = driver.start(spec, &self.config, request);
-        Ok((driver, call))
-    }
-
-    fn gate(&self, credential: &Credential) -> Result<Rc<GateDriver>, JsValue> {
-        let (key, auth) = (
-            credential.api_key.as_deref(),
-            credential.authorization.as_deref(),
-        );
-        let print = fingerprint(key, auth, fingerprint_keys());
-        if let Some(driver) = self.gates.borrow().gates.get(&print) {
-            return Ok(driver.clone());
+        match driver.start(self.wrapper, &self.config, &request, call) {
+            Ok(call) => Ok((driver, call)),
+            Err(refused @ Refused::Unsendable(_)) => {
+                Err(Err(type_error(&refused.message(&number))))
+            }
+            Err(refused) => Err(Err(range_error(&refused.message(&number)))),
         }
-        // Not borrowed while the registry runs: making a gate may forget idle ones, and a
-        // forgotten gate's owners (this wrapper among them) hear of it.
-        let driver = gate_for(&Scope::of(key, auth), &self.config)?;
-        let owner: Rc<RefCell<Known>> = self.gates.clone();
-        let owner: Rc<dyn Owner> = owner;
-        driver.adopt(print, Rc::downgrade(&owner));
-        self.gates.borrow_mut().gates.insert(print, driver.clone());
-        Ok(driver)
     }
 
-    /// The gate of another limiter bucket than its credential's first.
-    fn bucket_gate(&self, scope: &Scope) -> Result<Rc<GateDriver>, JsValue> {
-        if let Some(driver) = self.gates.borrow().buckets.get(scope) {
-            return Ok(driver.clone());
-        }
-        let driver = gate_for(scope, &self.config)?;
-        let known = &mut self.gates.borrow_mut().buckets;
-        known.insert(scope.clone(), driver.clone());
-        Ok(driver)
-    }
-
-    /// The gates this wrapper knows.
-    fn drivers(&self) -> Vec<Rc<GateDriver>> {
-        self.gates.borrow().drivers()
-    }
-
-    fn park(&self, driver: Rc<GateDriver>, call: CallId) -> u32 {
+    fn park(&self, call: CallRef) -> u32 {
         let mut parked = self.parked.borrow_mut();
         match self.free.borrow_mut().pop() {
             Some(handle) => {
-                parked[handle as usize] = Some((driver, call));
+                parked[handle as usize] = Some(call);
                 handle
             }
             None => {
-                parked.push(Some((driver, call)));
+                parked.push(Some(call));
                 (parked.len() - 1) as u32
             }
         }
     }
 
-    fn unpark(&self, handle: u32) -> Option<Parked> {
+    fn unpark(&self, handle: u32) -> Option<CallRef> {
         let taken = self.parked.borrow_mut().get_mut(handle as usize)?.take()?;
         self.free.borrow_mut().push(handle);
         Some(taken)

@@ -4,6 +4,7 @@
 //! arguments and its answers. No I/O here.
 
 use crate::core::authority::{AdmissionId, Answer, Op, Seen};
+use crate::core::gates::fleet::Shared;
 use crate::core::gates::scope::Scope;
 use crate::core::parse::decimal;
 use crate::core::rules::allowance::Rate;
@@ -24,44 +25,31 @@ pub fn learned_key(prefix: &str, credential: &Scope) -> String {
     format!("{prefix}:{{{}}}:learned", credential.as_str())
 }
 
-/// One fact the learning gates of a credential share.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Shared {
-    /// The first limiter bucket the credential's answers named.
-    First(String),
-    /// A route, and the bucket it draws from.
-    Route(String, String),
-    /// A gate's scope, and the allowance it learned.
-    Estimate(String, Rate),
+/// A fact as a field and a value of the shared hash.
+pub fn field(fact: &Shared, number: &dyn Fn(f64) -> String) -> (String, String) {
+    match fact {
+        Shared::First(bucket) => ("first".into(), bucket.clone()),
+        Shared::Route(route, bucket) => (format!("r:{route}"), bucket.clone()),
+        Shared::Estimate(scope, rate) => (
+            format!("e:{scope}"),
+            format!("{} {}", number(rate.burst()), number(rate.per_second())),
+        ),
+    }
 }
 
-impl Shared {
-    /// The fact as a field and a value of the shared hash.
-    pub fn field(&self, number: &dyn Fn(f64) -> String) -> (String, String) {
-        match self {
-            Shared::First(bucket) => ("first".into(), bucket.clone()),
-            Shared::Route(route, bucket) => (format!("r:{route}"), bucket.clone()),
-            Shared::Estimate(scope, rate) => (
-                format!("e:{scope}"),
-                format!("{} {}", number(rate.burst()), number(rate.per_second())),
-            ),
-        }
+/// The fact a field and value of the shared hash hold; `None` for anything else.
+pub fn read(field: &str, value: &str) -> Option<Shared> {
+    if field == "first" {
+        return Some(Shared::First(value.to_owned()));
     }
-
-    /// The fact a field and value of the shared hash hold; `None` for anything else.
-    pub fn read(field: &str, value: &str) -> Option<Shared> {
-        if field == "first" {
-            return Some(Shared::First(value.to_owned()));
-        }
-        if let Some(route) = field.strip_prefix("r:") {
-            return Some(Shared::Route(route.to_owned(), value.to_owned()));
-        }
-        let scope = field.strip_prefix("e:")?;
-        let (burst, per_second) = value.split_once(' ')?;
-        let number = |text: &str| decimal::parse(text).filter(|n| n.is_finite());
-        let rate = Rate::new(number(burst)?, number(per_second)?).ok()?;
-        Some(Shared::Estimate(scope.to_owned(), rate))
+    if let Some(route) = field.strip_prefix("r:") {
+        return Some(Shared::Route(route.to_owned(), value.to_owned()));
     }
+    let scope = field.strip_prefix("e:")?;
+    let (burst, per_second) = value.split_once(' ')?;
+    let number = |text: &str| decimal::parse(text).filter(|n| n.is_finite());
+    let rate = Rate::new(number(burst)?, number(per_second)?).ok()?;
+    Some(Shared::Estimate(scope.to_owned(), rate))
 }
 
 /// The gate's Redis key. The scope sits in a hash tag, so every key of one gate lands on the
@@ -263,12 +251,12 @@ mod tests {
             Shared::Route("GET /*/events/*".into(), "events".into()),
             Shared::Estimate("key:ab#events".into(), Rate::new(10.0, 9.5).unwrap()),
         ] {
-            let (field, value) = fact.field(&text);
-            assert_eq!(Shared::read(&field, &value), Some(fact));
+            let (field, value) = field(&fact, &text);
+            assert_eq!(read(&field, &value), Some(fact));
         }
-        assert_eq!(Shared::read("e:x", "0 1"), None, "not an allowance");
-        assert_eq!(Shared::read("e:x", "2"), None);
-        assert_eq!(Shared::read("other", "x"), None);
+        assert_eq!(read("e:x", "0 1"), None, "not an allowance");
+        assert_eq!(read("e:x", "2"), None);
+        assert_eq!(read("other", "x"), None);
         let key = learned_key("og", &Scope::of(Some("k"), None));
         assert!(
             key.starts_with("og:{key:") && key.ends_with("}:learned"),

@@ -121,8 +121,9 @@ impl Line {
 
     /// The places in line order, stale ones included (the caller tells them apart).
     pub fn ordered(&self) -> Vec<Place> {
-        let mut returns: Vec<Place> = self.returns.iter().map(|p| p.0).collect();
-        returns.sort_unstable();
+        // The heap's own sort: rank order, without another sort's code in the module.
+        let returns = self.returns.clone().into_sorted_vec();
+        let returns = returns.into_iter().rev().map(|p| p.0);
         let mut places =
             Vec::with_capacity(self.scouts.len() + self.arrivals.len() + returns.len());
         places.extend(self.scouts.iter().copied());

@@ -287,6 +287,15 @@ impl Gate {
         self.learner.as_ref().map(|l| l.estimate(now))
     }
 
+    /// Whether the limiter buckets this gate's answers come from are worth scouting for: none
+    /// answered yet, or one named its bucket (answers that never name one all come from the
+    /// same place, and a route's first call need not go ahead to learn that).
+    pub fn names_buckets(&self) -> bool {
+        self.learner
+            .as_ref()
+            .is_some_and(|l| l.opening() || l.bucket().is_some())
+    }
+
     /// Whether admissions wait for a learning gate's first response.
     fn awaiting_first_answer(&self) -> bool {
         self.sending > 0 && self.learner.as_ref().is_some_and(Learner::opening)

@@ -278,7 +278,7 @@ impl Gate {
         let (sent, admission) = (sent.at, sent.admission);
         let sent_after = admission.map_or(0, |id| self.next_admission.saturating_sub(id + 1));
         let before = learner.estimate(now);
-        let busy = !self.line.is_empty();
+        let busy = !self.line.is_empty() || self.behind_scout > 0;
         let lesson = learner.observe(now, sent, status, counted, sent_after, busy);
         let after = learner.estimate(now);
         self.rate = lesson.rate;

@@ -1,7 +1,7 @@
 //! The rules between wrappers that share a credential: one allowance per credential, one place
 //! its state lives, one retry budget (a wrapper that does not retry uses none and joins any
 //! gate; the first retrying one gives a budget-less gate its budget). A wrapper that disagrees
-//! is refused with a message that names both sides and what to do.
+//! is refused with a [`Mismatch`], whose message names both sides and what to do.
 
 use super::profile::{Keeping, Profile};
 use super::scope::Scope;
@@ -10,23 +10,83 @@ use crate::core::gate::Gate;
 use crate::core::rules::allowance::{Allowance, Rate};
 use crate::core::rules::budget::RefillingConfig;
 
-/// How a [`Gates`](super::Gates) words things: numbers and stores.
-pub struct Words<'a> {
-    /// `n` as the messages write it.
-    pub number: &'a dyn Fn(f64) -> String,
-    /// Each store's identity, by [`StoreId`](super::profile::StoreId).
-    pub stores: &'a [String],
+/// How a wrapper disagrees with the gate its credential has.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mismatch {
+    scope: Scope,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    /// The gate keeps its state elsewhere (each side worded).
+    Keeping(String, String),
+    /// Another retry budget.
+    Budget(Option<RefillingConfig>, Option<RefillingConfig>),
+    /// Another allowance.
+    Allowance(Allowance, Allowance),
+    /// Another thread's gate holds another allowance.
+    ThreadAllowance(Settings, Allowance),
+    /// Another thread's gate holds another retry budget.
+    ThreadBudget(Option<RefillingConfig>, Option<RefillingConfig>),
+}
+
+impl Mismatch {
+    /// What the caller is told, numbers written by `number`: "The gate for credential …
+    /// `has`; this wrapper asks for `wants`. `advice`", one template for every way two wrappers
+    /// can disagree.
+    pub fn message(&self, number: &dyn Fn(f64) -> String) -> String {
+        let w = Words { number };
+        let (has, wants, advice) = match &self.kind {
+            Kind::Keeping(has, wants) => (
+                format!("keeps its state in {has}"),
+                wants.clone(),
+                "One credential has one gate: use the same store.",
+            ),
+            Kind::Budget(has, wants) => (
+                format!("already has {}", w.budget(*has)),
+                w.budget(*wants),
+                "Wrappers sharing a credential share its retry budget: configure \
+                 `retry.budget` the same way in each.",
+            ),
+            Kind::Allowance(has, wants) => (
+                format!("already {}", w.allowance(*has)),
+                w.wanted(*wants),
+                "One credential has one allowance: configure every wrapper that uses it the \
+                 same way.",
+            ),
+            Kind::ThreadAllowance(theirs, wants) => {
+                let has = match theirs.learn {
+                    true => "already learns the allowance".into(),
+                    false => format!("already enforces {}", w.rate(theirs.rate)),
+                };
+                (
+                    format!("{has} in another thread"),
+                    w.wanted(*wants),
+                    "One credential has one allowance in the whole process: configure every \
+                     wrapper in every thread the same way.",
+                )
+            }
+            Kind::ThreadBudget(has, wants) => (
+                format!("already has {} in another thread", w.budget(*has)),
+                w.budget(*wants),
+                "Wrappers sharing a credential share its retry budget in every thread: \
+                 configure `retry.budget` the same way in each.",
+            ),
+        };
+        format!(
+            "The gate for credential {} {has}; this wrapper asks for {wants}. {advice}",
+            short(&self.scope)
+        )
+    }
+}
+
+/// Numbers, rates, allowances and budgets as the messages word them.
+struct Words<'a> {
+    number: &'a dyn Fn(f64) -> String,
 }
 
 impl Words<'_> {
-    fn keeping(&self, keeping: Keeping) -> String {
-        match keeping {
-            Keeping::Memory { threads: true } => "memory shared by the process's threads".into(),
-            Keeping::Memory { threads: false } => "this thread's memory (threads: false)".into(),
-            Keeping::Store(id) => self.stores.get(id).cloned().unwrap_or_default(),
-        }
-    }
-
     fn rate(&self, rate: Rate) -> String {
         let n = self.number;
         format!(
@@ -81,87 +141,92 @@ pub fn short(scope: &Scope) -> &str {
     name.get(.."key:".len() + 8).unwrap_or(name)
 }
 
-/// "The gate for credential … `has`; this wrapper asks for `wants`. `advice`": one template
-/// for every way two wrappers can disagree about a credential's gate.
-fn mismatch(scope: &Scope, has: &str, wants: &str, advice: &str) -> String {
-    format!(
-        "The gate for credential {} {has}; this wrapper asks for {wants}. {advice}",
-        short(scope)
-    )
+/// Where a gate keeps its state, as a mismatch names it (`stores`: each store's identity).
+fn keeping_words(keeping: Keeping, stores: &[String]) -> String {
+    match keeping {
+        Keeping::Memory { threads: true } => "memory shared by the process's threads".into(),
+        Keeping::Memory { threads: false } => "this thread's memory (threads: false)".into(),
+        Keeping::Store(id) => stores.get(id).cloned().unwrap_or_default(),
+    }
 }
 
-/// Whether `profile` agrees with `gate`, made for `keeping`, as `scope`'s gate; the message
-/// says how it does not. A retrying wrapper brings its budget to a gate that has none.
+/// Whether `profile` agrees with `gate`, made for `keeping`, as `scope`'s gate. A retrying
+/// wrapper brings its budget to a gate that has none.
 pub fn check(
     scope: &Scope,
     gate: &mut Gate,
     keeping: Keeping,
     profile: &Profile,
-    words: &Words,
-) -> Result<(), String> {
-    if keeping != profile.keeping {
-        return Err(mismatch(
-            scope,
-            &format!("keeps its state in {}", words.keeping(keeping)),
-            &words.keeping(profile.keeping),
-            "One credential has one gate: use the same store.",
-        ));
+    stores: &[String],
+) -> Result<(), Mismatch> {
+    let refuse = |kind| {
+        Err(Mismatch {
+            scope: scope.clone(),
+            kind,
+        })
+    };
+    let same = match (keeping, profile.keeping) {
+        (Keeping::Store(a), Keeping::Store(b)) => stores.get(a) == stores.get(b),
+        (a, b) => a == b,
+    };
+    if !same {
+        let (has, wants) = (
+            keeping_words(keeping, stores),
+            keeping_words(profile.keeping, stores),
+        );
+        return refuse(Kind::Keeping(has, wants));
     }
     match (gate.budget_config(), profile.budget) {
         (None, Some(wanted)) => gate.install_budget(wanted),
         (Some(has), Some(wanted)) if has != wanted => {
-            return Err(mismatch(
-                scope,
-                &format!("already has {}", words.budget(Some(has))),
-                &words.budget(Some(wanted)),
-                "Wrappers sharing a credential share its retry budget: configure \
-                 `retry.budget` the same way in each.",
-            ));
+            return refuse(Kind::Budget(Some(has), Some(wanted)));
         }
         _ => {}
     }
     let allowance = gate.allowance();
     if allowance != profile.allowance {
-        return Err(mismatch(
-            scope,
-            &format!("already {}", words.allowance(allowance)),
-            &words.wanted(profile.allowance),
-            "One credential has one allowance: configure every wrapper that uses it the \
-             same way.",
-        ));
+        return refuse(Kind::Allowance(allowance, profile.allowance));
     }
     Ok(())
 }
 
 /// Another thread's gate for `scope` holds `theirs`, which `profile` disagrees with.
-pub fn thread_mismatch(
-    scope: &Scope,
-    theirs: Settings,
-    profile: &Profile,
-    words: &Words,
-) -> String {
+pub fn thread_mismatch(scope: &Scope, theirs: Settings, profile: &Profile) -> Mismatch {
     let learns = profile.learns();
-    if theirs.learn != learns || (!learns && Allowance::Fixed(theirs.rate) != profile.allowance) {
-        let has = match theirs.learn {
-            true => "already learns the allowance".into(),
-            false => format!("already enforces {}", words.rate(theirs.rate)),
-        };
-        return mismatch(
-            scope,
-            &format!("{has} in another thread"),
-            &words.wanted(profile.allowance),
-            "One credential has one allowance in the whole process: configure every wrapper \
-             in every thread the same way.",
-        );
+    let kind = if theirs.learn != learns
+        || (!learns && Allowance::Fixed(theirs.rate) != profile.allowance)
+    {
+        Kind::ThreadAllowance(theirs, profile.allowance)
+    } else {
+        Kind::ThreadBudget(theirs.budget, profile.budget)
+    };
+    Mismatch {
+        scope: scope.clone(),
+        kind,
     }
-    mismatch(
-        scope,
-        &format!(
-            "already has {} in another thread",
-            words.budget(theirs.budget)
-        ),
-        &words.budget(profile.budget),
-        "Wrappers sharing a credential share its retry budget in every thread: configure \
-         `retry.budget` the same way in each.",
-    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mismatch_names_both_sides_and_what_to_do() {
+        let scope = Scope::of(Some("k"), None);
+        let m = Mismatch {
+            scope: scope.clone(),
+            kind: Kind::Allowance(Allowance::Fixed(Rate::ARTICLE), Allowance::Learned(None)),
+        };
+        let text = m.message(&|n| n.to_string());
+        assert!(text.starts_with(&format!("The gate for credential {}", short(&scope))));
+        assert!(
+            text.contains("already enforces { burst: 2, perSecond: 2 }"),
+            "{text}"
+        );
+        assert!(
+            text.contains("asks for an allowance learned from the responses"),
+            "{text}"
+        );
+        assert!(!text.contains('k') || !text.contains("key:k"), "no raw key");
+    }
 }

@@ -1,6 +1,6 @@
 //! What the gates need from the place they run in, given once: randomness for each gate's
 //! jitter, the memory the process's threads share (a slot per key), this thread's number and
-//! clock offset, keys for the credential fingerprints, and how numbers are written in messages.
+//! clock offset, and keys for the credential fingerprints.
 //! The bindings give the real ones; the simulator and the tests give their own.
 
 use crate::core::authority::threads::Slot;
@@ -23,6 +23,4 @@ pub trait Home {
     fn offset(&self) -> Millis;
     /// Two random keys for the credential fingerprints, made once per process.
     fn keys(&mut self) -> (u64, u64);
-    /// `n` as the messages write it.
-    fn number(&self, n: f64) -> String;
 }

@@ -20,7 +20,6 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
 
-use self::compat::Words;
 use self::fleet::Shared;
 use self::home::Home;
 use self::profile::{Keeping, Profile, Refused, Request, StoreId};
@@ -244,8 +243,8 @@ pub struct Gates {
     calls: Slab<Placed>,
     wrappers: Slab<Wrapper>,
     /// Each store's identity and settings, by [`StoreId`].
-    stores: Vec<(String, StoreSettings)>,
     identities: Vec<String>,
+    stores: Vec<StoreSettings>,
     actions: VecDeque<Action>,
     /// Gates that may have something to do, in the order they were touched.
     ready: VecDeque<GateId>,
@@ -280,17 +279,13 @@ impl Gates {
         }
     }
 
-    /// The number of the store known as `identity` (two wrappers naming the same store share
-    /// it), with the settings the first of them gave.
+    /// A number for a store a wrapper brings, known as `identity` (two stores of the same
+    /// identity hold the same shared state, so their wrappers may share gates), with its
+    /// settings. A gate's operations go through the store of the wrapper that made it.
     pub fn store(&mut self, identity: &str, settings: StoreSettings) -> StoreId {
-        match self.identities.iter().position(|i| i == identity) {
-            Some(id) => id,
-            None => {
-                self.identities.push(identity.to_owned());
-                self.stores.push((identity.to_owned(), settings));
-                self.stores.len() - 1
-            }
-        }
+        self.identities.push(identity.to_owned());
+        self.stores.push(settings);
+        self.stores.len() - 1
     }
 
     /// A store's identity.
@@ -365,7 +360,7 @@ impl Gates {
             self.flush(now, gate);
         }
         let Some(w) = self.wrappers.get(wrapper) else {
-            return Err(Refused::Mismatch("This wrapper is gone".into()));
+            return Err(Refused::Gone);
         };
         let print = fingerprint(request.api_key, request.authorization, self.keys);
         let mut gate = match w.prints.get(&print) {
@@ -380,7 +375,7 @@ impl Gates {
             }
         };
         let Some(w) = self.wrappers.get(wrapper) else {
-            return Err(Refused::Mismatch("This wrapper is gone".into()));
+            return Err(Refused::Gone);
         };
         let profile = &w.profile;
         let replayable = profile.policy.as_ref().is_some_and(|policy| {
@@ -401,19 +396,23 @@ impl Gates {
         let mut route = None;
         if profile.learns() {
             let path = route_of(request.method, request.url);
-            let credential = self.entries.get(gate).map(|e| e.scope.clone());
-            if let Some(credential) = credential {
+            let credential = self
+                .entries
+                .get(gate)
+                .map(|e| (e.scope.clone(), e.gate.names_buckets()));
+            if let Some((credential, scouting)) = credential {
                 let routes = self.routes.entry(credential.clone()).or_default();
                 match routes.bucket(&path) {
                     Some(bucket) => {
                         let scope = credential.in_bucket(bucket);
                         gate = self.gate_for(now, wrapper, &scope, None)?;
                     }
-                    None => match routes.role(&path) {
+                    None if scouting => match routes.role(&path) {
                         Role::Scout => spec.scout = true,
                         Role::BehindScout => spec.behind_scout = true,
                         Role::Free => {}
                     },
+                    None => {}
                 }
             }
             route = Some(Rc::from(path));
@@ -430,7 +429,7 @@ impl Gates {
         self.flush(now, gate);
         let Some(entry) = self.entries.get_mut(gate) else {
             self.calls.remove(call);
-            return Err(Refused::Mismatch("The credential's gate is gone".into()));
+            return Err(Refused::Gone);
         };
         entry.used = self.uses;
         let local = entry.gate.start(now, spec, rank);
@@ -782,17 +781,11 @@ impl Gates {
         print: Option<Print>,
     ) -> Result<GateId, Refused> {
         let Some(profile) = self.wrappers.get(wrapper).map(|w| w.profile.clone()) else {
-            return Err(Refused::Mismatch("This wrapper is gone".into()));
+            return Err(Refused::Gone);
         };
         if let Some(&gate) = self.scopes.get(scope) {
-            let home = &self.home;
-            let number = |n: f64| home.number(n);
-            let words = Words {
-                number: &number,
-                stores: &self.identities,
-            };
             if let Some(e) = self.entries.get_mut(gate) {
-                compat::check(scope, &mut e.gate, e.keeping, &profile, &words)
+                compat::check(scope, &mut e.gate, e.keeping, &profile, &self.identities)
                     .map_err(Refused::Mismatch)?;
             }
             self.know(wrapper, gate, print);
@@ -848,7 +841,7 @@ impl Gates {
         let random = self.home.random();
         let gate = match profile.keeping {
             Keeping::Store(store) => {
-                let settings = self.stores[store].1;
+                let settings = self.stores[store];
                 Gate::shared(rate, profile.budget, settings, now, random)
             }
             Keeping::Memory { threads: true } => {
@@ -864,15 +857,8 @@ impl Gates {
                         match ThreadAuthority::join(slot, settings, thread, offset) {
                             Ok(authority) => Gate::threaded(authority, random),
                             Err(theirs) => {
-                                let home = &self.home;
-                                let number = |n: f64| home.number(n);
-                                let words = Words {
-                                    number: &number,
-                                    stores: &self.identities,
-                                };
-                                let message =
-                                    compat::thread_mismatch(scope, theirs, profile, &words);
-                                return Err(Refused::Mismatch(message));
+                                let mismatch = compat::thread_mismatch(scope, theirs, profile);
+                                return Err(Refused::Mismatch(mismatch));
                             }
                         }
                     }

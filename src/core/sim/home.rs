@@ -88,7 +88,4 @@ impl Home for SimHome {
     fn keys(&mut self) -> (u64, u64) {
         (0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344)
     }
-    fn number(&self, n: f64) -> String {
-        n.to_string()
-    }
 }

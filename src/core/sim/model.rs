@@ -423,6 +423,29 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
             }
         }
     }
+    if options.lookups.is_some() {
+        let snapshots = (options.workers * options.snapshots) as usize;
+        for (name, lookups) in [("snapshot", false), ("events", true)] {
+            let mine = |index: usize| index != usize::MAX && (index >= snapshots) == lookups;
+            let sent = world.log.sent.iter().filter(|s| mine(s.index));
+            let (attempts, rejected) = sent.fold((0, 0), |(a, r), s| {
+                (a + 1, r + u64::from(s.status == Some(429)))
+            });
+            let done_ms = world
+                .log
+                .settled
+                .iter()
+                .filter(|(i, _)| mine(**i))
+                .map(|(_, (at, _))| *at)
+                .fold(0.0, f64::max);
+            report.buckets.push(BucketReport {
+                name: name.into(),
+                attempts,
+                rejected,
+                done_ms,
+            });
+        }
+    }
     report.attempts = report.timeline.len();
     report.rejected = report.timeline.iter().filter(|a| a.status == 429).count();
     report.last_attempt_ms = report.timeline.last().map_or(0.0, |a| a.at);

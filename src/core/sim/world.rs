@@ -474,8 +474,8 @@ impl World {
                 status, feedback, ..
             } => {
                 process.bodies.insert(call, BodyFacts::default());
-                let retry_after = feedback.retry_after_ms.map(|ms| format!("{}", ms / 1000.0));
-                self.log.responses.push((now, index, status, retry_after));
+                // Its headers were never text: the gate hears them as they are.
+                self.log.responses.push((now, index, status, None));
                 self.log
                     .outcomes
                     .entry(index)

@@ -1,0 +1,499 @@
+//! The rules between gates, on the virtual clock: routing calls to their limiter bucket's gate,
+//! scouting a new route, moving the calls behind a scout (the same calls, with their deadlines
+//! and their place), forgetting idle gates, the rules between wrappers that share a credential,
+//! and what a fleet's gates share through their store. Every test drives the production
+//! [`Gates`] through the simulator's own driver, [`World`].
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::rc::Rc;
+
+use odds_gate::core::gate::action::End;
+use odds_gate::core::gate::store_link::StoreSettings;
+use odds_gate::core::gates::fleet::Shared;
+use odds_gate::core::gates::profile::{Keeping, Profile, Refused};
+use odds_gate::core::gates::scope::Scope;
+use odds_gate::core::gates::{Gates, WrapperId};
+use odds_gate::core::rules::allowance::{Allowance, Rate};
+use odds_gate::core::rules::budget::RefillingConfig;
+use odds_gate::core::rules::policy::{Reason, RetryPolicy};
+use odds_gate::core::sim::home::{Shelf, SimHome};
+use odds_gate::core::sim::server::{Attempt, Reply, Server};
+use odds_gate::core::sim::world::{Call, World};
+use odds_gate::core::Millis;
+
+const KEY: &str = "key-1";
+const SNAPSHOT: &str = "http://api/v1/events/e1/odds/snapshot";
+
+fn lookup(i: usize) -> String {
+    format!("http://api/v1/events/e{i}")
+}
+
+fn profile(allowance: Allowance) -> Profile {
+    Profile {
+        allowance,
+        budget: None,
+        keeping: Keeping::Memory { threads: false },
+        policy: Some(Rc::new(RetryPolicy::default())),
+        max_wait_ms: None,
+        max_waiting: None,
+        reports_wait: false,
+    }
+}
+
+fn learning() -> Profile {
+    profile(Allowance::Learned(None))
+}
+
+/// One process with one wrapper of `profile`, answered by `server`.
+fn world(profile: Profile, server: impl Server + 'static) -> (World, WrapperId) {
+    let mut gates = Gates::new(Box::new(SimHome::alone(1)));
+    let wrapper = gates.wrapper(profile);
+    (World::new(vec![gates], Box::new(server)), wrapper)
+}
+
+/// A 200 from `bucket` (limit 10, nine left), after `latency` ms.
+fn from(bucket: &str, latency: Millis) -> Reply {
+    Reply::status(
+        200,
+        &[
+            ("x-ratelimit-limit", "10"),
+            ("x-ratelimit-remaining", "9"),
+            ("x-ratelimit-bucket", bucket),
+        ],
+    )
+    .after(latency)
+}
+
+/// Snapshots answered from `snapshot`, event lookups from `events`, after `latency` ms.
+fn two_buckets(latency: Millis) -> impl Server {
+    move |_: Millis, a: &Attempt| match a.url.contains("/odds/") {
+        true => from("snapshot", latency),
+        false => from("events", latency),
+    }
+}
+
+fn credential() -> Scope {
+    Scope::of(Some(KEY), None)
+}
+
+#[test]
+fn a_route_heard_from_another_bucket_moves_the_calls_behind_its_scout_there() {
+    let (mut w, wrapper) = world(learning(), two_buckets(50.0));
+    w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    // The snapshot's answer named its bucket; then six lookups of a route nobody heard from.
+    for i in 0..6 {
+        w.start_at(100.0, Call::get(0, wrapper, KEY, &lookup(i)));
+    }
+    w.run();
+    assert!((0..7).all(|i| w.log.settled[&i].1 == End::Deliver));
+    let gates = &mut w.processes[0].gates;
+    let events = gates
+        .find(&credential().in_bucket("events"))
+        .expect("the events bucket's gate");
+    let snapshot = gates.find(&credential()).expect("the credential's gate");
+    // The first lookup scouted through the credential's gate; the five behind it moved.
+    let admitted = |gates: &mut Gates, g| gates.view(0.0, g).unwrap().figures.admitted;
+    assert_eq!(admitted(gates, snapshot), 2, "the snapshot and the scout");
+    assert_eq!(admitted(gates, events), 5, "the lookups behind the scout");
+    let mut known = gates.gates_of(wrapper);
+    known.sort_unstable();
+    let mut both = [events, snapshot];
+    both.sort_unstable();
+    assert_eq!(known, both, "the wrapper knows both");
+    // Later lookups of the route go straight to their bucket's gate.
+    let later = w.start_at(w.now + 1_000.0, Call::get(0, wrapper, KEY, &lookup(9)));
+    w.run();
+    assert_eq!(w.log.settled[&later].1, End::Deliver);
+    let gates = &mut w.processes[0].gates;
+    assert_eq!(admitted(gates, events), 6);
+}
+
+#[test]
+fn a_moved_call_keeps_its_max_wait_from_when_it_was_made() {
+    let mut lookups = 0;
+    let server = move |_: Millis, a: &Attempt| {
+        if a.url.contains("/odds/") {
+            return from("snapshot", 10.0);
+        }
+        lookups += 1;
+        match lookups {
+            // The scout's answer names the route's bucket after 900 ms.
+            1 => from("events", 900.0),
+            // The first call moved there is throttled for a second.
+            2 => Reply::status(
+                429,
+                &[("retry-after", "1"), ("x-ratelimit-bucket", "events")],
+            )
+            .after(100.0),
+            _ => from("events", 10.0),
+        }
+    };
+    let profile = Profile {
+        max_wait_ms: Some(1_500.0),
+        ..learning()
+    };
+    let (mut w, wrapper) = world(profile, server);
+    w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    for i in 0..5 {
+        w.start_at(20.0, Call::get(0, wrapper, KEY, &lookup(i)));
+    }
+    w.run();
+    // Moved at 920 ms; the 429 at 1020 holds the events gate until 2020, past 20 + 1500: the
+    // three still waiting are let go then, counted from when they were made (counted from the
+    // move they would have waited until 2020 and gone).
+    for i in 3..6 {
+        match w.log.settled[&i] {
+            (at, End::Abandoned { abandoned, .. }) => {
+                assert_eq!(
+                    (abandoned.reason, abandoned.attempts),
+                    (Reason::QueueWait, 0)
+                );
+                assert_eq!(at, 1_020.0, "let go when the cooldown made them hopeless");
+            }
+            other => panic!("call {i}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        w.log.settled[&2].1,
+        End::Deliver,
+        "the throttled call retried"
+    );
+}
+
+#[test]
+fn max_waiting_holds_for_a_route_nobody_has_heard_from() {
+    let profile = Profile {
+        max_waiting: Some(3),
+        ..learning()
+    };
+    let (mut w, wrapper) = world(profile, two_buckets(100.0));
+    for _ in 0..20 {
+        w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    }
+    w.run();
+    // The scout went at once; three waited behind it; the other sixteen were refused at once.
+    let refused: Vec<usize> = (0..20)
+        .filter(|i| {
+            matches!(w.log.settled[i], (0.0, End::Abandoned { abandoned, .. })
+                if abandoned.reason == Reason::QueueFull && abandoned.attempts == 0)
+        })
+        .collect();
+    assert_eq!(refused, (4..20).collect::<Vec<_>>());
+    assert!((0..4).all(|i| w.log.settled[&i].1 == End::Deliver));
+    let gates = &mut w.processes[0].gates;
+    let gate = gates.find(&credential()).unwrap();
+    assert_eq!(gates.view(w.now, gate).unwrap().figures.peak_waiting, 3);
+}
+
+#[test]
+fn calls_keep_call_order_where_the_api_names_no_bucket() {
+    // Counts on every answer, no bucket's name: every route draws from one allowance.
+    let server = |_: Millis, _: &Attempt| {
+        Reply::status(
+            200,
+            &[("x-ratelimit-limit", "2"), ("x-ratelimit-remaining", "0")],
+        )
+        .after(20.0)
+    };
+    let (mut w, wrapper) = world(learning(), server);
+    for _ in 0..20 {
+        w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    }
+    // Ten late calls, each of a route of its own, while the backlog waits.
+    for i in 0..10 {
+        w.start_at(
+            500.0,
+            Call::get(0, wrapper, KEY, &format!("http://api/v1/r{i}/x")),
+        );
+    }
+    w.run();
+    let order: Vec<usize> = w.log.sent.iter().map(|s| s.index).collect();
+    assert_eq!(
+        order,
+        (0..30).collect::<Vec<_>>(),
+        "no late call overtook the backlog"
+    );
+}
+
+#[test]
+fn every_gate_a_move_makes_is_the_wrappers() {
+    // Each route's answers come from a bucket of its own.
+    let server = |_: Millis, a: &Attempt| {
+        let bucket = a.url.rsplit('/').nth(1).unwrap_or("x").to_owned();
+        from(&bucket, 10.0)
+    };
+    let (mut w, wrapper) = world(learning(), server);
+    w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    for name in ["alpha", "beta", "gamma", "delta", "epsilon"] {
+        for _ in 0..3 {
+            w.start_at(
+                100.0,
+                Call::get(0, wrapper, KEY, &format!("http://api/v1/{name}/x")),
+            );
+        }
+    }
+    w.run();
+    assert!((0..16).all(|i| w.log.settled[&i].1 == End::Deliver));
+    let gates = &w.processes[0].gates;
+    assert_eq!(gates.len(), 6, "the credential's gate and one per bucket");
+    assert_eq!(
+        gates.gates_of(wrapper).len(),
+        gates.len(),
+        "stats() lists every one"
+    );
+}
+
+#[test]
+fn idle_gates_are_forgotten_and_their_figures_stay_in_the_totals() {
+    let (mut w, wrapper) = world(
+        profile(Allowance::Fixed(Rate::ARTICLE)),
+        |_: Millis, _: &Attempt| Reply::ok().after(10.0),
+    );
+    for k in 0..50 {
+        w.start_at(0.0, Call::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
+    }
+    w.run();
+    assert_eq!(w.processes[0].gates.len(), 50);
+    // Later every bucket is full again: new keys' gates sweep the old ones away.
+    let later = w.now + 2_000.0;
+    for k in 50..100 {
+        w.start_at(later, Call::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
+    }
+    w.run();
+    assert!((0..100).all(|i| w.log.settled[&i].1 == End::Deliver));
+    let gates = &mut w.processes[0].gates;
+    assert!(gates.len() <= 51, "{} gates alive", gates.len());
+    let live: u64 = gates
+        .gates_of(wrapper)
+        .into_iter()
+        .map(|g| gates.view(w.now, g).unwrap().figures.admitted)
+        .sum();
+    assert_eq!(live + gates.retired(wrapper).admitted, 100);
+    // A forgotten key is made anew as it was.
+    let again = w.start_at(w.now, Call::get(0, wrapper, "key-0", SNAPSHOT));
+    w.run();
+    assert_eq!(w.log.settled[&again].1, End::Deliver);
+}
+
+#[test]
+fn wrappers_that_disagree_about_a_credential_are_refused_naming_both_sides() {
+    let mut gates = Gates::new(Box::new(SimHome::alone(1)));
+    let fixed = gates.wrapper(profile(Allowance::Fixed(Rate::ARTICLE)));
+    let other = gates.wrapper(profile(Allowance::Fixed(Rate::new(5.0, 5.0).unwrap())));
+    let learner = gates.wrapper(learning());
+    let retrying = gates.wrapper(Profile {
+        budget: Some(RefillingConfig::DEFAULT),
+        ..profile(Allowance::Fixed(Rate::ARTICLE))
+    });
+    let mut w = World::new(vec![gates], Box::new(|_: Millis, _: &Attempt| Reply::ok()));
+    for wrapper in [fixed, other, learner, retrying] {
+        w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    }
+    w.run();
+    let message = |i: usize| match &w.log.refused[&i] {
+        Refused::Mismatch(m) => m.message(&|n| n.to_string()),
+        other => panic!("{other:?}"),
+    };
+    assert!(message(1).contains("already enforces { burst: 2, perSecond: 2 }"));
+    assert!(message(1).contains("asks for { burst: 5, perSecond: 5 }"));
+    assert!(message(2).contains("asks for an allowance learned from the responses"));
+    assert!(!message(2).contains(KEY), "no raw key in a message");
+    // A retrying wrapper gives the budget-less gate its budget, and shares it.
+    assert_eq!(w.log.settled[&3].1, End::Deliver);
+    let gate = w.processes[0].gates.find(&credential()).unwrap();
+    assert_eq!(
+        w.processes[0].gates.budget(gate),
+        Some(RefillingConfig::DEFAULT)
+    );
+}
+
+#[test]
+fn threads_that_disagree_about_a_credential_are_refused_too() {
+    let shelf = Shelf::default();
+    let mut threads = Vec::new();
+    let mut wrappers = Vec::new();
+    for (thread, rate) in [(1, Rate::ARTICLE), (2, Rate::new(5.0, 5.0).unwrap())] {
+        let mut gates = Gates::new(Box::new(SimHome::sharing(
+            thread.into(),
+            thread,
+            shelf.clone(),
+        )));
+        wrappers.push(gates.wrapper(Profile {
+            keeping: Keeping::Memory { threads: true },
+            ..profile(Allowance::Fixed(rate))
+        }));
+        threads.push(gates);
+    }
+    let mut w = World::new(threads, Box::new(|_: Millis, _: &Attempt| Reply::ok()));
+    w.start_at(0.0, Call::get(0, wrappers[0], KEY, SNAPSHOT));
+    w.start_at(1.0, Call::get(1, wrappers[1], KEY, SNAPSHOT));
+    w.run();
+    assert_eq!(w.log.settled[&0].1, End::Deliver);
+    let Refused::Mismatch(m) = &w.log.refused[&1] else {
+        panic!("{:?}", w.log.refused)
+    };
+    assert!(m
+        .message(&|n| n.to_string())
+        .contains("already enforces { burst: 2, perSecond: 2 } in another thread"));
+}
+
+#[test]
+fn a_fleet_starts_from_what_its_gates_learned() {
+    let mut processes = Vec::new();
+    let mut wrappers = Vec::new();
+    for p in 0..2 {
+        let mut gates = Gates::new(Box::new(SimHome::alone(10 * p + 1)));
+        let store = gates.store("fake", StoreSettings::DEFAULT);
+        wrappers.push(gates.wrapper(Profile {
+            keeping: Keeping::Store(store),
+            ..learning()
+        }));
+        processes.push(gates);
+    }
+    let mut w = World::new(processes, Box::new(two_buckets(20.0)));
+    w.store.latency = 1.0;
+    // The first process learns both buckets.
+    w.start_at(0.0, Call::get(0, wrappers[0], KEY, SNAPSHOT));
+    for i in 0..3 {
+        w.start_at(100.0, Call::get(0, wrappers[0], KEY, &lookup(i)));
+    }
+    w.run();
+    let learned = &w.store.learned[&credential()];
+    assert!(learned.contains(&Shared::First("snapshot".into())));
+    assert!(learned.contains(&Shared::Route("GET /*/events/*".into(), "events".into())));
+    assert!(learned
+        .iter()
+        .any(|f| matches!(f, Shared::Estimate(scope, _) if scope == credential().as_str())));
+    // The second starts later: its lookups go straight to their bucket's gate, no scout.
+    let start = w.now + 1_000.0;
+    w.start_at(start, Call::get(1, wrappers[1], KEY, SNAPSHOT));
+    let later = w.start_at(start + 10.0, Call::get(1, wrappers[1], KEY, &lookup(7)));
+    w.run();
+    assert_eq!(w.log.settled[&later].1, End::Deliver);
+    let gates = &mut w.processes[1].gates;
+    let events = gates
+        .find(&credential().in_bucket("events"))
+        .expect("made for the route");
+    assert_eq!(gates.view(w.now, events).unwrap().figures.admitted, 1);
+}
+
+mod random_traffic {
+    use super::*;
+    use odds_gate::core::gate::EARLY_MS;
+    use odds_gate::core::rules::backoff::Backoff;
+    use proptest::prelude::*;
+
+    /// One call: when, with which key, and when its caller aborts.
+    #[derive(Debug, Clone)]
+    struct Plan {
+        at: Millis,
+        key: usize,
+        route: usize,
+        abort: Option<Millis>,
+    }
+
+    fn plans() -> impl Strategy<Value = Vec<Plan>> {
+        prop::collection::vec(
+            (
+                0.0..3_000.0f64,
+                0usize..3,
+                0usize..3,
+                prop::option::weighted(0.15, 0.0..2_000.0f64),
+            )
+                .prop_map(|(at, key, route, abort)| Plan {
+                    at: at.floor(),
+                    key,
+                    route,
+                    abort,
+                }),
+            1..60,
+        )
+    }
+
+    fn replies() -> impl Strategy<Value = Vec<(u8, Millis)>> {
+        prop::collection::vec((0u8..8, 0.0..200.0f64), 1..30)
+    }
+
+    fn reply(kind: u8, latency: Millis) -> Reply {
+        match kind {
+            0 => Reply::status(429, &[("retry-after", "1")]).after(latency),
+            1 => Reply::status(503, &[]).after(latency),
+            2 => Reply::Fail { latency },
+            _ => Reply::ok().after(latency),
+        }
+    }
+
+    const RATES: [(f64, f64); 3] = [(1.0, 2.0), (2.0, 5.0), (4.0, 1.0)];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn every_call_ends_once_and_no_gate_admits_beyond_its_allowance(
+            plans in plans(),
+            replies in replies(),
+            fleet in any::<bool>(),
+        ) {
+            // Each key has a wrapper of its own allowance; with `fleet`, two processes share
+            // a store.
+            let processes = if fleet { 2 } else { 1 };
+            let mut all = Vec::new();
+            let mut wrappers = Vec::new();
+            for p in 0..processes {
+                let mut gates = Gates::new(Box::new(SimHome::alone(p as u64 + 1)));
+                let store = gates.store("fake", StoreSettings::DEFAULT);
+                let mut mine = Vec::new();
+                for &(burst, per_second) in &RATES {
+                    mine.push(gates.wrapper(Profile {
+                        keeping: if fleet { Keeping::Store(store) } else { Keeping::Memory { threads: false } },
+                        policy: Some(Rc::new(RetryPolicy {
+                            backoff: Backoff::new(10.0, 100.0).unwrap(),
+                            ..RetryPolicy::default()
+                        })),
+                        ..profile(Allowance::Fixed(Rate::new(burst, per_second).unwrap()))
+                    }));
+                }
+                wrappers.push(mine);
+                all.push(gates);
+            }
+            let mut next = 0;
+            let server = move |_: Millis, _: &Attempt| {
+                let (kind, latency) = replies[next % replies.len()];
+                next += 1;
+                reply(kind, latency)
+            };
+            let mut w = World::new(all, Box::new(server));
+            w.store.latency = 2.0;
+            for (i, plan) in plans.iter().enumerate() {
+                let p = i % processes;
+                let url = format!("http://api/v1/r{}/x", plan.route);
+                let index = w.start_at(plan.at, Call::get(p, wrappers[p][plan.key], &format!("key-{}", plan.key), &url));
+                if let Some(after) = plan.abort {
+                    w.abort_at(plan.at + after, index);
+                }
+            }
+            w.run();
+            prop_assert!(w.is_quiet());
+            for i in 0..plans.len() {
+                let ended = u8::from(w.log.settled.contains_key(&i)) + u8::from(w.log.aborted.contains(&i));
+                prop_assert_eq!(ended, 1, "call {} ended {} times", i, ended);
+            }
+            // Per key, admissions across the processes stay within the key's allowance.
+            for (key, &(burst, per_second)) in RATES.iter().enumerate() {
+                let mut times: Vec<Millis> = w.log.sent.iter()
+                    .filter(|s| s.index != usize::MAX && plans[s.index].key == key)
+                    .map(|s| s.at)
+                    .collect();
+                times.sort_by(f64::total_cmp);
+                for i in 0..times.len() {
+                    for j in i..times.len() {
+                        let window = times[j] - times[i] + EARLY_MS;
+                        let allowed = burst + window * per_second / 1000.0 + 1e-6;
+                        prop_assert!((j - i + 1) as f64 <= allowed,
+                            "key {}: {} admissions in {} ms", key, j - i + 1, window);
+                    }
+                }
+            }
+        }
+    }
+}
