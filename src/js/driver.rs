@@ -13,14 +13,14 @@ use wasm_bindgen_futures::spawn_local;
 
 use super::attempt::{self, global_fetch, How};
 use super::body;
+use super::calls::{self, Call, JsCall, Waiter};
 use super::clock;
-use super::errors::{abandoned_error, abort_reason, quota_error, range_error};
-use super::figures::{to_js, Learned};
+use super::errors::{abort_reason, range_error};
+use super::events::Events;
 use super::headers;
 use super::home::JsHome;
 use super::metrics::Metrics;
 use super::options::Config;
-use super::props::set;
 use super::random::process_id;
 use super::redis::RedisStore;
 use super::replay;
@@ -28,53 +28,11 @@ use super::timer::Timer;
 use super::watch::Watches;
 use crate::core::base::map::Map;
 use crate::core::base::slab::Mirror;
-use crate::core::gate::action::{End, Event};
+use crate::core::gate::action::Event;
 use crate::core::gates::profile::{Keeping, Refused, Request, StoreId};
 use crate::core::gates::{Action, CallRef, GateId, Gates, Started, WrapperId};
 use crate::core::rules::classify::Failure;
-use crate::core::rules::quota::usage_url_for;
 use crate::core::Millis;
-
-/// What the caller's promise is.
-enum Waiter {
-    /// The call is being started or concluded synchronously: an admission (its attempt's time
-    /// limit) or an end is kept for the caller to pick up before it returns.
-    Sync {
-        send: Option<Millis>,
-        end: Option<Result<JsValue, JsValue>>,
-    },
-    /// A promise the driver settles: its resolve and reject functions. A call settles by one
-    /// call into JavaScript, exactly once, because the call is forgotten as it settles.
-    Promise(js_sys::Function, js_sys::Function),
-    /// A gate's `/usage` probe: the request to send, if one could be made.
-    Probe(Option<(JsValue, JsValue)>),
-}
-
-/// What a caller's `fetch(input, init)` brings besides its facts.
-pub struct Call {
-    /// `fetch`'s arguments.
-    pub input: JsValue,
-    /// `fetch`'s arguments.
-    pub init: JsValue,
-    /// The caller's signal.
-    pub signal: Option<web_sys::AbortSignal>,
-}
-
-/// A call's JavaScript side.
-struct JsCall {
-    input: JsValue,
-    init: JsValue,
-    signal: Option<web_sys::AbortSignal>,
-    config: Rc<Config>,
-    /// The last attempt's result: a response, or the inner fetch's rejection.
-    last: Option<Result<JsValue, JsValue>>,
-    /// The last attempt's time limit, for the fast path.
-    timeout: Millis,
-    /// Its body is a stream that each attempt sends a copy of.
-    split: bool,
-    waiter: Waiter,
-    watch: Option<u32>,
-}
 
 /// An attempt that could not be sent (no fetch to call, no probe request): it counts as a
 /// network failure, and the call goes on as the policy says.
@@ -214,64 +172,15 @@ impl Driver {
         let now = clock::now();
         let started = self.with(|g| g.start(now, wrapper, request));
         let Started { call: id, split } = started?;
-        let Call {
-            input,
-            init,
-            signal,
-        } = call;
-        let js = JsCall {
-            input,
-            init,
-            signal,
-            config: config.clone(),
-            last: None,
-            timeout: 0.0,
-            split,
-            waiter: Waiter::Sync {
-                send: None,
-                end: None,
-            },
-            watch: None,
-        };
+        let js = JsCall::new(call, config, split);
         self.calls.borrow_mut().insert(id, js);
         self.drive_at(now);
         Ok(id)
     }
 
-    /// What a call made or concluded synchronously came to: `Ok(Some(timeout))` when it was
-    /// admitted and its attempt is the caller's to send, `Ok(None)` when it waits (its promise
-    /// is [`promise`](Self::promise)), or its end.
+    /// What a call made or concluded synchronously came to (see [`calls::outcome`]).
     pub fn outcome(&self, call: CallRef) -> Result<Option<Millis>, Result<JsValue, JsValue>> {
-        let mut calls = self.calls.borrow_mut();
-        let Some(js) = calls.get_mut(call) else {
-            return Ok(None);
-        };
-        match &mut js.waiter {
-            Waiter::Sync { end: Some(_), .. } => {
-                let Some(JsCall {
-                    waiter: Waiter::Sync { end: Some(end), .. },
-                    split,
-                    input,
-                    init,
-                    ..
-                }) = calls.remove(call)
-                else {
-                    return Ok(None);
-                };
-                if split {
-                    replay::release(&input, &init);
-                }
-                Err(end)
-            }
-            Waiter::Sync { send, .. } => match send.take() {
-                Some(timeout) => {
-                    js.timeout = timeout;
-                    Ok(Some(timeout))
-                }
-                None => Ok(None),
-            },
-            _ => Ok(None),
-        }
+        calls::outcome(&mut self.calls.borrow_mut(), call)
     }
 
     /// Whether each attempt of `call` sends a copy of its stream body (so the driver sends it).
@@ -379,7 +288,7 @@ impl Driver {
                 self.send(call, timeout_ms);
             }
             Action::Dispose { call, read } => {
-                let response = self.last_response(call);
+                let response = calls::last_response(&self.calls.borrow(), call);
                 let driver = self.clone();
                 spawn_local(async move {
                     let facts = match &response {
@@ -391,7 +300,7 @@ impl Driver {
                 });
             }
             Action::ReadUsage { call } => {
-                let response = self.last_response(call);
+                let response = calls::last_response(&self.calls.borrow(), call);
                 let driver = self.clone();
                 spawn_local(async move {
                     let usage = match &response {
@@ -402,7 +311,12 @@ impl Driver {
                     driver.drive();
                 });
             }
-            Action::StartProbe { probe, origin } => self.prepare_probe(probe, origin),
+            Action::StartProbe { probe, origin } => {
+                let mut calls = self.calls.borrow_mut();
+                if let Some(js) = calls.get(origin).map(JsCall::probe) {
+                    calls.insert(probe, js);
+                }
+            }
             Action::Store { gate, id, op } => {
                 let facts = self.with(|g| Some((g.scope(gate)?.clone(), g.keeping(gate)?)));
                 let Some((scope, (Keeping::Store(store), rate, budget))) = facts else {
@@ -448,7 +362,7 @@ impl Driver {
             }
             Action::Event { gate, call, event } => self.emit(gate, call, event),
             Action::Settle { call, end } => {
-                let result = self.result(call, end);
+                let result = calls::result(&mut self.calls.borrow_mut(), call, end);
                 self.finish(call, result);
             }
             Action::Forgotten { gate } => {
@@ -491,77 +405,6 @@ impl Driver {
         let _ = attempt::send(&fetch, &input, &init, timeout, settle, call as f64);
     }
 
-    fn last_response(&self, call: CallRef) -> Option<JsValue> {
-        let calls = self.calls.borrow();
-        match calls.get(call)?.last.as_ref()? {
-            Ok(response) => Some(response.clone()),
-            Err(_) => None,
-        }
-    }
-
-    /// Builds the probe's `GET /usage` beside `origin`'s request, with its credential.
-    fn prepare_probe(&self, probe: CallRef, origin: CallRef) {
-        let mut calls = self.calls.borrow_mut();
-        let Some(from) = calls.get(origin) else {
-            return;
-        };
-        let config = from.config.clone();
-        let url = config
-            .usage_url
-            .clone()
-            .or_else(|| usage_url_for(&headers::request_url(&from.input)));
-        let request = url.map(|url| {
-            let (credential, _, _) = headers::request(&from.input, &from.init);
-            let headers = js_sys::Object::new();
-            set(&headers, "Accept", "application/json".into());
-            if let Some(key) = credential.api_key {
-                set(&headers, "X-API-Key", key.into());
-            }
-            if let Some(auth) = credential.authorization {
-                set(&headers, "Authorization", auth.into());
-            }
-            let init = js_sys::Object::new();
-            set(&init, "method", "GET".into());
-            set(&init, "headers", headers.into());
-            (JsValue::from_str(&url), JsValue::from(init))
-        });
-        let js = JsCall {
-            input: JsValue::UNDEFINED,
-            init: JsValue::UNDEFINED,
-            signal: None,
-            config,
-            last: None,
-            timeout: 0.0,
-            split: false,
-            waiter: Waiter::Probe(request),
-            watch: None,
-        };
-        calls.insert(probe, js);
-    }
-
-    /// What the caller gets for `end`.
-    fn result(&self, call: CallRef, end: End) -> Result<JsValue, JsValue> {
-        let last = self
-            .calls
-            .borrow_mut()
-            .get_mut(call)
-            .and_then(|js| js.last.take());
-        match end {
-            End::Deliver => last.unwrap_or(Ok(JsValue::UNDEFINED)),
-            End::Abandoned { abandoned, cause } => {
-                let cause = last.and_then(Result::err).filter(|_| cause);
-                Err(abandoned_error(abandoned, cause))
-            }
-            End::Exhausted { until } => Err(quota_error(until.map(clock::to_wall))),
-            End::RetryAfterTooLarge => {
-                if let Some(Ok(response)) = &last {
-                    body::cancel(&super::props::get(response, "body"));
-                }
-                Err(range_error("Retry-After exceeds the supported delay"))
-            }
-        }
-    }
-
     /// Settles the caller's promise (or keeps the result for a synchronous caller) and forgets
     /// the call.
     fn finish(&self, call: CallRef, result: Result<JsValue, JsValue>) {
@@ -577,20 +420,10 @@ impl Driver {
             return;
         };
         drop(calls);
-        if js.split {
-            replay::release(&js.input, &js.init);
-        }
         if let Some(watch) = js.watch {
             self.watches.borrow_mut().remove(watch, call);
         }
-        // Settling runs no JavaScript of anyone's at once: a promise's reactions wait for a
-        // microtask, and a Response or an error is no thenable to be asked for `then`.
-        if let Waiter::Promise(resolve, reject) = js.waiter {
-            let _ = match result {
-                Ok(value) => resolve.call1(&JsValue::UNDEFINED, &value),
-                Err(error) => reject.call1(&JsValue::UNDEFINED, &error),
-            };
-        }
+        js.settle(result);
     }
 
     /// A signal some waiting calls share aborted: each leaves its gate and rejects with its
@@ -626,24 +459,9 @@ impl Driver {
 
     /// Records an admission's wait or a backoff on the call's wrapper's metrics, if it has any.
     fn measure(&self, gate: GateId, call: CallRef, event: &Event) {
-        let (ms, wait) = match *event {
-            Event::Admitted { wait_ms, .. } => (wait_ms, true),
-            Event::Retry {
-                delay_ms,
-                server_delay: false,
-                ..
-            } => (delay_ms, false),
-            _ => return,
-        };
         let config = self.calls.borrow().get(call).map(|js| js.config.clone());
-        let Some(metrics) = config.as_ref().and_then(|c| c.metrics.as_ref()) else {
-            return;
-        };
-        let attributes = self.attributes(gate);
-        if wait {
-            metrics.waited(ms, &attributes);
-        } else {
-            metrics.backed_off(ms, &attributes);
+        if let Some(metrics) = config.as_ref().and_then(|c| c.metrics.as_ref()) {
+            metrics.record(event, || self.attributes(gate));
         }
     }
 
@@ -666,51 +484,6 @@ impl Driver {
         if let Some(call) = call {
             self.measure(gate, call, &event);
         }
-        let kind = match &event {
-            Event::Admitted { .. } => return,
-            Event::Throttled { .. } => "throttled",
-            Event::Retry { .. } => "retry",
-            Event::Abandoned { .. } => "abandoned",
-            Event::QuotaProbe { .. } => "quota-probe",
-            Event::Learned(_) => "learned",
-            Event::StoreDown => "store-down",
-            Event::StoreUp => "store-up",
-        };
-        let fields = |e: &js_sys::Object| match &event {
-            Event::Throttled { retry_after_ms, .. } => set(
-                e,
-                "retryAfterMs",
-                retry_after_ms.map_or(JsValue::NULL, JsValue::from),
-            ),
-            Event::Retry {
-                attempt,
-                delay_ms,
-                server_delay,
-                ..
-            } => {
-                set(e, "attempt", (*attempt).into());
-                set(e, "delayMs", (*delay_ms).into());
-                set(e, "serverDelay", (*server_delay).into());
-            }
-            Event::Abandoned {
-                reason, attempts, ..
-            } => {
-                set(e, "reason", reason.as_str().into());
-                set(e, "attempts", (*attempts).into());
-            }
-            Event::QuotaProbe {
-                exhausted,
-                answered,
-            } => {
-                set(e, "exhausted", (*exhausted).into());
-                set(e, "answered", (*answered).into());
-            }
-            Event::Learned(estimate) => {
-                let learned = to_js(&Learned::from(*estimate));
-                set(e, "learned", learned);
-            }
-            Event::Admitted { .. } | Event::StoreDown | Event::StoreUp => {}
-        };
         let Some(scope) = self.with(|g| g.scope(gate).map(|s| s.as_str().to_owned())) else {
             return;
         };
@@ -726,7 +499,7 @@ impl Driver {
             None => {
                 let users = self.with(|g| g.users(gate));
                 let configs = self.configs.borrow();
-                let mut hooks: Vec<super::events::Events> = Vec::new();
+                let mut hooks: Vec<Events> = Vec::new();
                 for config in users.iter().filter_map(|w| configs.get(w)) {
                     if config.events.is_set() && !hooks.contains(&config.events) {
                         hooks.push(config.events.clone());
@@ -736,7 +509,7 @@ impl Driver {
             }
         };
         for hook in hooks {
-            hook.emit(kind, &scope, &fields);
+            hook.deliver(&scope, &event);
         }
     }
 }

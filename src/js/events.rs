@@ -3,7 +3,9 @@
 
 use wasm_bindgen::JsValue;
 
+use super::figures::{to_js, Learned};
 use super::props::set;
+use crate::core::gate::action::Event;
 
 /// Builds and delivers events when a hook is set; costs nothing when it is not.
 #[derive(Clone, Default, PartialEq)]
@@ -28,5 +30,55 @@ impl Events {
         set(&event, "scope", scope.into());
         fields(&event);
         let _ = hook.call1(&JsValue::UNDEFINED, &event);
+    }
+
+    /// Sends `event` about the gate of `scope`, in the hook's words: `{ type, scope, ... }`.
+    pub fn deliver(&self, scope: &str, event: &Event) {
+        let kind = match event {
+            Event::Admitted { .. } => return,
+            Event::Throttled { .. } => "throttled",
+            Event::Retry { .. } => "retry",
+            Event::Abandoned { .. } => "abandoned",
+            Event::QuotaProbe { .. } => "quota-probe",
+            Event::Learned(_) => "learned",
+            Event::StoreDown => "store-down",
+            Event::StoreUp => "store-up",
+        };
+        let fields = |e: &js_sys::Object| match event {
+            Event::Throttled { retry_after_ms, .. } => set(
+                e,
+                "retryAfterMs",
+                retry_after_ms.map_or(JsValue::NULL, JsValue::from),
+            ),
+            Event::Retry {
+                attempt,
+                delay_ms,
+                server_delay,
+                ..
+            } => {
+                set(e, "attempt", (*attempt).into());
+                set(e, "delayMs", (*delay_ms).into());
+                set(e, "serverDelay", (*server_delay).into());
+            }
+            Event::Abandoned {
+                reason, attempts, ..
+            } => {
+                set(e, "reason", reason.as_str().into());
+                set(e, "attempts", (*attempts).into());
+            }
+            Event::QuotaProbe {
+                exhausted,
+                answered,
+            } => {
+                set(e, "exhausted", (*exhausted).into());
+                set(e, "answered", (*answered).into());
+            }
+            Event::Learned(estimate) => {
+                let learned = to_js(&Learned::from(*estimate));
+                set(e, "learned", learned);
+            }
+            Event::Admitted { .. } | Event::StoreDown | Event::StoreUp => {}
+        };
+        self.emit(kind, scope, &fields);
     }
 }

@@ -6,6 +6,7 @@
 use wasm_bindgen::prelude::*;
 
 use crate::core::base::histogram::BOUNDS_MS;
+use crate::core::gate::action::Event;
 
 #[wasm_bindgen(module = "/src/js/metrics.js")]
 extern "C" {
@@ -58,13 +59,17 @@ impl Metrics {
         observe(&self.instruments, &read.into_js_value());
     }
 
-    /// A call waited `ms` for its admission.
-    pub fn waited(&self, ms: f64, attributes: &JsValue) {
-        self.wait.record(ms / 1000.0, attributes);
-    }
-
-    /// The gate chose a backoff of `ms` before a retry.
-    pub fn backed_off(&self, ms: f64, attributes: &JsValue) {
-        self.backoff.record(ms / 1000.0, attributes);
+    /// Records what `event` measures: an admission's wait, or a backoff the gate chose (a
+    /// `Retry-After` is a cooldown, not a backoff). `attributes` are the gate's.
+    pub fn record(&self, event: &Event, attributes: impl FnOnce() -> JsValue) {
+        match *event {
+            Event::Admitted { wait_ms, .. } => self.wait.record(wait_ms / 1000.0, &attributes()),
+            Event::Retry {
+                delay_ms,
+                server_delay: false,
+                ..
+            } => self.backoff.record(delay_ms / 1000.0, &attributes()),
+            _ => {}
+        }
     }
 }

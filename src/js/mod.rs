@@ -5,6 +5,7 @@
 mod abort;
 mod attempt;
 mod body;
+mod calls;
 mod clock;
 mod de;
 mod driver;

@@ -7,8 +7,9 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 use super::attempt::{global_fetch, How};
+use super::calls::Call;
 use super::clock;
-use super::driver::{driver, Call, Driver};
+use super::driver::{driver, Driver};
 use super::errors::{abort_reason, range_error, type_error};
 use super::figures;
 use super::headers;
