@@ -2,7 +2,12 @@
 //! first limiter bucket the credential's answers named, the bucket each route draws from, and
 //! each gate's estimate. A gate made later, in any process, starts from there.
 
+use super::profile::StoreId;
+use super::scope::Scope;
+use super::{Action, GateId, Gates};
+use crate::core::gate::action::Heard;
 use crate::core::rules::allowance::Rate;
+use crate::core::Millis;
 
 /// One fact the learning gates of a credential share.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,4 +18,54 @@ pub enum Shared {
     Route(String, String),
     /// A gate's scope, and the allowance it learned.
     Estimate(String, Rate),
+}
+
+impl Gates {
+    /// Puts `facts` about `credential` (and its first bucket, once known) in `store`.
+    pub(super) fn share(&mut self, store: StoreId, credential: &Scope, mut facts: Vec<Shared>) {
+        if let Some(first) = self.first_bucket(credential) {
+            facts.push(Shared::First(first));
+        }
+        self.actions.push_back(Action::Share {
+            store,
+            credential: credential.clone(),
+            facts,
+        });
+    }
+
+    /// The first limiter bucket `credential`'s answers named, if its gate heard one.
+    pub(super) fn first_bucket(&self, credential: &Scope) -> Option<String> {
+        let gate = self.scopes.get(credential)?;
+        self.entries.get(*gate)?.gate.bucket().map(str::to_owned)
+    }
+
+    /// What the fleet learned of `gate`'s credential: its first bucket (for the credential's
+    /// own gate), the gate's estimate (taken when it has heard no answer of its own), and every
+    /// route's bucket.
+    pub fn recalled(&mut self, now: Millis, gate: GateId, facts: Vec<Shared>) {
+        let Some(entry) = self.entries.get_mut(gate) else {
+            return;
+        };
+        let credential = entry.scope.credential();
+        for fact in &facts {
+            match fact {
+                Shared::First(bucket) if entry.scope == credential => {
+                    entry.gate.assume_bucket(bucket);
+                }
+                Shared::Estimate(scope, rate) if scope == entry.scope.as_str() => {
+                    entry.gate.adopt_estimate(now, *rate);
+                }
+                _ => {}
+            }
+        }
+        let first = self.first_bucket(&credential);
+        let routes = self.routes.entry(credential).or_default();
+        for fact in facts {
+            if let Shared::Route(route, bucket) = fact {
+                let heard = Heard::Bucket(bucket);
+                routes.heard(&route, &heard, first.as_deref());
+            }
+        }
+        self.touch(gate);
+    }
 }

@@ -1,0 +1,100 @@
+//! What the gates ask their driver to do, with the calls known by the driver's numbers.
+
+use super::fleet::Shared;
+use super::profile::StoreId;
+use super::scope::Scope;
+use super::{CallRef, GateId};
+use crate::core::authority::Op;
+use crate::core::gate::action::{End, Event, OpId};
+use crate::core::Millis;
+
+/// One thing for the driver to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Send the call's request now; report with `responded` or `failed` (see the gate's
+    /// [`Send`](GateAction::Send)).
+    Send {
+        /// The call.
+        call: CallRef,
+        /// The attempt's time limit in whole milliseconds, or 0 for none.
+        timeout_ms: Millis,
+    },
+    /// Dispose of the call's last response body; report with `disposed`.
+    Dispose {
+        /// The call.
+        call: CallRef,
+        /// Read the body's `code` and `detail`.
+        read: bool,
+    },
+    /// (A probe.) Read the `/usage` answer; report with `usage`.
+    ReadUsage {
+        /// The probe.
+        call: CallRef,
+    },
+    /// A gate's `/usage` probe was made: prepare `GET /usage` beside `origin`'s request, with
+    /// its credential.
+    StartProbe {
+        /// The probe.
+        probe: CallRef,
+        /// The call whose answer raised the suspicion.
+        origin: CallRef,
+    },
+    /// Run `op` on the gate's store; report with `store_answered`.
+    Store {
+        /// The gate.
+        gate: GateId,
+        /// The operation's number.
+        id: OpId,
+        /// What to run.
+        op: Op,
+    },
+    /// Put these facts in the store, for the credential's gates in other processes.
+    Share {
+        /// The store.
+        store: StoreId,
+        /// The credential.
+        credential: Scope,
+        /// What to put.
+        facts: Vec<Shared>,
+    },
+    /// Read what the fleet learned of the gate's credential; report with `recalled`.
+    Recall {
+        /// The gate that asks.
+        gate: GateId,
+        /// The store.
+        store: StoreId,
+        /// The credential.
+        credential: Scope,
+    },
+    /// Tell the hook: the call's wrapper for an event about a call, else every wrapper that
+    /// used the gate ([`users`](Gates::users)). The event's own call number is `call`'s.
+    Event {
+        /// The gate.
+        gate: GateId,
+        /// The call it is about, if any.
+        call: Option<CallRef>,
+        /// What happened.
+        event: Event,
+    },
+    /// The call is over: settle the caller's promise. The gates have forgotten it.
+    Settle {
+        /// The call.
+        call: CallRef,
+        /// How.
+        end: End,
+    },
+    /// The gate was forgotten (idle): drop whatever the driver keeps for it.
+    Forgotten {
+        /// The gate.
+        gate: GateId,
+    },
+}
+
+/// A call the gates have made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Started {
+    /// Its number.
+    pub call: CallRef,
+    /// Its body is a stream that each attempt sends a copy of.
+    pub split: bool,
+}

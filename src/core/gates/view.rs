@@ -1,0 +1,121 @@
+//! What the gates look like from outside: each gate's figures and state, which gates a
+//! wrapper used, and the figures of those since forgotten (for `stats()`, `describe()`, the
+//! metrics, the simulator's reports and the tests).
+
+use super::profile::Keeping;
+use super::scope::Scope;
+use super::{GateId, Gates, WrapperId};
+use crate::core::gate::figures::Figures;
+use crate::core::gate::Gate;
+use crate::core::rules::allowance::Rate;
+use crate::core::rules::budget::RefillingConfig;
+use crate::core::rules::learn::Estimate;
+use crate::core::Millis;
+
+/// What a gate looks like now, for `stats()` and `describe()`.
+#[derive(Debug, Clone)]
+pub struct GateView<'a> {
+    /// Its scope.
+    pub scope: &'a Scope,
+    /// Its figures.
+    pub figures: Figures,
+    /// Its allowance now (a learning gate's estimate).
+    pub rate: Rate,
+    /// What it learned, if it learns.
+    pub learned: Option<Estimate>,
+    /// Where its state lives.
+    pub keeping: Keeping,
+    /// Store operations sent, failures, and whether the store answers now.
+    pub store: Option<(u64, u64, bool)>,
+    /// Whether a wake-up is due.
+    pub timer_armed: bool,
+}
+
+impl Gates {
+    /// The gates `wrapper` used, most recently used first.
+    pub fn gates_of(&self, wrapper: WrapperId) -> Vec<GateId> {
+        let Some(w) = self.wrappers.get(wrapper) else {
+            return Vec::new();
+        };
+        let mut gates: Vec<GateId> = w
+            .gates
+            .iter()
+            .copied()
+            .filter(|&g| self.entries.contains(g))
+            .collect();
+        gates.sort_unstable_by_key(|&g| {
+            std::cmp::Reverse(self.entries.get(g).map_or(0, |e| e.used))
+        });
+        gates
+    }
+
+    /// The figures of the gates `wrapper` used that have since been forgotten.
+    pub fn retired(&self, wrapper: WrapperId) -> Figures {
+        self.wrappers
+            .get(wrapper)
+            .map(|w| w.retired.clone())
+            .unwrap_or_default()
+    }
+
+    /// The wrappers that used `gate`.
+    pub fn users(&self, gate: GateId) -> Vec<WrapperId> {
+        self.entries
+            .get(gate)
+            .map(|e| e.users.iter().map(|&(w, _)| w).collect())
+            .unwrap_or_default()
+    }
+
+    /// A gate's scope.
+    pub fn scope(&self, gate: GateId) -> Option<&Scope> {
+        self.entries.get(gate).map(|e| &e.scope)
+    }
+
+    /// The gate of `scope`, if it has one.
+    pub fn find(&self, scope: &Scope) -> Option<GateId> {
+        self.scopes.get(scope).copied()
+    }
+
+    /// Where a gate's state lives, its allowance now, and its retry budget's capacity: what a
+    /// store operation carries.
+    pub fn keeping(&self, gate: GateId) -> Option<(Keeping, Rate, Option<f64>)> {
+        let e = self.entries.get(gate)?;
+        let budget = e.gate.budget_config().map(|b| b.capacity);
+        Some((e.keeping, e.gate.rate(), budget))
+    }
+
+    /// A gate's retry budget settings, if it has a budget.
+    pub fn budget(&self, gate: GateId) -> Option<RefillingConfig> {
+        self.entries.get(gate)?.gate.budget_config()
+    }
+
+    /// What a gate looks like now.
+    pub fn view(&mut self, now: Millis, gate: GateId) -> Option<GateView<'_>> {
+        let e = self.entries.get_mut(gate)?;
+        Some(GateView {
+            figures: e.gate.figures(now),
+            rate: e.gate.rate(),
+            learned: e.gate.learned(now),
+            keeping: e.keeping,
+            store: e.gate.store_counts(),
+            timer_armed: e.due.is_some(),
+            scope: &e.scope,
+        })
+    }
+
+    /// Gates alive now.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// No gate is alive.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The gate of `scope`, to look at or change directly (tests; what is changed this way is
+    /// performed at the next event).
+    pub fn gate_mut(&mut self, scope: &Scope) -> Option<&mut Gate> {
+        let gate = *self.scopes.get(scope)?;
+        self.entries.get_mut(gate).map(|e| &mut e.gate)
+    }
+}

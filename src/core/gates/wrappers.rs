@@ -1,0 +1,200 @@
+//! Wrappers and the gates they make: each wrapper's profile (held by the wrapper and its
+//! batches), its stores, and the gate of a scope, made from the profile on first use or checked
+//! against it (see [`compat`](super::compat)).
+
+use super::compat;
+use super::profile::{Keeping, Profile, Refused, StoreId};
+use super::scope::Scope;
+use super::{Action, Entry, GateId, Gates, Print, Wrapper, WrapperId, SWEEP_PER_GATE};
+use crate::core::authority::threads::{Settings, ThreadAuthority};
+use crate::core::base::map::{Map, Set};
+use crate::core::base::slab::Mirror;
+use crate::core::gate::figures::Figures;
+use crate::core::gate::store_link::StoreSettings;
+use crate::core::gate::Gate;
+use crate::core::rules::allowance::Allowance;
+use crate::core::rules::learn::Learner;
+use crate::core::Millis;
+
+impl Gates {
+    /// A number for a store a wrapper brings, known as `identity` (two stores of the same
+    /// identity hold the same shared state, so their wrappers may share gates), with its
+    /// settings. A gate's operations go through the store of the wrapper that made it.
+    pub fn store(&mut self, identity: &str, settings: StoreSettings) -> StoreId {
+        self.identities.push(identity.to_owned());
+        self.stores.push(settings);
+        self.stores.len() - 1
+    }
+
+    /// A store's identity.
+    pub fn store_identity(&self, store: StoreId) -> Option<&str> {
+        self.identities.get(store).map(String::as_str)
+    }
+
+    /// A new wrapper asking for `profile`, held once (see [`release`](Self::release)).
+    pub fn wrapper(&mut self, profile: Profile) -> WrapperId {
+        self.wrappers.insert(Wrapper {
+            profile,
+            prints: Map::default(),
+            gates: Set::default(),
+            retired: Figures::default(),
+            holders: 1,
+        })
+    }
+
+    /// One more holder of `wrapper` (a batch shares its wrapper's gates).
+    pub fn hold(&mut self, wrapper: WrapperId) {
+        if let Some(w) = self.wrappers.get_mut(wrapper) {
+            w.holders += 1;
+        }
+    }
+
+    /// A holder of `wrapper` is gone; with the last, the wrapper is forgotten.
+    pub fn release(&mut self, wrapper: WrapperId) {
+        let last = self.wrappers.get_mut(wrapper).is_some_and(|w| {
+            w.holders -= 1;
+            w.holders == 0
+        });
+        if last {
+            self.wrappers.remove(wrapper);
+        }
+    }
+
+    /// What `wrapper` asks for.
+    pub fn profile(&self, wrapper: WrapperId) -> Option<&Profile> {
+        self.wrappers.get(wrapper).map(|w| &w.profile)
+    }
+
+    /// Whether `wrapper` learns its allowance (its calls' URLs are read, for their routes).
+    pub fn learns(&self, wrapper: WrapperId) -> bool {
+        self.profile(wrapper).is_some_and(Profile::learns)
+    }
+
+    /// Whether memory is shared by the process's threads here.
+    pub fn shares_memory(&self) -> bool {
+        self.home.shares_memory()
+    }
+
+    /// Declares the quota available again on every gate `wrapper` used.
+    pub fn reset_quota(&mut self, now: Millis, wrapper: WrapperId) {
+        for gate in self.gates_of(wrapper) {
+            if let Some(entry) = self.entries.get_mut(gate) {
+                entry.gate.reset_quota(now);
+                self.touch(gate);
+            }
+        }
+    }
+
+    /// Ends the cooldown on every gate `wrapper` used.
+    pub fn clear_cooldown(&mut self, now: Millis, wrapper: WrapperId) {
+        for gate in self.gates_of(wrapper) {
+            if let Some(entry) = self.entries.get_mut(gate) {
+                entry.gate.clear_cooldown(now);
+                entry.gate.handle_timeout(now);
+                self.touch(gate);
+            }
+        }
+    }
+
+    /// The gate for `scope`, made from `wrapper`'s profile on first use (when `wrapper` knows
+    /// the credential by `print`, that is remembered beside it). Asking for a different
+    /// allowance, budget or store for a scope that already has a gate is refused.
+    pub(super) fn gate_for(
+        &mut self,
+        now: Millis,
+        wrapper: WrapperId,
+        scope: &Scope,
+        print: Option<Print>,
+    ) -> Result<GateId, Refused> {
+        let Some(profile) = self.wrappers.get(wrapper).map(|w| w.profile.clone()) else {
+            return Err(Refused::Gone);
+        };
+        if let Some(&gate) = self.scopes.get(scope) {
+            if let Some(e) = self.entries.get_mut(gate) {
+                compat::check(scope, &mut e.gate, e.keeping, &profile, &self.identities)
+                    .map_err(Refused::Mismatch)?;
+            }
+            self.know(wrapper, gate, print);
+            return Ok(gate);
+        }
+        self.evict_idle(now, SWEEP_PER_GATE);
+        let gate = self.make(now, scope, &profile)?;
+        let gate = self.entries.insert(Entry {
+            scope: scope.clone(),
+            gate,
+            keeping: profile.keeping,
+            refs: Mirror::default(),
+            users: Vec::new(),
+            used: self.uses,
+            due: None,
+            ready: false,
+        });
+        self.scopes.insert(scope.clone(), gate);
+        self.sweep.push_back(gate);
+        self.know(wrapper, gate, print);
+        if let (Keeping::Store(store), true) = (profile.keeping, profile.learns()) {
+            let credential = scope.credential();
+            self.actions.push_back(Action::Recall {
+                gate,
+                store,
+                credential,
+            });
+        }
+        Ok(gate)
+    }
+
+    /// `wrapper` uses `gate` (knowing it by `print`, for a credential's gate).
+    pub(super) fn know(&mut self, wrapper: WrapperId, gate: GateId, print: Option<Print>) {
+        let Some(entry) = self.entries.get_mut(gate) else {
+            return;
+        };
+        match entry.users.iter_mut().find(|(w, _)| *w == wrapper) {
+            Some(user) => user.1 = user.1.or(print),
+            None => entry.users.push((wrapper, print)),
+        }
+        if let Some(w) = self.wrappers.get_mut(wrapper) {
+            w.gates.insert(gate);
+        }
+    }
+
+    /// A new gate for `scope` as `profile` asks: in a store, in memory the process's threads
+    /// share, or in this thread's; learning if the profile learns.
+    fn make(&mut self, now: Millis, scope: &Scope, profile: &Profile) -> Result<Gate, Refused> {
+        let (rate, ceiling) = match profile.allowance {
+            Allowance::Fixed(rate) => (rate, None),
+            Allowance::Learned(ceiling) => (Learner::new(ceiling).rate(now), Some(ceiling)),
+        };
+        let random = self.home.random();
+        let gate = match profile.keeping {
+            Keeping::Store(store) => {
+                let settings = self.stores[store];
+                Gate::shared(rate, profile.budget, settings, now, random)
+            }
+            Keeping::Memory { threads: true } => {
+                let settings = Settings {
+                    rate,
+                    budget: profile.budget,
+                    learn: profile.learns(),
+                };
+                match self.home.slot(scope) {
+                    None => Gate::new(rate, profile.budget, now, random).for_threads(),
+                    Some(slot) => {
+                        let (thread, offset) = (self.home.thread(), self.home.offset());
+                        match ThreadAuthority::join(slot, settings, thread, offset) {
+                            Ok(authority) => Gate::threaded(authority, random),
+                            Err(theirs) => {
+                                let mismatch = compat::thread_mismatch(scope, theirs, profile);
+                                return Err(Refused::Mismatch(mismatch));
+                            }
+                        }
+                    }
+                }
+            }
+            Keeping::Memory { threads: false } => Gate::new(rate, profile.budget, now, random),
+        };
+        Ok(match ceiling {
+            Some(ceiling) => gate.learning(ceiling, now),
+            None => gate,
+        })
+    }
+}
