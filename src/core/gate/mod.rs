@@ -18,6 +18,9 @@ pub mod figures;
 pub mod line;
 pub mod store_link;
 
+mod admit;
+mod learning;
+
 mod probe;
 mod respond;
 
@@ -34,13 +37,13 @@ use self::line::{Line, Place, Rank};
 use self::store_link::{StoreLink, StoreSettings};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::threads::{Settings, ThreadAuthority};
-use crate::core::authority::{AdmissionId, Answer, Authority, Immediate, Op, Seen};
+use crate::core::authority::{AdmissionId, Authority, Immediate, Op, Seen};
 use crate::core::base::random::Random;
 use crate::core::base::slab::{Id, Slab};
-use crate::core::rules::allowance::{Allowance, Rate};
+use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
-use crate::core::rules::learn::{Estimate, Learner};
+use crate::core::rules::learn::Learner;
 use crate::core::rules::policy::Reason;
 use crate::core::rules::quota::{QuotaState, QuotaWatch};
 use crate::core::Millis;
@@ -233,74 +236,6 @@ impl Gate {
         }
     }
 
-    /// Makes the gate learn its allowance from the responses (below `ceiling`, when one was
-    /// configured), starting at `now` with one request in flight at a time.
-    ///
-    /// A gate that joins memory where another thread has learned already goes on from there.
-    pub fn learning(mut self, ceiling: Option<Rate>, now: Millis) -> Gate {
-        let mut learner = Learner::new(ceiling);
-        let start = learner.rate(now);
-        if self.threads && self.rate != start {
-            learner.adopt(self.rate);
-        } else {
-            self.rate = start;
-            self.keeper.follow(now, start, None);
-        }
-        self.learner = Some(learner);
-        self
-    }
-
-    /// A learning gate that has heard no answer yet starts at `now` from `rate`, what the
-    /// fleet learned (never above its ceiling).
-    pub fn adopt_estimate(&mut self, now: Millis, rate: Rate) {
-        let Some(learner) = self.learner.as_mut().filter(|l| l.opening()) else {
-            return;
-        };
-        learner.adopt(rate);
-        self.rate = learner.rate(now);
-        self.keeper.follow(now, self.rate, None);
-    }
-
-    /// A learning gate's answers come from limiter bucket `bucket`, as the fleet says, unless
-    /// it heard of another already.
-    pub fn assume_bucket(&mut self, bucket: &str) {
-        if let Some(learner) = &mut self.learner {
-            learner.owns(Some(bucket));
-        }
-    }
-
-    /// The limiter bucket a learning gate's answers came from, once one named it.
-    pub fn bucket(&self) -> Option<&str> {
-        self.learner.as_ref().and_then(Learner::bucket)
-    }
-
-    /// What the gate was told of the allowance.
-    pub fn allowance(&self) -> Allowance {
-        match &self.learner {
-            Some(learner) => Allowance::Learned(learner.ceiling()),
-            None => Allowance::Fixed(self.rate),
-        }
-    }
-
-    /// What the gate has learned of its allowance, if it learns.
-    pub fn learned(&self, now: Millis) -> Option<Estimate> {
-        self.learner.as_ref().map(|l| l.estimate(now))
-    }
-
-    /// Whether the limiter buckets this gate's answers come from are worth scouting for: none
-    /// answered yet, or one named its bucket (answers that never name one all come from the
-    /// same place, and a route's first call need not go ahead to learn that).
-    pub fn names_buckets(&self) -> bool {
-        self.learner
-            .as_ref()
-            .is_some_and(|l| l.opening() || l.bucket().is_some())
-    }
-
-    /// Whether admissions wait for a learning gate's first response.
-    fn awaiting_first_answer(&self) -> bool {
-        self.sending > 0 && self.learner.as_ref().is_some_and(Learner::opening)
-    }
-
     /// The allowance (the whole key's, with a store; a learning gate's latest estimate).
     pub fn rate(&self) -> Rate {
         self.rate
@@ -456,222 +391,6 @@ impl Gate {
         calls
             .get(place.call)
             .is_some_and(|c| matches!(c.stage, Stage::Queued { visit, .. } if visit == place.visit))
-    }
-
-    /// What the gate already decided and has not handed out, without admitting anyone: the
-    /// driver takes it before it makes a call here, whose number may be one an ended call's
-    /// settlement still names.
-    pub fn decided(&mut self) -> Option<Action> {
-        self.actions.pop_front()
-    }
-
-    /// The next thing to do, or `None` when there is nothing until the next event or
-    /// [`poll_timeout`](Self::poll_timeout). Admissions happen here, one head at a time.
-    pub fn poll_action(&mut self, now: Millis) -> Option<Action> {
-        loop {
-            if let Some(action) = self.actions.pop_front() {
-                return Some(action);
-            }
-            if !self.admit_head(now) {
-                return None;
-            }
-        }
-    }
-
-    /// Tries to admit the head of the line. True when that produced an action.
-    fn admit_head(&mut self, now: Millis) -> bool {
-        let calls = &self.calls;
-        let Some(head) = self.line.front(|p| Gate::live(calls, p)) else {
-            return false;
-        };
-        let Some(call) = self.calls.get(head.call) else {
-            return false;
-        };
-        let (deadline, reason) = call.admission_deadline();
-        if deadline < now {
-            self.line.pop();
-            self.figures.expired += 1;
-            self.give_up(now, head.call, reason);
-            return true;
-        }
-        if self.fails_closed(now) {
-            self.drain(now, &|c| End::abandoned_by(c, Reason::StoreUnavailable));
-            return true;
-        }
-        if self.awaiting_first_answer() {
-            return false;
-        }
-        if let Some(learner) = &self.learner {
-            // The pace grows between throttles by itself.
-            let rate = learner.rate(now);
-            if rate != self.rate {
-                self.rate = rate;
-                self.keeper.follow(now, rate, None);
-            }
-        }
-        let id = self.next_admission;
-        let since = match call.stage {
-            Stage::Queued { since, .. } => since,
-            _ => now,
-        };
-        let authority: &mut dyn Immediate = match &mut self.keeper {
-            Keeper::Memory(a) => a.as_mut(),
-            Keeper::Store(link) if link.alone() => {
-                // Admit alone at the share meanwhile, and now and then ask the store again.
-                if link.ping_due(now) {
-                    let ping = link.send(now, store_link::Purpose::Tell);
-                    self.actions.push_back(Action::Store {
-                        id: ping,
-                        op: Op::Observe {
-                            cooldown_ms: None,
-                            remaining: None,
-                        },
-                    });
-                }
-                &mut link.fallback
-            }
-            Keeper::Store(link) => {
-                // Not a moment early: asking before the store's token is there costs a round
-                // trip for a "wait".
-                if link.admitting || now < link.ready_at {
-                    return false;
-                }
-                // A learning gate's bucket is a guess: taken in one go, a guess too high
-                // costs as many 429s as it took. It asks for one at a time.
-                let want = match self.learner {
-                    Some(_) => 1,
-                    None => self.line.len().clamp(1, STORE_BATCH),
-                };
-                self.next_admission += want as AdmissionId;
-                let op = link.send(now, store_link::Purpose::Admit(id));
-                let seen = link.seen.take();
-                self.actions.push_back(Action::Store {
-                    id: op,
-                    op: Op::Admit {
-                        id,
-                        want: want as u32,
-                        seen,
-                    },
-                });
-                return true;
-            }
-        };
-        let mut answer = authority.admit(now, id, since);
-        // A token due within a timer's tolerance is taken now.
-        if let Answer::Wait(ms) = answer {
-            if ms <= EARLY_MS {
-                answer = authority.admit(now + ms, id, since);
-            }
-        }
-        match answer {
-            Answer::Admitted { mut anchor, .. } => {
-                if anchor && self.learner.is_some() {
-                    // A learned pace already runs behind the server's refill: pausing it
-                    // for each response too would hold a learning gate to one request in
-                    // flight.
-                    authority.apply(now, &Op::Resume { id });
-                    anchor = false;
-                }
-                self.next_admission += 1;
-                self.admit(now, head, id, anchor);
-                true
-            }
-            Answer::Exhausted(ms) => {
-                self.quota_closed(now, ms);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Lets the head of the line go: its attempt is sent now.
-    fn admit(&mut self, now: Millis, head: Place, admission: AdmissionId, anchor: bool) {
-        self.line.pop();
-        let Some(call) = self.calls.get_mut(head.call) else {
-            return;
-        };
-        let wait_ms = match call.stage {
-            Stage::Queued { since, .. } => Some(now - since),
-            _ => None,
-        };
-        if let Some(wait_ms) = wait_ms {
-            self.figures.admission_wait.record(wait_ms);
-        }
-        self.figures.admitted += 1;
-        self.sending += 1;
-        call.admission = Some((admission, anchor));
-        let reports_wait = call.spec.reports_wait.then_some(wait_ms).flatten();
-        let timeout_ms = call.send(now);
-        if let Some(wait_ms) = reports_wait {
-            self.actions.push_back(Action::Event(Event::Admitted {
-                call: head.call,
-                wait_ms,
-            }));
-        }
-        self.actions.push_back(Action::Send {
-            call: head.call,
-            timeout_ms,
-        });
-    }
-
-    /// When the gate next needs waking, if ever: the head's admission, or its deadline (the
-    /// prediction that let it join may not hold where others share the allowance), the end of
-    /// a backoff, a store operation's time limit.
-    pub fn poll_timeout(&mut self, now: Millis) -> Option<Millis> {
-        let mut due = self.sleepers.peek().map(|d| d.at);
-        let mut consider = |at: Millis| due = Some(due.map_or(at, |d: Millis| d.min(at)));
-        let calls = &self.calls;
-        let head = self.line.front(|p| Gate::live(calls, p));
-        if let Some(call) = head.and_then(|h| self.calls.get(h.call)) {
-            let (deadline, _) = call.admission_deadline();
-            if deadline.is_finite() {
-                consider(deadline + EARLY_MS);
-            }
-        }
-        if !self.line.is_empty() && !self.awaiting_first_answer() {
-            match &mut self.keeper {
-                Keeper::Memory(a) => consider(a.predict(now, 0)),
-                Keeper::Store(link) if link.alone() => {
-                    consider(link.fallback.predict(now, 0));
-                    consider(link.retry_at());
-                }
-                Keeper::Store(link) if !link.admitting => consider(link.predict(now, 0)),
-                Keeper::Store(_) => {}
-            }
-        }
-        if let Keeper::Store(link) = &self.keeper {
-            if let Some(at) = link.next_deadline() {
-                consider(at);
-            }
-        }
-        due
-    }
-
-    /// The gate's timer fired at `now`: backoffs that are over join the line again, store
-    /// operations out of time count as failures. Admissions follow in
-    /// [`poll_action`](Self::poll_action).
-    pub fn handle_timeout(&mut self, now: Millis) {
-        self.figures.wakeups += 1;
-        while let Some(&Due { at, call }) = self.sleepers.peek() {
-            if at > now + EARLY_MS {
-                break;
-            }
-            self.sleepers.pop();
-            let asleep = self
-                .calls
-                .get(call)
-                .is_some_and(|c| c.stage == Stage::Sleeping { until: at });
-            if asleep {
-                self.join(now, call);
-            }
-        }
-        if let Keeper::Store(link) = &self.keeper {
-            for op in link.overdue(now) {
-                self.store_answered(now, op, None);
-            }
-        }
-        let calls = &self.calls;
-        self.line.compact(|p| Gate::live(calls, p));
     }
 
     /// The caller gave up on `call` (its signal aborted): it leaves the line, its backoff or

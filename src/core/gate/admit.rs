@@ -1,0 +1,230 @@
+//! Admission: the head of the line goes when the authority has a token for it (its own memory,
+//! the threads' slot, or the store through its link), one head per poll; and the gate's one
+//! wake-up, for the head's token or deadline, a backoff's end, a store operation's time limit.
+
+use super::action::{Action, End, Event};
+use super::call::Stage;
+use super::line::Place;
+use super::store_link;
+use super::{Due, Gate, Keeper, EARLY_MS, STORE_BATCH};
+use crate::core::authority::{AdmissionId, Answer, Immediate, Op};
+use crate::core::rules::policy::Reason;
+use crate::core::Millis;
+
+impl Gate {
+    /// What the gate already decided and has not handed out, without admitting anyone: the
+    /// driver takes it before it makes a call here, whose number may be one an ended call's
+    /// settlement still names.
+    pub fn decided(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// The next thing to do, or `None` when there is nothing until the next event or
+    /// [`poll_timeout`](Self::poll_timeout). Admissions happen here, one head at a time.
+    pub fn poll_action(&mut self, now: Millis) -> Option<Action> {
+        loop {
+            if let Some(action) = self.actions.pop_front() {
+                return Some(action);
+            }
+            if !self.admit_head(now) {
+                return None;
+            }
+        }
+    }
+
+    /// Tries to admit the head of the line. True when that produced an action.
+    pub(super) fn admit_head(&mut self, now: Millis) -> bool {
+        let calls = &self.calls;
+        let Some(head) = self.line.front(|p| Gate::live(calls, p)) else {
+            return false;
+        };
+        let Some(call) = self.calls.get(head.call) else {
+            return false;
+        };
+        let (deadline, reason) = call.admission_deadline();
+        if deadline < now {
+            self.line.pop();
+            self.figures.expired += 1;
+            self.give_up(now, head.call, reason);
+            return true;
+        }
+        if self.fails_closed(now) {
+            self.drain(now, &|c| End::abandoned_by(c, Reason::StoreUnavailable));
+            return true;
+        }
+        if self.awaiting_first_answer() {
+            return false;
+        }
+        if let Some(learner) = &self.learner {
+            // The pace grows between throttles by itself.
+            let rate = learner.rate(now);
+            if rate != self.rate {
+                self.rate = rate;
+                self.keeper.follow(now, rate, None);
+            }
+        }
+        let id = self.next_admission;
+        let since = match call.stage {
+            Stage::Queued { since, .. } => since,
+            _ => now,
+        };
+        let authority: &mut dyn Immediate = match &mut self.keeper {
+            Keeper::Memory(a) => a.as_mut(),
+            Keeper::Store(link) if link.alone() => {
+                // Admit alone at the share meanwhile, and now and then ask the store again.
+                if link.ping_due(now) {
+                    let ping = link.send(now, store_link::Purpose::Tell);
+                    self.actions.push_back(Action::Store {
+                        id: ping,
+                        op: Op::Observe {
+                            cooldown_ms: None,
+                            remaining: None,
+                        },
+                    });
+                }
+                &mut link.fallback
+            }
+            Keeper::Store(link) => {
+                // Not a moment early: asking before the store's token is there costs a round
+                // trip for a "wait".
+                if link.admitting || now < link.ready_at {
+                    return false;
+                }
+                // A learning gate's bucket is a guess: taken in one go, a guess too high
+                // costs as many 429s as it took. It asks for one at a time.
+                let want = match self.learner {
+                    Some(_) => 1,
+                    None => self.line.len().clamp(1, STORE_BATCH),
+                };
+                self.next_admission += want as AdmissionId;
+                let op = link.send(now, store_link::Purpose::Admit(id));
+                let seen = link.seen.take();
+                self.actions.push_back(Action::Store {
+                    id: op,
+                    op: Op::Admit {
+                        id,
+                        want: want as u32,
+                        seen,
+                    },
+                });
+                return true;
+            }
+        };
+        let mut answer = authority.admit(now, id, since);
+        // A token due within a timer's tolerance is taken now.
+        if let Answer::Wait(ms) = answer {
+            if ms <= EARLY_MS {
+                answer = authority.admit(now + ms, id, since);
+            }
+        }
+        match answer {
+            Answer::Admitted { mut anchor, .. } => {
+                if anchor && self.learner.is_some() {
+                    // A learned pace already runs behind the server's refill: pausing it
+                    // for each response too would hold a learning gate to one request in
+                    // flight.
+                    authority.apply(now, &Op::Resume { id });
+                    anchor = false;
+                }
+                self.next_admission += 1;
+                self.admit(now, head, id, anchor);
+                true
+            }
+            Answer::Exhausted(ms) => {
+                self.quota_closed(now, ms);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Lets the head of the line go: its attempt is sent now.
+    pub(super) fn admit(&mut self, now: Millis, head: Place, admission: AdmissionId, anchor: bool) {
+        self.line.pop();
+        let Some(call) = self.calls.get_mut(head.call) else {
+            return;
+        };
+        let wait_ms = match call.stage {
+            Stage::Queued { since, .. } => Some(now - since),
+            _ => None,
+        };
+        if let Some(wait_ms) = wait_ms {
+            self.figures.admission_wait.record(wait_ms);
+        }
+        self.figures.admitted += 1;
+        self.sending += 1;
+        call.admission = Some((admission, anchor));
+        let reports_wait = call.spec.reports_wait.then_some(wait_ms).flatten();
+        let timeout_ms = call.send(now);
+        if let Some(wait_ms) = reports_wait {
+            self.actions.push_back(Action::Event(Event::Admitted {
+                call: head.call,
+                wait_ms,
+            }));
+        }
+        self.actions.push_back(Action::Send {
+            call: head.call,
+            timeout_ms,
+        });
+    }
+
+    /// When the gate next needs waking, if ever: the head's admission, or its deadline (the
+    /// prediction that let it join may not hold where others share the allowance), the end of
+    /// a backoff, a store operation's time limit.
+    pub fn poll_timeout(&mut self, now: Millis) -> Option<Millis> {
+        let mut due = self.sleepers.peek().map(|d| d.at);
+        let mut consider = |at: Millis| due = Some(due.map_or(at, |d: Millis| d.min(at)));
+        let calls = &self.calls;
+        let head = self.line.front(|p| Gate::live(calls, p));
+        if let Some(call) = head.and_then(|h| self.calls.get(h.call)) {
+            let (deadline, _) = call.admission_deadline();
+            if deadline.is_finite() {
+                consider(deadline + EARLY_MS);
+            }
+        }
+        if !self.line.is_empty() && !self.awaiting_first_answer() {
+            match &mut self.keeper {
+                Keeper::Memory(a) => consider(a.predict(now, 0)),
+                Keeper::Store(link) if link.alone() => {
+                    consider(link.fallback.predict(now, 0));
+                    consider(link.retry_at());
+                }
+                Keeper::Store(link) if !link.admitting => consider(link.predict(now, 0)),
+                Keeper::Store(_) => {}
+            }
+        }
+        if let Keeper::Store(link) = &self.keeper {
+            if let Some(at) = link.next_deadline() {
+                consider(at);
+            }
+        }
+        due
+    }
+
+    /// The gate's timer fired at `now`: backoffs that are over join the line again, store
+    /// operations out of time count as failures. Admissions follow in
+    /// [`poll_action`](Self::poll_action).
+    pub fn handle_timeout(&mut self, now: Millis) {
+        self.figures.wakeups += 1;
+        while let Some(&Due { at, call }) = self.sleepers.peek() {
+            if at > now + EARLY_MS {
+                break;
+            }
+            self.sleepers.pop();
+            let asleep = self
+                .calls
+                .get(call)
+                .is_some_and(|c| c.stage == Stage::Sleeping { until: at });
+            if asleep {
+                self.join(now, call);
+            }
+        }
+        if let Keeper::Store(link) = &self.keeper {
+            for op in link.overdue(now) {
+                self.store_answered(now, op, None);
+            }
+        }
+        let calls = &self.calls;
+        self.line.compact(|p| Gate::live(calls, p));
+    }
+}
