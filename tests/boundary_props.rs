@@ -95,7 +95,7 @@ proptest! {
             if let Some(reset) = f.reset_ms {
                 prop_assert!(reset.is_finite() && reset >= 0.0);
             }
-            if let Some(bucket) = &f.bucket {
+            if let Some(bucket) = &f.limiter {
                 prop_assert!(!bucket.is_empty() && bucket.chars().count() <= 64);
             }
             // A plain integer in X-RateLimit-Limit is the limit, exactly.

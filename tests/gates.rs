@@ -1,4 +1,4 @@
-//! The rules between gates, on the virtual clock: routing calls to their limiter bucket's gate,
+//! The rules between gates, on the virtual clock: routing calls to their limiter's gate,
 //! scouting a new route, moving the calls behind a scout (the same calls, with their deadlines
 //! and their place), forgetting idle gates, the rules between wrappers that share a credential,
 //! and what a fleet's gates share through their store. Every test drives the production
@@ -88,7 +88,7 @@ fn a_route_heard_from_another_bucket_moves_the_calls_behind_its_scout_there() {
     assert!((0..7).all(|i| w.log.settled[&i].1 == End::Deliver));
     let gates = &mut w.processes[0].gates;
     let events = gates
-        .find(&credential().in_bucket("events"))
+        .find(&credential().in_limiter("events"))
         .expect("the events bucket's gate");
     let snapshot = gates.find(&credential()).expect("the credential's gate");
     // The first lookup scouted through the credential's gate; the five behind it moved.
@@ -372,7 +372,7 @@ fn a_fleet_starts_from_what_its_gates_learned() {
     assert_eq!(w.log.settled[&later].1, End::Deliver);
     let gates = &mut w.processes[1].gates;
     let events = gates
-        .find(&credential().in_bucket("events"))
+        .find(&credential().in_limiter("events"))
         .expect("made for the route");
     assert_eq!(gates.view(w.now, events).unwrap().figures.admitted, 1);
 }

@@ -145,7 +145,7 @@ fn an_answer_from_another_bucket_teaches_nothing_and_names_the_bucket() {
         )
     });
     // The first answer made the gate the snapshot bucket's; the others named `events`.
-    assert_eq!(h.gate().bucket(), Some("snapshot"));
+    assert_eq!(h.gate().limiter(), Some("snapshot"));
     assert_eq!(h.learned().unwrap().burst, Some(2.0));
 }
 

@@ -203,7 +203,7 @@ impl<'a> From<&'a Feedback> for LastFeedback<'a> {
             limit: f.limit,
             remaining: f.remaining,
             reset_ms: f.reset_ms,
-            bucket: f.bucket.as_deref(),
+            bucket: f.limiter.as_deref(),
         }
     }
 }

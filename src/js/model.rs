@@ -42,7 +42,7 @@ struct SimulateOptions {
     /// `true` (every answer), `false` (none) or `'throttled'` (429s only).
     #[serde(default, deserialize_with = "de::value")]
     headers: Option<JsValue>,
-    /// `{ calls, burst, perSecond }`: event lookups on a limiter bucket of their own.
+    /// `{ calls, burst, perSecond }`: event lookups on a limiter of their own.
     #[serde(default, deserialize_with = "de::value")]
     lookups: Option<JsValue>,
     /// Processes sharing a store.
@@ -72,7 +72,7 @@ struct Report {
     /// A learning run's estimates as they changed: `{ at, burst, perSecond, atLeast,
     /// confidence }`.
     learned: Vec<Estimated>,
-    /// With lookups, each limiter bucket's attempts, 429s and when its last call was done.
+    /// With lookups, each limiter's attempts, 429s and when its last call was done.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     buckets: Vec<BucketEntry>,
 }

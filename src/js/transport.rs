@@ -234,7 +234,7 @@ impl Transport {
         }
         let (credential, method, body) = headers::request(&input, &init);
         let driver = driver();
-        // The URL is read only when the gates tell limiter buckets apart by route.
+        // The URL is read only when the gates tell limiters apart by route.
         let url = match driver.with(|g| g.learns(self.wrapper)) {
             true => headers::request_url(&input),
             false => String::new(),

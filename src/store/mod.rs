@@ -28,8 +28,8 @@ pub fn learned_key(prefix: &str, credential: &Scope) -> String {
 /// A fact as a field and a value of the shared hash.
 pub fn field(fact: &Shared, number: &dyn Fn(f64) -> String) -> (String, String) {
     match fact {
-        Shared::First(bucket) => ("first".into(), bucket.clone()),
-        Shared::Route(route, bucket) => (format!("r:{route}"), bucket.clone()),
+        Shared::First(limiter) => ("first".into(), limiter.clone()),
+        Shared::Route(route, limiter) => (format!("r:{route}"), limiter.clone()),
         Shared::Estimate(scope, rate) => (
             format!("e:{scope}"),
             format!("{} {}", number(rate.burst()), number(rate.per_second())),

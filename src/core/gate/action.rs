@@ -51,8 +51,8 @@ pub enum Action {
         /// What to run.
         op: Op,
     },
-    /// What `call`'s answer said of its route's limiter bucket: it is the call's route's scout,
-    /// or its answer named another bucket than the gate's (the route draws from that bucket's
+    /// What `call`'s answer said of its route's limiter: it is the call's route's scout,
+    /// or its answer named another limiter than the gate's (the route draws from that limiter's
     /// gate from now on). The calls behind the scout go on.
     Route {
         /// The call.
@@ -71,12 +71,12 @@ pub enum Action {
     },
 }
 
-/// What a call's answer said of its route's limiter bucket.
+/// What a call's answer said of its route's limiter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Heard {
-    /// It came from this bucket (`X-RateLimit-Bucket`).
-    Bucket(String),
-    /// An answer that named no bucket: the route draws from the gate it was sent through.
+    /// It came from this limiter (`X-RateLimit-Bucket`).
+    Limiter(String),
+    /// An answer that named no limiter: the route draws from the gate it was sent through.
     Unnamed,
     /// No answer (the scout failed or ended): the next call of the route scouts again.
     Nothing,

@@ -32,14 +32,14 @@ pub struct CallSpec {
     ///
     /// [`Event::Admitted`]: super::action::Event::Admitted
     pub reports_wait: bool,
-    /// The first call of a route no answer has named the limiter bucket of: it waits at the
-    /// front of the line (for one token of this bucket, not behind everyone), and how it went
+    /// The first call of a route no answer has named the limiter of: it waits at the
+    /// front of the line (for one token of this limiter, not behind everyone), and how it went
     /// is reported ([`Action::Route`]) for the calls its route holds back.
     ///
     /// [`Action::Route`]: super::action::Action::Route
     pub scout: bool,
     /// Its route's scout is out: the call waits beside the line ([`Stage::BehindScout`]) until
-    /// the scout's answer lets it into this gate's line or moves it to its bucket's gate. It
+    /// the scout's answer lets it into this gate's line or moves it to its limiter's gate. It
     /// counts as waiting (`maxWaiting` judges it as it comes).
     pub behind_scout: bool,
 }

@@ -35,17 +35,17 @@ impl Gate {
         self.keeper.follow(now, self.rate, None);
     }
 
-    /// A learning gate's answers come from limiter bucket `bucket`, as the fleet says, unless
+    /// A learning gate's answers come from limiter `limiter`, as the fleet says, unless
     /// it heard of another already.
-    pub fn assume_bucket(&mut self, bucket: &str) {
+    pub fn assume_limiter(&mut self, limiter: &str) {
         if let Some(learner) = &mut self.learner {
-            learner.owns(Some(bucket));
+            learner.owns(Some(limiter));
         }
     }
 
-    /// The limiter bucket a learning gate's answers came from, once one named it.
-    pub fn bucket(&self) -> Option<&str> {
-        self.learner.as_ref().and_then(Learner::bucket)
+    /// The limiter a learning gate's answers came from, once one named it.
+    pub fn limiter(&self) -> Option<&str> {
+        self.learner.as_ref().and_then(Learner::limiter)
     }
 
     /// What the gate was told of the allowance.
@@ -61,13 +61,13 @@ impl Gate {
         self.learner.as_ref().map(|l| l.estimate(now))
     }
 
-    /// Whether the limiter buckets this gate's answers come from are worth scouting for: none
-    /// answered yet, or one named its bucket (answers that never name one all come from the
+    /// Whether the limiters this gate's answers come from are worth scouting for: none
+    /// answered yet, or one named its limiter (answers that never name one all come from the
     /// same place, and a route's first call need not go ahead to learn that).
-    pub fn names_buckets(&self) -> bool {
+    pub fn names_limiters(&self) -> bool {
         self.learner
             .as_ref()
-            .is_some_and(|l| l.opening() || l.bucket().is_some())
+            .is_some_and(|l| l.opening() || l.limiter().is_some())
     }
 
     /// Whether admissions wait for a learning gate's first response.

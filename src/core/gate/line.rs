@@ -1,6 +1,6 @@
 //! The gate's line: calls waiting for admission, in call order. A call keeps the place its
 //! arrival gave it: a retry that comes back from its attempt, or a call moved here from another
-//! limiter bucket's gate, goes in ahead of every call that arrived after it. (A route's scout
+//! limiter's gate, goes in ahead of every call that arrived after it. (A route's scout
 //! alone goes to the very front.) A call that leaves early (aborted, let go) is only marked gone,
 //! and skipped when the line moves, so leaving costs nothing however long the line is.
 

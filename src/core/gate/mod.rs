@@ -311,7 +311,7 @@ impl Gate {
     }
 
     /// Takes in a call another gate gave up with [`withdraw`](Self::withdraw) (its route draws
-    /// from this gate's limiter bucket): the same call, made when it was made, in the call order
+    /// from this gate's limiter): the same call, made when it was made, in the call order
     /// where its rank puts it. `maxWaiting` judged it where it came from; its deadlines count
     /// from when it was made.
     pub fn take_in(&mut self, now: Millis, call: Call) -> CallId {
@@ -418,7 +418,7 @@ impl Gate {
     }
 
     /// Takes `call` out of the gate when it waits for its route's scout, or in line, and was
-    /// never sent: its route turned out to draw from another limiter bucket, whose gate takes
+    /// never sent: its route turned out to draw from another limiter, whose gate takes
     /// it in ([`take_in`](Self::take_in)) as it is, neither a scout nor behind one any more.
     pub fn withdraw(&mut self, call: CallId) -> Option<Call> {
         let c = self.calls.get(call)?;

@@ -93,7 +93,7 @@ impl Gate {
         let retry_after_ms = feedback.retry_after_ms;
         let (admission, sent, scout) = (c.admission.map(|(id, _)| id), c.last_sent, c.spec.scout);
         let counted = feedback.limit.zip(feedback.remaining);
-        let bucket = self.learner.as_ref().and(feedback.bucket.clone());
+        let limiter = self.learner.as_ref().and(feedback.limiter.clone());
         self.resume(now, call);
         self.observe(now, call, status, feedback, None);
         let sent = Sent {
@@ -102,7 +102,7 @@ impl Gate {
             admission,
             scout,
         };
-        self.learn(now, sent, status, counted, bucket);
+        self.learn(now, sent, status, counted, limiter);
         let Some(c) = self.calls.get_mut(call) else {
             return;
         };
@@ -253,23 +253,23 @@ impl Gate {
 
     /// A learning gate learns from a response at `now` to the attempt `sent`: the allowance
     /// it follows from now, and the server's count of tokens. An answer from another limiter
-    /// bucket than the gate's teaches it nothing: the driver hears that the call's route draws
-    /// from that bucket (as it hears a scout's answer, whichever bucket).
+    /// limiter than the gate's teaches it nothing: the driver hears that the call's route draws
+    /// from that limiter (as it hears a scout's answer, whichever limiter).
     fn learn(
         &mut self,
         now: Millis,
         sent: Sent,
         status: u16,
         counted: Option<(u64, u64)>,
-        bucket: Option<String>,
+        limiter: Option<String>,
     ) {
         let Some(learner) = &mut self.learner else {
             return;
         };
-        let own = learner.owns(bucket.as_deref());
+        let own = learner.owns(limiter.as_deref());
         if sent.scout || !own {
             let call = sent.call;
-            let heard = bucket.map_or(Heard::Unnamed, Heard::Bucket);
+            let heard = limiter.map_or(Heard::Unnamed, Heard::Limiter);
             self.actions.push_back(Action::Route { call, heard });
         }
         if !own {

@@ -1,5 +1,5 @@
 //! What the learning gates of one credential share across a fleet through their store: the
-//! first limiter bucket the credential's answers named, the bucket each route draws from, and
+//! first limiter the credential's answers named, the limiter each route draws from, and
 //! each gate's estimate. A gate made later, in any process, starts from there.
 
 use super::profile::StoreId;
@@ -12,18 +12,18 @@ use crate::core::Millis;
 /// One fact the learning gates of a credential share.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Shared {
-    /// The first limiter bucket the credential's answers named.
+    /// The first limiter the credential's answers named.
     First(String),
-    /// A route, and the bucket it draws from.
+    /// A route, and the limiter it draws from.
     Route(String, String),
     /// A gate's scope, and the allowance it learned.
     Estimate(String, Rate),
 }
 
 impl Gates {
-    /// Puts `facts` about `credential` (and its first bucket, once known) in `store`.
+    /// Puts `facts` about `credential` (and its first limiter, once known) in `store`.
     pub(super) fn share(&mut self, store: StoreId, credential: &Scope, mut facts: Vec<Shared>) {
-        if let Some(first) = self.first_bucket(credential) {
+        if let Some(first) = self.first_limiter(credential) {
             facts.push(Shared::First(first));
         }
         self.actions.push_back(Action::Share {
@@ -33,15 +33,15 @@ impl Gates {
         });
     }
 
-    /// The first limiter bucket `credential`'s answers named, if its gate heard one.
-    pub(super) fn first_bucket(&self, credential: &Scope) -> Option<String> {
+    /// The first limiter `credential`'s answers named, if its gate heard one.
+    pub(super) fn first_limiter(&self, credential: &Scope) -> Option<String> {
         let gate = self.scopes.get(credential)?;
-        self.entries.get(*gate)?.gate.bucket().map(str::to_owned)
+        self.entries.get(*gate)?.gate.limiter().map(str::to_owned)
     }
 
-    /// What the fleet learned of `gate`'s credential: its first bucket (for the credential's
+    /// What the fleet learned of `gate`'s credential: its first limiter (for the credential's
     /// own gate), the gate's estimate (taken when it has heard no answer of its own), and every
-    /// route's bucket.
+    /// route's limiter.
     pub fn recalled(&mut self, now: Millis, gate: GateId, facts: Vec<Shared>) {
         let Some(entry) = self.entries.get_mut(gate) else {
             return;
@@ -49,8 +49,8 @@ impl Gates {
         let credential = entry.scope.credential();
         for fact in &facts {
             match fact {
-                Shared::First(bucket) if entry.scope == credential => {
-                    entry.gate.assume_bucket(bucket);
+                Shared::First(limiter) if entry.scope == credential => {
+                    entry.gate.assume_limiter(limiter);
                 }
                 Shared::Estimate(scope, rate) if scope == entry.scope.as_str() => {
                     entry.gate.adopt_estimate(now, *rate);
@@ -58,11 +58,11 @@ impl Gates {
                 _ => {}
             }
         }
-        let first = self.first_bucket(&credential);
+        let first = self.first_limiter(&credential);
         let routes = self.routes.entry(credential).or_default();
         for fact in facts {
-            if let Shared::Route(route, bucket) = fact {
-                let heard = Heard::Bucket(bucket);
+            if let Shared::Route(route, limiter) = fact {
+                let heard = Heard::Limiter(limiter);
                 routes.heard(&route, &heard, first.as_deref());
             }
         }

@@ -1,7 +1,7 @@
 //! Many gates, and everything between them: quinn-proto's `Endpoint` to the [`Gate`]'s
 //! `Connection`. [`Gates`] owns the scope → gate map (one gate per credential, and per limiter
-//! bucket for a learning wrapper), the credentials' route tables, scouting, moving calls to
-//! their bucket's gate, forgetting idle gates, the rules between wrappers that share a
+//! limiter for a learning wrapper), the credentials' route tables, scouting, moving calls to
+//! their limiter's gate, forgetting idle gates, the rules between wrappers that share a
 //! credential, and what a gate tells the fleet and takes from it. Like the gate it is sans-IO:
 //! the driver hands in `now` and what happened to a call (by its [`CallRef`], which stays the
 //! same when the call moves), and performs what [`poll_action`](Gates::poll_action) says; one
@@ -162,7 +162,7 @@ impl Gates {
             }
         }
         // What the gates decided comes first: a scout's answer may have named its route's
-        // bucket, and a new call's number may be one an ended call's settlement still names.
+        // limiter, and a new call's number may be one an ended call's settlement still names.
         for gate in self.ready.clone() {
             self.flush(now, gate);
         }
@@ -206,12 +206,12 @@ impl Gates {
             let credential = self
                 .entries
                 .get(gate)
-                .map(|e| (e.scope.clone(), e.gate.names_buckets()));
+                .map(|e| (e.scope.clone(), e.gate.names_limiters()));
             if let Some((credential, scouting)) = credential {
                 let routes = self.routes.entry(credential.clone()).or_default();
-                match routes.bucket(&path) {
-                    Some(bucket) => {
-                        let scope = credential.in_bucket(bucket);
+                match routes.limiter(&path) {
+                    Some(limiter) => {
+                        let scope = credential.in_limiter(limiter);
                         gate = self.gate_for(now, wrapper, &scope, None)?;
                     }
                     None if scouting => match routes.role(&path) {

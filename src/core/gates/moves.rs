@@ -1,7 +1,7 @@
-//! Limiter buckets: what a call's answer said of its route's bucket, and the calls that move
-//! because of it. A call of a route heard from another bucket goes to that bucket's gate; the
+//! Limiters: what a call's answer said of its route's limiter, and the calls that move
+//! because of it. A call of a route heard from another limiter goes to that limiter's gate; the
 //! calls behind a route's scout go on once it answers (into the line of the gate it went
-//! through, or moved to their bucket's). A moved call is the same call, with the same
+//! through, or moved to their limiter's). A moved call is the same call, with the same
 //! [`CallRef`](super::CallRef), made when it was made: its `maxWaitMs` counts from then,
 //! `maxWaiting` judged it once, and it keeps its place in the call order.
 
@@ -13,7 +13,7 @@ use crate::core::gate::CallId;
 use crate::core::Millis;
 
 impl Gates {
-    /// `call` of `gate` heard `heard` of its route's bucket.
+    /// `call` of `gate` heard `heard` of its route's limiter.
     pub(super) fn routed(&mut self, now: Millis, gate: GateId, call: CallId, heard: Heard) {
         let Some(entry) = self.entries.get(gate) else {
             return;
@@ -29,19 +29,19 @@ impl Gates {
         };
         let credential = entry.scope.credential();
         let keeping = entry.keeping;
-        let first = self.first_bucket(&credential);
+        let first = self.first_limiter(&credential);
         let routes = self.routes.entry(credential.clone()).or_default();
-        let before = routes.bucket(&route).map(str::to_owned);
+        let before = routes.limiter(&route).map(str::to_owned);
         routes.heard(&route, &heard, first.as_deref());
-        let target = routes.bucket(&route).map(str::to_owned);
-        if let (Heard::Bucket(bucket), Keeping::Store(store)) = (&heard, keeping) {
-            if before.as_ref() != Some(bucket) && first.as_ref() != Some(bucket) {
-                let fact = Shared::Route(route.to_string(), bucket.clone());
+        let target = routes.limiter(&route).map(str::to_owned);
+        if let (Heard::Limiter(limiter), Keeping::Store(store)) = (&heard, keeping) {
+            if before.as_ref() != Some(limiter) && first.as_ref() != Some(limiter) {
+                let fact = Shared::Route(route.to_string(), limiter.clone());
                 self.share(store, &credential, vec![fact]);
             }
         }
         let target_scope = match &target {
-            Some(bucket) => credential.in_bucket(bucket),
+            Some(limiter) => credential.in_limiter(limiter),
             None => credential,
         };
         let target = match (self.scopes.get(&target_scope), wrapper) {

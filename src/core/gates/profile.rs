@@ -51,7 +51,7 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// Whether the wrapper learns its allowance (and so tells limiter buckets apart by route).
+    /// Whether the wrapper learns its allowance (and so tells limiters apart by route).
     pub fn learns(&self) -> bool {
         matches!(self.allowance, Allowance::Learned(_))
     }

@@ -42,13 +42,13 @@ impl Scope {
         &self.0
     }
 
-    /// The scope of limiter bucket `bucket` of this credential: its own allowance, apart from
-    /// the credential's first bucket (whose scope is the credential's).
-    pub fn in_bucket(&self, bucket: &str) -> Scope {
-        Scope(format!("{}#{bucket}", self.credential().0))
+    /// The scope of limiter `limiter` of this credential: its own allowance, apart from
+    /// the credential's first limiter (whose scope is the credential's).
+    pub fn in_limiter(&self, limiter: &str) -> Scope {
+        Scope(format!("{}#{limiter}", self.credential().0))
     }
 
-    /// The credential's scope, without a bucket.
+    /// The credential's scope, without a limiter.
     pub fn credential(&self) -> Scope {
         match self.0.split_once('#') {
             Some((credential, _)) => Scope(credential.to_owned()),
@@ -114,10 +114,10 @@ mod tests {
     #[test]
     fn a_bucket_scope_names_its_credential() {
         let key = Scope::of(Some("k"), None);
-        let events = key.in_bucket("events");
+        let events = key.in_limiter("events");
         assert_eq!(events.as_str(), format!("{}#events", key.as_str()));
         assert_eq!(events.credential(), key);
-        assert_eq!(events.in_bucket("a#b").credential(), key);
+        assert_eq!(events.in_limiter("a#b").credential(), key);
     }
 
     #[test]

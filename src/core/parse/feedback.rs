@@ -26,7 +26,7 @@ use crate::core::Millis;
 pub const MAX_DELAY_MS: u64 = (1 << 53) - 1;
 
 /// Longest bucket name kept; a longer one is cut so a hostile header cannot grow memory.
-const MAX_BUCKET_LEN: usize = 64;
+const MAX_LIMITER_LEN: usize = 64;
 
 /// The allowance feedback carried by one response.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -40,7 +40,7 @@ pub struct Feedback {
     /// Time until the window resets, in milliseconds.
     pub reset_ms: Option<Millis>,
     /// `X-RateLimit-Bucket`: the provider's name for the limiter.
-    pub bucket: Option<String>,
+    pub limiter: Option<String>,
 }
 
 /// Feedback that cannot be honoured faithfully.
@@ -108,7 +108,7 @@ pub fn parse_feedback(
         reset_ms: first(["x-ratelimit-reset", "ratelimit-reset"])
             .and_then(reset)
             .or_else(|| param(&structured, &["t", "reset"]).and_then(|v| reset(v.into()))),
-        bucket: header("x-ratelimit-bucket").and_then(|v| parse_name(&v)),
+        limiter: header("x-ratelimit-bucket").and_then(|v| parse_name(&v)),
     })
 }
 
@@ -229,7 +229,7 @@ fn parse_name(value: &str) -> Option<String> {
     if value.is_empty() {
         return None;
     }
-    Some(value.chars().take(MAX_BUCKET_LEN).collect())
+    Some(value.chars().take(MAX_LIMITER_LEN).collect())
 }
 
 #[cfg(test)]
@@ -326,7 +326,7 @@ mod tests {
                 limit: Some(2),
                 remaining: Some(0),
                 reset_ms: Some(500.0),
-                bucket: Some("snapshot".into()),
+                limiter: Some("snapshot".into()),
             }
         );
     }
@@ -425,7 +425,7 @@ mod tests {
         assert_eq!(feedback.limit, None);
         assert_eq!(feedback.remaining, None);
         assert_eq!(feedback.reset_ms, None);
-        assert_eq!(feedback.bucket.map(|b| b.len()), Some(MAX_BUCKET_LEN));
+        assert_eq!(feedback.limiter.map(|b| b.len()), Some(MAX_LIMITER_LEN));
         assert_eq!(feedback.retry_after_ms, None);
     }
 }

@@ -113,8 +113,8 @@ pub struct Learner {
     successes: u64,
     marks: VecDeque<Mark>,
     last_throttle: Option<Millis>,
-    /// The limiter bucket whose answers these are (`X-RateLimit-Bucket`), once one named it.
-    bucket: Option<String>,
+    /// The limiter whose answers these are (`X-RateLimit-Bucket`), once one named it.
+    limiter: Option<String>,
 }
 
 impl Learner {
@@ -129,22 +129,22 @@ impl Learner {
             successes: 0,
             marks: VecDeque::new(),
             last_throttle: None,
-            bucket: None,
+            limiter: None,
         }
     }
 
-    /// The limiter bucket this gate's answers came from, once one named it.
-    pub fn bucket(&self) -> Option<&str> {
-        self.bucket.as_deref()
+    /// The limiter this gate's answers came from, once one named it.
+    pub fn limiter(&self) -> Option<&str> {
+        self.limiter.as_deref()
     }
 
-    /// Whether an answer from limiter bucket `named` is this gate's to learn from: the first
-    /// bucket named is the gate's; an answer from another belongs to that bucket's gate.
+    /// Whether an answer from limiter `named` is this gate's to learn from: the first
+    /// limiter named is the gate's; an answer from another belongs to that limiter's gate.
     pub fn owns(&mut self, named: Option<&str>) -> bool {
-        match (named, &self.bucket) {
+        match (named, &self.limiter) {
             (None, _) => true,
             (Some(name), None) => {
-                self.bucket = Some(name.to_owned());
+                self.limiter = Some(name.to_owned());
                 true
             }
             (Some(name), Some(mine)) => name == mine,

@@ -1,22 +1,22 @@
-//! Which limiter bucket a credential's route draws from (`X-RateLimit-Bucket`), as answers
+//! Which limiter a credential's route draws from (`X-RateLimit-Bucket`), as answers
 //! say: a route is the method and the path, ids written `*`; a route nobody has heard from
 //! sends one call ahead (its scout) and the rest wait behind it.
 
 use crate::core::base::map::{Map, Set};
 use crate::core::gate::action::Heard;
 
-/// Routes a credential remembers the bucket of; past this, new routes stay on the first bucket
+/// Routes a credential remembers the limiter of; past this, new routes stay on the first limiter
 /// and send no scout.
 pub const MAX_ROUTES: usize = 256;
 
-/// Which limiter bucket each of a credential's routes draws from, as its answers said. A route
-/// not heard of draws from the credential's first bucket, its first call scouting ahead (see
+/// Which limiter each of a credential's routes draws from, as its answers said. A route
+/// not heard of draws from the credential's first limiter, its first call scouting ahead (see
 /// [`CallSpec::scout`]).
 ///
 /// [`CallSpec::scout`]: crate::core::gate::call::CallSpec::scout
 #[derive(Debug, Default)]
 pub struct Routes {
-    /// Routes that draw from another bucket than the first, and that bucket.
+    /// Routes that draw from another limiter than the first, and that limiter.
     other: Map<String, String>,
     /// Routes an answer spoke for.
     heard: Set<String>,
@@ -25,8 +25,8 @@ pub struct Routes {
 }
 
 impl Routes {
-    /// The bucket `route` draws from, when it is not the credential's first.
-    pub fn bucket(&self, route: &str) -> Option<&str> {
+    /// The limiter `route` draws from, when it is not the credential's first.
+    pub fn limiter(&self, route: &str) -> Option<&str> {
         self.other.get(route).map(String::as_str)
     }
 
@@ -46,23 +46,23 @@ impl Routes {
         Role::Scout
     }
 
-    /// What an answer to a call of `route` said of its bucket (`first` is the credential's
-    /// first bucket, when known). An answer that names none keeps the route where it went; no
+    /// What an answer to a call of `route` said of its limiter (`first` is the credential's
+    /// first limiter, when known). An answer that names none keeps the route where it went; no
     /// answer lets the next call scout again.
     pub fn heard(&mut self, route: &str, heard: &Heard, first: Option<&str>) {
         self.scouting.remove(route);
-        let bucket = match heard {
+        let limiter = match heard {
             Heard::Nothing => return,
             Heard::Unnamed => None,
-            Heard::Bucket(bucket) => Some(bucket.as_str()),
+            Heard::Limiter(limiter) => Some(limiter.as_str()),
         };
         if self.heard.len() < MAX_ROUTES {
             self.heard.insert(route.to_owned());
         }
-        match bucket {
-            Some(bucket) if first != Some(bucket) => {
+        match limiter {
+            Some(limiter) if first != Some(limiter) => {
                 if self.other.len() < MAX_ROUTES || self.other.contains_key(route) {
-                    self.other.insert(route.to_owned(), bucket.to_owned());
+                    self.other.insert(route.to_owned(), limiter.to_owned());
                 }
             }
             _ => {
@@ -75,9 +75,9 @@ impl Routes {
 /// What a call does for its route (see [`Routes::role`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// Its route's bucket is known (or not tracked): it goes to its gate's line.
+    /// Its route's limiter is known (or not tracked): it goes to its gate's line.
     Free,
-    /// It goes first, to learn its route's bucket.
+    /// It goes first, to learn its route's limiter.
     Scout,
     /// It waits for its route's scout.
     BehindScout,
@@ -86,7 +86,7 @@ pub enum Role {
 /// Longest route kept: a longer path is cut, so a hostile URL cannot grow memory.
 const MAX_ROUTE_LEN: usize = 200;
 
-/// A request's route, as limiter buckets are told apart: the method and the URL's path, each
+/// A request's route, as limiters are told apart: the method and the URL's path, each
 /// segment that holds a digit (an id, a version) or is longer than 24 characters written `*`.
 /// `GET https://api.odds-api.net/v1/events/e1/odds/snapshot?x=1` is
 /// `GET /*/events/*/odds/snapshot`.
@@ -148,15 +148,15 @@ mod tests {
             Role::Scout,
             "a failed scout's successor"
         );
-        routes.heard(events, &Heard::Bucket("events".into()), Some("snapshot"));
-        assert_eq!(routes.bucket(events), Some("events"));
+        routes.heard(events, &Heard::Limiter("events".into()), Some("snapshot"));
+        assert_eq!(routes.limiter(events), Some("events"));
         assert_eq!(routes.role(events), Role::Free, "heard: no more scouts");
-        assert_eq!(routes.bucket("GET /*/usage"), None);
-        // The route moved to the first bucket: it draws from the credential's gate again.
-        routes.heard(events, &Heard::Bucket("snapshot".into()), Some("snapshot"));
-        assert_eq!(routes.bucket(events), None);
+        assert_eq!(routes.limiter("GET /*/usage"), None);
+        // The route moved to the first limiter: it draws from the credential's gate again.
+        routes.heard(events, &Heard::Limiter("snapshot".into()), Some("snapshot"));
+        assert_eq!(routes.limiter(events), None);
         for i in 0..MAX_ROUTES + 10 {
-            routes.heard(&format!("GET /r{i}"), &Heard::Bucket("other".into()), None);
+            routes.heard(&format!("GET /r{i}"), &Heard::Limiter("other".into()), None);
         }
         assert_eq!(routes.other.len(), MAX_ROUTES);
         assert_eq!(routes.role("GET /new"), Role::Free, "bounded");
@@ -169,6 +169,6 @@ mod tests {
         routes.heard("GET /*/odds", &Heard::Unnamed, None);
         // Its next calls go in call order: none overtakes the line as a scout again.
         assert_eq!(routes.role("GET /*/odds"), Role::Free);
-        assert_eq!(routes.bucket("GET /*/odds"), None);
+        assert_eq!(routes.limiter("GET /*/odds"), None);
     }
 }

@@ -2,7 +2,7 @@
 //! through [`Gates`] exactly as `createFetch`'s do, driven by the [`World`], against a
 //! simulated server (a token bucket with the same allowance, `Retry-After` on every 429). Beyond
 //! the article: learning (the gates are not told the allowance), headers on every answer or on
-//! 429s only, a second limiter bucket, and several processes sharing a store or several threads
+//! 429s only, a second limiter, and several processes sharing a store or several threads
 //! sharing memory.
 
 use std::cell::RefCell;
@@ -66,24 +66,24 @@ pub struct SimOptions {
     /// The gates are not told the allowance: they learn it from the responses.
     pub learn: bool,
     /// Where the server sends `X-RateLimit-Limit` and `-Remaining` (and, with a second
-    /// limiter bucket, `X-RateLimit-Bucket`).
+    /// limiter, `X-RateLimit-Bucket`).
     pub headers: Headers,
     /// Snapshots each worker fetches, one after another.
     pub snapshots: u32,
     /// From a request's arrival at the server to its response's return, in milliseconds.
     pub latency_ms: Millis,
-    /// A second limiter bucket of the key, for event lookups (`GET /v1/events/{id}`).
+    /// A second limiter of the key, for event lookups (`GET /v1/events/{id}`).
     pub lookups: Option<Lookups>,
     /// A store operation's round trip, in milliseconds (with [`Coordination::Fleet`]).
     pub store_latency_ms: Millis,
 }
 
-/// Event lookups on a limiter bucket of their own, beside the snapshots.
+/// Event lookups on a limiter of their own, beside the snapshots.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Lookups {
     /// Lookups made, one per worker of their own, all at time 0.
     pub calls: u32,
-    /// Their bucket's allowance.
+    /// Their limiter's allowance.
     pub rate: Rate,
 }
 
@@ -198,12 +198,12 @@ pub struct SimReport {
     pub timeline: Vec<Attempt>,
     /// A learning run's estimates as they changed (the first gate's), in order.
     pub learned: Vec<(Millis, Estimate)>,
-    /// With lookups: attempts and 429s of each limiter bucket, and when its last call was
+    /// With lookups: attempts and 429s of each limiter, and when its last call was
     /// done (snapshots first, then lookups).
     pub buckets: Vec<BucketReport>,
 }
 
-/// One limiter bucket's share of a run.
+/// One limiter's share of a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BucketReport {
     /// Its name.
@@ -382,7 +382,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
             worker_of.push(worker);
         }
     }
-    // Event lookups: a worker each, at time 0, on their own bucket.
+    // Event lookups: a worker each, at time 0, on their own limiter.
     for i in 0..options.lookups.map_or(0, |l| l.calls) {
         let worker = options.workers + i;
         world.start_at(0.0, call(worker, format!("http://sim/v1/lookup/l{i}")));

@@ -1,6 +1,6 @@
 //! The other end of a simulated request: a [`Server`] answers each attempt with a [`Reply`]
 //! (a status and headers after a latency, a failure, or nothing at all). [`Allowances`] is the
-//! simulator's own: one token bucket per limiter bucket of the key, with `Retry-After` on every
+//! simulator's own: one token bucket per limiter of the key, with `Retry-After` on every
 //! 429, and rate-limit headers on every answer, on 429s only, or never.
 
 use crate::core::base::map::Map;
@@ -132,7 +132,7 @@ pub enum Headers {
     OnThrottle,
 }
 
-/// One limiter bucket of the key: the routes whose path contains `path` draw from it.
+/// One limiter of the key: the routes whose path contains `path` draw from it.
 #[derive(Debug, Clone)]
 pub struct Limiter {
     /// Its name (`X-RateLimit-Bucket`), when the server names it.
@@ -144,7 +144,7 @@ pub struct Limiter {
     pub rate: Rate,
 }
 
-/// The simulator's server: a token bucket per limiter bucket, full at time 0, and a
+/// The simulator's server: a token bucket per limiter, full at time 0, and a
 /// `Retry-After` on every 429.
 #[derive(Debug)]
 pub struct Allowances {
@@ -216,7 +216,7 @@ impl Server for Allowances {
             retry_after_ms: (!ok).then_some(if quiet { 0.0 } else { self.retry_after_ms }),
             limit: counted.then_some(limiter.rate.burst() as u64),
             remaining: counted.then_some(left),
-            bucket: limiter.name.clone().filter(|_| counted || !ok),
+            limiter: limiter.name.clone().filter(|_| counted || !ok),
             ..Feedback::default()
         };
         Reply::Read {
