@@ -125,3 +125,34 @@ test("every combination of the article's options gives the article's own model's
   }
   assert.equal(combinations, 90);
 });
+
+test('processes sharing a store and threads sharing memory hold one allowance: no 429, the floor', () => {
+  const allowance = { workers: 8, burst: 2, perSecond: 2 };
+  const at = (r) => r.timeline.map((x) => x.at);
+  const counts = (r) => [r.attempts, r.rejected, r.completed, r.abandoned];
+
+  const threads = simulate({ ...allowance, threads: 2 });
+  assert.deepEqual(counts(threads), [8, 0, 8, 0]);
+  assert.equal(threads.lastAttemptMs, 3000);
+  assert.deepEqual(at(threads), [0, 0, 500, 1000, 1500, 2000, 2500, 3000]);
+  assert.deepEqual(threads.timeline.map((x) => x.worker), [0, 1, 2, 3, 4, 5, 6, 7]);
+
+  // Admissions wait for the store (a round trip is 1 ms by default): the first two come 1 ms
+  // after the article's times, the third 2 ms, the rest 3 ms (with 50 ms: 50, 100, 150).
+  const fleet = simulate({ ...allowance, processes: 2 });
+  assert.deepEqual(counts(fleet), [8, 0, 8, 0]);
+  assert.equal(fleet.lastAttemptMs, 3003);
+  assert.deepEqual(at(fleet), [1, 1, 502, 1003, 1503, 2003, 2503, 3003]);
+  // An instant store gives the article's floor exactly.
+  const instant = simulate({ ...allowance, processes: 2, storeLatencyMs: 0 });
+  assert.deepEqual(counts(instant), [8, 0, 8, 0]);
+  assert.deepEqual(at(instant), [0, 0, 500, 1000, 1500, 2000, 2500, 3000]);
+  assert.equal(fleet.buckets, undefined);
+
+  for (const options of [{ shared: true, processes: 2 }, { shared: true, threads: 2 }]) {
+    const other = Object.keys(options)[1];
+    assert.throws(() => simulate({ ...allowance, ...options }), (err) => err instanceof TypeError
+      && err.message.includes('`shared`') && err.message.includes(`\`${other}\``), JSON.stringify(options));
+  }
+  assert.throws(() => simulate({ separateGates: 2, processes: 2 }), { name: 'TypeError', message: /`separateGates`.*`processes`/ });
+});

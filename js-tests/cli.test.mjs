@@ -195,6 +195,16 @@ test('bad flags: usage on stderr and exit code 2', async () => {
     ['simulate', '--workers', '8x'],
     ['simulate', '--per-second', '--burst', '2'],
     ['simulate', '--independent', '--separate-gates', '2'],
+    ['simulate', '--processes', '2', '--threads', '2'],
+    ['simulate', '--processes', '2', '--independent'],
+    ['simulate', '--threads', '2', '--separate-gates', '2'],
+    ['simulate', '--headers', '--headers-on-429'],
+    ['simulate', '--headers-on-429=yes'],
+    ['simulate', '--lookups', '4'],
+    ['simulate', '--lookups', '4', '--lookup-burst', '2'],
+    ['simulate', '--lookup-burst', '2', '--lookup-per-second', '2'],
+    ['simulate', '--store-latency-ms', '5'],
+    ['simulate', '--threads', '2', '--store-latency-ms', '5'],
     ['simulate', '--json=yes'],
     ['simulate', 'stray'],
     ['frobnicate'],
@@ -214,6 +224,11 @@ test('values simulate() refuses: its own message and exit code 2', async () => {
     [['--burst', '0'], /`burst`/],
     [['--retry-after', '-1'], /`retryAfterMs`/],
     [['--separate-gates', '1.5'], /`separateGates`/],
+    [['--processes', '0'], /`processes`/],
+    [['--threads', '1.5'], /`threads`/],
+    [['--processes', '2', '--store-latency-ms', '-1'], /`storeLatencyMs`/],
+    [['--lookups', '4', '--lookup-burst', '0', '--lookup-per-second', '2'], /`lookups\.burst`/],
+    [['--lookups', '-1', '--lookup-burst', '2', '--lookup-per-second', '2'], /`lookups\.calls`/],
   ]) {
     const r = await cli(['simulate', ...args]);
     assert.equal(r.code, 2, `${args.join(' ')}: exit ${r.code}`);
@@ -228,6 +243,10 @@ test('--help: usage on stdout, exit 0', async () => {
     assert.equal(r.code, 0);
     assert.match(r.stdout, /^Usage:/);
     assert.match(r.stdout, /--separate-gates N/);
+    for (const flag of ['--headers-on-429', '--lookups N', '--lookup-burst N', '--lookup-per-second N',
+      '--processes N', '--threads N', '--store-latency-ms N']) {
+      assert.ok(r.stdout.includes(flag), flag);
+    }
     assert.equal(r.stderr, '');
   }
 });
@@ -262,4 +281,86 @@ test('simulate --learn: the estimate, how soon it came near the truth, and its c
   const [attempts, rejected, completed] = row(blind.stdout, 'one shared gate');
   assert.equal(completed, 200);
   assert.ok(rejected <= 0.1 * attempts, `${rejected} of ${attempts}`);
+});
+
+/** The rows of the per-bucket table: name -> [attempts, 429s, done at (ms)]. */
+function buckets(stdout) {
+  const lines = stdout.split('\n');
+  const head = lines.findIndex((l) => /^bucket\s+attempts\s+429s\s+done at \(ms\)$/.test(l));
+  assert.ok(head !== -1, `no bucket table in:\n${stdout}`);
+  const rows = {};
+  for (const line of lines.slice(head + 1)) {
+    if (line === '') break;
+    const [name, ...numbers] = line.split(/\s+/);
+    rows[name] = numbers.map(Number);
+  }
+  return rows;
+}
+
+test('simulate --lookups: a second bucket, its own table rows, and a lane per lookup', async () => {
+  const file = join(dir, 'lookups.svg');
+  const r = await cli(['simulate', '--lookups', '4', '--lookup-burst', '2', '--lookup-per-second', '2', '--svg', file]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /; 4 event lookups on a bucket of their own \(burst 2, 2 per second\)$/m);
+  // One gate per key, told the snapshot allowance: the lookups queue behind the snapshots.
+  assert.deepEqual(row(r.stdout, 'one shared gate'), [12, 0, 12, 0, 5000]);
+  assert.deepEqual(buckets(r.stdout), { snapshot: [8, 0, 3000], events: [4, 0, 5000] });
+  assert.match(r.stdout, /^admissions \(ms\): 0, 0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500, 5000$/m);
+  assert.match(r.stdout, /^ {2}worker 7 {2}3000\n {2}lookup 0 {2}3500\n/m);
+  assert.match(r.stdout, /^ {2}lookup 3 {2}5000$/m);
+  const elements = parseXml(readFileSync(file, 'utf8'));
+  assert.equal(elements.filter((e) => e.attrs.class === 'lane').length, 12);
+  assert.equal(elements.filter((e) => e.attrs.class === 'attempt').length, 12);
+
+  const json = await cli(['simulate', '--json', '--lookups', '4', '--lookup-burst', '2', '--lookup-per-second', '2', '--svg', file]);
+  assert.equal(json.code, 0, json.stderr);
+  const out = JSON.parse(json.stdout);
+  assert.deepEqual(out.options.lookups, { calls: 4, burst: 2, perSecond: 2 });
+  assert.deepEqual(out.buckets, [
+    { name: 'snapshot', attempts: 8, rejected: 0, doneMs: 3000 },
+    { name: 'events', attempts: 4, rejected: 0, doneMs: 5000 },
+  ]);
+});
+
+test('simulate --learn with lookups: --headers names the buckets on every answer, --headers-on-429 on 429s only', async () => {
+  const common = ['--learn', '--workers', '20', '--snapshots', '5', '--lookups', '40', '--lookup-burst', '10',
+    '--lookup-per-second', '10', '--svg', join(dir, 'learn-lookups.svg')];
+  const every = await cli(['simulate', '--headers', ...common]);
+  assert.equal(every.code, 0, every.stderr);
+  assert.match(every.stdout, /the gates learn it \(X-RateLimit-\* sent\); 40 event lookups/);
+  assert.deepEqual(row(every.stdout, 'one shared gate'), [140, 0, 140, 0, 52000]);
+  assert.deepEqual(buckets(every.stdout), { snapshot: [100, 0, 52000], events: [40, 0, 6047] });
+  assert.match(every.stdout, /last snapshot attempt 52000 ms, 1\.061 x the floor \(49000 ms for 100 calls\)/);
+  assert.equal(every.stdout.split('\n').filter((l) => l.startsWith('  lookup ')).length, 40);
+
+  const throttled = await cli(['simulate', '--headers-on-429', ...common]);
+  assert.equal(throttled.code, 0, throttled.stderr);
+  assert.match(throttled.stdout, /the gates learn it \(X-RateLimit-\* on 429s only\)/);
+  const [, rejected, completed, abandoned] = row(throttled.stdout, 'one shared gate');
+  assert.deepEqual([rejected, completed, abandoned], [1, 140, 0]);
+  const b = buckets(throttled.stdout);
+  assert.deepEqual(b.snapshot.slice(0, 2), [101, 1]);
+  assert.deepEqual(b.events.slice(0, 2), [40, 0]);
+});
+
+test('simulate --processes and --threads: one allowance across them, no 429', async () => {
+  const fleet = await cli(['simulate', '--processes', '2', '--svg', join(dir, 'processes.svg')]);
+  assert.equal(fleet.code, 0, fleet.stderr);
+  assert.match(fleet.stdout, /^odds-gate simulate: 8 workers, 2 processes sharing a store; .*; store round trip 1 ms$/m);
+  // Each admission waits for the store: the article's floor plus a few round trips.
+  assert.deepEqual(row(fleet.stdout, '2 processes sharing a store'), [8, 0, 8, 0, 3003]);
+  assert.match(fleet.stdout, /^admissions \(ms\): 1, 1, 502, 1003, 1503, 2003, 2503, 3003$/m);
+
+  const slow = await cli(['simulate', '--processes', '2', '--store-latency-ms', '50', '--svg', join(dir, 'processes.svg')]);
+  assert.equal(slow.code, 0, slow.stderr);
+  assert.match(slow.stdout, /; store round trip 50 ms$/m);
+  assert.deepEqual(row(slow.stdout, '2 processes sharing a store'), [8, 0, 8, 0, 3150]);
+  assert.match(slow.stdout, /^admissions \(ms\): 50, 50, 600, 1150, 1650, 2150, 2650, 3150$/m);
+
+  const threads = await cli(['simulate', '--threads', '2', '--svg', join(dir, 'threads.svg')]);
+  assert.equal(threads.code, 0, threads.stderr);
+  assert.deepEqual(row(threads.stdout, '2 threads sharing memory'), [8, 0, 8, 0, 3000]);
+  assert.match(threads.stdout, /^admissions \(ms\): 0, 0, 500, 1000, 1500, 2000, 2500, 3000$/m);
+  const lanes = parseXml(readFileSync(join(dir, 'threads.svg'), 'utf8')).filter((e) => e.attrs.class === 'lane');
+  assert.equal(lanes.length, 8);
 });

@@ -148,6 +148,41 @@ test('rateLimitHeaders: false sends no X-RateLimit-* on any route; a 429 keeps R
   }
 });
 
+test("rateLimitHeaders: 'throttled' sends X-RateLimit-* on 429s only, as the API's OpenAPI documents them", async () => {
+  const api = await start({ ...FROZEN, rateLimitHeaders: 'throttled', events: { burst: 1, perSecond: 0.001 } });
+  const headers = { 'X-API-Key': 'throttled' };
+  const snapshot = `${api.baseUrl}/events/e1/odds/snapshot`;
+  for (let i = 0; i < 2; i++) {
+    const ok = await fetch(snapshot, { headers });
+    assert.equal(ok.status, 200);
+    assert.deepEqual(rateLimitHeaderNames(ok), []);
+    await ok.text();
+  }
+  const limited = await fetch(snapshot, { headers });
+  assert.equal(limited.status, 429);
+  assert.equal(limited.headers.get('x-ratelimit-limit'), '2');
+  assert.equal(limited.headers.get('x-ratelimit-remaining'), '0');
+  assert.equal(limited.headers.get('x-ratelimit-bucket'), 'snapshot');
+  assert.equal(limited.headers.get('retry-after'), '1');
+  assert.equal((await limited.json()).code, 'rate_limited');
+
+  const event = `${api.baseUrl}/events/e1`;
+  const found = await fetch(event, { headers });
+  assert.equal(found.status, 200);
+  assert.deepEqual(rateLimitHeaderNames(found), []);
+  await found.text();
+  const eventLimited = await fetch(event, { headers });
+  assert.equal(eventLimited.status, 429);
+  assert.deepEqual(
+    ['limit', 'remaining', 'bucket'].map((h) => eventLimited.headers.get(`x-ratelimit-${h}`)),
+    ['1', '0', 'events'],
+  );
+  await eventLimited.text();
+  assert.deepEqual([api.stats().attempts, api.stats().rejected], [5, 2]);
+
+  await assert.rejects(startFakeOddsApi({ rateLimitHeaders: 'sometimes' }), TypeError);
+});
+
 test('the events route draws from its own per-key bucket, with its own headers', async () => {
   const api = await start({ ...FROZEN, events: { burst: 3, perSecond: 0.001 } });
   const headers = { 'X-API-Key': 'k' };

@@ -352,12 +352,55 @@ export interface SimulateOptions {
   retryAfterMs?: number;
   /** The gates are not told the allowance: they learn it from the responses. @default false */
   learn?: boolean;
-  /** The server sends X-RateLimit-Limit and -Remaining on every response. @default false */
-  headers?: boolean;
+  /**
+   * Where the server sends X-RateLimit-Limit and -Remaining (and, with `lookups`,
+   * X-RateLimit-Bucket): `true` on every answer, `false` on none, `'throttled'` on 429s only
+   * (as the Odds API's OpenAPI documents them). @default false
+   */
+  headers?: boolean | 'throttled';
+  /**
+   * That many event lookups (GET /v1/events/{id}), one per extra worker (worker
+   * `workers + j`), all at time 0, answered by a second limiter bucket of the key with this
+   * allowance; the result then has `buckets`. @default undefined (no lookups)
+   */
+  lookups?: SimulatedLookups;
+  /**
+   * Worker `i` is in process `i % n`, and the processes' gates share a store on the virtual
+   * clock. Excludes `shared`, `separateGates` and `threads` (a TypeError). @default undefined
+   */
+  processes?: number;
+  /**
+   * Worker `i` is in thread `i % n` of one process, whose threads share memory. Excludes
+   * `shared`, `separateGates` and `processes` (a TypeError). @default undefined
+   */
+  threads?: number;
+  /** A store round trip in ms (with `processes`). @default 1 */
+  storeLatencyMs?: number;
   /** Snapshots each worker fetches, one after another. @default 1 */
   snapshots?: number;
   /** From a request's arrival at the server to its response's return. @default 0 */
   latencyMs?: number;
+}
+
+/** `SimulateOptions.lookups`: every field is required. */
+export interface SimulatedLookups {
+  /** Lookups made, from 0 to 100000. */
+  calls: number;
+  /** Their bucket's burst. */
+  burst: number;
+  /** Their bucket's refill per second. */
+  perSecond: number;
+}
+
+/** One limiter bucket's share of a run with `lookups`. */
+export interface SimulatedBucket {
+  name: 'snapshot' | 'events';
+  /** Attempts it answered. */
+  attempts: number;
+  /** Of those, 429s. */
+  rejected: number;
+  /** When its last call was done (settled), in ms. */
+  doneMs: number;
 }
 
 export interface SimulatedAttempt {
@@ -376,6 +419,8 @@ export interface SimulateResult {
   timeline: SimulatedAttempt[];
   /** A learning run's estimates as they changed (the first gate's). */
   learned: { at: number; burst: number | null; perSecond: number; atLeast: number; confidence: number }[];
+  /** With `lookups` only: the snapshot bucket, then the events bucket. */
+  buckets?: [SimulatedBucket, SimulatedBucket];
 }
 
 /** The article's virtual-clock model, run on the production core. */

@@ -19,6 +19,8 @@ import {
   type GateEvent,
   type GateStats,
   type SimulateResult,
+  type SimulateOptions,
+  type SimulatedBucket,
   type Stats,
 } from 'odds-gate';
 
@@ -189,6 +191,30 @@ simulate({ workers: '8' });
 simulate({ sharde: true });
 // @ts-expect-error: the server only answers 200 or 429 in the model
 sim.timeline[0]!.status === 503;
+simulate({ learn: true, headers: true });
+simulate({ learn: true, headers: false });
+simulate({ learn: true, headers: 'throttled' });
+// @ts-expect-error: headers is true, false or 'throttled'
+simulate({ headers: 'always' });
+const withLookups = simulate({ shared: true, lookups: { calls: 40, burst: 10, perSecond: 10 } });
+expectTrue<Equal<typeof withLookups.buckets, [SimulatedBucket, SimulatedBucket] | undefined>>();
+if (withLookups.buckets) {
+  const [snapshotBucket, eventsBucket] = withLookups.buckets;
+  expectTrue<Equal<typeof snapshotBucket.name, 'snapshot' | 'events'>>();
+  expectType<number>(snapshotBucket.attempts + snapshotBucket.rejected + snapshotBucket.doneMs + eventsBucket.attempts);
+}
+// @ts-expect-error: a lookup allowance needs its calls, burst and perSecond
+simulate({ lookups: { calls: 4, burst: 2 } });
+// @ts-expect-error: unknown field of lookups
+simulate({ lookups: { calls: 4, burst: 2, perSecond: 2, path: '/v1/events/e1' } });
+simulate({ processes: 2, storeLatencyMs: 5 });
+simulate({ threads: 4, workers: 8 });
+// @ts-expect-error: processes is a number
+simulate({ processes: true });
+// @ts-expect-error: storeLatencyMs is a number of milliseconds
+simulate({ processes: 2, storeLatencyMs: '5ms' });
+const options: SimulateOptions = { processes: 2, headers: 'throttled', lookups: { calls: 1, burst: 1, perSecond: 1 } };
+simulate(options);
 
 // ---- Gate ----------------------------------------------------------------------------------------
 const g = new Gate({ burst: 2, perSecond: 2 });

@@ -21,11 +21,20 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
   --independent        no gate: each worker waits Retry-After on its own and retries
   --separate-gates N   N gates (one per process), worker i on gate i % N
                        (default: one gate shared by every worker)
+  --processes N        N processes whose gates share a store, worker i in process i % N
+  --store-latency-ms N a store round trip, with --processes (default 1)
+  --threads N          N threads of one process sharing memory, worker i in thread i % N
   --always-reject      the server rejects every attempt (to see the bounds at work)
   --learn              the gates are not told the allowance: they learn it from the responses
                        (prints how fast the estimate converged and what it cost in 429s)
-  --headers            the server sends X-RateLimit-Limit and -Remaining (default: 429 +
-                       Retry-After only)
+  --headers            the server sends X-RateLimit-Limit and -Remaining on every answer
+                       (default: 429 + Retry-After only)
+  --headers-on-429     the server sends them on 429s only, as the Odds API documents them
+  --lookups N          N event lookups (GET /v1/events/{id}), one per extra worker, at 0 ms,
+                       on a limiter bucket of their own; needs both of:
+  --lookup-burst N     that bucket's burst
+  --lookup-per-second N
+                       that bucket's refill per second
   --latency-ms N       from a request's arrival to its response's return (default 0)
   --svg FILE           where to write the SVG timeline (default ./odds-gate-timeline.svg)
   --json               print the result as JSON instead of the table
@@ -43,12 +52,19 @@ const NUMERIC = new Map([
   ['separate-gates', 'separateGates'],
   ['snapshots', 'snapshots'],
   ['latency-ms', 'latencyMs'],
+  ['lookups', 'lookups'],
+  ['lookup-burst', 'lookupBurst'],
+  ['lookup-per-second', 'lookupPerSecond'],
+  ['processes', 'processes'],
+  ['threads', 'threads'],
+  ['store-latency-ms', 'storeLatencyMs'],
 ]);
 const SWITCHES = new Map([
   ['independent', 'independent'],
   ['always-reject', 'alwaysReject'],
   ['learn', 'learn'],
   ['headers', 'headers'],
+  ['headers-on-429', 'headersOn429'],
   ['json', 'json'],
 ]);
 const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i;
@@ -98,8 +114,20 @@ const MAX_LISTED = 64; // workers listed one per line; past that, see --json
 
 async function simulateCommand(argv) {
   const flags = parseFlags(argv, { numeric: NUMERIC, switches: SWITCHES, strings: new Map([['svg', 'svg']]) });
-  if (flags.independent && flags.separateGates !== undefined) {
-    throw new UsageError('choose one of `--independent` and `--separate-gates N`');
+  const coordination = [['independent', '`--independent`'], ['separateGates', '`--separate-gates N`'],
+    ['processes', '`--processes N`'], ['threads', '`--threads N`']].filter(([k]) => flags[k] !== undefined);
+  if (coordination.length > 1) {
+    throw new UsageError(`choose one of ${coordination.map(([, flag]) => flag).join(' and ')}`);
+  }
+  if (flags.headers && flags.headersOn429) {
+    throw new UsageError('choose one of `--headers` (every answer) and `--headers-on-429` (429s only)');
+  }
+  const lookupFlags = [flags.lookups, flags.lookupBurst, flags.lookupPerSecond];
+  if (lookupFlags.some((v) => v !== undefined) && lookupFlags.some((v) => v === undefined)) {
+    throw new UsageError('`--lookups N`, `--lookup-burst N` and `--lookup-per-second N` go together');
+  }
+  if (flags.storeLatencyMs !== undefined && flags.processes === undefined) {
+    throw new UsageError('`--store-latency-ms N` needs `--processes N` (only their gates use a store)');
   }
   const options = {
     workers: flags.workers ?? 8,
@@ -107,16 +135,23 @@ async function simulateCommand(argv) {
     perSecond: flags.perSecond ?? 2,
     // Seconds to ms, without float noise (1.005 * 1000 is 1004.9999999999999 in binary floating point).
     retryAfterMs: Number(((flags.retryAfter ?? 1) * 1000).toFixed(6)),
-    shared: !flags.independent && flags.separateGates === undefined,
+    shared: coordination.length === 0,
     separateGates: flags.separateGates ?? false,
     maxAttempts: flags.maxAttempts ?? 10,
     retryBudget: flags.retryBudget ?? null,
     alwaysReject: flags.alwaysReject ?? false,
     snapshots: flags.snapshots ?? 1,
     learn: flags.learn ?? false,
-    headers: flags.headers ?? false,
+    headers: flags.headersOn429 ? 'throttled' : (flags.headers ?? false),
     latencyMs: flags.latencyMs ?? 0,
   };
+  // The newer options only when asked for, so the JSON of a run without them stays as it was.
+  if (flags.processes !== undefined) options.processes = flags.processes;
+  if (flags.threads !== undefined) options.threads = flags.threads;
+  if (flags.storeLatencyMs !== undefined) options.storeLatencyMs = flags.storeLatencyMs;
+  if (flags.lookups !== undefined) {
+    options.lookups = { calls: flags.lookups, burst: flags.lookupBurst, perSecond: flags.lookupPerSecond };
+  }
   if (!options.shared) delete options.shared;
   if (options.separateGates === false) delete options.separateGates;
 
@@ -161,6 +196,9 @@ async function simulateCommand(argv) {
   }
 
   const label = scenarioLabel(scenario);
+  const gated = Boolean(options.shared || options.separateGates || options.processes || options.threads);
+  const lookups = options.lookups;
+  const sent = { true: ' (X-RateLimit-* sent)', throttled: ' (X-RateLimit-* on 429s only)', false: ' (429 + Retry-After only)' }[options.headers];
   const out = [];
   out.push(`odds-gate simulate: ${plural(options.workers, 'worker')}`
     + (options.snapshots > 1 ? ` x ${plural(options.snapshots, 'snapshot')}` : '')
@@ -169,24 +207,40 @@ async function simulateCommand(argv) {
     + `up to ${plural(options.maxAttempts, 'attempt')} per worker`
     + (options.retryBudget != null ? `, ${plural(options.retryBudget, 'retry', 'retries')} for all` : '')
     + (options.alwaysReject ? '; the server rejects everything' : '')
-    + (options.learn ? `; the gates learn it${options.headers ? ' (X-RateLimit-* sent)' : ' (429 + Retry-After only)'}` : '')
-    + (options.latencyMs ? `; ${options.latencyMs} ms latency` : ''));
+    + (options.learn ? `; the gates learn it${sent}` : '')
+    + (options.latencyMs ? `; ${options.latencyMs} ms latency` : '')
+    + (options.processes ? `; store round trip ${options.storeLatencyMs ?? 1} ms` : '')
+    + (lookups ? `; ${plural(lookups.calls, 'event lookup')} on a bucket of their own`
+      + ` (burst ${lookups.burst}, ${lookups.perSecond} per second)` : ''));
   out.push('');
   out.push(table(
     ['scenario', 'attempts', 'rejected (429)', 'completed', 'abandoned', 'last attempt (ms)'],
     [[label, result.attempts, result.rejected, result.completed, result.abandoned, result.lastAttemptMs]],
   ));
+  if (result.buckets) {
+    out.push('');
+    out.push(table(
+      ['bucket', 'attempts', '429s', 'done at (ms)'],
+      result.buckets.map((b) => [b.name, b.attempts, b.rejected, b.doneMs]),
+    ));
+  }
   out.push('');
   const times = result.timeline.map((a) => a.at);
   const shown = times.slice(0, MAX_LISTED).join(', ') + (times.length > MAX_LISTED ? `, ... (${times.length - MAX_LISTED} more)` : '');
   // With a gate every attempt is an admission; without one, the workers just send.
-  out.push(`${options.shared || options.separateGates ? 'admissions' : 'attempts sent'} (ms): ${shown}`);
-  if (options.workers <= MAX_LISTED) {
+  out.push(`${gated ? 'admissions' : 'attempts sent'} (ms): ${shown}`);
+  // Lookup j is worker `workers + j` in the timeline; it is listed as "lookup j".
+  const lanes = options.workers + (lookups?.calls ?? 0);
+  if (lanes <= MAX_LISTED) {
     out.push('by worker (x marks a 429):');
-    const byWorker = Array.from({ length: options.workers }, () => []);
+    const byWorker = Array.from({ length: lanes }, () => []);
     for (const a of result.timeline) byWorker[a.worker].push(a.status === 429 ? `${a.at}x` : String(a.at));
     const w = String(options.workers - 1).length;
-    byWorker.forEach((list, i) => out.push(`  worker ${String(i).padStart(w)}  ${list.join('  ')}`));
+    const name = (i) => (i < options.workers ? `worker ${String(i).padStart(w)}`
+      : `lookup ${String(i - options.workers).padStart(String(lookups.calls - 1).length)}`);
+    byWorker.forEach((list, i) => out.push(`  ${name(i)}  ${list.join('  ')}`));
+  } else if (lookups) {
+    out.push(`(per-worker times for ${options.workers} workers and ${plural(lookups.calls, 'lookup')}: see --json)`);
   } else {
     out.push(`(per-worker times for ${options.workers} workers: see --json)`);
   }
@@ -203,14 +257,19 @@ function learning(options, result) {
   const last = result.learned.at(-1);
   const calls = options.workers * options.snapshots;
   const floorMs = (Math.max(0, calls - options.burst) / truth) * 1000;
+  // The floor is the snapshots': with lookups, compare it with the last snapshot attempt.
+  const lastMs = options.lookups
+    ? result.timeline.reduce((m, a) => (a.worker < options.workers ? Math.max(m, a.at) : m), 0)
+    : result.lastAttemptMs;
+  const lastName = options.lookups ? 'last snapshot attempt' : 'last attempt';
   const fixed = (n) => Number(n.toFixed(3));
   const lines = ['learning (the first gate):'];
   lines.push(`  estimate at the end: ${last ? `burst ${last.burst ?? 'not learned (1 used)'}, ${fixed(last.perSecond)} per second (at least ${fixed(last.atLeast)})` : 'none'}`
     + `; the server's: burst ${options.burst}, ${truth} per second`);
   lines.push(`  pace first within 10 % of the true rate: ${first ? `${first.at} ms` : 'never'}`);
   lines.push(`  cost: ${plural(result.rejected, '429')} of ${plural(result.attempts, 'attempt')}`
-    + ` (${fixed((100 * result.rejected) / Math.max(1, result.attempts))} %); last attempt ${result.lastAttemptMs} ms`
-    + (floorMs > 0 ? `, ${fixed(result.lastAttemptMs / floorMs)} x the floor (${fixed(floorMs)} ms for ${calls} calls)` : ''));
+    + ` (${fixed((100 * result.rejected) / Math.max(1, result.attempts))} %); ${lastName} ${lastMs} ms`
+    + (floorMs > 0 ? `, ${fixed(lastMs / floorMs)} x the floor (${fixed(floorMs)} ms for ${calls} calls)` : ''));
   const shown = result.learned.slice(0, 12).map((e) => `${e.at} ms: ${fixed(e.perSecond)}/s`);
   lines.push(`  estimates: ${shown.join(', ')}${result.learned.length > 12 ? `, ... (${result.learned.length - 12} more)` : ''}`);
   return lines;

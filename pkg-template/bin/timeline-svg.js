@@ -1,5 +1,5 @@
-// Draws a simulate() result as a standalone SVG timeline: one lane per worker, virtual time on
-// the x axis, a mark per attempt (a filled circle for a 200, a red cross for a 429) and the
+// Draws a simulate() result as a standalone SVG timeline: one lane per worker (and per event
+// lookup, after the workers), virtual time on the x axis, a mark per attempt (a filled circle for a 200, a red cross for a 429) and the
 // cooldowns shaded on the lanes they hold.
 
 const FONT = 'DejaVu Sans, Helvetica, Arial, sans-serif';
@@ -22,7 +22,8 @@ const num = (x) => String(Math.round(x * 100) / 100);
 
 /** Which gate each worker goes through: `null` means no gate (independent retries). */
 export function gateOf(worker, scenario) {
-  if (scenario.shared) return 0;
+  // Processes sharing a store and threads sharing memory hold one gate between them.
+  if (scenario.shared || scenario.processes || scenario.threads) return 0;
   if (scenario.separateGates) return worker % scenario.separateGates;
   return null;
 }
@@ -51,8 +52,9 @@ export function cooldowns(result, scenario) {
     }
     byHolder.set(holder, merged);
   }
-  const lanes = Array.from({ length: scenario.workers }, () => []);
-  for (let w = 0; w < scenario.workers; w++) {
+  const count = laneCount(scenario);
+  const lanes = Array.from({ length: count }, () => []);
+  for (let w = 0; w < count; w++) {
     const g = gateOf(w, scenario);
     lanes[w] = byHolder.get(g === null ? `w${w}` : g) ?? [];
   }
@@ -67,18 +69,25 @@ function niceStep(span, target = 8) {
   return 10 * p;
 }
 
+/** Lanes drawn: the workers', then one per event lookup. */
+export const laneCount = (scenario) => scenario.workers + (scenario.lookups?.calls ?? 0);
+
 /** Describes the scenario in words, for titles and tables. */
 export function scenarioLabel(scenario) {
   if (scenario.shared) return 'one shared gate';
+  if (scenario.processes) return `${scenario.processes} process${scenario.processes === 1 ? '' : 'es'} sharing a store`;
+  if (scenario.threads) return `${scenario.threads} thread${scenario.threads === 1 ? '' : 's'} sharing memory`;
   if (scenario.separateGates) return `${scenario.separateGates} separate gate${scenario.separateGates === 1 ? '' : 's'}`;
   return 'independent retries, no gate';
 }
 
 /** The SVG document as a string. */
 export function renderTimelineSvg(result, scenario) {
-  const workers = scenario.workers;
+  const workers = laneCount(scenario); // lanes
+  const lookups = scenario.lookups?.calls ?? 0;
   if (workers > MAX_LANES || result.timeline.length > MAX_MARKS) {
-    throw new RangeError(`too large to draw (${workers} workers, ${result.timeline.length} attempts; at most ${MAX_LANES} and ${MAX_MARKS})`);
+    const who = lookups ? `${scenario.workers} workers and ${lookups} lookups` : `${workers} workers`;
+    throw new RangeError(`too large to draw (${who}, ${result.timeline.length} attempts; at most ${MAX_LANES} and ${MAX_MARKS})`);
   }
   const lanesCool = cooldowns(result, scenario);
   const coolEnd = Math.max(0, ...lanesCool.flat().map((iv) => iv[1]));
@@ -90,7 +99,7 @@ export function renderTimelineSvg(result, scenario) {
 
   const laneH = workers <= 24 ? 30 : Math.max(4, Math.floor(720 / workers));
   const labelEvery = laneH >= 14 ? 1 : Math.ceil(14 / laneH);
-  const left = scenario.separateGates ? 118 : 84;
+  const left = scenario.separateGates ? 118 : scenario.processes || scenario.threads ? 150 : 84;
   const right = 96; // room for "abandoned" notes past the last tick
   const plotW = 840;
   const top = 104;
@@ -106,11 +115,12 @@ export function renderTimelineSvg(result, scenario) {
   const push = (s) => out.push(s);
   const label = scenarioLabel(scenario);
   const ra = scenario.retryAfterMs;
-  const title = `odds-gate simulate: ${workers} workers, ${label}`;
+  const title = `odds-gate simulate: ${scenario.workers} workers${lookups ? ` + ${lookups} lookups` : ''}, ${label}`;
   const sub = `server: burst ${scenario.burst}, ${scenario.perSecond} per second, Retry-After ${ra} ms`
     + ` · up to ${scenario.maxAttempts} attempts per worker`
     + (scenario.retryBudget != null ? ` · retry budget ${scenario.retryBudget}` : '')
-    + (scenario.alwaysReject ? ' · server rejects everything' : '');
+    + (scenario.alwaysReject ? ' · server rejects everything' : '')
+    + (lookups ? ` · lookups: burst ${scenario.lookups.burst}, ${scenario.lookups.perSecond} per second` : '');
   const totals = `${result.attempts} attempts · ${result.rejected} rejected (429) · ${result.completed} completed`
     + ` · ${result.abandoned} abandoned · last attempt at ${result.lastAttemptMs} ms`;
 
@@ -133,7 +143,7 @@ export function renderTimelineSvg(result, scenario) {
   push(`<text x="${lx + 16}" y="${ly}">429: rejected</text>`);
   lx += 112;
   push(`<rect x="${lx}" y="${ly - 11}" width="26" height="14" fill="${COLORS.cooldown}" fill-opacity="0.45" stroke="${COLORS.cooldownEdge}" stroke-width="0.8"/>`);
-  const coolText = scenario.shared || scenario.separateGates
+  const coolText = gateOf(0, scenario) !== null
     ? `cooldown: Retry-After (${ra} ms) from a 429, holding every worker on that gate`
     : `waiting Retry-After (${ra} ms) after the worker's own 429`;
   push(`<text x="${lx + 34}" y="${ly}">${esc(coolText)}</text>`);
@@ -168,7 +178,10 @@ export function renderTimelineSvg(result, scenario) {
   push(`<text x="${left + plotW / 2}" y="${top + plotH + 42}" text-anchor="middle" fill="${COLORS.axis}">virtual time (ms)</text>`);
   for (let w = 0; w < workers; w += labelEvery) {
     const g = gateOf(w, scenario);
-    const name = scenario.separateGates ? `worker ${w} · gate ${g}` : `worker ${w}`;
+    const n = scenario.processes || scenario.threads;
+    const name = w >= scenario.workers ? `lookup ${w - scenario.workers}`
+      : scenario.separateGates ? `worker ${w} · gate ${g}`
+        : n ? `worker ${w} · ${scenario.processes ? 'process' : 'thread'} ${w % n}` : `worker ${w}`;
     push(`<text x="${left - 8}" y="${num(yMid(w) + 4)}" text-anchor="end" font-size="${laneH >= 14 ? 12 : 9}">${esc(name)}</text>`);
   }
   push('</g>');

@@ -2,8 +2,10 @@
 // the way the real API does, and counts every arrival server-side. Listens on 127.0.0.1 only.
 // Two limiter buckets, each per key: `snapshot` (GET /v1/events/{id}/odds/snapshot; options
 // burst, perSecond) and `events` (GET /v1/events/{id}, an event lookup; options.events =
-// { burst, perSecond }). rateLimitHeaders: false drops every X-RateLimit-* header (a 429 then
-// says only Retry-After). The monthly credits (creditLimit) count the 200s of both routes.
+// { burst, perSecond }). rateLimitHeaders says where X-RateLimit-Limit, -Remaining and -Bucket
+// go: true (the default) on every answer, 'throttled' on rate-limit 429s only (as the API's
+// OpenAPI documents them), false on none (a 429 then says only Retry-After). The monthly
+// credits (creditLimit) count the 200s of both routes.
 // Shipped in the package (odds-gate demo); js-tests/support/fake-odds-api.mjs re-exports it.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -19,6 +21,9 @@ export async function startFakeOddsApi(options = {}) {
   const retryAfterSeconds = options.retryAfterSeconds === undefined ? 1 : options.retryAfterSeconds;
   const creditLimit = options.creditLimit ?? 1e6;
   const rateLimitHeaders = options.rateLimitHeaders ?? true;
+  if (![true, false, 'throttled'].includes(rateLimitHeaders)) {
+    throw new TypeError(`rateLimitHeaders: expected true, false or 'throttled', got ${String(rateLimitHeaders)}`);
+  }
   const limits = {
     snapshot: { burst, perSecond },
     events: { burst: options.events?.burst ?? 10, perSecond: options.events?.perSecond ?? 10 },
@@ -119,7 +124,7 @@ export async function startFakeOddsApi(options = {}) {
       return send(res, 429, { detail: 'Monthly API credits exhausted', code: 'quota_exceeded' });
     }
     const t = take(bucket, raw);
-    const rl = rateLimitHeaders ? {
+    const rl = rateLimitHeaders === true || (rateLimitHeaders === 'throttled' && !t.ok) ? {
       'X-RateLimit-Limit': String(limits[bucket].burst), 'X-RateLimit-Remaining': String(t.left), 'X-RateLimit-Bucket': bucket,
     } : {};
     if (!t.ok) {
