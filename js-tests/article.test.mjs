@@ -147,7 +147,7 @@ test('processes sharing a store and threads sharing memory hold one allowance: n
   const instant = simulate({ ...allowance, processes: 2, storeLatencyMs: 0 });
   assert.deepEqual(counts(instant), [8, 0, 8, 0]);
   assert.deepEqual(at(instant), [0, 0, 500, 1000, 1500, 2000, 2500, 3000]);
-  assert.equal(fleet.buckets, undefined);
+  assert.equal(fleet.limiters, undefined);
 
   for (const options of [{ shared: true, processes: 2 }, { shared: true, threads: 2 }]) {
     const other = Object.keys(options)[1];

@@ -283,11 +283,11 @@ test('simulate --learn: the estimate, how soon it came near the truth, and its c
   assert.ok(rejected <= 0.1 * attempts, `${rejected} of ${attempts}`);
 });
 
-/** The rows of the per-bucket table: name -> [attempts, 429s, done at (ms)]. */
-function buckets(stdout) {
+/** The rows of the per-limiter table: name -> [attempts, 429s, done at (ms)]. */
+function limiters(stdout) {
   const lines = stdout.split('\n');
-  const head = lines.findIndex((l) => /^bucket\s+attempts\s+429s\s+done at \(ms\)$/.test(l));
-  assert.ok(head !== -1, `no bucket table in:\n${stdout}`);
+  const head = lines.findIndex((l) => /^limiter\s+attempts\s+429s\s+done at \(ms\)$/.test(l));
+  assert.ok(head !== -1, `no limiter table in:\n${stdout}`);
   const rows = {};
   for (const line of lines.slice(head + 1)) {
     if (line === '') break;
@@ -297,14 +297,14 @@ function buckets(stdout) {
   return rows;
 }
 
-test('simulate --lookups: a second bucket, its own table rows, and a lane per lookup', async () => {
+test('simulate --lookups: a second limiter, its own table rows, and a lane per lookup', async () => {
   const file = join(dir, 'lookups.svg');
   const r = await cli(['simulate', '--lookups', '4', '--lookup-burst', '2', '--lookup-per-second', '2', '--svg', file]);
   assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /; 4 event lookups on a bucket of their own \(burst 2, 2 per second\)$/m);
+  assert.match(r.stdout, /; 4 event lookups on a limiter of their own \(burst 2, 2 per second\)$/m);
   // One gate per key, told the snapshot allowance: the lookups queue behind the snapshots.
   assert.deepEqual(row(r.stdout, 'one shared gate'), [12, 0, 12, 0, 5000]);
-  assert.deepEqual(buckets(r.stdout), { snapshot: [8, 0, 3000], events: [4, 0, 5000] });
+  assert.deepEqual(limiters(r.stdout), { snapshot: [8, 0, 3000], events: [4, 0, 5000] });
   assert.match(r.stdout, /^admissions \(ms\): 0, 0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500, 5000$/m);
   assert.match(r.stdout, /^ {2}worker 7 {2}3000\n {2}lookup 0 {2}3500\n/m);
   assert.match(r.stdout, /^ {2}lookup 3 {2}5000$/m);
@@ -316,20 +316,20 @@ test('simulate --lookups: a second bucket, its own table rows, and a lane per lo
   assert.equal(json.code, 0, json.stderr);
   const out = JSON.parse(json.stdout);
   assert.deepEqual(out.options.lookups, { calls: 4, burst: 2, perSecond: 2 });
-  assert.deepEqual(out.buckets, [
+  assert.deepEqual(out.limiters, [
     { name: 'snapshot', attempts: 8, rejected: 0, doneMs: 3000 },
     { name: 'events', attempts: 4, rejected: 0, doneMs: 5000 },
   ]);
 });
 
-test('simulate --learn with lookups: --headers names the buckets on every answer, --headers-on-429 on 429s only', async () => {
+test('simulate --learn with lookups: --headers names the limiters on every answer, --headers-on-429 on 429s only', async () => {
   const common = ['--learn', '--workers', '20', '--snapshots', '5', '--lookups', '40', '--lookup-burst', '10',
     '--lookup-per-second', '10', '--svg', join(dir, 'learn-lookups.svg')];
   const every = await cli(['simulate', '--headers', ...common]);
   assert.equal(every.code, 0, every.stderr);
   assert.match(every.stdout, /the gates learn it \(X-RateLimit-\* sent\); 40 event lookups/);
   assert.deepEqual(row(every.stdout, 'one shared gate'), [140, 0, 140, 0, 52000]);
-  assert.deepEqual(buckets(every.stdout), { snapshot: [100, 0, 52000], events: [40, 0, 6047] });
+  assert.deepEqual(limiters(every.stdout), { snapshot: [100, 0, 52000], events: [40, 0, 6047] });
   assert.match(every.stdout, /last snapshot attempt 52000 ms, 1\.061 x the floor \(49000 ms for 100 calls\)/);
   assert.equal(every.stdout.split('\n').filter((l) => l.startsWith('  lookup ')).length, 40);
 
@@ -338,7 +338,7 @@ test('simulate --learn with lookups: --headers names the buckets on every answer
   assert.match(throttled.stdout, /the gates learn it \(X-RateLimit-\* on 429s only\)/);
   const [, rejected, completed, abandoned] = row(throttled.stdout, 'one shared gate');
   assert.deepEqual([rejected, completed, abandoned], [1, 140, 0]);
-  const b = buckets(throttled.stdout);
+  const b = limiters(throttled.stdout);
   assert.deepEqual(b.snapshot.slice(0, 2), [101, 1]);
   assert.deepEqual(b.events.slice(0, 2), [40, 0]);
 });

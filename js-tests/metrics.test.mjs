@@ -122,7 +122,7 @@ test('the meter gets counters, gauges and histograms that agree with stats(), ke
     assert.equal(wait.count, gate.admissionWaitMs.count);
     assert.ok(Math.abs(wait.sum - gate.admissionWaitMs.sumMs / 1000) < 1e-9, `${wait.sum} s vs ${gate.admissionWaitMs.sumMs} ms`);
     assert.ok(wait.sum > 0, 'at 20/s behind a burst of 1, calls waited');
-    assert.deepEqual(wait.buckets.boundaries, gate.admissionWaitMs.buckets.slice(0, -1).map((b) => b.leMs / 1000));
+    assert.deepEqual(wait.buckets.boundaries, gate.admissionWaitMs.bins.slice(0, -1).map((b) => b.leMs / 1000));
     const backoff = one('odds_gate.retry.backoff');
     assert.equal(backoff.count, 2);
     assert.equal(backoff.count, gate.backoffMs.count);

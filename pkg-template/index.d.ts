@@ -201,15 +201,16 @@ export interface Feedback {
   remaining: number | null;
   /** Time until the window resets, in ms. */
   resetMs: number | null;
-  bucket: string | null;
+  /** `X-RateLimit-Bucket`: the limiter that answered. */
+  limiter: string | null;
 }
 
 export interface DurationHistogram {
   count: number;
   sumMs: number;
   maxMs: number;
-  /** Counts per bucket; `leMs` is the bucket's upper bound (the last is Infinity). */
-  buckets: { leMs: number; count: number }[];
+  /** Counts per bin; `leMs` is the bin's upper bound (the last is Infinity). */
+  bins: { leMs: number; count: number }[];
 }
 
 /** What a learning gate has learned of its key's allowance. */
@@ -360,8 +361,8 @@ export interface SimulateOptions {
   headers?: boolean | 'throttled';
   /**
    * That many event lookups (GET /v1/events/{id}), one per extra worker (worker
-   * `workers + j`), all at time 0, answered by a second limiter bucket of the key with this
-   * allowance; the result then has `buckets`. @default undefined (no lookups)
+   * `workers + j`), all at time 0, answered by a second limiter of the key with this
+   * allowance; the result then has `limiters`. @default undefined (no lookups)
    */
   lookups?: SimulatedLookups;
   /**
@@ -386,14 +387,14 @@ export interface SimulateOptions {
 export interface SimulatedLookups {
   /** Lookups made, from 0 to 100000. */
   calls: number;
-  /** Their bucket's burst. */
+  /** Their limiter's burst. */
   burst: number;
-  /** Their bucket's refill per second. */
+  /** Their limiter's refill per second. */
   perSecond: number;
 }
 
-/** One limiter bucket's share of a run with `lookups`. */
-export interface SimulatedBucket {
+/** One limiter's share of a run with `lookups`. */
+export interface SimulatedLimiter {
   name: 'snapshot' | 'events';
   /** Attempts it answered. */
   attempts: number;
@@ -419,8 +420,8 @@ export interface SimulateResult {
   timeline: SimulatedAttempt[];
   /** A learning run's estimates as they changed (the first gate's). */
   learned: { at: number; burst: number | null; perSecond: number; atLeast: number; confidence: number }[];
-  /** With `lookups` only: the snapshot bucket, then the events bucket. */
-  buckets?: [SimulatedBucket, SimulatedBucket];
+  /** With `lookups` only: the snapshot limiter, then the events limiter. */
+  limiters?: [SimulatedLimiter, SimulatedLimiter];
 }
 
 /** The article's virtual-clock model, run on the production core. */

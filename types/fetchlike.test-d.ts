@@ -20,7 +20,7 @@ import {
   type GateStats,
   type SimulateResult,
   type SimulateOptions,
-  type SimulatedBucket,
+  type SimulatedLimiter,
   type Stats,
 } from 'odds-gate';
 
@@ -142,7 +142,7 @@ if (gate) {
   expectTrue<Equal<typeof gate.quota.state, 'open' | 'probing' | 'exhausted'>>();
   expectType<Date | null>(gate.quota.periodEnd);
   expectType<number | null>(gate.retryBudget);
-  expectType<number>(gate.admissionWaitMs.buckets[0]!.leMs);
+  expectType<number>(gate.admissionWaitMs.bins[0]!.leMs);
   expectType<number | null>(gate.lastFeedback?.retryAfterMs ?? null);
   // @ts-expect-error: the retry budget may be null (no budget)
   const tokens: number = gate.retryBudget;
@@ -197,11 +197,11 @@ simulate({ learn: true, headers: 'throttled' });
 // @ts-expect-error: headers is true, false or 'throttled'
 simulate({ headers: 'always' });
 const withLookups = simulate({ shared: true, lookups: { calls: 40, burst: 10, perSecond: 10 } });
-expectTrue<Equal<typeof withLookups.buckets, [SimulatedBucket, SimulatedBucket] | undefined>>();
-if (withLookups.buckets) {
-  const [snapshotBucket, eventsBucket] = withLookups.buckets;
-  expectTrue<Equal<typeof snapshotBucket.name, 'snapshot' | 'events'>>();
-  expectType<number>(snapshotBucket.attempts + snapshotBucket.rejected + snapshotBucket.doneMs + eventsBucket.attempts);
+expectTrue<Equal<typeof withLookups.limiters, [SimulatedLimiter, SimulatedLimiter] | undefined>>();
+if (withLookups.limiters) {
+  const [snapshotLimiter, eventsLimiter] = withLookups.limiters;
+  expectTrue<Equal<typeof snapshotLimiter.name, 'snapshot' | 'events'>>();
+  expectType<number>(snapshotLimiter.attempts + snapshotLimiter.rejected + snapshotLimiter.doneMs + eventsLimiter.attempts);
 }
 // @ts-expect-error: a lookup allowance needs its calls, burst and perSecond
 simulate({ lookups: { calls: 4, burst: 2 } });

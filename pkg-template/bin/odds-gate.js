@@ -31,10 +31,10 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
                        (default: 429 + Retry-After only)
   --headers-on-429     the server sends them on 429s only, as the Odds API documents them
   --lookups N          N event lookups (GET /v1/events/{id}), one per extra worker, at 0 ms,
-                       on a limiter bucket of their own; needs both of:
-  --lookup-burst N     that bucket's burst
+                       on a limiter of their own; needs both of:
+  --lookup-burst N     that limiter's burst
   --lookup-per-second N
-                       that bucket's refill per second
+                       that limiter's refill per second
   --latency-ms N       from a request's arrival to its response's return (default 0)
   --svg FILE           where to write the SVG timeline (default ./odds-gate-timeline.svg)
   --json               print the result as JSON instead of the table
@@ -210,18 +210,18 @@ async function simulateCommand(argv) {
     + (options.learn ? `; the gates learn it${sent}` : '')
     + (options.latencyMs ? `; ${options.latencyMs} ms latency` : '')
     + (options.processes ? `; store round trip ${options.storeLatencyMs ?? 1} ms` : '')
-    + (lookups ? `; ${plural(lookups.calls, 'event lookup')} on a bucket of their own`
+    + (lookups ? `; ${plural(lookups.calls, 'event lookup')} on a limiter of their own`
       + ` (burst ${lookups.burst}, ${lookups.perSecond} per second)` : ''));
   out.push('');
   out.push(table(
     ['scenario', 'attempts', 'rejected (429)', 'completed', 'abandoned', 'last attempt (ms)'],
     [[label, result.attempts, result.rejected, result.completed, result.abandoned, result.lastAttemptMs]],
   ));
-  if (result.buckets) {
+  if (result.limiters) {
     out.push('');
     out.push(table(
-      ['bucket', 'attempts', '429s', 'done at (ms)'],
-      result.buckets.map((b) => [b.name, b.attempts, b.rejected, b.doneMs]),
+      ['limiter', 'attempts', '429s', 'done at (ms)'],
+      result.limiters.map((b) => [b.name, b.attempts, b.rejected, b.doneMs]),
     ));
   }
   out.push('');

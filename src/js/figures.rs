@@ -161,12 +161,12 @@ struct HistogramFigures {
     count: u64,
     sum_ms: f64,
     max_ms: f64,
-    buckets: Vec<Bucket>,
+    bins: Vec<Bin>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Bucket {
+struct Bin {
     le_ms: f64,
     count: u64,
 }
@@ -178,9 +178,9 @@ impl From<&Histogram> for HistogramFigures {
             count: h.count(),
             sum_ms: h.sum(),
             max_ms: h.max(),
-            buckets: bounds
+            bins: bounds
                 .zip(h.counts())
-                .map(|(le_ms, &count)| Bucket { le_ms, count })
+                .map(|(le_ms, &count)| Bin { le_ms, count })
                 .collect(),
         }
     }
@@ -193,7 +193,7 @@ struct LastFeedback<'a> {
     limit: Option<u64>,
     remaining: Option<u64>,
     reset_ms: Option<f64>,
-    bucket: Option<&'a str>,
+    limiter: Option<&'a str>,
 }
 
 impl<'a> From<&'a Feedback> for LastFeedback<'a> {
@@ -203,7 +203,7 @@ impl<'a> From<&'a Feedback> for LastFeedback<'a> {
             limit: f.limit,
             remaining: f.remaining,
             reset_ms: f.reset_ms,
-            bucket: f.limiter.as_deref(),
+            limiter: f.limiter.as_deref(),
         }
     }
 }

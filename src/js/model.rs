@@ -74,12 +74,12 @@ struct Report {
     learned: Vec<Estimated>,
     /// With lookups, each limiter's attempts, 429s and when its last call was done.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    buckets: Vec<BucketEntry>,
+    limiters: Vec<LimiterEntry>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct BucketEntry {
+struct LimiterEntry {
     name: String,
     attempts: u64,
     rejected: u64,
@@ -147,10 +147,10 @@ pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
                 confidence: e.confidence,
             })
             .collect(),
-        buckets: r
-            .buckets
+        limiters: r
+            .limiters
             .iter()
-            .map(|b| BucketEntry {
+            .map(|b| LimiterEntry {
                 name: b.name.clone(),
                 attempts: b.attempts,
                 rejected: b.rejected,

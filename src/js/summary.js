@@ -17,7 +17,7 @@ export function summary({ rate, learn, store, threads, retry, budget, waiting, m
   s.store = store ?? (threads
     ? 'in-process memory shared by every thread of the process (SharedArrayBuffer): one allowance per process, worker threads included; other processes have their own'
     : 'in-process memory of this thread only (threads: false); other threads and processes have their own allowance');
-  s.admission = 'cooldown first, then token bucket; FIFO; one timer per gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < 10% of limit)';
+  s.admission = 'cooldown first, then token bucket; in call order (a retry keeps its place); one timer for every gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < 10% of limit)';
   s.feedback = retry
     ? 'Retry-After (seconds or HTTP-date) on 429/503 is the shared cooldown, extended never shortened; X-RateLimit-* and IETF RateLimit/RateLimit-Policy read on every response'
     : 'Retry-After (seconds or HTTP-date) on a 429 is the shared cooldown, extended never shortened; its X-RateLimit-* recorded; other responses are not read';

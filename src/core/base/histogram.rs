@@ -1,14 +1,14 @@
-//! A fixed-bucket histogram of durations: cheap to record, and enough to see the shape of
+//! A fixed-bin histogram of durations: cheap to record, and enough to see the shape of
 //! admission waits and backoffs without keeping every sample.
 
 use crate::core::Millis;
 
-/// Upper bounds of the buckets, in milliseconds; a last bucket holds everything above.
+/// Upper bounds of the bins, in milliseconds; a last bin holds everything above.
 pub const BOUNDS_MS: [Millis; 14] = [
     1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 5e3, 1e4, 6e4,
 ];
 
-/// Counts of durations per bucket, with their count, sum and maximum.
+/// Counts of durations per bin, with their count, sum and maximum.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Histogram {
     counts: [u64; BOUNDS_MS.len() + 1],
@@ -21,17 +21,17 @@ impl Histogram {
     /// Adds one duration (negative ones count as 0).
     pub fn record(&mut self, ms: Millis) {
         let ms = ms.max(0.0);
-        let bucket = BOUNDS_MS
+        let bin = BOUNDS_MS
             .iter()
             .position(|&b| ms <= b)
             .unwrap_or(BOUNDS_MS.len());
-        self.counts[bucket] += 1;
+        self.counts[bin] += 1;
         self.count += 1;
         self.sum += ms;
         self.max = self.max.max(ms);
     }
 
-    /// Per-bucket counts, the last for durations above every bound.
+    /// Per-bin counts, the last for durations above every bound.
     pub fn counts(&self) -> &[u64] {
         &self.counts
     }

@@ -200,12 +200,12 @@ pub struct SimReport {
     pub learned: Vec<(Millis, Estimate)>,
     /// With lookups: attempts and 429s of each limiter, and when its last call was
     /// done (snapshots first, then lookups).
-    pub buckets: Vec<BucketReport>,
+    pub limiters: Vec<LimiterReport>,
 }
 
 /// One limiter's share of a run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct BucketReport {
+pub struct LimiterReport {
     /// Its name.
     pub name: String,
     /// Attempts it answered.
@@ -397,7 +397,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         last_attempt_ms: 0.0,
         timeline: Vec::new(),
         learned: Vec::new(),
-        buckets: Vec::new(),
+        limiters: Vec::new(),
     };
     for sent in world.log.sent.iter().filter(|s| !s.probe) {
         report.timeline.push(Attempt {
@@ -438,7 +438,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
                 .filter(|(i, _)| mine(**i))
                 .map(|(_, (at, _))| *at)
                 .fold(0.0, f64::max);
-            report.buckets.push(BucketReport {
+            report.limiters.push(LimiterReport {
                 name: name.into(),
                 attempts,
                 rejected,
