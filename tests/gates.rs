@@ -497,3 +497,35 @@ mod random_traffic {
         }
     }
 }
+
+#[test]
+fn a_call_number_is_not_given_again_before_its_settlement_is_handed_out() {
+    // Drivers keep each call's side by the slot of its number: a new call made before an
+    // ended one's settlement is handed out (from a hook, say) must not take that slot.
+    let mut gates = Gates::new(Box::new(SimHome::alone(1)));
+    let refuse = gates.wrapper(Profile {
+        max_waiting: Some(0),
+        ..profile(Allowance::Fixed(Rate::ARTICLE))
+    });
+    let request = |url: &'static str| odds_gate::core::gates::profile::Request {
+        api_key: Some(KEY),
+        authorization: None,
+        idempotency_key: false,
+        method: "GET",
+        body: odds_gate::core::rules::classify::Body::None,
+        url,
+        batch: None,
+    };
+    // Refused at once (the line may hold none): the first one's settlement is decided.
+    let first = gates.start(0.0, refuse, &request(SNAPSHOT)).unwrap().call;
+    let second = gates.start(0.0, refuse, &request(SNAPSHOT)).unwrap().call;
+    let slot = |id: u64| id & 0xffff_ffff;
+    assert_ne!(slot(first), slot(second));
+    let settled: Vec<u64> = std::iter::from_fn(|| gates.poll_action(0.0))
+        .filter_map(|a| match a {
+            odds_gate::core::gates::Action::Settle { call, .. } => Some(call),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(settled, [first, second]);
+}

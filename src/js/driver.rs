@@ -26,7 +26,6 @@ use super::redis::RedisStore;
 use super::replay;
 use super::timer::Timer;
 use super::watch::Watches;
-use crate::core::base::map::Map;
 use crate::core::base::slab::Mirror;
 use crate::core::gate::action::Event;
 use crate::core::gates::profile::{Keeping, Refused, Request, StoreId};
@@ -57,9 +56,9 @@ pub struct Driver {
     /// The stores, by the gates' numbers for them.
     stores: RefCell<Vec<Rc<RedisStore>>>,
     /// Each wrapper's configuration, for events about its gates.
-    configs: RefCell<Map<WrapperId, Rc<Config>>>,
+    configs: RefCell<Mirror<Rc<Config>>>,
     /// Each gate's metrics attributes, made when first measured.
-    attributes: RefCell<Map<GateId, JsValue>>,
+    attributes: RefCell<Mirror<JsValue>>,
     /// Actions are being performed: a call made meanwhile (from a hook or an inner fetch)
     /// leaves its actions to the loop already running.
     driving: Cell<bool>,
@@ -74,8 +73,8 @@ thread_local! {
         on_abort: OnceCell::new(),
         on_attempt: OnceCell::new(),
         stores: RefCell::new(Vec::new()),
-        configs: RefCell::new(Map::default()),
-        attributes: RefCell::new(Map::default()),
+        configs: RefCell::new(Mirror::default()),
+        attributes: RefCell::new(Mirror::default()),
         driving: Cell::new(false),
     });
 }
@@ -110,7 +109,7 @@ impl Driver {
             g.profile(wrapper).is_none()
         });
         if gone {
-            self.configs.borrow_mut().remove(&wrapper);
+            self.configs.borrow_mut().remove(wrapper);
         }
     }
 
@@ -366,7 +365,7 @@ impl Driver {
                 self.finish(call, result);
             }
             Action::Forgotten { gate } => {
-                self.attributes.borrow_mut().remove(&gate);
+                self.attributes.borrow_mut().remove(gate);
             }
         }
     }
@@ -467,7 +466,7 @@ impl Driver {
 
     /// A gate's metrics attributes.
     fn attributes(&self, gate: GateId) -> JsValue {
-        if let Some(attributes) = self.attributes.borrow().get(&gate) {
+        if let Some(attributes) = self.attributes.borrow().get(gate) {
             return attributes.clone();
         }
         let scope = self.with(|g| g.scope(gate).map(|s| s.as_str().to_owned()));
@@ -500,7 +499,7 @@ impl Driver {
                 let users = self.with(|g| g.users(gate));
                 let configs = self.configs.borrow();
                 let mut hooks: Vec<Events> = Vec::new();
-                for config in users.iter().filter_map(|w| configs.get(w)) {
+                for config in users.iter().filter_map(|&w| configs.get(w)) {
                     if config.events.is_set() && !hooks.contains(&config.events) {
                         hooks.push(config.events.clone());
                     }

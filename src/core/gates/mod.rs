@@ -254,6 +254,9 @@ impl Gates {
     pub fn poll_action(&mut self, now: Millis) -> Option<Action> {
         loop {
             if let Some(action) = self.actions.pop_front() {
+                if let Action::Settle { call, .. } = action {
+                    self.calls.remove(call);
+                }
                 return Some(action);
             }
             let gate = *self.ready.front()?;
@@ -471,10 +474,11 @@ impl Gates {
                 Some(Action::Event { gate, call, event })
             }
             GateAction::Settle { call, end } => {
+                // The call's number is given back when the settlement is handed out: until the
+                // driver has it, no new call may take that number.
                 let Some(call) = entry.refs.remove(call) else {
                     return;
                 };
-                self.calls.remove(call);
                 Some(Action::Settle { call, end })
             }
         };

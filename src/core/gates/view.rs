@@ -37,16 +37,18 @@ impl Gates {
         let Some(w) = self.wrappers.get(wrapper) else {
             return Vec::new();
         };
-        let mut gates: Vec<GateId> = w
+        // The heap's own sort (no other sort's code in the module): least recently used first,
+        // then reversed.
+        let used: std::collections::BinaryHeap<(u64, GateId)> = w
             .gates
             .iter()
-            .copied()
-            .filter(|&g| self.entries.contains(g))
+            .filter_map(|&g| Some((self.entries.get(g)?.used, g)))
             .collect();
-        gates.sort_unstable_by_key(|&g| {
-            std::cmp::Reverse(self.entries.get(g).map_or(0, |e| e.used))
-        });
-        gates
+        used.into_sorted_vec()
+            .into_iter()
+            .rev()
+            .map(|(_, g)| g)
+            .collect()
     }
 
     /// The figures of the gates `wrapper` used that have since been forgotten.

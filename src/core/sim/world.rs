@@ -17,6 +17,7 @@ use super::server::{Attempt, Reply, Server};
 use super::store::FakeStore;
 use crate::core::authority::Answer;
 use crate::core::base::map::{Map, Set};
+use crate::core::base::slab::Mirror;
 use crate::core::gate::action::{End, Event, OpId};
 use crate::core::gate::BodyFacts;
 use crate::core::gates::fleet::Shared;
@@ -121,12 +122,13 @@ pub struct Process {
     /// Its gates.
     pub gates: Gates,
     timer: Option<Millis>,
-    in_flight: Set<(CallRef, u32)>,
-    attempts: Map<CallRef, u32>,
-    probes: Set<CallRef>,
-    bodies: Map<CallRef, BodyFacts>,
+    /// The attempt of each call that is out, by its number.
+    in_flight: Mirror<u32>,
+    attempts: Mirror<u32>,
+    probes: Mirror<()>,
+    bodies: Mirror<BodyFacts>,
     /// Each call's index and request.
-    calls: Map<CallRef, (usize, Rc<Call>)>,
+    calls: Mirror<(usize, Rc<Call>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -193,6 +195,17 @@ pub struct World {
     followers: Map<usize, usize>,
 }
 
+impl Process {
+    /// The attempt `number` of `call` is over, if it was still out.
+    fn stop(&mut self, call: CallRef, number: u32) -> bool {
+        let out = self.in_flight.get(call) == Some(&number);
+        if out {
+            self.in_flight.remove(call);
+        }
+        out
+    }
+}
+
 impl World {
     /// A world of `processes` (each with its gates), answered by `server`.
     pub fn new(processes: Vec<Gates>, server: Box<dyn Server>) -> World {
@@ -206,11 +219,11 @@ impl World {
                 .map(|gates| Process {
                     gates,
                     timer: None,
-                    in_flight: Set::default(),
-                    attempts: Map::default(),
-                    probes: Set::default(),
-                    bodies: Map::default(),
-                    calls: Map::default(),
+                    in_flight: Mirror::default(),
+                    attempts: Mirror::default(),
+                    probes: Mirror::default(),
+                    bodies: Mirror::default(),
+                    calls: Mirror::default(),
                 })
                 .collect(),
             server,
@@ -312,7 +325,7 @@ impl World {
 
     /// Whether an attempt of `call` of process `p` is out.
     pub fn in_flight(&self, p: usize, call: CallRef) -> bool {
-        self.processes[p].in_flight.iter().any(|&(c, _)| c == call)
+        self.processes[p].in_flight.get(call).is_some()
     }
 
     /// Whether the `index`-th call has ended (settled, refused, or aborted).
@@ -328,14 +341,14 @@ impl World {
         match what {
             What::Start(index) => self.start(index),
             What::Arrive(p, call, number, reply) => {
-                if !self.processes[p].in_flight.remove(&(call, number)) {
+                if !self.processes[p].stop(call, number) {
                     return None;
                 }
                 self.answer(p, call, reply);
                 Some(p)
             }
             What::AttemptTimeout(p, call, number) => {
-                if !self.processes[p].in_flight.remove(&(call, number)) {
+                if !self.processes[p].stop(call, number) {
                     return None;
                 }
                 let index = self.index_of(p, call);
@@ -350,7 +363,7 @@ impl World {
                 }
                 let process = &mut self.processes[p];
                 // As the bindings do: an attempt in flight ends through its own signal.
-                process.in_flight.retain(|&(c, _)| c != call);
+                process.in_flight.remove(call);
                 process.gates.cancel(now, call);
                 self.log.aborted.insert(index);
                 self.ended_now(index);
@@ -424,7 +437,7 @@ impl World {
     fn index_of(&self, p: usize, call: CallRef) -> usize {
         self.processes[p]
             .calls
-            .get(&call)
+            .get(call)
             .map_or(usize::MAX, |(index, _)| *index)
     }
 
@@ -504,7 +517,7 @@ impl World {
                 }
                 Action::Dispose { call, read } => {
                     let process = &mut self.processes[p];
-                    let body = read.then(|| process.bodies.get(&call).cloned().unwrap_or_default());
+                    let body = read.then(|| process.bodies.get(call).cloned().unwrap_or_default());
                     process.gates.disposed(now, call, body);
                 }
                 Action::ReadUsage { call } => {
@@ -512,7 +525,7 @@ impl World {
                     self.processes[p].gates.usage(now, call, usage);
                 }
                 Action::StartProbe { probe, .. } => {
-                    self.processes[p].probes.insert(probe);
+                    self.processes[p].probes.insert(probe, ());
                 }
                 Action::Store { gate, id, op } => {
                     let gates = &self.processes[p].gates;
@@ -540,7 +553,7 @@ impl World {
                 }
                 Action::Event { gate, event, .. } => self.log.events.push((now, p, gate, event)),
                 Action::Settle { call, end } => {
-                    let Some((index, _)) = self.processes[p].calls.remove(&call) else {
+                    let Some((index, _)) = self.processes[p].calls.remove(call) else {
                         continue;
                     };
                     assert!(
@@ -572,14 +585,14 @@ impl World {
         let now = self.now;
         let process = &mut self.processes[p];
         let number = {
-            let n = process.attempts.entry(call).or_default();
-            *n += 1;
-            *n
+            let n = process.attempts.get(call).copied().unwrap_or(0) + 1;
+            process.attempts.insert(call, n);
+            n
         };
-        let probe = process.probes.contains(&call);
+        let probe = process.probes.get(call).is_some();
         let (index, request) = process
             .calls
-            .get(&call)
+            .get(call)
             .cloned()
             .unwrap_or((usize::MAX, Rc::new(Call::get(p, 0, "", ""))));
         self.log.sent.push(Sent {
@@ -606,13 +619,13 @@ impl World {
             };
             self.server.reply(now, &attempt)
         };
-        self.processes[p].in_flight.insert((call, number));
+        self.processes[p].in_flight.insert(call, number);
         if timeout_ms > 0.0 && timeout_ms.is_finite() {
             self.push(now + timeout_ms, What::AttemptTimeout(p, call, number));
         }
         match reply.latency() {
             Some(0.0) => {
-                self.processes[p].in_flight.remove(&(call, number));
+                self.processes[p].in_flight.remove(call);
                 self.answer(p, call, reply);
             }
             Some(latency) => self.push(now + latency, What::Arrive(p, call, number, reply)),
