@@ -475,7 +475,7 @@ mod random_traffic {
             w.run();
             prop_assert!(w.is_quiet());
             for i in 0..plans.len() {
-                let ended = u8::from(w.log.settled.contains_key(&i)) + u8::from(w.log.aborted.contains(&i));
+                let ended = u8::from(w.log.settled.contains_key(&i)) + u8::from(w.log.aborted.contains_key(&i));
                 prop_assert_eq!(ended, 1, "call {} ended {} times", i, ended);
             }
             // Per key, admissions across the processes stay within the key's allowance.

@@ -516,7 +516,7 @@ fn an_aborted_waiter_spends_no_token_and_the_next_one_takes_its_turn() {
     h.run();
     assert_eq!(h.attempt_times(), [0.0, 1_000.0]);
     assert_eq!(h.end(2), Some(End::Deliver));
-    assert!(h.log.aborted.contains(&1));
+    assert!(h.log.aborted.contains_key(&1));
     assert_eq!(h.figures().cancelled, 1);
 }
 

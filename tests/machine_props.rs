@@ -172,7 +172,7 @@ proptest! {
         let mut h = run(&s);
         prop_assert!(h.is_quiet());
         for (i, plan) in s.calls.iter().enumerate() {
-            let ended = h.log.settled.contains_key(&i) as u8 + h.log.aborted.contains(&i) as u8;
+            let ended = h.log.settled.contains_key(&i) as u8 + h.log.aborted.contains_key(&i) as u8;
             // Without retries nothing but the caller's signal limits an attempt, so one that
             // hangs stays out; every other call ends.
             let expected = if !plan.retry && h.hung(i) { 0 } else { 1 };

@@ -1,6 +1,7 @@
 //! Small containers and sources the rest is built from.
 
 pub mod histogram;
+pub mod indexed;
 pub mod map;
 pub mod random;
 pub mod slab;

@@ -435,7 +435,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
                 .log
                 .settled
                 .iter()
-                .filter(|(i, _)| mine(**i))
+                .filter(|(i, _)| mine(*i))
                 .map(|(_, (at, _))| *at)
                 .fold(0.0, f64::max);
             report.limiters.push(LimiterReport {

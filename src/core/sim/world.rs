@@ -16,7 +16,7 @@ use std::rc::Rc;
 use super::server::{Attempt, Reply, Server};
 use super::store::FakeStore;
 use crate::core::authority::Answer;
-use crate::core::base::map::{Map, Set};
+use crate::core::base::indexed::Indexed;
 use crate::core::base::slab::Mirror;
 use crate::core::gate::action::{End, Event, OpId};
 use crate::core::gate::BodyFacts;
@@ -104,17 +104,26 @@ pub struct Log {
     pub responses: Vec<(Millis, usize, u16, Option<String>)>,
     /// How each attempt of each call (by index) ended: a status, or `None` for a failure or
     /// timeout.
-    pub outcomes: Map<usize, Vec<Option<u16>>>,
+    pub outcomes: Indexed<Vec<Option<u16>>>,
     /// Calls settled, by index: when and how.
-    pub settled: Map<usize, (Millis, End)>,
+    pub settled: Indexed<(Millis, End)>,
     /// Calls whose caller aborted, by index.
-    pub aborted: Set<usize>,
+    pub aborted: Indexed<()>,
     /// Events, with their process and gate.
     pub events: Vec<(Millis, usize, GateId, Event)>,
     /// Calls refused before they reached a gate, by index.
-    pub refused: Map<usize, Refused>,
+    pub refused: Indexed<Refused>,
     /// Timer firings.
     pub wakeups: usize,
+}
+
+impl Log {
+    /// How an attempt of the `index`-th call ended (a probe's are not kept).
+    fn outcome(&mut self, index: usize, status: Option<u16>) {
+        if index != usize::MAX {
+            self.outcomes.entry(index, Vec::new).push(status);
+        }
+    }
 }
 
 /// One simulated process: its gates, its timer, and what it has in flight.
@@ -192,7 +201,7 @@ pub struct World {
     /// Each started call's process and number, by index.
     pub calls: Vec<Option<(usize, CallRef)>>,
     /// Calls that start when another ends, by the index of the one they follow.
-    followers: Map<usize, usize>,
+    followers: Indexed<usize>,
 }
 
 impl Process {
@@ -232,7 +241,7 @@ impl World {
             log: Log::default(),
             starts: Vec::new(),
             calls: Vec::new(),
-            followers: Map::default(),
+            followers: Indexed::default(),
         }
     }
 
@@ -332,7 +341,7 @@ impl World {
     pub fn ended(&self, index: usize) -> bool {
         self.log.settled.contains_key(&index)
             || self.log.refused.contains_key(&index)
-            || self.log.aborted.contains(&index)
+            || self.log.aborted.contains_key(&index)
     }
 
     /// Handles one event; the process to drive after it.
@@ -352,20 +361,20 @@ impl World {
                     return None;
                 }
                 let index = self.index_of(p, call);
-                self.log.outcomes.entry(index).or_default().push(None);
+                self.log.outcome(index, None);
                 self.processes[p].gates.failed(now, call, Failure::TimedOut);
                 Some(p)
             }
             What::Abort(index) => {
                 let (p, call) = self.calls.get(index).copied().flatten()?;
-                if self.log.settled.contains_key(&index) || self.log.aborted.contains(&index) {
+                if self.log.settled.contains_key(&index) || self.log.aborted.contains_key(&index) {
                     return None;
                 }
                 let process = &mut self.processes[p];
                 // As the bindings do: an attempt in flight ends through its own signal.
                 process.in_flight.remove(call);
                 process.gates.cancel(now, call);
-                self.log.aborted.insert(index);
+                self.log.aborted.insert(index, ());
                 self.ended_now(index);
                 Some(p)
             }
@@ -475,11 +484,7 @@ impl World {
                 self.log
                     .responses
                     .push((now, index, status, lookup("retry-after")));
-                self.log
-                    .outcomes
-                    .entry(index)
-                    .or_default()
-                    .push(Some(status));
+                self.log.outcome(index, Some(status));
                 let wall = move || 1.7e12 + now;
                 process.gates.responded(now, &wall, call, status, &lookup);
             }
@@ -489,15 +494,11 @@ impl World {
                 process.bodies.insert(call, BodyFacts::default());
                 // Its headers were never text: the gate hears them as they are.
                 self.log.responses.push((now, index, status, None));
-                self.log
-                    .outcomes
-                    .entry(index)
-                    .or_default()
-                    .push(Some(status));
+                self.log.outcome(index, Some(status));
                 process.gates.responded_with(now, call, status, feedback);
             }
             Reply::Fail { .. } => {
-                self.log.outcomes.entry(index).or_default().push(None);
+                self.log.outcome(index, None);
                 process.gates.failed(now, call, NETWORK);
             }
             Reply::Hang => {}
@@ -557,7 +558,7 @@ impl World {
                         continue;
                     };
                     assert!(
-                        !self.log.aborted.contains(&index),
+                        !self.log.aborted.contains_key(&index),
                         "an aborted call settled"
                     );
                     let again = self.log.settled.insert(index, (now, end));
