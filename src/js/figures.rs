@@ -8,15 +8,18 @@ use wasm_bindgen::prelude::*;
 
 use super::clock;
 use super::options::Config;
+use crate::core::authority::LOW_REMAINING;
 use crate::core::base::histogram::{Histogram, BOUNDS_MS};
 use crate::core::gate::figures::Figures;
 use crate::core::gates::profile::Keeping;
 use crate::core::gates::{GateView, Gates, WrapperId};
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::allowance::{Allowance, Rate};
-use crate::core::rules::learn::Estimate;
+use crate::core::rules::backoff::Backoff;
+use crate::core::rules::learn::{Estimate, BETA};
 use crate::core::rules::policy::{Reason, RetryPolicy};
-use crate::core::rules::quota::QuotaState;
+use crate::core::rules::quota::{QuotaState, SUSPICIOUS_RUN};
+use crate::core::rules::routes::MAX_ROUTES;
 
 /// Plain objects, `null` for an absent value: what `JSON.stringify` would also print.
 #[inline(never)]
@@ -347,6 +350,20 @@ struct Facts {
     metrics: bool,
     /// What each learning gate of the wrapper has learned so far.
     learned: Vec<LearnedFacts>,
+    /// The core's own numbers the sentences name.
+    limits: Limits,
+}
+
+/// The core's numbers `describe()` words: never written twice.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Limits {
+    low_remaining: f64,
+    suspicious_run: u32,
+    probe_base_ms: f64,
+    probe_cap_ms: f64,
+    learn_cut: f64,
+    max_routes: usize,
 }
 
 /// One gate's estimate, for `describe()`.
@@ -435,6 +452,14 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
             success_refill: b.success_refill,
         }),
         metrics: config.metrics.is_some(),
+        limits: Limits {
+            low_remaining: LOW_REMAINING,
+            suspicious_run: SUSPICIOUS_RUN,
+            probe_base_ms: Backoff::DEFAULT.base_ms(),
+            probe_cap_ms: Backoff::DEFAULT.cap_ms(),
+            learn_cut: BETA,
+            max_routes: MAX_ROUTES,
+        },
     };
     summary(&to_js(&facts))
 }

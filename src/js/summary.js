@@ -1,6 +1,6 @@
 // describe(): the checklist's configuration summary, worded here from the facts the bindings
-// pass (`rate` (null when learned without a ceiling), `learn`, `threads`, `waiting` and `metrics`, and `store`, `retry`,
-// `budget` when configured), so the sentences live in
+// pass (`rate` (null when learned without a ceiling), `learn`, `threads`, `waiting`, `metrics`,
+// the core's `limits`, and `store`, `retry`, `budget` when configured), so the sentences live in
 // JavaScript rather than in the wasm module. `text` is one line per field, under the labels
 // the checklist uses.
 
@@ -11,13 +11,13 @@ const LABELS = [
 ];
 
 /** The summary object, with its `text`. */
-export function summary({ rate, learn, store, threads, retry, budget, waiting, metrics, learned }) {
+export function summary({ rate, learn, store, threads, retry, budget, waiting, metrics, learned, limits }) {
   const s = { rate, learn };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
   s.store = store ?? (threads
     ? 'in-process memory shared by every thread of the process (SharedArrayBuffer): one allowance per process, worker threads included; other processes have their own'
     : 'in-process memory of this thread only (threads: false); other threads and processes have their own allowance');
-  s.admission = 'cooldown first, then token bucket; in call order (a retry keeps its place); one timer for every gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < 10% of limit)';
+  s.admission = `cooldown first, then token bucket; in call order (a retry keeps its place); one timer for every gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < ${limits.lowRemaining * 100}% of limit)`;
   s.feedback = retry
     ? 'Retry-After (seconds or HTTP-date) on 429/503 is the shared cooldown, extended never shortened; X-RateLimit-* and IETF RateLimit/RateLimit-Policy read on every response'
     : 'Retry-After (seconds or HTTP-date) on a 429 is the shared cooldown, extended never shortened; its X-RateLimit-* recorded; other responses are not read';
@@ -35,7 +35,7 @@ export function summary({ rate, learn, store, threads, retry, budget, waiting, m
   s.retryBudget = budget
     ? `shared per gate: ${budget.capacity} tokens, a 429 retry costs ${budget.throttleCost}, a transient one ${budget.transientCost}, success refunds the retry's cost (+${budget.successRefill} for a first-time success); batch({ retryBudget }) adds a fixed allowance per round`
     : 'none';
-  s.quota = 'a 429 naming the quota, or 3 bare 429s in a row, triggers one GET /usage per gate, through its line (after an answer that confirms nothing, the next waits 2 s, doubling to 60 s); used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()';
+  s.quota = `a 429 naming the quota, or ${limits.suspiciousRun} bare 429s in a row, triggers one GET /usage per gate, through its line (after an answer that confirms nothing, the next waits ${limits.probeBaseMs / 1000} s, doubling to ${limits.probeCapMs / 1000} s); used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()`;
   s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms, what was learned; onEvent: throttled, retry, abandoned, quota-probe, learned, store-down/up';
   if (metrics) s.metrics += '; OpenTelemetry: the odds_gate.* counters, gauges and histograms on the given meter';
   if (learn) {
@@ -45,7 +45,7 @@ export function summary({ rate, learn, store, threads, retry, budget, waiting, m
       + `(at least ${round(l.atLeast)}, confidence ${round(l.confidence)}; last 429 ${l.lastThrottle ? l.lastThrottle.toISOString() : 'never'})`).join('; ');
   }
   const lines = [learn
-    ? `bucket: learned per credential from the responses${rate ? `, never above burst ${rate.burst} at ${rate.perSecond} per second` : ''}: one request in flight until the first answer; X-RateLimit-Limit is the burst, X-RateLimit-Remaining the tokens there now and, over time, a lower bound on the refill rate the pace follows; without them, the pace doubles each second until a 429, then each 429 cuts it to 0.7x and each success raises it a little (stats().gates[i].learned shows the estimate)`
+    ? `bucket: learned per credential from the responses${rate ? `, never above burst ${rate.burst} at ${rate.perSecond} per second` : ''}: one request in flight until the first answer; X-RateLimit-Limit is the burst, X-RateLimit-Remaining the tokens there now and, over time, a lower bound on the refill rate the pace follows; without them, the pace doubles each second until a 429, then each 429 cuts it to ${limits.learnCut}x and each success raises it a little; one gate per limiter (X-RateLimit-Bucket), up to ${limits.maxRoutes} routes per credential (stats().gates[i].learned shows the estimate)`
     : `bucket: burst ${rate.burst} at ${rate.perSecond} per second, per credential (set it to the provider's allowance for the key)`,
   ];
   for (const [key, label] of LABELS) if (key in s) lines.push(`${label}: ${s[key]}`);
