@@ -1,0 +1,307 @@
+//! Zero configuration on real traffic, on the virtual clock: learning wrappers against servers
+//! that differ from the clean case the way real ones do (threads and processes spending one
+//! allowance, headers only on 429s, answers that take no token, counts that lie, allowances that
+//! change, keys of any size, servers that never limit, two limiters), each beside the right
+//! fixed rate. `cargo test --test learn_matrix -- --nocapture --test-threads 1` prints every run.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::rc::Rc;
+
+use odds_gate::core::gate::action::End;
+use odds_gate::core::gate::store_link::StoreSettings;
+use odds_gate::core::gates::profile::{Keeping, Profile};
+use odds_gate::core::gates::Gates;
+use odds_gate::core::rules::allowance::{Allowance, Rate};
+use odds_gate::core::rules::budget::RefillingConfig;
+use odds_gate::core::rules::policy::RetryPolicy;
+use odds_gate::core::sim::home::{Shelf, SimHome};
+use odds_gate::core::sim::server::{Allowances, Counts, Headers, Limiter, Quirks};
+use odds_gate::core::sim::world::{Call, World};
+use odds_gate::core::Millis;
+
+/// Who spends the allowance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Spenders {
+    /// One thread of one process.
+    One,
+    /// Threads of one process, sharing memory.
+    Threads(usize),
+    /// Processes sharing a store.
+    Fleet(usize),
+}
+
+/// One row of the matrix.
+#[derive(Debug, Clone)]
+struct Scenario {
+    name: &'static str,
+    rate: Rate,
+    headers: Headers,
+    quirks: Quirks,
+    spenders: Spenders,
+    /// Workers, each fetching `snapshots` one after another.
+    workers: usize,
+    snapshots: usize,
+    latency_ms: Millis,
+    /// A second limiter: lookups, each from a worker of its own, at time 0, and its allowance.
+    lookups: Option<(usize, Rate)>,
+    /// `maxWaitMs` of the wrappers.
+    max_wait_ms: Option<Millis>,
+}
+
+impl Scenario {
+    fn new(name: &'static str, burst: f64, per_second: f64) -> Scenario {
+        Scenario {
+            name,
+            rate: Rate::new(burst, per_second).unwrap(),
+            headers: Headers::Always,
+            quirks: Quirks::default(),
+            spenders: Spenders::One,
+            workers: 8,
+            snapshots: 8,
+            latency_ms: 20.0,
+            lookups: None,
+            max_wait_ms: None,
+        }
+    }
+}
+
+/// What a run gave.
+#[derive(Debug, Clone, Copy)]
+struct Outcome {
+    attempts: usize,
+    rejected: usize,
+    completed: usize,
+    calls: usize,
+    /// When the last snapshot was done.
+    done_ms: Millis,
+    /// When the last lookup was done.
+    lookups_done_ms: Millis,
+}
+
+impl Outcome {
+    fn share_429(&self) -> f64 {
+        self.rejected as f64 / self.attempts.max(1) as f64
+    }
+}
+
+fn run(s: &Scenario, allowance: Allowance) -> Outcome {
+    let processes = match s.spenders {
+        Spenders::One => 1,
+        Spenders::Threads(n) | Spenders::Fleet(n) => n,
+    };
+    let shelf = Shelf::default();
+    let mut all = Vec::new();
+    let mut wrappers = Vec::new();
+    for p in 0..processes {
+        let seed = 1 + 100 * p as u64;
+        let home = match s.spenders {
+            Spenders::Threads(_) => SimHome::sharing(seed, p as u32 + 1, shelf.clone()),
+            _ => SimHome::alone(seed),
+        };
+        let mut gates = Gates::new(Box::new(home));
+        let keeping = match s.spenders {
+            Spenders::Fleet(_) => Keeping::Store(gates.store("fake", StoreSettings::DEFAULT)),
+            Spenders::Threads(_) => Keeping::Memory { threads: true },
+            Spenders::One => Keeping::Memory { threads: false },
+        };
+        wrappers.push(gates.wrapper(Profile {
+            allowance,
+            budget: Some(RefillingConfig::DEFAULT),
+            keeping,
+            policy: Some(Rc::new(RetryPolicy {
+                max_attempts: 10,
+                ..RetryPolicy::default()
+            })),
+            max_wait_ms: s.max_wait_ms,
+            max_waiting: None,
+            reports_wait: false,
+        }));
+        all.push(gates);
+    }
+    let mut limiters = Vec::new();
+    if let Some((_, rate)) = s.lookups {
+        limiters.push(Limiter {
+            name: Some("events".into()),
+            path: "/lookup/".into(),
+            rate,
+        });
+    }
+    limiters.push(Limiter {
+        name: s.lookups.map(|_| "snapshot".into()),
+        path: String::new(),
+        rate: s.rate,
+    });
+    let mut server = Allowances::new(limiters, 1_000.0);
+    server.headers = s.headers;
+    server.latency_ms = s.latency_ms;
+    server.quirks = s.quirks;
+    let mut world = World::new(all, Box::new(server));
+    world.store.latency = 1.0;
+    let get = |worker: usize, url: String| {
+        let p = worker % processes;
+        Call::get(p, wrappers[p], "key", &url)
+    };
+    let mut snapshots = Vec::new();
+    for w in 0..s.workers {
+        let url = |n: usize| format!("http://api/v1/events/e{w}-{n}/odds/snapshot");
+        let mut index = world.start_at(0.0, get(w, url(0)));
+        snapshots.push(index);
+        for n in 1..s.snapshots {
+            index = world.start_after(index, get(w, url(n)));
+            snapshots.push(index);
+        }
+    }
+    let mut lookups = Vec::new();
+    for i in 0..s.lookups.map_or(0, |(n, _)| n) {
+        let url = format!("http://api/v1/lookup/l{i}");
+        lookups.push(world.start_at(0.0, get(s.workers + i, url)));
+    }
+    world.run();
+    let done = |calls: &[usize]| {
+        calls
+            .iter()
+            .filter_map(|i| world.log.settled.get(i).map(|(at, _)| *at))
+            .fold(0.0, f64::max)
+    };
+    let completed = world
+        .log
+        .settled
+        .values()
+        .filter(|(_, end)| *end == End::Deliver)
+        .count();
+    let sent = world.log.sent.iter().filter(|s| !s.probe);
+    let (attempts, rejected) = sent.fold((0, 0), |(a, r), s| {
+        (a + 1, r + usize::from(s.status == Some(429)))
+    });
+    Outcome {
+        attempts,
+        rejected,
+        completed,
+        calls: snapshots.len() + lookups.len(),
+        done_ms: done(&snapshots),
+        lookups_done_ms: done(&lookups),
+    }
+}
+
+/// The time the allowance itself needs for `calls` requests from a full bucket.
+fn floor_ms(calls: usize, rate: Rate) -> Millis {
+    ((calls as f64 - rate.burst()).max(0.0) / rate.per_second() * 1000.0).max(1.0)
+}
+
+/// Runs `s` learning and at the right fixed rate, prints both, and returns the learning run
+/// with its wall time over the fixed rate's floor.
+fn measure(s: &Scenario) -> (Outcome, f64) {
+    let learned = run(s, Allowance::Learned(None));
+    let fixed = run(s, Allowance::Fixed(s.rate));
+    let floor = floor_ms(s.workers * s.snapshots, s.rate);
+    let ratio = learned.done_ms / floor;
+    println!(
+        "{:<44} learning: {:>4} attempts, {:>3} 429s ({:>4.1} %), {}/{} done, {:>6.2} x floor | fixed: {:>3} 429s, {:.2} x",
+        s.name,
+        learned.attempts,
+        learned.rejected,
+        100.0 * learned.share_429(),
+        learned.completed,
+        learned.calls,
+        ratio,
+        fixed.rejected,
+        fixed.done_ms / floor,
+    );
+    (learned, ratio)
+}
+
+fn rows() -> Vec<Scenario> {
+    let mut rows = Vec::new();
+    let threads = Scenario {
+        spenders: Spenders::Threads(8),
+        workers: 8,
+        snapshots: 16,
+        ..Scenario::new("8 threads x 16 calls, 5 @ 5/s, counts", 5.0, 5.0)
+    };
+    rows.push(threads.clone());
+    rows.push(Scenario {
+        name: "2 processes through a store, 5 @ 5/s, counts",
+        spenders: Spenders::Fleet(2),
+        ..threads.clone()
+    });
+    rows.push(Scenario {
+        headers: Headers::OnThrottle,
+        workers: 8,
+        snapshots: 8,
+        ..Scenario::new("counts on 429s only, 2 @ 2/s, 64 calls", 2.0, 2.0)
+    });
+    rows.push(Scenario {
+        quirks: Quirks {
+            missing_first: 16,
+            ..Quirks::default()
+        },
+        ..Scenario::new("16 404s with counts first, 5 @ 5/s", 5.0, 5.0)
+    });
+    rows.push(Scenario {
+        quirks: Quirks {
+            unavailable_every: Some(7),
+            ..Quirks::default()
+        },
+        ..Scenario::new("one 503 in 7 (no token), 5 @ 5/s", 5.0, 5.0)
+    });
+    rows.push(Scenario {
+        quirks: Quirks {
+            counts: Counts::Quota {
+                limit: 100_000,
+                left: 90_000,
+            },
+            ..Quirks::default()
+        },
+        ..Scenario::new("counts of a monthly quota, limiter 5 @ 5/s", 5.0, 5.0)
+    });
+    rows.push(Scenario {
+        quirks: Quirks {
+            counts: Counts::Stuck(100),
+            ..Quirks::default()
+        },
+        ..Scenario::new("remaining stuck at 100, 5 @ 5/s", 5.0, 5.0)
+    });
+    rows.push(Scenario {
+        headers: Headers::Never,
+        quirks: Quirks {
+            change: Some((10_000.0, Rate::new(2.0, 2.0).unwrap())),
+            ..Quirks::default()
+        },
+        snapshots: 40,
+        ..Scenario::new("10/s dropping to 2/s at 10 s, Retry-After only", 10.0, 10.0)
+    });
+    rows.push(Scenario {
+        workers: 4,
+        snapshots: 4,
+        ..Scenario::new("12 a minute (1 @ 0.2/s), counts", 1.0, 0.2)
+    });
+    rows.push(Scenario {
+        ..Scenario::new("50 @ 20/s, counts, 64 calls", 50.0, 20.0)
+    });
+    rows.push(Scenario {
+        headers: Headers::Never,
+        workers: 20,
+        snapshots: 10,
+        ..Scenario::new("a server that never limits, no headers", 1e6, 1e6)
+    });
+    rows.push(Scenario {
+        lookups: Some((40, Rate::new(10.0, 10.0).unwrap())),
+        ..Scenario::new("two limiters: 40 lookups on 10 @ 10/s", 2.0, 2.0)
+    });
+    rows
+}
+
+#[test]
+fn the_matrix() {
+    for s in rows() {
+        let (learned, ratio) = measure(&s);
+        if let Some((n, rate)) = s.lookups {
+            println!(
+                "    lookups done at {:.0} ms: {:.2} x their floor",
+                learned.lookups_done_ms,
+                learned.lookups_done_ms / floor_ms(n, rate)
+            );
+        }
+        let _ = ratio;
+    }
+}
