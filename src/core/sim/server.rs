@@ -162,6 +162,42 @@ pub struct Allowances {
     pub quiet_from: Option<u32>,
     /// What each limiter answered: 200s and 429s, by name.
     pub counts: Map<String, (u64, u64)>,
+    /// How this server differs from an honest one.
+    pub quirks: Quirks,
+    /// Attempts answered so far.
+    answered: u64,
+}
+
+/// What the counts in a server's headers say.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Counts {
+    /// The limiter's tokens, as they are.
+    #[default]
+    Truth,
+    /// A monthly quota's: `limit`, and what is left of it, one less per answer that took one.
+    Quota {
+        /// The quota.
+        limit: u64,
+        /// Left of it at time 0.
+        left: u64,
+    },
+    /// The same remaining count on every answer, whatever the tokens.
+    Stuck(u64),
+    /// A remaining count this much above the limit.
+    Above(u64),
+}
+
+/// How a server differs from an honest one (all off by default).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Quirks {
+    /// Every `n`-th attempt is a 503 that takes no token (and has no `Retry-After`).
+    pub unavailable_every: Option<u64>,
+    /// The first `n` attempts are 404s that carry the counts and take no token.
+    pub missing_first: u64,
+    /// What the counts say.
+    pub counts: Counts,
+    /// From this time on, every limiter's allowance is this one.
+    pub change: Option<(Millis, Rate)>,
 }
 
 impl Allowances {
@@ -182,6 +218,8 @@ impl Allowances {
             latency_ms: 0.0,
             quiet_from: None,
             counts: Map::default(),
+            quirks: Quirks::default(),
+            answered: 0,
         }
     }
 }
@@ -195,6 +233,39 @@ impl Server for Allowances {
         else {
             return Reply::status(404, &[]).after(self.latency_ms);
         };
+        self.answered += 1;
+        let q = self.quirks;
+        if let Some((at, rate)) = q.change.filter(|&(at, _)| now >= at) {
+            if bucket.rate() != rate {
+                bucket.retune(at.max(0.0), rate, None);
+            }
+        }
+        let limit = bucket.rate().burst();
+        let counted_on = |ok: bool| match self.headers {
+            Headers::Never => false,
+            Headers::Always => true,
+            Headers::OnThrottle => !ok,
+        };
+        // Answers that take no token: a 404 of a missing event, a 503 of an overloaded server.
+        let missing = self.answered <= q.missing_first;
+        let unavailable = q.unavailable_every.is_some_and(|n| self.answered % n == 0);
+        if missing || unavailable {
+            let status = if missing { 404 } else { 503 };
+            let left = bucket.tokens(now).floor().max(0.0) as u64;
+            let counted = counted_on(true);
+            let feedback = Feedback {
+                limit: counted.then_some(limit as u64),
+                remaining: counted.then_some(left),
+                limiter: limiter.name.clone().filter(|_| counted),
+                ..Feedback::default()
+            };
+            let latency = self.latency_ms;
+            return Reply::Read {
+                status,
+                feedback,
+                latency,
+            };
+        }
         let ok = !self.always_reject && bucket.take(now);
         let status = if ok { 200 } else { 429 };
         let count = self
@@ -206,15 +277,20 @@ impl Server for Allowances {
             false => count.1 += 1,
         }
         let quiet = self.quiet_from.is_some_and(|n| attempt.number >= n);
-        let counted = match self.headers {
-            Headers::Never => false,
-            Headers::Always => true,
-            Headers::OnThrottle => !ok,
+        let counted = counted_on(ok);
+        let tokens = bucket.tokens(now).floor().max(0.0) as u64;
+        let (limit, left) = match q.counts {
+            Counts::Truth => (limit as u64, tokens),
+            Counts::Quota { limit, left } => {
+                let spent = self.counts.values().map(|c| c.0).sum::<u64>();
+                (limit, left.saturating_sub(spent))
+            }
+            Counts::Stuck(n) => (limit as u64, n),
+            Counts::Above(n) => (limit as u64, limit as u64 + n),
         };
-        let left = bucket.tokens(now).floor().max(0.0) as u64;
         let feedback = Feedback {
             retry_after_ms: (!ok).then_some(if quiet { 0.0 } else { self.retry_after_ms }),
-            limit: counted.then_some(limiter.rate.burst() as u64),
+            limit: counted.then_some(limit),
             remaining: counted.then_some(left),
             limiter: limiter.name.clone().filter(|_| counted || !ok),
             ..Feedback::default()
