@@ -1055,7 +1055,7 @@ async fn a_429_with_retry_after_seconds_sets_the_cooldown_and_records_the_header
     assert_eq!(num(&feedback, "remaining"), 0.0);
     assert_eq!(num(&feedback, "resetMs"), 500.0);
     assert_eq!(
-        get(&feedback, "bucket").as_string().as_deref(),
+        get(&feedback, "limiter").as_string().as_deref(),
         Some("snapshot")
     );
     assert_eq!(get(&gate, "timerArmed"), JsValue::FALSE);
