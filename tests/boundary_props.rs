@@ -194,8 +194,8 @@ proptest! {
     /// The Redis script's replies: anything at all, no panic; an answer read holds finite numbers.
     #[test]
     fn redis_replies_of_any_shape(code in prop_oneof![Just("admitted".to_string()), Just("wait".to_string()), ".{0,12}".prop_map(String::from)],
-        value in ".{0,20}", extra in ".{0,20}", count in ".{0,6}") {
-        if let Some(answer) = answer(&code, &value, &extra, &count) {
+        value in ".{0,20}", extra in ".{0,20}", count in ".{0,6}", seq in ".{0,12}") {
+        if let Some(answer) = answer(&code, &value, &extra, &count, &seq) {
             let text = format!("{answer:?}");
             prop_assert!(!text.contains("NaN") && !text.contains("inf"), "{}", text);
         }

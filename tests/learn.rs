@@ -72,14 +72,18 @@ fn check(headers: bool, max_rejected: f64, max_ratio: f64) {
     assert!(failed.is_empty(), "missed the targets: {failed:#?}");
 }
 
+// Bounds: the worst run the virtual clock measures, plus a little (counts: 2.9 % at 2 @ 2/s and
+// 20 ms, at most 1.04 x; Retry-After only: 11.5 % at 20 @ 5/s and 150 ms, the window's
+// overshoot before the first 429, and 1.26 x).
+
 #[test]
-fn with_the_counts_at_most_5_percent_429s_and_1_3_times_the_floor() {
-    check(true, 0.05, 1.3);
+fn with_the_counts_at_most_3_5_percent_429s_and_1_06_times_the_floor() {
+    check(true, 0.035, 1.06);
 }
 
 #[test]
-fn with_retry_after_only_at_most_10_percent_429s_and_1_6_times_the_floor() {
-    check(false, 0.10, 1.6);
+fn with_retry_after_only_at_most_12_5_percent_429s_and_1_3_times_the_floor() {
+    check(false, 0.125, 1.3);
 }
 
 fn learning_gate() -> Gate {
@@ -123,11 +127,12 @@ fn one_request_is_in_flight_until_the_first_answer_then_the_counts_lead() {
 }
 
 #[test]
-fn without_the_counts_the_first_answer_starts_a_slow_start() {
+fn without_the_counts_the_requests_in_flight_grow_with_each_answer() {
     let mut h = four_calls(|_| Reply::ok());
     let times: Vec<f64> = h.sent().iter().map(|s| s.at).collect();
-    // One a second from the first answer (the pace doubles only after a second of it).
-    assert_eq!(times, [0.0, 50.0, 1050.0, 1550.0]);
+    // One, then two (a millisecond apart: the window's pace does not hold them), then the
+    // last as the two answer: nothing paces a server that has not limited yet.
+    assert_eq!(times, [0.0, 50.0, 51.0, 100.0]);
     assert_eq!(h.learned().unwrap().burst, None);
 }
 
@@ -204,6 +209,7 @@ fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
             == Action::Route {
                 call: scout,
                 heard: Heard::Nothing,
+                answer: None,
             };
     }
     assert!(reported);
@@ -226,6 +232,23 @@ fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
     );
     let moved = gate.withdraw(moved).unwrap();
     assert!(!moved.spec.behind_scout && !moved.spec.scout);
+}
+
+#[test]
+fn an_estimate_no_learning_could_reach_is_not_a_pace() {
+    let mut gate = learning_gate();
+    let opening = gate.rate();
+    for garbage in [
+        Rate::new(1.0, 1e300).unwrap(),
+        Rate::new(1e300, 5.0).unwrap(),
+    ] {
+        gate.adopt_estimate(0.0, garbage);
+        assert_eq!(gate.rate(), opening, "{garbage:?} ignored");
+    }
+    // A plausible one is taken.
+    let fleet = Rate::new(5.0, 10.0).unwrap();
+    gate.adopt_estimate(0.0, fleet);
+    assert_eq!(gate.rate(), fleet);
 }
 
 #[test]

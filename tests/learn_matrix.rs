@@ -46,6 +46,10 @@ struct Scenario {
     lookups: Option<(usize, Rate)>,
     /// `maxWaitMs` of the wrappers.
     max_wait_ms: Option<Millis>,
+    /// What the virtual clock measures, plus a little: the share of attempts that are 429s,
+    /// and the wall time over the allowance's floor (over the fixed rate's time where the
+    /// allowance sets no floor).
+    bounds: (f64, f64),
 }
 
 impl Scenario {
@@ -61,6 +65,7 @@ impl Scenario {
             latency_ms: 20.0,
             lookups: None,
             max_wait_ms: None,
+            bounds: (0.0, 0.0),
         }
     }
 }
@@ -188,15 +193,29 @@ fn floor_ms(calls: usize, rate: Rate) -> Millis {
     ((calls as f64 - rate.burst()).max(0.0) / rate.per_second() * 1000.0).max(1.0)
 }
 
-/// Runs `s` learning and at the right fixed rate, prints both, and returns the learning run
-/// with its wall time over the fixed rate's floor.
-fn measure(s: &Scenario) -> (Outcome, f64) {
+/// The time `s`'s server needs for its calls: those that take a token, at the allowance, and
+/// at the new one after a change.
+fn scenario_floor_ms(s: &Scenario) -> Millis {
+    let calls = (s.workers * s.snapshots).saturating_sub(s.quirks.missing_first as usize);
+    let Some((at, next)) = s.quirks.change else {
+        return floor_ms(calls, s.rate);
+    };
+    let by_change = s.rate.burst() + s.rate.per_second() * at / 1000.0;
+    if calls as f64 <= by_change {
+        return floor_ms(calls, s.rate);
+    }
+    at + (calls as f64 - by_change) / next.per_second() * 1000.0
+}
+
+/// Runs `s` learning and at the right fixed rate, prints both, and returns them with the
+/// learning run's wall time over the floor.
+fn measure(s: &Scenario) -> (Outcome, Outcome, f64) {
     let learned = run(s, Allowance::Learned(None));
     let fixed = run(s, Allowance::Fixed(s.rate));
-    let floor = floor_ms(s.workers * s.snapshots, s.rate);
+    let floor = scenario_floor_ms(s);
     let ratio = learned.done_ms / floor;
     println!(
-        "{:<44} learning: {:>4} attempts, {:>3} 429s ({:>4.1} %), {}/{} done, {:>6.2} x floor | fixed: {:>3} 429s, {:.2} x",
+        "{:<46} learning: {:>4} attempts, {:>3} 429s ({:>4.1} %), {}/{} done, {:>6.2} x floor | fixed: {:>3} 429s, {}/{} done, {:.2} x",
         s.name,
         learned.attempts,
         learned.rejected,
@@ -205,9 +224,11 @@ fn measure(s: &Scenario) -> (Outcome, f64) {
         learned.calls,
         ratio,
         fixed.rejected,
+        fixed.completed,
+        fixed.calls,
         fixed.done_ms / floor,
     );
-    (learned, ratio)
+    (learned, fixed, ratio)
 }
 
 fn rows() -> Vec<Scenario> {
@@ -216,10 +237,12 @@ fn rows() -> Vec<Scenario> {
         spenders: Spenders::Threads(8),
         workers: 8,
         snapshots: 16,
+        bounds: (0.005, 1.06),
         ..Scenario::new("8 threads x 16 calls, 5 @ 5/s, counts", 5.0, 5.0)
     };
     rows.push(threads.clone());
     rows.push(Scenario {
+        bounds: (0.005, 1.08),
         name: "2 processes through a store, 5 @ 5/s, counts",
         spenders: Spenders::Fleet(2),
         ..threads.clone()
@@ -228,6 +251,7 @@ fn rows() -> Vec<Scenario> {
         headers: Headers::OnThrottle,
         workers: 8,
         snapshots: 8,
+        bounds: (0.08, 1.26),
         ..Scenario::new("counts on 429s only, 2 @ 2/s, 64 calls", 2.0, 2.0)
     });
     rows.push(Scenario {
@@ -235,6 +259,7 @@ fn rows() -> Vec<Scenario> {
             missing_first: 16,
             ..Quirks::default()
         },
+        bounds: (0.005, 1.09),
         ..Scenario::new("16 404s with counts first, 5 @ 5/s", 5.0, 5.0)
     });
     rows.push(Scenario {
@@ -242,6 +267,7 @@ fn rows() -> Vec<Scenario> {
             unavailable_every: Some(7),
             ..Quirks::default()
         },
+        bounds: (0.005, 1.12),
         ..Scenario::new("one 503 in 7 (no token), 5 @ 5/s", 5.0, 5.0)
     });
     rows.push(Scenario {
@@ -252,6 +278,7 @@ fn rows() -> Vec<Scenario> {
             },
             ..Quirks::default()
         },
+        bounds: (0.105, 1.22),
         ..Scenario::new("counts of a monthly quota, limiter 5 @ 5/s", 5.0, 5.0)
     });
     rows.push(Scenario {
@@ -259,6 +286,7 @@ fn rows() -> Vec<Scenario> {
             counts: Counts::Stuck(100),
             ..Quirks::default()
         },
+        bounds: (0.105, 1.23),
         ..Scenario::new("remaining stuck at 100, 5 @ 5/s", 5.0, 5.0)
     });
     rows.push(Scenario {
@@ -268,40 +296,133 @@ fn rows() -> Vec<Scenario> {
             ..Quirks::default()
         },
         snapshots: 40,
+        bounds: (0.055, 1.26),
         ..Scenario::new("10/s dropping to 2/s at 10 s, Retry-After only", 10.0, 10.0)
     });
     rows.push(Scenario {
         workers: 4,
         snapshots: 4,
+        bounds: (0.25, 1.32),
         ..Scenario::new("12 a minute (1 @ 0.2/s), counts", 1.0, 0.2)
     });
     rows.push(Scenario {
+        bounds: (0.005, 1.16),
         ..Scenario::new("50 @ 20/s, counts, 64 calls", 50.0, 20.0)
+    });
+    rows.push(Scenario {
+        workers: 200,
+        snapshots: 1,
+        max_wait_ms: Some(5_000.0),
+        bounds: (0.005, 0.7),
+        ..Scenario::new("maxWaitMs 5000, 200 calls at 50 @ 20/s", 50.0, 20.0)
     });
     rows.push(Scenario {
         headers: Headers::Never,
         workers: 20,
         snapshots: 10,
+        bounds: (0.005, 1.45),
         ..Scenario::new("a server that never limits, no headers", 1e6, 1e6)
     });
     rows.push(Scenario {
         lookups: Some((40, Rate::new(10.0, 10.0).unwrap())),
+        bounds: (0.025, 1.08),
         ..Scenario::new("two limiters: 40 lookups on 10 @ 10/s", 2.0, 2.0)
     });
     rows
 }
 
+/// The lookups of the two-limiter row, over their own floor: measured 1.07.
+const LOOKUPS_RATIO: f64 = 1.10;
+
 #[test]
 fn the_matrix() {
+    let mut missed = Vec::new();
     for s in rows() {
-        let (learned, ratio) = measure(&s);
-        if let Some((n, rate)) = s.lookups {
-            println!(
-                "    lookups done at {:.0} ms: {:.2} x their floor",
-                learned.lookups_done_ms,
-                learned.lookups_done_ms / floor_ms(n, rate)
-            );
+        let (learned, fixed, mut ratio) = measure(&s);
+        if s.rate.per_second() >= 1e6 {
+            // No floor to speak of: against plain fetch (a rate that never holds a call).
+            ratio = learned.done_ms / fixed.done_ms;
         }
-        let _ = ratio;
+        let (max_429, max_ratio) = s.bounds;
+        // Every call completes, but where `maxWaitMs` lets calls go: there, as many as at the
+        // right fixed rate.
+        let enough = match s.max_wait_ms {
+            Some(_) => learned.completed >= fixed.completed,
+            None => learned.completed == learned.calls,
+        };
+        if !enough || learned.share_429() > max_429 || ratio > max_ratio {
+            missed.push(format!("{}: {learned:?}, {ratio:.2} x", s.name));
+        }
+        if let Some((n, rate)) = s.lookups {
+            let lookups = learned.lookups_done_ms / floor_ms(n, rate);
+            println!(
+                "    lookups done at {:.0} ms: {lookups:.2} x their floor",
+                learned.lookups_done_ms
+            );
+            if lookups > LOOKUPS_RATIO {
+                missed.push(format!("{}: lookups {lookups:.2} x", s.name));
+            }
+        }
     }
+    assert!(missed.is_empty(), "{missed:#?}");
+}
+
+/// Allowances of every size, from few callers to many, near and far: with the counts on every
+/// answer, and with 429 + `Retry-After` only. Each group (feedback, allowance) with the worst
+/// share of 429s and the worst time over the right fixed rate's that the virtual clock measures
+/// for it, plus a little.
+const GRID: [(Headers, f64, f64, f64, f64); 8] = [
+    (Headers::Always, 1.0, 0.5, 0.035, 1.06),
+    (Headers::Always, 2.0, 2.0, 0.035, 1.10),
+    (Headers::Always, 10.0, 1.0, 0.005, 1.04),
+    (Headers::Always, 50.0, 20.0, 0.005, 1.46),
+    (Headers::Never, 1.0, 0.5, 0.095, 1.32),
+    (Headers::Never, 2.0, 2.0, 0.105, 1.15),
+    (Headers::Never, 10.0, 1.0, 0.13, 1.11),
+    (Headers::Never, 50.0, 20.0, 0.27, 5.8),
+];
+
+#[test]
+fn the_grid() {
+    let mut missed = Vec::new();
+    for (headers, burst, per_second, max_429, max_ratio) in GRID {
+        let (mut worst_429, mut worst_ratio) = (0.0f64, 0.0f64);
+        for workers in [8, 64, 256] {
+            for latency_ms in [0.0, 20.0, 150.0] {
+                let s = Scenario {
+                    headers,
+                    workers,
+                    snapshots: (64 / workers).max(2),
+                    latency_ms,
+                    ..Scenario::new("grid", burst, per_second)
+                };
+                let learned = run(&s, Allowance::Learned(None));
+                let fixed = run(&s, Allowance::Fixed(s.rate));
+                let ratio = learned.done_ms / fixed.done_ms;
+                println!(
+                    "{headers:?} {burst} @ {per_second}/s N={workers:<3} {latency_ms:>3} ms: {:>4} attempts {:>3} 429s ({:>4.1} %) {}/{} done, {:.2} x the fixed rate's time",
+                    learned.attempts,
+                    learned.rejected,
+                    100.0 * learned.share_429(),
+                    learned.completed,
+                    learned.calls,
+                    ratio,
+                );
+                assert_eq!(learned.completed, learned.calls, "{s:?}");
+                worst_429 = worst_429.max(learned.share_429());
+                worst_ratio = worst_ratio.max(ratio);
+            }
+        }
+        println!(
+            "  worst: {:.1} % 429s, {worst_ratio:.2} x",
+            100.0 * worst_429
+        );
+        if worst_429 > max_429 || worst_ratio > max_ratio {
+            missed.push(format!(
+                "{headers:?} {burst} @ {per_second}/s: {:.1} % 429s, {worst_ratio:.2} x",
+                100.0 * worst_429
+            ));
+        }
+    }
+    assert!(missed.is_empty(), "{missed:#?}");
 }

@@ -131,7 +131,7 @@ impl Authority for RedisAuthority<'_> {
                     Reply::Bulk(s) => s.clone(),
                     other => panic!("unexpected reply field {other:?}"),
                 };
-                answer(&field(0), &field(1), &field(2), &field(3))
+                answer(&field(0), &field(1), &field(2), &field(3), &field(4))
                     .unwrap_or_else(|| panic!("unreadable answer {items:?}"))
             }
             other => panic!("the script failed on {op:?}: {other:?}"),
@@ -150,8 +150,9 @@ fn load(connection: &mut Connection) -> String {
 enum Step {
     /// An admission for this many waiting requests, after what a response said.
     Admit(u32, Option<(u64, u64)>),
-    /// An admission with a learning gate's count: exactly (or at most) this many tokens.
-    Counted(bool, f64),
+    /// An admission with a learning gate's count: exactly (or at most) this many tokens, as
+    /// of the request admitted this many admissions back.
+    Counted(bool, f64, usize),
     /// Resume the admission this many admissions back.
     Resume(usize),
     Observe(Option<Millis>, Option<(u64, u64)>),
@@ -178,7 +179,8 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         6 => (prop::sample::select(vec![1u32, 1, 2, 3, 64]), seen.clone())
             .prop_map(|(want, seen)| Step::Admit(want, seen)),
-        2 => (any::<bool>(), counts.clone()).prop_map(|(exactly, n)| Step::Counted(exactly, n)),
+        2 => (any::<bool>(), counts.clone(), 0usize..5)
+            .prop_map(|(exactly, n, back)| Step::Counted(exactly, n, back)),
         2 => (0usize..4).prop_map(Step::Resume),
         2 => (prop::option::of(0.0..5_000.0f64), seen).prop_map(|(c, r)| Step::Observe(c, r)),
         1 => Just(Step::Clear),
@@ -240,16 +242,20 @@ fn compare(
         rate,
         budget,
     };
-    let mut told: Option<Count> = None;
+    let mut told: Option<(Count, f64)> = None;
     let (mut now, mut admitted, mut answers) = (1_000.25, Vec::new(), Vec::new());
+    // The numbers of the requests admitted so far (what a count is as of).
+    let mut numbers: Vec<f64> = Vec::new();
+    let number =
+        |numbers: &Vec<f64>, back: usize| numbers.iter().rev().nth(back).copied().unwrap_or(0.0);
     let mut tally = Tally::default();
     for (i, (pause, step)) in steps.iter().enumerate() {
         now += pause;
         let op = match step {
             Step::Tune(rate, count) => {
                 redis.rate = *rate;
-                if count.is_some() {
-                    told = *count;
+                if let Some(count) = count {
+                    told = Some((*count, number(&numbers, 0)));
                 }
                 continue;
             }
@@ -261,18 +267,19 @@ fn compare(
                         told = None;
                         Some(Seen::Remaining(remaining))
                     }
-                    None => told.take().map(Seen::Count),
+                    None => told.take().map(|(count, at)| Seen::Count(count, at)),
                 },
             },
-            Step::Counted(exactly, n) => {
+            Step::Counted(exactly, n, back) => {
                 told = None;
+                let count = match exactly {
+                    true => Count::Exactly(*n),
+                    false => Count::AtMost(*n),
+                };
                 Op::Admit {
                     id: i as u64,
                     want: 1,
-                    seen: Some(Seen::Count(match exactly {
-                        true => Count::Exactly(*n),
-                        false => Count::AtMost(*n),
-                    })),
+                    seen: Some(Seen::Count(count, number(&numbers, *back))),
                 }
             }
             Step::Resume(back) => Op::Resume {
@@ -315,8 +322,9 @@ fn compare(
                 .map_err(|e| format!("step {i} at {now}: {op:?} answered Wait({ms}): {e}"))?;
             tally.predicted += 1;
         }
-        if let (Op::Admit { id, .. }, Answer::Admitted { .. }) = (&op, a) {
+        if let (Op::Admit { id, .. }, Answer::Admitted { seq, taken, .. }) = (&op, a) {
             admitted.push(*id);
+            numbers.extend((0..taken).map(|k| seq + f64::from(k)));
         }
         answers.push(a);
         tally.ops += 1;

@@ -216,7 +216,8 @@ fn a_slot_is_vacant_once_its_state_is_as_good_as_new() {
         Answer::Admitted {
             anchor: true,
             next_ms: 100.0,
-            taken: 1
+            taken: 1,
+            seq: 1.0
         }
     );
     assert_eq!(a.admit(100.0, 2, 100.0), Answer::Wait(100.0));

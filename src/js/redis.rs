@@ -15,7 +15,8 @@ use super::de;
 use super::errors::{config_error, type_error};
 use super::props::get;
 use super::text::number;
-use crate::core::authority::{Answer, Op};
+use crate::core::authority::Op;
+use crate::core::gate::store_link::StoreReply;
 use crate::core::gate::store_link::{OnFailure, StoreSettings};
 use crate::core::gates::fleet::Shared;
 use crate::core::gates::scope::Scope;
@@ -180,7 +181,7 @@ impl RedisStore {
         rate: Rate,
         budget: Option<f64>,
         process: &str,
-    ) -> impl std::future::Future<Output = Result<Answer, JsValue>> + 'static {
+    ) -> impl std::future::Future<Output = Result<StoreReply, JsValue>> + 'static {
         let args = store::args(op, rate, budget, None, process, &number);
         let (client, kind) = (self.client.clone(), self.kind);
         async move {
@@ -190,10 +191,12 @@ impl RedisStore {
                 .unwrap_or_default();
             let field =
                 |i| js_sys::Reflect::get_u32(&reply, i).map(|v| v.as_string().unwrap_or_default());
-            let (value, extra, count) = (field(1)?, field(2)?, field(3)?);
-            store::answer(&code, &value, &extra, &count).ok_or_else(|| {
+            let (value, extra, count, seq) = (field(1)?, field(2)?, field(3)?, field(4)?);
+            let answer = store::answer(&code, &value, &extra, &count, &seq).ok_or_else(|| {
                 type_error(&format!("Unexpected answer from the gate script: {code}"))
-            })
+            })?;
+            let stored = store::stored_rate(&field(5)?, &field(6)?);
+            Ok(StoreReply { answer, stored })
         }
     }
 

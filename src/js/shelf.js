@@ -45,8 +45,8 @@ import {
 } from 'node:worker_threads';
 
 const MAGIC = 0x0dd59a7e;
-const NAME = 'odds-gate/shelf/v1';
-const WORDS = 40;
+const NAME = 'odds-gate/shelf/v2';
+const WORDS = 41;
 const SLOTS = 16384;
 const HEAD_BYTES = 64;
 const SLOT_BYTES = 16 + 3 * WORDS * 8;

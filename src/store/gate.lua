@@ -12,8 +12,10 @@
 -- ran at: a call with another rate refills at this one up to now, then switches; absent in a
 -- hash from before, which then takes the rate it is called with), paused (when an anchored
 -- refill paused; absent when not), anchor (the admission whose response resumes it), cooldown,
--- quota, slow (1/0) and, with a budget, budget.
--- Times are Redis-clock ms. Every answer is {code, number, number, number}; delays are relative to
+-- quota, slow (1/0), sent (requests admitted so far, every process's: the next one's number)
+-- and, with a budget, budget.
+-- Times are Redis-clock ms. Every answer is {code, number, number, number, number, burst, ms per
+-- token}, the last two the rate stored before the call; delays are relative to
 -- Redis's now, so callers never compare their own clocks with another process's. Numbers are
 -- stored with 17 significant digits, so the state round-trips exactly.
 
@@ -31,9 +33,11 @@ local capacity = tonumber(ARGV[6])
 local SLACK = 1e-9
 
 local s = redis.call('HMGET', key, 'tokens', 'last', 'cooldown', 'paused', 'anchor', 'budget',
-  'quota', 'slow', 'burst', 'per_token')
+  'quota', 'slow', 'burst', 'per_token', 'sent')
 local burst = tonumber(s[9]) or called_burst
 local per_token = tonumber(s[10]) or called_per_token
+-- The rate as stored before this call: learning gates of other processes follow it.
+local stored_burst, stored_per_token = burst, per_token
 local tokens = tonumber(s[1]) or burst
 local last = tonumber(s[2]) or now
 local cooldown = tonumber(s[3]) or 0
@@ -42,6 +46,7 @@ local anchor = s[5]
 local budget = tonumber(s[6]) or capacity
 local quota = tonumber(s[7]) or 0
 local slow = s[8] == '1'
+local sent = tonumber(s[11]) or 0
 
 -- TokenBucket::interval: the refill runs at half rate while slow.
 local function interval()
@@ -90,9 +95,11 @@ local function pace(limit, remaining)
 end
 
 -- TokenBucket::retune with a count (MemoryAuthority::tune): a learning gate's count of the
--- tokens the key holds, `is` that many or at most (`max`) that many; the server's count takes
--- the place of a paused refill.
-local function recount(kind, n)
+-- tokens the key held when the server answered request number `at`, `is` that many or at most
+-- (`max`) that many, less the requests admitted after it (by any process); the server's count
+-- takes the place of a paused refill.
+local function recount(kind, n, at)
+  n = math.max(n - math.max(sent - at - 1, 0), 0)
   refill()
   paused = nil
   anchor = nil
@@ -121,10 +128,11 @@ local answer
 if op == 'admit' then
   -- ARGV[7] the (first) admission's name; ARGV[8], ARGV[9] what a response said first (""
   -- for nothing): a limit and remaining count to pace by, or `is`/`max` and a learning gate's
-  -- count of tokens; ARGV[10] how many wait to go. Quota first, then cooldown, then as many
-  -- tokens as are there, up to that many (the answer's fourth number).
+  -- count of tokens; ARGV[10] how many wait to go; ARGV[11] the number of the request the
+  -- count answered. Quota first, then cooldown, then as many tokens as are there, up to that
+  -- many (the answer's fourth number; the fifth is the first one's number).
   if ARGV[8] == 'is' or ARGV[8] == 'max' then
-    recount(ARGV[8], tonumber(ARGV[9]))
+    recount(ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[11]))
   else
     local limit = tonumber(ARGV[8])
     local remaining = tonumber(ARGV[9])
@@ -147,7 +155,9 @@ if op == 'admit' then
         tokens = tokens - 1
         taken = taken + 1
       end
-      answer = {'admitted', full and 1 or 0, wait_ms(), taken}
+      local seq = sent
+      sent = sent + taken
+      answer = {'admitted', full and 1 or 0, wait_ms(), taken, seq}
     else
       answer = {'wait', wait_ms(), 0}
     end
@@ -196,7 +206,7 @@ end
 local function exact(n) return string.format('%.17g', n) end
 redis.call('HSET', key, 'tokens', exact(tokens), 'last', exact(last), 'cooldown', exact(cooldown),
   'quota', exact(quota), 'slow', slow and '1' or '0', 'burst', exact(burst),
-  'per_token', exact(per_token))
+  'per_token', exact(per_token), 'sent', exact(sent))
 if paused then
   redis.call('HSET', key, 'paused', exact(paused))
 else
@@ -212,4 +222,5 @@ if capacity then redis.call('HSET', key, 'budget', exact(budget)) end
 -- any quota closure are over, plus a minute.
 local idle = math.max(burst * interval() + max_pause, cooldown - now, quota - now, 0) + 60000
 redis.call('PEXPIRE', key, math.ceil(idle))
-return {answer[1], exact(answer[2]), exact(answer[3]), exact(answer[4] or 0)}
+return {answer[1], exact(answer[2]), exact(answer[3]), exact(answer[4] or 0),
+  exact(answer[5] or 0), exact(stored_burst), exact(stored_per_token)}

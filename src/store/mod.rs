@@ -83,16 +83,20 @@ pub fn args(
     let maybe = |n: Option<f64>| n.map_or(String::new(), number);
     let (name, extra) = match op {
         Op::Admit { id, want, seen } => {
-            let (kind, value) = match seen {
-                Some(Seen::Remaining(r)) => (number(r.limit as f64), number(r.remaining as f64)),
-                Some(Seen::Count(Count::Exactly(n))) => ("is".to_string(), number(*n)),
-                Some(Seen::Count(Count::AtMost(n))) => ("max".to_string(), number(*n)),
-                None => (String::new(), String::new()),
+            let (kind, value, at) = match seen {
+                Some(Seen::Remaining(r)) => (
+                    number(r.limit as f64),
+                    number(r.remaining as f64),
+                    String::new(),
+                ),
+                Some(Seen::Count(Count::Exactly(n), at)) => ("is".into(), number(*n), number(*at)),
+                Some(Seen::Count(Count::AtMost(n), at)) => ("max".into(), number(*n), number(*at)),
+                None => (String::new(), String::new(), String::new()),
             };
             let want = number(f64::from(*want));
             (
                 "admit",
-                vec![admission_name(process, *id), kind, value, want],
+                vec![admission_name(process, *id), kind, value, want, at],
             )
         }
         Op::Resume { id } => ("resume", vec![admission_name(process, *id)]),
@@ -123,9 +127,10 @@ pub fn args(
     args
 }
 
-/// Reads the script's `{code, number, number, number}`; `None` for anything it never says.
-/// `count` is how many an admission took (anything for other answers).
-pub fn answer(code: &str, value: &str, extra: &str, count: &str) -> Option<Answer> {
+/// Reads the script's `{code, number, number, number, number}`; `None` for anything it never
+/// says. `count` is how many an admission took and `seq` the first one's number (anything for
+/// other answers).
+pub fn answer(code: &str, value: &str, extra: &str, count: &str, seq: &str) -> Option<Answer> {
     let n = decimal::parse(value).filter(|n| n.is_finite())?;
     let flag = || match extra {
         "1" => Some(true),
@@ -141,6 +146,7 @@ pub fn answer(code: &str, value: &str, extra: &str, count: &str) -> Option<Answe
             },
             next_ms: decimal::parse(extra).filter(|n| n.is_finite())?,
             taken: count.parse().ok().filter(|&n| n >= 1)?,
+            seq: decimal::parse(seq).filter(|n| n.is_finite() && *n >= 0.0)?,
         },
         "wait" => Answer::Wait(n),
         "exhausted" => Answer::Exhausted(n),
@@ -154,6 +160,13 @@ pub fn answer(code: &str, value: &str, extra: &str, count: &str) -> Option<Answe
         "quota" => Answer::QuotaSet(n),
         _ => return None,
     })
+}
+
+/// The rate the script says the store held before the operation (its burst and milliseconds
+/// per token); `None` for anything that is not one.
+pub fn stored_rate(burst: &str, ms_per_token: &str) -> Option<Rate> {
+    let number = |text: &str| decimal::parse(text).filter(|n| n.is_finite() && *n > 0.0);
+    Rate::new(number(burst)?, 1000.0 / number(ms_per_token)?).ok()
 }
 
 #[cfg(test)]
@@ -183,7 +196,7 @@ mod tests {
         let a = args(&admit, rate, Some(500.0), Some(10.0), "p", &text);
         assert_eq!(
             a,
-            ["admit", "10", "2", "500", "1000", "500", "p-1", "", "", "3"]
+            ["admit", "10", "2", "500", "1000", "500", "p-1", "", "", "3", ""]
         );
         let observe = Op::Observe {
             cooldown_ms: Some(1000.0),
@@ -207,39 +220,46 @@ mod tests {
     #[test]
     fn reads_every_answer_and_refuses_garbage() {
         assert_eq!(
-            answer("admitted", "1", "500", "1"),
+            answer("admitted", "1", "500", "1", "41"),
             Some(Answer::Admitted {
                 anchor: true,
                 next_ms: 500.0,
-                taken: 1
+                taken: 1,
+                seq: 41.0
             })
         );
-        assert_eq!(answer("wait", "250", "0", "1"), Some(Answer::Wait(250.0)));
         assert_eq!(
-            answer("exhausted", "9", "0", "1"),
+            answer("wait", "250", "0", "1", "0"),
+            Some(Answer::Wait(250.0))
+        );
+        assert_eq!(
+            answer("exhausted", "9", "0", "1", "0"),
             Some(Answer::Exhausted(9.0))
         );
         assert_eq!(
-            answer("observed", "0", "1", "1"),
+            answer("observed", "0", "1", "1", "0"),
             Some(Answer::Observed {
                 cooldown_ms: 0.0,
                 slow: true
             })
         );
-        assert_eq!(answer("refused", "0", "0", "1"), Some(Answer::Refused(0.0)));
-        assert_eq!(answer("nonsense", "0", "0", "1"), None);
-        assert_eq!(answer("wait", "soon", "0", "1"), None);
-        assert_eq!(answer("wait", "inf", "0", "1"), None);
-        assert_eq!(answer("admitted", "0", "", "1"), None);
-        assert_eq!(answer("admitted", "2", "0", "1"), None);
-        assert_eq!(answer("observed", "0", "yes", "1"), None);
+        assert_eq!(
+            answer("refused", "0", "0", "1", "0"),
+            Some(Answer::Refused(0.0))
+        );
+        assert_eq!(answer("nonsense", "0", "0", "1", "0"), None);
+        assert_eq!(answer("wait", "soon", "0", "1", "0"), None);
+        assert_eq!(answer("wait", "inf", "0", "1", "0"), None);
+        assert_eq!(answer("admitted", "0", "", "1", "0"), None);
+        assert_eq!(answer("admitted", "2", "0", "1", "0"), None);
+        assert_eq!(answer("observed", "0", "yes", "1", "0"), None);
         // How many an admission took: a whole number, at least one.
         assert!(matches!(
-            answer("admitted", "0", "0", "7"),
+            answer("admitted", "0", "0", "7", "0"),
             Some(Answer::Admitted { taken: 7, .. })
         ));
         for count in ["0", "1.5", "-1", "", "many"] {
-            assert_eq!(answer("admitted", "0", "0", count), None, "{count}");
+            assert_eq!(answer("admitted", "0", "0", count, "0"), None, "{count}");
         }
     }
 

@@ -21,6 +21,8 @@ pub struct MemoryAuthority {
     budget: Option<RefillingBudget>,
     /// Closed for the quota until this time (0: open).
     quota_until: Millis,
+    /// Requests admitted so far: the next one's number.
+    sent: f64,
 }
 
 impl MemoryAuthority {
@@ -32,11 +34,12 @@ impl MemoryAuthority {
             cooldown_until: 0.0,
             budget: budget.map(RefillingBudget::new),
             quota_until: 0.0,
+            sent: 0.0,
         }
     }
 
     /// Numbers [`save`](Self::save) writes.
-    pub const WORDS: usize = 8;
+    pub const WORDS: usize = 9;
 
     /// The state as numbers, for a slot shared by threads (the rate and the budget's settings
     /// are the gate's, not state). -1 stands for no anchor and for no budget.
@@ -45,13 +48,15 @@ impl MemoryAuthority {
         let anchor = self.anchor.map_or(-1.0, |id| id as f64);
         let budget = self.budget_left().unwrap_or(-1.0);
         let (cooldown, quota) = (self.cooldown_until, self.quota_until);
-        [tokens, last, paused, slow, anchor, cooldown, budget, quota]
+        [
+            tokens, last, paused, slow, anchor, cooldown, budget, quota, self.sent,
+        ]
     }
 
     /// The authority [`save`](Self::save) wrote, for `rate`. A budget saved by a gate without
     /// one's settings is dropped; `budget`'s settings with none saved start full.
     pub fn load(rate: Rate, budget: Option<RefillingConfig>, words: [f64; Self::WORDS]) -> Self {
-        let [tokens, last, paused, slow, anchor, cooldown, left, quota] = words;
+        let [tokens, last, paused, slow, anchor, cooldown, left, quota, sent] = words;
         MemoryAuthority {
             bucket: TokenBucket::load(rate, [tokens, last, paused, slow]),
             anchor: (anchor >= 0.0).then_some(anchor as AdmissionId),
@@ -61,6 +66,7 @@ impl MemoryAuthority {
                 _ => RefillingBudget::new(config),
             }),
             quota_until: quota,
+            sent,
         }
     }
 
@@ -81,6 +87,8 @@ impl MemoryAuthority {
             let spent = theirs.config().capacity - theirs.available();
             mine.spend(spent.max(0.0).min(mine.available()));
         }
+        // Its requests were admitted too: numbers go on from both.
+        self.sent += other.sent;
     }
 
     /// The allowance.
@@ -89,12 +97,25 @@ impl MemoryAuthority {
     }
 
     /// Follows a learned allowance from `now`, with the server's count of tokens when it gave
-    /// one (see [`TokenBucket::retune`]).
-    pub fn tune(&mut self, now: Millis, rate: Rate, count: Option<Count>) {
+    /// one, as of the request numbered `at`: the requests admitted after it come off (see
+    /// [`TokenBucket::retune`]).
+    pub fn tune(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>) {
+        let count = count.map(|(count, at)| {
+            let since = (self.sent - at - 1.0).max(0.0);
+            match count {
+                Count::Exactly(n) => Count::Exactly((n - since).max(0.0)),
+                Count::AtMost(n) => Count::AtMost((n - since).max(0.0)),
+            }
+        });
         if count.is_some() {
             self.anchor = None;
         }
         self.bucket.retune(now, rate, count);
+    }
+
+    /// Requests admitted so far.
+    pub fn sent(&self) -> f64 {
+        self.sent
     }
 
     /// The retry budget's settings, if there is a budget.
@@ -189,7 +210,9 @@ impl Authority for MemoryAuthority {
             Op::Admit { id, want, seen } => {
                 match seen {
                     Some(Seen::Remaining(remaining)) => self.observe(now, None, Some(remaining)),
-                    Some(Seen::Count(count)) => self.tune(now, self.rate(), Some(count)),
+                    Some(Seen::Count(count, at)) => {
+                        self.tune(now, self.bucket.rate(), Some((count, at)))
+                    }
                     None => {}
                 }
                 if self.quota_until > now {
@@ -206,11 +229,14 @@ impl Authority for MemoryAuthority {
                             while taken < want && self.bucket.take(now) {
                                 taken += 1;
                             }
+                            let seq = self.sent;
+                            self.sent += f64::from(taken);
                             let next_ms = self.wait_ms(now);
                             Answer::Admitted {
                                 anchor,
                                 next_ms,
                                 taken,
+                                seq,
                             }
                         }
                         None => Answer::Wait(self.wait_ms(now)),
@@ -290,7 +316,10 @@ impl Immediate for MemoryAuthority {
     fn install_budget(&mut self, config: RefillingConfig) {
         MemoryAuthority::install_budget(self, config)
     }
-    fn tune(&mut self, now: Millis, rate: Rate, count: Option<Count>) {
+    fn rate(&mut self) -> Rate {
+        MemoryAuthority::rate(self)
+    }
+    fn tune(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>) {
         MemoryAuthority::tune(self, now, rate, count)
     }
 }
@@ -329,7 +358,8 @@ mod tests {
             Answer::Admitted {
                 anchor: true,
                 next_ms: 0.0,
-                taken: 1
+                taken: 1,
+                seq: 0.0
             }
         );
         assert_eq!(
@@ -337,7 +367,8 @@ mod tests {
             Answer::Admitted {
                 anchor: false,
                 next_ms: 500.0,
-                taken: 1
+                taken: 1,
+                seq: 1.0
             }
         );
         assert_eq!(admit(&mut a, 0.0, 3), Answer::Wait(500.0));
@@ -357,7 +388,8 @@ mod tests {
             Answer::Admitted {
                 anchor: true,
                 next_ms: 0.0,
-                taken: 3
+                taken: 3,
+                seq: 0.0
             }
         );
         // Two are left: wanting ten takes them, and says when the next comes.
@@ -366,7 +398,8 @@ mod tests {
             Answer::Admitted {
                 anchor: false,
                 next_ms: 500.0,
-                taken: 2
+                taken: 2,
+                seq: 3.0
             }
         );
         assert_eq!(a.apply(0.0, &many(6, 10)), Answer::Wait(500.0));
@@ -384,7 +417,8 @@ mod tests {
             Answer::Admitted {
                 anchor: false,
                 next_ms: 500.0,
-                taken: 2
+                taken: 2,
+                seq: 5.0
             }
         );
     }

@@ -78,8 +78,10 @@ pub enum Op {
 pub enum Seen {
     /// The remaining count, which paces the bucket as [`Op::Observe`] does.
     Remaining(Remaining),
-    /// A learning gate's count of the tokens the key holds now (see [`Count`]).
-    Count(Count),
+    /// A learning gate's count of the tokens the key held when the server answered the request
+    /// numbered `at` (see [`Answer::Admitted`]'s `seq`): the authority takes the requests
+    /// admitted after it off, whoever admitted them.
+    Count(Count, f64),
 }
 
 /// `X-RateLimit-Limit` and `X-RateLimit-Remaining` as one response reported them.
@@ -100,7 +102,8 @@ pub const LOW_REMAINING: f64 = 0.1;
 pub enum Answer {
     /// Admitted, `taken` of them (at least 1, at most the `want` asked). `anchor`: the first
     /// admission paused the refill (report its response with [`Op::Resume`]); `next_ms`: when
-    /// the next token will be there (0: now).
+    /// the next token will be there (0: now); `seq`: the first one's number among every request
+    /// this state ever admitted (the others follow it), whoever asked.
     Admitted {
         /// The refill waits for the first admission's response.
         anchor: bool,
@@ -108,6 +111,8 @@ pub enum Answer {
         next_ms: Millis,
         /// How many requests may go.
         taken: u32,
+        /// The first one's number.
+        seq: f64,
     },
     /// Not yet: come back in this many milliseconds (at least 1).
     Wait(Millis),
@@ -158,7 +163,10 @@ pub trait Immediate: Authority {
     fn idle(&mut self, now: Millis) -> bool;
     /// Gives a budget-less gate this budget.
     fn install_budget(&mut self, config: RefillingConfig);
+    /// The allowance the state follows now (where threads share it, the one the last of them
+    /// to learn something set).
+    fn rate(&mut self) -> Rate;
     /// Follows a learned allowance from `now`, with the server's count of tokens when it gave
-    /// one.
-    fn tune(&mut self, now: Millis, rate: Rate, count: Option<Count>);
+    /// one (as of the request numbered `at`, see [`Seen::Count`]).
+    fn tune(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>);
 }

@@ -3,7 +3,7 @@
 
 use super::CallId;
 use crate::core::authority::Op;
-use crate::core::rules::learn::Estimate;
+use crate::core::rules::learn::{Estimate, Sample};
 use crate::core::rules::policy::{Abandoned, Reason};
 use crate::core::Millis;
 
@@ -59,6 +59,8 @@ pub enum Action {
         call: CallId,
         /// What its answer said.
         heard: Heard,
+        /// The answer, when another limiter's gate is to learn from it.
+        answer: Option<Sample>,
     },
     /// Tell the hook.
     Event(Event),

@@ -7,6 +7,11 @@ use super::call::Stage;
 use super::line::Place;
 use super::store_link;
 use super::{Due, Gate, Keeper, EARLY_MS, STORE_BATCH};
+use crate::core::rules::learn::Learner;
+
+/// How often a learning gate that shares its allowance and has heard no answer yet looks for
+/// the one another thread or process heard.
+pub(super) const OPENING_RECHECK_MS: Millis = 100.0;
 use crate::core::authority::{AdmissionId, Answer, Immediate, Op};
 use crate::core::rules::policy::Reason;
 use crate::core::Millis;
@@ -52,9 +57,14 @@ impl Gate {
             self.drain(now, &|c| End::abandoned_by(c, Reason::StoreUnavailable));
             return true;
         }
-        if self.awaiting_first_answer() {
+        if self.window_full() {
             return false;
         }
+        let since = match call.stage {
+            Stage::Queued { since, .. } => since,
+            _ => now,
+        };
+        self.follow_shared(now);
         if let Some(learner) = &self.learner {
             // The pace grows between throttles by itself.
             let rate = learner.rate(now);
@@ -64,10 +74,6 @@ impl Gate {
             }
         }
         let id = self.next_admission;
-        let since = match call.stage {
-            Stage::Queued { since, .. } => since,
-            _ => now,
-        };
         let authority: &mut dyn Immediate = match &mut self.keeper {
             Keeper::Memory(a) => a.as_mut(),
             Keeper::Store(link) if link.alone() => {
@@ -118,7 +124,9 @@ impl Gate {
             }
         }
         match answer {
-            Answer::Admitted { mut anchor, .. } => {
+            Answer::Admitted {
+                mut anchor, seq, ..
+            } => {
                 if anchor && self.learner.is_some() {
                     // A learned pace already runs behind the server's refill: pausing it
                     // for each response too would hold a learning gate to one request in
@@ -127,7 +135,7 @@ impl Gate {
                     anchor = false;
                 }
                 self.next_admission += 1;
-                self.admit(now, head, id, anchor);
+                self.admit(now, head, id, anchor, seq);
                 true
             }
             Answer::Exhausted(ms) => {
@@ -139,7 +147,14 @@ impl Gate {
     }
 
     /// Lets the head of the line go: its attempt is sent now.
-    pub(super) fn admit(&mut self, now: Millis, head: Place, admission: AdmissionId, anchor: bool) {
+    pub(super) fn admit(
+        &mut self,
+        now: Millis,
+        head: Place,
+        admission: AdmissionId,
+        anchor: bool,
+        seq: f64,
+    ) {
         self.line.pop();
         let Some(call) = self.calls.get_mut(head.call) else {
             return;
@@ -154,6 +169,8 @@ impl Gate {
         self.figures.admitted += 1;
         self.sending += 1;
         call.admission = Some((admission, anchor));
+        call.seq = Some(seq);
+        call.waited = wait_ms.is_some_and(|ms| ms > 1.0);
         let reports_wait = call.spec.reports_wait.then_some(wait_ms).flatten();
         let timeout_ms = call.send(now);
         if let Some(wait_ms) = reports_wait {
@@ -182,7 +199,7 @@ impl Gate {
                 consider(deadline + EARLY_MS);
             }
         }
-        if !self.line.is_empty() && !self.awaiting_first_answer() {
+        if !self.line.is_empty() && !self.window_full() {
             match &mut self.keeper {
                 Keeper::Memory(a) => consider(a.predict(now, 0)),
                 Keeper::Store(link) if link.alone() => {
@@ -197,6 +214,12 @@ impl Gate {
             if let Some(at) = link.next_deadline() {
                 consider(at);
             }
+        }
+        let shared = self.threads || matches!(self.keeper, Keeper::Store(_));
+        let opening = self.learner.as_ref().is_some_and(Learner::opening);
+        if shared && opening && !self.line.is_empty() {
+            // Another thread or process may hear the allowance's first answer: look again soon.
+            consider(now + OPENING_RECHECK_MS);
         }
         due
     }

@@ -133,6 +133,10 @@ pub struct Call {
     pub last_retry_cost: Option<f64>,
     /// The current admission, and whether it paused the refill (its response resumes it).
     pub admission: Option<(AdmissionId, bool)>,
+    /// The latest attempt's number among every request its allowance admitted (whoever asked).
+    pub seq: Option<f64>,
+    /// The latest attempt waited in line for its token (demand was above the pace).
+    pub waited: bool,
     /// Where it is.
     pub stage: Stage,
 }
@@ -154,6 +158,8 @@ impl Call {
             last_failed: false,
             last_retry_cost: None,
             admission: None,
+            seq: None,
+            waited: false,
             stage: Stage::Sending,
         }
     }

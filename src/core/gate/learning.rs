@@ -1,9 +1,10 @@
 //! A gate that learns its allowance from the answers (see [`Learner`]): what it was told,
 //! what it learned, and what a fleet tells it.
 
-use super::Gate;
+use super::action::{Action, Event};
+use super::{Gate, Keeper};
 use crate::core::rules::allowance::{Allowance, Rate};
-use crate::core::rules::learn::{Estimate, Learner};
+use crate::core::rules::learn::{Estimate, Learner, Sample};
 use crate::core::Millis;
 
 impl Gate {
@@ -13,12 +14,13 @@ impl Gate {
     /// A gate that joins memory where another thread has learned already goes on from there.
     pub fn learning(mut self, ceiling: Option<Rate>, now: Millis) -> Gate {
         let mut learner = Learner::new(ceiling);
-        let start = learner.rate(now);
-        if self.threads && self.rate != start {
+        if self.threads && self.rate != learner.rate(now) {
             learner.adopt(self.rate);
-        } else {
-            self.rate = start;
-            self.keeper.follow(now, start, None);
+        }
+        let rate = learner.rate(now);
+        if rate != self.rate {
+            self.rate = rate;
+            self.keeper.follow(now, rate, None);
         }
         self.learner = Some(learner);
         self
@@ -33,6 +35,53 @@ impl Gate {
         learner.adopt(rate);
         self.rate = learner.rate(now);
         self.keeper.follow(now, self.rate, None);
+    }
+
+    /// A learning gate that has heard no answer yet learns at `now` from `answer`, to a request
+    /// another gate admitted: the route's scout, whose answer named this gate's limiter.
+    pub fn hear(&mut self, now: Millis, answer: &Sample) {
+        let Some(learner) = &mut self.learner else {
+            return;
+        };
+        let Some(rate) = learner.hear(now, answer) else {
+            return;
+        };
+        let news = learner.news(now);
+        self.rate = rate;
+        self.keeper.follow(now, rate, None);
+        if let Some(estimate) = news {
+            self.actions
+                .push_back(Action::Event(Event::Learned(estimate)));
+        }
+    }
+
+    /// A learning gate that shares its allowance (with threads, or through a store) goes on at
+    /// `now` from the estimate another thread or process set since this one last did: they
+    /// follow one estimate, each adding what its own answers teach.
+    pub(super) fn follow_shared(&mut self, now: Millis) {
+        let Some(learner) = &mut self.learner else {
+            return;
+        };
+        let shared = match &mut self.keeper {
+            Keeper::Memory(shared) if self.threads => shared.rate(),
+            Keeper::Store(link) => match link.stored.take() {
+                Some(stored) => stored,
+                None => return,
+            },
+            Keeper::Memory(_) => return,
+        };
+        // The store writes the rate as 17 digits of milliseconds per token.
+        let mine = self.rate;
+        let close = (shared.per_second() - mine.per_second()).abs() <= 1e-9 * mine.per_second();
+        if shared.burst() == mine.burst() && close {
+            return;
+        }
+        learner.follow(shared);
+        let rate = learner.rate(now);
+        if rate != self.rate {
+            self.rate = rate;
+            self.keeper.follow(now, rate, None);
+        }
     }
 
     /// A learning gate's answers come from limiter `limiter`, as the fleet says, unless
@@ -70,8 +119,10 @@ impl Gate {
             .is_some_and(|l| l.opening() || l.limiter().is_some())
     }
 
-    /// Whether admissions wait for a learning gate's first response.
-    pub(super) fn awaiting_first_answer(&self) -> bool {
-        self.sending > 0 && self.learner.as_ref().is_some_and(Learner::opening)
+    /// Whether a learning gate has as many requests in flight as it may (one until the first
+    /// answer; without counts, a window that grows with each answer until the first 429).
+    pub(super) fn window_full(&self) -> bool {
+        let window = self.learner.as_ref().and_then(Learner::window);
+        window.is_some_and(|w| self.sending as f64 >= w)
     }
 }

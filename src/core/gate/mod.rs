@@ -73,13 +73,18 @@ impl Keeper {
     /// one. A store hears the allowance with the next operation of any kind (each carries it;
     /// `gate.lua` refills at the old one up to then) and the count with the next admission;
     /// its fail-safe follows the allowance at its share.
-    fn follow(&mut self, now: Millis, rate: Rate, count: Option<Count>) {
+    fn follow(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>) {
         match self {
             Keeper::Memory(a) => a.tune(now, rate, count),
             Keeper::Store(link) => {
+                let faster = rate.per_second() > link.rate().per_second();
                 link.follow(now, rate);
-                if count.is_some() {
-                    link.seen = count.map(Seen::Count);
+                if let Some((count, at)) = count {
+                    link.seen = Some(Seen::Count(count, at));
+                }
+                if faster || count.is_some() {
+                    // The store's last wait was for the old allowance: ask again.
+                    link.ready_at = f64::NEG_INFINITY;
                 }
             }
         }
@@ -377,8 +382,12 @@ impl Gate {
     }
 
     /// When the caller with `ahead` others in front of it could be admitted, as far as this
-    /// process knows.
+    /// process knows. A learning gate's pace is a guess that grows by itself: only its
+    /// cooldown makes a call hopeless.
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
+        if self.learner.is_some() {
+            return self.cooldown_until();
+        }
         match &mut self.keeper {
             Keeper::Memory(a) => a.predict(now, ahead),
             Keeper::Store(link) if link.alone() => link.fallback.predict(now, ahead),
@@ -410,8 +419,12 @@ impl Gate {
         }
         if scout {
             // The calls behind it wait no more.
-            let heard = Heard::Nothing;
-            self.actions.push_back(Action::Route { call, heard });
+            let (heard, answer) = (Heard::Nothing, None);
+            self.actions.push_back(Action::Route {
+                call,
+                heard,
+                answer,
+            });
         }
         self.figures.cancelled += 1;
         self.calls.remove(call);
@@ -458,8 +471,12 @@ impl Gate {
     fn settle(&mut self, now: Millis, call: CallId, end: End) {
         if self.calls.get(call).is_some_and(|c| c.spec.scout) {
             // Whatever became of it, the calls behind it wait no more.
-            let heard = Heard::Nothing;
-            self.actions.push_back(Action::Route { call, heard });
+            let (heard, answer) = (Heard::Nothing, None);
+            self.actions.push_back(Action::Route {
+                call,
+                heard,
+                answer,
+            });
         }
         let Some(c) = self.calls.remove(call) else {
             return;

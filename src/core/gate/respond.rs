@@ -6,11 +6,13 @@ use super::action::{Action, End, Event, Heard};
 use super::call::{Next, Stage};
 use super::store_link::Purpose;
 use super::{CallId, Due, Gate, Keeper};
-use crate::core::authority::{AdmissionId, Answer, Authority, Op, Remaining, Seen};
+use crate::core::authority::{Answer, Authority, Op, Remaining, Seen};
 use crate::core::parse::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
 };
+use crate::core::rules::bucket::Count;
 use crate::core::rules::classify::{Failure, Outcome};
+use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::{Reason, Verdict};
 use crate::core::rules::quota::{looks_exhausted, QuotaState};
 use crate::core::Millis;
@@ -20,7 +22,10 @@ struct Sent {
     call: CallId,
     /// When it went out.
     at: Millis,
-    admission: Option<AdmissionId>,
+    /// Its request's number among every request the allowance admitted.
+    seq: f64,
+    /// It waited in line for its token.
+    waited: bool,
     /// It is its route's scout (see [`CallSpec::scout`](super::call::CallSpec::scout)).
     scout: bool,
 }
@@ -91,7 +96,8 @@ impl Gate {
         };
         let probe = c.probe;
         let retry_after_ms = feedback.retry_after_ms;
-        let (admission, sent, scout) = (c.admission.map(|(id, _)| id), c.last_sent, c.spec.scout);
+        let (seq, waited, sent) = (c.seq.unwrap_or(0.0), c.waited, c.last_sent);
+        let scout = c.spec.scout;
         let counted = feedback.limit.zip(feedback.remaining);
         let limiter = self.learner.as_ref().and(feedback.limiter.clone());
         self.resume(now, call);
@@ -99,7 +105,8 @@ impl Gate {
         let sent = Sent {
             call,
             at: sent,
-            admission,
+            seq,
+            waited,
             scout,
         };
         self.learn(now, sent, status, counted, limiter);
@@ -136,10 +143,21 @@ impl Gate {
             return;
         };
         c.last_failed = true;
-        let probe = c.probe;
+        let (probe, seq) = (c.probe, c.seq.unwrap_or(0.0));
+        if self.learner.as_ref().is_some_and(Learner::opening) {
+            // No answer to learn from: the opening's token is back for the next request (still
+            // one at a time), rather than a long wait for the next.
+            let rate = self.rate;
+            self.keeper
+                .follow(now, rate, Some((Count::Exactly(1.0), seq)));
+        }
         if c.spec.scout {
-            let heard = Heard::Nothing;
-            self.actions.push_back(Action::Route { call, heard });
+            let (heard, answer) = (Heard::Nothing, None);
+            self.actions.push_back(Action::Route {
+                call,
+                heard,
+                answer,
+            });
         }
         self.resume(now, call);
         if probe {
@@ -263,28 +281,39 @@ impl Gate {
         counted: Option<(u64, u64)>,
         limiter: Option<String>,
     ) {
+        self.follow_shared(now);
         let Some(learner) = &mut self.learner else {
             return;
         };
         let own = learner.owns(limiter.as_deref());
+        let sample = Sample {
+            sent: sent.at,
+            status,
+            counts: counted,
+            seq: sent.seq,
+            backlogged: sent.waited || !self.line.is_empty() || self.behind_scout > 0,
+        };
         if sent.scout || !own {
             let call = sent.call;
             let heard = limiter.map_or(Heard::Unnamed, Heard::Limiter);
-            self.actions.push_back(Action::Route { call, heard });
+            let answer = (!own).then_some(sample);
+            self.actions.push_back(Action::Route {
+                call,
+                heard,
+                answer,
+            });
         }
         if !own {
             return;
         }
-        let (sent, admission) = (sent.at, sent.admission);
-        let sent_after = admission.map_or(0, |id| self.next_admission.saturating_sub(id + 1));
-        let before = learner.estimate(now);
-        let busy = !self.line.is_empty() || self.behind_scout > 0;
-        let lesson = learner.observe(now, sent, status, counted, sent_after, busy);
-        let after = learner.estimate(now);
+        let lesson = learner.observe(now, &sample);
+        let news = learner.news(now);
         self.rate = lesson.rate;
-        self.keeper.follow(now, lesson.rate, lesson.tokens);
-        if after.differs(&before) {
-            self.actions.push_back(Action::Event(Event::Learned(after)));
+        let tokens = lesson.tokens.map(|count| (count, sent.seq));
+        self.keeper.follow(now, lesson.rate, tokens);
+        if let Some(estimate) = news {
+            self.actions
+                .push_back(Action::Event(Event::Learned(estimate)));
         }
     }
 

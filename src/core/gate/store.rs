@@ -1,22 +1,30 @@
 //! Answers from the shared store, matched to what each operation was for.
 
 use super::action::{Action, Event};
+use super::admit::OPENING_RECHECK_MS;
 use super::call::Stage;
-use super::store_link::Purpose;
+use super::store_link::{Purpose, StoreReply};
 use super::{Gate, Keeper};
 use crate::core::authority::{Answer, Op};
+use crate::core::rules::learn::Learner;
 use crate::core::Millis;
 
 impl Gate {
     /// The store answered operation `op` at `now`, or (with `None`) failed or was too late.
-    pub fn store_answered(&mut self, now: Millis, op: super::action::OpId, answer: Option<Answer>) {
+    pub fn store_answered(
+        &mut self,
+        now: Millis,
+        op: super::action::OpId,
+        reply: Option<StoreReply>,
+    ) {
         let Keeper::Store(link) = &mut self.keeper else {
             return;
         };
-        let (purpose, changed) = match &answer {
-            Some(answer) => link.answered(op, answer),
+        let (purpose, changed) = match &reply {
+            Some(reply) => link.answered(op, reply),
             None => link.failed(now, op),
         };
+        let answer = reply.map(|r| r.answer);
         if changed {
             let event = if answer.is_some() {
                 Event::StoreUp
@@ -66,6 +74,7 @@ impl Gate {
                 anchor,
                 next_ms,
                 taken,
+                seq,
             } => {
                 link.ready_at = now + next_ms;
                 // Heads may have left while we asked: the tokens go to whoever is at the head
@@ -86,7 +95,13 @@ impl Gate {
                         }
                         _ => {
                             let first = given == 0;
-                            self.admit(now, head, id + u64::from(given), anchor && first);
+                            self.admit(
+                                now,
+                                head,
+                                id + u64::from(given),
+                                anchor && first,
+                                seq + f64::from(given),
+                            );
                             given += 1;
                         }
                     }
@@ -95,7 +110,17 @@ impl Gate {
                     self.resume_unused(now, id, anchor);
                 }
             }
-            Answer::Wait(ms) => link.ready_at = now + ms,
+            Answer::Wait(ms) => {
+                // Before its first answer a learning gate looks again soon: another process
+                // may have heard the allowance's.
+                let opening = self.learner.as_ref().is_some_and(Learner::opening);
+                link.ready_at = now
+                    + if opening {
+                        ms.min(OPENING_RECHECK_MS)
+                    } else {
+                        ms
+                    };
+            }
             Answer::Exhausted(ms) => self.quota_closed(now, ms),
             _ => {}
         }

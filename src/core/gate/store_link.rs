@@ -87,6 +87,16 @@ pub enum Purpose {
     Tell,
 }
 
+/// The store's answer to an operation, and the allowance it held before it: a learning gate of
+/// another process may have changed it since this gate last did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StoreReply {
+    /// The answer.
+    pub answer: Answer,
+    /// The allowance the store followed before the operation (`None` if it said none).
+    pub stored: Option<Rate>,
+}
+
 /// The gate's view of its store.
 #[derive(Debug)]
 pub struct StoreLink {
@@ -115,6 +125,8 @@ pub struct StoreLink {
     pub refunds: f64,
     /// The last count heard and not yet told; it rides along with the next admission.
     pub seen: Option<Seen>,
+    /// The allowance the store held before the latest answer, not yet looked at.
+    pub stored: Option<Rate>,
     calls: u64,
     failures: u64,
 }
@@ -142,6 +154,7 @@ impl StoreLink {
             budget_left: budget.map(|b| b.capacity),
             refunds: 0.0,
             seen: None,
+            stored: None,
             calls: 0,
             failures: 0,
         }
@@ -220,11 +233,14 @@ impl StoreLink {
 
     /// The store answered `id`: what it was for (`None` if it had been given up on), and
     /// whether the store is back up after being down.
-    pub fn answered(&mut self, id: OpId, answer: &Answer) -> (Option<Purpose>, bool) {
+    pub fn answered(&mut self, id: OpId, reply: &StoreReply) -> (Option<Purpose>, bool) {
         let Some(purpose) = self.take(id) else {
             return (None, false);
         };
-        match *answer {
+        if reply.stored.is_some() {
+            self.stored = reply.stored;
+        }
+        match reply.answer {
             Answer::Observed {
                 cooldown_ms: _,
                 slow,

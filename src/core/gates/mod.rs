@@ -31,14 +31,13 @@ use self::fleet::Shared;
 use self::home::Home;
 use self::profile::{Keeping, Profile, Refused, Request};
 use self::scope::{fingerprint, sendable, Scope};
-use crate::core::authority::Answer;
 use crate::core::base::map::{Map, Set};
 use crate::core::base::slab::{Id, Mirror, Slab};
 use crate::core::gate::action::{Action as GateAction, Event, OpId};
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
 use crate::core::gate::line::Rank;
-use crate::core::gate::store_link::StoreSettings;
+use crate::core::gate::store_link::{StoreReply, StoreSettings};
 use crate::core::gate::{BodyFacts, CallId, Gate};
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::classify::{Body, Failure};
@@ -374,9 +373,15 @@ impl Gates {
     }
 
     /// The store answered operation `op` of `gate` (`None`: it failed or was too late).
-    pub fn store_answered(&mut self, now: Millis, gate: GateId, op: OpId, answer: Option<Answer>) {
+    pub fn store_answered(
+        &mut self,
+        now: Millis,
+        gate: GateId,
+        op: OpId,
+        reply: Option<StoreReply>,
+    ) {
         if let Some(entry) = self.entries.get_mut(gate) {
-            entry.gate.store_answered(now, op, answer);
+            entry.gate.store_answered(now, op, reply);
             self.touch(gate);
         }
     }
@@ -456,7 +461,11 @@ impl Gates {
                 })
             }
             GateAction::Store { id, op } => Some(Action::Store { gate, id, op }),
-            GateAction::Route { call, heard } => return self.routed(now, gate, call, heard),
+            GateAction::Route {
+                call,
+                heard,
+                answer,
+            } => return self.routed(now, gate, call, heard, answer),
             GateAction::Event(event) => {
                 let call = event.call().and_then(call_ref);
                 if let (Event::Learned(_), Keeping::Store(store)) = (&event, entry.keeping) {

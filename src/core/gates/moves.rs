@@ -10,11 +10,20 @@ use super::profile::Keeping;
 use super::{GateId, Gates};
 use crate::core::gate::action::Heard;
 use crate::core::gate::CallId;
+use crate::core::rules::learn::Sample;
 use crate::core::Millis;
 
 impl Gates {
-    /// `call` of `gate` heard `heard` of its route's limiter.
-    pub(super) fn routed(&mut self, now: Millis, gate: GateId, call: CallId, heard: Heard) {
+    /// `call` of `gate` heard `heard` of its route's limiter; `answer`, when it drew from
+    /// another limiter, teaches that limiter's gate if it has heard nothing yet.
+    pub(super) fn routed(
+        &mut self,
+        now: Millis,
+        gate: GateId,
+        call: CallId,
+        heard: Heard,
+        answer: Option<Sample>,
+    ) {
         let Some(entry) = self.entries.get(gate) else {
             return;
         };
@@ -49,6 +58,12 @@ impl Gates {
             (None, Some(wrapper)) => self.gate_for(now, wrapper, &target_scope, None).ok(),
             (None, None) => None,
         };
+        let target = target.filter(|&t| t != gate);
+        if let (Some(to), Some(answer)) = (target, answer) {
+            if let Some(there) = self.entries.get_mut(to) {
+                there.gate.hear(now, &answer);
+            }
+        }
         // The route's other calls still waiting here, never sent.
         let Some(entry) = self.entries.get(gate) else {
             return;
@@ -68,7 +83,6 @@ impl Gates {
         if waiting.is_empty() {
             return;
         }
-        let target = target.filter(|&t| t != gate);
         for (local, moving) in waiting {
             let Some(entry) = self.entries.get_mut(gate) else {
                 return;

@@ -1,27 +1,33 @@
 //! Learning a key's allowance from the API itself, for a gate nobody told the allowance.
 //!
-//! What the responses can say, and what each is worth:
-//! - `X-RateLimit-Limit` is the bucket's capacity: it becomes the burst.
-//! - `X-RateLimit-Remaining` after a known number of our own successes bounds the refill rate
-//!   from below, always: between two responses `i` and `j`, the server's tokens went from at
-//!   most `remaining_i + 1` to at least `remaining_j` while `c` of our requests took one each,
-//!   so `rate >= (remaining_j - remaining_i - 1 + c) / dt`. A full bucket in between (refill
-//!   lost) or someone else spending the key only make the true rate higher. The best bound
-//!   over a few dozen recent windows is the estimate; it tightens as windows lengthen. When a
-//!   backlogged gate finds the server's bucket full again before any 429, it was waiting too
-//!   long: the pace doubles (to twice the bound at most) rather than wait for the bound.
-//! - The remaining count also says how many tokens are there now: the gate's bucket is set to
-//!   it, less the requests sent after the one that reported it. Pacing below the true rate so
-//!   costs little: what the server refilled meanwhile is spent as soon as a response says so.
-//! - A 429 with neither header: the server's bucket was empty then. The successes between two
-//!   429s bound the rate from below the same way (`(c - 1) / dt`). Pacing starts at one per
-//!   second and doubles each second until the first 429 (slow start), which halves it; from
-//!   then on each 429 cuts it to [`BETA`] (CUBIC's factor) and each success raises it a step
-//!   (1%, halved by each 429 down to 0.4%), never below the bound. Bursts are not learned
-//!   without the limit: the gate paces one at a time.
+//! What an answer can say, and what each is worth:
+//! - Only an answer that took a token (a 2xx or 3xx) can raise the estimate. A 429 says the
+//!   server's bucket was empty; a 404 of a missing event, a 5xx, take nothing and teach
+//!   nothing but the counts they carry.
+//! - `X-RateLimit-Limit` is the bucket's capacity: it becomes the burst. A `Remaining` above it
+//!   is clamped to it; a 429's `Remaining` is no count at all (the bucket was empty).
+//! - `X-RateLimit-Remaining` bounds the refill rate from below: between two answers `i` and
+//!   `j`, the server's tokens went from at most `remaining_i + 1` to at least `remaining_j`
+//!   while the requests admitted between them (every spender's, by the allowance's request
+//!   numbers, less those known to have taken nothing) took one each, so `rate >= (remaining_j -
+//!   remaining_i - 1 + taken) / dt`. A full bucket in between only makes the true rate higher.
+//!   The best bound over the last [`HORIZON_MS`] is the estimate, so a bound proven before the
+//!   allowance dropped expires.
+//! - The remaining count also says how many tokens are there: the gate's bucket is set to it,
+//!   less the requests admitted after the one it answered (the authority knows those).
+//! - Counts that keep claiming room while 429s come (a monthly quota's, or a stuck number) are
+//!   distrusted for good after [`DOUBTS`] contradictions: the gate learns as without them.
+//! - Without counts, like TCP: after the first answer the requests in flight grow by one per
+//!   answer that took a token (so they double each round trip) and nothing else paces them, so
+//!   a server that never limits is not slowed. The first 429 ends that: the pace starts again
+//!   at one per second and doubles each second until the next 429 (slow start), which halves
+//!   it; from then on each 429 cuts it to [`BETA`] (CUBIC's factor) and each success raises it a
+//!   step, never below the bound the successes between 429s prove. A 429 that names the limit
+//!   gives the burst.
 //!
-//! Before any response, one request is in flight at a time: the first answer says which of
-//! the two the API speaks. A configured allowance stays a ceiling: learning only goes below.
+//! Before any answer, one request at a time, for every spender of the allowance: the opening
+//! allowance is one token, the next a long while later. A configured allowance stays a
+//! ceiling: learning only goes below it.
 
 use std::collections::VecDeque;
 
@@ -32,39 +38,70 @@ use crate::core::Millis;
 /// What a 429 leaves of the pace without the counts (with them, of a pace above the bound):
 /// a multiplicative decrease, as in CUBIC.
 pub const BETA: f64 = 0.7;
-/// The slowest pace learning goes down to, per second (AWS's minimum fill rate).
-pub const MIN_PACE: f64 = 0.5;
-/// Slow start's first pace, per second.
+/// The slowest pace learning goes down to, per second: one request a minute.
+pub const MIN_PACE: f64 = 1.0 / 60.0;
+/// The pace a learning gate starts from once it knows the answers' kind, per second.
 const START_PACE: f64 = 1.0;
-/// The pace used while one request at a time is in flight (the count limits it there).
-const OPEN_PACE: f64 = 1_000.0;
-/// Recent observations kept to bound the rate from (the windows' starts).
+/// Until the first answer, the allowance's one token refills this slowly (per second): the
+/// first answer comes first, whoever else spends the allowance.
+const OPENING_PACE: f64 = 1.0 / 30.0;
+/// A pace that does not limit (the requests in flight do), per second.
+const UNPACED: f64 = 1_000.0;
+/// The fastest pace learning goes up to, per second: an allowance another thread or process
+/// says it learned beyond it (or beyond [`MAX_BURST`]) is garbage (a stored `1e300`), not a pace.
+pub const MAX_PACE: f64 = 10_000.0;
+/// The largest burst learning takes from a count.
+pub const MAX_BURST: f64 = 1_000_000.0;
+/// Marks kept to bound the rate from (the windows' starts).
 const MARKS: usize = 32;
+/// How long a bound holds: marks older than this no longer count.
+pub const HORIZON_MS: Millis = 30_000.0;
+/// Contradictions between the counts and 429s before the counts are distrusted.
+pub const DOUBTS: u32 = 2;
 /// Without the counts, each success raises the pace by a step: this much after slow start,
 /// halved by each 429 down to [`MIN_STEP`]. A 429 costs [`BETA`]'s cut, so at the smallest step
 /// about one attempt in `ln(1 / BETA) / MIN_STEP` (some 90) is a 429 once the pace has settled.
 const FIRST_STEP: f64 = 0.01;
 const MIN_STEP: f64 = 0.004;
 
-/// Which kind of feedback the API gives this key.
+/// Which kind of feedback the API gives this key, and how far learning has come.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
-    /// No response yet: one request in flight at a time.
+    /// No answer yet: one request at a time.
     Opening,
-    /// Responses carry `X-RateLimit-Limit` and `-Remaining`.
-    Counted,
-    /// Only 429s speak; doubling until the first one (`since`: when this pace started).
+    /// No counts, no 429 yet: as many requests in flight as `size`, one more per success.
+    Window { size: f64 },
+    /// No counts, after the first 429: doubling each second (`since`: when this pace started).
     SlowStart { since: Millis },
-    /// Only 429s speak; each success raises the pace by `step`, each 429 cuts it.
+    /// No counts: each success raises the pace by `step`, each 429 cuts it.
     Probing { step: f64 },
+    /// Answers carry trusted `X-RateLimit-Limit` and `-Remaining`.
+    Counted,
 }
 
-/// One response to bound the rate from: when, what was left, our successes up to it.
+/// One answer, as learning needs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    /// When its request went out.
+    pub sent: Millis,
+    /// Its status.
+    pub status: u16,
+    /// `X-RateLimit-Limit` and `-Remaining`, when both came.
+    pub counts: Option<(u64, u64)>,
+    /// Its request's number among every request the allowance admitted.
+    pub seq: f64,
+    /// Calls were waiting for a token (a full server bucket then means the pace is too slow).
+    pub backlogged: bool,
+}
+
+/// One answer to bound the rate from: when, what was left, the request's number, and how many
+/// answers had taken no token by then.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Mark {
     at: Millis,
     remaining: f64,
-    successes: u64,
+    seq: f64,
+    untaken: f64,
 }
 
 /// What was learned, for `describe()`, `stats()` and the change event.
@@ -92,13 +129,14 @@ impl Estimate {
     }
 }
 
-/// What a response taught: set the bucket's allowance (and its count, when the server said).
+/// What an answer taught: the allowance to follow, and the server's count of tokens as of the
+/// answered request (the authority takes off the requests admitted after it).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Lesson {
     /// The allowance admissions follow from now.
     pub rate: Rate,
-    /// Tokens the server holds for us now, when a remaining count said so (at most that
-    /// many under a ceiling: learning never spends faster than the ceiling allows).
+    /// Tokens the server held when it answered (at most that many under a ceiling: learning
+    /// never spends faster than the ceiling allows).
     pub tokens: Option<Count>,
 }
 
@@ -110,11 +148,22 @@ pub struct Learner {
     burst: Option<f64>,
     pace: f64,
     at_least: f64,
-    successes: u64,
     marks: VecDeque<Mark>,
+    /// Answers that took no token so far.
+    untaken: f64,
     last_throttle: Option<Millis>,
     /// The limiter whose answers these are (`X-RateLimit-Bucket`), once one named it.
     limiter: Option<String>,
+    /// What the latest trusted count said: tokens left as of the request numbered `.1`.
+    claim: Option<(f64, f64)>,
+    /// 429s that came while the counts claimed room (a second one distrusts them).
+    doubts: u32,
+    /// The counts lied too often: they are ignored from now on.
+    distrusted: bool,
+    /// A round trip, smoothed (ms).
+    rtt: Option<Millis>,
+    /// The estimate last reported (see [`news`](Self::news)).
+    told: Option<Estimate>,
 }
 
 impl Learner {
@@ -124,12 +173,17 @@ impl Learner {
             ceiling,
             phase: Phase::Opening,
             burst: None,
-            pace: OPEN_PACE,
+            pace: OPENING_PACE,
             at_least: 0.0,
-            successes: 0,
             marks: VecDeque::new(),
+            untaken: 0.0,
             last_throttle: None,
             limiter: None,
+            claim: None,
+            doubts: 0,
+            distrusted: false,
+            rtt: None,
+            told: None,
         }
     }
 
@@ -138,8 +192,8 @@ impl Learner {
         self.limiter.as_deref()
     }
 
-    /// Whether an answer from limiter `named` is this gate's to learn from: the first
-    /// limiter named is the gate's; an answer from another belongs to that limiter's gate.
+    /// Whether an answer from limiter `named` is this gate's to learn from: the first limiter
+    /// named is the gate's; an answer from another belongs to that limiter's gate.
     pub fn owns(&mut self, named: Option<&str>) -> bool {
         match (named, &self.limiter) {
             (None, _) => true,
@@ -151,11 +205,39 @@ impl Learner {
         }
     }
 
-    /// Learning that goes on from `rate`, what another thread sharing the gate has learned.
+    /// Whether `rate` is an allowance learning could have come to.
+    pub fn plausible(rate: Rate) -> bool {
+        rate.per_second() <= MAX_PACE && rate.burst() <= MAX_BURST
+    }
+
+    /// Learning that goes on from `rate`, what another spender of the allowance has learned
+    /// (ignored when no learning could have come to it).
     pub fn adopt(&mut self, rate: Rate) {
+        if !Learner::plausible(rate) {
+            return;
+        }
         self.phase = Phase::Probing { step: MIN_STEP };
         self.pace = rate.per_second();
         self.burst = (rate.burst() > 1.0).then_some(rate.burst());
+    }
+
+    /// Learning goes on from `shared`, what another thread spending the allowance set, so
+    /// the threads follow one estimate. An opening's or a window's allowance says nothing of
+    /// the pace.
+    pub fn follow(&mut self, shared: Rate) {
+        let opening = shared.burst() == 1.0 && shared.per_second() == OPENING_PACE;
+        if opening || shared.per_second() >= UNPACED || !Learner::plausible(shared) {
+            return;
+        }
+        match self.phase {
+            Phase::Counted | Phase::Probing { .. } => {
+                self.pace = shared.per_second();
+                if shared.burst() > 1.0 {
+                    self.burst = Some(shared.burst());
+                }
+            }
+            _ => self.adopt(shared),
+        }
     }
 
     /// The configured allowance learning stays under, if any.
@@ -163,26 +245,52 @@ impl Learner {
         self.ceiling
     }
 
-    /// Whether admissions wait for the first response (one request in flight at a time).
+    /// Whether no answer has come yet (one request in flight at a time).
     pub fn opening(&self) -> bool {
         self.phase == Phase::Opening
     }
 
+    /// How many requests may be in flight at once, when that is what paces admissions (before
+    /// the first answer, and without counts before the first 429).
+    pub fn window(&self) -> Option<f64> {
+        match self.phase {
+            Phase::Opening => Some(1.0),
+            Phase::Window { size } => Some(size),
+            _ => None,
+        }
+    }
+
+    /// Whether the counts were distrusted.
+    pub fn distrusts_counts(&self) -> bool {
+        self.distrusted
+    }
+
     /// The allowance admissions follow at `now` (the pace grows between throttles by itself).
     pub fn rate(&self, now: Millis) -> Rate {
-        let pace = match self.phase {
+        let (burst, pace) = match self.phase {
+            Phase::Opening => (1.0, OPENING_PACE),
+            Phase::Window { size } => (size, UNPACED),
+            _ => (self.burst.unwrap_or(1.0), self.pace_at(now)),
+        };
+        let (burst, pace) = match self.ceiling {
+            Some(c) => (burst.min(c.burst()), pace.min(c.per_second())),
+            None => (burst, pace),
+        };
+        let (burst, pace) = (burst.min(MAX_BURST), pace.min(MAX_PACE));
+        Rate::new(burst.max(1.0), pace.max(MIN_PER_SECOND)).unwrap_or(Rate::ARTICLE)
+    }
+
+    /// The pace at `now` once paced (slow start doubles it each second by itself); before,
+    /// the pace to start from.
+    fn pace_at(&self, now: Millis) -> f64 {
+        match self.phase {
+            Phase::Opening | Phase::Window { .. } => START_PACE,
             Phase::SlowStart { since } => {
                 let doublings = ((now - since) / 1000.0).max(0.0).floor().min(30.0);
                 self.pace * 2f64.powf(doublings)
             }
             _ => self.pace,
-        };
-        let burst = self.burst.unwrap_or(1.0);
-        let (burst, pace) = match self.ceiling {
-            Some(c) => (burst.min(c.burst()), pace.min(c.per_second())),
-            None => (burst, pace),
-        };
-        Rate::new(burst.max(1.0), pace.max(MIN_PER_SECOND)).unwrap_or(Rate::ARTICLE)
+        }
     }
 
     /// What was learned so far, at `now`.
@@ -197,94 +305,243 @@ impl Learner {
         }
     }
 
-    /// Learns from a response at `now` to a request sent at `sent`: its status,
-    /// `X-RateLimit-Limit`/`-Remaining` when both came, how many requests were sent after this
-    /// one, and whether calls were waiting for a token (a full server bucket then means the
-    /// pace is too slow). A 429 to a request sent before the last 429 came is the same
-    /// overshoot, already answered: it cuts nothing more.
-    pub fn observe(
-        &mut self,
-        now: Millis,
-        sent: Millis,
-        status: u16,
-        counted: Option<(u64, u64)>,
-        sent_after: u64,
-        backlogged: bool,
-    ) -> Lesson {
-        let rejected = status == 429;
-        if !rejected {
-            self.successes += 1;
+    /// The estimate at `now` when it differs from the one reported last (see
+    /// [`Estimate::differs`]), which it becomes: a pace that creeps up a step per answer is
+    /// news once it has moved a tenth.
+    pub fn news(&mut self, now: Millis) -> Option<Estimate> {
+        let estimate = self.estimate(now);
+        let news = self.told.is_none_or(|told| estimate.differs(&told));
+        news.then(|| {
+            self.told = Some(estimate);
+            estimate
+        })
+    }
+
+    /// Learns from an answer at `now`. A 429 to a request sent before the last 429 came is the
+    /// same overshoot, already answered: it cuts nothing more.
+    pub fn observe(&mut self, now: Millis, s: &Sample) -> Lesson {
+        let took = (200..400).contains(&s.status);
+        let rejected = s.status == 429;
+        let fresh = rejected && self.last_throttle.is_none_or(|at| s.sent > at);
+        let rtt = now - s.sent;
+        self.rtt = Some(self.rtt.map_or(rtt, |r| 0.8 * r + 0.2 * rtt));
+        if !took {
+            self.untaken += 1.0;
         }
-        let throttled = rejected && self.last_throttle.is_none_or(|at| sent >= at);
-        let tokens = match counted {
-            Some((limit, remaining)) => {
-                self.counted(
-                    now,
-                    rejected,
-                    throttled,
-                    limit as f64,
-                    remaining as f64,
-                    backlogged,
-                );
-                let there = (remaining as f64 - sent_after as f64).max(0.0);
-                Some(match self.ceiling {
-                    Some(_) => Count::AtMost(there),
-                    None => Count::Exactly(there),
-                })
+        self.expire(now);
+        if self.phase == Phase::Opening && !took && !rejected {
+            // Nothing was taken: the opening's one token is back for the next request.
+            return Lesson {
+                rate: self.rate(now),
+                tokens: Some(Count::Exactly(1.0)),
+            };
+        }
+        let counts = s
+            .counts
+            .filter(|_| !self.distrusted)
+            .map(|(limit, remaining)| {
+                let limit = (limit as f64).min(MAX_BURST);
+                (limit, (remaining as f64).min(limit))
+            });
+        let tokens = match counts {
+            Some((limit, remaining)) if took => {
+                self.counted(now, limit, remaining, s);
+                Some(remaining)
+            }
+            Some((limit, _)) if rejected => {
+                self.burst = Some(limit.max(1.0));
+                let doubted = self.distrusted;
+                self.contradicted(now, s.seq);
+                if self.distrusted {
+                    // The 429 that distrusted them starts the slow start; later ones teach.
+                    if doubted {
+                        self.blind(now, s, fresh);
+                    }
+                    None
+                } else {
+                    match self.phase {
+                        Phase::Counted => self.counted_throttle(now, s, fresh),
+                        _ => self.blind(now, s, fresh),
+                    }
+                    Some(0.0)
+                }
+            }
+            // An answer that took no token: its count says at most what is there.
+            Some((_, remaining)) => {
+                return Lesson {
+                    rate: self.rate(now),
+                    tokens: Some(Count::AtMost(remaining)),
+                }
             }
             None => {
-                self.blind(now, rejected, throttled);
+                self.blind(now, s, fresh);
                 None
             }
         };
         Lesson {
             rate: self.rate(now),
-            tokens,
+            tokens: tokens.map(|n| match self.ceiling {
+                Some(_) => Count::AtMost(n),
+                None => Count::Exactly(n),
+            }),
         }
     }
 
-    fn counted(
-        &mut self,
-        now: Millis,
-        rejected: bool,
-        throttled: bool,
-        limit: f64,
-        remaining: f64,
-        busy: bool,
-    ) {
+    /// Learns at `now` from an answer to a request another gate admitted (a route's scout
+    /// that turned out to draw from this limiter): the kind of feedback and the capacity, not a
+    /// count to set this gate's own requests against. Only before this gate's first answer.
+    pub fn hear(&mut self, now: Millis, s: &Sample) -> Option<Rate> {
+        if !self.opening() {
+            return None;
+        }
+        self.observe(now, s);
+        self.marks.clear();
+        self.claim = None;
+        self.at_least = 0.0;
+        Some(self.rate(now))
+    }
+
+    /// A token-taking answer with trusted counts.
+    fn counted(&mut self, now: Millis, limit: f64, remaining: f64, s: &Sample) {
+        let opening = matches!(self.phase, Phase::Opening | Phase::Window { .. });
+        self.pace = self.pace_at(now);
         self.phase = Phase::Counted;
         self.burst = Some(limit.max(1.0));
-        let mark = self.mark(now, remaining);
-        if throttled {
-            self.throttled(now, self.pace);
-            self.pace = (self.pace * BETA).max(self.at_least).max(MIN_PACE);
-        } else if !rejected {
-            let bound = self.bound(&mark);
-            self.at_least = self.at_least.max(bound);
-            let full = remaining + 1.0 >= limit;
-            if full && busy && self.last_throttle.is_none() {
-                // Found full while calls waited, before any 429: the refill outran the pace
-                // (slow start). Twice the best bound at most, so a run of such answers cannot
-                // run away with it.
-                let cap = 2.0 * self.at_least.max(MIN_PACE);
-                self.pace = (self.pace * 2.0).min(cap).max(self.at_least);
-            } else if self.pace == OPEN_PACE || self.pace < self.at_least {
-                self.pace = self.at_least.max(MIN_PACE);
-            }
-        }
+        self.claim = Some((remaining, s.seq));
+        let mark = self.mark(now, remaining, s.seq);
         self.remember(mark);
+        self.at_least = self.best_bound();
+        // Found full (with a bucket of one, every answer that took a token looks so).
+        let full = remaining >= 1.0 && remaining + 1.0 >= limit;
+        let calm = self.last_throttle.is_none_or(|at| now - at > HORIZON_MS);
+        if full && s.backlogged && calm && !opening {
+            // Found full while calls waited: the refill outran the pace. Twice the best bound
+            // at most, so a run of such answers cannot run away with it.
+            let cap = 2.0 * self.at_least.max(START_PACE);
+            self.pace = (self.pace * 2.0).min(cap).max(self.at_least);
+        } else {
+            self.pace = self.pace.max(self.at_least).max(MIN_PACE);
+        }
     }
 
-    /// The best lower bound on the rate that `mark` and the kept marks give.
+    /// A 429 while the counts are trusted.
+    fn counted_throttle(&mut self, now: Millis, s: &Sample, fresh: bool) {
+        let mark = self.mark(now, 0.0, s.seq);
+        self.remember(mark);
+        if fresh {
+            self.throttled(now, self.pace);
+            self.at_least = self.best_bound();
+            self.pace = (self.pace * BETA).max(self.at_least).max(MIN_PACE);
+        }
+    }
+
+    /// A 429 came while the latest count claimed room: a contradiction; enough of them and the
+    /// counts are distrusted (their bounds go with them).
+    fn contradicted(&mut self, now: Millis, seq: f64) {
+        let Some((remaining, at)) = self.claim else {
+            return;
+        };
+        let claimed = remaining - (seq - at - 1.0).max(0.0);
+        if claimed < 1.0 {
+            return;
+        }
+        self.doubts += 1;
+        if self.doubts >= DOUBTS && !self.distrusted {
+            self.distrusted = true;
+            self.claim = None;
+            self.marks.clear();
+            self.at_least = 0.0;
+            self.burst = None;
+            // Learning starts again as without counts, from a 429: slow start.
+            self.phase = Phase::SlowStart { since: now };
+            self.pace = START_PACE;
+            self.last_throttle = Some(now);
+        }
+    }
+
+    /// An answer without (trusted) counts.
+    fn blind(&mut self, now: Millis, s: &Sample, fresh: bool) {
+        let took = (200..400).contains(&s.status);
+        if s.status == 429 && !fresh {
+            return;
+        }
+        match (self.phase, fresh) {
+            (Phase::Opening, false) if took => self.phase = Phase::Window { size: 2.0 },
+            (Phase::Window { size }, false) if took => {
+                self.phase = Phase::Window { size: size + 1.0 }
+            }
+            // The counts stopped coming: go on from the pace they led to.
+            (Phase::Counted, false) if took => self.phase = Phase::Probing { step: MIN_STEP },
+            (Phase::Probing { step }, false) if took => {
+                // Empty at each 429 kept, holding at least nothing now: the same bound.
+                let mark = self.mark(now, 0.0, s.seq);
+                self.at_least = self.bound(&mark).max(self.at_least);
+                self.pace *= 1.0 + step;
+            }
+            (phase, true) => {
+                let mark = self.mark(now, 0.0, s.seq);
+                let pace = self.rate(now).per_second();
+                self.throttled(now, pace);
+                self.at_least = self.bound(&mark).max(self.best_bound());
+                self.remember(mark);
+                let (pace, next) = match phase {
+                    // The first 429 ends the window: start again at a pace, doubling.
+                    Phase::Opening | Phase::Window { .. } => {
+                        (START_PACE, Phase::SlowStart { since: now })
+                    }
+                    Phase::Probing { step } => (
+                        pace * BETA,
+                        Phase::Probing {
+                            step: (step / 2.0).max(MIN_STEP),
+                        },
+                    ),
+                    // Slow start overshot by at most its last doubling.
+                    Phase::SlowStart { .. } => (pace / 2.0, Phase::Probing { step: FIRST_STEP }),
+                    Phase::Counted => (pace * BETA, Phase::Probing { step: FIRST_STEP }),
+                };
+                self.pace = pace.max(self.at_least).max(MIN_PACE);
+                self.phase = next;
+            }
+            _ => {}
+        }
+    }
+
+    /// This answer, to bound the rate from: `remaining` left after it (0: empty at a 429).
+    fn mark(&self, now: Millis, remaining: f64, seq: f64) -> Mark {
+        Mark {
+            at: now,
+            remaining,
+            seq,
+            untaken: self.untaken,
+        }
+    }
+
+    /// The lower bound on the rate that `mark` and the kept marks give.
     fn bound(&self, mark: &Mark) -> f64 {
         self.marks
             .iter()
-            .filter(|m| mark.at > m.at)
+            .filter(|m| mark.at > m.at && mark.seq > m.seq)
             .map(|m| {
-                let took = (mark.successes - m.successes) as f64;
-                (mark.remaining - m.remaining - 1.0 + took) / ((mark.at - m.at) / 1000.0)
+                let taken = (mark.seq - m.seq) - (mark.untaken - m.untaken).max(0.0);
+                (mark.remaining - m.remaining - 1.0 + taken) / ((mark.at - m.at) / 1000.0)
             })
             .fold(0.0, f64::max)
+    }
+
+    /// The best lower bound the kept marks give, each against those before it.
+    fn best_bound(&self) -> f64 {
+        let mut best: f64 = 0.0;
+        for (i, mark) in self.marks.iter().enumerate() {
+            for m in self.marks.iter().take(i) {
+                if mark.at > m.at && mark.seq > m.seq {
+                    let taken = (mark.seq - m.seq) - (mark.untaken - m.untaken).max(0.0);
+                    let bound =
+                        (mark.remaining - m.remaining - 1.0 + taken) / ((mark.at - m.at) / 1000.0);
+                    best = best.max(bound);
+                }
+            }
+        }
+        best
     }
 
     fn remember(&mut self, mark: Mark) {
@@ -295,47 +552,14 @@ impl Learner {
         self.marks.push_back(mark);
     }
 
-    fn blind(&mut self, now: Millis, rejected: bool, throttled: bool) {
-        if rejected && !throttled {
-            return;
+    /// Bounds older than the horizon no longer hold.
+    fn expire(&mut self, now: Millis) {
+        let before = self.marks.len();
+        while self.marks.front().is_some_and(|m| now - m.at > HORIZON_MS) {
+            self.marks.pop_front();
         }
-        match (self.phase, throttled) {
-            (Phase::Opening, false) => {
-                self.phase = Phase::SlowStart { since: now };
-                self.pace = START_PACE;
-            }
-            // The counts stopped coming: go on from the pace they led to.
-            (Phase::Counted, false) => self.phase = Phase::Probing { step: MIN_STEP },
-            (Phase::Probing { step }, false) => {
-                // Empty at each 429 kept, holding at least nothing now: the same bound.
-                self.at_least = self.bound(&self.mark(now, 0.0)).max(self.at_least);
-                self.pace *= 1.0 + step;
-            }
-            (phase, true) => {
-                let mark = self.mark(now, 0.0);
-                let pace = self.rate(now).per_second();
-                self.throttled(now, pace);
-                self.at_least = self.bound(&mark).max(self.at_least);
-                self.remember(mark);
-                let (pace, step) = match phase {
-                    Phase::Probing { step } => (pace * BETA, (step / 2.0).max(MIN_STEP)),
-                    // Slow start overshot by at most its last doubling.
-                    Phase::SlowStart { .. } => (pace / 2.0, FIRST_STEP),
-                    _ => (START_PACE, FIRST_STEP),
-                };
-                self.pace = pace.max(self.at_least).max(MIN_PACE);
-                self.phase = Phase::Probing { step };
-            }
-            _ => {}
-        }
-    }
-
-    /// This answer, to bound the rate from: `remaining` left after it (0: empty at a 429).
-    fn mark(&self, now: Millis, remaining: f64) -> Mark {
-        Mark {
-            at: now,
-            remaining,
-            successes: self.successes,
+        if self.marks.len() != before {
+            self.at_least = self.best_bound();
         }
     }
 
@@ -343,7 +567,7 @@ impl Learner {
     /// allowance changed or someone else spends the key: the bounds start again from here.
     fn throttled(&mut self, now: Millis, pace: f64) {
         self.last_throttle = Some(now);
-        if pace <= self.at_least {
+        if pace <= self.at_least * 1.05 {
             self.marks.clear();
             self.at_least = 0.0;
         }
@@ -386,6 +610,16 @@ mod tests {
         }
     }
 
+    fn sample(now: Millis, status: u16, counts: Option<(u64, u64)>, seq: f64) -> Sample {
+        Sample {
+            sent: now,
+            status,
+            counts,
+            seq,
+            backlogged: true,
+        }
+    }
+
     #[test]
     fn the_bound_never_passes_the_true_rate() {
         // Requests at uneven times, some bunched, some after the bucket filled again.
@@ -397,7 +631,7 @@ mod tests {
                 now += f64::from((i * 7919) % 613);
                 let (status, left) = server.take(now);
                 let counts = Some((burst as u64, left));
-                learner.observe(now, now, status, counts, 0, true);
+                learner.observe(now, &sample(now, status, counts, f64::from(i)));
                 let bound = learner.estimate(now).at_least;
                 assert!(bound <= per_second, "{bound} > {per_second} at {now}");
             }
@@ -411,11 +645,12 @@ mod tests {
             let mut learner = Learner::new(None);
             // A request every token interval for 30 s: the bucket never fills again.
             let step = 1000.0 / per_second;
-            let mut now = 0.0;
+            let (mut now, mut seq) = (0.0, 0.0);
             while now < 30_000.0 {
                 let (status, left) = server.take(now);
-                learner.observe(now, now, status, Some((burst as u64, left)), 0, true);
+                learner.observe(now, &sample(now, status, Some((burst as u64, left)), seq));
                 now += step;
+                seq += 1.0;
             }
             let bound = learner.estimate(now).at_least;
             assert!(bound > 0.95 * per_second && bound <= per_second, "{bound}");
@@ -423,15 +658,63 @@ mod tests {
     }
 
     #[test]
-    fn the_counts_give_the_burst_and_the_tokens_there_now() {
+    fn the_counts_give_the_burst_and_the_tokens_there() {
         let mut learner = Learner::new(None);
         assert!(learner.opening());
-        let lesson = learner.observe(10.0, 0.0, 200, Some((5, 4)), 1, false);
+        assert_eq!(learner.window(), Some(1.0), "one at a time until an answer");
+        let lesson = learner.observe(10.0, &sample(0.0, 200, Some((5, 4)), 0.0));
         assert!(!learner.opening());
         assert_eq!(lesson.rate.burst(), 5.0);
-        // Four left when it answered, one sent since: three are ours now.
-        assert_eq!(lesson.tokens, Some(Count::Exactly(3.0)));
-        assert_eq!(lesson.rate.per_second(), MIN_PACE);
+        // Four left when it answered request 0 (the authority takes off those after it).
+        assert_eq!(lesson.tokens, Some(Count::Exactly(4.0)));
+        assert_eq!(lesson.rate.per_second(), START_PACE);
+    }
+
+    #[test]
+    fn only_answers_that_took_a_token_raise_the_estimate() {
+        let mut learner = Learner::new(None);
+        // Sixteen 404s carrying the bucket's count: nothing taken, nothing learned, and the
+        // opening's one token is back each time.
+        for i in 0..16 {
+            let now = f64::from(i) * 10.0;
+            let lesson = learner.observe(now, &sample(now, 404, Some((5, 5)), f64::from(i)));
+            assert_eq!(lesson.tokens, Some(Count::Exactly(1.0)));
+            assert_eq!(lesson.rate, learner.rate(now), "still the opening's");
+        }
+        assert!(learner.opening(), "still no answer of the allowance's own");
+        assert_eq!(learner.estimate(200.0).at_least, 0.0);
+        // Once paced, a 404's count says at most what is there.
+        learner.observe(210.0, &sample(200.0, 200, Some((5, 4)), 16.0));
+        let lesson = learner.observe(230.0, &sample(220.0, 404, Some((5, 3)), 17.0));
+        assert_eq!(lesson.tokens, Some(Count::AtMost(3.0)));
+    }
+
+    #[test]
+    fn a_429_is_proof_the_bucket_was_empty_and_lying_counts_are_distrusted() {
+        let mut learner = Learner::new(None);
+        // A monthly quota's counts: plenty left, whatever the limiter says.
+        learner.observe(0.0, &sample(0.0, 200, Some((100_000, 90_000)), 0.0));
+        assert_eq!(learner.estimate(0.0).burst, Some(100_000.0));
+        let lesson = learner.observe(20.0, &sample(10.0, 429, Some((100_000, 89_999)), 1.0));
+        assert_eq!(lesson.tokens, Some(Count::Exactly(0.0)), "not 89,999");
+        assert!(
+            !learner.distrusts_counts(),
+            "one contradiction is not enough"
+        );
+        learner.observe(40.0, &sample(30.0, 200, Some((100_000, 89_998)), 2.0));
+        learner.observe(60.0, &sample(50.0, 429, Some((100_000, 89_997)), 3.0));
+        assert!(learner.distrusts_counts());
+        // From then on the counts are ignored: no burst of 100,000.
+        let lesson = learner.observe(80.0, &sample(70.0, 200, Some((100_000, 89_996)), 4.0));
+        assert_eq!(lesson.tokens, None);
+        assert_eq!(lesson.rate.burst(), 1.0);
+    }
+
+    #[test]
+    fn a_remaining_above_the_limit_is_clamped() {
+        let mut learner = Learner::new(None);
+        let lesson = learner.observe(10.0, &sample(0.0, 200, Some((5, 100)), 0.0));
+        assert_eq!(lesson.tokens, Some(Count::Exactly(5.0)));
     }
 
     #[test]
@@ -439,9 +722,9 @@ mod tests {
         let ceiling = Rate::new(3.0, 1.0).unwrap();
         let mut learner = Learner::new(Some(ceiling));
         let mut now = 0.0;
-        for remaining in [49, 48, 49, 49, 49] {
+        for (i, remaining) in [49, 48, 49, 49, 49].into_iter().enumerate() {
             now += 100.0;
-            let lesson = learner.observe(now, now, 200, Some((50, remaining)), 0, true);
+            let lesson = learner.observe(now, &sample(now, 200, Some((50, remaining)), i as f64));
             assert_eq!(lesson.rate.burst(), 3.0);
             assert!(lesson.rate.per_second() <= 1.0);
             // The server's count may lower the gate's, never raise it past the ceiling's pace.
@@ -454,44 +737,77 @@ mod tests {
     }
 
     #[test]
-    fn without_the_counts_slow_start_doubles_until_a_429_then_halves() {
+    fn without_counts_the_window_grows_each_answer_until_a_429_then_slow_start() {
         let mut learner = Learner::new(None);
-        learner.observe(0.0, 0.0, 200, None, 0, true);
-        assert_eq!(learner.rate(0.0).per_second(), START_PACE);
-        assert_eq!(learner.rate(3_500.0).per_second(), 8.0 * START_PACE);
-        assert_eq!(learner.rate(3_500.0).burst(), 1.0);
-        learner.observe(3_500.0, 3_400.0, 429, None, 0, true);
-        assert_eq!(learner.rate(3_500.0).per_second(), 4.0 * START_PACE);
-        // Later, it no longer doubles with time: each success adds a step.
-        assert_eq!(learner.rate(9_000.0).per_second(), 4.0 * START_PACE);
-        learner.observe(9_000.0, 9_000.0, 200, None, 0, true);
-        assert_eq!(learner.rate(9_000.0).per_second(), 4.0 * (1.0 + FIRST_STEP));
+        learner.observe(20.0, &sample(0.0, 200, None, 0.0));
+        assert_eq!(learner.window(), Some(2.0));
+        learner.observe(40.0, &sample(20.0, 200, None, 1.0));
+        learner.observe(40.0, &sample(20.0, 200, None, 2.0));
+        assert_eq!(learner.window(), Some(4.0), "doubling each round trip");
+        learner.observe(60.0, &sample(40.0, 429, None, 3.0));
+        assert_eq!(learner.window(), None);
+        assert_eq!(learner.rate(60.0).per_second(), START_PACE);
+        assert_eq!(learner.rate(3_560.0).per_second(), 8.0 * START_PACE);
+        learner.observe(3_600.0, &sample(3_560.0, 429, None, 9.0));
+        assert_eq!(learner.rate(3_600.0).per_second(), 4.0 * START_PACE);
+        learner.observe(9_000.0, &sample(9_000.0, 200, None, 20.0));
+        assert_eq!(
+            learner.rate(9_000.0).per_second(),
+            4.0 * START_PACE * (1.0 + FIRST_STEP)
+        );
     }
 
     #[test]
     fn one_overshoot_is_cut_once() {
         let mut learner = Learner::new(None);
-        learner.observe(0.0, 0.0, 200, None, 0, true);
-        learner.observe(2_000.0, 2_000.0, 429, None, 0, true);
-        let pace = learner.rate(2_000.0).per_second();
-        // Sent before the first 429 came back: the same overshoot.
-        learner.observe(2_010.0, 1_990.0, 429, None, 0, true);
-        assert_eq!(learner.rate(2_010.0).per_second(), pace);
-        learner.observe(2_500.0, 2_400.0, 429, None, 0, true);
-        assert_eq!(learner.rate(2_500.0).per_second(), pace * BETA);
-        assert_eq!(learner.estimate(2_500.0).last_throttle, Some(2_500.0));
+        learner.observe(0.0, &sample(0.0, 200, None, 0.0));
+        learner.observe(2_000.0, &sample(2_000.0, 429, None, 1.0));
+        learner.observe(5_000.0, &sample(5_000.0, 429, None, 5.0));
+        let pace = learner.rate(5_000.0).per_second();
+        // Sent before that 429 came back: the same overshoot.
+        learner.observe(5_010.0, &sample(4_990.0, 429, None, 6.0));
+        assert_eq!(learner.rate(5_010.0).per_second(), pace);
+        learner.observe(5_500.0, &sample(5_400.0, 429, None, 7.0));
+        assert_eq!(
+            learner.rate(5_500.0).per_second(),
+            (pace * BETA).max(MIN_PACE)
+        );
+        assert_eq!(learner.estimate(5_500.0).last_throttle, Some(5_500.0));
+    }
+
+    #[test]
+    fn a_bound_proven_before_a_drop_expires() {
+        let mut learner = Learner::new(None);
+        // 10/s for a while, proven by the counts.
+        let mut server = Server::new(10.0, 10.0);
+        let (mut now, mut seq) = (0.0, 0.0);
+        while now < 20_000.0 {
+            let (status, left) = server.take(now);
+            learner.observe(now, &sample(now, status, Some((10, left)), seq));
+            now += 100.0;
+            seq += 1.0;
+        }
+        assert!(learner.estimate(now).at_least > 9.0);
+        // Then nothing for longer than the horizon: the bound no longer holds.
+        now += HORIZON_MS + 1_000.0;
+        learner.observe(now, &sample(now, 200, Some((10, 9)), seq));
+        assert_eq!(learner.estimate(now).at_least, 0.0);
     }
 
     #[test]
     fn when_the_counts_stop_the_pace_they_led_to_stays() {
         let mut learner = Learner::new(None);
         let mut now = 0.0;
-        for remaining in [4, 3, 2, 1, 0, 0, 0] {
+        for (i, remaining) in [4, 3, 2, 1, 0, 0, 0].into_iter().enumerate() {
             now += 300.0;
-            learner.observe(now, now, 200, Some((5, remaining)), 0, false);
+            let s = Sample {
+                backlogged: false,
+                ..sample(now, 200, Some((5, remaining)), i as f64)
+            };
+            learner.observe(now, &s);
         }
         let pace = learner.rate(now).per_second();
-        learner.observe(now + 300.0, now + 300.0, 200, None, 0, true);
+        learner.observe(now + 300.0, &sample(now + 300.0, 200, None, 7.0));
         assert!(learner.rate(now + 300.0).per_second() >= pace);
         assert!(!learner.opening());
     }

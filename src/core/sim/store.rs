@@ -4,8 +4,9 @@
 //! latency, or not at all while it is down.
 
 use crate::core::authority::memory::MemoryAuthority;
-use crate::core::authority::{Answer, Authority, Op};
+use crate::core::authority::{Authority, Op};
 use crate::core::base::map::Map;
+use crate::core::gate::store_link::StoreReply;
 use crate::core::gates::fleet::Shared;
 use crate::core::gates::scope::Scope;
 use crate::core::rules::allowance::Rate;
@@ -29,7 +30,8 @@ pub struct FakeStore {
 
 impl FakeStore {
     /// Runs `op` for the gate of `scope` at `now`, with the gate's rate and budget as the
-    /// operation carries them; `None` while down.
+    /// operation carries them, answering with the rate it held before, as the script does;
+    /// `None` while down.
     pub fn run(
         &mut self,
         now: Millis,
@@ -37,7 +39,7 @@ impl FakeStore {
         op: &Op,
         rate: Rate,
         budget: Option<RefillingConfig>,
-    ) -> Option<Answer> {
+    ) -> Option<StoreReply> {
         self.ops += 1;
         if self.down {
             return None;
@@ -46,10 +48,15 @@ impl FakeStore {
             .gates
             .entry(scope.clone())
             .or_insert_with(|| MemoryAuthority::new(rate, budget, now));
-        if authority.rate() != rate {
+        let stored = authority.rate();
+        if stored != rate {
             authority.tune(now, rate, None);
         }
-        Some(authority.apply(now, op))
+        let answer = authority.apply(now, op);
+        Some(StoreReply {
+            answer,
+            stored: Some(stored),
+        })
     }
 
     /// Puts `facts` about `credential`, each replacing the one it updates.

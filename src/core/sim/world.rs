@@ -15,10 +15,10 @@ use std::rc::Rc;
 
 use super::server::{Attempt, Reply, Server};
 use super::store::FakeStore;
-use crate::core::authority::Answer;
 use crate::core::base::indexed::Indexed;
 use crate::core::base::slab::Mirror;
 use crate::core::gate::action::{End, Event, OpId};
+use crate::core::gate::store_link::StoreReply;
 use crate::core::gate::BodyFacts;
 use crate::core::gates::fleet::Shared;
 use crate::core::gates::profile::{Keeping, Refused, Request};
@@ -148,7 +148,7 @@ enum What {
     Abort(usize),
     Timer(usize),
     Go(usize),
-    StoreAnswer(usize, GateId, OpId, Option<Answer>),
+    StoreAnswer(usize, GateId, OpId, Option<StoreReply>),
     Recalled(usize, GateId, Vec<Shared>),
 }
 
@@ -536,9 +536,9 @@ impl World {
                         continue;
                     };
                     let budget = gates.budget(gate);
-                    if let Some(answer) = self.store.run(now, &scope, &op, rate, budget) {
+                    if let Some(reply) = self.store.run(now, &scope, &op, rate, budget) {
                         let at = now + self.store.latency;
-                        self.push(at, What::StoreAnswer(p, gate, id, Some(answer)));
+                        self.push(at, What::StoreAnswer(p, gate, id, Some(reply)));
                     }
                 }
                 Action::Share {
