@@ -87,6 +87,18 @@ impl Outcome {
     fn share_429(&self) -> f64 {
         self.rejected as f64 / self.attempts.max(1) as f64
     }
+
+    /// Attempts, 429s and calls done, as a row prints them.
+    fn counts(&self) -> String {
+        format!(
+            "{:>4} attempts, {:>3} 429s ({:>4.1} %), {}/{} done",
+            self.attempts,
+            self.rejected,
+            100.0 * self.share_429(),
+            self.completed,
+            self.calls
+        )
+    }
 }
 
 fn run(s: &Scenario, allowance: Allowance) -> Outcome {
@@ -215,17 +227,10 @@ fn measure(s: &Scenario) -> (Outcome, Outcome, f64) {
     let floor = scenario_floor_ms(s);
     let ratio = learned.done_ms / floor;
     println!(
-        "{:<46} learning: {:>4} attempts, {:>3} 429s ({:>4.1} %), {}/{} done, {:>6.2} x floor | fixed: {:>3} 429s, {}/{} done, {:.2} x",
+        "{:<46} learning: {}, {ratio:>6.2} x floor | fixed: {}, {:.2} x",
         s.name,
-        learned.attempts,
-        learned.rejected,
-        100.0 * learned.share_429(),
-        learned.completed,
-        learned.calls,
-        ratio,
-        fixed.rejected,
-        fixed.completed,
-        fixed.calls,
+        learned.counts(),
+        fixed.counts(),
         fixed.done_ms / floor,
     );
     (learned, fixed, ratio)
@@ -400,13 +405,8 @@ fn the_grid() {
                 let fixed = run(&s, Allowance::Fixed(s.rate));
                 let ratio = learned.done_ms / fixed.done_ms;
                 println!(
-                    "{headers:?} {burst} @ {per_second}/s N={workers:<3} {latency_ms:>3} ms: {:>4} attempts {:>3} 429s ({:>4.1} %) {}/{} done, {:.2} x the fixed rate's time",
-                    learned.attempts,
-                    learned.rejected,
-                    100.0 * learned.share_429(),
-                    learned.completed,
-                    learned.calls,
-                    ratio,
+                    "{headers:?} {burst} @ {per_second}/s N={workers:<3} {latency_ms:>3} ms: {}, {ratio:.2} x the fixed rate's time",
+                    learned.counts(),
                 );
                 assert_eq!(learned.completed, learned.calls, "{s:?}");
                 worst_429 = worst_429.max(learned.share_429());
