@@ -416,9 +416,10 @@ impl Learner {
         let calm = self.last_throttle.is_none_or(|at| now - at > HORIZON_MS);
         if full && s.backlogged && calm && !opening {
             // Found full while calls waited: the refill outran the pace. Twice the best bound
-            // at most, so a run of such answers cannot run away with it.
+            // at most, so a run of such answers cannot run away with it (and never lower: a
+            // pace taken from another process may be above this gate's own bound).
             let cap = 2.0 * self.at_least.max(START_PACE);
-            self.pace = (self.pace * 2.0).min(cap).max(self.at_least);
+            self.pace = (self.pace * 2.0).min(cap).max(self.pace);
         } else {
             self.pace = self.pace.max(self.at_least).max(MIN_PACE);
         }
@@ -708,6 +709,16 @@ mod tests {
         let lesson = learner.observe(80.0, &sample(70.0, 200, Some((100_000, 89_996)), 4.0));
         assert_eq!(lesson.tokens, None);
         assert_eq!(lesson.rate.burst(), 1.0);
+    }
+
+    #[test]
+    fn a_pace_taken_from_another_process_is_not_lowered_by_a_full_bucket() {
+        let mut learner = Learner::new(None);
+        learner.adopt(Rate::new(5.0, 8.0).unwrap());
+        // Its own first answer finds the server's bucket full while calls waited: no bound of
+        // its own yet, but the pace it took stays (and may double, up to twice the bound).
+        learner.observe(20.0, &sample(0.0, 200, Some((5, 4)), 0.0));
+        assert_eq!(learner.rate(20.0).per_second(), 8.0);
     }
 
     #[test]
