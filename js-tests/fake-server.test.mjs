@@ -3,6 +3,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 import { OddsApiClient, OddsApiError } from './support/sdk-client.mjs';
 import { runWorkers } from './support/workers.mjs';
@@ -304,4 +305,63 @@ test('the monthly credits stop both routes', async () => {
     snapshot: { attempts: 3, rejected: 1, ok: 2 },
     events: { attempts: 2, rejected: 1, ok: 1 },
   });
+});
+
+test('missingFirst and unavailableEvery answer 404 / 503 with the counts, take no token, and are counted apart', async () => {
+  const api = await start({ ...FROZEN, missingFirst: 2, unavailableEvery: 4 });
+  const get = async (key) => {
+    const res = await fetch(`${api.baseUrl}/events/e1/odds/snapshot`, { headers: { 'X-API-Key': key } });
+    const body = await res.json();
+    return { status: res.status, body, remaining: res.headers.get('x-ratelimit-remaining'), retryAfter: res.headers.get('retry-after') };
+  };
+  const a = [];
+  for (let i = 0; i < 6; i++) a.push(await get('a'));
+  // 1-2: 404s of the full bucket; 3: 200 (1 left); 4: 503, no token; 5: 200 (0 left); 6: 429.
+  assert.deepEqual(a.map((r) => r.status), [404, 404, 200, 503, 200, 429]);
+  assert.deepEqual(a.map((r) => r.remaining), ['2', '2', '1', '1', '0', '0']);
+  assert.deepEqual(a[0].body, { detail: 'Event not found' });
+  assert.equal(a[3].retryAfter, null);
+  assert.equal((await get('b')).status, 404); // per key
+  const s = api.stats();
+  assert.deepEqual(s.byKey['key#1'], { attempts: 6, rejected: 1, ok: 2, missing: 2, unavailable: 1 });
+  assert.deepEqual(s.byKey['key#2'], { attempts: 1, rejected: 0, ok: 0, missing: 1 });
+  assert.equal(s.missing, 3);
+  assert.equal(s.byBucket.snapshot.unavailable, 1);
+  assert.ok(!('missing' in s.byBucket.events));
+  // Event lookups are never missing nor unavailable.
+  assert.equal((await fetch(`${api.baseUrl}/events/e1`, { headers: { 'X-API-Key': 'c' } })).status, 200);
+});
+
+test('counts: a quota, or a stuck remaining, in place of the bucket\'s; malformed options throw a TypeError naming them', async () => {
+  const quota = await start({ ...FROZEN, counts: { quota: { limit: 100000, left: 90000 } } });
+  const stuck = await start({ ...FROZEN, counts: { stuck: 100 }, rateLimitHeaders: 'throttled' });
+  const get = async (api) => {
+    const res = await fetch(`${api.baseUrl}/events/e1/odds/snapshot`, { headers: { 'X-API-Key': 'k' } });
+    await res.arrayBuffer();
+    return [res.status, res.headers.get('x-ratelimit-limit'), res.headers.get('x-ratelimit-remaining')];
+  };
+  const q = [];
+  for (let i = 0; i < 3; i++) q.push(await get(quota));
+  assert.deepEqual(q, [[200, '100000', '89999'], [200, '100000', '89998'], [429, '100000', '89998']]);
+  const s = [];
+  for (let i = 0; i < 3; i++) s.push(await get(stuck));
+  assert.deepEqual(s, [[200, null, null], [200, null, null], [429, '2', '100']]);
+  for (const [name, bad] of [['missingFirst', -1], ['missingFirst', 1.5], ['unavailableEvery', 0], ['counts', 'lies'],
+    ['counts', { stuck: -1 }], ['counts', { quota: { limit: 10 } }], ['change', { atMs: 10, burst: 2 }], ['change', 5]]) {
+    await assert.rejects(startFakeOddsApi({ [name]: bad }), (err) => err instanceof TypeError && err.message.startsWith(`${name}:`), `${name}: ${JSON.stringify(bad)}`);
+  }
+});
+
+test('change: from atMs the snapshot bucket has the new allowance, its tokens never above the new burst', { timeout: 10000 }, async () => {
+  const api = await start({ burst: 4, perSecond: 0.001, change: { atMs: 300, burst: 1, perSecond: 0.001 }, events: { burst: 3, perSecond: 0.001 } });
+  const get = async (path) => {
+    const res = await fetch(`${api.baseUrl}${path}`, { headers: { 'X-API-Key': 'k' } });
+    await res.arrayBuffer();
+    return [res.status, res.headers.get('x-ratelimit-limit'), res.headers.get('x-ratelimit-remaining')];
+  };
+  assert.deepEqual(await get('/events/e1/odds/snapshot'), [200, '4', '3']); // 3 tokens left before the change
+  await sleep(400);
+  assert.deepEqual(await get('/events/e1/odds/snapshot'), [200, '1', '0']); // clamped to the new burst of 1
+  assert.deepEqual(await get('/events/e1/odds/snapshot'), [429, '1', '0']);
+  assert.deepEqual(await get('/events/e1'), [200, '3', '2']); // the lookups' bucket is unchanged
 });

@@ -6,6 +6,22 @@
 // go: true (the default) on every answer, 'throttled' on rate-limit 429s only (as the API's
 // OpenAPI documents them), false on none (a 429 then says only Retry-After). The monthly
 // credits (creditLimit) count the 200s of both routes.
+// Opt-in quirks of real servers (all off by default; a malformed one throws a TypeError naming
+// it), counted per key over its snapshot requests (429s included):
+// - missingFirst: n: the first n snapshot requests answer 404 { detail: 'Event not found' } and
+//   take no token (X-RateLimit-* as a 200 would carry them, without spending).
+// - unavailableEvery: n: every n-th snapshot request answers 503 (no Retry-After, no body but
+//   { detail }) and takes no token (X-RateLimit-* as for missingFirst).
+// - counts: what X-RateLimit-Limit / -Remaining say, wherever rateLimitHeaders puts them:
+//   'truth' (the default: the bucket's burst and whole tokens left), { quota: { limit, left } }
+//   (a monthly quota's: limit, and left less the key's 200s so far), or { stuck: n } (the burst,
+//   and n whatever the tokens).
+// - change: { atMs, burst, perSecond }: from atMs after the server started (or was reset) the
+//   snapshot bucket's allowance is this one; its tokens refill at the old rate up to atMs and
+//   never exceed the new burst after it.
+// stats().byKey[key] (and byBucket, and the totals) count attempts (every request of a route,
+// these included), rejected (429s) and ok (200s); `missing` (404s) and `unavailable` (503s)
+// appear once there is one.
 // Shipped in the package (odds-gate demo); js-tests/support/fake-odds-api.mjs re-exports it.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -24,17 +40,38 @@ export async function startFakeOddsApi(options = {}) {
   if (![true, false, 'throttled'].includes(rateLimitHeaders)) {
     throw new TypeError(`rateLimitHeaders: expected true, false or 'throttled', got ${String(rateLimitHeaders)}`);
   }
+  const positiveInt = (name, v, min) => {
+    if (v === undefined) return null;
+    if (!Number.isSafeInteger(v) || v < min) throw new TypeError(`${name}: expected an integer >= ${min}, got ${String(v)}`);
+    return v;
+  };
+  const missingFirst = positiveInt('missingFirst', options.missingFirst, 0) ?? 0;
+  const unavailableEvery = positiveInt('unavailableEvery', options.unavailableEvery, 1);
+  const counts = options.counts ?? 'truth';
+  const countsOk = counts === 'truth'
+    || (typeof counts === 'object' && Object.keys(counts).join() === 'quota' && typeof counts.quota === 'object' && counts.quota !== null
+      && Number.isSafeInteger(counts.quota.limit) && counts.quota.limit >= 0 && Number.isSafeInteger(counts.quota.left) && counts.quota.left >= 0)
+    || (typeof counts === 'object' && Object.keys(counts).join() === 'stuck' && Number.isSafeInteger(counts.stuck) && counts.stuck >= 0);
+  if (!countsOk) {
+    throw new TypeError(`counts: expected 'truth', { quota: { limit, left } } or { stuck: n } (integers >= 0), got ${JSON.stringify(counts) ?? String(counts)}`);
+  }
+  const change = options.change ?? null;
+  if (change !== null && !(typeof change === 'object' && Number.isFinite(change.atMs) && change.atMs >= 0
+    && Number.isFinite(change.burst) && change.burst >= 1 && Number.isFinite(change.perSecond) && change.perSecond > 0)) {
+    throw new TypeError(`change: expected { atMs >= 0, burst >= 1, perSecond > 0 }, got ${JSON.stringify(change) ?? String(change)}`);
+  }
   const limits = {
     snapshot: { burst, perSecond },
     events: { burst: options.events?.burst ?? 10, perSecond: options.events?.perSecond ?? 10 },
   };
   const emptyCounts = () => ({ attempts: 0, rejected: 0, ok: 0 });
 
-  let startedAt, buckets, labels, stats, faults;
+  let startedAt, buckets, seen, labels, stats, faults;
   const sockets = { opened: 0, open: 0, peakOpen: 0 };
   const clear = () => {
     startedAt = performance.now();
     buckets = { snapshot: new Map(), events: new Map() }; // bucket -> raw key -> { tokens, last }
+    seen = new Map(); // raw key -> snapshot requests so far (missingFirst, unavailableEvery)
     labels = new Map(); // raw key -> 'key#N'; raw keys never leave this closure
     stats = {
       attempts: 0, rejected: 0, ok: 0, faults: 0, usageCalls: 0, byKey: {},
@@ -49,23 +86,49 @@ export async function startFakeOddsApi(options = {}) {
     return labels.get(raw);
   };
 
-  // Refill fractionally since the last look, then try to take one token from the key's bucket.
-  const take = (bucket, raw) => {
-    const { burst, perSecond } = limits[bucket];
+  // The allowance of `bucket` at `now` (a snapshot allowance may change at change.atMs).
+  const changeAt = () => startedAt + change.atMs;
+  const limitOf = (bucket, now) => (bucket === 'snapshot' && change && now >= changeAt() ? change : limits[bucket]);
+  // Refill fractionally since the last look (at the old allowance up to a change, then the new
+  // one, never above its burst); the key's bucket, as it is now.
+  const refill = (bucket, raw) => {
     const now = performance.now();
     let b = buckets[bucket].get(raw);
-    if (!b) buckets[bucket].set(raw, (b = { tokens: burst, last: now }));
+    if (!b) buckets[bucket].set(raw, (b = { tokens: limitOf(bucket, now).burst, last: now }));
+    if (bucket === 'snapshot' && change && b.last < changeAt() && now >= changeAt()) {
+      b.tokens = Math.min(limits.snapshot.burst, b.tokens + ((changeAt() - b.last) / 1000) * limits.snapshot.perSecond);
+      b.last = changeAt();
+    }
+    const { burst, perSecond } = limitOf(bucket, now);
     b.tokens = Math.min(burst, b.tokens + ((now - b.last) / 1000) * perSecond);
     b.last = now;
-    if (b.tokens >= 1) { b.tokens -= 1; return { ok: true, left: Math.floor(b.tokens) }; }
-    return { ok: false, left: 0 };
+    return { b, burst };
+  };
+  // Try to take one token from the key's bucket.
+  const take = (bucket, raw) => {
+    const { b, burst } = refill(bucket, raw);
+    if (b.tokens >= 1) { b.tokens -= 1; return { ok: true, left: Math.floor(b.tokens), burst }; }
+    return { ok: false, left: 0, burst };
+  };
+  // What X-RateLimit-Limit and -Remaining say (options.counts) for the bucket's true counts.
+  // `took`: this answer took a token (a quota counts it before answering).
+  const countsFor = (label, burst, left, took) => {
+    if (counts.quota) {
+      return { limit: counts.quota.limit, left: Math.max(0, counts.quota.left - (stats.byKey[label]?.ok ?? 0) - (took ? 1 : 0)) };
+    }
+    if (counts.stuck !== undefined) return { limit: burst, left: counts.stuck };
+    return { limit: burst, left };
   };
 
   const record = (label, status, bucket) => {
     const k = (stats.byKey[label] ??= emptyCounts());
     const q = stats.byBucket[bucket];
     stats.attempts++; k.attempts++; q.attempts++;
-    if (status === 429) { stats.rejected++; k.rejected++; q.rejected++; } else { stats.ok++; k.ok++; q.ok++; }
+    if (status === 429) { stats.rejected++; k.rejected++; q.rejected++; }
+    else if (status === 404 || status === 503) { // only with missingFirst / unavailableEvery
+      const field = status === 404 ? 'missing' : 'unavailable';
+      for (const c of [stats, k, q]) c[field] = (c[field] ?? 0) + 1;
+    } else { stats.ok++; k.ok++; q.ok++; }
     if (stats.arrivals.length < MAX_ARRIVALS) {
       stats.arrivals.push({ at: Math.round((performance.now() - startedAt) * 10) / 10, key: label, status, bucket });
     }
@@ -123,10 +186,24 @@ export async function startFakeOddsApi(options = {}) {
       record(label, 429, bucket);
       return send(res, 429, { detail: 'Monthly API credits exhausted', code: 'quota_exceeded' });
     }
+    const headersFor = (ok, burst, left, took) => {
+      if (!(rateLimitHeaders === true || (rateLimitHeaders === 'throttled' && !ok))) return {};
+      const c = countsFor(label, burst, left, took);
+      return { 'X-RateLimit-Limit': String(c.limit), 'X-RateLimit-Remaining': String(c.left), 'X-RateLimit-Bucket': bucket };
+    };
+    if (match && (missingFirst > 0 || unavailableEvery !== null)) {
+      const n = (seen.get(raw) ?? 0) + 1; // this key's n-th snapshot request
+      seen.set(raw, n);
+      const status = n <= missingFirst ? 404 : unavailableEvery !== null && n % unavailableEvery === 0 ? 503 : null;
+      if (status !== null) { // takes no token
+        const { b, burst } = refill(bucket, raw);
+        record(label, status, bucket);
+        return send(res, status, { detail: status === 404 ? 'Event not found' : 'Service unavailable' },
+          headersFor(true, burst, Math.floor(b.tokens), false));
+      }
+    }
     const t = take(bucket, raw);
-    const rl = rateLimitHeaders === true || (rateLimitHeaders === 'throttled' && !t.ok) ? {
-      'X-RateLimit-Limit': String(limits[bucket].burst), 'X-RateLimit-Remaining': String(t.left), 'X-RateLimit-Bucket': bucket,
-    } : {};
+    const rl = headersFor(t.ok, t.burst, t.left, t.ok);
     if (!t.ok) {
       record(label, 429, bucket);
       if (retryAfterSeconds !== null) rl['Retry-After'] = String(retryAfterSeconds);
