@@ -25,9 +25,10 @@ import { loadPkg, fix, sleep, within } from './lib/util.mjs';
 const WORKERS = 20;
 const PER_WORKER = 10;
 const JOBS = WORKERS * PER_WORKER;
-const MAX_ATTEMPTS = 20; // per snapshot, then the snapshot counts as failed
-const RETRY_AFTER_S = 1; // what the fake server's 429s say
-const DRAIN_MS = 60_000; // after the cut-off, how long the stragglers get to notice it
+export const MAX_ATTEMPTS = 20; // per snapshot, then the snapshot counts as failed
+export const RETRY_AFTER_S = 1; // what the fake server's 429s say
+export const DRAIN_MS = 60_000; // after the cut-off, how long the stragglers get to notice it
+export { LEARNING };
 const ALLOWANCES = [{ burst: 5, perSecond: 10 }, { burst: 2, perSecond: 2 }, { burst: 20, perSecond: 5 }];
 const MODES = [
   { label: 'X-RateLimit-*', rateLimitHeaders: true, maxPct: 5, maxRatio: 1.3 },
@@ -54,7 +55,10 @@ function contenders(createFetch) {
 // maxCalls times in all; true when it got a 200. Gives up (false) when `signal` aborts.
 // c.fetchImpl is the contender's fetch; c.limiter, when there, is asked for a token before
 // every call and told every answer. Errors other than aborts are counted in `errors`.
-async function getWithRetries(c, url, { headers, signal, maxCalls, errors }) {
+// Optional (bench/learn-matrix.mjs): `delivered`, the statuses that end the call as done (200
+// only by default; a 404 of a missing event is an answer too), and `retried`, status -> the
+// wait in seconds when the answer has no Retry-After (429: RETRY_AFTER_S by default).
+export async function getWithRetries(c, url, { headers, signal, maxCalls, errors, delivered = [200], retried = { 429: RETRY_AFTER_S } }) {
   const stopped = () => signal.aborted;
   for (let n = 0; n < maxCalls; n++) {
     if (c.limiter) await c.limiter.getSendToken(); // at most 1 / 0.5 s per turn: it ends
@@ -71,17 +75,17 @@ async function getWithRetries(c, url, { headers, signal, maxCalls, errors }) {
       continue;
     }
     c.limiter?.updateClientSendingRate(res);
-    if (res.status === 200) {
+    if (delivered.includes(res.status)) {
       try { await res.arrayBuffer(); } catch { if (stopped()) return false; }
       return true;
     }
     await res.body?.cancel().catch(() => {});
-    if (res.status !== 429) {
+    if (!(res.status in retried)) {
       errors[`status ${res.status}`] = (errors[`status ${res.status}`] ?? 0) + 1;
       return false;
     }
     const header = res.headers.get('retry-after');
-    const waitS = header !== null && Number.isFinite(Number(header)) && Number(header) >= 0 ? Number(header) : RETRY_AFTER_S;
+    const waitS = header !== null && Number.isFinite(Number(header)) && Number(header) >= 0 ? Number(header) : retried[res.status];
     if (n + 1 < maxCalls) await sleepFor(waitS * 1000, undefined, { signal }).catch(() => {});
   }
   return false;
@@ -89,7 +93,8 @@ async function getWithRetries(c, url, { headers, signal, maxCalls, errors }) {
 
 // One contender's 20 workers; resolves when they are all done or, after the cut-off, have
 // stopped (bounded by DRAIN_MS more). Wall time counts from t0, the common start.
-async function runContender(c, { baseUrl, apiKey, capS, t0 }) {
+// bench/learn-matrix.mjs sets `workers`, `perWorker` and getWithRetries's `delivered`/`retried`.
+export async function runContender(c, { baseUrl, apiKey, capS, t0, workers = WORKERS, perWorker = PER_WORKER, answers = {} }) {
   const headers = { 'X-API-Key': apiKey, Accept: 'application/json' };
   const stop = new AbortController();
   setMaxListeners(0, stop.signal); // every worker's fetch and sleep listens to it: no leak warning
@@ -98,16 +103,16 @@ async function runContender(c, { baseUrl, apiKey, capS, t0 }) {
   const stopped = () => stop.signal.aborted;
 
   const snapshot = (eventId) => getWithRetries(c, `${baseUrl}/events/${encodeURIComponent(eventId)}/odds/snapshot`,
-    { headers, signal: stop.signal, maxCalls: MAX_ATTEMPTS, errors: counts.errors });
+    { headers, signal: stop.signal, maxCalls: MAX_ATTEMPTS, errors: counts.errors, ...answers });
 
   let endedAt = null;
   const worker = async (w) => {
-    for (let j = 0; j < PER_WORKER && !stopped(); j++) {
+    for (let j = 0; j < perWorker && !stopped(); j++) {
       if (await snapshot(`evt-${w}-${j}`)) counts.done++;
       else if (!stopped()) counts.failed++;
     }
   };
-  const all = Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w))).then(() => {
+  const all = Promise.all(Array.from({ length: workers }, (_, w) => worker(w))).then(() => {
     endedAt = performance.now();
     return 'done';
   });
@@ -124,6 +129,17 @@ async function runContender(c, { baseUrl, apiKey, capS, t0 }) {
   };
 }
 
+// The server labels keys key#1, key#2, ... in the order it first sees them; a /usage call
+// (no token, not an attempt) per key, one after another, fixes that order before the run:
+// each of `list` ({ apiKey }) gets its `label`.
+export async function labelKeys(fake, list) {
+  for (const [i, m] of list.entries()) {
+    const res = await fetch(`${fake.baseUrl}/usage`, { headers: { 'X-API-Key': m.apiKey } });
+    await res.arrayBuffer();
+    m.label = `key#${i + 1}`;
+  }
+}
+
 // One fake server per (allowance, header mode); the four contenders at once, each on its key.
 async function runCase(list, rate, mode) {
   const fake = await startFakeOddsApi({ ...rate, retryAfterSeconds: RETRY_AFTER_S, rateLimitHeaders: mode.rateLimitHeaders });
@@ -137,14 +153,8 @@ async function runCase(list, rate, mode) {
         made.push({ c, notBuilt: `${err.name}: ${err.message}` });
       }
     }
-    // The server labels keys key#1, key#2, ... in the order it first sees them; a /usage call
-    // (no token, not an attempt) per key, one after another, fixes that order before the run.
     const live = made.filter((m) => !m.notBuilt);
-    for (const [i, m] of live.entries()) {
-      const res = await fetch(`${fake.baseUrl}/usage`, { headers: { 'X-API-Key': m.apiKey } });
-      await res.arrayBuffer();
-      m.label = `key#${i + 1}`;
-    }
+    await labelKeys(fake, live);
     const capS = capOf(rate);
     const t0 = performance.now();
     const outs = await Promise.all(live.map((m) => runContender(m.impl, { baseUrl: fake.baseUrl, apiKey: m.apiKey, capS, t0 })));
@@ -244,11 +254,7 @@ export async function runTwoBuckets(createFetch) {
   });
   try {
     const made = twoContenders(createFetch).map((c) => ({ c, impl: c.make(), apiKey: `buckets-${randomUUID()}` }));
-    for (const [i, m] of made.entries()) { // fixes the server's key labels (see runCase)
-      const res = await fetch(`${fake.baseUrl}/usage`, { headers: { 'X-API-Key': m.apiKey } });
-      await res.arrayBuffer();
-      m.label = `key#${i + 1}`;
-    }
+    await labelKeys(fake, made); // fixes the server's key labels
     const t0 = performance.now();
     const outs = await Promise.all(made.map((m) => runTwoContender(m.impl, { baseUrl: fake.baseUrl, apiKey: m.apiKey, t0 })));
     const server = fake.stats();
