@@ -15,7 +15,8 @@
 // (no Retry-After) is tried again after 100 ms (the AWS SDK's base retry delay; odds-gate
 // retries it itself first); a 404 of a missing event is an answer (the call is done). A run is
 // cut off at 4 x floor + 10 s. The matrix's threads, processes, maxWaitMs and two-limiter rows
-// are measured live by the threads, fleet, admission and "Two limiter buckets" tables.
+// are skipped (learn.mjs's "Two limiter buckets" table runs two limiters live, and
+// js-tests/fleet.test.mjs processes learning through Redis).
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { startFakeOddsApi } from '../js-tests/support/fake-odds-api.mjs';
@@ -186,8 +187,10 @@ export async function run({ quick }) {
       `(odds-gate's own retries come on top, counted by the server); a run is cut off at 4 x floor + 10 s. Attempts ` +
       `(404s and 503s included) and 429s are counted by the server. Floor = (calls that take a token - burst) / perSecond, ` +
       `and after row 6's change at 10 s the rest at the new rate (tests/learn_matrix.rs's scenario_floor_ms); for row 9 the ` +
-      `floor column is plain fetch's wall. The matrix's threads, processes, maxWaitMs and two-limiter rows are not repeated ` +
-      `here: the threads, fleet and admission tables and "Two limiter buckets on one key" measure them live; one run`,
+      `floor column is plain fetch's wall. Skipped here: the matrix's threads, processes, maxWaitMs and two-limiter rows ` +
+      `("Two limiter buckets on one key" runs two limiters live, js-tests/fleet.test.mjs 4 processes learning through Redis; ` +
+      `the thread and fleet tables measure a configured rate, and learning across threads and with maxWaitMs is measured ` +
+      `on the virtual clock only); one run`,
     target: `odds-gate learning (the issue's): every call completed, <= ${TARGET.maxPct} % of attempts 429 and wall <= ` +
       `${TARGET.maxRatio} x the floor of the right fixed rate; the server that never limits: wall <= ${TARGET.maxPlainRatio} x plain fetch's`,
     verdict: `${metAll ? 'met' : 'MISSED'} (odds-gate learning, by row: ${verdicts.join('; ')}); rows within the same bounds: ${othersText}`,
