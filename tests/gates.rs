@@ -186,6 +186,43 @@ fn max_waiting_holds_for_a_route_nobody_has_heard_from() {
 }
 
 #[test]
+fn a_scout_whose_caller_gives_up_frees_its_route() {
+    // The first lookup scouts its route; its caller aborts while the attempt is out. The
+    // route's next call must not wait behind a scout that is gone (it waited for ever: the
+    // scout's end was dropped with the call).
+    let (mut w, wrapper) = world(learning(), two_buckets(100.0));
+    w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    let scout = w.start_at(200.0, Call::get(0, wrapper, KEY, &lookup(1)));
+    w.abort_at(250.0, scout);
+    let next = w.start_at(400.0, Call::get(0, wrapper, KEY, &lookup(2)));
+    w.run();
+    assert!(w.log.aborted.contains_key(&scout));
+    assert_eq!(w.log.settled[&next].1, End::Deliver);
+    assert!(w.is_quiet());
+}
+
+#[test]
+fn a_learning_gate_under_a_ceiling_takes_back_no_token_the_ceiling_has_not_refilled() {
+    // Until the first answer a learning gate sends one request at a time, and an attempt that
+    // took no token (a 503, a failure) gives the opening's token back. Under a configured
+    // ceiling of burst 1 at 1/s, that token still comes from the ceiling's bucket.
+    let ceiling = Rate::new(1.0, 1.0).unwrap();
+    let (mut w, wrapper) = world(
+        profile(Allowance::Learned(Some(ceiling))),
+        |_: Millis, _: &Attempt| Reply::status(503, &[]).after(5.0),
+    );
+    for _ in 0..3 {
+        w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    }
+    w.run_until(2_500.0);
+    let sent: Vec<Millis> = w.log.sent.iter().map(|s| s.at).collect();
+    assert!(sent.len() >= 2, "{sent:?}");
+    for pair in sent.windows(2) {
+        assert!(pair[1] - pair[0] >= 1_000.0 - 1.0, "{sent:?}");
+    }
+}
+
+#[test]
 fn calls_keep_call_order_where_the_api_names_no_bucket() {
     // Counts on every answer, no bucket's name: every route draws from one allowance.
     let server = |_: Millis, _: &Attempt| {
@@ -396,7 +433,7 @@ mod random_traffic {
         prop::collection::vec(
             (
                 0.0..3_000.0f64,
-                0usize..3,
+                0usize..RATES.len(),
                 0usize..3,
                 prop::option::weighted(0.15, 0.0..2_000.0f64),
             )
@@ -410,32 +447,49 @@ mod random_traffic {
         )
     }
 
-    fn replies() -> impl Strategy<Value = Vec<(u8, Millis)>> {
-        prop::collection::vec((0u8..8, 0.0..200.0f64), 1..30)
+    fn replies() -> impl Strategy<Value = Vec<(u8, Millis, u8)>> {
+        prop::collection::vec((0u8..8, 0.0..200.0f64, 0u8..11), 1..30)
     }
 
-    fn reply(kind: u8, latency: Millis) -> Reply {
+    /// The server's answer of `kind` to a request on `route`: routes 0 and 1 draw from
+    /// limiters the answers name ("a" and "b"), route 2 from one they never name; 200s carry
+    /// counts (`remaining` of a limit of 10).
+    fn reply(kind: u8, latency: Millis, route: usize, remaining: u8) -> Reply {
+        let limiter = ["a", "b"].get(route).copied();
+        let remaining = remaining.to_string();
+        let mut headers = vec![
+            ("x-ratelimit-limit", "10"),
+            ("x-ratelimit-remaining", remaining.as_str()),
+        ];
+        headers.extend(limiter.map(|name| ("x-ratelimit-bucket", name)));
         match kind {
-            0 => Reply::status(429, &[("retry-after", "1")]).after(latency),
+            0 => {
+                headers[1].1 = "0";
+                headers.push(("retry-after", "1"));
+                Reply::status(429, &headers).after(latency)
+            }
             1 => Reply::status(503, &[]).after(latency),
             2 => Reply::Fail { latency },
-            _ => Reply::ok().after(latency),
+            _ => Reply::status(200, &headers).after(latency),
         }
     }
 
-    const RATES: [(f64, f64); 3] = [(1.0, 2.0), (2.0, 5.0), (4.0, 1.0)];
+    /// The allowance of each key's wrapper: fixed for keys 0-2; key 3's wrapper learns below
+    /// this ceiling, one gate per limiter its answers name.
+    const RATES: [(f64, f64); 4] = [(1.0, 2.0), (2.0, 5.0), (4.0, 1.0), (2.0, 5.0)];
+    const LEARNING: usize = 3;
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
+        #![proptest_config(ProptestConfig::with_cases(1000))]
 
         #[test]
-        fn every_call_ends_once_and_no_gate_admits_beyond_its_allowance(
+        fn every_call_ends_once_and_no_gate_admits_beyond_its_allowance_across_scopes_and_limiters(
             plans in plans(),
             replies in replies(),
             fleet in any::<bool>(),
         ) {
-            // Each key has a wrapper of its own allowance; with `fleet`, two processes share
-            // a store.
+            // Each key has a wrapper of its own allowance (the last one learns, under a
+            // ceiling); with `fleet`, two processes share a store.
             let processes = if fleet { 2 } else { 1 };
             let mut all = Vec::new();
             let mut wrappers = Vec::new();
@@ -443,24 +497,30 @@ mod random_traffic {
                 let mut gates = Gates::new(Box::new(SimHome::alone(p as u64 + 1)));
                 let store = gates.store("fake", StoreSettings::DEFAULT);
                 let mut mine = Vec::new();
-                for &(burst, per_second) in &RATES {
+                for (key, &(burst, per_second)) in RATES.iter().enumerate() {
+                    let rate = Rate::new(burst, per_second).unwrap();
+                    let allowance = match key {
+                        LEARNING => Allowance::Learned(Some(rate)),
+                        _ => Allowance::Fixed(rate),
+                    };
                     mine.push(gates.wrapper(Profile {
                         keeping: if fleet { Keeping::Store(store) } else { Keeping::Memory { threads: false } },
                         policy: Some(Rc::new(RetryPolicy {
                             backoff: Backoff::new(10.0, 100.0).unwrap(),
                             ..RetryPolicy::default()
                         })),
-                        ..profile(Allowance::Fixed(Rate::new(burst, per_second).unwrap()))
+                        ..profile(allowance)
                     }));
                 }
                 wrappers.push(mine);
                 all.push(gates);
             }
             let mut next = 0;
-            let server = move |_: Millis, _: &Attempt| {
-                let (kind, latency) = replies[next % replies.len()];
+            let server = move |_: Millis, a: &Attempt| {
+                let (kind, latency, remaining) = replies[next % replies.len()];
                 next += 1;
-                reply(kind, latency)
+                let route = ["/r0/", "/r1/"].iter().position(|r| a.url.contains(r)).unwrap_or(2);
+                reply(kind, latency, route, remaining)
             };
             let mut w = World::new(all, Box::new(server));
             w.store.latency = 2.0;
@@ -478,19 +538,43 @@ mod random_traffic {
                 let ended = u8::from(w.log.settled.contains_key(&i)) + u8::from(w.log.aborted.contains_key(&i));
                 prop_assert_eq!(ended, 1, "call {} ended {} times", i, ended);
             }
-            // Per key, admissions across the processes stay within the key's allowance.
-            for (key, &(burst, per_second)) in RATES.iter().enumerate() {
-                let mut times: Vec<Millis> = w.log.sent.iter()
+            // Every gate a process has is a wrapper's (a move's gates included).
+            for (process, mine) in w.processes.iter().zip(&wrappers) {
+                let mut known: Vec<_> = mine.iter().flat_map(|&wr| process.gates.gates_of(wr)).collect();
+                known.sort_unstable();
+                known.dedup();
+                prop_assert_eq!(known.len(), process.gates.len(), "gates no wrapper knows");
+            }
+            // Admissions across the processes stay within the allowance: per key for the fixed
+            // ones, per gate's scope (a limiter's, or the credential's) under the learning
+            // wrapper's ceiling.
+            let mut groups: Vec<(Vec<Millis>, f64, f64)> = Vec::new();
+            for (key, &(burst, per_second)) in RATES.iter().enumerate().filter(|&(k, _)| k != LEARNING) {
+                let times = w.log.sent.iter()
                     .filter(|s| s.index != usize::MAX && plans[s.index].key == key)
                     .map(|s| s.at)
                     .collect();
+                groups.push((times, burst, per_second));
+            }
+            let learned: Vec<_> = w.log.sent.iter()
+                .filter(|s| s.index != usize::MAX && plans[s.index].key == LEARNING)
+                .collect();
+            let mut scopes: Vec<_> = learned.iter().map(|s| s.scope.clone().expect("a gate admitted it")).collect();
+            scopes.sort_unstable();
+            scopes.dedup();
+            for scope in scopes {
+                let times = learned.iter().filter(|s| s.scope.as_ref() == Some(&scope)).map(|s| s.at).collect();
+                let (burst, per_second) = RATES[LEARNING];
+                groups.push((times, burst, per_second));
+            }
+            for (mut times, burst, per_second) in groups {
                 times.sort_by(f64::total_cmp);
                 for i in 0..times.len() {
                     for j in i..times.len() {
                         let window = times[j] - times[i] + EARLY_MS;
                         let allowed = burst + window * per_second / 1000.0 + 1e-6;
                         prop_assert!((j - i + 1) as f64 <= allowed,
-                            "key {}: {} admissions in {} ms", key, j - i + 1, window);
+                            "{} admissions in {} ms at {} @ {}/s", j - i + 1, window, burst, per_second);
                     }
                 }
             }

@@ -459,6 +459,11 @@ impl Gate {
             .is_some_and(|c| c.stage == Stage::Sending)
     }
 
+    /// Whether `call` went ahead of its route's other calls to learn the route's limiter.
+    pub fn scouts(&self, call: CallId) -> bool {
+        self.calls.get(call).is_some_and(|c| c.spec.scout)
+    }
+
     /// Gives `call` up for `reason`, with what it got to.
     fn give_up(&mut self, now: Millis, call: CallId, reason: Reason) {
         if let Some(c) = self.calls.get(call) {

@@ -10,9 +10,8 @@ use crate::core::authority::{Answer, Authority, Op, Remaining, Seen};
 use crate::core::parse::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
 };
-use crate::core::rules::bucket::Count;
 use crate::core::rules::classify::{Failure, Outcome};
-use crate::core::rules::learn::{Learner, Sample};
+use crate::core::rules::learn::Sample;
 use crate::core::rules::policy::{Reason, Verdict};
 use crate::core::rules::quota::{looks_exhausted, QuotaState};
 use crate::core::Millis;
@@ -144,12 +143,11 @@ impl Gate {
         };
         c.last_failed = true;
         let (probe, seq) = (c.probe, c.seq.unwrap_or(0.0));
-        if self.learner.as_ref().is_some_and(Learner::opening) {
+        if let Some(token) = self.learner.as_ref().filter(|l| l.opening()) {
             // No answer to learn from: the opening's token is back for the next request (still
             // one at a time), rather than a long wait for the next.
-            let rate = self.rate;
-            self.keeper
-                .follow(now, rate, Some((Count::Exactly(1.0), seq)));
+            let (rate, token) = (self.rate, token.opening_token());
+            self.keeper.follow(now, rate, Some((token, seq)));
         }
         if c.spec.scout {
             let (heard, answer) = (Heard::Nothing, None);

@@ -33,7 +33,7 @@ use self::profile::{Keeping, Profile, Refused, Request};
 use self::scope::{fingerprint, sendable, Scope};
 use crate::core::base::map::{Map, Set};
 use crate::core::base::slab::{Id, Mirror, Slab};
-use crate::core::gate::action::{Action as GateAction, Event, OpId};
+use crate::core::gate::action::{Action as GateAction, Event, Heard, OpId};
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
 use crate::core::gate::line::Rank;
@@ -354,6 +354,12 @@ impl Gates {
         else {
             return;
         };
+        if self.entries.get(gate).is_some_and(|e| e.gate.scouts(local)) {
+            // A scout's end frees its route now, while the call is still known: the gate's own
+            // word of it comes once the call is gone, and the route's later calls would wait
+            // for ever behind a scout that is no more.
+            self.routed(now, gate, local, Heard::Nothing, None);
+        }
         if let Some(entry) = self.entries.get_mut(gate) {
             entry.gate.cancel(now, local);
             entry.refs.remove(local);

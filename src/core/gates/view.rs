@@ -72,6 +72,11 @@ impl Gates {
         self.entries.get(gate).map(|e| &e.scope)
     }
 
+    /// The gate `call` is at now (a moved call's new one).
+    pub fn gate_of(&self, call: super::CallRef) -> Option<GateId> {
+        self.calls.get(call).map(|placed| placed.gate)
+    }
+
     /// The gate of `scope`, if it has one.
     pub fn find(&self, scope: &Scope) -> Option<GateId> {
         self.scopes.get(scope).copied()

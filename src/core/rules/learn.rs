@@ -225,7 +225,7 @@ impl Learner {
     /// the threads follow one estimate. An opening's or a window's allowance says nothing of
     /// the pace.
     pub fn follow(&mut self, shared: Rate) {
-        let opening = shared.burst() == 1.0 && shared.per_second() == OPENING_PACE;
+        let opening = shared.burst() == 1.0 && shared.per_second() == self.opening_pace();
         if opening || shared.per_second() >= UNPACED || !Learner::plausible(shared) {
             return;
         }
@@ -238,6 +238,13 @@ impl Learner {
             }
             _ => self.adopt(shared),
         }
+    }
+
+    /// How fast the opening's one token refills: slowly, so the first answer comes first
+    /// whoever else spends the allowance; under a ceiling, at the ceiling's own pace, which
+    /// the gate holds to anyway (an attempt that took no token gives none back there).
+    fn opening_pace(&self) -> f64 {
+        self.ceiling.map_or(OPENING_PACE, |c| c.per_second())
     }
 
     /// The configured allowance learning stays under, if any.
@@ -268,7 +275,7 @@ impl Learner {
     /// The allowance admissions follow at `now` (the pace grows between throttles by itself).
     pub fn rate(&self, now: Millis) -> Rate {
         let (burst, pace) = match self.phase {
-            Phase::Opening => (1.0, OPENING_PACE),
+            Phase::Opening => (1.0, self.opening_pace()),
             Phase::Window { size } => (size, UNPACED),
             _ => (self.burst.unwrap_or(1.0), self.pace_at(now)),
         };
@@ -333,7 +340,7 @@ impl Learner {
             // Nothing was taken: the opening's one token is back for the next request.
             return Lesson {
                 rate: self.rate(now),
-                tokens: Some(Count::Exactly(1.0)),
+                tokens: Some(self.opening_token()),
             };
         }
         let counts = s
@@ -380,10 +387,22 @@ impl Learner {
         };
         Lesson {
             rate: self.rate(now),
-            tokens: tokens.map(|n| match self.ceiling {
-                Some(_) => Count::AtMost(n),
-                None => Count::Exactly(n),
-            }),
+            tokens: tokens.map(|n| self.count(n)),
+        }
+    }
+
+    /// The opening's one token, back after an attempt that took none (no answer, or one that
+    /// took no token): under a ceiling, only as far as the ceiling's bucket allows.
+    pub fn opening_token(&self) -> Count {
+        self.count(1.0)
+    }
+
+    /// `n` tokens the server holds, as the gate's bucket takes them: exactly, or at most that
+    /// many under a ceiling (learning never spends faster than the ceiling allows).
+    fn count(&self, n: f64) -> Count {
+        match self.ceiling {
+            Some(_) => Count::AtMost(n),
+            None => Count::Exactly(n),
         }
     }
 

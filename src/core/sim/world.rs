@@ -22,6 +22,7 @@ use crate::core::gate::store_link::StoreReply;
 use crate::core::gate::BodyFacts;
 use crate::core::gates::fleet::Shared;
 use crate::core::gates::profile::{Keeping, Refused, Request};
+use crate::core::gates::scope::Scope;
 use crate::core::gates::{Action, CallRef, GateId, Gates, WrapperId};
 use crate::core::rules::batch::Batch;
 use crate::core::rules::classify::{Body, Failure};
@@ -90,6 +91,8 @@ pub struct Sent {
     pub index: usize,
     /// A gate's `/usage` probe rather than a caller's request.
     pub probe: bool,
+    /// The scope of the gate that admitted it.
+    pub scope: Option<Scope>,
     /// The answer's status, once it came (`None`: it failed, or has not come yet).
     pub status: Option<u16>,
 }
@@ -596,12 +599,15 @@ impl World {
             .get(call)
             .cloned()
             .unwrap_or((usize::MAX, Rc::new(Call::get(p, 0, "", ""))));
+        let gates = &process.gates;
+        let scope = gates.gate_of(call).and_then(|g| gates.scope(g)).cloned();
         self.log.sent.push(Sent {
             at: now,
             process: p,
             call,
             index: if probe { usize::MAX } else { index },
             probe,
+            scope,
             status: None,
         });
         let reply = if probe {
