@@ -167,7 +167,9 @@ impl Gate {
             self.figures.admission_wait.record(wait_ms);
         }
         self.figures.admitted += 1;
+        call.ahead = self.sending as f64;
         self.sending += 1;
+        self.last_seq = self.last_seq.max(seq);
         call.admission = Some((admission, anchor));
         call.seq = Some(seq);
         call.waited = wait_ms.is_some_and(|ms| ms > 1.0);

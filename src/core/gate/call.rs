@@ -135,6 +135,9 @@ pub struct Call {
     pub admission: Option<(AdmissionId, bool)>,
     /// The latest attempt's number among every request its allowance admitted (whoever asked).
     pub seq: Option<f64>,
+    /// The gate's attempts still out when the latest went: numbered before it, the server may
+    /// still have taken them after it.
+    pub ahead: f64,
     /// The latest attempt waited in line for its token (demand was above the pace).
     pub waited: bool,
     /// Where it is.
@@ -159,6 +162,7 @@ impl Call {
             last_retry_cost: None,
             admission: None,
             seq: None,
+            ahead: 0.0,
             waited: false,
             stage: Stage::Sending,
         }

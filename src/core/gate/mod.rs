@@ -150,6 +150,8 @@ pub struct Gate {
     learner: Option<Learner>,
     /// Attempts admitted whose outcome has not come back.
     sending: usize,
+    /// The highest request number the gate admitted.
+    last_seq: f64,
     /// The next call's place in the call order, above every rank seen.
     arrivals: Rank,
     /// Calls waiting beside the line for their routes' scouts.
@@ -235,6 +237,7 @@ impl Gate {
             threads: false,
             learner: None,
             sending: 0,
+            last_seq: 0.0,
             arrivals: 0,
             behind_scout: 0,
             peak_waiting: 0,

@@ -23,6 +23,8 @@ struct Sent {
     at: Millis,
     /// Its request's number among every request the allowance admitted.
     seq: f64,
+    /// The gate's attempts out when it went (see [`Call::ahead`](super::call::Call::ahead)).
+    ahead: f64,
     /// It waited in line for its token.
     waited: bool,
     /// It is its route's scout (see [`CallSpec::scout`](super::call::CallSpec::scout)).
@@ -95,7 +97,7 @@ impl Gate {
         };
         let probe = c.probe;
         let retry_after_ms = feedback.retry_after_ms;
-        let (seq, waited, sent) = (c.seq.unwrap_or(0.0), c.waited, c.last_sent);
+        let (seq, ahead, waited, sent) = (c.seq.unwrap_or(0.0), c.ahead, c.waited, c.last_sent);
         let scout = c.spec.scout;
         let counted = feedback.limit.zip(feedback.remaining);
         let limiter = self.learner.as_ref().and(feedback.limiter.clone());
@@ -105,6 +107,7 @@ impl Gate {
             call,
             at: sent,
             seq,
+            ahead,
             waited,
             scout,
         };
@@ -289,6 +292,8 @@ impl Gate {
             status,
             counts: counted,
             seq: sent.seq,
+            ahead: sent.ahead,
+            heard: self.last_seq,
             backlogged: sent.waited || !self.line.is_empty() || self.behind_scout > 0,
         };
         if sent.scout || !own {

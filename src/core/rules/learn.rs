@@ -11,6 +11,9 @@
 //!   while the requests admitted between them (every spender's, by the allowance's request
 //!   numbers, less those known to have taken nothing) took one each, so `rate >= (remaining_j -
 //!   remaining_i - 1 + taken) / dt`. A full bucket in between only makes the true rate higher.
+//!   Requests do not reach the server in the order they were numbered, so `j` counts only
+//!   when it went after `i`'s answer came, `taken` only the requests surely taken between,
+//!   and `dt` is the longest the two can lie apart (from `i`'s sending to `j`'s answer).
 //!   The best bound over the last [`HORIZON_MS`] is the estimate, so a bound proven before the
 //!   allowance dropped expires.
 //! - The remaining count also says how many tokens are there: the gate's bucket is set to it,
@@ -90,18 +93,46 @@ pub struct Sample {
     pub counts: Option<(u64, u64)>,
     /// Its request's number among every request the allowance admitted.
     pub seq: f64,
+    /// The gate's requests still out when it went: numbered before it, they may reach the
+    /// server after it.
+    pub ahead: f64,
+    /// The highest number the gate had admitted when the answer came: requests numbered above
+    /// this one, up to that, may have reached the server before it.
+    pub heard: f64,
     /// Calls were waiting for a token (a full server bucket then means the pace is too slow).
     pub backlogged: bool,
 }
 
-/// One answer to bound the rate from: when, what was left, the request's number, and how many
+/// One answer to bound the rate from: when its request went and its answer came, what was
+/// left, the request's number (with [`Sample::ahead`] and [`Sample::heard`]), and how many
 /// answers had taken no token by then.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Mark {
+    sent: Millis,
     at: Millis,
     remaining: f64,
     seq: f64,
+    ahead: f64,
+    heard: f64,
     untaken: f64,
+}
+
+impl Mark {
+    /// The lower bound on the refill rate (per second) from `self` to `later`, when `later`'s
+    /// request surely reached the server after `self`'s (it went after `self`'s answer came).
+    /// Requests do not reach the server in the order they were numbered (connections open at
+    /// their own pace, latency varies): counted between the two are only those surely taken
+    /// between (numbered after what `self`'s answer had seen, and not still out when `later`'s
+    /// went), over the longest time the two can lie apart at the server.
+    fn bound_to(&self, later: &Mark) -> Option<f64> {
+        if later.at <= self.at || later.seq <= self.heard {
+            return None;
+        }
+        let between = (later.seq - self.heard) - later.ahead;
+        let taken = between - (later.untaken - self.untaken).max(0.0);
+        let dt = (later.at - self.sent) / 1000.0;
+        Some((later.remaining - self.remaining - 1.0 + taken) / dt)
+    }
 }
 
 /// What was learned, for `describe()`, `stats()` and the change event.
@@ -427,7 +458,7 @@ impl Learner {
         self.phase = Phase::Counted;
         self.burst = Some(limit.max(1.0));
         self.claim = Some((remaining, s.seq));
-        let mark = self.mark(now, remaining, s.seq);
+        let mark = self.mark(now, remaining, s);
         self.remember(mark);
         self.at_least = self.best_bound();
         // Found full (with a bucket of one, every answer that took a token looks so).
@@ -446,7 +477,7 @@ impl Learner {
 
     /// A 429 while the counts are trusted.
     fn counted_throttle(&mut self, now: Millis, s: &Sample, fresh: bool) {
-        let mark = self.mark(now, 0.0, s.seq);
+        let mark = self.mark(now, 0.0, s);
         self.remember(mark);
         if fresh {
             self.throttled(now, self.pace);
@@ -494,12 +525,12 @@ impl Learner {
             (Phase::Counted, false) if took => self.phase = Phase::Probing { step: MIN_STEP },
             (Phase::Probing { step }, false) if took => {
                 // Empty at each 429 kept, holding at least nothing now: the same bound.
-                let mark = self.mark(now, 0.0, s.seq);
+                let mark = self.mark(now, 0.0, s);
                 self.at_least = self.bound(&mark).max(self.at_least);
                 self.pace *= 1.0 + step;
             }
             (phase, true) => {
-                let mark = self.mark(now, 0.0, s.seq);
+                let mark = self.mark(now, 0.0, s);
                 let pace = self.rate(now).per_second();
                 self.throttled(now, pace);
                 self.at_least = self.bound(&mark).max(self.best_bound());
@@ -526,12 +557,16 @@ impl Learner {
         }
     }
 
-    /// This answer, to bound the rate from: `remaining` left after it (0: empty at a 429).
-    fn mark(&self, now: Millis, remaining: f64, seq: f64) -> Mark {
+    /// This answer at `now`, to bound the rate from: `remaining` left after it (0: empty at a
+    /// 429).
+    fn mark(&self, now: Millis, remaining: f64, s: &Sample) -> Mark {
         Mark {
+            sent: s.sent,
             at: now,
             remaining,
-            seq,
+            seq: s.seq,
+            ahead: s.ahead,
+            heard: s.heard.max(s.seq),
             untaken: self.untaken,
         }
     }
@@ -540,11 +575,7 @@ impl Learner {
     fn bound(&self, mark: &Mark) -> f64 {
         self.marks
             .iter()
-            .filter(|m| mark.at > m.at && mark.seq > m.seq)
-            .map(|m| {
-                let taken = (mark.seq - m.seq) - (mark.untaken - m.untaken).max(0.0);
-                (mark.remaining - m.remaining - 1.0 + taken) / ((mark.at - m.at) / 1000.0)
-            })
+            .filter_map(|m| m.bound_to(mark))
             .fold(0.0, f64::max)
     }
 
@@ -553,12 +584,7 @@ impl Learner {
         let mut best: f64 = 0.0;
         for (i, mark) in self.marks.iter().enumerate() {
             for m in self.marks.iter().take(i) {
-                if mark.at > m.at && mark.seq > m.seq {
-                    let taken = (mark.seq - m.seq) - (mark.untaken - m.untaken).max(0.0);
-                    let bound =
-                        (mark.remaining - m.remaining - 1.0 + taken) / ((mark.at - m.at) / 1000.0);
-                    best = best.max(bound);
-                }
+                best = best.max(m.bound_to(mark).unwrap_or(0.0));
             }
         }
         best
@@ -636,6 +662,8 @@ mod tests {
             status,
             counts,
             seq,
+            ahead: 0.0,
+            heard: seq,
             backlogged: true,
         }
     }
@@ -654,6 +682,49 @@ mod tests {
                 learner.observe(now, &sample(now, status, counts, f64::from(i)));
                 let bound = learner.estimate(now).at_least;
                 assert!(bound <= per_second, "{bound} > {per_second} at {now}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_bound_holds_when_requests_reach_the_server_out_of_their_order() {
+        // Waves of requests go out together; each wave reaches the server over the next 200 ms
+        // in a shuffled order (connections opening at their own pace), and every answer comes
+        // 1 ms after its request arrived. Live, numbering them as if they arrived in order
+        // learned 2,800-5,500/s against burst 50 at 20/s.
+        for (burst, per_second) in [(50.0, 20.0), (5.0, 10.0), (2.0, 2.0)] {
+            let mut server = Server::new(burst, per_second);
+            let mut learner = Learner::new(None);
+            let (mut seq, mut wave_at) = (0.0, 0.0);
+            let mut out = 0.0;
+            for wave in 0..20u32 {
+                let size = 1 + (wave * 7) % 13;
+                let first = seq;
+                // (arrival, number, requests of the gate out when it went)
+                let mut wave_of: Vec<(Millis, f64, f64)> = (0..size)
+                    .map(|k| {
+                        let arrival = wave_at + f64::from((k * 7919 + wave * 31) % 200);
+                        (arrival, first + f64::from(k), out + f64::from(k))
+                    })
+                    .collect();
+                seq += f64::from(size);
+                out += f64::from(size);
+                wave_of.sort_by(|a, b| a.0.total_cmp(&b.0));
+                for (arrival, number, ahead) in wave_of {
+                    let (status, left) = server.take(arrival);
+                    let now = arrival + 1.0;
+                    let s = Sample {
+                        sent: wave_at,
+                        ahead,
+                        heard: seq - 1.0,
+                        ..sample(now, status, Some((burst as u64, left)), number)
+                    };
+                    learner.observe(now, &s);
+                    out -= 1.0;
+                    let bound = learner.estimate(now).at_least;
+                    assert!(bound <= per_second, "{bound} > {per_second} at {now}");
+                }
+                wave_at += 250.0;
             }
         }
     }
