@@ -223,6 +223,51 @@ fn a_learning_gate_under_a_ceiling_takes_back_no_token_the_ceiling_has_not_refil
 }
 
 #[test]
+fn max_wait_admits_a_call_within_it_or_refuses_it_at_once_even_when_timers_fire_late() {
+    // Burst 2 at 2/s, `maxWaitMs` 1000: tokens at 0, 0, 500 and 1000 ms fit; the rest are
+    // refused at once. A busy event loop's timers fire late: the call whose token comes at
+    // the very end of its wait still goes (it was refused after waiting the whole second).
+    // In this thread's memory, and in the memory the process's threads share.
+    for (late, threads) in [(0.0, false), (1.0, false), (30.0, false), (30.0, true)] {
+        let profile = Profile {
+            max_wait_ms: Some(1_000.0),
+            keeping: Keeping::Memory { threads },
+            ..profile(Allowance::Fixed(Rate::ARTICLE))
+        };
+        let home = match threads {
+            true => SimHome::sharing(1, 1, Shelf::default()),
+            false => SimHome::alone(1),
+        };
+        let mut gates = Gates::new(Box::new(home));
+        let wrapper = gates.wrapper(profile);
+        let server = |_: Millis, _: &Attempt| Reply::ok();
+        let mut w = World::new(vec![gates], Box::new(server));
+        w.timer_late_ms = late;
+        for _ in 0..10 {
+            w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+        }
+        w.run();
+        let sent: Vec<Millis> = w.log.sent.iter().map(|s| s.at).collect();
+        assert_eq!(
+            sent,
+            [0.0, 0.0, 500.0 + late, 1_000.0 + late],
+            "late {late}"
+        );
+        for i in 0..4 {
+            assert_eq!(w.log.settled[&i].1, End::Deliver, "late {late}");
+        }
+        for i in 4..10 {
+            assert!(
+                matches!(w.log.settled[&i], (0.0, End::Abandoned { abandoned, .. })
+                    if abandoned.reason == Reason::QueueWait && abandoned.attempts == 0),
+                "late {late}: call {i} {:?}",
+                w.log.settled[&i]
+            );
+        }
+    }
+}
+
+#[test]
 fn calls_keep_call_order_where_the_api_names_no_bucket() {
     // Counts on every answer, no bucket's name: every route draws from one allowance.
     let server = |_: Millis, _: &Attempt| {

@@ -176,6 +176,12 @@ impl MemoryAuthority {
             .max(self.bucket.nth_ready_at(now, ahead))
     }
 
+    /// Whether the head of the line could have gone by `at` (at most `now`): no cooldown then,
+    /// and a token there.
+    pub fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
+        self.cooldown_until <= at && self.bucket.had_token_by(now, at)
+    }
+
     /// Milliseconds until a whole token, at least 1, or 0 when one is there (`wait_ms()` in
     /// the script).
     fn wait_ms(&mut self, now: Millis) -> Millis {
@@ -300,6 +306,9 @@ impl Immediate for MemoryAuthority {
     }
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
         MemoryAuthority::predict(self, now, ahead)
+    }
+    fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
+        MemoryAuthority::ready_by(self, now, at)
     }
     fn cooldown_until(&mut self) -> Millis {
         MemoryAuthority::cooldown_until(self)

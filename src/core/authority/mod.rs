@@ -153,6 +153,11 @@ pub trait Immediate: Authority {
     fn admit(&mut self, now: Millis, id: AdmissionId, since: Millis) -> Answer;
     /// When the caller with `ahead` others in front of it could be admitted.
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis;
+    /// Whether the head of the line could have gone by `at` (at most `now`), had its wake-up
+    /// come on time. Where others share the state, nobody can say: no.
+    fn ready_by(&mut self, _now: Millis, _at: Millis) -> bool {
+        false
+    }
     /// No admission before this time (0 when never held).
     fn cooldown_until(&mut self) -> Millis;
     /// Whether the refill runs at half rate.

@@ -383,6 +383,10 @@ impl Immediate for ThreadAuthority {
         answer.0
     }
 
+    fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
+        let at = at + self.offset;
+        self.with(now, |a, _, t| (a.ready_by(t, at), false))
+    }
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
         let offset = self.offset;
         // Now exactly when it is now: the shared clock's large numbers must not round a

@@ -47,7 +47,13 @@ impl Gate {
             return false;
         };
         let (deadline, reason) = call.admission_deadline();
-        if deadline < now {
+        let since = match call.stage {
+            Stage::Queued { since, .. } => since,
+            _ => now,
+        };
+        // A call let in because its token comes within `maxWaitMs` goes when it comes: a
+        // wake-up that comes late (a busy event loop) turns it into no refusal after the wait.
+        if deadline < now && !(reason == Reason::QueueWait && self.ready_by(now, deadline)) {
             self.line.pop();
             self.figures.expired += 1;
             self.give_up(now, head.call, reason);
@@ -60,10 +66,6 @@ impl Gate {
         if self.window_full() {
             return false;
         }
-        let since = match call.stage {
-            Stage::Queued { since, .. } => since,
-            _ => now,
-        };
         self.follow_shared(now);
         if let Some(learner) = &self.learner {
             // The pace grows between throttles by itself.
@@ -143,6 +145,15 @@ impl Gate {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// Whether the head could have gone by `at` (at most `now`), in this process's memory.
+    fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
+        match &mut self.keeper {
+            Keeper::Memory(a) => a.ready_by(now, at),
+            Keeper::Store(link) if link.alone() => link.fallback.ready_by(now, at),
+            Keeper::Store(_) => false,
         }
     }
 

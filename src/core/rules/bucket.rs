@@ -106,6 +106,14 @@ impl TokenBucket {
         }
     }
 
+    /// Whether a whole token was there by `at` (at most `now`), nobody having taken one since:
+    /// what is there now less what can have refilled since (less still, if the refill was
+    /// paused meanwhile).
+    pub fn had_token_by(&mut self, now: Millis, at: Millis) -> bool {
+        self.refill(now);
+        self.tokens - (now - at).max(0.0) / self.interval() >= WHOLE_TOKEN
+    }
+
     /// Spends one token if a whole one is there.
     pub fn take(&mut self, now: Millis) -> bool {
         self.refill(now);

@@ -197,6 +197,8 @@ pub struct World {
     pub store: FakeStore,
     /// What `/usage` says (`None`: it answers 500).
     pub usage: Option<Usage>,
+    /// How late every timer fires, in ms: a busy event loop's (0: on time).
+    pub timer_late_ms: Millis,
     /// What happened.
     pub log: Log,
     /// Calls in start order: how each is made, and, once made, where it is.
@@ -241,6 +243,7 @@ impl World {
             server,
             store: FakeStore::default(),
             usage: None,
+            timer_late_ms: 0.0,
             log: Log::default(),
             starts: Vec::new(),
             calls: Vec::new(),
@@ -574,7 +577,7 @@ impl World {
         let process = &mut self.processes[p];
         match process.gates.poll_timeout() {
             Some(at) => {
-                let at = at.max(now);
+                let at = at.max(now) + self.timer_late_ms;
                 if process.timer != Some(at) {
                     process.timer = Some(at);
                     self.push(at, What::Timer(p));
