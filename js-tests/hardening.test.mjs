@@ -160,3 +160,26 @@ test('idle gates are forgotten as new keys come, and their figures stay in the t
   assert.ok(stats.gates.length <= 200 + 20, `${stats.gates.length} gates kept`);
   assert.equal(stats.admitted, 400, 'forgotten gates still count in the totals');
 });
+
+test('a count too large for a JavaScript number blanks no figure: it reads as Number.MAX_SAFE_INTEGER', async () => {
+  const huge = { 'Retry-After': '0', 'X-RateLimit-Limit': '9007199254740993', 'X-RateLimit-Remaining': '18446744073709551616' };
+  for (const options of [{ rate: { burst: 5, perSecond: 100 } }, {}]) {
+    const fetchImpl = createFetch({
+      ...options, retry: false,
+      fetch: async (input) => String(input).includes('/huge')
+        ? new Response('{}', { status: 429, headers: huge })
+        : new Response('{}'),
+    });
+    const [bad, good] = [freshKey(), freshKey()];
+    assert.equal((await fetchImpl('http://127.0.0.1/huge', { headers: { 'X-API-Key': bad } })).status, 429);
+    assert.equal((await fetchImpl('http://127.0.0.1/fine', { headers: { 'X-API-Key': good } })).status, 200);
+    const stats = fetchImpl.stats();
+    assert.equal(typeof stats, 'object', inspect(options));
+    assert.notEqual(stats, null, inspect(options));
+    assert.equal(stats.gates.length, 2, inspect(options));
+    const feedback = stats.gates.map((g) => g.lastFeedback).find((f) => f?.limit != null);
+    assert.equal(feedback.limit, Number.MAX_SAFE_INTEGER);
+    assert.equal(feedback.remaining, Number.MAX_SAFE_INTEGER);
+    assert.equal(typeof fetchImpl.describe(), 'object');
+  }
+});

@@ -197,7 +197,9 @@ export interface BatchOptions {
 /** The headers of the last throttled response, as recorded. */
 export interface Feedback {
   retryAfterMs: number | null;
+  /** A count above `Number.MAX_SAFE_INTEGER` reads as that number: as good as no limit. */
   limit: number | null;
+  /** As `limit`, at most `Number.MAX_SAFE_INTEGER`. */
   remaining: number | null;
   /** Time until the window resets, in ms. */
   resetMs: number | null;

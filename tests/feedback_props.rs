@@ -3,7 +3,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use odds_gate::core::parse::feedback::{
-    parse_feedback, parse_retry_after, FeedbackError, MAX_DELAY_MS,
+    parse_feedback, parse_retry_after, FeedbackError, MAX_COUNT, MAX_DELAY_MS,
 };
 use odds_gate::core::parse::http_date::parse_http_date;
 use proptest::prelude::*;
@@ -100,6 +100,25 @@ proptest! {
             Err(FeedbackError::RetryAfterTooLarge) => {
                 prop_assert!(u128::from(seconds) * 1000 > u128::from(MAX_DELAY_MS))
             }
+        }
+    }
+
+    #[test]
+    fn every_count_is_one_javascript_holds_exactly(
+        limit in "[0-9]{1,40}", remaining in "[0-9]{1,40}",
+    ) {
+        let values = [limit.clone(), remaining.clone()];
+        let names = ["x-ratelimit-limit", "x-ratelimit-remaining"];
+        let feedback = parse_feedback(
+            &|name| names.iter().position(|n| *n == name).map(|i| values[i].clone()),
+            0.0,
+        ).unwrap();
+        for (count, digits) in [(feedback.limit, &limit), (feedback.remaining, &remaining)] {
+            let count = count.expect("digits are a count");
+            prop_assert!(count <= MAX_COUNT);
+            // Exact below the cap; the cap above it (even past 64 bits).
+            let exact = digits.parse::<u128>().unwrap_or(u128::MAX).min(u128::from(MAX_COUNT));
+            prop_assert_eq!(u128::from(count), exact);
         }
     }
 

@@ -25,6 +25,11 @@ use crate::core::Millis;
 /// The largest delay we can hold exactly: JavaScript's `Number.MAX_SAFE_INTEGER` milliseconds.
 pub const MAX_DELAY_MS: u64 = (1 << 53) - 1;
 
+/// The largest count kept: JavaScript's `Number.MAX_SAFE_INTEGER`, so every figure that shows
+/// one is a number JavaScript holds exactly. A count above it (even past 64 bits) is read as
+/// this one: as good as no limit.
+pub const MAX_COUNT: u64 = (1 << 53) - 1;
+
 /// Longest bucket name kept; a longer one is cut so a hostile header cannot grow memory.
 const MAX_LIMITER_LEN: usize = 64;
 
@@ -212,7 +217,7 @@ fn parse_count(value: impl AsRef<str>) -> Option<u64> {
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    value.parse().ok()
+    Some(value.parse().unwrap_or(u64::MAX).min(MAX_COUNT))
 }
 
 fn parse_seconds(value: &str) -> Option<f64> {
