@@ -325,8 +325,8 @@ export interface GatedFetch extends FetchLike {
 
 /**
  * Wraps `fetch` so that every call waits for its credential's shared gate first.
- * @throws {TypeError} an option of the wrong type, a learned `rate` with a `store`, or an
- * unknown option.
+ * @throws {TypeError} an option of the wrong type, or an unknown option. A learned `rate`
+ * works with a `store` too: the fleet's processes share one estimate through it.
  * Calls reject with the inner fetch's own rejection or Response (final statuses), a
  * `GateAbandonedError`, a `QuotaExhaustedError`, the caller's abort reason, or a `RangeError`
  * for a Retry-After too large to honour.
