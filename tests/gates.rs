@@ -16,6 +16,7 @@ use odds_gate::core::gates::{Gates, WrapperId};
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::policy::{Reason, RetryPolicy};
+use odds_gate::core::rules::routes::MAX_LIMITERS;
 use odds_gate::core::sim::home::{Shelf, SimHome};
 use odds_gate::core::sim::server::{Attempt, Reply, Server};
 use odds_gate::core::sim::world::{Call, World};
@@ -318,6 +319,34 @@ fn every_gate_a_move_makes_is_the_wrappers() {
     assert!((0..16).all(|i| w.log.settled[&i].1 == End::Deliver));
     let gates = &w.processes[0].gates;
     assert_eq!(gates.len(), 6, "the credential's gate and one per bucket");
+    assert_eq!(
+        gates.gates_of(wrapper).len(),
+        gates.len(),
+        "stats() lists every one"
+    );
+}
+
+#[test]
+fn a_limiter_name_per_resource_makes_no_more_limiter_gates_than_the_cap() {
+    // Each event's lookups answered by a limiter of its own name (`event-<id>`), 200 events one
+    // after another: past the cap, their calls go to the credential's gate.
+    let server = |_: Millis, a: &Attempt| {
+        let id = a.url.rsplit('/').next().unwrap_or("x").to_owned();
+        from(&format!("event-{id}"), 5.0)
+    };
+    let (mut w, wrapper) = world(learning(), server);
+    let mut last = w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    for i in 0..200 {
+        last = w.start_after(last, Call::get(0, wrapper, KEY, &lookup(i)));
+    }
+    w.run();
+    assert!((0..201).all(|i| w.log.settled[&i].1 == End::Deliver));
+    let gates = &w.processes[0].gates;
+    assert_eq!(
+        gates.len(),
+        1 + MAX_LIMITERS,
+        "the credential's gate and the cap's"
+    );
     assert_eq!(
         gates.gates_of(wrapper).len(),
         gates.len(),

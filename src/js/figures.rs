@@ -19,7 +19,7 @@ use crate::core::rules::backoff::Backoff;
 use crate::core::rules::learn::{Estimate, BETA};
 use crate::core::rules::policy::{Reason, RetryPolicy};
 use crate::core::rules::quota::{QuotaState, SUSPICIOUS_RUN};
-use crate::core::rules::routes::MAX_ROUTES;
+use crate::core::rules::routes::{MAX_LIMITERS, MAX_ROUTES};
 
 /// Plain objects, `null` for an absent value: what `JSON.stringify` would also print.
 #[inline(never)]
@@ -364,6 +364,7 @@ struct Limits {
     probe_cap_ms: f64,
     learn_cut: f64,
     max_routes: usize,
+    max_limiters: usize,
 }
 
 /// One gate's estimate, for `describe()`.
@@ -459,6 +460,7 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
             probe_cap_ms: Backoff::DEFAULT.cap_ms(),
             learn_cut: BETA,
             max_routes: MAX_ROUTES,
+            max_limiters: MAX_LIMITERS,
         },
     };
     summary(&to_js(&facts))

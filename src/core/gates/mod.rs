@@ -102,6 +102,9 @@ pub struct Gates {
     scopes: Map<Scope, GateId>,
     /// Each credential's routes.
     routes: Map<Scope, Routes>,
+    /// How many gates each credential has for limiters other than its first (at most
+    /// [`MAX_LIMITERS`](crate::core::rules::routes::MAX_LIMITERS)).
+    limiters: Map<Scope, usize>,
     /// Gates in the order they are next looked at for eviction.
     sweep: VecDeque<GateId>,
     calls: Slab<Placed>,
@@ -129,6 +132,7 @@ impl Gates {
             entries: Slab::default(),
             scopes: Map::default(),
             routes: Map::default(),
+            limiters: Map::default(),
             sweep: VecDeque::new(),
             calls: Slab::default(),
             wrappers: Slab::default(),

@@ -25,6 +25,13 @@ impl Gates {
                 continue;
             };
             self.scopes.remove(&entry.scope);
+            let credential = entry.scope.credential();
+            if credential != entry.scope {
+                match self.limiters.get(&credential).copied().unwrap_or(0) {
+                    0 | 1 => self.limiters.remove(&credential),
+                    n => self.limiters.insert(credential, n - 1),
+                };
+            }
             for (wrapper, print) in entry.users {
                 let Some(w) = self.wrappers.get_mut(wrapper) else {
                     continue;

@@ -14,6 +14,7 @@ use crate::core::gate::store_link::StoreSettings;
 use crate::core::gate::Gate;
 use crate::core::rules::allowance::Allowance;
 use crate::core::rules::learn::Learner;
+use crate::core::rules::routes::MAX_LIMITERS;
 use crate::core::Millis;
 
 impl Gates {
@@ -118,7 +119,17 @@ impl Gates {
             return Ok(gate);
         }
         self.evict_idle(now, SWEEP_PER_GATE);
+        let credential = scope.credential();
+        let limiter = credential != *scope;
+        let made = self.limiters.get(&credential).copied().unwrap_or(0);
+        if limiter && made >= MAX_LIMITERS {
+            // Past the cap the limiter's calls go to the credential's own gate.
+            return self.gate_for(now, wrapper, &credential, None);
+        }
         let gate = self.make(now, scope, &profile)?;
+        if limiter {
+            self.limiters.insert(credential, made + 1);
+        }
         let gate = self.entries.insert(Entry {
             scope: scope.clone(),
             gate,

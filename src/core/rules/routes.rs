@@ -9,6 +9,11 @@ use crate::core::gate::action::Heard;
 /// and send no scout.
 pub const MAX_ROUTES: usize = 256;
 
+/// Gates a credential may have for limiters other than its first; the calls of a limiter past
+/// them go to the credential's own gate (a limiter name per resource must not grow memory with
+/// every resource).
+pub const MAX_LIMITERS: usize = 16;
+
 /// Which limiter each of a credential's routes draws from, as its answers said. A route
 /// not heard of draws from the credential's first limiter, its first call scouting ahead (see
 /// [`CallSpec::scout`]).
