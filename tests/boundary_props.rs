@@ -8,7 +8,7 @@
 use odds_gate::core::gate::store_link::{OnFailure, StoreSettings};
 use odds_gate::core::gates::scope::{sendable, Scope};
 use odds_gate::core::parse::feedback::{
-    parse_feedback, parse_retry_after, skim_feedback, MAX_DELAY_MS,
+    parse_feedback, parse_retry_after, skim_feedback, MAX_COUNT, MAX_DELAY_MS,
 };
 use odds_gate::core::parse::http_date::parse_http_date;
 use odds_gate::core::rules::allowance::{Rate, MIN_PER_SECOND};
@@ -98,12 +98,12 @@ proptest! {
             if let Some(bucket) = &f.limiter {
                 prop_assert!(!bucket.is_empty() && bucket.chars().count() <= 64);
             }
-            // A plain integer in X-RateLimit-Limit is the limit, exactly.
+            // A plain integer in X-RateLimit-Limit is the limit, exactly, up to the largest
+            // count JavaScript holds (past it, that count).
             let plain = values[1].trim_matches([' ', '\t']);
             if !plain.is_empty() && plain.bytes().all(|b| b.is_ascii_digit()) {
-                if let Ok(n) = plain.parse::<u64>() {
-                    prop_assert_eq!(f.limit, Some(n));
-                }
+                let n = plain.parse::<u64>().unwrap_or(u64::MAX).min(MAX_COUNT);
+                prop_assert_eq!(f.limit, Some(n));
             }
         }
     }
