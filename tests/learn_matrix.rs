@@ -311,7 +311,7 @@ fn rows() -> Vec<Scenario> {
         ..Scenario::new("12 a minute (1 @ 0.2/s), counts", 1.0, 0.2)
     });
     rows.push(Scenario {
-        bounds: (0.005, 1.16),
+        bounds: (0.005, 1.11),
         ..Scenario::new("50 @ 20/s, counts, 64 calls", 50.0, 20.0)
     });
     rows.push(Scenario {
@@ -336,40 +336,76 @@ fn rows() -> Vec<Scenario> {
     rows
 }
 
-/// The lookups of the two-limiter row, over their own floor: measured 1.07.
-const LOOKUPS_RATIO: f64 = 1.10;
+/// The lookups of the two-limiter row, over their own floor: measured 1.05.
+const LOOKUPS_RATIO: f64 = 1.08;
 
-#[test]
-fn the_matrix() {
-    let mut missed = Vec::new();
-    for s in rows() {
-        let (learned, fixed, mut ratio) = measure(&s);
-        if s.rate.per_second() >= 1e6 {
-            // No floor to speak of: against plain fetch (a rate that never holds a call).
-            ratio = learned.done_ms / fixed.done_ms;
-        }
-        let (max_429, max_ratio) = s.bounds;
-        // Every call completes, but where `maxWaitMs` lets calls go: there, as many as at the
-        // right fixed rate.
-        let enough = match s.max_wait_ms {
-            Some(_) => learned.completed >= fixed.completed,
-            None => learned.completed == learned.calls,
-        };
-        if !enough || learned.share_429() > max_429 || ratio > max_ratio {
-            missed.push(format!("{}: {learned:?}, {ratio:.2} x", s.name));
-        }
-        if let Some((n, rate)) = s.lookups {
-            let lookups = learned.lookups_done_ms / floor_ms(n, rate);
-            println!(
-                "    lookups done at {:.0} ms: {lookups:.2} x their floor",
-                learned.lookups_done_ms
-            );
-            if lookups > LOOKUPS_RATIO {
-                missed.push(format!("{}: lookups {lookups:.2} x", s.name));
+/// Runs row `name` of [`rows`] and checks it against its bounds.
+fn row(name: &str) {
+    let s = rows()
+        .into_iter()
+        .find(|s| s.name == name)
+        .expect("a row of that name");
+    let (learned, fixed, mut ratio) = measure(&s);
+    if s.rate.per_second() >= 1e6 {
+        // No floor to speak of: against plain fetch (a rate that never holds a call).
+        ratio = learned.done_ms / fixed.done_ms;
+    }
+    let (max_429, max_ratio) = s.bounds;
+    // Every call completes, but where `maxWaitMs` lets calls go: there, as many as at the
+    // right fixed rate.
+    match s.max_wait_ms {
+        Some(_) => assert!(
+            learned.completed >= fixed.completed,
+            "{learned:?} {fixed:?}"
+        ),
+        None => assert_eq!(learned.completed, learned.calls, "{learned:?}"),
+    }
+    assert!(learned.share_429() <= max_429, "{learned:?}");
+    assert!(ratio <= max_ratio, "{ratio:.3} x");
+    if let Some((n, rate)) = s.lookups {
+        let lookups = learned.lookups_done_ms / floor_ms(n, rate);
+        println!(
+            "    lookups done at {:.0} ms: {lookups:.2} x their floor",
+            learned.lookups_done_ms
+        );
+        assert!(lookups <= LOOKUPS_RATIO, "lookups {lookups:.3} x");
+    }
+}
+
+/// One named test per row of the matrix.
+macro_rules! rows {
+    ($($test:ident: $name:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                row($name);
+            }
+        )*
+
+        #[test]
+        fn every_row_has_its_test() {
+            let named = [$($name),*];
+            for s in rows() {
+                assert!(named.contains(&s.name), "{} has no test", s.name);
             }
         }
-    }
-    assert!(missed.is_empty(), "{missed:#?}");
+    };
+}
+
+rows! {
+    eight_threads_share_one_estimate: "8 threads x 16 calls, 5 @ 5/s, counts",
+    two_processes_share_one_estimate_through_a_store: "2 processes through a store, 5 @ 5/s, counts",
+    counts_on_429s_only: "counts on 429s only, 2 @ 2/s, 64 calls",
+    answers_that_take_no_token_teach_no_pace_404s: "16 404s with counts first, 5 @ 5/s",
+    answers_that_take_no_token_teach_no_pace_503s: "one 503 in 7 (no token), 5 @ 5/s",
+    counts_of_a_monthly_quota_are_distrusted: "counts of a monthly quota, limiter 5 @ 5/s",
+    a_stuck_remaining_count_is_distrusted: "remaining stuck at 100, 5 @ 5/s",
+    an_allowance_that_drops_is_followed_down: "10/s dropping to 2/s at 10 s, Retry-After only",
+    a_key_of_twelve_a_minute: "12 a minute (1 @ 0.2/s), counts",
+    a_large_burst: "50 @ 20/s, counts, 64 calls",
+    max_wait_refuses_no_call_the_right_rate_would_serve: "maxWaitMs 5000, 200 calls at 50 @ 20/s",
+    a_server_that_never_limits_is_not_slowed: "a server that never limits, no headers",
+    two_limiters_each_at_its_own_pace: "two limiters: 40 lookups on 10 @ 10/s",
 }
 
 /// Allowances of every size, from few callers to many, near and far: with the counts on every
@@ -378,12 +414,12 @@ fn the_matrix() {
 /// for it, plus a little.
 const GRID: [(Headers, f64, f64, f64, f64); 8] = [
     (Headers::Always, 1.0, 0.5, 0.035, 1.06),
-    (Headers::Always, 2.0, 2.0, 0.035, 1.10),
+    (Headers::Always, 2.0, 2.0, 0.035, 1.09),
     (Headers::Always, 10.0, 1.0, 0.005, 1.04),
     (Headers::Always, 50.0, 20.0, 0.005, 1.46),
     (Headers::Never, 1.0, 0.5, 0.095, 1.32),
     (Headers::Never, 2.0, 2.0, 0.105, 1.15),
-    (Headers::Never, 10.0, 1.0, 0.13, 1.11),
+    (Headers::Never, 10.0, 1.0, 0.13, 1.10),
     (Headers::Never, 50.0, 20.0, 0.27, 5.8),
 ];
 
