@@ -3,8 +3,8 @@
 
 use wasm_bindgen::JsValue;
 
-use super::figures::{to_js, Learned};
 use super::props::set;
+use super::shapes::{to_js, Learned};
 use crate::core::gate::action::Event;
 
 /// Builds and delivers events when a hook is set; costs nothing when it is not.

@@ -8,6 +8,7 @@ use wasm_bindgen::prelude::*;
 
 use super::clock;
 use super::options::Config;
+use super::shapes::{date, to_js, Learned};
 use crate::core::authority::LOW_REMAINING;
 use crate::core::base::histogram::{Histogram, BOUNDS_MS};
 use crate::core::gate::figures::Figures;
@@ -20,14 +21,6 @@ use crate::core::rules::learn::{Estimate, BETA};
 use crate::core::rules::policy::{Reason, RetryPolicy};
 use crate::core::rules::quota::{QuotaState, SUSPICIOUS_RUN};
 use crate::core::rules::routes::{MAX_LIMITERS, MAX_ROUTES};
-
-/// Plain objects, `null` for an absent value: what `JSON.stringify` would also print.
-#[inline(never)]
-pub fn to_js(value: &impl Serialize) -> JsValue {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .unwrap_or(JsValue::NULL)
-}
 
 /// `stats()`.
 #[derive(Serialize)]
@@ -114,36 +107,6 @@ impl From<Rate> for RateFigures {
             per_second: rate.per_second(),
         }
     }
-}
-
-/// `stats().gates[i].learned`: what a learning gate has learned.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Learned {
-    burst: Option<f64>,
-    per_second: f64,
-    at_least: f64,
-    confidence: f64,
-    /// A `Date`, or `null`.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    last_throttle: JsValue,
-}
-
-impl From<Estimate> for Learned {
-    fn from(e: Estimate) -> Self {
-        Learned {
-            burst: e.burst,
-            per_second: e.per_second,
-            at_least: e.at_least,
-            confidence: e.confidence,
-            last_throttle: e.last_throttle.map_or(JsValue::NULL, date),
-        }
-    }
-}
-
-/// A time on the gate's clock as a `Date`.
-fn date(ms: f64) -> JsValue {
-    js_sys::Date::new(&clock::to_wall(ms).into()).into()
 }
 
 #[derive(Serialize)]

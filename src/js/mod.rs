@@ -21,6 +21,7 @@ mod props;
 mod random;
 mod redis;
 mod replay;
+mod shapes;
 mod shelf;
 mod text;
 mod timer;

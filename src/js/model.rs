@@ -6,8 +6,8 @@ use wasm_bindgen::prelude::*;
 
 use super::de;
 use super::errors::{config_error, range_error, type_error};
-use super::figures::to_js;
 use super::options::{integer, RateOptions};
+use super::shapes::to_js;
 use super::text::number;
 use crate::core::rules::allowance::Rate;
 use crate::core::sim::server::Headers;
