@@ -7,6 +7,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use odds_gate::core::authority::memory::MemoryAuthority;
@@ -26,6 +27,11 @@ struct Server {
 
 impl Server {
     fn start() -> Option<Server> {
+        // One start at a time: a port just freed can be handed out again, and two servers
+        // told the same port would leave both tests on one redis-server, which the first to
+        // finish stops under the other.
+        static STARTING: Mutex<()> = Mutex::new(());
+        let _one = STARTING.lock().unwrap_or_else(|e| e.into_inner());
         let port = TcpListener::bind("127.0.0.1:0")
             .ok()?
             .local_addr()
@@ -38,7 +44,7 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .ok()?;
-        let server = Server { child, port };
+        let mut server = Server { child, port };
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
@@ -47,6 +53,11 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        // Listening, and ours: a server that could not take the port has exited.
+        assert!(
+            matches!(server.child.try_wait(), Ok(None)),
+            "redis-server exited"
+        );
         Some(server)
     }
 }
