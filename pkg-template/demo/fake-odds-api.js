@@ -40,18 +40,20 @@ export async function startFakeOddsApi(options = {}) {
   if (![true, false, 'throttled'].includes(rateLimitHeaders)) {
     throw new TypeError(`rateLimitHeaders: expected true, false or 'throttled', got ${String(rateLimitHeaders)}`);
   }
-  const positiveInt = (name, v, min) => {
+  const atLeast = (min) => (v) => Number.isSafeInteger(v) && v >= min;
+  const integerOption = (name, v, min) => {
     if (v === undefined) return null;
-    if (!Number.isSafeInteger(v) || v < min) throw new TypeError(`${name}: expected an integer >= ${min}, got ${String(v)}`);
+    if (!atLeast(min)(v)) throw new TypeError(`${name}: expected an integer >= ${min}, got ${String(v)}`);
     return v;
   };
-  const missingFirst = positiveInt('missingFirst', options.missingFirst, 0) ?? 0;
-  const unavailableEvery = positiveInt('unavailableEvery', options.unavailableEvery, 1);
+  const missingFirst = integerOption('missingFirst', options.missingFirst, 0) ?? 0;
+  const unavailableEvery = integerOption('unavailableEvery', options.unavailableEvery, 1);
   const counts = options.counts ?? 'truth';
+  const count = atLeast(0);
+  const only = (key) => typeof counts === 'object' && counts !== null && Object.keys(counts).join() === key;
   const countsOk = counts === 'truth'
-    || (typeof counts === 'object' && Object.keys(counts).join() === 'quota' && typeof counts.quota === 'object' && counts.quota !== null
-      && Number.isSafeInteger(counts.quota.limit) && counts.quota.limit >= 0 && Number.isSafeInteger(counts.quota.left) && counts.quota.left >= 0)
-    || (typeof counts === 'object' && Object.keys(counts).join() === 'stuck' && Number.isSafeInteger(counts.stuck) && counts.stuck >= 0);
+    || (only('quota') && typeof counts.quota === 'object' && counts.quota !== null && count(counts.quota.limit) && count(counts.quota.left))
+    || (only('stuck') && count(counts.stuck));
   if (!countsOk) {
     throw new TypeError(`counts: expected 'truth', { quota: { limit, left } } or { stuck: n } (integers >= 0), got ${JSON.stringify(counts) ?? String(counts)}`);
   }

@@ -11,7 +11,7 @@ use crate::core::parse::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
 };
 use crate::core::rules::classify::{Failure, Outcome};
-use crate::core::rules::learn::Sample;
+use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::{Reason, Verdict};
 use crate::core::rules::quota::{looks_exhausted, QuotaState};
 use crate::core::Millis;
@@ -146,10 +146,11 @@ impl Gate {
         };
         c.last_failed = true;
         let (probe, seq) = (c.probe, c.seq.unwrap_or(0.0));
-        if let Some(token) = self.learner.as_ref().filter(|l| l.opening()) {
+        let opening = self.learner.as_ref().filter(|l| l.opening());
+        if let Some(token) = opening.and_then(Learner::opening_token) {
             // No answer to learn from: the opening's token is back for the next request (still
             // one at a time), rather than a long wait for the next.
-            let (rate, token) = (self.rate, token.opening_token());
+            let rate = self.rate;
             self.keeper.follow(now, rate, Some((token, seq)));
         }
         if c.spec.scout {

@@ -27,10 +27,15 @@ impl Gates {
             self.scopes.remove(&entry.scope);
             let credential = entry.scope.credential();
             if credential != entry.scope {
-                match self.limiters.get(&credential).copied().unwrap_or(0) {
-                    0 | 1 => self.limiters.remove(&credential),
-                    n => self.limiters.insert(credential, n - 1),
-                };
+                let left = self
+                    .limiters
+                    .get(&credential)
+                    .map_or(0, |n| n.saturating_sub(1));
+                if left == 0 {
+                    self.limiters.remove(&credential);
+                } else {
+                    self.limiters.insert(credential, left);
+                }
             }
             for (wrapper, print) in entry.users {
                 let Some(w) = self.wrappers.get_mut(wrapper) else {

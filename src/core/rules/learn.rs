@@ -371,7 +371,7 @@ impl Learner {
             // Nothing was taken: the opening's one token is back for the next request.
             return Lesson {
                 rate: self.rate(now),
-                tokens: Some(self.opening_token()),
+                tokens: self.opening_token(),
             };
         }
         let counts = s
@@ -423,9 +423,9 @@ impl Learner {
     }
 
     /// The opening's one token, back after an attempt that took none (no answer, or one that
-    /// took no token): under a ceiling, only as far as the ceiling's bucket allows.
-    pub fn opening_token(&self) -> Count {
-        self.count(1.0)
+    /// took no token); none under a ceiling, whose own pace the opening follows.
+    pub fn opening_token(&self) -> Option<Count> {
+        self.ceiling.is_none().then_some(Count::Exactly(1.0))
     }
 
     /// `n` tokens the server holds, as the gate's bucket takes them: exactly, or at most that
