@@ -329,10 +329,20 @@ fn every_gate_a_move_makes_is_the_wrappers() {
 #[test]
 fn a_limiter_name_per_resource_makes_no_more_limiter_gates_than_the_cap() {
     // Each event's lookups answered by a limiter of its own name (`event-<id>`), 200 events one
-    // after another: past the cap, their calls go to the credential's gate.
+    // after another: past the cap, their calls go to the credential's gate. Bursts of 1,000
+    // let them all go within half a second, before any of those gates has its token back (an
+    // idle one would be forgotten).
     let server = |_: Millis, a: &Attempt| {
-        let id = a.url.rsplit('/').next().unwrap_or("x").to_owned();
-        from(&format!("event-{id}"), 5.0)
+        let id = a.url.rsplit('/').next().unwrap_or("x");
+        Reply::status(
+            200,
+            &[
+                ("x-ratelimit-limit", "1000"),
+                ("x-ratelimit-remaining", "999"),
+                ("x-ratelimit-bucket", &format!("event-{id}")),
+            ],
+        )
+        .after(1.0)
     };
     let (mut w, wrapper) = world(learning(), server);
     let mut last = w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
@@ -341,6 +351,8 @@ fn a_limiter_name_per_resource_makes_no_more_limiter_gates_than_the_cap() {
     }
     w.run();
     assert!((0..201).all(|i| w.log.settled[&i].1 == End::Deliver));
+    let ended = w.log.settled[&200].0;
+    assert!(ended < 500.0, "the last settled at {ended} ms");
     let gates = &w.processes[0].gates;
     assert_eq!(
         gates.len(),
@@ -384,6 +396,52 @@ fn idle_gates_are_forgotten_and_their_figures_stay_in_the_totals() {
     let again = w.start_at(w.now, Call::get(0, wrapper, "key-0", SNAPSHOT));
     w.run();
     assert_eq!(w.log.settled[&again].1, End::Deliver);
+}
+
+#[test]
+fn idle_learning_gates_are_forgotten_and_a_returning_key_goes_on_from_its_estimates() {
+    let (mut w, wrapper) = world(learning(), two_buckets(5.0));
+    let events = credential().in_limiter("events");
+    // The key learns both limiters: burst 10 each, its lookups' route drawing from `events`.
+    w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    w.start_at(100.0, Call::get(0, wrapper, KEY, &lookup(0)));
+    w.run();
+    let gates = &mut w.processes[0].gates;
+    let before = |gates: &mut Gates, scope: &Scope| {
+        let gate = gates.find(scope).expect("made");
+        gates.view(w.now, gate).unwrap().learned.unwrap()
+    };
+    let (key_learned, events_learned) = (before(gates, &credential()), before(gates, &events));
+    assert_eq!(key_learned.burst, Some(10.0));
+    assert_eq!(events_learned.burst, Some(10.0));
+    // Once their buckets are full again, other keys' gates sweep both away.
+    let at = w.now + 20_000.0;
+    for k in 0..60 {
+        w.start_at(at, Call::get(0, wrapper, &format!("other-{k}"), SNAPSHOT));
+    }
+    w.run();
+    let gates = &w.processes[0].gates;
+    assert!(gates.find(&credential()).is_none() && gates.find(&events).is_none());
+    assert!(gates.len() <= 61, "{} gates alive", gates.len());
+    // The key returns with a lookup: its routes went with its gates, so the lookup scouts on the
+    // credential's gate, which starts from its estimate (not from the opening's one token).
+    let at = w.now + 20_000.0;
+    let back = w.start_at(at, Call::get(0, wrapper, KEY, &lookup(1)));
+    w.run_until(at + 1.0);
+    let gates = &mut w.processes[0].gates;
+    let key = gates.find(&credential()).expect("made anew");
+    let view = gates.view(w.now, key).unwrap();
+    assert_eq!(view.figures.admitted, 1, "the lookup scouts");
+    assert_eq!(view.rate.burst(), 10.0);
+    assert_eq!(view.rate.per_second(), key_learned.per_second);
+    // Its answer names `events`: that gate too goes on from what it had learned.
+    w.run();
+    assert_eq!(w.log.settled[&back].1, End::Deliver);
+    let gates = &mut w.processes[0].gates;
+    let gate = gates.find(&events).expect("made anew for the route");
+    let view = gates.view(w.now, gate).unwrap();
+    assert_eq!(view.rate.burst(), 10.0);
+    assert_eq!(view.learned.unwrap().burst, Some(10.0));
 }
 
 #[test]

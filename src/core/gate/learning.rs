@@ -4,7 +4,7 @@
 use super::action::{Action, Event};
 use super::{Gate, Keeper};
 use crate::core::rules::allowance::{Allowance, Rate};
-use crate::core::rules::learn::{Estimate, Learner, Sample};
+use crate::core::rules::learn::{Estimate, Learner, Memo, Sample};
 use crate::core::Millis;
 
 impl Gate {
@@ -33,6 +33,22 @@ impl Gate {
             return;
         };
         learner.adopt(rate);
+        self.rate = learner.rate(now);
+        self.keeper.follow(now, self.rate, None);
+    }
+
+    /// What to keep of a learning gate's estimate once it is forgotten (see [`Memo`]).
+    pub fn memo(&self) -> Option<Memo> {
+        self.learner.as_ref().and_then(Learner::memo)
+    }
+
+    /// A learning gate that has heard no answer yet goes on at `now` from `memo`, what its
+    /// credential's forgotten gate had learned.
+    pub fn resume_learning(&mut self, now: Millis, memo: &Memo) {
+        let Some(learner) = self.learner.as_mut().filter(|l| l.opening()) else {
+            return;
+        };
+        learner.resume(now, memo);
         self.rate = learner.rate(now);
         self.keeper.follow(now, self.rate, None);
     }

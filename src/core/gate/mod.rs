@@ -620,9 +620,10 @@ impl Gate {
     }
 
     /// Whether the gate holds nothing worth keeping: no calls, no operation in flight, a full
-    /// bucket, no cooldown, no quota state, a full budget. Forgetting it then changes nothing.
+    /// bucket, no cooldown, no quota state, a full budget. Forgetting it then changes nothing
+    /// but what a learning gate learned, which its [`memo`](Self::memo) keeps.
     pub fn idle(&mut self, now: Millis) -> bool {
-        if !self.calls.is_empty() || !self.quota.idle(now) || self.learner.is_some() {
+        if !self.calls.is_empty() || !self.quota.idle(now) {
             return false;
         }
         match &mut self.keeper {

@@ -11,6 +11,7 @@ pub mod action;
 pub mod compat;
 pub mod fleet;
 pub mod home;
+pub mod memos;
 pub mod profile;
 pub mod scope;
 pub mod view;
@@ -29,6 +30,7 @@ use std::rc::Rc;
 
 use self::fleet::Shared;
 use self::home::Home;
+use self::memos::Memos;
 use self::profile::{Keeping, Profile, Refused, Request};
 use self::scope::{fingerprint, sendable, Scope};
 use crate::core::base::map::{Map, Set};
@@ -107,6 +109,8 @@ pub struct Gates {
     limiters: Map<Scope, usize>,
     /// Gates in the order they are next looked at for eviction.
     sweep: VecDeque<GateId>,
+    /// What forgotten learning gates in this thread's memory had learned.
+    memos: Memos,
     calls: Slab<Placed>,
     wrappers: Slab<Wrapper>,
     /// Each store's identity and settings, by [`StoreId`].
@@ -134,6 +138,7 @@ impl Gates {
             routes: Map::default(),
             limiters: Map::default(),
             sweep: VecDeque::new(),
+            memos: Memos::default(),
             calls: Slab::default(),
             wrappers: Slab::default(),
             stores: Vec::new(),

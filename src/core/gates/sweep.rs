@@ -1,7 +1,10 @@
 //! Forgetting gates that hold nothing worth keeping, a few at a time as new gates are made, so
 //! a process serving many keys does not grow with every key it has seen. A forgotten gate's
-//! figures stay in its wrappers' totals; made anew later, it starts exactly as it stood.
+//! figures stay in its wrappers' totals; made anew later, it starts exactly as it stood, a
+//! learning gate from the estimate its memo kept (in a store, from the fleet's). A credential
+//! none of whose gates is left forgets its routes too: its next calls scout again.
 
+use super::profile::Keeping;
 use super::{Action, Gates};
 use crate::core::Millis;
 
@@ -25,6 +28,9 @@ impl Gates {
                 continue;
             };
             self.scopes.remove(&entry.scope);
+            if let (Keeping::Memory { .. }, Some(memo)) = (entry.keeping, entry.gate.memo()) {
+                self.memos.put(entry.scope.print(self.keys), memo);
+            }
             let credential = entry.scope.credential();
             if credential != entry.scope {
                 let left = self
@@ -34,7 +40,7 @@ impl Gates {
                 if left == 0 {
                     self.limiters.remove(&credential);
                 } else {
-                    self.limiters.insert(credential, left);
+                    self.limiters.insert(credential.clone(), left);
                 }
             }
             for (wrapper, print) in entry.users {
@@ -48,6 +54,9 @@ impl Gates {
                 }
                 w.gates.remove(&gate);
                 w.retired.absorb(&figures);
+            }
+            if !self.scopes.contains_key(&credential) && !self.limiters.contains_key(&credential) {
+                self.routes.remove(&credential);
             }
             self.actions.push_back(Action::Forgotten { gate });
         }

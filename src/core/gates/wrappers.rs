@@ -169,7 +169,8 @@ impl Gates {
     }
 
     /// A new gate for `scope` as `profile` asks: in a store, in memory the process's threads
-    /// share, or in this thread's; learning if the profile learns.
+    /// share, or in this thread's; learning if the profile learns, from where the scope's
+    /// forgotten gate left off when this thread kept its memo.
     fn make(&mut self, now: Millis, scope: &Scope, profile: &Profile) -> Result<Gate, Refused> {
         let (rate, ceiling) = match profile.allowance {
             Allowance::Fixed(rate) => (rate, None),
@@ -203,9 +204,15 @@ impl Gates {
             }
             Keeping::Memory { threads: false } => Gate::new(rate, profile.budget, now, random),
         };
-        Ok(match ceiling {
-            Some(ceiling) => gate.learning(ceiling, now),
-            None => gate,
-        })
+        let Some(ceiling) = ceiling else {
+            return Ok(gate);
+        };
+        let mut gate = gate.learning(ceiling, now);
+        if let Keeping::Memory { .. } = profile.keeping {
+            if let Some(memo) = self.memos.take(scope.print(self.keys)) {
+                gate.resume_learning(now, &memo);
+            }
+        }
+        Ok(gate)
     }
 }

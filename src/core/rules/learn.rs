@@ -32,6 +32,10 @@
 //! allowance is one token, the next a long while later. A configured allowance stays a
 //! ceiling: learning only goes below it.
 
+mod memo;
+
+pub use self::memo::Memo;
+
 use std::collections::VecDeque;
 
 use crate::core::rules::allowance::{Rate, MIN_PER_SECOND};
