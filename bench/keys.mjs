@@ -2,6 +2,8 @@
 // one call for each of `perWave` keys never seen before (the inner fetch answers at once), then
 // waits until every gate of the wave is idle (bucket full again). RSS after gc() is read after each
 // wave; a gate kept forever shows as a steady climb per key per wave, a forgotten one as none.
+// Twice, each in a process of its own: a fixed rate, and the default `createFetch()`, which
+// learns (a forgotten learning gate leaves its estimate behind, a bounded table of them).
 import { randomUUID } from 'node:crypto';
 import { loadPkg, int, fix } from './lib/util.mjs';
 
@@ -14,12 +16,19 @@ const settle = async () => {
   }
 };
 
-export async function run({ quick }) {
-  const { createFetch } = await loadPkg();
+const KINDS = {
+  fixed: { label: 'a fixed rate (burst 2 at 1000/s)', options: { rate: { burst: 2, perSecond: 1_000 } } },
+  learning: { label: 'the default createFetch() (learns)', options: {} },
+};
+
+export async function run({ quick, variant = 'fixed' }) {
+  const { createFetch, wasmMemoryBytes } = await loadPkg();
+  const kind = KINDS[variant];
+  if (!kind) throw new RangeError(`keys: no variant ${variant}; choose from ${Object.keys(KINDS).join(', ')}`);
   const perWave = quick ? 5_000 : 20_000;
   const waves = quick ? 4 : 8;
   const response = new Response('{}');
-  const fetchImpl = createFetch({ rate: { burst: 2, perSecond: 1_000 }, fetch: async () => response });
+  const fetchImpl = createFetch({ ...kind.options, fetch: async () => response });
   const rows = [];
   let previous;
   let afterSecond; // RSS once the second wave is done: memory from then on should be reused
@@ -37,7 +46,7 @@ export async function run({ quick }) {
     const perKey = previous === undefined ? null : (rss - previous) / perWave;
     if (w === 1) afterSecond = rss;
     if (w >= 2) reused.push(perKey);
-    rows.push([w + 1, int(perWave), int(stats.gates.length), int(stats.admitted), fix(rss / 1e6, 1),
+    rows.push([w + 1, int(perWave), int(stats.gates.length), int(stats.admitted), fix(rss / 1e6, 1), fix(wasmMemoryBytes() / 1e6, 1),
       perKey === null ? '-' : int(perKey), fix((callMs * 1e3) / perWave, 1)]);
     previous = rss;
   }
@@ -45,15 +54,16 @@ export async function run({ quick }) {
   // gate kept per key climbs every wave. So the verdict is the growth over all later waves.
   const net = (previous - afterSecond) / (perWave * (waves - 2));
   return [{
-    id: 'keys',
-    title: 'Many keys: waves of new credentials',
-    what: `${waves} waves of ${int(perWave)} keys never seen before, one call each through one wrapper (burst 2 at 1000/s, ` +
-      `the inner fetch answers at once); after each wave, 50 ms for every bucket to refill, then gc() and RSS. ` +
-      `Gates live = gates the wrapper still knows; idle gates are forgotten as new ones are made (two looked at per new gate)`,
+    id: variant === 'fixed' ? 'keys' : `keys-${variant}`,
+    title: `Many keys: waves of new credentials, ${kind.label}`,
+    what: `${waves} waves of ${int(perWave)} keys never seen before, one call each through one wrapper with ${kind.label} ` +
+      `(the inner fetch answers at once, no rate-limit headers); after each wave, 50 ms for every bucket to refill, then gc() and RSS. ` +
+      `Gates live = gates the wrapper still knows; idle gates are forgotten as new ones are made (two looked at per new gate); ` +
+      `wasm MB = the module's linear memory (it never shrinks: a climb there is memory the core kept)`,
     target: `waves of new keys reuse memory: <= ${TARGET_B} B of RSS per key per wave (from wave 3 on)`,
     verdict: `${net <= TARGET_B ? 'met' : 'MISSED'} (${int(net)} B per key per wave from the end of wave 2 to the end of wave ${waves}; ` +
       `single waves from ${int(Math.min(...reused))} to ${int(Math.max(...reused))})`,
-    head: ['wave', 'new keys', 'gates live', 'admitted (total)', 'RSS MB', 'RSS B/key vs previous wave', 'us/call'],
+    head: ['wave', 'new keys', 'gates live', 'admitted (total)', 'RSS MB', 'wasm MB', 'RSS B/key vs previous wave', 'us/call'],
     rows,
   }];
 }

@@ -35,6 +35,7 @@ test('without a rate, the counts in the headers teach the gate the burst and the
     assert.equal(description.rate, null);
     assert.match(description.text, /bucket: learned per credential from the responses/);
     assert.match(description.text, /up to 16 limiters beside the first and 256 routes per credential/);
+    assert.match(description.text, /estimate kept \(for up to 32768 forgotten gates per thread/);
     assert.equal(description.learned, 'nothing yet (no answer so far)');
     // 20 workers x 3 snapshots: 60 requests, 5.5 s at the true allowance.
     await workers(fetchImpl, `learn-${randomUUID()}`, 20, 3, snapshot(api));

@@ -12,6 +12,7 @@ use super::shapes::{date, to_js, Learned};
 use crate::core::authority::LOW_REMAINING;
 use crate::core::base::histogram::{Histogram, BOUNDS_MS};
 use crate::core::gate::figures::Figures;
+use crate::core::gates::memos::MEMOS;
 use crate::core::gates::profile::Keeping;
 use crate::core::gates::{GateView, Gates, WrapperId};
 use crate::core::parse::feedback::Feedback;
@@ -328,6 +329,7 @@ struct Limits {
     learn_cut: f64,
     max_routes: usize,
     max_limiters: usize,
+    max_remembered: usize,
 }
 
 /// One gate's estimate, for `describe()`.
@@ -424,6 +426,7 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
             learn_cut: BETA,
             max_routes: MAX_ROUTES,
             max_limiters: MAX_LIMITERS,
+            max_remembered: 2 * MEMOS,
         },
     };
     summary(&to_js(&facts))
