@@ -42,6 +42,31 @@ test('a stream body is teed, so a retry sends it again', async () => {
   assert.deepEqual(bodies, ['chunked', 'chunked']);
 });
 
+test('the last attempt a stream body can have sends it untouched: nothing is kept for a retry that cannot come', async () => {
+  const tee = ReadableStream.prototype.tee;
+  let tees = 0;
+  ReadableStream.prototype.tee = function (...args) { tees++; return tee.apply(this, args); };
+  try {
+    const stream = () => new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('chunked')); c.close(); } });
+    const send = (fetchImpl) => fetchImpl('http://127.0.0.1/x', { body: stream(), duplex: 'half', method: 'PUT', headers: { 'X-API-Key': freshKey() } });
+    const sent = [];
+    const record = (reply) => async (input, init) => { sent.push(await new Response(init.body).text()); return reply(); };
+    // Two attempts allowed: the first sends a copy and keeps one, the second (the last) sends the kept copy itself.
+    const response = await send(createFetch({ rate: { burst: 5, perSecond: 100 }, retry: { ...fast, maxAttempts: 2 }, fetch: record(busyThenOk()) }));
+    assert.equal(response.status, 200);
+    assert.deepEqual(sent, ['chunked', 'chunked']);
+    assert.equal(tees, 1);
+    // One attempt allowed: the stream goes as it is.
+    tees = 0;
+    const once = await send(createFetch({ rate: { burst: 5, perSecond: 100 }, retry: { ...fast, maxAttempts: 1 }, fetch: record(() => new Response('{}')) }));
+    assert.equal(once.status, 200);
+    assert.deepEqual(sent, ['chunked', 'chunked', 'chunked']);
+    assert.equal(tees, 0);
+  } finally {
+    ReadableStream.prototype.tee = tee;
+  }
+});
+
 test('a body that can be read only once is sent once, and its response comes back as it is', async () => {
   let calls = 0;
   const fetchImpl = createFetch({

@@ -372,6 +372,7 @@ impl Driver {
 
     /// Sends a call's attempt through `attempt.js`, which reports back to `on_attempt`.
     fn send(self: &Rc<Self>, call: CallRef, timeout: Millis) {
+        let again = self.with(|g| g.may_retry(call));
         let mut calls = self.calls.borrow_mut();
         let Some(js) = calls.get_mut(call) else {
             return;
@@ -382,6 +383,12 @@ impl Driver {
                 drop(calls);
                 // No request could be made: the probe finds nothing.
                 return self.with(|g| g.failed(clock::now(), call, UNSENT));
+            }
+            _ if js.split && !again => {
+                // No attempt can follow: the stream (or the copy kept for this attempt) goes
+                // as it is, and nothing more is kept.
+                js.split = false;
+                (js.input.clone(), js.init.clone())
             }
             _ if js.split => {
                 // One copy of the stream goes now; the other is kept for the next attempt.

@@ -219,6 +219,17 @@ impl Call {
         limit.ceil().max(1.0)
     }
 
+    /// Whether another attempt may follow the one out: the policy retries, the request may be
+    /// sent again, and attempts are left (time and the group's budget decide when it ends).
+    pub fn may_retry(&self) -> bool {
+        self.spec.replayable
+            && self
+                .spec
+                .policy
+                .as_ref()
+                .is_some_and(|p| self.attempts < p.max_attempts)
+    }
+
     /// How the call is given up for `reason`, with what it got to.
     pub fn abandoned(&self, reason: Reason) -> Abandoned {
         Abandoned {

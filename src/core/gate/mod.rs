@@ -462,6 +462,11 @@ impl Gate {
             .is_some_and(|c| c.stage == Stage::Sending)
     }
 
+    /// Whether another attempt of `call` may follow the one out (see [`Call::may_retry`]).
+    pub fn may_retry(&self, call: CallId) -> bool {
+        self.calls.get(call).is_some_and(Call::may_retry)
+    }
+
     /// Whether `call` went ahead of its route's other calls to learn the route's limiter.
     pub fn scouts(&self, call: CallId) -> bool {
         self.calls.get(call).is_some_and(|c| c.spec.scout)

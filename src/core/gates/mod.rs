@@ -387,6 +387,17 @@ impl Gates {
             .is_some_and(|e| e.gate.in_flight(placed.call))
     }
 
+    /// Whether another attempt of `call` may follow the one out: when none can, the driver
+    /// keeps no copy of a stream body for it.
+    pub fn may_retry(&self, call: CallRef) -> bool {
+        let Some(placed) = self.calls.get(call) else {
+            return false;
+        };
+        self.entries
+            .get(placed.gate)
+            .is_some_and(|e| e.gate.may_retry(placed.call))
+    }
+
     /// The store answered operation `op` of `gate` (`None`: it failed or was too late).
     pub fn store_answered(
         &mut self,
