@@ -233,12 +233,17 @@ fn threads_hammering_one_slot_spend_every_token_once() {
     let slot = Shared::new();
     // A burst of 100,000 that all but never refills: every admission spends one of them.
     let rate = settings(TOKENS as f64, 1e-6);
+    // They start together, so they contend (started one by one on a busy machine, the first
+    // could spend every token before the last began).
+    let start = std::sync::Arc::new(std::sync::Barrier::new(4));
     let handles: Vec<_> = (1..=4)
         .map(|thread| {
             let slot = slot.clone();
+            let start = start.clone();
             std::thread::spawn(move || {
                 let mut authority = join(&slot, rate, thread, 0.0);
                 let mut admitted = 0usize;
+                start.wait();
                 for id in 0..TOKENS as u64 {
                     match authority.admit(0.0, id, f64::from(thread)) {
                         Answer::Admitted { .. } => admitted += 1,
@@ -251,9 +256,10 @@ fn threads_hammering_one_slot_spend_every_token_once() {
         .collect();
     let counts: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert_eq!(counts.iter().sum::<usize>(), TOKENS, "{counts:?}");
+    // Two cores run two of them at once at least: they took turns on the slot.
     assert!(
-        counts.iter().all(|&c| c > 0),
-        "every thread got some: {counts:?}"
+        counts.iter().filter(|&&c| c > 0).count() >= 2,
+        "threads took turns: {counts:?}"
     );
 }
 
