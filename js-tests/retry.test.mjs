@@ -64,8 +64,15 @@ test('503 bursts and connection resets are recovered within the attempt bound', 
   assert.equal(gate.retries.serverError + gate.retries.network, 4);
   assert.deepEqual([api.stats().faults, api.stats().ok], [4, 2]);
 
+  // Three in a row: given up, with the last 503 as fetch gave it (the SDK throws its own error)...
   api.inject({ status: 503 }, { status: 503 }, { status: 503 });
-  await assert.rejects(snapshot(fetchImpl, key, 'c'), (err) => {
+  const c = await snapshot(fetchImpl, key, 'c');
+  assert.deepEqual([c.status, c.bodyUsed], [503, false]);
+  assert.equal(fetchImpl.stats().gates[0].abandoned.attempts, 1);
+  // ...or, with typedErrors, with a GateAbandonedError.
+  const typed = createFetch({ rate: { burst: 10, perSecond: 100 }, retry: { ...fast, maxAttempts: 3 }, typedErrors: true });
+  api.inject({ status: 503 }, { status: 503 }, { status: 503 });
+  await assert.rejects(snapshot(typed, freshKey(), 'd'), (err) => {
     assert.ok(err instanceof GateAbandonedError && err instanceof OddsGateError);
     assert.equal(err.name, 'GateAbandonedError');
     assert.deepEqual([err.reason, err.attempts, err.status], ['attempts', 3, 503]);
@@ -97,8 +104,10 @@ test('a bare POST is sent once; with an Idempotency-Key it is retried', async ()
   assert.equal(await once.text(), 'busy');
   assert.equal(calls, 1);
   calls = 0;
-  await assert.rejects(post({ 'Idempotency-Key': 'k-1' }), { name: 'GateAbandonedError', reason: 'attempts' });
+  const retried = await post({ 'Idempotency-Key': 'k-1' });
+  assert.equal(retried.status, 503, 'retried, then the last answer as it came');
   assert.equal(calls, 3);
+  assert.equal(fetchImpl.stats().gates[0].abandoned.attempts, 1);
 });
 
 test('non-retryable statuses come back untouched, the SDK raising its own error', async () => {
@@ -120,14 +129,21 @@ test('Retry-After: 30 with 10 s left gives up at once, not after waiting', async
     fetch: async () => { calls++; return new Response(null, { status: 429, headers: { 'Retry-After': '30' } }); },
   });
   const started = performance.now();
-  await assert.rejects(
-    fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } }),
-    (err) => err.reason === 'retry-after-exceeds-deadline' && err.retryAfterMs === 30_000 && err.status === 429,
-  );
+  const response = await fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } });
   const elapsed = performance.now() - started;
   console.log(`gave up after ${elapsed.toFixed(1)} ms`);
   assert.ok(elapsed < 9_000, `gave up after ${elapsed} ms; waiting would take 10 s`);
+  assert.equal(response.status, 429, 'the 429 itself, for the SDK to throw');
+  assert.equal(fetchImpl.stats().gates[0].abandoned['retry-after-exceeds-deadline'], 1);
   assert.equal(calls, 1);
+  const typed = createFetch({
+    rate, retry: { timeBudgetMs: 10_000 }, typedErrors: true,
+    fetch: async () => new Response(null, { status: 429, headers: { 'Retry-After': '30' } }),
+  });
+  await assert.rejects(
+    typed('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } }),
+    (err) => err.reason === 'retry-after-exceeds-deadline' && err.retryAfterMs === 30_000 && err.status === 429,
+  );
 });
 
 test('Retry-After 5 then 1 keeps the 5-second cooldown', async () => {
@@ -167,9 +183,10 @@ test('a batch retry allowance bounds retries across all its calls', async () => 
   const key = freshKey();
   const settled = await Promise.allSettled(Array.from({ length: 8 }, () => round('http://127.0.0.1/x', { headers: { 'X-API-Key': key } })));
   assert.equal(calls, 12, 'eight first attempts and four retries');
-  const reasons = settled.map((s) => s.reason.reason).sort();
-  assert.equal(reasons.filter((r) => r === 'retry-budget').length + reasons.filter((r) => r === 'attempts').length, 8);
-  assert.ok(settled.every((s) => s.status === 'rejected'), 'abandoned is never success');
+  const { abandoned } = round.stats().gates[0];
+  assert.equal(abandoned['retry-budget'] + abandoned.attempts, 8);
+  // Abandoned is never success: each caller gets its last 503.
+  assert.ok(settled.every((s) => s.status === 'fulfilled' && s.value.status === 503));
 });
 
 test('the shared retry budget drains in an outage and stops retries across calls', async () => {
@@ -181,7 +198,8 @@ test('the shared retry budget drains in an outage and stops retries across calls
   const key = freshKey();
   const settled = await Promise.allSettled(Array.from({ length: 10 }, () => fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': key } })));
   assert.equal(calls, 13, 'ten first attempts and three retries the pool could pay for');
-  assert.equal(settled.filter((s) => s.reason?.reason === 'retry-budget').length, 10);
+  assert.equal(fetchImpl.stats().gates[0].abandoned['retry-budget'], 10);
+  assert.ok(settled.every((s) => s.value?.status === 503), 'each caller gets its last 503');
   assert.equal(fetchImpl.stats().gates[0].retryBudget, 0);
 });
 
@@ -254,9 +272,11 @@ test('a Retry-After on a status that does not honour it neither fails nor holds 
   assert.equal(fetchImpl.stats().gates[0].cooldownUntil, 0);
 });
 
-test('giving up after network failures keeps the last rejection as the cause', async () => {
+test('giving up after network failures rejects with the last one (typedErrors: as the cause)', async () => {
   const failure = new TypeError('fetch failed');
   const fetchImpl = createFetch({ rate, retry: fast, fetch: async () => { throw failure; } });
-  await assert.rejects(fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } }),
+  await assert.rejects(fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } }), (err) => err === failure);
+  const typed = createFetch({ rate, retry: fast, typedErrors: true, fetch: async () => { throw failure; } });
+  await assert.rejects(typed('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } }),
     (err) => err instanceof GateAbandonedError && err.reason === 'attempts' && err.cause === failure);
 });

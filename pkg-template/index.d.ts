@@ -92,6 +92,12 @@ export interface CreateFetchOptions {
    */
   threads?: boolean;
   /**
+   * When the gate stops retrying, reject with a `GateAbandonedError` rather than give the
+   * caller what the last attempt came to as fetch would (its `Response`, body unread, or its
+   * rejection). @default false
+   */
+  typedErrors?: boolean;
+  /**
    * The longest a call may wait in line for its first admission: a call whose admission is
    * predicted later than this is refused at once (`GateAbandonedError`, reason `queue-wait`,
    * attempts 0, no token spent), and a waiting call that a new cooldown pushes past it is let
@@ -327,9 +333,11 @@ export interface GatedFetch extends FetchLike {
  * Wraps `fetch` so that every call waits for its credential's shared gate first.
  * @throws {TypeError} an option of the wrong type, or an unknown option. A learned `rate`
  * works with a `store` too: the fleet's processes share one estimate through it.
- * Calls reject with the inner fetch's own rejection or Response (final statuses), a
- * `GateAbandonedError`, a `QuotaExhaustedError`, the caller's abort reason, or a `RangeError`
- * for a Retry-After too large to honour.
+ * Calls resolve with the inner fetch's own Response (a final one, or the last one when
+ * retries are spent) and reject with the inner fetch's own rejection (the last one when
+ * retries are spent), a `GateAbandonedError` (refused before any answer, or every give-up with
+ * `typedErrors`), a `QuotaExhaustedError`, the caller's abort reason, or a `RangeError` for a
+ * Retry-After too large to honour.
  * @throws {RangeError} a rate that is zero, negative or not finite (the message names the field).
  */
 export function createFetch(options?: CreateFetchOptions): GatedFetch;

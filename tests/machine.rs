@@ -217,34 +217,57 @@ fn a_retry_after_longer_than_the_time_left_gives_up_at_once() {
 }
 
 #[test]
-fn attempts_are_bounded_per_call_and_the_last_status_is_kept() {
-    let mut h = Harness::new(
-        gate(10.0, 10.0, None),
-        Box::new(|_, _, _| Reply::status(503, &[])),
-    );
-    h.start_at(0.0, defaults());
-    h.run();
-    assert_eq!(abandoned(h.end(0)), (Reason::Attempts, 3, Some(503)));
-    assert_eq!(h.attempts_of(0).len(), 3);
+fn attempts_are_bounded_per_call_and_the_last_response_comes_back_unread() {
+    for typed_errors in [false, true] {
+        let policy = RetryPolicy {
+            typed_errors,
+            ..RetryPolicy::default()
+        };
+        let mut h = Harness::new(
+            gate(10.0, 10.0, None),
+            Box::new(|_, _, _| Reply::status(503, &[])),
+        );
+        h.start_at(0.0, retrying(policy));
+        h.run();
+        assert_eq!(abandoned(h.end(0)), (Reason::Attempts, 3, Some(503)));
+        assert_eq!(h.attempts_of(0).len(), 3);
+        assert!(matches!(h.end(0), Some(End::Abandoned { as_is, .. }) if as_is != typed_errors));
+        // The retried answers' bodies are disposed of; the last one's too only when the caller
+        // gets a typed error instead.
+        let disposed = if typed_errors { 3 } else { 2 };
+        assert_eq!(h.log.disposed, vec![0; disposed], "typed: {typed_errors}");
+        assert_eq!(h.figures().abandoned[Reason::Attempts.index()], 1);
+    }
 }
 
 #[test]
-fn network_failures_are_retried_and_the_cause_is_kept() {
-    let mut h = Harness::new(
-        gate(10.0, 10.0, None),
-        Box::new(|_, _, _| Reply::Fail { latency: 1.0 }),
-    );
-    h.start_at(0.0, defaults());
-    h.run();
-    match h.end(0) {
-        Some(End::Abandoned { abandoned, cause }) => {
-            assert_eq!(
-                (abandoned.reason, abandoned.attempts),
-                (Reason::Attempts, 3)
-            );
-            assert!(cause, "the last rejection becomes the error's cause");
+fn network_failures_are_retried_and_the_last_one_is_the_callers() {
+    for typed_errors in [false, true] {
+        let policy = RetryPolicy {
+            typed_errors,
+            ..RetryPolicy::default()
+        };
+        let mut h = Harness::new(
+            gate(10.0, 10.0, None),
+            Box::new(|_, _, _| Reply::Fail { latency: 1.0 }),
+        );
+        h.start_at(0.0, retrying(policy));
+        h.run();
+        match h.end(0) {
+            Some(End::Abandoned {
+                abandoned,
+                cause,
+                as_is,
+            }) => {
+                assert_eq!(
+                    (abandoned.reason, abandoned.attempts),
+                    (Reason::Attempts, 3)
+                );
+                assert!(cause, "the last rejection is the error's cause");
+                assert_eq!(as_is, !typed_errors, "or the caller's rejection itself");
+            }
+            other => panic!("{other:?}"),
         }
-        other => panic!("{other:?}"),
     }
 }
 
@@ -623,6 +646,43 @@ fn a_429_body_naming_the_quota_starts_the_probe_at_once() {
     h.start_at(0.0, defaults());
     h.run();
     assert_eq!(h.end(0), Some(End::Exhausted { until: None }));
+}
+
+#[test]
+fn the_line_stops_at_the_first_quota_answer_until_the_probe_has_spoken() {
+    // Burst 1 at 2/s: four calls wait in line behind the first, whose answer names the quota.
+    let quota = || {
+        Reply::status(429, &[])
+            .saying("quota_exceeded", "Monthly API credits exhausted")
+            .after(10.0)
+    };
+    for spent in [true, false] {
+        let mut h = Harness::new(gate(1.0, 2.0, None), scripted(vec![quota()]));
+        h.usage = Some(Usage {
+            used: if spent { 5.0 } else { 1.0 },
+            limit: 5.0,
+            period_end: None,
+        });
+        for _ in 0..5 {
+            h.start_at(0.0, defaults());
+        }
+        h.run();
+        let sent: Vec<bool> = h.sent().iter().map(|s| s.probe).collect();
+        if spent {
+            // The probe goes next, ahead of the four; its answer fails them all unsent.
+            assert_eq!(sent, vec![false, true]);
+            assert!((0..5).all(|i| h.end(i) == Some(End::Exhausted { until: None })));
+        } else {
+            // Not spent: the line goes on behind the probe, in call order.
+            assert_eq!(sent[..2], [false, true]);
+            assert_eq!(
+                h.sent().len(),
+                2 + 4 + 1,
+                "four waiting, and the first's retry"
+            );
+            assert!((0..5).all(|i| h.end(i) == Some(End::Deliver)));
+        }
+    }
 }
 
 #[test]

@@ -622,7 +622,10 @@ async fn no_error_message_or_figure_repeats_a_raw_key() {
         2.0,
         2.0,
         &refusing,
-        &[("retry", fast_retry(&[("maxAttempts", 2.into())]))],
+        &[
+            ("retry", fast_retry(&[("maxAttempts", 2.into())])),
+            ("typedErrors", true.into()),
+        ],
     );
     let other_key = fresh_key("secret-abandoned");
     let error = call(&d, "https://example.test/d", &key_init(&other_key))
@@ -967,10 +970,29 @@ async fn an_inner_fetch_rejection_reaches_the_caller_unchanged() {
     assert_eq!(num(&t.stats().unwrap(), "retries"), 0.0);
 
     // With retries on, a rejection is a network failure: retried through the gate, and after
-    // the third attempt given up with a GateAbandonedError, never a success.
+    // the third attempt given up, never a success: with the third rejection itself, as fetch
+    // would have rejected...
     let thrown = failure.clone();
     let fake = FakeFetch::new(move |_, _| Ok(Promise::reject(&thrown).into()));
     let t = transport_with(10.0, 1000.0, &fake, &[("retry", fast_retry(&[]))]);
+    let error = call(
+        &t,
+        "https://example.test/",
+        &key_init(&fresh_key("reject-as-is")),
+    )
+    .await
+    .expect_err("given up");
+    assert!(
+        Object::is(&error, &failure),
+        "the failure itself: {error:?}"
+    );
+    assert_eq!(fake.count(), 3);
+    assert_eq!(num(&get(&only_gate(&t), "abandoned"), "attempts"), 1.0);
+    // ...or, with `typedErrors`, with a GateAbandonedError whose cause it is.
+    let thrown = failure.clone();
+    let fake = FakeFetch::new(move |_, _| Ok(Promise::reject(&thrown).into()));
+    let typed = [("retry", fast_retry(&[])), ("typedErrors", true.into())];
+    let t = transport_with(10.0, 1000.0, &fake, &typed);
     let error = call(
         &t,
         "https://example.test/",
@@ -979,6 +1001,7 @@ async fn an_inner_fetch_rejection_reaches_the_caller_unchanged() {
     .await
     .expect_err("given up");
     assert_abandoned(&error, "attempts", 3, "retried rejection");
+    assert!(Object::is(&get(&error, "cause"), &failure));
     assert!(get(&error, "status").is_null(), "no response ever came");
     assert_eq!(fake.count(), 3);
     let gate = only_gate(&t);
@@ -1256,11 +1279,25 @@ async fn a_retry_after_too_large_to_hold_rejects_with_a_range_error() {
     let feedback = get(&only_gate(&t), "lastFeedback");
     assert_eq!(num(&feedback, "retryAfterMs"), 9_007_199_254_740_000.0);
 
-    // ...and with retries, given up at once because it outlasts the call's time budget, the
-    // exact delay reported on the error.
+    // ...and with retries, given up at once because it outlasts the call's time budget: the
+    // 429 itself comes back, body unread...
     let original = response(429, "", &[("Retry-After", "9007199254740")]);
     let fake = FakeFetch::always(&original);
     let t = transport(2.0, 2.0, &fake);
+    let returned = call(
+        &t,
+        "https://example.test/",
+        &key_init(&fresh_key("max-as-is")),
+    )
+    .await
+    .unwrap();
+    assert!(Object::is(&returned, &original));
+    assert_eq!(get(&original, "bodyUsed"), JsValue::FALSE);
+    assert_eq!(fake.count(), 1);
+    // ...or, with `typedErrors`, the exact delay is reported on the error.
+    let original = response(429, "", &[("Retry-After", "9007199254740")]);
+    let fake = FakeFetch::always(&original);
+    let t = transport_with(2.0, 2.0, &fake, &[("typedErrors", true.into())]);
     let error = call(
         &t,
         "https://example.test/",
@@ -1699,7 +1736,13 @@ async fn the_inner_fetch_gets_a_copy_of_init_with_a_signal_of_its_own() {
     )
     .await
     .expect_err("every attempt timed out");
-    assert_abandoned(&error, "attempts", 2, "timed out twice");
+    // Given up as fetch with a timeout signal would have: with the last TimeoutError.
+    assert_eq!(
+        get(&error, "name").as_string().as_deref(),
+        Some("TimeoutError"),
+        "{error:?}"
+    );
+    assert_eq!(num(&get(&only_gate(&t3), "abandoned"), "attempts"), 1.0);
     assert_eq!(hanging.count(), 2);
     let first = get(&hanging.init(0), "signal");
     assert_eq!(get(&first, "aborted"), JsValue::TRUE);

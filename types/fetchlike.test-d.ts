@@ -93,6 +93,9 @@ void meterLike;
 createFetch({ rate: { burst: 1, perSecond: 1 }, meter: { createHistogram: () => ({ record: () => {} }) } });
 createFetch({ rate: { burst: 1, perSecond: 1 }, retry: false });
 createFetch({ rate: { burst: 1, perSecond: 1 }, retry: true });
+createFetch({ typedErrors: true });
+// @ts-expect-error typedErrors is a boolean
+createFetch({ typedErrors: "yes" });
 createFetch({ rate: { burst: 1, perSecond: 1 }, retry: { budget: false } });
 
 // ---- wrong options are type errors -------------------------------------------------------------

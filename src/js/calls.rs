@@ -190,7 +190,10 @@ pub fn result(calls: &mut Mirror<JsCall>, call: CallRef, end: End) -> Result<JsV
     let last = calls.get_mut(call).and_then(|js| js.last.take());
     match end {
         End::Deliver => last.unwrap_or(Ok(JsValue::UNDEFINED)),
-        End::Abandoned { abandoned, cause } => {
+        End::Abandoned { as_is: true, .. } => last.unwrap_or(Ok(JsValue::UNDEFINED)),
+        End::Abandoned {
+            abandoned, cause, ..
+        } => {
             let cause = last.and_then(Result::err).filter(|_| cause);
             Err(abandoned_error(abandoned, cause))
         }

@@ -45,6 +45,8 @@ struct Options {
     meter: Option<JsValue>,
     #[serde(default, deserialize_with = "de::boolean")]
     threads: Option<bool>,
+    #[serde(default, deserialize_with = "de::boolean")]
+    typed_errors: Option<bool>,
 }
 
 /// `rate: { burst, perSecond }`.
@@ -207,7 +209,10 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
         false => de::object(options, "options", "")?,
     };
     let rate = RateOptions::allowance(o.rate)?;
-    let (retry, budget) = retry(o.retry)?;
+    let (mut retry, budget) = retry(o.retry)?;
+    if let Some(policy) = &mut retry {
+        policy.typed_errors = o.typed_errors.unwrap_or(false);
+    }
     if o.usage_url
         .as_deref()
         .is_some_and(|url| !valid_usage_url(url))
@@ -286,6 +291,7 @@ fn retry(
             .unwrap_or(d.max_attempts),
         time_budget_ms: r.time_budget_ms.unwrap_or(d.time_budget_ms),
         attempt_timeout_ms: r.attempt_timeout_ms.unwrap_or(d.attempt_timeout_ms),
+        typed_errors: d.typed_errors,
     }
     .validate()
     .map_err(config_error)?;

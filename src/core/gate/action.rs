@@ -90,12 +90,16 @@ pub enum End {
     /// With its last attempt's result as it is: the response (body unread), or the inner
     /// fetch's rejection.
     Deliver,
-    /// Given up (`GateAbandonedError`). With `cause`, the last attempt's rejection is the cause.
+    /// Given up. With `as_is`, the caller gets what the last attempt came to, as fetch would
+    /// have given it: its response (body unread) or its rejection; without, a
+    /// `GateAbandonedError`, whose cause is the last attempt's rejection when `cause`.
     Abandoned {
         /// Why, and how far it got.
         abandoned: Abandoned,
         /// The last attempt ended without a response.
         cause: bool,
+        /// The caller gets the last attempt's result as it is.
+        as_is: bool,
     },
     /// The monthly quota is spent (`QuotaExhaustedError`), until then on the gate's clock.
     Exhausted {

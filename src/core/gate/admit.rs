@@ -63,7 +63,7 @@ impl Gate {
             self.drain(now, &|c| End::abandoned_by(c, Reason::StoreUnavailable));
             return true;
         }
-        if self.window_full() {
+        if self.window_full() || self.held_for_probe(head.call) {
             return false;
         }
         self.follow_shared(now);
@@ -148,6 +148,12 @@ impl Gate {
         }
     }
 
+    /// Whether `head` waits for the quota's probe: from the answer that raised the suspicion
+    /// to the probe's end, nothing else is sent (each would likely be one more quota 429).
+    fn held_for_probe(&self, head: super::CallId) -> bool {
+        self.probe.is_some_and(|probe| probe != head)
+    }
+
     /// Whether the head could have gone by `at` (at most `now`), in this process's memory.
     fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
         match &mut self.keeper {
@@ -212,7 +218,8 @@ impl Gate {
                 consider(deadline + EARLY_MS);
             }
         }
-        if !self.line.is_empty() && !self.window_full() {
+        let held = head.is_some_and(|h| self.held_for_probe(h.call));
+        if !self.line.is_empty() && !self.window_full() && !held {
             match &mut self.keeper {
                 Keeper::Memory(a) => consider(a.predict(now, 0)),
                 Keeper::Store(link) if link.alone() => {

@@ -230,6 +230,12 @@ impl Call {
                 .is_some_and(|p| self.attempts < p.max_attempts)
     }
 
+    /// Whether the call, given up, ends with what its last attempt came to (the policy's
+    /// default) rather than with a typed error.
+    pub fn gives_up_as_is(&self) -> bool {
+        self.spec.policy.as_ref().is_some_and(|p| !p.typed_errors)
+    }
+
     /// How the call is given up for `reason`, with what it got to.
     pub fn abandoned(&self, reason: Reason) -> Abandoned {
         Abandoned {

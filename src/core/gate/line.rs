@@ -52,6 +52,12 @@ impl Line {
         self.joined();
     }
 
+    /// Joins ahead of everyone, scouts included (the quota's probe, for which the rest wait).
+    pub fn push_first(&mut self, place: Place) {
+        self.scouts.push_front(place);
+        self.joined();
+    }
+
     /// Joins at the front (a route's scout: see [`CallSpec::scout`]).
     ///
     /// [`CallSpec::scout`]: super::call::CallSpec::scout

@@ -372,9 +372,12 @@ impl Gate {
             call: id,
             visit,
         };
-        match call.spec.scout && visit == 1 {
-            true => self.line.push_front(place),
-            false => self.line.push(place),
+        // The quota's probe goes ahead of everyone (they wait for it); a route's scout goes to
+        // the front.
+        match (call.probe, call.spec.scout && visit == 1) {
+            (true, _) => self.line.push_first(place),
+            (false, true) => self.line.push_front(place),
+            (false, false) => self.line.push(place),
         }
         self.peak_waiting = self.peak_waiting.max(self.waiting());
     }
@@ -641,11 +644,13 @@ impl Gate {
 }
 
 impl End {
-    /// `call` given up for `reason`, with what it got to.
+    /// `call` given up for `reason`, with what it got to: as it is when its last attempt
+    /// failed and the policy gives up as fetch does (a response's body is disposed of by now).
     fn abandoned_by(call: &Call, reason: Reason) -> End {
         End::Abandoned {
             abandoned: call.abandoned(reason),
             cause: call.last_failed,
+            as_is: call.last_failed && call.gives_up_as_is(),
         }
     }
 }

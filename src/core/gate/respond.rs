@@ -442,6 +442,16 @@ impl Gate {
         if c.last_failed {
             return self.proceed(now, call, next);
         }
+        if let (Next::Abandon(reason), true) = (next, c.gives_up_as_is()) {
+            // The caller gets this response, body unread, as fetch would have given it.
+            let abandoned = c.abandoned(reason);
+            let end = End::Abandoned {
+                abandoned,
+                cause: false,
+                as_is: true,
+            };
+            return self.settle(now, call, end);
+        }
         let read = c.last_status == Some(429) && !c.probe;
         c.stage = Stage::Disposing { next };
         self.actions.push_back(Action::Dispose { call, read });

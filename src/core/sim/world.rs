@@ -112,6 +112,8 @@ pub struct Log {
     pub settled: Indexed<(Millis, End)>,
     /// Calls whose caller aborted, by index.
     pub aborted: Indexed<()>,
+    /// The calls (by index) of each response body disposed of: nobody saw it.
+    pub disposed: Vec<usize>,
     /// Events, with their process and gate.
     pub events: Vec<(Millis, usize, GateId, Event)>,
     /// Calls refused before they reached a gate, by index.
@@ -523,6 +525,8 @@ impl World {
                     return;
                 }
                 Action::Dispose { call, read } => {
+                    let index = self.index_of(p, call);
+                    self.log.disposed.push(index);
                     let process = &mut self.processes[p];
                     let body = read.then(|| process.bodies.get(call).cloned().unwrap_or_default());
                     process.gates.disposed(now, call, body);
