@@ -30,6 +30,7 @@ extern "C" {
     fn settled() -> bool;
     fn first(s: &Shelf) -> u32;
     fn slots(s: &Shelf) -> u32;
+    fn most(s: &Shelf) -> u32;
     fn grow(s: &Shelf) -> bool;
     fn enter(s: &Shelf, i: u32, force: bool, high: i32, low: i32, to: u32) -> i32;
     fn leave(s: &Shelf, i: u32, held: i32, from: i32) -> bool;
@@ -233,6 +234,12 @@ impl Table for Held<'_> {
     fn grow(&mut self) -> bool {
         grow(self.shelf)
     }
+}
+
+/// The slots on the shelf the threads share now, and the most it can grow to: `None` where
+/// memory cannot be shared.
+pub fn size() -> Option<(u32, u32)> {
+    current().map(|s| (slots(&s), most(&s)))
 }
 
 /// Gives slot `i` to `key`, fresh (held, so a gate still naming it sees the change at once).
