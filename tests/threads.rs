@@ -235,11 +235,14 @@ fn threads_hammering_one_slot_spend_every_token_once() {
     let slot = Shared::new();
     // A burst of 100,000 that all but never refills: every admission spends one of them.
     let rate = settings(TOKENS as f64, 1e-6);
+    // All start at once, though on a loaded machine one may still find the burst spent.
+    let start = Arc::new(std::sync::Barrier::new(4));
     let handles: Vec<_> = (1..=4)
         .map(|thread| {
-            let slot = slot.clone();
+            let (slot, start) = (slot.clone(), start.clone());
             std::thread::spawn(move || {
                 let mut authority = join(&slot, rate, thread, 0.0);
+                start.wait();
                 let mut admitted = 0usize;
                 for id in 0..TOKENS as u64 {
                     match authority.admit(0.0, id, f64::from(thread)) {
@@ -254,8 +257,8 @@ fn threads_hammering_one_slot_spend_every_token_once() {
     let counts: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert_eq!(counts.iter().sum::<usize>(), TOKENS, "{counts:?}");
     assert!(
-        counts.iter().all(|&c| c > 0),
-        "every thread got some: {counts:?}"
+        counts.iter().filter(|&&c| c > 0).count() >= 2,
+        "threads took turns: {counts:?}"
     );
 }
 
