@@ -71,6 +71,17 @@ test('threads: false keeps a gate in its thread', async () => {
   assert.match(alone[0].store, /this thread only/);
 });
 
+test('keys busy past the shared table grow it; past its most, a key is each thread\'s and says so once', async () => {
+  // 9 keys, each with one of its 2 tokens spent (never refilled), on a table of 4 slots that
+  // may grow to 8; the 9th key is asked twice.
+  const r = await run({ mode: 'small', rate: { burst: 2, perSecond: 1e-6 } });
+  assert.deepEqual(r.events, [{ type: 'shared-memory-full', slots: 8 }]);
+  assert.deepEqual(r.threads, [true, true, true, true, true, true, true, true, false]);
+  assert.match(r.store, /a slot per key, 8 now, at most 8 .*; 1 of this wrapper's keys found all 8 busy and keeps/);
+  assert.equal(r.grown, 1, 'another thread finds the key in the grown half: 1 token left');
+  assert.equal(r.full, 2, 'the key with no room has a burst in each thread');
+});
+
 test('threads keep a gate in Redis as processes do', async () => {
   const redis = await startRedis();
   try {

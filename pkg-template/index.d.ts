@@ -55,7 +55,12 @@ export type GateEvent =
   | { type: 'abandoned'; scope: string; reason: AbandonReason; attempts: number }
   | { type: 'quota-probe'; scope: string; exhausted: boolean; answered: boolean }
   | { type: 'learned'; scope: string; learned: LearnedAllowance }
-  | { type: 'store-down' | 'store-up'; scope: string };
+  | { type: 'store-down' | 'store-up'; scope: string }
+  /**
+   * The memory the process's threads share had all its `slots` busy (its most): this key's
+   * gate keeps an allowance of its own in this thread. Once per gate, as it is made.
+   */
+  | { type: 'shared-memory-full'; scope: string; slots: number };
 
 export interface CreateFetchOptions {
   /**
@@ -242,8 +247,13 @@ export interface GateStats {
   rate: Rate;
   /** A learning gate's estimate; null when the allowance was given. */
   learned: LearnedAllowance | null;
-  /** `memory`, or `redis:<prefix>` with Redis call counts and whether Redis is answering. */
-  store: { kind: string; calls?: number; failures?: number; up?: boolean };
+  /**
+   * `memory`, or `redis:<prefix>` with Redis call counts and whether Redis is answering. In
+   * memory, `threads` says whether the process's threads share the gate's state: false with
+   * `threads: false`, where memory cannot be shared, or when the shared memory had no room for
+   * the key (see the `shared-memory-full` event).
+   */
+  store: { kind: string; threads?: boolean; calls?: number; failures?: number; up?: boolean };
   /** Admission requests: first attempts and retries. */
   requests: number;
   admitted: number;

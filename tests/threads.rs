@@ -8,14 +8,16 @@ use std::sync::{Arc, Mutex};
 use odds_gate::core::authority::threads::{vacant, Settings, Slot, ThreadAuthority, WORDS};
 use odds_gate::core::authority::{Answer, Authority, Immediate, Op};
 use odds_gate::core::base::random::Seeded;
-use odds_gate::core::gate::action::{Action, End};
+use odds_gate::core::gate::action::{Action, End, Event};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::Gate;
-use odds_gate::core::gates::profile::{Keeping, Profile};
+use odds_gate::core::gates::profile::{Keeping, Profile, Request};
+use odds_gate::core::gates::scope::Scope;
 use odds_gate::core::gates::Gates;
 use odds_gate::core::rules::allowance::Allowance;
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::budget::RefillingConfig;
+use odds_gate::core::rules::classify::Body;
 use odds_gate::core::rules::policy::Reason;
 use odds_gate::core::sim::home::{Shelf, SimHome};
 use odds_gate::core::sim::server::{Attempt, Reply};
@@ -233,17 +235,15 @@ fn threads_hammering_one_slot_spend_every_token_once() {
     let slot = Shared::new();
     // A burst of 100,000 that all but never refills: every admission spends one of them.
     let rate = settings(TOKENS as f64, 1e-6);
-    // They start together, so they contend (started one by one on a busy machine, the first
-    // could spend every token before the last began).
-    let start = std::sync::Arc::new(std::sync::Barrier::new(4));
+    // All start at once, though on a loaded machine one may still find the burst spent.
+    let start = Arc::new(std::sync::Barrier::new(4));
     let handles: Vec<_> = (1..=4)
         .map(|thread| {
-            let slot = slot.clone();
-            let start = start.clone();
+            let (slot, start) = (slot.clone(), start.clone());
             std::thread::spawn(move || {
                 let mut authority = join(&slot, rate, thread, 0.0);
-                let mut admitted = 0usize;
                 start.wait();
+                let mut admitted = 0usize;
                 for id in 0..TOKENS as u64 {
                     match authority.admit(0.0, id, f64::from(thread)) {
                         Answer::Admitted { .. } => admitted += 1,
@@ -256,7 +256,6 @@ fn threads_hammering_one_slot_spend_every_token_once() {
         .collect();
     let counts: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert_eq!(counts.iter().sum::<usize>(), TOKENS, "{counts:?}");
-    // Two cores run two of them at once at least: they took turns on the slot.
     assert!(
         counts.iter().filter(|&&c| c > 0).count() >= 2,
         "threads took turns: {counts:?}"
@@ -293,4 +292,87 @@ fn a_waiting_call_goes_at_its_deadline_when_another_thread_took_its_token() {
         ),
         "{ends:?}"
     );
+}
+
+#[test]
+fn a_key_the_shared_memory_has_no_room_for_is_each_threads_and_says_so_once() {
+    // Two threads on a shelf with room for one key: "a" takes it, "b" finds none. Four calls
+    // per thread on each key, every answer a 200 at once.
+    let shelf = Shelf::default();
+    let profile = Profile {
+        allowance: Allowance::Fixed(Rate::ARTICLE),
+        budget: None,
+        keeping: Keeping::Memory { threads: true },
+        policy: None,
+        max_wait_ms: None,
+        max_waiting: None,
+        reports_wait: false,
+    };
+    let mut threads = Vec::new();
+    let mut wrappers = Vec::new();
+    for thread in 1..=2 {
+        let home = SimHome::sharing(thread.into(), thread, shelf.clone()).with_room(1);
+        let mut gates = Gates::new(Box::new(home));
+        wrappers.push(gates.wrapper(profile.clone()));
+        threads.push(gates);
+    }
+    let mut world = World::new(threads, Box::new(|_: Millis, _: &Attempt| Reply::ok()));
+    let mut keys = Vec::new();
+    for key in ["a", "b"] {
+        for i in 0..8 {
+            let p = i % 2;
+            let index = world.start_at(0.0, Call::get(p, wrappers[p], key, "http://api/v1/x"));
+            keys.push((index, key));
+        }
+    }
+    world.run();
+    let at_once = |key: &str| {
+        let sent = world.log.sent.iter().filter(|s| s.at < 1.0);
+        sent.filter(|s| keys.iter().any(|&(i, k)| i == s.index && k == key))
+            .count()
+    };
+    assert_eq!(at_once("a"), 2, "one burst for the threads together");
+    assert_eq!(at_once("b"), 4, "a burst in each thread");
+    let told: Vec<usize> = world
+        .log
+        .events
+        .iter()
+        .filter(|e| e.3 == Event::NoRoom)
+        .map(|e| e.1)
+        .collect();
+    assert_eq!(told, [0, 1], "once per thread, for key b only");
+}
+
+#[test]
+fn stats_show_which_gates_the_threads_share() {
+    let mut gates = Gates::new(Box::new(
+        SimHome::sharing(1, 1, Shelf::default()).with_room(1),
+    ));
+    let wrapper = gates.wrapper(Profile {
+        allowance: Allowance::Fixed(Rate::ARTICLE),
+        budget: None,
+        keeping: Keeping::Memory { threads: true },
+        policy: None,
+        max_wait_ms: None,
+        max_waiting: None,
+        reports_wait: false,
+    });
+    for key in ["a", "b"] {
+        let request = Request {
+            api_key: Some(key),
+            authorization: None,
+            idempotency_key: false,
+            method: "GET",
+            body: Body::None,
+            url: "",
+            batch: None,
+        };
+        gates.start(0.0, wrapper, &request).unwrap();
+    }
+    let shared = |gates: &mut Gates, key: &str| {
+        let gate = gates.find(&Scope::of(Some(key), None)).unwrap();
+        gates.view(0.0, gate).unwrap().threads
+    };
+    assert!(shared(&mut gates, "a"));
+    assert!(!shared(&mut gates, "b"));
 }

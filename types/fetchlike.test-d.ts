@@ -77,6 +77,7 @@ const full: CreateFetchOptions = {
       case 'quota-probe': expectType<boolean>(event.exhausted); break;
       case 'learned': expectType<number>(event.learned.perSecond); expectType<number | null>(event.learned.burst); break;
       case 'store-down': case 'store-up': expectType<string>(event.scope); break;
+      case 'shared-memory-full': expectType<number>(event.slots); break;
       default: { const never: never = event; void never; }
     }
     expectType<string>(event.scope);
@@ -276,6 +277,7 @@ void log;
 declare const ioredisLike: { evalsha(...a: unknown[]): Promise<unknown>; script(...a: unknown[]): Promise<unknown> };
 const shared = createFetch({ rate: { burst: 2, perSecond: 2 }, store: redisStore(ioredisLike, { onFailure: 'closed', localShare: 0.5 }) });
 expectType<string>(shared.stats().gates[0].store.kind);
+expectType<boolean | undefined>(shared.stats().gates[0].store.threads);
 // @ts-expect-error: a store must come from redisStore()
 createFetch({ rate: { burst: 2, perSecond: 2 }, store: ioredisLike });
 // @ts-expect-error: onFailure is 'local' or 'closed'

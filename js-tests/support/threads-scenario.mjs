@@ -13,7 +13,9 @@
 //   mismatch     the main thread uses the key at job.rate; a thread asks for another allowance
 //   alone        two threads with `threads: false` each spend a burst of 10 of their own
 //   redis        job.threads threads keep the gate in Redis (port job.redisPort)
-import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+//   small        a shared table of 4 slots that may grow to 8: the main thread keeps 9 keys
+//                busy; then a thread asks twice on the 8th (in the grown half) and the 9th
+import { Worker, isMainThread, parentPort, setEnvironmentData, workerData } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
@@ -117,6 +119,18 @@ async function main(job) {
   } else if (job.mode === 'alone') {
     const asks = [0, 1].map(() => start('ask', { ...job, threads: false, calls: 10 }));
     result.alone = await Promise.all(asks.map((a) => a.next()));
+  } else if (job.mode === 'small') {
+    setEnvironmentData('odds-gate/shelf/v3/size', [4, 8]);
+    const { createFetch } = await import(pkg);
+    const events = [];
+    const fetchImpl = createFetch({ rate: job.rate, fetch: instant, retry: false, onEvent: (e) => events.push(e) });
+    const keys = Array.from({ length: 9 }, (_, i) => `${job.apiKey}-${i}`);
+    for (const key of [...keys, keys[8]]) await fetchImpl('http://127.0.0.1:9/x', { headers: { 'X-API-Key': key } });
+    result.events = events.map(({ type, slots }) => ({ type, slots }));
+    result.threads = fetchImpl.stats().gates.map((g) => g.store.threads).reverse();
+    result.store = fetchImpl.describe().store;
+    result.grown = (await start('ask', { ...job, apiKey: keys[7], calls: 2 }).next()).admitted;
+    result.full = (await start('ask', { ...job, apiKey: keys[8], calls: 2 }).next()).admitted;
   } else if (job.mode === 'redis') {
     const threads = Array.from({ length: job.threads }, () => start('redis', job));
     result.threads = (await Promise.all(threads.map((t) => t.next()))).map((m) => m.counts);

@@ -5,6 +5,7 @@ use wasm_bindgen::JsValue;
 
 use super::props::set;
 use super::shapes::{to_js, Learned};
+use super::shelf;
 use crate::core::gate::action::Event;
 
 /// Builds and delivers events when a hook is set; costs nothing when it is not.
@@ -43,6 +44,7 @@ impl Events {
             Event::Learned(_) => "learned",
             Event::StoreDown => "store-down",
             Event::StoreUp => "store-up",
+            Event::NoRoom => "shared-memory-full",
         };
         let fields = |e: &js_sys::Object| match event {
             Event::Throttled { retry_after_ms, .. } => set(
@@ -76,6 +78,10 @@ impl Events {
             Event::Learned(estimate) => {
                 let learned = to_js(&Learned::from(*estimate));
                 set(e, "learned", learned);
+            }
+            Event::NoRoom => {
+                let (_, most) = shelf::size().unwrap_or_default();
+                set(e, "slots", most.into());
             }
             Event::Admitted { .. } | Event::StoreDown | Event::StoreUp => {}
         };

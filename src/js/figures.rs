@@ -9,6 +9,7 @@ use wasm_bindgen::prelude::*;
 use super::clock;
 use super::options::Config;
 use super::shapes::{date, to_js, Learned};
+use super::shelf;
 use crate::core::authority::LOW_REMAINING;
 use crate::core::base::histogram::{Histogram, BOUNDS_MS};
 use crate::core::gate::figures::Figures;
@@ -114,6 +115,9 @@ impl From<Rate> for RateFigures {
 #[serde(rename_all = "camelCase")]
 struct Store {
     kind: String,
+    /// In memory: whether the process's threads share the gate's state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    threads: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     calls: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -200,11 +204,12 @@ pub fn stats(gates: &mut Gates, wrapper: WrapperId, batch: Option<(f64, Option<u
         .to_owned();
         if let Some(view) = gates.view(now, gate) {
             let scope = view.scope.as_str().to_owned();
-            views.push((scope, kind, Row::from(view)));
+            let threads = matches!(view.keeping, Keeping::Memory { .. }).then_some(view.threads);
+            views.push((scope, kind, threads, Row::from(view)));
         }
     }
     let mut entries = Vec::with_capacity(views.len());
-    for (scope, kind, view) in &views {
+    for (scope, kind, threads, view) in &views {
         let f = &view.figures;
         totals.absorb(f);
         waiting += f.waiting;
@@ -246,6 +251,7 @@ pub fn stats(gates: &mut Gates, wrapper: WrapperId, batch: Option<(f64, Option<u
             learned: view.learned.map(Learned::from),
             store: Store {
                 kind: kind.clone(),
+                threads: *threads,
                 calls: counts.map(|c| c.0),
                 failures: counts.map(|c| c.1),
                 up: counts.map(|c| c.2),
@@ -306,6 +312,9 @@ struct Facts {
     store: Option<String>,
     /// In memory, whether the process's threads share it.
     threads: bool,
+    /// The memory the threads share, when they do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shelf: Option<ShelfFacts>,
     #[serde(skip_serializing_if = "Option::is_none")]
     retry: Option<RetryFacts>,
     waiting: Waiting,
@@ -316,6 +325,17 @@ struct Facts {
     learned: Vec<LearnedFacts>,
     /// The core's own numbers the sentences name.
     limits: Limits,
+}
+
+/// The table in the memory the threads share, for `describe()`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ShelfFacts {
+    /// Its slots now, and the most it grows to: one per key.
+    slots: u32,
+    most: u32,
+    /// The wrapper's keys it had no room for, kept in this thread's memory.
+    alone: usize,
 }
 
 /// The core's numbers `describe()` words: never written twice.
@@ -386,17 +406,24 @@ struct BudgetFacts {
 /// changes its limits. The bindings give the facts; `summary.js` words them.
 pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsValue {
     let now = clock::now();
-    let learned = gates
-        .gates_of(wrapper)
-        .into_iter()
-        .filter_map(|gate| {
-            let view = gates.view(now, gate)?;
-            Some(LearnedFacts {
+    let mut learned = Vec::new();
+    let mut alone = 0;
+    for gate in gates.gates_of(wrapper) {
+        let Some(view) = gates.view(now, gate) else {
+            continue;
+        };
+        alone += usize::from(view.keeping == Keeping::Memory { threads: true } && !view.threads);
+        if let Some(estimate) = view.learned {
+            learned.push(LearnedFacts {
                 scope: view.scope.as_str().to_owned(),
-                learned: view.learned?.into(),
-            })
-        })
-        .collect();
+                learned: estimate.into(),
+            });
+        }
+    }
+    let threads = config.threads && gates.shares_memory();
+    let shelf = shelf::size()
+        .filter(|_| threads)
+        .map(|(slots, most)| ShelfFacts { slots, most, alone });
     let facts = Facts {
         learned,
         rate: match config.rate {
@@ -405,7 +432,8 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
         },
         learn: matches!(config.rate, Allowance::Learned(_)),
         store: config.store.as_ref().map(|s| s.describe()),
-        threads: config.threads && gates.shares_memory(),
+        threads,
+        shelf,
         retry: config.retry.as_deref().map(RetryFacts::from),
         waiting: Waiting {
             max_wait_ms: config.max_wait_ms,

@@ -19,8 +19,12 @@
 // better, to bring what they spent over (a thread moves every key it holds as soon as it hears).
 // The main thread need not wait when it loads the package in the first EARLY_MS of the process.
 //
+// Growing. The buffer is growable (to MOST slots): a key that finds no room makes the table
+// double, under the table's lock (table.rs in the core says where keys go, so growing moves
+// none). Every thread sees the same buffer grow; its views track the length.
+//
 // Layout (one SharedArrayBuffer; offsets in bytes):
-//   0  i32 magic             4  unused              8  i32 slots        12 i32 superseded (0/1)
+//   0  i32 magic             4  i32 first segment   8  i32 slots now    12 i32 superseded (0/1)
 //   16 f64 made (Unix ms)    24 f64 tie-break       32 i32 made by the main thread (0/1)
 //   40 i32 table lock        52 i32 threads asleep on the table lock
 //   64 + i * SLOT_BYTES: slot i
@@ -45,9 +49,11 @@ import {
 } from 'node:worker_threads';
 
 const MAGIC = 0x0dd59a7e;
-const NAME = 'odds-gate/shelf/v2';
+const NAME = 'odds-gate/shelf/v3';
 const WORDS = 41;
 const SLOTS = 16384;
+// 16 times that: 262 MB of address space reserved, the memory itself only as the table grows.
+const MOST = 262144;
 const HEAD_BYTES = 64;
 const SLOT_BYTES = 16 + 3 * WORDS * 8;
 const SUPERSEDED = 3;
@@ -75,11 +81,23 @@ let turned = true;
 
 const sharedNow = () => performance.timeOrigin + performance.now();
 
+// The tests' way to a small table: [first, most] slots, set as environment data under this name
+// before the package loads.
+const SIZE = `${NAME}/size`;
+
 function make() {
-  const sab = new SharedArrayBuffer(HEAD_BYTES + SLOTS * SLOT_BYTES);
+  const [first, most] = getEnvironmentData(SIZE) ?? [SLOTS, MOST];
+  let sab;
+  try {
+    sab = new SharedArrayBuffer(HEAD_BYTES + first * SLOT_BYTES, { maxByteLength: HEAD_BYTES + most * SLOT_BYTES });
+  } catch {
+    // No address space for the most: a table that keeps its size.
+    sab = new SharedArrayBuffer(HEAD_BYTES + first * SLOT_BYTES);
+  }
   const ints = new Int32Array(sab, 0, HEAD_BYTES / 4);
   const floats = new Float64Array(sab, 0, HEAD_BYTES / 8);
-  ints[2] = SLOTS;
+  ints[1] = first;
+  ints[2] = first;
   floats[2] = sharedNow();
   floats[3] = Math.random();
   ints[8] = isMainThread ? 1 : 0;
@@ -90,8 +108,9 @@ function make() {
 function usable(sab) {
   return (
     sab instanceof SharedArrayBuffer &&
-    sab.byteLength === HEAD_BYTES + SLOTS * SLOT_BYTES &&
-    Atomics.load(new Int32Array(sab, 0, 1), 0) === MAGIC
+    sab.byteLength >= HEAD_BYTES &&
+    Atomics.load(new Int32Array(sab, 0, 1), 0) === MAGIC &&
+    sab.byteLength >= HEAD_BYTES + Atomics.load(new Int32Array(sab, 0, 3), 2) * SLOT_BYTES
   );
 }
 
@@ -165,7 +184,24 @@ try {
 
 export const words = () => WORDS;
 export const thread = () => threadId;
-export const slots = (s) => s.ints[2];
+export const first = (s) => s.ints[1];
+export const slots = (s) => Atomics.load(s.ints, 2);
+// The most slots the table can grow to.
+export const most = (s) => (s.sab.growable ? (s.sab.maxByteLength - HEAD_BYTES) / SLOT_BYTES : slots(s));
+
+// Doubles the table (the table's lock held); false at its most, or when memory cannot grow.
+export function grow(s) {
+  const n = slots(s);
+  if (2 * n > most(s)) return false;
+  try {
+    // Grown already when a holder of the table's lock died before it counted the new slots.
+    if (s.sab.byteLength < HEAD_BYTES + 2 * n * SLOT_BYTES) s.sab.grow(HEAD_BYTES + 2 * n * SLOT_BYTES);
+  } catch {
+    return false;
+  }
+  Atomics.store(s.ints, 2, 2 * n);
+  return true;
+}
 // Whether this thread may admit yet (see SETTLE_MS).
 export const settled = () => turned;
 
@@ -261,7 +297,7 @@ export function leave(s, i, held, from) {
 // The slots some key ever used.
 export function used(s) {
   const out = [];
-  for (let i = 0, n = s.ints[2]; i < n; i++) {
+  for (let i = 0, n = slots(s); i < n; i++) {
     const at = lockAt(i);
     if (s.ints[at + 1] !== 0 || s.ints[at + 2] !== 0) out.push(i);
   }

@@ -6,6 +6,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::clock;
+use crate::core::authority::table::{self, Key, Table};
 use crate::core::authority::threads::{merge, vacant, Slot, READY, WORDS};
 use crate::core::gates::scope::Scope;
 use crate::core::Millis;
@@ -27,7 +28,10 @@ extern "C" {
     fn on_move(mover: &Closure<dyn FnMut(Shelf, Shelf)>);
     fn used(s: &Shelf) -> Vec<u32>;
     fn settled() -> bool;
+    fn first(s: &Shelf) -> u32;
     fn slots(s: &Shelf) -> u32;
+    fn most(s: &Shelf) -> u32;
+    fn grow(s: &Shelf) -> bool;
     fn enter(s: &Shelf, i: u32, force: bool, high: i32, low: i32, to: u32) -> i32;
     fn leave(s: &Shelf, i: u32, held: i32, from: i32) -> bool;
     #[wasm_bindgen(js_name = holdTable)]
@@ -42,8 +46,6 @@ extern "C" {
     fn set_key(s: &Shelf, i: u32, high: i32, low: i32);
 }
 
-/// Slots looked at for a key before its gate stays the thread's own.
-const PROBES: u32 = 64;
 /// `enter` found the shelf superseded.
 const SUPERSEDED: i32 = -1;
 /// `enter` found the slot given to another key.
@@ -78,7 +80,7 @@ fn move_all(old: Shelf, new: Shelf) {
 
 /// Takes the state out of slot `i` (when it is still `key`'s), leaving it fresh, so what it
 /// holds moves exactly once.
-fn take_out(shelf: &Shelf, i: u32, key: (i32, i32)) -> Option<[f64; WORDS]> {
+fn take_out(shelf: &Shelf, i: u32, key: Key) -> Option<[f64; WORDS]> {
     let mut words = [0.0; WORDS];
     let held = enter_into(shelf, i, true, key, &mut words);
     let fresh = [0.0; WORDS];
@@ -86,7 +88,7 @@ fn take_out(shelf: &Shelf, i: u32, key: (i32, i32)) -> Option<[f64; WORDS]> {
 }
 
 /// Merges `from` (a state taken out elsewhere) into slot `j`, `key`'s.
-fn bring(shelf: &Shelf, j: u32, key: (i32, i32), from: &[f64; WORDS], now: Millis) {
+fn bring(shelf: &Shelf, j: u32, key: Key, from: &[f64; WORDS], now: Millis) {
     loop {
         let mut into = [0.0; WORDS];
         let held = enter_into(shelf, j, true, key, &mut into);
@@ -116,7 +118,7 @@ pub fn clock_offset() -> Millis {
 
 /// A scope's key in the table: 64 bits of FNV-1a over its name (itself a hash of the
 /// credential), never 0, 0.
-fn key(scope: &Scope) -> (i32, i32) {
+fn key(scope: &Scope) -> Key {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in scope.as_str().bytes() {
         h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
@@ -130,13 +132,7 @@ fn index_of(words: &[f64; WORDS]) -> u32 {
 }
 
 /// One transaction's hold on slot `i`, copying its live words into `words`.
-fn enter_into(
-    shelf: &Shelf,
-    i: u32,
-    force: bool,
-    key: (i32, i32),
-    words: &mut [f64; WORDS],
-) -> i32 {
+fn enter_into(shelf: &Shelf, i: u32, force: bool, key: Key, words: &mut [f64; WORDS]) -> i32 {
     enter(shelf, i, force, key.0, key.1, index_of(words))
 }
 
@@ -144,7 +140,7 @@ fn enter_into(
 pub struct ShelfSlot {
     shelf: Shelf,
     index: u32,
-    key: (i32, i32),
+    key: Key,
     offset: Millis,
     /// This thread may admit (it has had time to hear of the others).
     settled: bool,
@@ -199,47 +195,55 @@ impl ShelfSlot {
     }
 }
 
-/// The slot of `key` on `shelf`, claiming one if it has none. Under the table's lock, so two
-/// threads never claim two slots for one key.
-fn locate(shelf: &Shelf, key: (i32, i32), now: Millis) -> Option<u32> {
-    let table = hold_table(shelf);
-    let n = slots(shelf);
-    let start = (key.1 as u32) % n;
-    let probes = PROBES.min(n);
-    let at = |k: u32| (start + k) % n;
-    let mut found = None;
-    let mut spare = None;
-    for k in 0..probes {
-        let slot_key = (key_high(shelf, at(k)), key_low(shelf, at(k)));
-        if slot_key == key {
-            found = Some(at(k));
-            break;
-        }
-        if slot_key == (0, 0) {
-            spare = Some(at(k));
-            break;
-        }
-    }
-    // No slot yet and none never used: one whose state is worth nothing now will do.
-    if found.is_none() && spare.is_none() {
-        spare = (0..probes).map(at).find(|&i| claimable(shelf, i, now));
-    }
-    let index = found.or_else(|| spare.inspect(|&i| give(shelf, i, key)));
-    release_table(shelf, table);
+/// The slot of `key` on `shelf`, claiming one if it has none (see [`table`]). Under the table's
+/// lock, so two threads never claim two slots for one key.
+fn locate(shelf: &Shelf, key: Key, now: Millis) -> Option<u32> {
+    let held = hold_table(shelf);
+    let index = table::locate(&mut Held { shelf, now }, key);
+    release_table(shelf, held);
     index
 }
 
-/// Whether slot `i` holds nothing worth keeping.
-fn claimable(shelf: &Shelf, i: u32, now: Millis) -> bool {
-    let mut words = [0.0; WORDS];
-    let held = enter_into(shelf, i, true, (0, 0), &mut words);
-    let idle = vacant(&mut words, now);
-    leave(shelf, i, held, -1);
-    idle
+/// The shelf's table, its lock held, at `now` on the shared clock.
+struct Held<'a> {
+    shelf: &'a Shelf,
+    now: Millis,
+}
+
+impl Table for Held<'_> {
+    fn first(&self) -> u32 {
+        first(self.shelf)
+    }
+    fn slots(&self) -> u32 {
+        slots(self.shelf)
+    }
+    fn key(&self, i: u32) -> Key {
+        (key_high(self.shelf, i), key_low(self.shelf, i))
+    }
+    /// Its state holds nothing worth keeping.
+    fn vacant(&mut self, i: u32) -> bool {
+        let mut words = [0.0; WORDS];
+        let held = enter_into(self.shelf, i, true, (0, 0), &mut words);
+        let idle = vacant(&mut words, self.now);
+        leave(self.shelf, i, held, -1);
+        idle
+    }
+    fn give(&mut self, i: u32, key: Key) {
+        give(self.shelf, i, key);
+    }
+    fn grow(&mut self) -> bool {
+        grow(self.shelf)
+    }
+}
+
+/// The slots on the shelf the threads share now, and the most it can grow to: `None` where
+/// memory cannot be shared.
+pub fn size() -> Option<(u32, u32)> {
+    current().map(|s| (slots(&s), most(&s)))
 }
 
 /// Gives slot `i` to `key`, fresh (held, so a gate still naming it sees the change at once).
-fn give(shelf: &Shelf, i: u32, key: (i32, i32)) {
+fn give(shelf: &Shelf, i: u32, key: Key) {
     let mut words = [0.0; WORDS];
     let held = enter_into(shelf, i, true, (0, 0), &mut words);
     set_key(shelf, i, key.0, key.1);

@@ -1,8 +1,8 @@
 // describe(): the checklist's configuration summary, worded here from the facts the bindings
 // pass (`rate` (null when learned without a ceiling), `learn`, `threads`, `waiting`, `metrics`,
-// the core's `limits`, and `store`, `retry`, `budget` when configured), so the sentences live in
-// JavaScript rather than in the wasm module. `text` is one line per field, under the labels
-// the checklist uses.
+// the core's `limits`, and `store`, `retry`, `budget`, `shelf` (the threads' table) when there),
+// so the sentences live in JavaScript rather than in the wasm module. `text` is one line per
+// field, under the labels the checklist uses.
 
 const LABELS = [
   ['scope', 'scope'], ['store', 'store'], ['admission', 'admission'], ['feedback', 'feedback'],
@@ -11,11 +11,13 @@ const LABELS = [
 ];
 
 /** The summary object, with its `text`. */
-export function summary({ rate, learn, store, threads, retry, budget, waiting, metrics, learned, limits }) {
+export function summary({ rate, learn, store, threads, shelf, retry, budget, waiting, metrics, learned, limits }) {
   const s = { rate, learn };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
   s.store = store ?? (threads
     ? 'in-process memory shared by every thread of the process (SharedArrayBuffer): one allowance per process, worker threads included; other processes have their own'
+      + `; a slot per key, ${shelf.slots} now, at most ${shelf.most} (the table doubles while busy keys need more; an idle key's slot goes to the next)`
+      + (shelf.alone ? `; ${shelf.alone} of this wrapper's keys found all ${shelf.most} busy and keep${shelf.alone === 1 ? 's' : ''} an allowance of their own in this thread (stats().gates[i].store.threads false)` : '')
     : 'in-process memory of this thread only (threads: false); other threads and processes have their own allowance');
   s.admission = `cooldown first, then token bucket; in call order (a retry keeps its place); one timer for every gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < ${limits.lowRemaining * 100}% of limit)`;
   s.feedback = retry
@@ -36,7 +38,7 @@ export function summary({ rate, learn, store, threads, retry, budget, waiting, m
     ? `shared per gate: ${budget.capacity} tokens, a 429 retry costs ${budget.throttleCost}, a transient one ${budget.transientCost}, success refunds the retry's cost (+${budget.successRefill} for a first-time success); batch({ retryBudget }) adds a fixed allowance per round`
     : 'none';
   s.quota = `a 429 naming the quota, or ${limits.suspiciousRun} bare 429s in a row, triggers one GET /usage per gate, through its line (after an answer that confirms nothing, the next waits ${limits.probeBaseMs / 1000} s, doubling to ${limits.probeCapMs / 1000} s); used >= limit fails calls fast with QuotaExhaustedError until the period ends or resetQuota()`;
-  s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms, what was learned; onEvent: throttled, retry, abandoned, quota-probe, learned, store-down/up';
+  s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms, what was learned; onEvent: throttled, retry, abandoned, quota-probe, learned, store-down/up, shared-memory-full';
   if (metrics) s.metrics += '; OpenTelemetry: the odds_gate.* counters, gauges and histograms on the given meter';
   if (learn) {
     const round = (n) => Number(n.toFixed(3));

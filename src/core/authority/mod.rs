@@ -14,6 +14,7 @@
 //! [`ThreadAuthority`]: crate::core::authority::threads::ThreadAuthority
 
 pub mod memory;
+pub mod table;
 pub mod threads;
 
 use crate::core::rules::allowance::Rate;

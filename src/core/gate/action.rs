@@ -161,6 +161,9 @@ pub enum Event {
     StoreDown,
     /// The shared store answers again.
     StoreUp,
+    /// The memory the process's threads share had no room for the gate's key: its allowance
+    /// is this thread's alone (told once, as the gate is made).
+    NoRoom,
 }
 
 impl Event {

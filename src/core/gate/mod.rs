@@ -188,8 +188,7 @@ impl Gate {
         Gate::with(Keeper::Memory(Box::new(authority)), rate, budget, random).for_threads()
     }
 
-    /// Marks a gate as made for wrappers that share it with the process's threads (a gate in
-    /// this thread's memory is, when the shared memory had no room for its key).
+    /// Marks a gate as made for wrappers that share it with the process's threads.
     pub fn for_threads(self) -> Gate {
         Gate {
             threads: true,
@@ -197,7 +196,14 @@ impl Gate {
         }
     }
 
-    /// Whether the gate was made for wrappers that share it with the process's threads.
+    /// A gate in this thread's memory, made for wrappers that share it with the process's
+    /// threads when the memory they share had no room for its key: it says so, once.
+    pub fn no_room(mut self) -> Gate {
+        self.actions.push_back(Action::Event(Event::NoRoom));
+        self
+    }
+
+    /// Whether the process's threads share the gate's state.
     pub fn shared_by_threads(&self) -> bool {
         self.threads
     }

@@ -25,6 +25,9 @@ pub struct GateView<'a> {
     pub learned: Option<Estimate>,
     /// Where its state lives.
     pub keeping: Keeping,
+    /// The process's threads share its state (not so for a key the memory they share had no
+    /// room for).
+    pub threads: bool,
     /// Store operations sent, failures, and whether the store answers now.
     pub store: Option<(u64, u64, bool)>,
     /// Whether a wake-up is due.
@@ -103,6 +106,7 @@ impl Gates {
             rate: e.gate.rate(),
             learned: e.gate.learned(now),
             keeping: e.keeping,
+            threads: e.gate.shared_by_threads(),
             store: e.gate.store_counts(),
             timer_armed: e.due.is_some(),
             scope: &e.scope,

@@ -189,7 +189,10 @@ impl Gates {
                     learn: profile.learns(),
                 };
                 match self.home.slot(scope) {
-                    None => Gate::new(rate, profile.budget, now, random).for_threads(),
+                    None if self.home.shares_memory() => {
+                        Gate::new(rate, profile.budget, now, random).no_room()
+                    }
+                    None => Gate::new(rate, profile.budget, now, random),
                     Some(slot) => {
                         let (thread, offset) = (self.home.thread(), self.home.offset());
                         match ThreadAuthority::join(slot, settings, thread, offset) {

@@ -21,6 +21,8 @@ pub struct SimHome {
     seed: u64,
     thread: u32,
     shelf: Option<Shelf>,
+    /// The most keys the shelf holds.
+    room: usize,
 }
 
 impl SimHome {
@@ -30,6 +32,7 @@ impl SimHome {
             seed,
             thread: 1,
             shelf: None,
+            room: usize::MAX,
         }
     }
 
@@ -39,7 +42,14 @@ impl SimHome {
             seed,
             thread,
             shelf: Some(shelf),
+            room: usize::MAX,
         }
+    }
+
+    /// The same thread, on a shelf with room for `keys` keys (every thread sharing it must say
+    /// the same): a key past them gets no slot.
+    pub fn with_room(self, keys: usize) -> SimHome {
+        SimHome { room: keys, ..self }
     }
 }
 
@@ -71,6 +81,14 @@ impl Home for SimHome {
     }
     fn slot(&mut self, scope: &Scope) -> Option<Box<dyn Slot>> {
         let shelf = self.shelf.clone()?;
+        {
+            let mut keys = shelf.borrow_mut();
+            if !keys.contains_key(scope) && keys.len() >= self.room {
+                return None;
+            }
+            keys.entry(scope.clone())
+                .or_insert_with(|| Box::new([0.0; WORDS]));
+        }
         Some(Box::new(SimSlot {
             shelf,
             scope: scope.clone(),
