@@ -218,6 +218,10 @@ test('a spent monthly quota: one /usage call, every worker stops with QuotaExhau
     const before = server.attempts;
     await assert.rejects(client.getOddsSnapshot('later'), QuotaExhaustedError);
     assert.equal(quotaApi.stats().attempts, before, 'new calls fail fast without reaching the API');
+    // The account endpoints still answer: how one checks the quota is never refused for it.
+    const usage = await client.getUsage();
+    assert.equal(usage.api_credits_used >= usage.api_credits_limit, true, JSON.stringify(usage));
+    assert.equal(quotaApi.stats().usageCalls, 2);
     assert.equal(fetchImpl.stats().gates[0].quota.state, 'exhausted');
     fetchImpl.resetQuota();
     assert.equal(fetchImpl.stats().gates[0].quota.state, 'open');

@@ -686,6 +686,62 @@ fn the_line_stops_at_the_first_quota_answer_until_the_probe_has_spoken() {
 }
 
 #[test]
+fn account_calls_pass_a_spent_quota_through_the_line() {
+    // Three bare 429s; the probe finds the quota spent. Then a GET /usage (call 3) is admitted
+    // and answered, while a snapshot (call 4) fails fast, unsent.
+    let mut h = Harness::new(
+        gate(1.0, 2.0, None),
+        Box::new(|_, i, _| match i {
+            3 => Reply::ok(),
+            _ => Reply::status(429, &[]),
+        }),
+    );
+    h.usage = Some(Usage {
+        used: 5.0,
+        limit: 5.0,
+        period_end: None,
+    });
+    for _ in 0..3 {
+        h.start_at(0.0, defaults());
+    }
+    h.run();
+    assert!((0..3).all(|i| h.end(i) == Some(End::Exhausted { until: None })));
+    let account = CallSpec {
+        account: true,
+        ..defaults()
+    };
+    let at = h.now;
+    h.start_at(at, account.clone());
+    h.start_at(at, defaults());
+    h.run();
+    assert_eq!(h.end(3), Some(End::Deliver));
+    assert_eq!(h.attempts_of(3).len(), 1, "through the line, one token");
+    assert_eq!(h.end(4), Some(End::Exhausted { until: None }));
+    assert!(h.attempts_of(4).is_empty());
+    // Calls waiting in line when the quota closes: the account call stays and goes.
+    let mut h = Harness::new(
+        gate(1.0, 1.0, None),
+        Box::new(|_, i, _| match i {
+            4 => Reply::ok(),
+            _ => Reply::status(429, &[]),
+        }),
+    );
+    h.usage = Some(Usage {
+        used: 5.0,
+        limit: 5.0,
+        period_end: None,
+    });
+    for _ in 0..3 {
+        h.start_at(0.0, defaults());
+    }
+    h.start_at(0.0, defaults());
+    h.start_at(0.0, account);
+    h.run();
+    assert_eq!(h.end(3), Some(End::Exhausted { until: None }));
+    assert_eq!(h.end(4), Some(End::Deliver));
+}
+
+#[test]
 fn probes_that_confirm_nothing_are_spaced_by_the_backoff() {
     // 429s without Retry-After for 20 s, and /usage failing every time.
     let mut h = Harness::new(

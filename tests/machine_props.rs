@@ -153,6 +153,7 @@ fn run(s: &Scenario) -> Harness {
             // Some calls scout their route, waiting at the front of the line: that must break
             // none of these properties either.
             scout: plan.replayable && !plan.retry,
+            account: false,
             behind_scout: false,
         };
         let index = h.start_at(plan.at, spec);

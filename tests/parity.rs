@@ -159,8 +159,9 @@ fn load(connection: &mut Connection) -> String {
 
 #[derive(Debug, Clone)]
 enum Step {
-    /// An admission for this many waiting requests, after what a response said.
-    Admit(u32, Option<(u64, u64)>),
+    /// An admission for this many waiting requests, after what a response said; an account
+    /// call's (past a spent quota) when true.
+    Admit(u32, Option<(u64, u64)>, bool),
     /// An admission with a learning gate's count: exactly (or at most) this many tokens, as
     /// of the request admitted this many admissions back.
     Counted(bool, f64, usize),
@@ -188,8 +189,8 @@ fn step() -> impl Strategy<Value = Step> {
     )
         .prop_map(|(burst, per_second)| Rate::new(burst, per_second).unwrap());
     prop_oneof![
-        6 => (prop::sample::select(vec![1u32, 1, 2, 3, 64]), seen.clone())
-            .prop_map(|(want, seen)| Step::Admit(want, seen)),
+        6 => (prop::sample::select(vec![1u32, 1, 2, 3, 64]), seen.clone(), prop::bool::weighted(0.2))
+            .prop_map(|(want, seen, account)| Step::Admit(want, seen, account)),
         2 => (any::<bool>(), counts.clone(), 0usize..5)
             .prop_map(|(exactly, n, back)| Step::Counted(exactly, n, back)),
         2 => (0usize..4).prop_map(Step::Resume),
@@ -270,9 +271,10 @@ fn compare(
                 }
                 continue;
             }
-            Step::Admit(want, seen) => Op::Admit {
+            Step::Admit(want, seen, account) => Op::Admit {
                 id: i as u64,
                 want: *want,
+                account: *account,
                 seen: match remaining(*seen) {
                     Some(remaining) => {
                         told = None;
@@ -291,6 +293,7 @@ fn compare(
                     id: i as u64,
                     want: 1,
                     seen: Some(Seen::Count(count, number(&numbers, *back))),
+                    account: false,
                 }
             }
             Step::Resume(back) => Op::Resume {
@@ -402,13 +405,13 @@ fn a_rate_change_reaches_the_store_with_the_next_operation() {
     let mut connection = Connection::open(server.port);
     let sha = load(&mut connection);
     let (slow, fast) = (Rate::new(1.0, 1.0).unwrap(), Rate::new(1.0, 10.0).unwrap());
-    let start = [(0.0, Step::Admit(1, None)), (0.0, Step::Resume(0))];
+    let start = [(0.0, Step::Admit(1, None, false)), (0.0, Step::Resume(0))];
     // Changed at 500 ms, told at 500 ms: half a token at 1/s, the other half at 10/s.
     // Changed at 500 ms, told at 900 ms: 0.9 of a token at 1/s, the rest at 10/s.
     for (i, (told_after, wait)) in [(0.0, 50.0), (400.0, 10.0)].into_iter().enumerate() {
         let mut steps = start.to_vec();
         steps.push((500.0, Step::Tune(fast, None)));
-        steps.push((told_after, Step::Admit(1, None)));
+        steps.push((told_after, Step::Admit(1, None, false)));
         let key = format!("og:{{parity-example-{i}}}:gate");
         let (answers, _) = compare(&mut connection, &sha, &key, slow, None, &steps).unwrap();
         assert_eq!(answers.last(), Some(&Answer::Wait(wait)), "{steps:?}");

@@ -91,12 +91,12 @@ impl JsCall {
     /// A gate's probe, made beside this call's request: `GET /usage` with its credential.
     pub fn probe(&self) -> JsCall {
         let config = self.config.clone();
+        let (credential, _, _, request_url) = headers::request(&self.input, &self.init);
         let url = config
             .usage_url
             .clone()
-            .or_else(|| usage_url_for(&headers::request_url(&self.input)));
+            .or_else(|| usage_url_for(&request_url));
         let request = url.map(|url| {
-            let (credential, _, _) = headers::request(&self.input, &self.init);
             let headers = js_sys::Object::new();
             set(&headers, "Accept", "application/json".into());
             if let Some(key) = credential.api_key {

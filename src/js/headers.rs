@@ -24,9 +24,6 @@ pub struct Credential {
 extern "C" {
     #[wasm_bindgen(js_name = requestFacts)]
     fn request_facts(input: &JsValue, init: &JsValue) -> String;
-    /// The URL of a `fetch(input, init)` call, as a string.
-    #[wasm_bindgen(js_name = requestUrl)]
-    pub fn request_url(input: &JsValue) -> String;
     /// The caller's signal: `init.signal`, else a `Request`'s.
     #[wasm_bindgen(js_name = callerSignal)]
     pub fn caller_signal(input: &JsValue, init: &JsValue) -> Option<web_sys::AbortSignal>;
@@ -50,12 +47,14 @@ fn present(value: &str) -> Option<String> {
     (value != NONE).then(|| value.to_string())
 }
 
-/// The credential, idempotency key, method and kind of body of a `fetch(input, init)` call. As
-/// in `fetch`, `init.headers` replaces the headers of a `Request` passed as `input`.
-pub fn request(input: &JsValue, init: &JsValue) -> (Credential, String, Body) {
+/// The credential, idempotency key, method, kind of body and URL of a `fetch(input, init)`
+/// call, in one crossing. As in `fetch`, `init.headers` replaces the headers of a `Request`
+/// passed as `input`.
+pub fn request(input: &JsValue, init: &JsValue) -> (Credential, String, Body, String) {
     let facts = request_facts(input, init);
-    // Bytes, not chars: the separator is ASCII, and every part stays valid UTF-8.
-    let mut parts = facts.as_bytes().split(|&b| b == 0);
+    // Bytes, not chars: the separator is ASCII, and every part stays valid UTF-8. The URL
+    // comes last, whole (a NUL in it stays in it).
+    let mut parts = facts.as_bytes().splitn(6, |&b| b == 0);
     let mut next = || {
         parts
             .next()
@@ -74,7 +73,12 @@ pub fn request(input: &JsValue, init: &JsValue) -> (Credential, String, Body) {
         "o" => Body::OneShot,
         _ => Body::None,
     };
-    (credential, method, body)
+    let url = parts
+        .next()
+        .and_then(|part| std::str::from_utf8(part).ok())
+        .unwrap_or_default()
+        .to_string();
+    (credential, method, body, url)
 }
 
 /// A lookup into a response's headers for the gate: one call into JavaScript per name asked,

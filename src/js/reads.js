@@ -18,7 +18,7 @@ function bodyKind(input, init, isObject) {
   return 'o';
 }
 
-/** `x-api-key \0 authorization \0 idempotency-key? \0 method \0 body` of a fetch(input, init) call. */
+/** `x-api-key \0 authorization \0 idempotency-key? \0 method \0 body \0 url` of a fetch(input, init) call. */
 export function requestFacts(input, init) {
   const isObject = (v) => v !== null && typeof v === 'object';
   let headers = isObject(init) ? init.headers : undefined;
@@ -45,11 +45,11 @@ export function requestFacts(input, init) {
     }
   }
   const method = [init, input].find((v) => isObject(v) && typeof v.method === 'string')?.method ?? 'GET';
-  return `${key}\0${auth}\0${idempotent}\0${method}\0${bodyKind(input, init, isObject)}`;
+  return `${key}\0${auth}\0${idempotent}\0${method}\0${bodyKind(input, init, isObject)}\0${requestUrl(input)}`;
 }
 
 /** The URL of a fetch(input, init) call, as a string ('' when it has none: fetch will say so). */
-export function requestUrl(input) {
+function requestUrl(input) {
   if (typeof input === 'string') return input;
   if (input instanceof URL) return input.href;
   if (input !== null && typeof input === 'object' && typeof input.url === 'string') return input.url;

@@ -232,13 +232,9 @@ impl Transport {
         if self.config.fetch.is_none() {
             global_fetch().map_err(Err)?;
         }
-        let (credential, method, body) = headers::request(&input, &init);
+        // The URL tells limiters apart by route, and account calls (`GET /usage`) from others.
+        let (credential, method, body, url) = headers::request(&input, &init);
         let driver = driver();
-        // The URL is read only when the gates tell limiters apart by route.
-        let url = match driver.with(|g| g.learns(self.wrapper)) {
-            true => headers::request_url(&input),
-            false => String::new(),
-        };
         let request = Request {
             api_key: credential.api_key.as_deref(),
             authorization: credential.authorization.as_deref(),

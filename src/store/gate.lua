@@ -129,7 +129,8 @@ if op == 'admit' then
   -- ARGV[7] the (first) admission's name; ARGV[8], ARGV[9] what a response said first (""
   -- for nothing): a limit and remaining count to pace by, or `is`/`max` and a learning gate's
   -- count of tokens; ARGV[10] how many wait to go; ARGV[11] the number of the request the
-  -- count answered. Quota first, then cooldown, then as many tokens as are there, up to that
+  -- count answered; ARGV[12] "1" for an account call (GET /usage, /limits), which the quota
+  -- does not hold. Quota first, then cooldown, then as many tokens as are there, up to that
   -- many (the answer's fourth number; the fifth is the first one's number).
   if ARGV[8] == 'is' or ARGV[8] == 'max' then
     recount(ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[11]))
@@ -138,7 +139,7 @@ if op == 'admit' then
     local remaining = tonumber(ARGV[9])
     if limit and remaining then pace(limit, remaining) end
   end
-  if quota > now then
+  if quota > now and ARGV[12] ~= '1' then
     answer = {'exhausted', quota - now, 0}
   elseif now < cooldown then
     answer = {'wait', math.max(cooldown - now, 1), 0}

@@ -82,7 +82,12 @@ pub fn args(
 ) -> Vec<String> {
     let maybe = |n: Option<f64>| n.map_or(String::new(), number);
     let (name, extra) = match op {
-        Op::Admit { id, want, seen } => {
+        Op::Admit {
+            id,
+            want,
+            seen,
+            account,
+        } => {
             let (kind, value, at) = match seen {
                 Some(Seen::Remaining(r)) => (
                     number(r.limit as f64),
@@ -94,9 +99,10 @@ pub fn args(
                 None => (String::new(), String::new(), String::new()),
             };
             let want = number(f64::from(*want));
+            let account = if *account { "1" } else { "" }.to_owned();
             (
                 "admit",
-                vec![admission_name(process, *id), kind, value, want, at],
+                vec![admission_name(process, *id), kind, value, want, at, account],
             )
         }
         Op::Resume { id } => ("resume", vec![admission_name(process, *id)]),
@@ -192,11 +198,12 @@ mod tests {
             id: 1,
             want: 3,
             seen: None,
+            account: true,
         };
         let a = args(&admit, rate, Some(500.0), Some(10.0), "p", &text);
         assert_eq!(
             a,
-            ["admit", "10", "2", "500", "1000", "500", "p-1", "", "", "3", ""]
+            ["admit", "10", "2", "500", "1000", "500", "p-1", "", "", "3", "", "1"]
         );
         let observe = Op::Observe {
             cooldown_ms: Some(1000.0),

@@ -213,7 +213,12 @@ impl MemoryAuthority {
 impl Authority for MemoryAuthority {
     fn apply(&mut self, now: Millis, op: &Op) -> Answer {
         match *op {
-            Op::Admit { id, want, seen } => {
+            Op::Admit {
+                id,
+                want,
+                seen,
+                account,
+            } => {
                 match seen {
                     Some(Seen::Remaining(remaining)) => self.observe(now, None, Some(remaining)),
                     Some(Seen::Count(count, at)) => {
@@ -221,7 +226,7 @@ impl Authority for MemoryAuthority {
                     }
                     None => {}
                 }
-                if self.quota_until > now {
+                if self.quota_until > now && !account {
                     Answer::Exhausted(self.quota_until - now)
                 } else if now < self.cooldown_until {
                     Answer::Wait((self.cooldown_until - now).max(1.0))
@@ -294,13 +299,14 @@ impl Authority for MemoryAuthority {
 
 impl Immediate for MemoryAuthority {
     /// One line, so first come is first served already.
-    fn admit(&mut self, now: Millis, id: AdmissionId, _since: Millis) -> Answer {
+    fn admit(&mut self, now: Millis, id: AdmissionId, _since: Millis, account: bool) -> Answer {
         self.apply(
             now,
             &Op::Admit {
                 id,
                 want: 1,
                 seen: None,
+                account,
             },
         )
     }
@@ -348,6 +354,7 @@ mod tests {
                 id,
                 want: 1,
                 seen: None,
+                account: false,
             },
         )
     }
@@ -390,6 +397,7 @@ mod tests {
             id,
             want,
             seen: None,
+            account: false,
         };
         // From a full bucket: three of five, and the refill waits for the first's response.
         assert_eq!(
@@ -499,10 +507,19 @@ mod tests {
             Answer::QuotaSet(1_000.0)
         );
         assert_eq!(admit(&mut a, 400.0, 1), Answer::Exhausted(600.0));
-        assert!(matches!(admit(&mut a, 1_000.0, 1), Answer::Admitted { .. }));
-        a.apply(0.0, &Op::Quota { ms: 5.0 });
-        a.apply(0.0, &Op::Quota { ms: 0.0 });
-        assert!(matches!(admit(&mut a, 1.0, 2), Answer::Admitted { .. }));
+        // An account call is not held by it: it takes a token as any call does.
+        let account = Op::Admit {
+            id: 1,
+            want: 1,
+            seen: None,
+            account: true,
+        };
+        assert!(matches!(a.apply(400.0, &account), Answer::Admitted { .. }));
+        assert_eq!(admit(&mut a, 400.0, 2), Answer::Exhausted(600.0));
+        assert!(matches!(admit(&mut a, 1_000.0, 3), Answer::Admitted { .. }));
+        a.apply(3_000.0, &Op::Quota { ms: 5.0 });
+        a.apply(3_000.0, &Op::Quota { ms: 0.0 });
+        assert!(matches!(admit(&mut a, 3_001.0, 4), Answer::Admitted { .. }));
     }
 
     #[test]

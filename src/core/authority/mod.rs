@@ -42,6 +42,9 @@ pub enum Op {
         /// What a recent response said of the tokens, not yet told (applied first): it rides
         /// along rather than cost a round trip.
         seen: Option<Seen>,
+        /// An account call (`GET /usage`, `/limits`): the quota's closure does not hold it,
+        /// since it is how one checks the quota.
+        account: bool,
     },
     /// The response to admission `id` came back: if it paused the refill, the refill restarts.
     Resume {
@@ -149,9 +152,10 @@ pub trait Authority {
 /// An authority that answers at once, in this process: the gate's own memory, or a slot the
 /// threads of the process share. The gate asks it directly, not through a store link.
 pub trait Immediate: Authority {
-    /// May the head of the line, there since `since`, go now? [`Op::Admit`], plus whatever
-    /// keeps the order fair between the lines that share the state.
-    fn admit(&mut self, now: Millis, id: AdmissionId, since: Millis) -> Answer;
+    /// May the head of the line, there since `since`, go now (an `account` call past a spent
+    /// quota)? [`Op::Admit`], plus whatever keeps the order fair between the lines that share
+    /// the state.
+    fn admit(&mut self, now: Millis, id: AdmissionId, since: Millis, account: bool) -> Answer;
     /// When the caller with `ahead` others in front of it could be admitted.
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis;
     /// Whether the head of the line could have gone by `at` (at most `now`), had its wake-up

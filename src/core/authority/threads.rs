@@ -324,10 +324,16 @@ impl ThreadAuthority {
 impl Authority for ThreadAuthority {
     fn apply(&mut self, now: Millis, op: &Op) -> Answer {
         let op = match *op {
-            Op::Admit { id, want, seen } => Op::Admit {
+            Op::Admit {
+                id,
+                want,
+                seen,
+                account,
+            } => Op::Admit {
                 id: self.salted(id),
                 want,
                 seen,
+                account,
             },
             Op::Resume { id } => Op::Resume {
                 id: self.salted(id),
@@ -343,7 +349,7 @@ impl Immediate for ThreadAuthority {
     /// until the earlier one has asked (looking again every eighth of a token interval, at
     /// most 20 ms, once it is due). A claim not renewed within one token interval (at most
     /// [`GRACE_MS`]) of its time lapses: its thread died, or its line emptied.
-    fn admit(&mut self, now: Millis, id: AdmissionId, since: Millis) -> Answer {
+    fn admit(&mut self, now: Millis, id: AdmissionId, since: Millis, account: bool) -> Answer {
         let me = f64::from(self.thread);
         let id = self.salted(id);
         let since = since + self.offset;
@@ -364,6 +370,7 @@ impl Immediate for ThreadAuthority {
                         id,
                         want: 1,
                         seen: None,
+                        account,
                     },
                 );
                 match answer {

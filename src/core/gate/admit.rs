@@ -47,6 +47,7 @@ impl Gate {
             return false;
         };
         let (deadline, reason) = call.admission_deadline();
+        let account = call.spec.account;
         let since = match call.stage {
             Stage::Queued { since, .. } => since,
             _ => now,
@@ -100,9 +101,9 @@ impl Gate {
                 }
                 // A learning gate's bucket is a guess: taken in one go, a guess too high
                 // costs as many 429s as it took. It asks for one at a time.
-                let want = match self.learner {
-                    Some(_) => 1,
-                    None => self.line.len().clamp(1, STORE_BATCH),
+                let want = match (&self.learner, account) {
+                    (Some(_), _) | (_, true) => 1,
+                    (None, false) => self.line.len().clamp(1, STORE_BATCH),
                 };
                 self.next_admission += want as AdmissionId;
                 let op = link.send(now, store_link::Purpose::Admit(id));
@@ -113,16 +114,17 @@ impl Gate {
                         id,
                         want: want as u32,
                         seen,
+                        account,
                     },
                 });
                 return true;
             }
         };
-        let mut answer = authority.admit(now, id, since);
+        let mut answer = authority.admit(now, id, since, account);
         // A token due within a timer's tolerance is taken now.
         if let Answer::Wait(ms) = answer {
             if ms <= EARLY_MS {
-                answer = authority.admit(now + ms, id, since);
+                answer = authority.admit(now + ms, id, since, account);
             }
         }
         match answer {
@@ -149,9 +151,11 @@ impl Gate {
     }
 
     /// Whether `head` waits for the quota's probe: from the answer that raised the suspicion
-    /// to the probe's end, nothing else is sent (each would likely be one more quota 429).
+    /// to the probe's end, nothing but account calls is sent (each other would likely be one
+    /// more quota 429).
     fn held_for_probe(&self, head: super::CallId) -> bool {
-        self.probe.is_some_and(|probe| probe != head)
+        let account = self.calls.get(head).is_some_and(|c| c.spec.account);
+        self.probe.is_some_and(|probe| probe != head) && !account
     }
 
     /// Whether the head could have gone by `at` (at most `now`), in this process's memory.

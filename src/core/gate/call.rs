@@ -38,6 +38,9 @@ pub struct CallSpec {
     ///
     /// [`Action::Route`]: super::action::Action::Route
     pub scout: bool,
+    /// An account call (`GET /usage`, `/limits`): never refused for the quota, which it is how
+    /// one checks, nor held while the quota's probe is out.
+    pub account: bool,
     /// Its route's scout is out: the call waits beside the line ([`Stage::BehindScout`]) until
     /// the scout's answer lets it into this gate's line or moves it to its limiter's gate. It
     /// counts as waiting (`maxWaiting` judges it as it comes).

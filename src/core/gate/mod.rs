@@ -349,7 +349,8 @@ impl Gate {
     /// Puts a call (new, or back from an attempt) in line, or settles it if it cannot be
     /// admitted.
     fn join(&mut self, now: Millis, id: CallId) {
-        if let QuotaState::Exhausted { until } = self.quota.state(now) {
+        let account = self.calls.get(id).is_some_and(|c| c.spec.account);
+        if let (QuotaState::Exhausted { until }, false) = (self.quota.state(now), account) {
             self.figures.quota_rejected += 1;
             return self.settle(now, id, End::Exhausted { until });
         }
@@ -534,10 +535,14 @@ impl Gate {
                 continue;
             };
             let end = end(c);
-            self.line.left();
             if let End::Exhausted { .. } = end {
+                if c.spec.account {
+                    // An account call is how one checks the quota: it stays.
+                    continue;
+                }
                 self.figures.quota_rejected += 1;
             }
+            self.line.left();
             self.settle(now, call, end);
         }
         let calls = &self.calls;

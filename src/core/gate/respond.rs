@@ -487,7 +487,7 @@ impl Gate {
             self.awaiting_probe.push(call);
             return;
         }
-        if let QuotaState::Exhausted { until } = self.quota.state(now) {
+        if let (QuotaState::Exhausted { until }, false) = (self.quota.state(now), c.spec.account) {
             self.figures.quota_rejected += 1;
             return self.settle(now, call, End::Exhausted { until });
         }

@@ -43,7 +43,7 @@ use crate::core::gate::store_link::{StoreReply, StoreSettings};
 use crate::core::gate::{BodyFacts, CallId, Gate};
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::classify::{Body, Failure};
-use crate::core::rules::quota::Usage;
+use crate::core::rules::quota::{asks_account, Usage};
 use crate::core::rules::routes::{route_of, Role, Routes};
 use crate::core::Millis;
 
@@ -205,6 +205,7 @@ impl Gates {
             max_wait_ms: profile.max_wait_ms,
             max_waiting: profile.max_waiting,
             reports_wait: profile.reports_wait,
+            account: asks_account(request.method, request.url),
             scout: false,
             behind_scout: false,
         };

@@ -66,11 +66,6 @@ impl Gates {
         self.wrappers.get(wrapper).map(|w| &w.profile)
     }
 
-    /// Whether `wrapper` learns its allowance (its calls' URLs are read, for their routes).
-    pub fn learns(&self, wrapper: WrapperId) -> bool {
-        self.profile(wrapper).is_some_and(Profile::learns)
-    }
-
     /// Whether memory is shared by the process's threads here.
     pub fn shares_memory(&self) -> bool {
         self.home.shares_memory()

@@ -41,6 +41,14 @@ pub fn usage_url_for(request_url: &str) -> Option<String> {
     Some(format!("{}/usage", request_url.get(..path_start + at)?))
 }
 
+/// Whether a request asks about the account rather than spend it: `GET` of a path ending in
+/// `/usage` or `/limits`.
+pub fn asks_account(method: &str, url: &str) -> bool {
+    let path = url.split(['?', '#']).next().unwrap_or_default();
+    let path = path.trim_end_matches('/');
+    method.eq_ignore_ascii_case("GET") && (path.ends_with("/usage") || path.ends_with("/limits"))
+}
+
 /// Whether `url` can be a `/usage` address: absolute `http:` or `https:`, with a host, no
 /// spaces or control characters.
 pub fn valid_usage_url(url: &str) -> bool {
@@ -214,6 +222,25 @@ impl QuotaWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn account_calls_are_gets_of_usage_and_limits() {
+        let base = "https://api.odds-api.net/v1";
+        for (method, path, account) in [
+            ("GET", "/usage", true),
+            ("get", "/limits/?x=1", true),
+            ("GET", "/usage#top", true),
+            ("POST", "/usage", false),
+            ("GET", "/events/usage-stats", false),
+            ("GET", "/events/e1/odds/snapshot", false),
+        ] {
+            assert_eq!(
+                asks_account(method, &format!("{base}{path}")),
+                account,
+                "{method} {path}"
+            );
+        }
+    }
 
     #[test]
     fn finds_usage_beside_any_known_route() {

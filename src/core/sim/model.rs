@@ -243,6 +243,7 @@ impl ArticleGate {
             id,
             want: 1,
             seen: None,
+            account: false,
         };
         match self.authority.apply(now, &admit) {
             Answer::Admitted { .. } => {

@@ -415,14 +415,13 @@ impl World {
             How::Wrapper(call) => {
                 let p = call.process;
                 let call = Rc::new(call);
-                let learns = self.processes[p].gates.learns(call.wrapper);
                 let request = Request {
                     api_key: Some(&call.key),
                     authorization: None,
                     idempotency_key: false,
                     method: call.method,
                     body: call.body,
-                    url: if learns { &call.url } else { "" },
+                    url: &call.url,
                     batch: call.batch.clone(),
                 };
                 match self.processes[p].gates.start(now, call.wrapper, &request) {
