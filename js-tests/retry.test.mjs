@@ -203,7 +203,7 @@ test('the shared retry budget drains in an outage and stops retries across calls
   assert.equal(fetchImpl.stats().gates[0].retryBudget, 0);
 });
 
-test('a spent monthly quota: one /usage call, every worker stops with QuotaExhaustedError', async () => {
+test('a spent monthly quota: one /usage call, every worker gets the server\'s quota answer, in the SDK\'s terms', async () => {
   const quotaApi = await startFakeOddsApi({ burst: 10, perSecond: 10, creditLimit: 3 });
   try {
     const apiKey = freshKey();
@@ -213,18 +213,43 @@ test('a spent monthly quota: one /usage call, every worker stops with QuotaExhau
     const settled = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => client.getOddsSnapshot(`evt-${i}`)));
     const server = quotaApi.stats();
     assert.equal(server.usageCalls, 1, 'one diagnostic call for the whole gate');
-    assert.ok(settled.every((s) => s.status === 'rejected' && s.reason instanceof QuotaExhaustedError), settled.map((s) => s.reason?.name).join());
-    assert.ok(settled[0].reason.periodEnd instanceof Date);
+    // Each caller catches the SDK's own error for the server's quota 429, as without the gate.
+    for (const s of settled) {
+      assert.ok(s.status === 'rejected' && s.reason instanceof OddsApiError, s.reason?.name);
+      assert.equal(s.reason.status, 429);
+      assert.equal(s.reason.body.code, 'quota_exceeded');
+    }
     const before = server.attempts;
-    await assert.rejects(client.getOddsSnapshot('later'), QuotaExhaustedError);
+    await assert.rejects(client.getOddsSnapshot('later'), (err) => err instanceof OddsApiError && err.status === 429);
     assert.equal(quotaApi.stats().attempts, before, 'new calls fail fast without reaching the API');
+    // The answer given again is a new Response, marked as the gate's.
+    const again = await fetchImpl(`${quotaApi.baseUrl}/events/x/odds/snapshot`, { headers: { 'X-API-Key': apiKey } });
+    assert.equal(again.status, 429);
+    assert.equal(again.headers.get('x-odds-gate'), 'quota-exhausted');
+    assert.equal((await again.json()).code, 'quota_exceeded');
     // The account endpoints still answer: how one checks the quota is never refused for it.
     const usage = await client.getUsage();
     assert.equal(usage.api_credits_used >= usage.api_credits_limit, true, JSON.stringify(usage));
     assert.equal(quotaApi.stats().usageCalls, 2);
     assert.equal(fetchImpl.stats().gates[0].quota.state, 'exhausted');
+    assert.ok(fetchImpl.stats().gates[0].quotaRejected >= 9);
     fetchImpl.resetQuota();
     assert.equal(fetchImpl.stats().gates[0].quota.state, 'open');
+  } finally {
+    await quotaApi.close();
+  }
+});
+
+test('with typedErrors, a spent quota rejects with QuotaExhaustedError', async () => {
+  const quotaApi = await startFakeOddsApi({ burst: 10, perSecond: 10, creditLimit: 1 });
+  try {
+    const apiKey = freshKey();
+    const fetchImpl = createFetch({ rate: { burst: 10, perSecond: 10 }, retry: fast, typedErrors: true });
+    const client = new OddsApiClient({ apiKey, baseUrl: quotaApi.baseUrl, fetchImpl });
+    await client.getOddsSnapshot('spend');
+    const settled = await Promise.allSettled([0, 1, 2].map((i) => client.getOddsSnapshot(`evt-${i}`)));
+    assert.ok(settled.every((s) => s.status === 'rejected' && s.reason instanceof QuotaExhaustedError), settled.map((s) => s.reason?.name).join());
+    assert.ok(settled[0].reason.periodEnd instanceof Date);
   } finally {
     await quotaApi.close();
   }

@@ -99,7 +99,8 @@ export interface CreateFetchOptions {
   /**
    * When the gate stops retrying, reject with a `GateAbandonedError` rather than give the
    * caller what the last attempt came to as fetch would (its `Response`, body unread, or its
-   * rejection). @default false
+   * rejection); and refuse calls for a spent quota with a `QuotaExhaustedError` rather than the
+   * server's quota answer given again. @default false
    */
   typedErrors?: boolean;
   /**
@@ -344,10 +345,11 @@ export interface GatedFetch extends FetchLike {
  * @throws {TypeError} an option of the wrong type, or an unknown option. A learned `rate`
  * works with a `store` too: the fleet's processes share one estimate through it.
  * Calls resolve with the inner fetch's own Response (a final one, or the last one when
- * retries are spent) and reject with the inner fetch's own rejection (the last one when
- * retries are spent), a `GateAbandonedError` (refused before any answer, or every give-up with
- * `typedErrors`), a `QuotaExhaustedError`, the caller's abort reason, or a `RangeError` for a
- * Retry-After too large to honour.
+ * retries are spent; for a spent quota, the server's quota 429 given again, marked
+ * `x-odds-gate: quota-exhausted`) and reject with the inner fetch's own rejection (the last one
+ * when retries are spent), a `GateAbandonedError` (refused before any answer, or every give-up
+ * with `typedErrors`), a `QuotaExhaustedError` (with `typedErrors`, or when no quota 429 was
+ * read), the caller's abort reason, or a `RangeError` for a Retry-After too large to honour.
  * @throws {RangeError} a rate that is zero, negative or not finite (the message names the field).
  */
 export function createFetch(options?: CreateFetchOptions): GatedFetch;

@@ -18,6 +18,24 @@ export function jsonFacts(chunks) {
   }
 }
 
+/**
+ * A read answer kept to be given again: its status, its headers' pairs and its body (the
+ * chunks, joined).
+ */
+export function keepAnswer(response, chunks) {
+  const body = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) { body.set(c, at); at += c.length; }
+  return { status: response.status, headers: [...response.headers], body };
+}
+
+/** A kept answer given again: a new Response, marked `x-odds-gate: <marker>`. */
+export function giveAgain(kept, marker) {
+  const headers = new Headers(kept.headers);
+  headers.set('x-odds-gate', marker);
+  return new Response(kept.body.slice(), { status: kept.status, headers });
+}
+
 /** Cancels a body or a reader; a failed cancel (thrown or rejected) is ignored. */
 export function cancel(stream) {
   try {

@@ -19,14 +19,29 @@ extern "C" {
     fn json_facts(chunks: &js_sys::Array) -> JsValue;
     /// Cancels a body or a reader, ignoring a failed cancel: there is nobody to tell.
     pub fn cancel(stream: &JsValue);
+    /// A read answer (`response` and its body's chunks), kept to be given again.
+    #[wasm_bindgen(js_name = keepAnswer)]
+    fn keep_answer(response: &JsValue, chunks: &js_sys::Array) -> JsValue;
+    /// A kept answer given again: a new `Response` with its status, headers and body, marked
+    /// `x-odds-gate: <marker>`.
+    #[wasm_bindgen(js_name = giveAgain)]
+    pub fn give_again(kept: &JsValue, marker: &str) -> JsValue;
+}
+
+/// What a body read to the end said: its JSON's `code` and `detail`, and the answer kept whole.
+pub struct Read {
+    /// The JSON's `code` and `detail`, when it is JSON.
+    pub facts: Option<BodyFacts>,
+    /// The answer, to be given again (see [`give_again`]).
+    pub kept: JsValue,
 }
 
 /// Bodies up to this size are read to the end; larger ones are cancelled.
 pub const DRAIN_CAP: usize = 64 * 1024;
 
-/// Drains or cancels the body. With `read`, returns what its JSON says (`code`, `detail`) when
-/// it was small enough to read whole; without, nothing is decoded.
-pub async fn discard(response: &JsValue, read: bool) -> Option<BodyFacts> {
+/// Drains or cancels the body. With `read`, returns what it said when it was small enough to
+/// read whole; without, nothing is decoded or kept.
+pub async fn discard(response: &JsValue, read: bool) -> Option<Read> {
     let body = get(response, "body");
     if !body.is_object() {
         return None;
@@ -52,12 +67,14 @@ pub async fn discard(response: &JsValue, read: bool) -> Option<BodyFacts> {
             if !read {
                 return None;
             }
-            let facts = json_facts(&chunks);
-            let field = |k| get(&facts, k).as_string();
-            return facts.is_object().then(|| BodyFacts {
+            let json = json_facts(&chunks);
+            let field = |k| get(&json, k).as_string();
+            let facts = json.is_object().then(|| BodyFacts {
                 code: field("code"),
                 detail: field("detail"),
             });
+            let kept = keep_answer(response, &chunks);
+            return Some(Read { facts, kept });
         }
         let value: js_sys::Uint8Array = get(&chunk, "value").dyn_into().ok()?;
         length += value.length() as usize;

@@ -185,8 +185,18 @@ pub fn last_response(calls: &Mirror<JsCall>, call: CallRef) -> Option<JsValue> {
     }
 }
 
-/// What the caller of `call` gets for `end`.
-pub fn result(calls: &mut Mirror<JsCall>, call: CallRef, end: End) -> Result<JsValue, JsValue> {
+/// The header that marks a response the gate gave again (a spent quota's answer).
+pub const MARKER: &str = "quota-exhausted";
+
+/// What the caller of `call` gets for `end`; `answer` is the spent quota's answer, kept, when
+/// the call ends for it.
+pub fn result(
+    calls: &mut Mirror<JsCall>,
+    call: CallRef,
+    end: End,
+    answer: Option<JsValue>,
+) -> Result<JsValue, JsValue> {
+    let typed = calls.get(call).is_some_and(|js| js.config.typed_errors);
     let last = calls.get_mut(call).and_then(|js| js.last.take());
     match end {
         End::Deliver => last.unwrap_or(Ok(JsValue::UNDEFINED)),
@@ -196,6 +206,12 @@ pub fn result(calls: &mut Mirror<JsCall>, call: CallRef, end: End) -> Result<JsV
         } => {
             let cause = last.and_then(Result::err).filter(|_| cause);
             Err(abandoned_error(abandoned, cause))
+        }
+        End::Exhausted { .. } if !typed && answer.is_some() => {
+            if let Some(Ok(response)) = &last {
+                body::cancel(&get(response, "body"));
+            }
+            Ok(answer.map_or(JsValue::UNDEFINED, |a| body::give_again(&a, MARKER)))
         }
         End::Exhausted { until } => Err(quota_error(until.map(clock::to_wall))),
         End::RetryAfterTooLarge => {

@@ -26,8 +26,10 @@ use super::redis::RedisStore;
 use super::replay;
 use super::timer::Timer;
 use super::watch::Watches;
+use crate::core::base::map::Map;
 use crate::core::base::slab::Mirror;
-use crate::core::gate::action::Event;
+use crate::core::gate::action::{End, Event};
+use crate::core::gate::BodyFacts;
 use crate::core::gates::profile::{Keeping, Refused, Request, StoreId};
 use crate::core::gates::{Action, CallRef, GateId, Gates, Started, WrapperId};
 use crate::core::rules::classify::Failure;
@@ -59,6 +61,9 @@ pub struct Driver {
     configs: RefCell<Mirror<Rc<Config>>>,
     /// Each gate's metrics attributes, made when first measured.
     attributes: RefCell<Mirror<JsValue>>,
+    /// Each gate's latest 429 read whole, given again to the calls a spent quota refuses;
+    /// dropped when an answer that took a token comes, the quota is reset, or the gate goes.
+    answers: RefCell<Map<GateId, JsValue>>,
     /// Actions are being performed: a call made meanwhile (from a hook or an inner fetch)
     /// leaves its actions to the loop already running.
     driving: Cell<bool>,
@@ -74,6 +79,7 @@ thread_local! {
         on_attempt: OnceCell::new(),
         stores: RefCell::new(Vec::new()),
         configs: RefCell::new(Mirror::default()),
+        answers: RefCell::new(Map::default()),
         attributes: RefCell::new(Mirror::default()),
         driving: Cell::new(false),
     });
@@ -224,6 +230,12 @@ impl Driver {
                 return self.drive_at(now);
             }
             How::Response => {
+                if status < 400 && !self.answers.borrow().is_empty() {
+                    // The quota took this one: no quota answer stands for the gate any more.
+                    if let Some(gate) = self.with(|g| g.spending_gate(call)) {
+                        self.answers.borrow_mut().remove(&gate);
+                    }
+                }
                 let lookup = headers::lookup(&value);
                 self.with(|g| g.responded(now, &clock::wall_now, call, status, &lookup));
             }
@@ -288,12 +300,22 @@ impl Driver {
             }
             Action::Dispose { call, read } => {
                 let response = calls::last_response(&self.calls.borrow(), call);
+                let gate = self.with(|g| g.gate_of(call));
                 let driver = self.clone();
                 spawn_local(async move {
-                    let facts = match &response {
+                    let read = match &response {
                         Some(response) => body::discard(response, read).await,
                         None => None,
                     };
+                    let facts = read.as_ref().and_then(|r| r.facts.clone());
+                    if let (Some(read), Some(gate)) = (read, gate) {
+                        // The latest 429 that names the quota; until one does, the first 429.
+                        let quota = facts.as_ref().is_some_and(BodyFacts::names_quota);
+                        let mut answers = driver.answers.borrow_mut();
+                        if quota || !answers.contains_key(&gate) {
+                            answers.insert(gate, read.kept);
+                        }
+                    }
                     driver.with(|g| g.disposed(clock::now(), call, facts));
                     driver.drive();
                 });
@@ -360,12 +382,17 @@ impl Driver {
                 });
             }
             Action::Event { gate, call, event } => self.emit(gate, call, event),
-            Action::Settle { call, end } => {
-                let result = calls::result(&mut self.calls.borrow_mut(), call, end);
+            Action::Settle { call, end, gate } => {
+                let answer = match end {
+                    End::Exhausted { .. } => self.answers.borrow().get(&gate).cloned(),
+                    _ => None,
+                };
+                let result = calls::result(&mut self.calls.borrow_mut(), call, end, answer);
                 self.finish(call, result);
             }
             Action::Forgotten { gate } => {
                 self.attributes.borrow_mut().remove(gate);
+                self.answers.borrow_mut().remove(&gate);
             }
         }
     }
@@ -409,6 +436,15 @@ impl Driver {
         };
         let settle = self.on_attempt();
         let _ = attempt::send(&fetch, &input, &init, timeout, settle, call as f64);
+    }
+
+    /// The quota of `wrapper`'s gates is declared back: their quota answers no longer stand.
+    pub fn quota_reset(&self, wrapper: WrapperId) {
+        let gates = self.with(|g| g.gates_of(wrapper));
+        let mut answers = self.answers.borrow_mut();
+        for gate in gates {
+            answers.remove(&gate);
+        }
     }
 
     /// Settles the caller's promise (or keeps the result for a synchronous caller) and forgets

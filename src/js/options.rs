@@ -199,6 +199,8 @@ pub struct Config {
     /// Whether a gate kept in memory is shared by the process's threads (`threads: false`
     /// keeps it in the thread that makes it).
     pub threads: bool,
+    /// Give up with typed errors (`typedErrors`) rather than as fetch would.
+    pub typed_errors: bool,
 }
 
 /// Reads `createFetch(options)`.
@@ -248,6 +250,7 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
         usage_url: o.usage_url,
         metrics: o.meter.map(|m| Metrics::new(&m)).transpose()?,
         threads: o.threads.unwrap_or(true),
+        typed_errors: o.typed_errors.unwrap_or(false),
     })
 }
 

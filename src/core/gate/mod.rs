@@ -472,6 +472,13 @@ impl Gate {
             .is_some_and(|c| c.stage == Stage::Sending)
     }
 
+    /// Whether `call` spends the quota: neither the probe nor an account call.
+    pub fn spends_quota(&self, call: CallId) -> bool {
+        self.calls
+            .get(call)
+            .is_some_and(|c| !c.probe && !c.spec.account)
+    }
+
     /// Whether another attempt of `call` may follow the one out (see [`Call::may_retry`]).
     pub fn may_retry(&self, call: CallId) -> bool {
         self.calls.get(call).is_some_and(Call::may_retry)

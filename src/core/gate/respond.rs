@@ -40,6 +40,13 @@ pub struct BodyFacts {
     pub detail: Option<String>,
 }
 
+impl BodyFacts {
+    /// Whether the body says the quota is spent (see [`looks_exhausted`]).
+    pub fn names_quota(&self) -> bool {
+        looks_exhausted(self.code.as_deref(), self.detail.as_deref())
+    }
+}
+
 impl Gate {
     /// `call`'s attempt got a response at `now`: its status, and its headers through `header`
     /// (a case-insensitive lookup; the gate reads only the names it needs). `wall_now` gives
@@ -468,8 +475,7 @@ impl Gate {
         if next == Next::ProbeDone {
             return self.settle(now, call, End::Deliver);
         }
-        let says_quota =
-            body.is_some_and(|b| looks_exhausted(b.code.as_deref(), b.detail.as_deref()));
+        let says_quota = body.as_ref().is_some_and(BodyFacts::names_quota);
         if says_quota && self.quota.suspect(now) {
             self.start_probe(now, call);
         }

@@ -82,6 +82,8 @@ pub enum Action {
         call: CallRef,
         /// How.
         end: End,
+        /// The gate it ended in (a spent quota's answer is the gate's).
+        gate: GateId,
     },
     /// The gate was forgotten (idle): drop whatever the driver keeps for it.
     Forgotten {

@@ -388,6 +388,14 @@ impl Gates {
             .is_some_and(|e| e.gate.in_flight(placed.call))
     }
 
+    /// The gate `call` is in, when it spends the quota (neither the quota's probe nor an
+    /// account call): an answer to it that took a token says the quota is not spent there.
+    pub fn spending_gate(&self, call: CallRef) -> Option<GateId> {
+        let placed = self.calls.get(call)?;
+        let entry = self.entries.get(placed.gate)?;
+        entry.gate.spends_quota(placed.call).then_some(placed.gate)
+    }
+
     /// Whether another attempt of `call` may follow the one out: when none can, the driver
     /// keeps no copy of a stream body for it.
     pub fn may_retry(&self, call: CallRef) -> bool {
@@ -515,7 +523,7 @@ impl Gates {
                 let Some(call) = entry.refs.remove(call) else {
                     return;
                 };
-                Some(Action::Settle { call, end })
+                Some(Action::Settle { call, end, gate })
             }
         };
         self.actions.extend(action);

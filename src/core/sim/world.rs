@@ -562,7 +562,7 @@ impl World {
                     }
                 }
                 Action::Event { gate, event, .. } => self.log.events.push((now, p, gate, event)),
-                Action::Settle { call, end } => {
+                Action::Settle { call, end, .. } => {
                     let Some((index, _)) = self.processes[p].calls.remove(call) else {
                         continue;
                     };
