@@ -89,6 +89,8 @@ test('a spent quota: the server\'s quota 429 again, marked, and the account endp
       assert.equal(kind, 'error');
       if (typedErrors) {
         assert.ok(err instanceof QuotaExhaustedError, err?.name);
+        // The period's end exactly as /usage said it.
+        assert.equal(err.periodEnd.toISOString(), '2027-01-01T00:00:00.000Z');
       } else {
         assert.ok(err instanceof OddsApiError, err?.name);
         assert.deepEqual([err.status, err.body.code], [429, 'quota_exceeded']);
