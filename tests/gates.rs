@@ -445,6 +445,20 @@ fn idle_learning_gates_are_forgotten_and_a_returning_key_goes_on_from_its_estima
 }
 
 #[test]
+fn a_first_request_whose_caller_gives_up_gives_the_opening_token_back() {
+    // The server answers after 300 ms; the first call's caller gives up at 50 ms. The next
+    // call goes at once, not when the opening's slow token (one per 30 s) comes back.
+    let (mut w, wrapper) = world(learning(), |_: Millis, _: &Attempt| from("snapshot", 300.0));
+    let first = w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    w.abort_at(50.0, first);
+    let next = w.start_at(100.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    w.run();
+    assert_eq!(w.log.settled[&next].1, End::Deliver);
+    let sent: Vec<Millis> = w.log.sent.iter().map(|s| s.at).collect();
+    assert_eq!(sent, vec![0.0, 100.0]);
+}
+
+#[test]
 fn wrappers_that_disagree_about_a_credential_are_refused_naming_both_sides() {
     let mut gates = Gates::new(Box::new(SimHome::alone(1)));
     let fixed = gates.wrapper(profile(Allowance::Fixed(Rate::ARTICLE)));

@@ -422,11 +422,14 @@ impl Gate {
         let Some(c) = self.calls.get(call) else {
             return;
         };
-        let scout = c.spec.scout;
+        let (scout, seq) = (c.spec.scout, c.seq.unwrap_or(0.0));
         match c.stage {
             Stage::Queued { .. } => self.line.left(),
             Stage::BehindScout => self.behind_scout -= 1,
-            Stage::Sending => self.resume(now, call),
+            Stage::Sending => {
+                self.resume(now, call);
+                self.unanswered(now, seq);
+            }
             Stage::AwaitingProbe { .. } => self.awaiting_probe.retain(|&c| c != call),
             _ => {}
         }

@@ -152,15 +152,9 @@ impl Gate {
             return;
         };
         c.last_failed = true;
-        let (probe, seq) = (c.probe, c.seq.unwrap_or(0.0));
-        let opening = self.learner.as_ref().filter(|l| l.opening());
-        if let Some(token) = opening.and_then(Learner::opening_token) {
-            // No answer to learn from: the opening's token is back for the next request (still
-            // one at a time), rather than a long wait for the next.
-            let rate = self.rate;
-            self.keeper.follow(now, rate, Some((token, seq)));
-        }
-        if c.spec.scout {
+        let (probe, seq, scout) = (c.probe, c.seq.unwrap_or(0.0), c.spec.scout);
+        self.unanswered(now, seq);
+        if scout {
             let (heard, answer) = (Heard::Nothing, None);
             self.actions.push_back(Action::Route {
                 call,
@@ -173,6 +167,17 @@ impl Gate {
             return self.settle(now, call, End::Deliver);
         }
         self.conclude(now, call, failure.outcome());
+    }
+
+    /// The request numbered `seq` will never be answered (it failed, or its caller gave up on
+    /// it): before the first answer, the opening's token is back for the next request (still
+    /// one at a time), rather than a long wait for the next.
+    pub(super) fn unanswered(&mut self, now: Millis, seq: f64) {
+        let opening = self.learner.as_ref().filter(|l| l.opening());
+        if let Some(token) = opening.and_then(Learner::opening_token) {
+            let rate = self.rate;
+            self.keeper.follow(now, rate, Some((token, seq)));
+        }
     }
 
     /// Restarts the refill if `call`'s admission paused it, wherever the pause was made.
