@@ -445,6 +445,34 @@ fn idle_learning_gates_are_forgotten_and_a_returning_key_goes_on_from_its_estima
 }
 
 #[test]
+fn idle_gates_in_a_store_are_forgotten_after_successes_too() {
+    // With retries and their budget on, a first-time success owes the store a refund that only
+    // a later retry's charge would carry: the gate must go anyway.
+    let mut gates = Gates::new(Box::new(SimHome::alone(1)));
+    let store = gates.store("fake", StoreSettings::DEFAULT);
+    let wrapper = gates.wrapper(Profile {
+        keeping: Keeping::Store(store),
+        budget: Some(RefillingConfig::DEFAULT),
+        ..profile(Allowance::Fixed(Rate::ARTICLE))
+    });
+    let server = |_: Millis, _: &Attempt| Reply::ok().after(10.0);
+    let mut w = World::new(vec![gates], Box::new(server));
+    w.store.latency = 1.0;
+    for k in 0..50 {
+        w.start_at(0.0, Call::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
+    }
+    w.run();
+    let later = w.now + 2_000.0;
+    for k in 50..100 {
+        w.start_at(later, Call::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
+    }
+    w.run();
+    assert!((0..100).all(|i| w.log.settled[&i].1 == End::Deliver));
+    let gates = &w.processes[0].gates;
+    assert!(gates.len() <= 51, "{} gates alive", gates.len());
+}
+
+#[test]
 fn a_first_request_whose_caller_gives_up_gives_the_opening_token_back() {
     // The server answers after 300 ms; the first call's caller gives up at 50 ms. The next
     // call goes at once, not when the opening's slow token (one per 30 s) comes back.

@@ -657,9 +657,9 @@ impl Gate {
         }
         match &mut self.keeper {
             Keeper::Memory(a) => a.idle(now),
-            Keeper::Store(link) => {
-                link.next_deadline().is_none() && link.refunds == 0.0 && link.fallback.idle(now)
-            }
+            // Success refunds not yet carried to the store go with the gate: the shared budget
+            // only ever errs low (fewer retries), and a gate kept for them would never go.
+            Keeper::Store(link) => link.next_deadline().is_none() && link.fallback.idle(now),
         }
     }
 }
