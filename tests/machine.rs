@@ -9,11 +9,14 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use harness::{FakeStore, Harness, Reply};
+use odds_gate::core::authority::memory::MemoryAuthority;
+use odds_gate::core::authority::Immediate;
 use odds_gate::core::base::random::Seeded;
 use odds_gate::core::gate::action::{End, Event};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::store_link::{OnFailure, StoreSettings};
 use odds_gate::core::gate::Gate;
+use odds_gate::core::gates::scope::Scope;
 use odds_gate::core::parse::feedback::MAX_DELAY_MS;
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::backoff::Backoff;
@@ -774,6 +777,40 @@ fn store_gate(settings: StoreSettings) -> (Gate, FakeStore) {
         ..FakeStore::default()
     };
     (gate, store)
+}
+
+#[test]
+fn a_store_wait_for_a_slower_allowance_than_the_gate_now_follows_is_asked_again() {
+    // A learning gate's first admission is asked at the opening's pace (one per 30 s) of a
+    // store another process has drained; before the "wait" comes back, the gate adopts the
+    // fleet's estimate (10 per second). That wait was for the old allowance: it asks again.
+    let gate = Gate::shared(
+        rate(1.0, 1.0 / 30.0),
+        None,
+        StoreSettings::DEFAULT,
+        0.0,
+        Box::new(Seeded::new(3)),
+    )
+    .learning(None, 0.0);
+    let mut h = Harness::new(gate, server(10.0, 10.0));
+    h.store = FakeStore {
+        latency: 1.0,
+        ..FakeStore::default()
+    };
+    let mut drained = MemoryAuthority::new(rate(1.0, 1.0 / 30.0), None, 0.0);
+    drained.admit(0.0, 0, 0.0, false);
+    let scope = Scope::of(Some("harness"), None);
+    h.store.gates.insert(scope, drained);
+    h.start_at(0.0, defaults());
+    h.run_until(0.5);
+    h.gate().adopt_estimate(0.5, rate(10.0, 10.0));
+    h.run();
+    assert_eq!(h.end(0), Some(End::Deliver));
+    let sent = h.attempt_times()[0];
+    assert!(
+        sent < 1_200.0,
+        "sent at {sent} ms, not after the opening's 30 s"
+    );
 }
 
 #[test]

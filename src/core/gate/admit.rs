@@ -107,6 +107,7 @@ impl Gate {
                 };
                 self.next_admission += want as AdmissionId;
                 let op = link.send(now, store_link::Purpose::Admit(id));
+                link.asked_with = link.rate();
                 let seen = link.seen.take();
                 self.actions.push_back(Action::Store {
                     id: op,

@@ -112,13 +112,17 @@ impl Gate {
             }
             Answer::Wait(ms) => {
                 // Before its first answer a learning gate looks again soon: another process
-                // may have heard the allowance's.
+                // may have heard the allowance's. A wait for an allowance slower than the one
+                // the gate has learned (or adopted from the fleet) since it asked is asked again.
                 let opening = self.learner.as_ref().is_some_and(Learner::opening);
+                let (asked, now_rate) = (link.asked_with, link.rate());
+                let outdated =
+                    now_rate.per_second() > asked.per_second() || now_rate.burst() > asked.burst();
                 link.ready_at = now
-                    + if opening {
-                        ms.min(OPENING_RECHECK_MS)
-                    } else {
-                        ms
+                    + match (outdated, opening) {
+                        (true, _) => 0.0,
+                        (false, true) => ms.min(OPENING_RECHECK_MS),
+                        (false, false) => ms,
                     };
             }
             Answer::Exhausted(ms) => self.quota_closed(now, ms),

@@ -115,6 +115,9 @@ pub struct StoreLink {
     pub admitting: bool,
     /// When the store last said the next token would be there.
     pub ready_at: Millis,
+    /// The allowance the latest admission was asked with: a wait the store gave for a slower
+    /// one than the gate follows by the time it answers is asked again.
+    pub asked_with: Rate,
     /// The cooldown as last heard (or set by us).
     pub cooldown_until: Millis,
     /// Half-rate refill, as last heard.
@@ -149,6 +152,7 @@ impl StoreLink {
             retry_at: f64::NEG_INFINITY,
             admitting: false,
             ready_at: f64::NEG_INFINITY,
+            asked_with: rate,
             cooldown_until: 0.0,
             slow: false,
             budget_left: budget.map(|b| b.capacity),
