@@ -5,24 +5,10 @@ import test from 'node:test';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const pkg = fileURLToPath(new URL('../pkg/index.js', import.meta.url));
-
-const child = `
-import { createFetch } from ${JSON.stringify(pkg)};
-import { startFakeOddsApi } from ${JSON.stringify(fileURLToPath(new URL('./support/fake-odds-api.mjs', import.meta.url)))};
-const api = await startFakeOddsApi({ burst: 1, perSecond: 10 });
-const fetchImpl = createFetch({ rate: { burst: 1, perSecond: 10 } });
-const signal = new AbortController().signal; // a long-lived signal must not hold the process
-const headers = { 'X-API-Key': 'idle-exit' };
-const calls = [1, 2, 3].map((n) => fetchImpl(api.baseUrl + '/events/' + n + '/odds/snapshot', { headers, signal }));
-if (!fetchImpl.stats().gates[0].timerArmed) throw new Error('expected callers to wait');
-for (const response of await Promise.all(calls)) await response.text();
-await api.close();
-console.log(JSON.stringify(fetchImpl.stats()));
-`;
+const child = fileURLToPath(new URL('./support/idle-child.mjs', import.meta.url));
 
 test('a child process that used the wrapper exits on its own when idle', async () => {
-  const proc = spawn(process.execPath, ['--input-type=module', '-e', child], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [child], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   proc.stdout.on('data', (d) => { out += d; });
   // A generous bound: this only catches a process held open for good, never measures speed.

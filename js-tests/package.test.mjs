@@ -66,6 +66,9 @@ test('the tarball holds exactly what package.json `files` names, plus package.js
 test('installed: `exports`, `main`, `types` and `engines` work from a consumer module', async () => {
   const manifest = JSON.parse(readFileSync(join(project.installed, 'package.json'), 'utf8'));
   assert.equal(manifest.engines?.node, '>=20');
+  // The versions scripts/test.sh runs the wiring on (scripts/setup.sh pins their majors).
+  assert.equal(manifest.engines?.bun, '>=1.4');
+  assert.equal(manifest.engines?.deno, '>=2.9');
   // OpenTelemetry is for those who pass a `meter`: an optional peer, never installed with us
   // (the install above ran offline, so it would have failed to fetch it).
   assert.equal(manifest.peerDependenciesMeta?.['@opentelemetry/api']?.optional, true);

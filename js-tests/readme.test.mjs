@@ -9,7 +9,7 @@
 // - markdown tables stand apart from the text around them (else they render as a paragraph).
 import assert from 'node:assert/strict';
 import { before, after, test } from 'node:test';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -51,6 +51,13 @@ let project; // support/temp-project.mjs
 let api; // the fake Odds API on 127.0.0.1
 let redis; // a throwaway redis-server, only when some block needs one
 const BIN = () => join(project.project, 'node_modules', '.bin', 'odds-gate');
+// The installed bin as npx runs it: through its `#!/usr/bin/env node`. Under Bun or Deno (the
+// wiring runs of scripts/test.sh) that line would pick Node, so the runtime itself runs the
+// bin's script, as `bun x --bun odds-gate` or `deno run npm:odds-gate` would.
+const OTHER_RUNTIME = Boolean(process.versions.bun || process.versions.deno);
+const runBin = (args, options) => (OTHER_RUNTIME
+  ? run(process.execPath, [realpathSync(BIN()), ...args], options)
+  : run(BIN(), args, options));
 const apiKey = `readme-test-key-${process.pid}`;
 
 before(async () => {
@@ -115,7 +122,7 @@ function otherPackages(block) {
 // The installed demo (`odds-gate demo`, about 7 s) serves the README's first table and its
 // `npx odds-gate demo` line: run once.
 let demoRun;
-const runDemo = () => (demoRun ??= run(BIN(), ['demo'], { cwd: project.project, timeoutMs: 120_000 }));
+const runDemo = () => (demoRun ??= runBin(['demo'], { cwd: project.project, timeoutMs: 120_000 }));
 
 /** A fresh folder in the temp project to run a command in (so its files are its own). */
 let dirs = 0;
@@ -144,9 +151,11 @@ for (const block of BLOCKS.filter((b) => b.lang === 'js')) {
     const entries = PREAMBLES.filter((p) => block.code.includes(p.key));
     const source = [...entries.map((p) => p.preamble ?? ''), block.code, ...entries.map((p) => p.postamble ?? '')].join('\n');
     const file = join(freshDir(), 'block.mjs');
-    writeFileSync(file, source);
+    const loopbackOnly = pathToFileURL(join(project.project, 'loopback-only.mjs')).href;
+    // Deno takes `--import` and ignores it: there the guard is the block's first import.
+    writeFileSync(file, process.versions.deno ? `import ${JSON.stringify(loopbackOnly)};\n${source}` : source);
     api.reset();
-    const r = await run(process.execPath, ['--import', pathToFileURL(join(project.project, 'loopback-only.mjs')).href, file], {
+    const r = await run(process.execPath, ['--import', loopbackOnly, file], {
       cwd: project.project,
       timeoutMs: 60_000,
       env: childEnv({ ODDS_API_KEY: apiKey, ODDS_API_BASE_URL: api.baseUrl, ...(redis && { REDIS_URL: redis.url }) }),
@@ -175,7 +184,7 @@ const SH = [
   [/^npx odds-gate((?: [\w.=-]+)*)$/, async (m) => {
     const args = m[1].trim().split(' ');
     const cwd = freshDir();
-    const r = args[0] === 'demo' ? await runDemo() : await run(BIN(), args, { cwd, timeoutMs: 60_000 });
+    const r = args[0] === 'demo' ? await runDemo() : await runBin(args, { cwd, timeoutMs: 60_000 });
     assert.equal(r.code, 0, show(r));
     const svg = args.indexOf('--svg');
     if (svg !== -1) assert.ok(existsSync(join(cwd, args[svg + 1])), `no ${args[svg + 1]} written`);
@@ -197,10 +206,15 @@ for (const block of BLOCKS.filter((b) => b.lang === 'sh')) {
 
 // ---- untagged blocks: outputs --------------------------------------------------------------
 
-/** console.table's rows: [{ column: cell }] with strings unquoted. */
+/**
+ * console.table's rows: [{ column: cell }] with strings unquoted. Runtimes draw the same table a
+ * little differently (the index column is Node's `(index)`, Deno's `(idx)`, Bun's blank; Deno
+ * quotes strings with "): read as Node's.
+ */
 function consoleTable(text) {
-  const rows = text.split('\n').filter((l) => l.startsWith('│')).map((l) => l.split('│').slice(1, -1).map((c) => c.trim().replace(/^'(.*)'$/, '$1')));
+  const rows = text.split('\n').filter((l) => l.startsWith('│')).map((l) => l.split('│').slice(1, -1).map((c) => c.trim().replace(/^'(.*)'$|^"(.*)"$/, '$1$2')));
   const [head, ...body] = rows;
+  if (head && ['', '(idx)'].includes(head[0])) head[0] = '(index)';
   return body.map((cells) => Object.fromEntries(head.map((h, i) => [h, cells[i]])));
 }
 
@@ -262,7 +276,7 @@ const OUTPUTS = [
       const args = /`npx odds-gate (simulate[\w .=-]*)` prints:$/.exec(block.before)?.[1];
       assert.ok(args, 'the prose above no longer says which `npx odds-gate simulate ...` prints this: teach the test');
       const cwd = freshDir();
-      const r = await run(BIN(), args.split(' '), { cwd, timeoutMs: 60_000 });
+      const r = await runBin(args.split(' '), { cwd, timeoutMs: 60_000 });
       assert.equal(r.code, 0, show(r));
       // The one line that depends on where it ran: the README shows the timeline written into
       // /path/to/project; here it is the run's own folder.

