@@ -473,6 +473,40 @@ fn idle_gates_in_a_store_are_forgotten_after_successes_too() {
 }
 
 #[test]
+fn a_learning_gate_made_anew_in_a_store_keeps_the_fleets_pace_there() {
+    // Process 0 learns the key (burst 10 at 1/s) through the store. Process 1's gate, made
+    // later, waits for the fleet's estimate before its first admission: asked at the opening's
+    // pace, that admission would set the store's pace to one per 30 s for every process.
+    let mut processes = Vec::new();
+    let mut wrappers = Vec::new();
+    for p in 0..2 {
+        let mut gates = Gates::new(Box::new(SimHome::alone(10 * p + 1)));
+        let store = gates.store("fake", StoreSettings::DEFAULT);
+        wrappers.push(gates.wrapper(Profile {
+            keeping: Keeping::Store(store),
+            ..learning()
+        }));
+        processes.push(gates);
+    }
+    let mut w = World::new(processes, Box::new(two_buckets(20.0)));
+    w.store.latency = 1.0;
+    w.start_at(0.0, Call::get(0, wrappers[0], KEY, SNAPSHOT));
+    w.run();
+    let learned = w.store.gates[&credential()].rate();
+    assert_eq!(learned.burst(), 10.0);
+    let at = w.now + 1_000.0;
+    let later = w.start_at(at, Call::get(1, wrappers[1], KEY, SNAPSHOT));
+    w.run_until(at + 5.0);
+    let stored = w.store.gates[&credential()].rate();
+    assert!(
+        stored.per_second() >= learned.per_second() && stored.burst() == 10.0,
+        "the store's pace became {stored:?}"
+    );
+    w.run();
+    assert_eq!(w.log.settled[&later].1, End::Deliver);
+}
+
+#[test]
 fn a_first_request_whose_caller_gives_up_gives_the_opening_token_back() {
     // The server answers after 300 ms; the first call's caller gives up at 50 ms. The next
     // call goes at once, not when the opening's slow token (one per 30 s) comes back.

@@ -64,7 +64,7 @@ impl Gate {
             self.drain(now, &|c| End::abandoned_by(c, Reason::StoreUnavailable));
             return true;
         }
-        if self.window_full() || self.held_for_probe(head.call) {
+        if self.window_full() || self.held_for_probe(head.call) || self.recalling(now) {
             return false;
         }
         self.follow_shared(now);
@@ -224,6 +224,10 @@ impl Gate {
             }
         }
         let held = head.is_some_and(|h| self.held_for_probe(h.call));
+        if self.recalling(now) && !self.line.is_empty() {
+            consider(self.recalling_until);
+        }
+        let held = held || self.recalling(now);
         if !self.line.is_empty() && !self.window_full() && !held {
             match &mut self.keeper {
                 Keeper::Memory(a) => consider(a.predict(now, 0)),

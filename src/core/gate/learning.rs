@@ -26,6 +26,26 @@ impl Gate {
         self
     }
 
+    /// A learning gate made at `now` in a store waits for what the fleet learned before its
+    /// first admission, for at most the store's time limit: asked at the opening's pace, that
+    /// admission would set the store's pace to it, and every process of the key would wait for
+    /// the opening's slow token.
+    pub fn recall(&mut self, now: Millis) {
+        if let Keeper::Store(link) = &self.keeper {
+            self.recalling_until = now + link.settings().timeout_ms;
+        }
+    }
+
+    /// What the fleet learned came (or the store did not answer): admissions may go.
+    pub fn recalled(&mut self) {
+        self.recalling_until = f64::NEG_INFINITY;
+    }
+
+    /// Whether the gate waits for what the fleet learned (see [`recall`](Self::recall)).
+    pub(super) fn recalling(&self, now: Millis) -> bool {
+        now < self.recalling_until
+    }
+
     /// A learning gate that has heard no answer yet starts at `now` from `rate`, what the
     /// fleet learned (never above its ceiling).
     pub fn adopt_estimate(&mut self, now: Millis, rate: Rate) {

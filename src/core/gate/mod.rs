@@ -142,6 +142,9 @@ pub struct Gate {
     /// The `/usage` probe in progress, and the calls waiting for its answer.
     probe: Option<CallId>,
     awaiting_probe: Vec<CallId>,
+    /// A learning gate made anew in a store asks for nothing before this (see
+    /// [`recall`](Gate::recall)).
+    recalling_until: Millis,
     figures: Figures,
     random: Box<dyn Random>,
     /// Made for wrappers that share it with the process's threads.
@@ -238,6 +241,7 @@ impl Gate {
             quota: QuotaWatch::default(),
             probe: None,
             awaiting_probe: Vec::new(),
+            recalling_until: f64::NEG_INFINITY,
             figures: Figures::default(),
             random,
             threads: false,

@@ -46,6 +46,7 @@ impl Gates {
         let Some(entry) = self.entries.get_mut(gate) else {
             return;
         };
+        entry.gate.recalled();
         let credential = entry.scope.credential();
         for fact in &facts {
             match fact {

@@ -139,6 +139,9 @@ impl Gates {
         self.sweep.push_back(gate);
         self.know(wrapper, gate, print);
         if let (Keeping::Store(store), true) = (profile.keeping, profile.learns()) {
+            if let Some(entry) = self.entries.get_mut(gate) {
+                entry.gate.recall(now);
+            }
             let credential = scope.credential();
             self.actions.push_back(Action::Recall {
                 gate,
