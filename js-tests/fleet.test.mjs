@@ -185,13 +185,15 @@ test('a process starts from what the fleet learned: the routes\' buckets', async
     const first = await runChild(job);
     const firstGate = first.gates.find((g) => !g.scope.includes('#'));
     assert.equal(firstGate.admitted, 2, JSON.stringify(first.gates));
-    // The next one knows it from Redis: its lookup goes straight to the events gate.
+    // The next one knows it from Redis: its lookup goes straight to the events gate (a scout
+    // would have been admitted through the credential's gate, which may be forgotten, idle,
+    // by the time the events gate is made).
     const next = await runChild(job);
     const credential = next.gates.find((g) => !g.scope.includes('#'));
     const events = next.gates.find((g) => g.scope.endsWith('#events'));
-    assert.equal(credential.admitted, 1, JSON.stringify(next.gates));
     assert.ok(events, JSON.stringify(next.gates));
-    assert.equal(events.admitted, 1);
+    assert.equal(events.admitted, 1, JSON.stringify(next.gates));
+    assert.equal(credential?.admitted ?? 1, 1, JSON.stringify(next.gates));
   } finally {
     await api.close();
   }
