@@ -223,11 +223,11 @@ impl Gate {
                 consider(deadline + EARLY_MS);
             }
         }
-        let held = head.is_some_and(|h| self.held_for_probe(h.call));
-        if self.recalling(now) && !self.line.is_empty() {
+        let recalling = self.recalling(now);
+        if recalling && !self.line.is_empty() {
             consider(self.recalling_until);
         }
-        let held = held || self.recalling(now);
+        let held = recalling || head.is_some_and(|h| self.held_for_probe(h.call));
         if !self.line.is_empty() && !self.window_full() && !held {
             match &mut self.keeper {
                 Keeper::Memory(a) => consider(a.predict(now, 0)),

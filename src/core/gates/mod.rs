@@ -378,33 +378,29 @@ impl Gates {
         self.touch(gate);
     }
 
+    /// `f` of the gate `call` is in and the call's number there, if the call is known.
+    fn placed<R>(&self, call: CallRef, f: impl FnOnce(&Gate, CallId) -> R) -> Option<R> {
+        let placed = self.calls.get(call)?;
+        let entry = self.entries.get(placed.gate)?;
+        Some(f(&entry.gate, placed.call))
+    }
+
     /// Whether `call`'s attempt is out (it ends through its own signal).
     pub fn in_flight(&self, call: CallRef) -> bool {
-        let Some(placed) = self.calls.get(call) else {
-            return false;
-        };
-        self.entries
-            .get(placed.gate)
-            .is_some_and(|e| e.gate.in_flight(placed.call))
+        self.placed(call, Gate::in_flight).unwrap_or(false)
     }
 
     /// The gate `call` is in, when it spends the quota (neither the quota's probe nor an
     /// account call): an answer to it that took a token says the quota is not spent there.
     pub fn spending_gate(&self, call: CallRef) -> Option<GateId> {
-        let placed = self.calls.get(call)?;
-        let entry = self.entries.get(placed.gate)?;
-        entry.gate.spends_quota(placed.call).then_some(placed.gate)
+        let gate = self.calls.get(call)?.gate;
+        self.placed(call, Gate::spends_quota)?.then_some(gate)
     }
 
     /// Whether another attempt of `call` may follow the one out: when none can, the driver
     /// keeps no copy of a stream body for it.
     pub fn may_retry(&self, call: CallRef) -> bool {
-        let Some(placed) = self.calls.get(call) else {
-            return false;
-        };
-        self.entries
-            .get(placed.gate)
-            .is_some_and(|e| e.gate.may_retry(placed.call))
+        self.placed(call, Gate::may_retry).unwrap_or(false)
     }
 
     /// The store answered operation `op` of `gate` (`None`: it failed or was too late).
