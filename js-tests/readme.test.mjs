@@ -301,7 +301,15 @@ const OUTPUTS = [
       const pick = (rows, gate) => rows.find((row) => row.gate === gate);
       const redisRow = (rows) => pick(rows, 'one gate through Redis');
       const counts = (row) => ['jobs', 'completed', 'attempts', '429s'].map((c) => Number(row[c]));
-      assert.deepEqual(counts(redisRow(shown)), counts(redisRow(real)), `through Redis:\n${r.stdout}`);
+      // Through Redis the README shows the floor: every job once, no 429. A real run matches it,
+      // but for one thing the gate cannot see: at the exact allowance the server's bucket is empty,
+      // so an admitted call that reaches it late (a loaded machine, two CI jobs on two cores) lands
+      // next to the following one and is answered 429, then retried. One such retry is allowed.
+      const [sJobs, sDone, sAttempts, sRejected] = counts(redisRow(shown));
+      assert.deepEqual([sDone, sAttempts, sRejected], [sJobs, sJobs, 0], `the README's Redis row is not the floor:\n${block.code}`);
+      const [rJobs, rDone, rAttempts, rRejected] = counts(redisRow(real));
+      assert.deepEqual([rJobs, rDone, rAttempts], [sJobs, sJobs, sJobs + rRejected], `through Redis:\n${r.stdout}`);
+      assert.ok(rRejected <= 1, `through Redis, more than one late arrival answered 429:\n${r.stdout}`);
       // The prose's numbers are the table's.
       const prose = /through\s+Redis\s+the\s+(\d+)\s+jobs\s+take\s+(\d+)\s+attempts/.exec(block.before);
       assert.ok(prose, 'the prose above no longer says what the Redis run takes: teach the test');
