@@ -186,6 +186,22 @@ test('idle gates are forgotten as new keys come, and their figures stay in the t
   assert.equal(stats.admitted, 400, 'forgotten gates still count in the totals');
 });
 
+test('with no new keys coming, idle gates are forgotten by the sweep every 10 s', async () => {
+  const fetchImpl = createFetch({ rate: { burst: 1, perSecond: 1000 }, fetch: async () => new Response('{}') });
+  await Promise.all(Array.from({ length: 50 }, (_, i) =>
+    fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': `swept-${i}-${randomUUID()}` } })));
+  assert.equal(fetchImpl.stats().gates.length, 50);
+  // Wiring only (the timing is the core's, on the virtual clock): a sweep comes within 10 s and
+  // looks at every gate while there are fewer than a few thousand. A wide bound.
+  const started = performance.now();
+  while (fetchImpl.stats().gates.length > 0 && performance.now() - started < 30_000) {
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const stats = fetchImpl.stats();
+  assert.equal(stats.gates.length, 0, 'no sweep forgot the idle gates');
+  assert.equal(stats.admitted, 50, 'their figures stay in the totals');
+});
+
 test('a count too large for a JavaScript number blanks no figure: it reads as Number.MAX_SAFE_INTEGER', async () => {
   const huge = { 'Retry-After': '0', 'X-RateLimit-Limit': '9007199254740993', 'X-RateLimit-Remaining': '18446744073709551616' };
   for (const options of [{ rate: { burst: 5, perSecond: 100 } }, {}]) {

@@ -17,7 +17,8 @@ test('a child process that used the wrapper exits on its own when idle', async (
   clearTimeout(killer);
   assert.equal(signal, null, 'the child had to be killed: something kept it alive');
   assert.equal(code, 0);
-  const stats = JSON.parse(out);
+  const [stats, atExit] = out.trim().split('\n').map((line) => JSON.parse(line));
   assert.equal(stats.admitted, 3);
   assert.equal(stats.gates[0].timerArmed, false);
+  assert.deepEqual(atExit, { gatesAtExit: 1 }, 'the process waited for a sweep before it exited');
 });

@@ -12,7 +12,7 @@ use odds_gate::core::gate::store_link::StoreSettings;
 use odds_gate::core::gates::fleet::Shared;
 use odds_gate::core::gates::profile::{Keeping, Profile, Refused};
 use odds_gate::core::gates::scope::Scope;
-use odds_gate::core::gates::{Gates, WrapperId};
+use odds_gate::core::gates::{Gates, WrapperId, SWEEP_AT_LEAST, SWEEP_EVERY_MS};
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::policy::{Reason, RetryPolicy};
@@ -442,6 +442,70 @@ fn idle_learning_gates_are_forgotten_and_a_returning_key_goes_on_from_its_estima
     let view = gates.view(w.now, gate).unwrap();
     assert_eq!(view.rate.burst(), 10.0);
     assert_eq!(view.learned.unwrap().burst, Some(10.0));
+}
+
+#[test]
+fn with_no_new_gates_a_timed_sweep_forgets_idle_gates_a_sixth_at_least_at_a_time() {
+    let (mut w, wrapper) = world(learning(), two_buckets(5.0));
+    for k in 0..3_000 {
+        w.start_at(0.0, Call::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
+    }
+    // Only the sweep timer is left once every call is done: it holds nothing open.
+    w.run();
+    assert!(w.is_quiet());
+    assert!((0..3_000).all(|i| w.log.settled[&i].1 == End::Deliver));
+    let done = w.now;
+    assert_eq!(w.processes[0].gates.len(), 3_000);
+    // The process stays up (a server, say) with no more calls: every 10 s a sweep looks at a
+    // sixth of the gates, at least SWEEP_AT_LEAST, and forgets the idle ones.
+    let first = 10_000.0;
+    w.run_until(first + 1.0);
+    assert_eq!(w.processes[0].gates.len(), 3_000 - SWEEP_AT_LEAST);
+    w.run_until(first + SWEEP_EVERY_MS + 1.0);
+    assert_eq!(w.processes[0].gates.len(), 3_000 - 2 * SWEEP_AT_LEAST);
+    w.run_until(first + 2.0 * SWEEP_EVERY_MS + 1.0);
+    let gates = &mut w.processes[0].gates;
+    assert_eq!(gates.len(), 0);
+    assert_eq!(gates.retired(wrapper).admitted, 3_000);
+    // With no gate left there is no sweep timer either.
+    assert_eq!(gates.sweep_timeout(w.now), None);
+    assert!(done < 1_000.0, "the calls took {done} ms");
+    // A returning key goes on from its estimate (burst 10), not from one token.
+    let at = w.now + 1.0;
+    let back = w.start_at(at, Call::get(0, wrapper, "key-7", SNAPSHOT));
+    w.run_until(at + 1.0);
+    let gates = &mut w.processes[0].gates;
+    let gate = gates
+        .find(&Scope::of(Some("key-7"), None))
+        .expect("made anew");
+    assert_eq!(gates.view(w.now, gate).unwrap().rate.burst(), 10.0);
+    w.run();
+    assert_eq!(w.log.settled[&back].1, End::Deliver);
+}
+
+#[test]
+fn a_timed_sweep_keeps_a_gate_until_it_is_idle() {
+    // A 429 with Retry-After: 25 keeps the key's call waiting (and its gate cooling down) past
+    // two sweeps.
+    let (mut w, wrapper) = world(
+        profile(Allowance::Fixed(Rate::ARTICLE)),
+        |_: Millis, a: &Attempt| match a.number {
+            1 => Reply::status(429, &[("retry-after", "25")]).after(5.0),
+            _ => Reply::ok().after(5.0),
+        },
+    );
+    let call = w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    w.run_until(21_000.0);
+    assert!(
+        w.processes[0].gates.find(&credential()).is_some(),
+        "cooling down at 21 s"
+    );
+    w.run_until(61_000.0);
+    assert_eq!(w.log.settled[&call].1, End::Deliver);
+    assert!(
+        w.processes[0].gates.find(&credential()).is_none(),
+        "idle since 25 s, swept by 60 s"
+    );
 }
 
 #[test]

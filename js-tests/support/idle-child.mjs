@@ -13,3 +13,6 @@ if (!fetchImpl.stats().gates[0].timerArmed) throw new Error('expected callers to
 for (const response of await Promise.all(calls)) await response.text();
 await api.close();
 console.log(JSON.stringify(fetchImpl.stats()));
+// The sweep's timer (every 10 s while a gate is left) must not hold the process: it exits with
+// its gate still there.
+process.on('exit', () => console.log(JSON.stringify({ gatesAtExit: fetchImpl.stats().gates.length })));

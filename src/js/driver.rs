@@ -49,6 +49,8 @@ pub struct Driver {
     gates: RefCell<Gates>,
     calls: RefCell<Mirror<JsCall>>,
     timer: RefCell<Option<Timer>>,
+    /// The sweep's timer, which does not keep the process alive.
+    sweeper: RefCell<Option<Timer>>,
     /// The signals of waiting calls, one listener per run of calls sharing one.
     watches: RefCell<Watches>,
     /// What those listeners call, with their watch's number.
@@ -74,6 +76,7 @@ thread_local! {
         gates: RefCell::new(Gates::new(Box::new(JsHome))),
         calls: RefCell::new(Mirror::default()),
         timer: RefCell::new(None),
+        sweeper: RefCell::new(None),
         watches: RefCell::new(Watches::default()),
         on_abort: OnceCell::new(),
         on_attempt: OnceCell::new(),
@@ -119,18 +122,44 @@ impl Driver {
         }
     }
 
-    /// The one timer, made the first time the gates need waking.
-    fn timer(self: &Rc<Self>) -> std::cell::RefMut<'_, Timer> {
+    /// The timer in `cell`, made the first time it is needed: it calls `fired` on the driver,
+    /// and keeps the process alive while armed if it `holds`.
+    fn timer<'a>(
+        self: &Rc<Self>,
+        cell: &'a RefCell<Option<Timer>>,
+        holds: bool,
+        fired: fn(&Rc<Driver>),
+    ) -> std::cell::RefMut<'a, Timer> {
         let weak = Rc::downgrade(self);
-        std::cell::RefMut::map(self.timer.borrow_mut(), |timer| {
+        std::cell::RefMut::map(cell.borrow_mut(), |timer| {
             timer.get_or_insert_with(|| {
-                Timer::new(Box::new(move || {
+                let callback = move || {
                     if let Some(driver) = weak.upgrade() {
-                        driver.woken();
+                        fired(&driver);
                     }
-                }))
+                };
+                Timer::new(Box::new(callback), holds)
             })
         })
+    }
+
+    /// Arms the timer in `cell` for `due`, or disarms it when nothing is due.
+    fn set_timer(
+        self: &Rc<Self>,
+        cell: &RefCell<Option<Timer>>,
+        holds: bool,
+        fired: fn(&Rc<Driver>),
+        due: Option<Millis>,
+        now: Millis,
+    ) {
+        match due {
+            Some(due) => self.timer(cell, holds, fired).arm(due, now),
+            None => {
+                if let Some(timer) = cell.borrow_mut().as_mut() {
+                    timer.disarm();
+                }
+            }
+        }
     }
 
     /// What an abort listener of a waiting call calls, made when first needed.
@@ -272,14 +301,9 @@ impl Driver {
             self.perform(action);
         }
         self.driving.set(false);
-        match self.with(|g| g.poll_timeout()) {
-            Some(due) => self.timer().arm(due, now),
-            None => {
-                if let Some(timer) = self.timer.borrow_mut().as_mut() {
-                    timer.disarm();
-                }
-            }
-        }
+        let (due, sweep) = self.with(|g| (g.poll_timeout(), g.sweep_timeout(now)));
+        self.set_timer(&self.timer, true, Driver::woken, due, now);
+        self.set_timer(&self.sweeper, false, Driver::swept, sweep, now);
     }
 
     fn perform(self: &Rc<Self>, action: Action) {
@@ -496,6 +520,16 @@ impl Driver {
         }
         let now = clock::now();
         self.with(|g| g.handle_timeout(now));
+        self.drive_at(now);
+    }
+
+    /// The sweep's timer fired.
+    fn swept(self: &Rc<Self>) {
+        if let Some(timer) = self.sweeper.borrow_mut().as_mut() {
+            timer.fired();
+        }
+        let now = clock::now();
+        self.with(|g| g.handle_sweep(now));
         self.drive_at(now);
     }
 

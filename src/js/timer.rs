@@ -1,5 +1,6 @@
 //! One `setTimeout` at a time, bound from the global scope (Node has no `window`). The handle is
-//! cleared on drop and whenever nothing needs waking, so an idle process holds no timer.
+//! cleared on drop and whenever nothing needs waking, so an idle process holds no timer; a timer
+//! made not to hold the process (the sweep's) is unref'd where the runtime can (Node, Bun, Deno).
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -21,15 +22,18 @@ const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
 pub struct Timer {
     callback: Closure<dyn FnMut()>,
     armed: Option<(JsValue, Millis)>,
+    /// Whether it keeps the process alive while armed.
+    holds: bool,
 }
 
 impl Timer {
-    /// A disarmed timer that will run `callback` when it fires. A boxed callback, so every
-    /// timer shares one closure shim.
-    pub fn new(callback: Box<dyn FnMut()>) -> Self {
+    /// A disarmed timer that will run `callback` when it fires, and keeps the process alive
+    /// while armed if it `holds`. A boxed callback, so every timer shares one closure shim.
+    pub fn new(callback: Box<dyn FnMut()>, holds: bool) -> Self {
         Timer {
             callback: Closure::wrap(callback),
             armed: None,
+            holds,
         }
     }
 
@@ -44,6 +48,15 @@ impl Timer {
         #[allow(clippy::manual_clamp)]
         let delay = (due - now).ceil().max(0.0).min(MAX_TIMEOUT_MS);
         let handle = set_timeout(self.callback.as_ref().unchecked_ref(), delay);
+        if !self.holds && handle.is_object() {
+            let unref = js_sys::Reflect::get(&handle, &JsValue::from_str("unref"));
+            if let Some(unref) = unref
+                .ok()
+                .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+            {
+                let _ = unref.call0(&handle);
+            }
+        }
         self.armed = Some((handle, due));
     }
 

@@ -55,11 +55,9 @@ impl Harness {
         };
         let gate = gates.insert(scope.clone(), gate, keeping);
         let server = move |now: Millis, a: &Attempt| server(now, a.index, a.number);
-        Harness {
-            world: World::new(vec![gates], Box::new(server)),
-            gate,
-            scope,
-        }
+        let mut world = World::new(vec![gates], Box::new(server));
+        world.sweeps = false;
+        Harness { world, gate, scope }
     }
 
     /// Makes a call at `at`; its index (see [`call`](Self::call)).

@@ -59,6 +59,12 @@ pub type Print = (u64, u64);
 /// Gates looked at for eviction each time a gate is made: enough to keep up with any stream of
 /// new keys, few enough to cost nothing.
 pub const SWEEP_PER_GATE: usize = 2;
+/// When no new gates come to sweep the old ones, a sweep runs this often while any gate is
+/// left (on a timer that does not keep the process alive)...
+pub const SWEEP_EVERY_MS: Millis = 10_000.0;
+/// ...and looks at a sixth of the gates (at least this many), so that every gate is looked at
+/// within a minute and no sweep holds the thread for long.
+pub const SWEEP_AT_LEAST: usize = 1_024;
 
 /// One gate and what the gates keep beside it.
 struct Entry {
@@ -109,6 +115,8 @@ pub struct Gates {
     limiters: Map<Scope, usize>,
     /// Gates in the order they are next looked at for eviction.
     sweep: VecDeque<GateId>,
+    /// When the next timed sweep is due (set while any gate is left).
+    sweep_due: Option<Millis>,
     /// What forgotten learning gates in this thread's memory had learned.
     memos: Memos,
     calls: Slab<Placed>,
@@ -138,6 +146,7 @@ impl Gates {
             routes: Map::default(),
             limiters: Map::default(),
             sweep: VecDeque::new(),
+            sweep_due: None,
             memos: Memos::default(),
             calls: Slab::default(),
             wrappers: Slab::default(),

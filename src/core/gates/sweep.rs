@@ -5,10 +5,32 @@
 //! none of whose gates is left forgets its routes too: its next calls scout again.
 
 use super::profile::Keeping;
-use super::{Action, Gates};
+use super::{Action, Gates, SWEEP_AT_LEAST, SWEEP_EVERY_MS};
+use crate::core::gate::EARLY_MS;
 use crate::core::Millis;
 
 impl Gates {
+    /// When the next timed sweep is due, if any gate is left: the driver's second timer, one
+    /// that must not keep the process alive (an idle process exits with its gates unswept).
+    pub fn sweep_timeout(&mut self, now: Millis) -> Option<Millis> {
+        if self.sweep.is_empty() {
+            self.sweep_due = None;
+            return None;
+        }
+        Some(*self.sweep_due.get_or_insert(now + SWEEP_EVERY_MS))
+    }
+
+    /// The sweep timer fired at `now`: forgets idle gates among a sixth of them (what follows
+    /// comes from [`poll_action`](Self::poll_action)).
+    pub fn handle_sweep(&mut self, now: Millis) {
+        if !self.sweep_due.is_some_and(|due| due <= now + EARLY_MS) {
+            return;
+        }
+        self.sweep_due = None;
+        let n = self.sweep.len().div_ceil(6).max(SWEEP_AT_LEAST);
+        self.evict_idle(now, n);
+    }
+
     /// Looks at up to `n` gates, oldest first, and forgets those that hold nothing worth
     /// keeping. The others go to the back.
     pub(super) fn evict_idle(&mut self, now: Millis, n: usize) {

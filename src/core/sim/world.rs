@@ -136,6 +136,8 @@ pub struct Process {
     /// Its gates.
     pub gates: Gates,
     timer: Option<Millis>,
+    /// When its sweep timer fires: one that does not keep the process alive.
+    sweep: Option<Millis>,
     /// The attempt of each call that is out, by its number.
     in_flight: Mirror<u32>,
     attempts: Mirror<u32>,
@@ -152,6 +154,7 @@ enum What {
     AttemptTimeout(usize, CallRef, u32),
     Abort(usize),
     Timer(usize),
+    Sweep(usize),
     Go(usize),
     StoreAnswer(usize, GateId, OpId, Option<StoreReply>),
     Recalled(usize, GateId, Vec<Shared>),
@@ -201,6 +204,9 @@ pub struct World {
     pub usage: Option<Usage>,
     /// How late every timer fires, in ms: a busy event loop's (0: on time).
     pub timer_late_ms: Millis,
+    /// Whether the processes' sweep timers run (off for one gate's tests, which look at their
+    /// gate long after it went idle).
+    pub sweeps: bool,
     /// What happened.
     pub log: Log,
     /// Calls in start order: how each is made, and, once made, where it is.
@@ -235,6 +241,7 @@ impl World {
                 .map(|gates| Process {
                     gates,
                     timer: None,
+                    sweep: None,
                     in_flight: Mirror::default(),
                     attempts: Mirror::default(),
                     probes: Mirror::default(),
@@ -246,6 +253,7 @@ impl World {
             store: FakeStore::default(),
             usage: None,
             timer_late_ms: 0.0,
+            sweeps: true,
             log: Log::default(),
             starts: Vec::new(),
             calls: Vec::new(),
@@ -255,6 +263,7 @@ impl World {
 
     fn push(&mut self, at: Millis, what: What) {
         self.order += 1;
+
         self.queue.push(Ev {
             at,
             order: self.order,
@@ -308,7 +317,8 @@ impl World {
         self.push(at, What::Abort(index));
     }
 
-    /// Runs until nothing is left to happen.
+    /// Runs until nothing is left to happen but sweeps: as a process with only an unref'd timer
+    /// left exits.
     pub fn run(&mut self) {
         self.run_until(Millis::INFINITY);
     }
@@ -316,12 +326,14 @@ impl World {
     /// Runs every event up to `until`.
     pub fn run_until(&mut self, until: Millis) {
         while let Some(ev) = self.queue.peek() {
-            if ev.at > until {
+            let sweep = matches!(ev.what, What::Sweep(_));
+            if ev.at > until || (sweep && until.is_infinite() && !self.alive()) {
                 break;
             }
             let Some(Ev { at, what, .. }) = self.queue.pop() else {
                 break;
             };
+
             self.steps += 1;
             assert!(self.steps < MAX_STEPS, "the run did not end");
             assert!(at >= self.now, "time went backwards");
@@ -335,9 +347,20 @@ impl World {
         }
     }
 
-    /// Whether nothing is left to happen.
+    /// Whether nothing is left to happen but sweeps.
     pub fn is_quiet(&self) -> bool {
-        self.queue.is_empty()
+        !self.alive()
+    }
+
+    /// Whether anything keeps the processes alive: an event other than a sweep, a timer that
+    /// was re-armed or an attempt that ended since, which the bindings clear.
+    fn alive(&self) -> bool {
+        self.queue.iter().any(|ev| match ev.what {
+            What::Sweep(_) => false,
+            What::Timer(p) => self.processes[p].timer == Some(ev.at),
+            What::AttemptTimeout(p, call, n) => self.processes[p].in_flight.get(call) == Some(&n),
+            _ => true,
+        })
     }
 
     /// Whether an attempt of `call` of process `p` is out.
@@ -393,6 +416,14 @@ impl World {
                 self.processes[p].timer = None;
                 self.log.wakeups += 1;
                 self.processes[p].gates.handle_timeout(now);
+                Some(p)
+            }
+            What::Sweep(p) => {
+                if self.processes[p].sweep != Some(now) {
+                    return None;
+                }
+                self.processes[p].sweep = None;
+                self.processes[p].gates.handle_sweep(now);
                 Some(p)
             }
             What::Go(p) => Some(p),
@@ -587,6 +618,17 @@ impl World {
                 }
             }
             None => process.timer = None,
+        }
+        let process = &mut self.processes[p];
+        match process.gates.sweep_timeout(now).filter(|_| self.sweeps) {
+            Some(at) => {
+                let at = at.max(now) + self.timer_late_ms;
+                if process.sweep != Some(at) {
+                    process.sweep = Some(at);
+                    self.push(at, What::Sweep(p));
+                }
+            }
+            None => process.sweep = None,
         }
     }
 
