@@ -850,6 +850,18 @@ mod random_traffic {
                     }
                 }
             }
+            // The processes stay up with no more calls: within a minute and a bit the sweeps
+            // have forgotten every gate, whatever its traffic was.
+            let quiet = w.now;
+            w.run_until(quiet + 70_000.0);
+            let now = w.now;
+            for (process, mine) in w.processes.iter_mut().zip(&wrappers) {
+                let gates: Vec<_> = mine.iter().flat_map(|&wr| process.gates.gates_of(wr)).collect();
+                let left: Vec<String> = gates.into_iter()
+                    .map(|g| format!("{:?}", process.gates.view(now, g).map(|v| v.figures)))
+                    .collect();
+                prop_assert!(left.is_empty(), "gates left: {:?}", left);
+            }
         }
     }
 }

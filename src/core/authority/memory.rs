@@ -157,13 +157,15 @@ impl MemoryAuthority {
         self.quota_until
     }
 
-    /// Whether nothing here is worth keeping: a full bucket that is not paused or slowed, no
-    /// cooldown or quota closure left, a full budget. A gate in this state can be forgotten
-    /// and made anew later with no difference to anyone.
+    /// Whether nothing here is worth keeping: a full bucket that is not paused, no cooldown or
+    /// quota closure left, a full budget. A gate in this state can be forgotten and made anew
+    /// later with no difference to anyone. A slow refill is no reason to keep it: a full bucket
+    /// has nothing left to refill, and the answers to its next burst (the same burst either
+    /// way) say again whether the key runs low; kept for it, a gate that saw a low count went
+    /// on living with no traffic at all.
     pub fn idle(&mut self, now: Millis) -> bool {
         self.bucket.tokens(now) >= self.bucket.rate().burst()
             && !self.bucket.is_paused()
-            && !self.bucket.is_slow()
             && self.cooldown_until <= now
             && self.quota_until <= now
             && self.budget_full()
