@@ -12,6 +12,7 @@ use harness::{Harness, Reply};
 use odds_gate::core::base::random::Seeded;
 use odds_gate::core::gate::action::End;
 use odds_gate::core::gate::call::CallSpec;
+use odds_gate::core::gate::line::Lane;
 use odds_gate::core::gate::{Gate, EARLY_MS};
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::backoff::Backoff;
@@ -28,6 +29,8 @@ struct CallPlan {
     replayable: bool,
     max_wait: Option<Millis>,
     abort_at: Option<Millis>,
+    /// Its lane, of three with weights 1, 2.5 and 9.
+    lane: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -66,13 +69,15 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         prop::bool::weighted(0.8),
         prop::option::weighted(0.2, 100.0..5_000.0f64),
         prop::option::weighted(0.15, 0.0..8_000.0f64),
+        0u32..3,
     )
-        .prop_map(|(at, retry, replayable, max_wait, abort_at)| CallPlan {
+        .prop_map(|(at, retry, replayable, max_wait, abort_at, lane)| CallPlan {
             at: at.floor(),
             retry,
             replayable,
             max_wait,
             abort_at,
+            lane,
         });
     (
         (1u32..5, prop::sample::select(vec![0.5, 2.0, 10.0, 100.0])),
@@ -155,6 +160,11 @@ fn run(s: &Scenario) -> Harness {
             scout: plan.replayable && !plan.retry,
             account: false,
             behind_scout: false,
+            // Lanes share the gate's admissions by weight: the same properties hold.
+            lane: Lane {
+                id: plan.lane,
+                weight: [1.0, 2.5, 9.0][plan.lane as usize],
+            },
         };
         let index = h.start_at(plan.at, spec);
         if let Some(at) = plan.abort_at {

@@ -55,7 +55,7 @@ impl Gate {
         // A call let in because its token comes within `maxWaitMs` goes when it comes: a
         // wake-up that comes late (a busy event loop) turns it into no refusal after the wait.
         if deadline < now && !(reason == Reason::QueueWait && self.ready_by(now, deadline)) {
-            self.line.pop();
+            self.line.pass();
             self.figures.expired += 1;
             self.give_up(now, head.call, reason);
             return true;

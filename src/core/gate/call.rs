@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::line::Rank;
+use super::line::{Lane, LaneId, Rank};
 use crate::core::authority::AdmissionId;
 use crate::core::rules::batch::Batch;
 use crate::core::rules::classify::{Kind, Outcome};
@@ -45,6 +45,8 @@ pub struct CallSpec {
     /// the scout's answer lets it into this gate's line or moves it to its limiter's gate. It
     /// counts as waiting (`maxWaiting` judges it as it comes).
     pub behind_scout: bool,
+    /// The lane it waits in, and the lane's share of the gate's admissions.
+    pub lane: Lane,
 }
 
 /// Where a call is.
@@ -148,6 +150,16 @@ pub struct Call {
 }
 
 impl Call {
+    /// Where it waits in line: at the front (the quota's probe, a route's scout on its first
+    /// visit), or in its lane.
+    pub fn lane_in_line(&self) -> Option<LaneId> {
+        let first = matches!(self.stage, Stage::Queued { visit: 1, .. });
+        match self.probe || (self.spec.scout && first) {
+            true => None,
+            false => Some(self.spec.lane.id),
+        }
+    }
+
     /// A call made at `now`, not yet in line.
     pub fn new(spec: CallSpec, probe: bool, now: Millis, rank: Rank) -> Call {
         Call {

@@ -1,8 +1,19 @@
-//! The gate's line: calls waiting for admission, in call order. A call keeps the place its
-//! arrival gave it: a retry that comes back from its attempt, or a call moved here from another
-//! limiter's gate, goes in ahead of every call that arrived after it. (A route's scout
-//! alone goes to the very front.) A call that leaves early (aborted, let go) is only marked gone,
-//! and skipped when the line moves, so leaving costs nothing however long the line is.
+//! The gate's line: calls waiting for admission. Calls come in lanes (a wrapper's `lane()`, each
+//! with a weight), and tokens go to the lanes' heads by start-time fair queuing: each lane's head
+//! is tagged with the virtual time its lane may start at, the smallest tag goes first, and an
+//! admission moves the virtual clock to that tag and the lane's next start `1 / weight` later
+//! (in whole units of 2^-32, so that tags compare exactly and a prediction is the line's order).
+//! Start tags rather than deficit round robin: one comparison per lane decides the head, no
+//! quantum to tune, and a lane with nothing waiting banks nothing (it comes back at the clock),
+//! so its share is lent to the others while it is away and no token is left unused while anyone
+//! waits. Over any window in which two lanes stay busy their admissions divided by their weights
+//! differ by at most one token each.
+//!
+//! Within a lane a call keeps the place its arrival gave it: a retry that comes back from its
+//! attempt, or a call moved here from another limiter's gate, goes in ahead of every call of its
+//! lane that arrived after it. The quota's probe and a route's scout wait before every lane. A
+//! call that leaves early (aborted, let go) is only marked gone, and skipped when the line
+//! moves, so leaving costs nothing however long the line is.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -11,6 +22,37 @@ use super::CallId;
 
 /// A call's place in the call order: lower goes first.
 pub type Rank = u64;
+
+/// A lane's number among the gates' lanes (0: a wrapper's own calls).
+pub type LaneId = u32;
+
+/// Virtual time, in units of 2^-32 of a weight-1 admission.
+type Tag = u128;
+
+/// What one admission costs a lane of `weight` in virtual time: `2^32 / weight`, at least one
+/// unit (weights above 2^32 are all alike).
+fn cost(weight: f64) -> Tag {
+    // `as` saturates: a weight near zero costs u64::MAX units, still far from the top of a u128.
+    ((4_294_967_296.0 / weight).round() as u64).max(1).into()
+}
+
+/// The lane a call waits in, and the lane's share of admissions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lane {
+    /// Which lane.
+    pub id: LaneId,
+    /// Its share, against the other lanes' with calls waiting (positive and finite).
+    pub weight: f64,
+}
+
+impl Default for Lane {
+    fn default() -> Self {
+        Lane {
+            id: 0,
+            weight: 1.0,
+        }
+    }
+}
 
 /// A place in line: the call, and which of its visits to the line this is (a retry joins again).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -23,61 +65,44 @@ pub struct Place {
     pub visit: u32,
 }
 
-/// Which part of the line the head is in.
+/// Where the head is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
-    Scouts,
-    Arrivals,
-    Returns,
+    Front,
+    /// A lane (its index), from its arrivals or from its returns.
+    Lane(usize, bool),
 }
 
-/// The places, some of them stale, in three parts: scouts (first come, first served, before
-/// anyone), arrivals (calls joining for the first time, who come in call order by themselves),
-/// and returns (everyone else, ordered by rank).
-#[derive(Debug, Default)]
-pub struct Line {
-    scouts: VecDeque<Place>,
+/// One lane's places, some of them stale: arrivals (calls joining for the first time, who come
+/// in call order by themselves) and returns (everyone else, ordered by rank).
+#[derive(Debug)]
+struct LaneLine {
+    lane: Lane,
     arrivals: VecDeque<Place>,
     returns: BinaryHeap<Reverse<Place>>,
     live: usize,
+    /// The virtual time its next admission may start at.
+    finish: Tag,
 }
 
-impl Line {
-    /// Joins at the place its rank gives it.
-    pub fn push(&mut self, place: Place) {
-        match self.arrivals.back() {
-            Some(last) if last.rank > place.rank => self.returns.push(Reverse(place)),
-            _ => self.arrivals.push_back(place),
+impl LaneLine {
+    fn new(lane: Lane) -> LaneLine {
+        LaneLine {
+            lane,
+            arrivals: VecDeque::new(),
+            returns: BinaryHeap::new(),
+            live: 0,
+            finish: 0,
         }
-        self.joined();
     }
 
-    /// Joins ahead of everyone, scouts included (the quota's probe, for which the rest wait).
-    pub fn push_first(&mut self, place: Place) {
-        self.scouts.push_front(place);
-        self.joined();
+    /// The start tag of its head at virtual time `clock`.
+    fn start(&self, clock: Tag) -> Tag {
+        self.finish.max(clock)
     }
 
-    /// Joins at the front (a route's scout: see [`CallSpec::scout`]).
-    ///
-    /// [`CallSpec::scout`]: super::call::CallSpec::scout
-    pub fn push_front(&mut self, place: Place) {
-        self.scouts.push_back(place);
-        self.joined();
-    }
-
-    fn joined(&mut self) {
-        self.live += 1;
-    }
-
-    /// The head's part, dropping stale places in front of each part's first live one.
-    fn head(&mut self, is_live: &impl Fn(Place) -> bool) -> Option<(Part, Place)> {
-        while self.scouts.front().is_some_and(|&p| !is_live(p)) {
-            self.scouts.pop_front();
-        }
-        if let Some(&place) = self.scouts.front() {
-            return Some((Part::Scouts, place));
-        }
+    /// Its head (from its returns or not), dropping stale places in front of it.
+    fn head(&mut self, is_live: &impl Fn(Place) -> bool) -> Option<(bool, Place)> {
         while self.arrivals.front().is_some_and(|&p| !is_live(p)) {
             self.arrivals.pop_front();
         }
@@ -85,11 +110,111 @@ impl Line {
             self.returns.pop();
         }
         match (self.arrivals.front(), self.returns.peek()) {
-            (Some(&a), Some(r)) if r.0.rank < a.rank => Some((Part::Returns, r.0)),
-            (Some(&a), _) => Some((Part::Arrivals, a)),
-            (None, Some(r)) => Some((Part::Returns, r.0)),
+            (Some(&a), Some(r)) if r.0.rank < a.rank => Some((true, r.0)),
+            (Some(&a), _) => Some((false, a)),
+            (None, Some(r)) => Some((true, r.0)),
             (None, None) => None,
         }
+    }
+
+    /// Its live places in its own order.
+    fn ordered(&self, is_live: &impl Fn(Place) -> bool) -> Vec<Place> {
+        // The heap's own sort: rank order, without another sort's code in the module.
+        let returns = self.returns.clone().into_sorted_vec();
+        let mut r = returns.into_iter().rev().map(|p| p.0).peekable();
+        let mut a = self.arrivals.iter().copied().peekable();
+        let mut places = Vec::with_capacity(self.live);
+        loop {
+            let next = match (a.peek(), r.peek()) {
+                (Some(x), Some(y)) if y.rank < x.rank => r.next(),
+                (Some(_), _) => a.next(),
+                (None, Some(_)) => r.next(),
+                (None, None) => break,
+            };
+            places.extend(next.filter(|&p| is_live(p)));
+        }
+        places
+    }
+
+    fn stored(&self) -> usize {
+        self.arrivals.len() + self.returns.len()
+    }
+}
+
+/// The places: the front (the probe and scouts, first come, first served, before anyone), then
+/// the lanes, by start-time fair queuing.
+#[derive(Debug, Default)]
+pub struct Line {
+    front: VecDeque<Place>,
+    front_live: usize,
+    lanes: Vec<LaneLine>,
+    /// Virtual time: the start tag of the last lane head admitted.
+    clock: Tag,
+    live: usize,
+}
+
+impl Line {
+    /// Joins `lane` at the place its rank gives it there.
+    pub fn push(&mut self, place: Place, lane: Lane) {
+        let index = match self.lanes.iter().position(|l| l.lane.id == lane.id) {
+            Some(index) => index,
+            None => {
+                self.lanes.push(LaneLine::new(lane));
+                self.lanes.len() - 1
+            }
+        };
+        let l = &mut self.lanes[index];
+        l.lane.weight = lane.weight;
+        match l.arrivals.back() {
+            Some(last) if last.rank > place.rank => l.returns.push(Reverse(place)),
+            _ => l.arrivals.push_back(place),
+        }
+        l.live += 1;
+        self.live += 1;
+    }
+
+    /// Joins ahead of everyone, scouts included (the quota's probe, for which the rest wait).
+    pub fn push_first(&mut self, place: Place) {
+        self.front.push_front(place);
+        self.front_live += 1;
+        self.live += 1;
+    }
+
+    /// Joins at the front, after the probe and earlier scouts (a route's scout: see
+    /// [`CallSpec::scout`]).
+    ///
+    /// [`CallSpec::scout`]: super::call::CallSpec::scout
+    pub fn push_front(&mut self, place: Place) {
+        self.front.push_back(place);
+        self.front_live += 1;
+        self.live += 1;
+    }
+
+    /// The head's part, dropping stale places in front of each part's first live one: the front
+    /// first, then the lane whose head has the smallest start tag (the earlier call on a tie).
+    fn head(&mut self, is_live: &impl Fn(Place) -> bool) -> Option<(Part, Place)> {
+        while self.front.front().is_some_and(|&p| !is_live(p)) {
+            self.front.pop_front();
+        }
+        if let Some(&place) = self.front.front() {
+            return Some((Part::Front, place));
+        }
+        let clock = self.clock;
+        let mut best: Option<(Tag, Part, Place)> = None;
+        for (index, lane) in self.lanes.iter_mut().enumerate() {
+            let Some((returns, place)) = lane.head(is_live) else {
+                continue;
+            };
+            let start = lane.start(clock);
+            let better = match best {
+                None => true,
+                Some((s, _, p)) => start < s || (start == s && place.rank < p.rank),
+            };
+            if better {
+                best = Some((start, Part::Lane(index, returns), place));
+            }
+        }
+        best.map(|(_, part, place)| (part, place))
     }
 
     /// The first place for which `is_live` holds, dropping stale ones in front of it.
@@ -97,21 +222,54 @@ impl Line {
         self.head(&is_live).map(|(_, place)| place)
     }
 
-    /// Takes the front place (the caller found it live with [`front`](Self::front)).
+    /// The front place (the caller found it live with [`front`](Self::front)) is admitted: its
+    /// lane's turn is spent.
     pub fn pop(&mut self) {
+        self.take(true);
+    }
+
+    /// The front place leaves without a token (its deadline passed): no lane's turn is spent.
+    pub fn pass(&mut self) {
+        self.take(false);
+    }
+
+    fn take(&mut self, admitted: bool) {
         let taken = match self.head(&|_| true) {
-            Some((Part::Scouts, _)) => self.scouts.pop_front().is_some(),
-            Some((Part::Arrivals, _)) => self.arrivals.pop_front().is_some(),
-            Some((Part::Returns, _)) => self.returns.pop().is_some(),
+            Some((Part::Front, _)) => {
+                self.front_live -= 1;
+                self.front.pop_front().is_some()
+            }
+            Some((Part::Lane(index, returns), _)) => {
+                let lane = &mut self.lanes[index];
+                let taken = match returns {
+                    true => lane.returns.pop().is_some(),
+                    false => lane.arrivals.pop_front().is_some(),
+                };
+                lane.live -= 1;
+                if admitted {
+                    let start = lane.start(self.clock);
+                    lane.finish = start + cost(lane.lane.weight);
+                    self.clock = start;
+                }
+                taken
+            }
             None => false,
         };
         if taken {
             self.live -= 1;
         }
+        // A lane with nobody waiting whose turn has come round again holds nothing worth keeping.
+        let clock = self.clock;
+        self.lanes.retain(|l| l.live > 0 || l.finish > clock);
     }
 
-    /// A live place left the line from anywhere in it (it is skipped later).
-    pub fn left(&mut self) {
+    /// A live place left the line from anywhere in it (it is skipped later): from the front, or
+    /// from its lane.
+    pub fn left(&mut self, from: Option<LaneId>) {
+        match from.and_then(|id| self.lanes.iter_mut().find(|l| l.lane.id == id)) {
+            Some(lane) => lane.live -= 1,
+            None => self.front_live -= 1,
+        }
         self.live -= 1;
     }
 
@@ -125,37 +283,78 @@ impl Line {
         self.live == 0
     }
 
-    /// The places in line order, stale ones included (the caller tells them apart).
-    pub fn ordered(&self) -> Vec<Place> {
-        // The heap's own sort: rank order, without another sort's code in the module.
-        let returns = self.returns.clone().into_sorted_vec();
-        let returns = returns.into_iter().rev().map(|p| p.0);
-        let mut places =
-            Vec::with_capacity(self.scouts.len() + self.arrivals.len() + returns.len());
-        places.extend(self.scouts.iter().copied());
-        let (mut a, mut r) = (
-            self.arrivals.iter().peekable(),
-            returns.into_iter().peekable(),
-        );
+    /// How many of the calls waiting now go before a call joining `lane` now, if no other call
+    /// joins meanwhile: everyone at the front, everyone of its lane, and of each other lane
+    /// those whose start tags come no later than its own.
+    pub fn ahead(&self, lane: Lane) -> usize {
+        let own = self.lanes.iter().find(|l| l.lane.id == lane.id);
+        let (start, mine) = match own {
+            Some(l) => (l.start(self.clock), l.live),
+            None => (self.clock, 0),
+        };
+        let tag = start + mine as Tag * cost(lane.weight);
+        let others: usize = self
+            .lanes
+            .iter()
+            .filter(|l| l.lane.id != lane.id && l.live > 0)
+            .map(|l| {
+                let from = l.start(self.clock);
+                if tag < from {
+                    return 0;
+                }
+                // Its calls starting no later than `tag` (on a tie the earlier call goes first).
+                let turns = (tag - from) / cost(l.lane.weight) + 1;
+                turns.min(l.live as Tag) as usize
+            })
+            .sum();
+        self.front_live + mine + others
+    }
+
+    /// The live places in the order they would be admitted if nobody else joined.
+    pub fn ordered(&self, is_live: impl Fn(Place) -> bool) -> Vec<Place> {
+        let mut places: Vec<Place> = self
+            .front
+            .iter()
+            .copied()
+            .filter(|&p| is_live(p))
+            .collect();
+        let mut lanes: Vec<(Tag, Tag, VecDeque<Place>)> = self
+            .lanes
+            .iter()
+            .map(|l| (l.finish, cost(l.lane.weight), l.ordered(&is_live).into()))
+            .collect();
+        let mut clock = self.clock;
         loop {
-            let next = match (a.peek(), r.peek()) {
-                (Some(x), Some(y)) if y.rank < x.rank => r.next(),
-                (Some(_), _) => a.next().copied(),
-                (None, Some(_)) => r.next(),
-                (None, None) => break,
+            let mut best: Option<(Tag, Rank, usize)> = None;
+            for (index, (finish, _, waiting)) in lanes.iter().enumerate() {
+                let Some(head) = waiting.front() else {
+                    continue;
+                };
+                let start = (*finish).max(clock);
+                if best.is_none_or(|(s, r, _)| start < s || (start == s && head.rank < r)) {
+                    best = Some((start, head.rank, index));
+                }
+            }
+            let Some((start, _, index)) = best else {
+                break;
             };
-            places.extend(next);
+            let (finish, cost, waiting) = &mut lanes[index];
+            places.extend(waiting.pop_front());
+            *finish = start + *cost;
+            clock = start;
         }
         places
     }
 
     /// Drops stale places once they outnumber live ones, so marks cannot pile up.
     pub fn compact(&mut self, is_live: impl Fn(Place) -> bool) {
-        let stored = self.scouts.len() + self.arrivals.len() + self.returns.len();
+        let stored = self.front.len() + self.lanes.iter().map(LaneLine::stored).sum::<usize>();
         if stored > 2 * self.live + 64 {
-            self.scouts.retain(|&p| is_live(p));
-            self.arrivals.retain(|&p| is_live(p));
-            self.returns.retain(|p| is_live(p.0));
+            self.front.retain(|&p| is_live(p));
+            for lane in &mut self.lanes {
+                lane.arrivals.retain(|&p| is_live(p));
+                lane.returns.retain(|p| is_live(p.0));
+            }
         }
     }
 }
@@ -172,15 +371,19 @@ mod tests {
         }
     }
 
+    fn lane(id: LaneId, weight: f64) -> Lane {
+        Lane { id, weight }
+    }
+
     #[test]
     fn goes_in_order_and_skips_those_who_left() {
         let mut line = Line::default();
         for rank in 0..4 {
-            line.push(place(rank));
+            line.push(place(rank), Lane::default());
         }
         let gone = [1u64, 2];
-        line.left();
-        line.left();
+        line.left(Some(0));
+        line.left(Some(0));
         let live = |p: Place| !gone.contains(&p.call);
         assert_eq!(line.front(live).map(|p| p.call), Some(0));
         line.pop();
@@ -188,7 +391,7 @@ mod tests {
         line.pop();
         assert!(line.is_empty());
         assert_eq!(line.front(live), None);
-        line.push(place(7));
+        line.push(place(7), Lane::default());
         line.push_front(place(8));
         assert_eq!(line.front(live).map(|p| p.call), Some(8));
         assert_eq!(line.len(), 2);
@@ -198,12 +401,12 @@ mod tests {
     fn a_call_that_comes_back_goes_ahead_of_those_who_came_after_it() {
         let mut line = Line::default();
         for rank in [2, 3, 5] {
-            line.push(place(rank));
+            line.push(place(rank), Lane::default());
         }
         // Back from their attempts: 1 came first of all, 4 between 3 and 5.
-        line.push(place(4));
-        line.push(place(1));
-        let order: Vec<Rank> = line.ordered().iter().map(|p| p.rank).collect();
+        line.push(place(4), Lane::default());
+        line.push(place(1), Lane::default());
+        let order: Vec<Rank> = line.ordered(|_| true).iter().map(|p| p.rank).collect();
         assert_eq!(order, [1, 2, 3, 4, 5]);
         let mut taken = Vec::new();
         while let Some(p) = line.front(|_| true) {
@@ -212,5 +415,50 @@ mod tests {
         }
         assert_eq!(taken, [1, 2, 3, 4, 5]);
         assert!(line.is_empty());
+    }
+
+    #[test]
+    fn lanes_share_by_weight_and_a_lane_that_comes_back_banks_nothing() {
+        let mut line = Line::default();
+        // 40 background calls (weight 1), then 8 live ones (weight 9).
+        for rank in 0..40 {
+            line.push(place(rank), lane(1, 1.0));
+        }
+        for rank in 40..48 {
+            line.push(place(rank), lane(2, 9.0));
+        }
+        assert_eq!(line.ahead(lane(2, 9.0)), 8 + 1, "one background call goes first");
+        let predicted: Vec<Rank> = line.ordered(|_| true).iter().map(|p| p.rank).collect();
+        let mut taken = Vec::new();
+        while let Some(p) = line.front(|_| true) {
+            taken.push(p.rank);
+            line.pop();
+        }
+        assert_eq!(taken, predicted);
+        // The background lane's first, then nine live for one background.
+        assert_eq!(&taken[..10], &[0, 40, 41, 42, 43, 44, 45, 46, 47, 1]);
+        assert_eq!(&taken[10..], (2..40).collect::<Vec<_>>());
+        // Away while the other lane went on alone, the live lane comes back at the clock.
+        line.push(place(100), lane(1, 1.0));
+        line.push(place(101), lane(1, 1.0));
+        line.pop();
+        line.push(place(102), lane(2, 9.0));
+        assert_eq!(line.front(|_| true).map(|p| p.rank), Some(102));
+    }
+
+    #[test]
+    fn a_head_let_go_without_a_token_spends_no_turn() {
+        let mut line = Line::default();
+        for rank in 0..3 {
+            line.push(place(rank), lane(1, 1.0));
+        }
+        line.push(place(3), lane(2, 1.0));
+        line.pop(); // 0: lane 1 has had its turn
+        assert_eq!(line.front(|_| true).map(|p| p.rank), Some(3));
+        line.pass(); // 3 let go: lane 2 spent nothing, and its next call has the turn
+        line.push(place(4), lane(2, 1.0));
+        assert_eq!(line.front(|_| true).map(|p| p.rank), Some(4));
+        line.pop();
+        assert_eq!(line.front(|_| true).map(|p| p.rank), Some(1));
     }
 }

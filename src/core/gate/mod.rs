@@ -368,7 +368,7 @@ impl Gate {
         };
         let (deadline, reason) = call.admission_deadline();
         // Only a deadline needs the prediction (most calls have none before their first send).
-        if deadline.is_finite() && self.predict(now, self.line.len()) > deadline {
+        if deadline.is_finite() && self.predict(now, self.line.ahead(call.spec.lane)) > deadline {
             self.figures.expired += 1;
             return self.give_up(now, id, reason);
         }
@@ -388,7 +388,7 @@ impl Gate {
         match (call.probe, call.spec.scout && visit == 1) {
             (true, _) => self.line.push_first(place),
             (false, true) => self.line.push_front(place),
-            (false, false) => self.line.push(place),
+            (false, false) => self.line.push(place, call.spec.lane),
         }
         self.peak_waiting = self.peak_waiting.max(self.waiting());
     }
@@ -426,9 +426,9 @@ impl Gate {
         let Some(c) = self.calls.get(call) else {
             return;
         };
-        let (scout, seq) = (c.spec.scout, c.seq.unwrap_or(0.0));
+        let (scout, seq, from) = (c.spec.scout, c.seq.unwrap_or(0.0), c.lane_in_line());
         match c.stage {
-            Stage::Queued { .. } => self.line.left(),
+            Stage::Queued { .. } => self.line.left(from),
             Stage::BehindScout => self.behind_scout -= 1,
             Stage::Sending => {
                 self.resume(now, call);
@@ -458,9 +458,10 @@ impl Gate {
         if c.probe || c.first_sent.is_some() {
             return None;
         }
+        let from = c.lane_in_line();
         match c.stage {
             Stage::Queued { .. } => {
-                self.line.left();
+                self.line.left(from);
                 self.figures.requests = self.figures.requests.saturating_sub(1);
             }
             Stage::BehindScout => self.behind_scout -= 1,
@@ -539,16 +540,15 @@ impl Gate {
         let calls = &self.calls;
         let waiting: Vec<CallId> = self
             .line
-            .ordered()
+            .ordered(|p| Gate::live(calls, p))
             .into_iter()
-            .filter(|&p| Gate::live(calls, p))
             .map(|p| p.call)
             .collect();
         for call in waiting {
             let Some(c) = self.calls.get(call) else {
                 continue;
             };
-            let end = end(c);
+            let (end, from) = (end(c), c.lane_in_line());
             if let End::Exhausted { .. } = end {
                 if c.spec.account {
                     // An account call is how one checks the quota: it stays.
@@ -556,7 +556,7 @@ impl Gate {
                 }
                 self.figures.quota_rejected += 1;
             }
-            self.line.left();
+            self.line.left(from);
             self.settle(now, call, end);
         }
         let calls = &self.calls;
@@ -569,9 +569,8 @@ impl Gate {
         let calls = &self.calls;
         let waiting: Vec<CallId> = self
             .line
-            .ordered()
+            .ordered(|p| Gate::live(calls, p))
             .into_iter()
-            .filter(|&p| Gate::live(calls, p))
             .map(|p| p.call)
             .collect();
         let mut kept = 0;
@@ -580,8 +579,9 @@ impl Gate {
                 continue;
             };
             let (deadline, reason) = c.admission_deadline();
+            let from = c.lane_in_line();
             if self.predict(now, kept) > deadline {
-                self.line.left();
+                self.line.left(from);
                 self.figures.expired += 1;
                 self.give_up(now, call, reason);
             } else {

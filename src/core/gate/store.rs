@@ -89,7 +89,7 @@ impl Gate {
                     let deadline = self.calls.get(head.call).map(|c| c.admission_deadline());
                     match deadline {
                         Some((deadline, reason)) if deadline < now => {
-                            self.line.pop();
+                            self.line.pass();
                             self.figures.expired += 1;
                             self.give_up(now, head.call, reason);
                         }

@@ -38,7 +38,7 @@ use crate::core::base::slab::{Id, Mirror, Slab};
 use crate::core::gate::action::{Action as GateAction, Event, Heard, OpId};
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
-use crate::core::gate::line::Rank;
+use crate::core::gate::line::{Lane, LaneId, Rank};
 use crate::core::gate::store_link::{StoreReply, StoreSettings};
 use crate::core::gate::{BodyFacts, CallId, Gate};
 use crate::core::parse::feedback::Feedback;
@@ -96,6 +96,8 @@ struct Placed {
 /// A wrapper: what it asks for, the gates it used, and the figures of those since forgotten.
 struct Wrapper {
     profile: Profile,
+    /// The lane its calls wait in.
+    lane: Lane,
     prints: Map<Print, GateId>,
     gates: Set<GateId>,
     retired: Figures,
@@ -132,6 +134,8 @@ pub struct Gates {
     armed: usize,
     ranks: Rank,
     uses: u64,
+    /// Lanes made so far (lane 0 is every wrapper's own).
+    lanes: LaneId,
 }
 
 impl Gates {
@@ -158,6 +162,7 @@ impl Gates {
             armed: 0,
             ranks: 0,
             uses: 0,
+            lanes: 0,
         }
     }
 
@@ -217,6 +222,7 @@ impl Gates {
             account: asks_account(request.method, request.url),
             scout: false,
             behind_scout: false,
+            lane: w.lane,
         };
         let mut route = None;
         if profile.learns() {

@@ -10,6 +10,7 @@ use crate::core::authority::threads::{Settings, ThreadAuthority};
 use crate::core::base::map::{Map, Set};
 use crate::core::base::slab::Mirror;
 use crate::core::gate::figures::Figures;
+use crate::core::gate::line::Lane;
 use crate::core::gate::store_link::StoreSettings;
 use crate::core::gate::Gate;
 use crate::core::rules::allowance::Allowance;
@@ -32,10 +33,25 @@ impl Gates {
         self.identities.get(store).map(String::as_str)
     }
 
-    /// A new wrapper asking for `profile`, held once (see [`release`](Self::release)).
+    /// A new wrapper asking for `profile`, held once (see [`release`](Self::release)). Its
+    /// calls wait in lane 0, with every other wrapper's own calls.
     pub fn wrapper(&mut self, profile: Profile) -> WrapperId {
+        self.wrapper_in(profile, Lane::default())
+    }
+
+    /// A new wrapper whose calls wait in a lane of their own with `weight` (a positive finite
+    /// number: the boundary checks it): `lane()`, on the same gates as the wrapper whose
+    /// allowance, budget and store `profile` repeats.
+    pub fn lane(&mut self, profile: Profile, weight: f64) -> WrapperId {
+        self.lanes += 1;
+        let id = self.lanes;
+        self.wrapper_in(profile, Lane { id, weight })
+    }
+
+    fn wrapper_in(&mut self, profile: Profile, lane: Lane) -> WrapperId {
         self.wrappers.insert(Wrapper {
             profile,
+            lane,
             prints: Map::default(),
             gates: Set::default(),
             retired: Figures::default(),

@@ -1,0 +1,195 @@
+//! Lanes on one key, on the virtual clock: the line's start-time fair queuing (shares within one
+//! token of the weights over any busy window, no lane starves, no token unused while anyone
+//! waits, the prediction `maxWaitMs` relies on), and the issue's own case through the
+//! production `Gates`: 40 background calls, then 8 live ones, at 2/s.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::rc::Rc;
+
+use odds_gate::core::gate::action::End;
+use odds_gate::core::gate::line::{Lane, Line, Place};
+use odds_gate::core::gates::profile::{Keeping, Profile};
+use odds_gate::core::gates::{Gates, WrapperId};
+use odds_gate::core::rules::allowance::{Allowance, Rate};
+use odds_gate::core::rules::policy::RetryPolicy;
+use odds_gate::core::sim::home::SimHome;
+use odds_gate::core::sim::server::{Allowances, Limiter};
+use odds_gate::core::sim::world::{Call, World};
+use odds_gate::core::Millis;
+use proptest::prelude::*;
+
+const SNAPSHOT: &str = "http://api/v1/events/e1/odds/snapshot";
+
+fn profile(rate: Rate) -> Profile {
+    Profile {
+        allowance: Allowance::Fixed(rate),
+        budget: None,
+        keeping: Keeping::Memory { threads: false },
+        policy: Some(Rc::new(RetryPolicy::default())),
+        max_wait_ms: None,
+        max_waiting: None,
+        reports_wait: false,
+    }
+}
+
+/// One process; a lane for each weight (`None`: the wrapper's own lane 0) on one key at `rate`,
+/// answered by a server that allows exactly that.
+fn world(rate: Rate, weights: &[Option<f64>]) -> (World, Vec<WrapperId>) {
+    let mut gates = Gates::new(Box::new(SimHome::alone(1)));
+    let wrappers = weights
+        .iter()
+        .map(|w| match w {
+            Some(weight) => gates.lane(profile(rate), *weight),
+            None => gates.wrapper(profile(rate)),
+        })
+        .collect();
+    let limiter = Limiter {
+        name: None,
+        path: String::new(),
+        rate,
+    };
+    let mut server = Allowances::new(vec![limiter], 1_000.0);
+    server.latency_ms = 20.0;
+    (World::new(vec![gates], Box::new(server)), wrappers)
+}
+
+/// 40 background calls at 0, 8 live ones at 1 s, at burst 2 at 2/s: when the last live call and
+/// the last call of all are done, and the 429s.
+fn background_then_live(weights: &[Option<f64>]) -> (Millis, Millis, usize) {
+    let rate = Rate::new(2.0, 2.0).unwrap();
+    let (mut w, lanes) = world(rate, weights);
+    let background: Vec<usize> = (0..40)
+        .map(|_| w.start_at(0.0, Call::get(0, lanes[0], "key", SNAPSHOT)))
+        .collect();
+    let live: Vec<usize> = (0..8)
+        .map(|_| w.start_at(1_000.0, Call::get(0, lanes[1], "key", SNAPSHOT)))
+        .collect();
+    w.run();
+    let done = |calls: &[usize]| {
+        calls
+            .iter()
+            .map(|i| {
+                assert_eq!(w.log.settled[i].1, End::Deliver);
+                w.log.settled[i].0
+            })
+            .fold(0.0, f64::max)
+    };
+    let rejected = w.log.responses.iter().filter(|r| r.2 == 429).count();
+    (done(&live), done(&background).max(done(&live)), rejected)
+}
+
+#[test]
+fn live_calls_go_before_a_queue_of_background_refreshes_and_the_line_stays_at_the_floor() {
+    // One line: the live calls wait behind all 40.
+    let (live, all, rejected) = background_then_live(&[None, None]);
+    assert_eq!(rejected, 0);
+    assert!(live > 22_000.0, "one line: live done at {live} ms");
+    // Lanes of weight 1 and 9: nine live calls for each background one once they come (the
+    // live calls done at 4.54 s). The floor is 23 s (2 at once, then 46 at 2/s), and the last
+    // answer's 20 ms after its refill anchored on the one before (23.04 s, one line or lanes).
+    let (live, all_laned, rejected) = background_then_live(&[Some(1.0), Some(9.0)]);
+    assert_eq!(rejected, 0);
+    assert!(live <= 4_600.0, "lanes: live done at {live} ms");
+    assert!(all_laned <= 23_050.0, "lanes: all done at {all_laned} ms");
+    assert_eq!(all_laned, all, "the lanes cost the line nothing");
+}
+
+#[test]
+fn a_background_lane_under_a_saturated_heavier_lane_gets_its_share() {
+    let rate = Rate::new(1.0, 10.0).unwrap();
+    let (mut w, lanes) = world(rate, &[Some(1.0), Some(9.0)]);
+    for _ in 0..200 {
+        w.start_at(0.0, Call::get(0, lanes[1], "key", SNAPSHOT));
+        w.start_at(0.0, Call::get(0, lanes[0], "key", SNAPSHOT));
+    }
+    // Of the first 100 admissions, the background lane's are every tenth.
+    w.run();
+    let first: Vec<usize> = w.log.sent.iter().take(100).map(|s| s.index).collect();
+    let background = first.iter().filter(|&&i| i % 2 == 1).count();
+    assert_eq!(first.len(), 100);
+    assert_eq!(background, 10, "{background} of 100");
+}
+
+/// What happens to a line: a call joins a lane, or the head is admitted.
+#[derive(Debug, Clone)]
+enum Op {
+    Join(usize),
+    Admit,
+}
+
+fn ops() -> impl Strategy<Value = (Vec<f64>, Vec<Op>)> {
+    let weights = prop::collection::vec(
+        prop::sample::select(vec![0.1, 0.5, 1.0, 1.5, 2.0, 3.0, 9.0, 20.0]),
+        2..5,
+    );
+    weights.prop_flat_map(|weights| {
+        let lanes = weights.len();
+        let op = prop_oneof![
+            2 => (0..lanes).prop_map(Op::Join),
+            1 => Just(Op::Admit),
+        ];
+        (Just(weights), prop::collection::vec(op, 1..300))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn shares_follow_the_weights_within_one_token_and_no_token_goes_unused(
+        (weights, ops) in ops()
+    ) {
+        let lane = |i: usize| Lane { id: i as u32 + 1, weight: weights[i] };
+        let mut line = Line::default();
+        let mut waiting = vec![0usize; weights.len()];
+        let mut of_call = Vec::new();
+        // Per admission: the lane admitted, and which lanes had calls waiting just before.
+        let mut admissions: Vec<(usize, Vec<bool>)> = Vec::new();
+        for op in &ops {
+            match *op {
+                Op::Join(l) => {
+                    let rank = of_call.len() as u64;
+                    // The prediction is where the call then stands in the admission order.
+                    let ahead = line.ahead(lane(l));
+                    line.push(Place { rank, call: rank, visit: 1 }, lane(l));
+                    let order = line.ordered(|_| true);
+                    prop_assert_eq!(order.iter().position(|p| p.call == rank), Some(ahead));
+                    of_call.push(l);
+                    waiting[l] += 1;
+                }
+                Op::Admit => {
+                    let busy: Vec<bool> = waiting.iter().map(|&n| n > 0).collect();
+                    let head = line.front(|_| true);
+                    // Work-conserving: somebody goes whenever anybody waits.
+                    prop_assert_eq!(head.is_some(), busy.iter().any(|&b| b));
+                    let Some(head) = head else { continue };
+                    prop_assert_eq!(Some(head), line.ordered(|_| true).first().copied());
+                    line.pop();
+                    let l = of_call[head.call as usize];
+                    waiting[l] -= 1;
+                    admissions.push((l, busy));
+                }
+            }
+            prop_assert_eq!(line.len(), waiting.iter().sum::<usize>());
+        }
+        // Over any run of admissions in which lanes a and b both had calls waiting throughout,
+        // their admissions over their weights differ by at most one token of each.
+        for a in 0..weights.len() {
+            for b in a + 1..weights.len() {
+                for i in 0..admissions.len() {
+                    let (mut na, mut nb) = (0.0, 0.0);
+                    for (l, busy) in &admissions[i..] {
+                        if !(busy[a] && busy[b]) {
+                            break;
+                        }
+                        na += f64::from(u8::from(*l == a));
+                        nb += f64::from(u8::from(*l == b));
+                        let gap = (na / weights[a] - nb / weights[b]).abs();
+                        let bound = 1.0 / weights[a] + 1.0 / weights[b] + 1e-9;
+                        prop_assert!(gap <= bound, "lanes {a} ({}) and {b} ({}): {na} and {nb}", weights[a], weights[b]);
+                    }
+                }
+            }
+        }
+    }
+}
