@@ -206,6 +206,23 @@ export interface BatchOptions {
   retryBudget?: number;
 }
 
+/**
+ * A lane: another `fetchImpl` on the same gates (same credential, allowance, cooldown and retry
+ * budget) whose calls wait in a line of their own. When several lanes have calls waiting on a
+ * gate, its admissions go to them in proportion to their weights; a lane with nothing waiting
+ * lends its share. Within one process's thread (see the README for threads and fleets).
+ */
+export interface LaneOptions {
+  /** The lane's share against the other lanes' (a positive finite number). @default 1 */
+  weight?: number;
+  /** The lane's own retries (`false`: none, as for best-effort work); its retries draw on the wrapper's budget, so `retry.budget` is refused here. @default the wrapper's */
+  retry?: boolean | Omit<RetryOptions, 'budget'>;
+  /** How long the lane's calls may wait in line. @default the wrapper's */
+  maxWaitMs?: number;
+  /** How many calls may wait before the lane's next is refused. @default the wrapper's */
+  maxWaiting?: number;
+}
+
 /** The headers of the last throttled response, as recorded. */
 export interface Feedback {
   retryAfterMs: number | null;
@@ -331,6 +348,13 @@ export interface GatedFetch extends FetchLike {
   describe(): Description;
   /** A fetchImpl for one refresh round sharing this wrapper's gates. */
   batch(options: BatchOptions): GatedFetch;
+  /**
+   * A fetchImpl on the same gates whose calls wait in a lane of their own, sharing admissions
+   * with the other lanes by weight (this one's calls wait in lane 0, of weight 1).
+   * @throws {RangeError} a weight that is not a positive finite number.
+   * @throws {TypeError} an option of the wrong type, an unknown option, or `retry.budget`.
+   */
+  lane(options?: LaneOptions): GatedFetch;
   /** Declares the quota available again on every gate this wrapper has used. */
   resetQuota(): void;
   /**

@@ -24,6 +24,7 @@ function wrap(transport) {
   fetchImpl.stats = () => transport.stats();
   fetchImpl.describe = () => transport.describe();
   fetchImpl.batch = (options) => wrap(transport.batch(options));
+  fetchImpl.lane = (options) => wrap(transport.lane(options));
   fetchImpl.resetQuota = () => transport.resetQuota();
   fetchImpl.clearCooldown = () => transport.clearCooldown();
   return fetchImpl;

@@ -41,6 +41,13 @@ expectType<GatedFetch>(fetchImpl);
 const asSdk: SdkFetchLike = fetchImpl; // a drop-in fetchImpl
 new OddsApiClient({ apiKey: 'key', fetchImpl });
 new OddsApiClient({ apiKey: 'key', fetchImpl: fetchImpl.batch({ deadlineMs: 5_000 }) });
+new OddsApiClient({ apiKey: 'key', fetchImpl: fetchImpl.lane({ weight: 9 }) });
+new OddsApiClient({ apiKey: 'key', fetchImpl: fetchImpl.lane({ retry: false, maxWaiting: 20 }).batch({ deadlineMs: 5_000 }) });
+fetchImpl.lane();
+// @ts-expect-error a lane's retries draw on the wrapper's budget
+fetchImpl.lane({ retry: { budget: false } });
+// @ts-expect-error a weight is a number
+fetchImpl.lane({ weight: '9' });
 expectTrue<Equal<FetchLike, SdkFetchLike>>();
 void asSdk;
 

@@ -143,6 +143,20 @@ struct BudgetOptions {
     success_refill: Option<f64>,
 }
 
+/// `lane({ weight, retry, maxWaitMs, maxWaiting })`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LaneOptions {
+    #[serde(default, deserialize_with = "de::number")]
+    weight: Option<f64>,
+    #[serde(default, deserialize_with = "de::value")]
+    retry: Option<JsValue>,
+    #[serde(default, deserialize_with = "de::number")]
+    max_wait_ms: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    max_waiting: Option<f64>,
+}
+
 /// `batch({ deadlineMs, retryBudget })`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -175,6 +189,7 @@ impl Item for Method {
 }
 
 /// A wrapper's configuration.
+#[derive(Clone)]
 pub struct Config {
     /// The key's allowance, or how it is learned.
     pub rate: Allowance,
@@ -195,7 +210,7 @@ pub struct Config {
     /// The shared store; `None` keeps the gate in this process's memory.
     pub store: Option<Rc<RedisStore>>,
     /// The OpenTelemetry instruments, when a `meter` was given.
-    pub metrics: Option<Metrics>,
+    pub metrics: Option<Rc<Metrics>>,
     /// Whether a gate kept in memory is shared by the process's threads (`threads: false`
     /// keeps it in the thread that makes it).
     pub threads: bool,
@@ -223,12 +238,7 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
             "Expected `usageUrl` to be an absolute http: or https: URL",
         ));
     }
-    let max_wait_ms = o
-        .max_wait_ms
-        .map(|ms| at_least("maxWaitMs", ms, 0.0, "a finite number >= 0"))
-        .transpose()
-        .map_err(config_error)?;
-    let max_waiting = integer("maxWaiting", o.max_waiting, 0.0, 1e9)?.map(|n| n as usize);
+    let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting)?;
     let store = match o.store {
         None => None,
         Some(store) if is_store(&store) => Some(RedisStore::from_descriptor(&store)?),
@@ -248,10 +258,58 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
         budget,
         events: Events::new(o.on_event),
         usage_url: o.usage_url,
-        metrics: o.meter.map(|m| Metrics::new(&m)).transpose()?,
+        metrics: o.meter.map(|m| Metrics::new(&m).map(Rc::new)).transpose()?,
         threads: o.threads.unwrap_or(true),
         typed_errors: o.typed_errors.unwrap_or(false),
     })
+}
+
+/// `maxWaitMs` and `maxWaiting`, checked.
+fn limits(
+    max_wait_ms: Option<f64>,
+    max_waiting: Option<f64>,
+) -> Result<(Option<Millis>, Option<usize>), JsValue> {
+    let max_wait_ms = max_wait_ms
+        .map(|ms| at_least("maxWaitMs", ms, 0.0, "a finite number >= 0"))
+        .transpose()
+        .map_err(config_error)?;
+    let max_waiting = integer("maxWaiting", max_waiting, 0.0, 1e9)?.map(|n| n as usize);
+    Ok((max_wait_ms, max_waiting))
+}
+
+/// `lane(options)` of a wrapper configured as `parent`: the lane's configuration (the
+/// wrapper's, with the lane's own retries and limits where it gives them) and its weight. A
+/// lane's retries draw on its wrapper's retry budget, the gate's, which the lane cannot change.
+pub fn lane(options: &JsValue, parent: &Config) -> Result<(Config, f64), JsValue> {
+    let o: LaneOptions = match options.is_undefined() {
+        true => de::object(&js_sys::Object::new(), "lane options", "")?,
+        false => de::object(options, "lane options", "")?,
+    };
+    let weight = o.weight.unwrap_or(1.0);
+    if !(weight.is_finite() && weight > 0.0) {
+        return Err(range_error(&format!(
+            "Expected `weight` to be a positive finite number, got {}",
+            number(weight)
+        )));
+    }
+    let mut config = parent.clone();
+    if let Some(value) = o.retry {
+        if de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true) {
+            return Err(type_error(
+                "A lane's retries draw on its wrapper's retry budget: set `retry.budget` in \
+                 createFetch, not in lane()",
+            ));
+        }
+        let (policy, _) = retry(Some(value))?;
+        config.retry = policy.map(|mut policy| {
+            policy.typed_errors = parent.typed_errors;
+            Rc::new(policy)
+        });
+    }
+    let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting)?;
+    config.max_wait_ms = max_wait_ms.or(parent.max_wait_ms);
+    config.max_waiting = max_waiting.or(parent.max_waiting);
+    Ok((config, weight))
 }
 
 /// `retry`: `false` (observe and admit only), `true` or left out (the defaults), or an object.

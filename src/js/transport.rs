@@ -44,21 +44,7 @@ impl Transport {
     pub fn new(options: JsValue) -> Result<Transport, JsValue> {
         let config = Rc::new(options::config(&options)?);
         let this = driver();
-        let keeping = match &config.store {
-            Some(store) => Keeping::Store(this.store(store)),
-            None => Keeping::Memory {
-                threads: config.threads,
-            },
-        };
-        let profile = Profile {
-            allowance: config.rate,
-            budget: config.budget,
-            keeping,
-            policy: config.retry.clone(),
-            max_wait_ms: config.max_wait_ms,
-            max_waiting: config.max_waiting,
-            reports_wait: config.metrics.is_some(),
-        };
+        let profile = profile(&this, &config);
         let wrapper = this.with(|g| g.wrapper(profile));
         this.add_wrapper(wrapper, &config);
         if let Some(metrics) = &config.metrics {
@@ -175,6 +161,25 @@ impl Transport {
         })
     }
 
+    /// A `fetchImpl` on the same gates whose calls wait in a lane of their own, sharing the
+    /// gates' admissions with the other lanes by `weight`, with its own retries and limits
+    /// where `options` gives them (and this one's batch, if any).
+    pub fn lane(&self, options: JsValue) -> Result<Transport, JsValue> {
+        let (config, weight) = options::lane(&options, &self.config)?;
+        let config = Rc::new(config);
+        let this = driver();
+        let profile = profile(&this, &config);
+        let wrapper = this.with(|g| g.lane(profile, weight));
+        this.add_wrapper(wrapper, &config);
+        Ok(Transport {
+            wrapper,
+            config,
+            batch: self.batch.clone(),
+            parked: RefCell::default(),
+            free: RefCell::default(),
+        })
+    }
+
     /// Live figures of every gate this wrapper has used.
     pub fn stats(&self) -> Exported {
         let batch = self.batch.as_ref().map(|b| {
@@ -208,6 +213,26 @@ impl Transport {
         let driver = driver();
         driver.with(|g| g.clear_cooldown(clock::now(), self.wrapper));
         driver.drive();
+    }
+}
+
+/// What a wrapper configured as `config` asks the gates for.
+fn profile(driver: &Driver, config: &Config) -> Profile {
+    let keeping = match &config.store {
+        Some(store) => Keeping::Store(driver.store(store)),
+        None => Keeping::Memory {
+            threads: config.threads,
+        },
+    };
+    Profile {
+        allowance: config.rate,
+        // A wrapper that does not retry uses no budget (and joins a gate that has one).
+        budget: config.retry.as_ref().and(config.budget),
+        keeping,
+        policy: config.retry.clone(),
+        max_wait_ms: config.max_wait_ms,
+        max_waiting: config.max_waiting,
+        reports_wait: config.metrics.is_some(),
     }
 }
 

@@ -1,0 +1,73 @@
+// Lanes, live: `fetchImpl.lane(options)` is another fetchImpl on the same gates whose calls wait
+// in a line of their own, sharing admissions by weight. Wiring only, with wide bounds: the
+// shares themselves are the core's, tested on the virtual clock (tests/lanes.rs).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { randomUUID } from 'node:crypto';
+import { createFetch } from '../pkg/index.js';
+import { startFakeOddsApi } from './support/fake-odds-api.mjs';
+
+test('live calls in a heavier lane go before a queue of background refreshes, on one key, with no 429', async () => {
+  const rate = { burst: 2, perSecond: 20 };
+  const api = await startFakeOddsApi(rate);
+  try {
+    const fetchImpl = createFetch({ rate });
+    const background = fetchImpl.lane({ weight: 1, retry: false });
+    const live = fetchImpl.lane({ weight: 9 });
+    const headers = { 'X-API-Key': `lanes-${randomUUID()}` };
+    const url = (n) => `${api.baseUrl}/events/${n}/odds/snapshot`;
+    const done = [];
+    const call = (lane, kind, n) => lane(url(n), { headers }).then(async (r) => {
+      await r.text();
+      done.push(kind);
+      return r.status;
+    });
+    const queued = Array.from({ length: 40 }, (_, n) => call(background, 'background', n));
+    await new Promise((r) => setTimeout(r, 100));
+    const urgent = Array.from({ length: 8 }, (_, n) => call(live, 'live', 100 + n));
+    const statuses = await Promise.all([...queued, ...urgent]);
+    assert.deepEqual(new Set(statuses), new Set([200]));
+    assert.equal(api.stats().rejected, 0);
+    // In one line the live calls would be the last 8 done; in their lane they are done while
+    // most of the background calls still wait, nine live for one background once they come
+    // (equal weights would let about seven background calls in among them).
+    const [first, last] = [done.indexOf('live'), done.lastIndexOf('live')];
+    const among = done.slice(first, last).filter((kind) => kind === 'background').length;
+    assert.ok(last < 30 && among <= 3, `the live calls were done ${first + 1}th to ${last + 1}th of 48: ${done.join(' ')}`);
+    // One gate for the key: the lanes share it, and its figures count every lane's calls.
+    const gates = live.stats().gates;
+    assert.equal(gates.length, 1);
+    assert.equal(gates[0].admitted, 48);
+  } finally {
+    await api.close();
+  }
+});
+
+test('a lane composes with batch(), and a bad lane option is a typed error naming the field', async () => {
+  const fetchImpl = createFetch({ rate: { burst: 1, perSecond: 1000 }, fetch: async () => new Response('{}') });
+  const headers = { 'X-API-Key': `lanes-${randomUUID()}` };
+  const round = fetchImpl.lane({ weight: 3 }).batch({ deadlineMs: 5_000 });
+  assert.equal((await round('http://127.0.0.1/x', { headers })).status, 200);
+  assert.equal(round.stats().batch.remainingMs > 0, true);
+  assert.equal((await fetchImpl.batch({ deadlineMs: 5_000 }).lane()('http://127.0.0.1/y', { headers })).status, 200);
+  for (const weight of [0, -1, NaN, Infinity]) {
+    assert.throws(() => fetchImpl.lane({ weight }), { name: 'RangeError', message: /`weight`.*positive finite/ });
+  }
+  assert.throws(() => fetchImpl.lane({ weight: '2' }), { name: 'TypeError', message: /weight/ });
+  assert.throws(() => fetchImpl.lane({ wieght: 2 }), { name: 'TypeError', message: /wieght/ });
+  assert.throws(() => fetchImpl.lane({ retry: { budget: false } }), { name: 'TypeError', message: /retry\.budget/ });
+  assert.throws(() => fetchImpl.lane({ maxWaitMs: -1 }), { name: 'RangeError', message: /maxWaitMs/ });
+});
+
+test("a lane's own limits: maxWaiting drops its work rather than queue it, the other lane's calls still wait", async () => {
+  const fetchImpl = createFetch({ rate: { burst: 1, perSecond: 10 }, fetch: async () => new Response('{}') });
+  const headers = { 'X-API-Key': `lanes-${randomUUID()}` };
+  const bestEffort = fetchImpl.lane({ maxWaiting: 2, retry: false });
+  const results = await Promise.allSettled([
+    ...Array.from({ length: 4 }, () => fetchImpl('http://127.0.0.1/a', { headers })),
+    bestEffort('http://127.0.0.1/b', { headers }),
+  ]);
+  assert.deepEqual(results.slice(0, 4).map((r) => r.status), ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+  assert.equal(results[4].status, 'rejected', 'more than two already waited on the gate');
+  assert.match(String(results[4].reason?.message), /queue-full/);
+});
