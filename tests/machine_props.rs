@@ -71,14 +71,16 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         prop::option::weighted(0.15, 0.0..8_000.0f64),
         0u32..3,
     )
-        .prop_map(|(at, retry, replayable, max_wait, abort_at, lane)| CallPlan {
-            at: at.floor(),
-            retry,
-            replayable,
-            max_wait,
-            abort_at,
-            lane,
-        });
+        .prop_map(
+            |(at, retry, replayable, max_wait, abort_at, lane)| CallPlan {
+                at: at.floor(),
+                retry,
+                replayable,
+                max_wait,
+                abort_at,
+                lane,
+            },
+        );
     (
         (1u32..5, prop::sample::select(vec![0.5, 2.0, 10.0, 100.0])),
         any::<bool>(),

@@ -47,10 +47,7 @@ pub struct Lane {
 
 impl Default for Lane {
     fn default() -> Self {
-        Lane {
-            id: 0,
-            weight: 1.0,
-        }
+        Lane { id: 0, weight: 1.0 }
     }
 }
 
@@ -312,12 +309,7 @@ impl Line {
 
     /// The live places in the order they would be admitted if nobody else joined.
     pub fn ordered(&self, is_live: impl Fn(Place) -> bool) -> Vec<Place> {
-        let mut places: Vec<Place> = self
-            .front
-            .iter()
-            .copied()
-            .filter(|&p| is_live(p))
-            .collect();
+        let mut places: Vec<Place> = self.front.iter().copied().filter(|&p| is_live(p)).collect();
         let mut lanes: Vec<(Tag, Tag, VecDeque<Place>)> = self
             .lanes
             .iter()
@@ -427,7 +419,11 @@ mod tests {
         for rank in 40..48 {
             line.push(place(rank), lane(2, 9.0));
         }
-        assert_eq!(line.ahead(lane(2, 9.0)), 8 + 1, "one background call goes first");
+        assert_eq!(
+            line.ahead(lane(2, 9.0)),
+            8 + 1,
+            "one background call goes first"
+        );
         let predicted: Vec<Rank> = line.ordered(|_| true).iter().map(|p| p.rank).collect();
         let mut taken = Vec::new();
         while let Some(p) = line.front(|_| true) {
