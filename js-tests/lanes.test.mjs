@@ -34,10 +34,16 @@ test('live calls in a heavier lane go before a queue of background refreshes, on
     const [first, last] = [done.indexOf('live'), done.lastIndexOf('live')];
     const among = done.slice(first, last).filter((kind) => kind === 'background').length;
     assert.ok(last < 30 && among <= 3, `the live calls were done ${first + 1}th to ${last + 1}th of 48: ${done.join(' ')}`);
-    // One gate for the key: the lanes share it, and its figures count every lane's calls.
+    // One gate for the key: the lanes share it, and its figures count every lane's calls;
+    // each lane's own figures count its own.
     const gates = live.stats().gates;
     assert.equal(gates.length, 1);
     assert.equal(gates[0].admitted, 48);
+    const [bg, lv] = [background.stats().lane, live.stats().lane];
+    assert.deepEqual([bg.weight, bg.admitted, bg.waiting, lv.weight, lv.admitted, lv.waiting], [1, 40, 0, 9, 8, 0]);
+    assert.ok(bg.waitedMs > lv.waitedMs && lv.waitedMs > 0, `waited: background ${bg.waitedMs} ms, live ${lv.waitedMs} ms`);
+    assert.match(live.describe().lane, /weight 9/);
+    assert.equal(fetchImpl.describe().lane, undefined, "a wrapper's own calls are no lane of their own");
   } finally {
     await api.close();
   }

@@ -312,6 +312,11 @@ export interface Stats {
   batch?: { remainingMs: number; retriesLeft: number | null };
   /** Every gate this wrapper has used, most recently used first. */
   gates: GateStats[];
+  /**
+   * The wrapper's lane (its own calls: weight 1, shared with every wrapper's own calls):
+   * its calls waiting in it now, and this wrapper's admissions and their total wait in line.
+   */
+  lane: { weight: number; waiting: number; admitted: number; waitedMs: number };
 }
 
 /** The configuration summary: what to tune when the provider changes its limits. */
@@ -333,6 +338,8 @@ export interface Description {
   bounds?: string;
   /** How long a call may wait in line, and how long the line may be. */
   waiting: string;
+  /** Present on a lane: its weight and what it means. */
+  lane?: string;
   retryBudget: string;
   quota: string;
   metrics: string;

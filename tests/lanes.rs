@@ -107,6 +107,16 @@ fn a_background_lane_under_a_saturated_heavier_lane_gets_its_share() {
     let first: Vec<usize> = w.log.sent.iter().take(100).map(|s| s.index).collect();
     let background = first.iter().filter(|&&i| i % 2 == 1).count();
     assert_eq!(first.len(), 100);
+    // Each lane's own figures: its admissions and their wait, and nothing left waiting.
+    let gates = &w.processes[0].gates;
+    let (background_lane, background_figures, waiting) = gates.lane_of(lanes[0]).unwrap();
+    let (live_lane, live_figures, _) = gates.lane_of(lanes[1]).unwrap();
+    assert_eq!((background_lane.weight, live_lane.weight), (1.0, 9.0));
+    assert_eq!(
+        (background_figures.admitted, live_figures.admitted, waiting),
+        (200, 200, 0)
+    );
+    assert!(background_figures.waited_ms > live_figures.waited_ms);
     assert_eq!(background, 10, "{background} of 100");
 }
 

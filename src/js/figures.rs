@@ -34,8 +34,19 @@ struct Stats<'a> {
     retries: u64,
     abandoned: u64,
     gates: Vec<GateStats<'a>>,
+    lane: LaneStats,
     #[serde(skip_serializing_if = "Option::is_none")]
     batch: Option<BatchFigures>,
+}
+
+/// `stats().lane`: the wrapper's lane and its calls' admissions.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LaneStats {
+    weight: f64,
+    waiting: usize,
+    admitted: u64,
+    waited_ms: f64,
 }
 
 /// `stats().batch`, for a wrapper from `batch()`.
@@ -261,6 +272,7 @@ pub fn stats(gates: &mut Gates, wrapper: WrapperId, batch: Option<(f64, Option<u
             last_feedback: f.last_feedback.as_ref().map(LastFeedback::from),
         });
     }
+    let (lane, figures, lane_waiting) = gates.lane_of(wrapper).unwrap_or_default();
     to_js(&Stats {
         admitted: totals.admitted,
         waiting,
@@ -268,6 +280,12 @@ pub fn stats(gates: &mut Gates, wrapper: WrapperId, batch: Option<(f64, Option<u
         retries: totals.retries.total(),
         abandoned: totals.abandoned.iter().sum(),
         gates: entries,
+        lane: LaneStats {
+            weight: lane.weight,
+            waiting: lane_waiting,
+            admitted: figures.admitted,
+            waited_ms: figures.waited_ms,
+        },
         batch: batch.map(|(remaining_ms, retries_left)| BatchFigures {
             remaining_ms,
             retries_left,
@@ -321,6 +339,9 @@ struct Facts {
     #[serde(skip_serializing_if = "Option::is_none")]
     budget: Option<BudgetFacts>,
     metrics: bool,
+    /// A lane's weight (none for a wrapper's own calls, lane 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lane: Option<f64>,
     /// What each learning gate of the wrapper has learned so far.
     learned: Vec<LearnedFacts>,
     /// The core's own numbers the sentences name.
@@ -446,6 +467,11 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
             success_refill: b.success_refill,
         }),
         metrics: config.metrics.is_some(),
+        lane: gates
+            .lane_of(wrapper)
+            .map(|(lane, ..)| lane)
+            .filter(|lane| lane.id != 0)
+            .map(|lane| lane.weight),
         limits: Limits {
             low_remaining: LOW_REMAINING,
             suspicious_run: SUSPICIOUS_RUN,

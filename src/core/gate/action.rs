@@ -21,6 +21,8 @@ pub enum Action {
         call: CallId,
         /// The attempt's time limit in whole milliseconds, or 0.
         timeout_ms: Millis,
+        /// How long it waited in line for this admission, in ms.
+        waited_ms: Millis,
     },
     /// Dispose of the last response's body, which nobody will see: drain it when small (its
     /// connection is reused) and cancel it past a cap. With `read`, report what the body said

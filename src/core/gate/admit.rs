@@ -206,6 +206,7 @@ impl Gate {
         self.actions.push_back(Action::Send {
             call: head.call,
             timeout_ms,
+            waited_ms: wait_ms.unwrap_or(0.0),
         });
     }
 

@@ -270,6 +270,14 @@ impl Line {
         self.live -= 1;
     }
 
+    /// Calls waiting in `lane`.
+    pub fn waiting_in(&self, lane: LaneId) -> usize {
+        self.lanes
+            .iter()
+            .find(|l| l.lane.id == lane)
+            .map_or(0, |l| l.live)
+    }
+
     /// Calls waiting.
     pub fn len(&self) -> usize {
         self.live

@@ -33,7 +33,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use self::action::{Action, End, Event, Heard};
 use self::call::{Call, CallSpec, Stage};
 use self::figures::Figures;
-use self::line::{Line, Place, Rank};
+use self::line::{LaneId, Line, Place, Rank};
 use self::store_link::{StoreLink, StoreSettings};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::threads::{Settings, ThreadAuthority};
@@ -342,6 +342,11 @@ impl Gate {
     /// Calls waiting: in line, and beside it for their routes' scouts.
     pub fn waiting(&self) -> usize {
         self.line.len() + self.behind_scout
+    }
+
+    /// Calls waiting in line in `lane`.
+    pub fn waiting_in(&self, lane: LaneId) -> usize {
+        self.line.waiting_in(lane)
     }
 
     fn make(&mut self, now: Millis, spec: CallSpec, probe: bool) -> CallId {

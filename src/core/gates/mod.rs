@@ -66,6 +66,15 @@ pub const SWEEP_EVERY_MS: Millis = 10_000.0;
 /// within a minute and no sweep holds the thread for long.
 pub const SWEEP_AT_LEAST: usize = 1_024;
 
+/// A wrapper's admissions, across its gates (`stats().lane`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LaneFigures {
+    /// Its calls admitted (first attempts and retries).
+    pub admitted: u64,
+    /// How long they waited in line in all, in ms.
+    pub waited_ms: Millis,
+}
+
 /// One gate and what the gates keep beside it.
 struct Entry {
     scope: Scope,
@@ -98,6 +107,8 @@ struct Wrapper {
     profile: Profile,
     /// The lane its calls wait in.
     lane: Lane,
+    /// Its calls' admissions, wherever they were.
+    lane_figures: LaneFigures,
     prints: Map<Print, GateId>,
     gates: Set<GateId>,
     retired: Figures,
@@ -482,8 +493,20 @@ impl Gates {
         };
         let call_ref = |c: CallId| entry.refs.get(c).copied();
         let action = match action {
-            GateAction::Send { call, timeout_ms } => {
-                call_ref(call).map(|call| Action::Send { call, timeout_ms })
+            GateAction::Send {
+                call,
+                timeout_ms,
+                waited_ms,
+            } => {
+                let Some(call) = call_ref(call) else {
+                    return;
+                };
+                let wrapper = self.calls.get(call).and_then(|p| p.wrapper);
+                if let Some(w) = wrapper.and_then(|w| self.wrappers.get_mut(w)) {
+                    w.lane_figures.admitted += 1;
+                    w.lane_figures.waited_ms += waited_ms;
+                }
+                Some(Action::Send { call, timeout_ms })
             }
             GateAction::Dispose { call, read } => {
                 call_ref(call).map(|call| Action::Dispose { call, read })

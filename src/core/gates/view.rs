@@ -4,8 +4,9 @@
 
 use super::profile::Keeping;
 use super::scope::Scope;
-use super::{GateId, Gates, WrapperId};
+use super::{GateId, Gates, LaneFigures, WrapperId};
 use crate::core::gate::figures::Figures;
+use crate::core::gate::line::Lane;
 use crate::core::gate::Gate;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::budget::RefillingConfig;
@@ -52,6 +53,19 @@ impl Gates {
             .rev()
             .map(|(_, g)| g)
             .collect()
+    }
+
+    /// `wrapper`'s lane, its admissions, and its calls waiting now (in that lane, on its gates:
+    /// lane 0 is every wrapper's own, so its count is theirs together).
+    pub fn lane_of(&self, wrapper: WrapperId) -> Option<(Lane, LaneFigures, usize)> {
+        let w = self.wrappers.get(wrapper)?;
+        let waiting = w
+            .gates
+            .iter()
+            .filter_map(|&g| self.entries.get(g))
+            .map(|e| e.gate.waiting_in(w.lane.id))
+            .sum();
+        Some((w.lane, w.lane_figures, waiting))
     }
 
     /// The figures of the gates `wrapper` used that have since been forgotten.

@@ -52,6 +52,7 @@ impl Gates {
         self.wrappers.insert(Wrapper {
             profile,
             lane,
+            lane_figures: Default::default(),
             prints: Map::default(),
             gates: Set::default(),
             retired: Figures::default(),
