@@ -509,6 +509,43 @@ fn a_timed_sweep_keeps_a_gate_until_it_is_idle() {
 }
 
 #[test]
+fn a_gate_whose_retries_spent_its_budget_is_forgotten_and_its_key_finds_the_budget_as_it_was() {
+    // Every answer a 503: the call's retries spend the budget, and no success refunds it.
+    let (mut w, wrapper) = world(
+        Profile {
+            budget: Some(RefillingConfig::DEFAULT),
+            ..profile(Allowance::Fixed(Rate::ARTICLE))
+        },
+        |_: Millis, _: &Attempt| Reply::status(503, &[]).after(5.0),
+    );
+    let first = w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    w.run();
+    assert!(matches!(w.log.settled[&first].1, End::Abandoned { .. }));
+    let gates = &mut w.processes[0].gates;
+    let gate = gates.find(&credential()).expect("made");
+    let left = gates
+        .view(w.now, gate)
+        .unwrap()
+        .figures
+        .retry_budget
+        .unwrap();
+    assert!(left < RefillingConfig::DEFAULT.capacity, "{left} left");
+    // Idle, with no success to come: the sweep forgets it all the same.
+    w.run_until(w.now + 70_000.0);
+    assert!(w.processes[0].gates.find(&credential()).is_none());
+    // The key returns: its budget is what was left, not full again.
+    let at = w.now;
+    w.start_at(at, Call::get(0, wrapper, KEY, SNAPSHOT));
+    w.run_until(at + 1.0);
+    let gates = &mut w.processes[0].gates;
+    let gate = gates.find(&credential()).expect("made anew");
+    assert_eq!(
+        gates.view(w.now, gate).unwrap().figures.retry_budget,
+        Some(left)
+    );
+}
+
+#[test]
 fn idle_gates_in_a_store_are_forgotten_after_successes_too() {
     // With retries and their budget on, a first-time success owes the store a refund that only
     // a later retry's charge would carry: the gate must go anyway.

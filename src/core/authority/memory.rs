@@ -135,13 +135,6 @@ impl MemoryAuthority {
         self.budget.as_ref().map(RefillingBudget::available)
     }
 
-    /// Whether the budget is full (or there is none).
-    pub fn budget_full(&self) -> bool {
-        self.budget
-            .as_ref()
-            .is_none_or(|b| b.available() >= b.config().capacity)
-    }
-
     /// No admission before this time (0 when never held).
     pub fn cooldown_until(&self) -> Millis {
         self.cooldown_until
@@ -157,18 +150,29 @@ impl MemoryAuthority {
         self.quota_until
     }
 
-    /// Whether nothing here is worth keeping: a full bucket that is not paused, no cooldown or
-    /// quota closure left, a full budget. A gate in this state can be forgotten and made anew
-    /// later with no difference to anyone. A slow refill is no reason to keep it: a full bucket
-    /// has nothing left to refill, and the answers to its next burst (the same burst either
-    /// way) say again whether the key runs low; kept for it, a gate that saw a low count went
-    /// on living with no traffic at all.
+    /// Whether nothing here is worth keeping but the retry budget: a full bucket that is not
+    /// paused, no cooldown or quota closure left. A gate in this state can be forgotten and
+    /// made anew later with no difference to anyone, its budget put back as it was (see
+    /// [`cap_budget`](Self::cap_budget)): a budget refills only with successes, so a gate kept
+    /// until it is full again may never go. Nor is a slow refill a reason to keep it: a full
+    /// bucket has nothing left to refill, and the answers to its next burst (the same burst
+    /// either way) say again whether the key runs low.
     pub fn idle(&mut self, now: Millis) -> bool {
         self.bucket.tokens(now) >= self.bucket.rate().burst()
             && !self.bucket.is_paused()
             && self.cooldown_until <= now
             && self.quota_until <= now
-            && self.budget_full()
+    }
+
+    /// Leaves at most `left` tokens in the retry budget: what a forgotten gate of the same
+    /// scope had left.
+    pub fn cap_budget(&mut self, left: f64) {
+        if let Some(budget) = &mut self.budget {
+            let over = budget.available() - left;
+            if over > 0.0 {
+                budget.spend(over);
+            }
+        }
     }
 
     /// When the caller with `ahead` others in front of it could be admitted, if nothing else
@@ -332,6 +336,9 @@ impl Immediate for MemoryAuthority {
     }
     fn install_budget(&mut self, config: RefillingConfig) {
         MemoryAuthority::install_budget(self, config)
+    }
+    fn cap_budget(&mut self, left: f64) {
+        MemoryAuthority::cap_budget(self, left)
     }
     fn rate(&mut self) -> Rate {
         MemoryAuthority::rate(self)

@@ -173,6 +173,8 @@ pub trait Immediate: Authority {
     fn idle(&mut self, now: Millis) -> bool;
     /// Gives a budget-less gate this budget.
     fn install_budget(&mut self, config: RefillingConfig);
+    /// Leaves at most `left` tokens in the retry budget.
+    fn cap_budget(&mut self, left: f64);
     /// The allowance the state follows now (where threads share it, the one the last of them
     /// to learn something set).
     fn rate(&mut self) -> Rate;

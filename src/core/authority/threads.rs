@@ -427,6 +427,14 @@ impl Immediate for ThreadAuthority {
         self.with(now, |a, _, t| (a.idle(t), false))
     }
 
+    fn cap_budget(&mut self, left: f64) {
+        self.with(0.0, |a, _, _| {
+            let before = a.budget_left();
+            a.cap_budget(left);
+            ((), a.budget_left() != before)
+        })
+    }
+
     fn rate(&mut self) -> Rate {
         self.with(0.0, |a, _, _| (a.rate(), false))
     }

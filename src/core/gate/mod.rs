@@ -635,6 +635,23 @@ impl Gate {
         }
     }
 
+    /// Tokens left in a budget kept in this process (none for a store's gate: the store keeps
+    /// it).
+    pub fn local_budget_left(&mut self) -> Option<f64> {
+        match &mut self.keeper {
+            Keeper::Memory(a) => a.budget_left(),
+            Keeper::Store(_) => None,
+        }
+    }
+
+    /// Leaves at most `left` tokens in a budget kept in this process: what this scope's
+    /// forgotten gate had left.
+    pub fn cap_budget(&mut self, left: f64) {
+        if let Keeper::Memory(a) = &mut self.keeper {
+            a.cap_budget(left);
+        }
+    }
+
     /// A snapshot of the figures at `now`.
     pub fn figures(&mut self, now: Millis) -> Figures {
         let (cooldown_until, slow, retry_budget) = match &mut self.keeper {
@@ -658,8 +675,10 @@ impl Gate {
     }
 
     /// Whether the gate holds nothing worth keeping: no calls, no operation in flight, a full
-    /// bucket, no cooldown, no quota state, a full budget. Forgetting it then changes nothing
-    /// but what a learning gate learned, which its [`memo`](Self::memo) keeps.
+    /// bucket, no cooldown, no quota state. Forgetting it then changes nothing but what a
+    /// learning gate learned, which its [`memo`](Self::memo) keeps, and what is left of a
+    /// retry budget kept in this process, which the gates keep beside it. A store's gate
+    /// leaves the budget to the store (a fallback's, spent while the store was down, goes).
     pub fn idle(&mut self, now: Millis) -> bool {
         if !self.calls.is_empty() || !self.quota.idle(now) {
             return false;

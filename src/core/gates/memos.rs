@@ -1,27 +1,38 @@
-//! What forgotten learning gates had learned, per scope, in a table of bounded size: a key
-//! that returns starts from its estimate, and a process that sees a stream of new keys keeps
-//! at most [`MEMOS`] of them twice over.
+//! What forgotten gates leave behind, per scope, in a table of bounded size: a learning gate's
+//! estimate, and a retry budget not full again. A key that returns starts from its estimate and
+//! with the budget it had left, and a process that sees a stream of new keys keeps at most
+//! [`MEMOS`] of them twice over.
 
 use super::Print;
 use crate::core::base::map::Map;
 use crate::core::rules::learn::Memo;
 
-/// Estimates kept per generation: when the young one is full it becomes the old one and the
-/// old one is dropped, so at most twice this many are kept (some 3 MB) and a key's estimate
-/// lasts at least this many forgettings of other keys.
+/// What one forgotten gate left.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Kept {
+    /// Its learner's estimate, if it learned and had heard an answer.
+    pub learned: Option<Memo>,
+    /// Tokens left in its retry budget, when it was not full: a budget refills only with
+    /// successes, so a key's gate made anew does not find it full again.
+    pub budget_left: Option<f64>,
+}
+
+/// Memos kept per generation: when the young one is full it becomes the old one and the old
+/// one is dropped, so at most twice this many are kept (some 3 MB) and a key's memo lasts at
+/// least this many forgettings of other keys.
 pub const MEMOS: usize = 16_384;
 
-/// Forgotten gates' estimates by their scope's [`print`](super::scope::Scope::print), in two
+/// What forgotten gates left, by their scope's [`print`](super::scope::Scope::print), in two
 /// generations (a key's is taken back out when its gate is made anew).
 #[derive(Default)]
 pub struct Memos {
-    young: Map<Print, Memo>,
-    old: Map<Print, Memo>,
+    young: Map<Print, Kept>,
+    old: Map<Print, Kept>,
 }
 
 impl Memos {
     /// Keeps `memo` for the scope printed `print`.
-    pub fn put(&mut self, print: Print, memo: Memo) {
+    pub fn put(&mut self, print: Print, memo: Kept) {
         if self.young.len() >= MEMOS {
             // The old generation's table becomes the young one, emptied: the two tables, once
             // grown, are reused rather than dropped and grown again among the gates.
@@ -32,8 +43,8 @@ impl Memos {
         self.young.insert(print, memo);
     }
 
-    /// The estimate kept for `print`, which leaves the table.
-    pub fn take(&mut self, print: Print) -> Option<Memo> {
+    /// What was kept for `print`, which leaves the table.
+    pub fn take(&mut self, print: Print) -> Option<Kept> {
         self.young
             .remove(&print)
             .or_else(|| self.old.remove(&print))
@@ -51,7 +62,7 @@ mod tests {
         }
     }
 
-    fn memo() -> Memo {
+    fn memo() -> Kept {
         let mut learner = Learner::new(None);
         let answer = Sample {
             sent: 0.0,
@@ -63,7 +74,10 @@ mod tests {
             backlogged: false,
         };
         learner.observe(10.0, &answer);
-        learner.memo().unwrap()
+        Kept {
+            learned: learner.memo(),
+            budget_left: Some(480.0),
+        }
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! learning gate from the estimate its memo kept (in a store, from the fleet's). A credential
 //! none of whose gates is left forgets its routes too: its next calls scout again.
 
+use super::memos::Kept;
 use super::profile::Keeping;
 use super::{Action, Gates, SWEEP_AT_LEAST, SWEEP_EVERY_MS};
+use crate::core::gate::Gate;
 use crate::core::gate::EARLY_MS;
 use crate::core::Millis;
 
@@ -46,12 +48,18 @@ impl Gates {
                 continue;
             }
             let figures = entry.gate.figures(now);
-            let Some(entry) = self.entries.remove(gate) else {
+            let Some(mut entry) = self.entries.remove(gate) else {
                 continue;
             };
             self.scopes.remove(&entry.scope);
-            if let (Keeping::Memory { .. }, Some(memo)) = (entry.keeping, entry.gate.memo()) {
-                self.memos.put(entry.scope.print(self.keys), memo);
+            if let Keeping::Memory { .. } = entry.keeping {
+                let kept = Kept {
+                    learned: entry.gate.memo(),
+                    budget_left: budget_not_full(&mut entry.gate),
+                };
+                if kept != Kept::default() {
+                    self.memos.put(entry.scope.print(self.keys), kept);
+                }
             }
             let credential = entry.scope.credential();
             if credential != entry.scope {
@@ -83,4 +91,10 @@ impl Gates {
             self.actions.push_back(Action::Forgotten { gate });
         }
     }
+}
+
+/// What is left of `gate`'s retry budget kept in this process, when it is not full.
+fn budget_not_full(gate: &mut Gate) -> Option<f64> {
+    let capacity = gate.budget_config()?.capacity;
+    gate.local_budget_left().filter(|&left| left < capacity)
 }

@@ -222,13 +222,17 @@ impl Gates {
             }
             Keeping::Memory { threads: false } => Gate::new(rate, profile.budget, now, random),
         };
-        let Some(ceiling) = ceiling else {
-            return Ok(gate);
+        let mut gate = match ceiling {
+            Some(ceiling) => gate.learning(ceiling, now),
+            None => gate,
         };
-        let mut gate = gate.learning(ceiling, now);
         if let Keeping::Memory { .. } = profile.keeping {
-            if let Some(memo) = self.memos.take(scope.print(self.keys)) {
-                gate.resume_learning(now, &memo);
+            let kept = self.memos.take(scope.print(self.keys)).unwrap_or_default();
+            if let Some(memo) = &kept.learned {
+                gate.resume_learning(now, memo);
+            }
+            if let Some(left) = kept.budget_left {
+                gate.cap_budget(left);
             }
         }
         Ok(gate)
