@@ -1,7 +1,7 @@
 // A bounded soak of the features that came after bench/soak.mjs (issue #23, item 6):
 // `node bench/soak-features.mjs [calls]` (default 30,000 per kind of wrapper, in two laps, plus a
-// twentieth of that to warm up; 6 to 9 minutes on 2 busy cores, most of it calls waiting on the
-// server's allowance). Printed, never asserted; not part of CI (its figures are in BENCHMARKS.md,
+// lap of each to warm up; 9 to 12 minutes on 2 busy cores, most of it calls waiting on the
+// server's allowance or idle time for the sweeps). Printed, never asserted; not part of CI (its figures are in BENCHMARKS.md,
 // by hand: bench/REMAINS.md).
 //
 // The same faults as soak.mjs, from a server in a process of its own: 2% connection resets, 8%
@@ -21,10 +21,12 @@
 // elsewhere (an idle gate may be forgotten then), and used again in the next lap. At most 200
 // calls are outstanding (waiting, in flight or reading their body) across the three threads.
 //
-// Phases: a warm-up of each kind (keys 0-499 only), then memory at the start; two laps "in
-// memory" (the threads share the gates in memory); two laps "through Redis", each thread's
-// wrapper with `store: redisStore(...)` (its own ioredis client) on a real redis-server on a
-// free loopback port, killed half-way through each lap and restarted 2 s later (nothing saved).
+// Phases: a warm-up lap of each kind (the same shape as the measured laps, a Redis kill
+// included), then idle until the sweeps have forgotten the idle gates: memory at the start, a
+// steady state. Then two laps "in memory" (the threads share the gates in memory); two laps
+// "through Redis", each thread's wrapper with `store: redisStore(...)` (its own ioredis client)
+// on a real redis-server on a free loopback port, killed half-way through each lap and
+// restarted 2 s later (nothing saved); then idle again: memory at the end.
 // Memory after each phase, after three GCs in every thread (node --expose-gc): RSS of the
 // process; the JS heaps, wasm memories (a wasm memory never shrinks: it shows the peak) and
 // wasm-bindgen externref tables of the three threads; the gates alive in their wrappers
@@ -55,6 +57,7 @@ const ACTIVE = 500; // keys in use at any time
 const RING = 2_000; // keys of a kind; the window of ACTIVE goes once round it per lap
 const HUNG_MS = 180_000; // a call unsettled this long after its thread made its last is hung
 const PHASE_LIMIT_MS = 240_000; // no call is made later than this into a phase
+const IDLE_MS = 75_000; // the longest an idle phase waits for the sweeps to forget the idle gates
 const EXIT_MS = 10_000; // a thread or process done this long without exiting is hung
 const SLICE_MS = 10_000; // calls settled are counted per slice of a phase
 const ALLOWANCE = { burst: 3, perSecond: 1, events: { burst: 5, perSecond: 2 }, retryAfterSeconds: 1 };
@@ -208,7 +211,17 @@ async function thread({ index, port, redisPort }) {
   // some KB per gate, stays reachable from this one while it awaits), then memory after three GCs.
   const countGates = () => Object.fromEntries(Object.entries(wrappers).map(([kind, w]) => {
     const list = w.stats().gates;
-    return [kind, { live: list.length, learning: list.filter((g) => g.learned).length }];
+    // What the gates still alive hold (a gate that holds none of these is idle, and the next
+    // sweep forgets it).
+    const holding = {
+      waiting: list.filter((g) => g.waiting > 0).length,
+      timer: list.filter((g) => g.timerArmed).length,
+      cooldown: list.filter((g) => g.cooldownRemainingMs > 0).length,
+      quota: list.filter((g) => g.quota.state !== 'open').length,
+      storeDown: list.filter((g) => g.store.up === false).length,
+      slow: list.filter((g) => g.slow).length,
+    };
+    return [kind, { live: list.length, learning: list.filter((g) => g.learned).length, holding }];
   }));
   async function memory() {
     const gates = countGates();
@@ -328,20 +341,36 @@ async function client() {
     };
   }
 
-  const warm = Math.max(1_000, Math.round(calls / 20));
+  // Idle: no calls until every thread's sweep has forgotten its idle gates (within a minute; at
+  // most IDLE_MS), memory then.
+  async function idle(name) {
+    const t0 = performance.now();
+    let m = await memory();
+    while (m.gates > 0 && performance.now() - t0 < IDLE_MS) {
+      await sleep(5_000);
+      m = await memory();
+    }
+    return { name, seconds: (performance.now() - t0) / 1000, memory: m };
+  }
+
   const lap = Math.ceil(calls / 2);
+  const warm = lap;
   const started = performance.now();
   await everyThread('wrapper', 'redis'); // made (with its Redis client) before the warm-up
+  // The warm-ups are laps of their own, shaped as the measured ones (a Redis kill included): the
+  // start is a steady state, every key seen once and every buffer grown to a lap's size.
   const warmups = [
-    await phase('warm-up in memory (keys 0-499)', { kind: 'memory', prefix: 'mem', calls: warm, laps: 0 }),
-    await phase('warm-up through Redis (keys 0-499)', { kind: 'redis', prefix: 'redis', calls: warm, laps: 0 }),
+    await phase('warm-up in memory (keys 0-1999)', { kind: 'memory', prefix: 'mem', calls: warm, laps: 1 }),
+    await phase('warm-up through Redis (keys 0-1999, killed and restarted once)', { kind: 'redis', prefix: 'redis', calls: warm, laps: 1 }, [0.5]),
   ];
+  const idleStart = await idle('idle after the warm-ups');
   const phases = [
     await phase('in memory, lap 1 (keys 0-1999)', { kind: 'memory', prefix: 'mem', calls: lap, laps: 1 }),
     await phase('in memory, lap 2 (the same keys again)', { kind: 'memory', prefix: 'mem', calls: lap, laps: 1 }),
     await phase('through Redis, lap 1 (killed and restarted once)', { kind: 'redis', prefix: 'redis', calls: lap, laps: 1 }, [0.5]),
     await phase('through Redis, lap 2 (killed and restarted once)', { kind: 'redis', prefix: 'redis', calls: lap, laps: 1 }, [0.5]),
   ];
+  const idleEnd = await idle('idle at the end');
   const socketsSettled = (await ask('server')).sockets.open;
   const stores = await everyThread('describe');
   // Done: the workers close their Redis clients and their ports, and should then exit by themselves.
@@ -353,7 +382,7 @@ async function client() {
     return { thread: k + 1, hung: true };
   })));
   const report = {
-    calls, warm, lap, seconds: (finished - started) / 1000, warmups, phases, socketsSettled, workerExits, stores: stores[0],
+    calls, warm, lap, seconds: (finished - started) / 1000, warmups, phases, idleStart, idleEnd, socketsSettled, workerExits, stores: stores[0],
   };
   process.send({ report }, () => process.disconnect());
 }
@@ -439,12 +468,29 @@ function print(r, end) {
     `${int(total((c) => c.more))} more than once, ${int(total((c) => c.never))} hung`);
 
   console.log('\nmemory after 3 GCs in every thread (RSS of the process; JS heaps, wasm memories and externref tables of the 3 threads; live gates of their 6 wrappers)');
-  const rows = [['start (after the warm-ups)', r.warmups.at(-1).memory], ...r.phases.map((p) => [`after ${p.name.replace(/ \(.*/, '')}`, p.memory])];
-  const s = rows[0][1];
+  const idleRow = (p) => [`${p.name} (${p.seconds.toFixed(0)} s without calls)`, p.memory];
+  const rows = [
+    ...r.warmups.map((p) => [`after the ${p.name.replace(/ \(.*/, '')}`, p.memory]), idleRow(r.idleStart),
+    ...r.phases.map((p) => [`after ${p.name.replace(/ \(.*/, '')}`, p.memory]), idleRow(r.idleEnd),
+  ];
+  console.log('start: idle after the warm-up laps; end: idle after the four measured laps (each idle until the sweeps forgot the idle gates)');
+  const s = r.idleStart.memory;
   console.table(rows.map(([when, m]) => ({
     when, 'RSS (MB)': mb(m.rss), 'JS heap (MB)': mb(m.heap), 'wasm (MB)': mb(m.wasm), 'externref table': int(m.table), gates: int(m.gates),
   })));
-  const e = rows.at(-1)[1];
+  const e = r.idleEnd.memory;
+  for (const p of [r.idleStart, r.idleEnd]) {
+    const kinds = {};
+    for (const thread of p.memory.perThread) {
+      for (const [kind, g] of Object.entries(thread)) {
+        const k = (kinds[kind] ??= { live: 0, holding: {} });
+        k.live += g.live;
+        for (const [what, n] of Object.entries(g.holding)) k.holding[what] = (k.holding[what] ?? 0) + n;
+      }
+    }
+    console.log(`gates alive, ${p.name}: ${Object.entries(kinds).map(([kind, k]) => `${kind} ${int(k.live)} (` +
+      `${Object.entries(k.holding).map(([what, n]) => `${what} ${int(n)}`).join(', ')})`).join('; ')}`);
+  }
   const measures = [['RSS', 'rss'], ['JS heap', 'heap'], ['wasm', 'wasm']];
   const ratio = (k) => e[k] / s[k];
   console.log(`end/start: ${measures.map(([n, k]) => `${n} ${ratio(k).toFixed(2)}`).join(', ')}; live gates ${int(s.gates)} -> ${int(e.gates)}`);
