@@ -727,6 +727,7 @@ mod random_traffic {
     use super::*;
     use odds_gate::core::gate::EARLY_MS;
     use odds_gate::core::rules::backoff::Backoff;
+    use odds_gate::core::rules::learn::MIN_PACE;
     use proptest::prelude::*;
 
     /// One call: when, with which key, and when its caller aborts.
@@ -887,10 +888,13 @@ mod random_traffic {
                     }
                 }
             }
-            // The processes stay up with no more calls: within a minute and a bit the sweeps
-            // have forgotten every gate, whatever its traffic was.
+            // The processes stay up with no more calls: once every bucket is full again and a
+            // sweep's minute has passed, every gate is forgotten, whatever its traffic was. The
+            // slowest bucket is a learning gate's driven down to its floor by 429s: the
+            // ceiling's burst of 2 at MIN_PACE, halved while slow, is 240 s; a cooldown is 1 s.
             let quiet = w.now;
-            w.run_until(quiet + 70_000.0);
+            let refill = RATES[LEARNING].0 / (MIN_PACE / 2.0) * 1_000.0;
+            w.run_until(quiet + refill + 1_000.0 + 6.0 * SWEEP_EVERY_MS + 1.0);
             let now = w.now;
             for (process, mine) in w.processes.iter_mut().zip(&wrappers) {
                 let gates: Vec<_> = mine.iter().flat_map(|&wr| process.gates.gates_of(wr)).collect();
