@@ -515,21 +515,21 @@ impl Driver {
 
     /// The timer fired.
     fn woken(self: &Rc<Self>) {
-        if let Some(timer) = self.timer.borrow_mut().as_mut() {
-            timer.fired();
-        }
-        let now = clock::now();
-        self.with(|g| g.handle_timeout(now));
-        self.drive_at(now);
+        self.fired(&self.timer, Gates::handle_timeout);
     }
 
     /// The sweep's timer fired.
     fn swept(self: &Rc<Self>) {
-        if let Some(timer) = self.sweeper.borrow_mut().as_mut() {
+        self.fired(&self.sweeper, Gates::handle_sweep);
+    }
+
+    /// The timer in `cell` fired: the gates `handle` it now, then whatever follows is done.
+    fn fired(self: &Rc<Self>, cell: &RefCell<Option<Timer>>, handle: fn(&mut Gates, Millis)) {
+        if let Some(timer) = cell.borrow_mut().as_mut() {
             timer.fired();
         }
         let now = clock::now();
-        self.with(|g| g.handle_sweep(now));
+        self.with(|g| handle(g, now));
         self.drive_at(now);
     }
 

@@ -197,20 +197,16 @@ impl Line {
             return Some((Part::Front, place));
         }
         let clock = self.clock;
-        let mut best: Option<(Tag, Part, Place)> = None;
-        for (index, lane) in self.lanes.iter_mut().enumerate() {
-            let Some((returns, place)) = lane.head(is_live) else {
-                continue;
-            };
-            let start = lane.start(clock);
-            let better = match best {
-                None => true,
-                Some((s, _, p)) => start < s || (start == s && place.rank < p.rank),
-            };
-            if better {
-                best = Some((start, Part::Lane(index, returns), place));
-            }
-        }
+        let best = self
+            .lanes
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(index, lane)| {
+                let (returns, place) = lane.head(is_live)?;
+                let key = (lane.start(clock), place.rank);
+                Some((key, Part::Lane(index, returns), place))
+            })
+            .min_by_key(|&(key, ..)| key);
         best.map(|(_, part, place)| (part, place))
     }
 
@@ -325,16 +321,14 @@ impl Line {
             .collect();
         let mut clock = self.clock;
         loop {
-            let mut best: Option<(Tag, Rank, usize)> = None;
-            for (index, (finish, _, waiting)) in lanes.iter().enumerate() {
-                let Some(head) = waiting.front() else {
-                    continue;
-                };
-                let start = (*finish).max(clock);
-                if best.is_none_or(|(s, r, _)| start < s || (start == s && head.rank < r)) {
-                    best = Some((start, head.rank, index));
-                }
-            }
+            // As `head` chooses: the smallest start tag, the earlier call on a tie.
+            let best = lanes
+                .iter()
+                .enumerate()
+                .filter_map(|(index, (finish, _, waiting))| {
+                    Some(((*finish).max(clock), waiting.front()?.rank, index))
+                })
+                .min();
             let Some((start, _, index)) = best else {
                 break;
             };

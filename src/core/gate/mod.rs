@@ -390,10 +390,10 @@ impl Gate {
         };
         // The quota's probe goes ahead of everyone (they wait for it); a route's scout goes to
         // the front.
-        match (call.probe, call.spec.scout && visit == 1) {
+        match (call.probe, call.lane_in_line()) {
             (true, _) => self.line.push_first(place),
-            (false, true) => self.line.push_front(place),
-            (false, false) => self.line.push(place, call.spec.lane),
+            (false, None) => self.line.push_front(place),
+            (false, Some(_)) => self.line.push(place, call.spec.lane),
         }
         self.peak_waiting = self.peak_waiting.max(self.waiting());
     }

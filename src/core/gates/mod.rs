@@ -130,7 +130,7 @@ pub struct Gates {
     sweep: VecDeque<GateId>,
     /// When the next timed sweep is due (set while any gate is left).
     sweep_due: Option<Millis>,
-    /// What forgotten learning gates in this thread's memory had learned.
+    /// What forgotten gates in this thread's memory left: estimates, budgets not full.
     memos: Memos,
     calls: Slab<Placed>,
     wrappers: Slab<Wrapper>,

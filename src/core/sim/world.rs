@@ -263,7 +263,6 @@ impl World {
 
     fn push(&mut self, at: Millis, what: What) {
         self.order += 1;
-
         self.queue.push(Ev {
             at,
             order: self.order,
@@ -333,7 +332,6 @@ impl World {
             let Some(Ev { at, what, .. }) = self.queue.pop() else {
                 break;
             };
-
             self.steps += 1;
             assert!(self.steps < MAX_STEPS, "the run did not end");
             assert!(at >= self.now, "time went backwards");
@@ -608,27 +606,16 @@ impl World {
                 Action::Forgotten { .. } => {}
             }
         }
+        let late = self.timer_late_ms;
         let process = &mut self.processes[p];
-        match process.gates.poll_timeout() {
-            Some(at) => {
-                let at = at.max(now) + self.timer_late_ms;
-                if process.timer != Some(at) {
-                    process.timer = Some(at);
-                    self.push(at, What::Timer(p));
-                }
-            }
-            None => process.timer = None,
+        let due = process.gates.poll_timeout();
+        if let Some(at) = rearm(&mut process.timer, due, now, late) {
+            self.push(at, What::Timer(p));
         }
         let process = &mut self.processes[p];
-        match process.gates.sweep_timeout(now).filter(|_| self.sweeps) {
-            Some(at) => {
-                let at = at.max(now) + self.timer_late_ms;
-                if process.sweep != Some(at) {
-                    process.sweep = Some(at);
-                    self.push(at, What::Sweep(p));
-                }
-            }
-            None => process.sweep = None,
+        let due = process.gates.sweep_timeout(now).filter(|_| self.sweeps);
+        if let Some(at) = rearm(&mut process.sweep, due, now, late) {
+            self.push(at, What::Sweep(p));
         }
     }
 
@@ -687,4 +674,18 @@ impl World {
             None => {}
         }
     }
+}
+
+/// Sets a process's timer (`armed`) to fire `late` ms after `due` (not before `now`), or clears
+/// it; when it fires somewhere new, that time, for an event to be scheduled then.
+fn rearm(
+    armed: &mut Option<Millis>,
+    due: Option<Millis>,
+    now: Millis,
+    late: Millis,
+) -> Option<Millis> {
+    let at = due.map(|at| at.max(now) + late);
+    let new = at.filter(|&at| *armed != Some(at));
+    *armed = at;
+    new
 }
