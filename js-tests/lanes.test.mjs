@@ -5,7 +5,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { randomUUID } from 'node:crypto';
 import { createFetch } from '../pkg/index.js';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
+
+const scenario = fileURLToPath(new URL('./support/threads-scenario.mjs', import.meta.url));
 
 test('live calls in a heavier lane go before a queue of background refreshes, on one key, with no 429', async () => {
   const rate = { burst: 2, perSecond: 20 };
@@ -44,6 +49,27 @@ test('live calls in a heavier lane go before a queue of background refreshes, on
     assert.ok(bg.waitedMs > lv.waitedMs && lv.waitedMs > 0, `waited: background ${bg.waitedMs} ms, live ${lv.waitedMs} ms`);
     assert.match(live.describe().lane, /weight 9/);
     assert.equal(fetchImpl.describe().lane, undefined, "a wrapper's own calls are no lane of their own");
+  } finally {
+    await api.close();
+  }
+});
+
+test('across worker threads, live calls in one thread go before background calls another thread queued', async () => {
+  const rate = { burst: 2, perSecond: 20 };
+  const api = await startFakeOddsApi(rate);
+  try {
+    const job = { mode: 'lanes', rate, baseUrl: api.baseUrl, apiKey: `lanes-${randomUUID()}`, background: 40, live: 8, delayMs: 500 };
+    const { stdout } = await promisify(execFile)(process.execPath, [scenario, JSON.stringify(job)], { timeout: 120_000 });
+    const done = JSON.parse(stdout).done;
+    assert.equal(done.length, 48);
+    assert.deepEqual(new Set(done.map((d) => d.status)), new Set([200]));
+    assert.equal(api.stats().rejected, 0);
+    // The threads follow one schedule: as in one thread above (one line across the threads
+    // would have the live calls done last).
+    const kinds = done.map((d) => d.kind);
+    const [first, last] = [kinds.indexOf('live'), kinds.lastIndexOf('live')];
+    const among = kinds.slice(first, last).filter((kind) => kind === 'background').length;
+    assert.ok(last < 30 && among <= 3, `the live calls were done ${first + 1}th to ${last + 1}th of 48: ${kinds.join(' ')}`);
   } finally {
     await api.close();
   }

@@ -12,7 +12,7 @@ use odds_gate::core::gates::profile::{Keeping, Profile};
 use odds_gate::core::gates::{Gates, WrapperId};
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::policy::RetryPolicy;
-use odds_gate::core::sim::home::SimHome;
+use odds_gate::core::sim::home::{Shelf, SimHome};
 use odds_gate::core::sim::server::{Allowances, Limiter};
 use odds_gate::core::sim::world::{Call, World};
 use odds_gate::core::Millis;
@@ -118,6 +118,91 @@ fn a_background_lane_under_a_saturated_heavier_lane_gets_its_share() {
     );
     assert!(background_figures.waited_ms > live_figures.waited_ms);
     assert_eq!(background, 10, "{background} of 100");
+}
+
+/// `threads` threads of one process sharing memory, each with a background lane (weight 1) and
+/// a live lane (weight 9), made in that order, on one key at `rate` that the server allows
+/// exactly: the world, and each thread's (background, live) wrappers.
+fn threads_world(threads: u32, rate: Rate) -> (World, Vec<(WrapperId, WrapperId)>) {
+    let shelf = Shelf::default();
+    let mut processes = Vec::new();
+    let mut lanes = Vec::new();
+    for thread in 1..=threads {
+        let home = SimHome::sharing(thread.into(), thread, shelf.clone());
+        let mut gates = Gates::new(Box::new(home));
+        let shared = Profile {
+            keeping: Keeping::Memory { threads: true },
+            ..profile(rate)
+        };
+        lanes.push((gates.lane(shared.clone(), 1.0), gates.lane(shared, 9.0)));
+        processes.push(gates);
+    }
+    let limiter = Limiter {
+        name: None,
+        path: String::new(),
+        rate,
+    };
+    let mut server = Allowances::new(vec![limiter], 1_000.0);
+    server.latency_ms = 20.0;
+    (World::new(processes, Box::new(server)), lanes)
+}
+
+#[test]
+fn across_threads_live_calls_of_one_go_before_background_refreshes_of_another() {
+    // Thread 1 queues the 40 background calls, thread 2 the 8 live ones a second later: the
+    // threads' lines follow one schedule, as the single line above does (4.54 s, 23.04 s).
+    let rate = Rate::new(2.0, 2.0).unwrap();
+    let (mut w, lanes) = threads_world(2, rate);
+    let background: Vec<usize> = (0..40)
+        .map(|_| w.start_at(0.0, Call::get(0, lanes[0].0, "key", SNAPSHOT)))
+        .collect();
+    let live: Vec<usize> = (0..8)
+        .map(|_| w.start_at(1_000.0, Call::get(1, lanes[1].1, "key", SNAPSHOT)))
+        .collect();
+    w.run();
+    let done = |calls: &[usize]| {
+        calls
+            .iter()
+            .map(|i| {
+                assert_eq!(w.log.settled[i].1, End::Deliver);
+                w.log.settled[i].0
+            })
+            .fold(0.0, f64::max)
+    };
+    let rejected = w.log.responses.iter().filter(|r| r.2 == 429).count();
+    assert_eq!(rejected, 0);
+    let (live, all) = (done(&live), done(&background));
+    assert!(live <= 4_560.0, "live done at {live} ms");
+    assert!(all <= 23_050.0, "all done at {all} ms");
+}
+
+#[test]
+fn four_threads_with_two_lanes_each_share_by_the_weights() {
+    let rate = Rate::new(1.0, 10.0).unwrap();
+    let (mut w, lanes) = threads_world(4, rate);
+    // Each thread's calls come in turn, a hundredth of a millisecond apart.
+    let (mut background, mut of_thread) = (Vec::new(), Vec::new());
+    for k in 0..50 {
+        for (thread, &(slow, fast)) in lanes.iter().enumerate() {
+            let at = (k * 4 + thread) as f64 * 0.01;
+            w.start_at(at, Call::get(thread, fast, "key", SNAPSHOT));
+            background.push(w.start_at(at, Call::get(thread, slow, "key", SNAPSHOT)));
+            of_thread.extend([thread, thread]);
+        }
+    }
+    w.run();
+    let first: Vec<usize> = w.log.sent.iter().take(200).map(|s| s.index).collect();
+    assert_eq!(first.len(), 200);
+    let slow = first.iter().filter(|i| background.contains(i)).count();
+    // The threads' background lanes are one lane, as their live lanes are: one in ten.
+    // Within a lane the threads' calls go by arrival, whichever thread holds them.
+    let per_thread: Vec<usize> = (0..4)
+        .map(|t| first.iter().filter(|&&i| of_thread[i] == t).count())
+        .collect();
+    assert_eq!(slow, 20, "background: {slow} of 200");
+    assert_eq!(per_thread, [50; 4]);
+    let rejected = w.log.responses.iter().filter(|r| r.2 == 429).count();
+    assert_eq!(rejected, 0);
 }
 
 /// What happens to a line: a call joins a lane, or the head is admitted.

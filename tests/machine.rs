@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use harness::{FakeStore, Harness, Reply};
+use odds_gate::core::authority::fair::Turn;
 use odds_gate::core::authority::memory::MemoryAuthority;
 use odds_gate::core::authority::Immediate;
 use odds_gate::core::base::random::Seeded;
@@ -798,7 +799,15 @@ fn a_store_wait_for_a_slower_allowance_than_the_gate_now_follows_is_asked_again(
         ..FakeStore::default()
     };
     let mut drained = MemoryAuthority::new(rate(1.0, 1.0 / 30.0), None, 0.0);
-    drained.admit(0.0, 0, 0.0, false);
+    drained.admit(
+        0.0,
+        0,
+        Turn {
+            since: 0.0,
+            lane: None,
+        },
+        false,
+    );
     let scope = Scope::of(Some("harness"), None);
     h.store.gates.insert(scope, drained);
     h.start_at(0.0, defaults());

@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use odds_gate::core::authority::fair::Turn;
 use odds_gate::core::authority::threads::{vacant, Settings, Slot, ThreadAuthority, WORDS};
 use odds_gate::core::authority::{Answer, Authority, Immediate, Op};
 use odds_gate::core::base::random::Seeded;
@@ -56,6 +57,14 @@ fn settings(burst: f64, per_second: f64) -> Settings {
 
 fn join(slot: &Shared, settings: Settings, thread: u32, offset: Millis) -> ThreadAuthority {
     ThreadAuthority::join(Box::new(slot.clone()), settings, thread, offset).unwrap()
+}
+
+/// The head of lane 0 (every wrapper's own calls), there since `since`.
+fn at(since: Millis) -> Turn {
+    Turn {
+        since,
+        lane: Some((0, 1.0)),
+    }
 }
 
 fn admitted(answer: Answer) -> bool {
@@ -114,21 +123,21 @@ fn a_head_that_came_first_gets_the_token_even_when_it_asks_later() {
     let slot = Shared::new();
     let rate = settings(1.0, 1.0);
     let (mut a, mut b) = (join(&slot, rate, 1, 0.0), join(&slot, rate, 2, 0.0));
-    assert!(admitted(a.admit(0.0, 0, 0.0, false)));
+    assert!(admitted(a.admit(0.0, 0, at(0.0), false)));
     a.apply(0.0, &Op::Resume { id: 0 });
     // A's next head came at 10 and is told to come back when the token is there.
-    assert_eq!(a.admit(10.0, 1, 10.0, false), Answer::Wait(990.0));
+    assert_eq!(a.admit(10.0, 1, at(10.0), false), Answer::Wait(990.0));
     // B's head came at 20 and asks first when the token is there: A came first.
-    let Answer::Wait(ms) = b.admit(1_000.0, 0, 20.0, false) else {
+    let Answer::Wait(ms) = b.admit(1_000.0, 0, at(20.0), false) else {
         panic!("B went before A")
     };
     assert!(b.predict(1_000.0, 0) >= 1_000.0 + ms);
-    assert!(admitted(a.admit(1_000.5, 1, 10.0, false)));
+    assert!(admitted(a.admit(1_000.5, 1, at(10.0), false)));
     a.apply(1_000.5, &Op::Resume { id: 1 });
     // Then B waits for the next token, a second after A's.
     let next = 2_000.5 - (1_000.0 + ms);
     assert!(matches!(
-        b.admit(1_000.0 + ms, 0, 20.0, false),
+        b.admit(1_000.0 + ms, 0, at(20.0), false),
         Answer::Wait(w) if w >= next && w <= next + 1.0
     ));
 }
@@ -138,16 +147,16 @@ fn a_claim_not_renewed_lapses_after_one_token_interval() {
     let slot = Shared::new();
     let rate = settings(1.0, 4.0);
     let (mut a, mut b) = (join(&slot, rate, 1, 0.0), join(&slot, rate, 2, 0.0));
-    assert!(admitted(a.admit(0.0, 0, 0.0, false)));
+    assert!(admitted(a.admit(0.0, 0, at(0.0), false)));
     a.apply(0.0, &Op::Resume { id: 0 });
     // A's head waits for 250 ms, then its thread dies: it never asks again.
-    assert_eq!(a.admit(0.0, 1, 0.0, false), Answer::Wait(250.0));
+    assert_eq!(a.admit(0.0, 1, at(0.0), false), Answer::Wait(250.0));
     assert!(
-        !admitted(b.admit(300.0, 0, 100.0, false)),
+        !admitted(b.admit(300.0, 0, at(100.0), false)),
         "A's claim still holds"
     );
     assert!(
-        admitted(b.admit(500.5, 0, 100.0, false)),
+        admitted(b.admit(500.5, 0, at(100.0), false)),
         "after 250 + 250 ms the claim lapsed"
     );
 }
@@ -164,8 +173,8 @@ fn what_one_thread_learns_holds_every_thread_on_its_own_clock() {
     a.apply(100.0, &hold);
     assert_eq!(a.cooldown_until(), 5_100.0);
     assert_eq!(b.cooldown_until(), 4_100.0, "B's clock reads 1 s more");
-    assert_eq!(b.admit(4_000.0, 0, 4_000.0, false), Answer::Wait(100.0));
-    assert!(admitted(b.admit(4_100.0, 0, 4_000.0, false)));
+    assert_eq!(b.admit(4_000.0, 0, at(4_000.0), false), Answer::Wait(100.0));
+    assert!(admitted(b.admit(4_100.0, 0, at(4_000.0), false)));
 }
 
 #[test]
@@ -212,12 +221,12 @@ fn a_slot_is_vacant_once_its_state_is_as_good_as_new() {
     let slot = Shared::new();
     assert!(vacant(&mut slot.0.lock().unwrap(), 0.0), "never used");
     let mut a = join(&slot, settings(1.0, 10.0), 1, 0.0);
-    assert!(admitted(a.admit(0.0, 0, 0.0, false)));
+    assert!(admitted(a.admit(0.0, 0, at(0.0), false)));
     a.apply(0.0, &Op::Resume { id: 0 });
     assert!(!vacant(&mut slot.0.lock().unwrap(), 50.0));
     assert!(vacant(&mut slot.0.lock().unwrap(), 100.0));
     assert_eq!(
-        a.admit(100.0, 1, 100.0, false),
+        a.admit(100.0, 1, at(100.0), false),
         Answer::Admitted {
             anchor: true,
             next_ms: 100.0,
@@ -225,7 +234,7 @@ fn a_slot_is_vacant_once_its_state_is_as_good_as_new() {
             seq: 1.0
         }
     );
-    assert_eq!(a.admit(100.0, 2, 100.0, false), Answer::Wait(100.0));
+    assert_eq!(a.admit(100.0, 2, at(100.0), false), Answer::Wait(100.0));
     assert!(
         !vacant(&mut slot.0.lock().unwrap(), 1_000.0),
         "a head's claim"
@@ -248,7 +257,7 @@ fn threads_hammering_one_slot_spend_every_token_once() {
                 start.wait();
                 let mut admitted = 0usize;
                 for id in 0..TOKENS as u64 {
-                    match authority.admit(0.0, id, f64::from(thread), false) {
+                    match authority.admit(0.0, id, at(f64::from(thread)), false) {
                         Answer::Admitted { .. } => admitted += 1,
                         _ => break,
                     }
@@ -271,7 +280,7 @@ fn a_waiting_call_goes_at_its_deadline_when_another_thread_took_its_token() {
     let rate = settings(1.0, 10.0); // a token per 100 ms
     let mut gate = Gate::threaded(join(&slot, rate, 1, 0.0), Box::new(Seeded::new(1)));
     let mut other = join(&slot, rate, 2, 0.0);
-    assert!(admitted(other.admit(0.0, 0, 0.0, false)));
+    assert!(admitted(other.admit(0.0, 0, at(0.0), false)));
     other.apply(0.0, &Op::Resume { id: 0 });
     // Predicted for 100 ms when it joins: within its 150.
     let spec = CallSpec {
@@ -281,7 +290,7 @@ fn a_waiting_call_goes_at_its_deadline_when_another_thread_took_its_token() {
     gate.start(0.0, spec, 0);
     assert!(gate.poll_action(0.0).is_none());
     // The other thread's head came as early and asks first: the token is its.
-    assert!(admitted(other.admit(100.0, 1, 0.0, false)));
+    assert!(admitted(other.admit(100.0, 1, at(0.0), false)));
     assert!(gate.poll_action(100.0).is_none());
     // Its next token is 100 ms away, past the deadline: the gate wakes at the deadline.
     let due = gate.poll_timeout(100.0).expect("a wake-up");

@@ -13,6 +13,9 @@
 //   mismatch     the main thread uses the key at job.rate; a thread asks for another allowance
 //   alone        two threads with `threads: false` each spend a burst of 10 of their own
 //   redis        job.threads threads keep the gate in Redis (port job.redisPort)
+//   lanes        two threads make a weight-1 lane and a weight-9 lane on one key, in that
+//                order: one sends job.background calls in the first, then the other, job.delayMs
+//                later, job.live calls in the second; prints when each call was done
 //   small        a shared table of 4 slots that may grow to 8: the main thread keeps 9 keys
 //                busy; then a thread asks twice on the 8th (in the grown half) and the 9th
 import { Worker, isMainThread, parentPort, setEnvironmentData, workerData } from 'node:worker_threads';
@@ -68,6 +71,18 @@ async function thread({ role, job }) {
     const counts = await runWorkers({ fetchImpl, baseUrl: job.baseUrl, apiKey: job.apiKey, workers: job.workers, timeoutMs: 60_000 });
     await client.quit();
     parentPort.postMessage({ counts });
+  } else if (role === 'lanes') {
+    const fetchImpl = createFetch({ rate: job.rate });
+    const lanes = { background: fetchImpl.lane({ weight: 1, retry: false }), live: fetchImpl.lane({ weight: 9 }) };
+    parentPort.postMessage({ ready: true });
+    await new Promise((resolve) => parentPort.once('message', resolve));
+    const headers = { 'X-API-Key': job.apiKey };
+    const calls = Array.from({ length: job.calls }, async (_, n) => {
+      const response = await lanes[job.kind](`${job.baseUrl}/events/${job.kind}-${n}/odds/snapshot`, { headers });
+      await response.text();
+      return { kind: job.kind, status: response.status, at: performance.timeOrigin + performance.now() };
+    });
+    parentPort.postMessage({ done: await Promise.all(calls) });
   } else if (role === 'spin') {
     const fetchImpl = createFetch({ rate: { burst: 1e9, perSecond: 1 }, fetch: instant, retry: false });
     const init = { headers: { 'X-API-Key': job.apiKey } };
@@ -131,6 +146,17 @@ async function main(job) {
     result.store = fetchImpl.describe().store;
     result.grown = (await start('ask', { ...job, apiKey: keys[7], calls: 2 }).next()).admitted;
     result.full = (await start('ask', { ...job, apiKey: keys[8], calls: 2 }).next()).admitted;
+  } else if (job.mode === 'lanes') {
+    const [background, live] = [
+      start('lanes', { ...job, kind: 'background', calls: job.background }),
+      start('lanes', { ...job, kind: 'live', calls: job.live }),
+    ];
+    await Promise.all([background.next(), live.next()]);
+    background.worker.postMessage('go');
+    await new Promise((resolve) => setTimeout(resolve, job.delayMs));
+    live.worker.postMessage('go');
+    const done = (await Promise.all([background.next(), live.next()])).flatMap((m) => m.done);
+    result.done = done.sort((a, b) => a.at - b.at).map(({ kind, status }) => ({ kind, status }));
   } else if (job.mode === 'redis') {
     const threads = Array.from({ length: job.threads }, () => start('redis', job));
     result.threads = (await Promise.all(threads.map((t) => t.next()))).map((m) => m.counts);

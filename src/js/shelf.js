@@ -50,7 +50,7 @@ import {
 
 const MAGIC = 0x0dd59a7e;
 const NAME = 'odds-gate/shelf/v3';
-const WORDS = 41;
+const WORDS = 63;
 const SLOTS = 16384;
 // 16 times that: 262 MB of address space reserved, the memory itself only as the table grows.
 const MOST = 262144;

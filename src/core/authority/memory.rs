@@ -2,6 +2,7 @@
 //! shared retry budget and the quota closure. `gate.lua` encodes these same transitions for
 //! Redis, line for line; keep the two in step (the parity test will not let them drift).
 
+use crate::core::authority::fair::Turn;
 use crate::core::authority::{
     AdmissionId, Answer, Authority, Immediate, Op, Remaining, Seen, LOW_REMAINING,
 };
@@ -305,7 +306,7 @@ impl Authority for MemoryAuthority {
 
 impl Immediate for MemoryAuthority {
     /// One line, so first come is first served already.
-    fn admit(&mut self, now: Millis, id: AdmissionId, _since: Millis, account: bool) -> Answer {
+    fn admit(&mut self, now: Millis, id: AdmissionId, _turn: Turn, account: bool) -> Answer {
         self.apply(
             now,
             &Op::Admit {

@@ -13,10 +13,12 @@
 //! [`MemoryAuthority`]: crate::core::authority::memory::MemoryAuthority
 //! [`ThreadAuthority`]: crate::core::authority::threads::ThreadAuthority
 
+pub mod fair;
 pub mod memory;
 pub mod table;
 pub mod threads;
 
+use crate::core::authority::fair::{Shares, Turn};
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
@@ -152,10 +154,15 @@ pub trait Authority {
 /// An authority that answers at once, in this process: the gate's own memory, or a slot the
 /// threads of the process share. The gate asks it directly, not through a store link.
 pub trait Immediate: Authority {
-    /// May the head of the line, there since `since`, go now (an `account` call past a spent
-    /// quota)? [`Op::Admit`], plus whatever keeps the order fair between the lines that share
-    /// the state.
-    fn admit(&mut self, now: Millis, id: AdmissionId, since: Millis, account: bool) -> Answer;
+    /// May the head of the line (its `turn`: its arrival and lane) go now (an `account` call
+    /// past a spent quota)? [`Op::Admit`], plus whatever keeps the order fair between the
+    /// lines that share the state.
+    fn admit(&mut self, now: Millis, id: AdmissionId, turn: Turn, account: bool) -> Answer;
+    /// The fair order the lines sharing the state keep, as the last admission found it (none
+    /// where no other line shares it).
+    fn shares(&self) -> Option<Shares> {
+        None
+    }
     /// When the caller with `ahead` others in front of it could be admitted.
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis;
     /// Whether the head of the line could have gone by `at` (at most `now`), had its wake-up

@@ -3,14 +3,18 @@
 //! a lone thread) lives in a [`Slot`] of shared memory that one thread changes at a time. The
 //! transitions are the memory authority's own: a transaction loads the state from the slot's
 //! words, applies the operation and saves it back. What sharing adds is order between the lines:
-//! the head of each waiting line leaves a claim, and a token goes to the head that came first.
+//! the head of each waiting line leaves a claim, and a token goes to the head that the fair
+//! order says goes first ([`fair`](super::fair): the lanes' start tags, then arrival).
 //!
 //! A slot's words, in order: [`READY`] (1 once anything was saved), the gate's allowance and
 //! retry budget settings (the first thread's; the others must agree), the memory authority's
-//! state, then [`CLAIMS`] claims of three words (thread, arrival, when it asks next).
+//! state, the fair order, then [`CLAIMS`] claims of four words (thread, lane + 1 or 0 for the
+//! front, arrival, when it asks next).
 
+use crate::core::authority::fair::{self, Fair, Shares, Turn};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::{AdmissionId, Answer, Authority, Immediate, Op};
+use crate::core::gate::line::{LaneId, Tag};
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
@@ -21,11 +25,13 @@ pub const READY: usize = 0;
 const CONFIG: usize = 1;
 const CONFIG_WORDS: usize = 7;
 const STATE: usize = CONFIG + CONFIG_WORDS;
-const CLAIMS_AT: usize = STATE + MemoryAuthority::WORDS;
+const FAIR_AT: usize = STATE + MemoryAuthority::WORDS;
+const CLAIMS_AT: usize = FAIR_AT + fair::WORDS;
+const CLAIM: usize = 4;
 /// Heads of lines that can hold a claim at once; more threads than this wait unordered.
 pub const CLAIMS: usize = 8;
 /// Numbers in a slot.
-pub const WORDS: usize = CLAIMS_AT + 3 * CLAIMS;
+pub const WORDS: usize = CLAIMS_AT + CLAIM * CLAIMS;
 
 /// The longest a claim outlives its time: a thread whose line emptied, or that died, holds the
 /// others back at most this long (and at most one token interval).
@@ -100,7 +106,7 @@ pub fn vacant(words: &mut [f64; WORDS], now: Millis) -> bool {
     let Some(settings) = Settings::load(words) else {
         return true;
     };
-    let claimed = (0..CLAIMS).any(|i| words[CLAIMS_AT + 3 * i] != 0.0);
+    let claimed = (0..CLAIMS).any(|i| words[CLAIMS_AT + CLAIM * i] != 0.0);
     !claimed && state(words, settings).idle(now)
 }
 
@@ -121,7 +127,7 @@ pub fn merge(into: &mut [f64; WORDS], from: &[f64; WORDS], now: Millis) {
     };
     let mut mine = state(into, held);
     mine.absorb(now, &mut state(from, theirs));
-    into[STATE..CLAIMS_AT].copy_from_slice(&mine.save());
+    into[STATE..FAIR_AT].copy_from_slice(&mine.save());
 }
 
 /// Makes a fresh slot the gate's: its settings and a full bucket (full as of any time: the
@@ -130,59 +136,73 @@ fn init(words: &mut [f64; WORDS], settings: Settings) {
     words.fill(0.0);
     settings.save(words);
     let fresh = MemoryAuthority::new(settings.rate, settings.budget, 0.0);
-    words[STATE..CLAIMS_AT].copy_from_slice(&fresh.save());
+    words[STATE..FAIR_AT].copy_from_slice(&fresh.save());
     words[READY] = 1.0;
 }
 
 fn state(words: &[f64; WORDS], settings: Settings) -> MemoryAuthority {
     let mut saved = [0.0; MemoryAuthority::WORDS];
-    saved.copy_from_slice(&words[STATE..CLAIMS_AT]);
+    saved.copy_from_slice(&words[STATE..FAIR_AT]);
     MemoryAuthority::load(settings.rate, settings.budget, saved)
 }
 
-/// The heads waiting on a slot: (thread, arrival, when it asks next) each, thread 0 for none.
-struct Claims<'a>(&'a mut [f64]);
+/// The heads waiting on a slot: (thread, lane + 1 or 0 for the front, arrival, when it asks
+/// next) each, thread 0 for none; and the fair order that ranks them.
+struct Claims<'a> {
+    fair: &'a mut [f64],
+    claims: &'a mut [f64],
+}
+
+/// Where a head goes in the order between the lines: its start tag, its arrival, its thread.
+type Order = (Tag, f64, f64);
 
 impl Claims<'_> {
     /// Forgets claims whose thread has not asked again within `grace` of when it said it would
     /// (it left, or died): a dead thread holds the others back at most that long.
     fn expire(&mut self, now: Millis, grace: Millis) {
-        for c in self.0.chunks_exact_mut(3) {
-            if c[0] != 0.0 && c[2] + grace < now {
+        for c in self.claims.chunks_exact_mut(CLAIM) {
+            if c[0] != 0.0 && c[3] + grace < now {
                 c.fill(0.0);
             }
         }
     }
 
-    /// When the earliest head that came before `since`, of another thread, asks next.
-    fn ahead(&self, me: f64, since: Millis) -> Option<Millis> {
-        self.0
-            .chunks_exact(3)
-            .filter(|c| c[0] != 0.0 && c[0] != me && c[1] < since)
-            .min_by(|a, b| a[1].total_cmp(&b[1]))
-            .map(|c| c[2])
+    /// When the first head of another thread that goes before `mine` asks next.
+    fn ahead(&mut self, mine: Order) -> Option<Millis> {
+        let fair = Fair(&mut *self.fair);
+        self.claims
+            .chunks_exact(CLAIM)
+            .filter(|c| c[0] != 0.0 && c[0] != mine.2)
+            .map(|c| {
+                let lane = (c[1] != 0.0).then(|| c[1] as LaneId - 1);
+                ((fair.start(lane), c[2], c[0]), c[3])
+            })
+            .filter(|(order, _)| order.0 < mine.0 || (order.0 == mine.0 && order.1 < mine.1))
+            .min_by(|a, b| a.0 .0.cmp(&b.0 .0).then(a.0 .1.total_cmp(&b.0 .1)))
+            .map(|(_, due)| due)
     }
 
     /// Records (or updates) this thread's claim, if there is room.
-    fn put(&mut self, me: f64, since: Millis, due: Millis) {
-        let find = |who: f64| self.0.chunks_exact(3).position(|c| c[0] == who);
+    fn put(&mut self, me: f64, turn: &Turn, due: Millis) {
+        let find = |who: f64| self.claims.chunks_exact(CLAIM).position(|c| c[0] == who);
         let spot = find(me).or_else(|| find(0.0));
+        let lane = turn.lane.map_or(0.0, |(id, _)| f64::from(id) + 1.0);
         if let Some(i) = spot {
-            self.0[3 * i..3 * i + 3].copy_from_slice(&[me, since, due]);
+            self.claims[CLAIM * i..CLAIM * (i + 1)].copy_from_slice(&[me, lane, turn.since, due]);
         }
     }
 
     /// A faster allowance: no head asks again later than `by`.
     fn hasten(&mut self, by: Millis) {
-        for c in self.0.chunks_exact_mut(3) {
+        for c in self.claims.chunks_exact_mut(CLAIM) {
             if c[0] != 0.0 {
-                c[2] = c[2].min(by);
+                c[3] = c[3].min(by);
             }
         }
     }
 
     fn remove(&mut self, me: f64) {
-        for c in self.0.chunks_exact_mut(3) {
+        for c in self.claims.chunks_exact_mut(CLAIM) {
             if c[0] == me {
                 c.fill(0.0);
             }
@@ -201,6 +221,8 @@ pub struct ThreadAuthority {
     offset: Millis,
     /// Held back (on this thread's clock) for a head of another thread that came first.
     yield_until: Millis,
+    /// The fair order as the last admission found it.
+    shares: Shares,
 }
 
 impl ThreadAuthority {
@@ -248,6 +270,7 @@ impl ThreadAuthority {
             thread: thread.clamp(1, MAX_THREAD),
             offset,
             yield_until: f64::NEG_INFINITY,
+            shares: Shares::default(),
         })
     }
 
@@ -303,7 +326,8 @@ impl ThreadAuthority {
             let settings = Settings::load(words).unwrap_or(settings);
             let mut authority = state(words, settings);
             let (head, claims) = words.split_at_mut(CLAIMS_AT);
-            let changed = f(&mut authority, &mut Claims(claims), shared_now);
+            let (head, fair) = head.split_at_mut(FAIR_AT);
+            let changed = f(&mut authority, &mut Claims { fair, claims }, shared_now);
             if changed {
                 head[STATE..].copy_from_slice(&authority.save());
                 if settings.learn {
@@ -345,23 +369,31 @@ impl Authority for ThreadAuthority {
 }
 
 impl Immediate for ThreadAuthority {
-    /// A token goes to the head that came first among the threads' lines: a later head waits
-    /// until the earlier one has asked (looking again every eighth of a token interval, at
-    /// most 20 ms, once it is due). A claim not renewed within one token interval (at most
-    /// [`GRACE_MS`]) of its time lapses: its thread died, or its line emptied.
-    fn admit(&mut self, now: Millis, id: AdmissionId, since: Millis, account: bool) -> Answer {
+    /// A token goes to the head that goes first among the threads' lines (the smallest start
+    /// tag, then the earliest arrival): a head behind it waits until it has asked (looking
+    /// again every eighth of a token interval, at most 20 ms, once it is due). A claim not
+    /// renewed within one token interval (at most [`GRACE_MS`]) of its time lapses: its thread
+    /// died, or its line emptied.
+    fn admit(&mut self, now: Millis, id: AdmissionId, turn: Turn, account: bool) -> Answer {
         let me = f64::from(self.thread);
         let id = self.salted(id);
-        let since = since + self.offset;
+        let turn = Turn {
+            since: turn.since + self.offset,
+            ..turn
+        };
+        let mut shares = self.shares;
         let interval = self.settings.rate.ms_per_token();
         let (grace, again) = (interval.min(GRACE_MS), (interval / 8.0).clamp(1.0, 20.0));
         let answer = self.transact(
             now,
             |a, claims, t| {
                 claims.expire(t, grace);
-                if let Some(due) = claims.ahead(me, since) {
+                let fair = Fair(&mut *claims.fair);
+                shares = fair.shares();
+                let start = fair.start(turn.lane.map(|(lane, _)| lane));
+                if let Some(due) = claims.ahead((start, turn.since, me)) {
                     let wait = (due - t).max(again);
-                    claims.put(me, since, t + wait);
+                    claims.put(me, &turn, t + wait);
                     return ((Answer::Wait(wait), true), true);
                 }
                 let answer = a.apply(
@@ -374,13 +406,20 @@ impl Immediate for ThreadAuthority {
                     },
                 );
                 match answer {
-                    Answer::Wait(ms) => claims.put(me, since, t + ms),
+                    Answer::Wait(ms) => claims.put(me, &turn, t + ms),
+                    Answer::Admitted { .. } => {
+                        let mut fair = Fair(&mut *claims.fair);
+                        fair.admitted(&turn);
+                        shares = fair.shares();
+                        claims.remove(me);
+                    }
                     _ => claims.remove(me),
                 }
                 ((answer, false), true)
             },
             true,
         );
+        self.shares = shares;
         // Not asked: the slot waits for this thread's event loop to turn.
         let answer = answer.unwrap_or((Answer::Wait(1.0), true));
         match answer {
@@ -388,6 +427,10 @@ impl Immediate for ThreadAuthority {
             _ => self.yield_until = f64::NEG_INFINITY,
         }
         answer.0
+    }
+
+    fn shares(&self) -> Option<Shares> {
+        Some(self.shares)
     }
 
     fn ready_by(&mut self, now: Millis, at: Millis) -> bool {

@@ -12,6 +12,7 @@ use crate::core::rules::learn::Learner;
 /// How often a learning gate that shares its allowance and has heard no answer yet looks for
 /// the one another thread or process heard.
 pub(super) const OPENING_RECHECK_MS: Millis = 100.0;
+use crate::core::authority::fair::Turn;
 use crate::core::authority::{AdmissionId, Answer, Immediate, Op};
 use crate::core::rules::policy::Reason;
 use crate::core::Millis;
@@ -48,9 +49,12 @@ impl Gate {
         };
         let (deadline, reason) = call.admission_deadline();
         let account = call.spec.account;
-        let since = match call.stage {
-            Stage::Queued { since, .. } => since,
-            _ => now,
+        let turn = Turn {
+            since: match call.stage {
+                Stage::Queued { since, .. } => since,
+                _ => now,
+            },
+            lane: call.lane_in_line().map(|id| (id, call.spec.lane.weight)),
         };
         // A call let in because its token comes within `maxWaitMs` goes when it comes: a
         // wake-up that comes late (a busy event loop) turns it into no refusal after the wait.
@@ -121,13 +125,14 @@ impl Gate {
                 return true;
             }
         };
-        let mut answer = authority.admit(now, id, since, account);
+        let mut answer = authority.admit(now, id, turn, account);
         // A token due within a timer's tolerance is taken now.
         if let Answer::Wait(ms) = answer {
             if ms <= EARLY_MS {
-                answer = authority.admit(now + ms, id, since, account);
+                answer = authority.admit(now + ms, id, turn, account);
             }
         }
+        let shares = authority.shares();
         match answer {
             Answer::Admitted {
                 mut anchor, seq, ..
@@ -141,13 +146,17 @@ impl Gate {
                 }
                 self.next_admission += 1;
                 self.admit(now, head, id, anchor, seq);
+                self.line.follow(shares.as_ref());
                 true
             }
             Answer::Exhausted(ms) => {
                 self.quota_closed(now, ms);
                 true
             }
-            _ => false,
+            _ => {
+                self.line.follow(shares.as_ref());
+                false
+            }
         }
     }
 

@@ -19,6 +19,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::CallId;
+use crate::core::authority::fair::Shares;
 
 /// A call's place in the call order: lower goes first.
 pub type Rank = u64;
@@ -27,11 +28,11 @@ pub type Rank = u64;
 pub type LaneId = u32;
 
 /// Virtual time, in units of 2^-32 of a weight-1 admission.
-type Tag = u128;
+pub type Tag = u128;
 
 /// What one admission costs a lane of `weight` in virtual time: `2^32 / weight`, at least one
 /// unit (weights above 2^32 are all alike).
-fn cost(weight: f64) -> Tag {
+pub fn cost(weight: f64) -> Tag {
     // `as` saturates: a weight near zero costs u64::MAX units, still far from the top of a u128.
     ((4_294_967_296.0 / weight).round() as u64).max(1).into()
 }
@@ -264,6 +265,21 @@ impl Line {
             None => self.front_live -= 1,
         }
         self.live -= 1;
+    }
+
+    /// Follows the order other threads' lines share with this one: the clock moves up to
+    /// theirs, and each lane starts no earlier than they say (what this line has not heard of
+    /// yet, they admitted).
+    pub fn follow(&mut self, shares: Option<&Shares>) {
+        let Some(shares) = shares else {
+            return;
+        };
+        self.clock = self.clock.max(shares.clock);
+        for lane in &mut self.lanes {
+            if let Some(finish) = shares.finish(lane.lane.id) {
+                lane.finish = lane.finish.max(finish);
+            }
+        }
     }
 
     /// Calls waiting in `lane`.
