@@ -261,6 +261,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
         latency_ms: o.latency_ms.unwrap_or(0.0),
         lookups,
         store_latency_ms: o.store_latency_ms.unwrap_or(defaults.store_latency_ms),
+        lanes: Vec::new(),
     })
 }
 
