@@ -13,7 +13,7 @@ test('live calls in a heavier lane go before a queue of background refreshes, on
   try {
     const fetchImpl = createFetch({ rate });
     const background = fetchImpl.lane({ weight: 1, retry: false });
-    const live = fetchImpl.lane({ weight: 9 });
+    const live = fetchImpl.lane({ name: 'live', weight: 9 });
     const headers = { 'X-API-Key': `lanes-${randomUUID()}` };
     const url = (n) => `${api.baseUrl}/events/${n}/odds/snapshot`;
     const done = [];
@@ -42,7 +42,12 @@ test('live calls in a heavier lane go before a queue of background refreshes, on
     const [bg, lv] = [background.stats().lane, live.stats().lane];
     assert.deepEqual([bg.weight, bg.admitted, bg.waiting, lv.weight, lv.admitted, lv.waiting], [1, 40, 0, 9, 8, 0]);
     assert.ok(bg.waitedMs > lv.waitedMs && lv.waitedMs > 0, `waited: background ${bg.waitedMs} ms, live ${lv.waitedMs} ms`);
-    assert.match(live.describe().lane, /weight 9/);
+    assert.match(live.describe().lane, /"live", of weight 9/);
+    // Names: the wrapper's own calls are `default`; an unnamed lane is numbered by the lanes
+    // this thread made (so two never share a name), a named one keeps its name.
+    assert.deepEqual([fetchImpl.stats().lane.name, lv.name], ['default', 'live']);
+    const [n] = bg.name.match(/^lane-(\d+)$/).slice(1).map(Number);
+    assert.equal(fetchImpl.lane().stats().lane.name, `lane-${n + 2}`);
     assert.equal(fetchImpl.describe().lane, undefined, "a wrapper's own calls are no lane of their own");
   } finally {
     await api.close();
@@ -63,6 +68,11 @@ test('a lane composes with batch(), and a bad lane option is a typed error namin
   assert.throws(() => fetchImpl.lane({ wieght: 2 }), { name: 'TypeError', message: /wieght/ });
   assert.throws(() => fetchImpl.lane({ retry: { budget: false } }), { name: 'TypeError', message: /retry\.budget/ });
   assert.throws(() => fetchImpl.lane({ maxWaitMs: -1 }), { name: 'RangeError', message: /maxWaitMs/ });
+  for (const name of ['', 'x'.repeat(65)]) {
+    assert.throws(() => fetchImpl.lane({ name }), { name: 'RangeError', message: /`name` must be 1 to 64 characters long/ });
+  }
+  assert.throws(() => fetchImpl.lane({ name: 7 }), { name: 'TypeError', message: /`name`/ });
+  assert.equal(fetchImpl.lane({ name: 'é'.repeat(64) }).stats().lane.name.length, 64);
 });
 
 test("a lane's own limits: maxWaiting drops its work rather than queue it, the other lane's calls still wait", async () => {

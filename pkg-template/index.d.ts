@@ -117,7 +117,11 @@ export interface CreateFetchOptions {
   maxWaiting?: number;
   /**
    * An OpenTelemetry `Meter` (`metrics.getMeter('my-service')` from `@opentelemetry/api`) to
-   * report the `odds_gate.*` counters, gauges and histograms on (README, "Metrics").
+   * report the `odds_gate.*` counters, gauges and histograms on (README, "Metrics"), for this
+   * wrapper and its lanes. Every measurement carries `odds_gate.scope` (the gate); those of one
+   * lane's calls (the admission-wait and backoff histograms, and the queue depth) also carry
+   * `odds_gate.lane`, the lane's name (`"default"` for the wrapper's own calls). The other
+   * counters and gauges are the gate's, shared by its lanes.
    * @default none (nothing is reported, nothing is loaded)
    */
   meter?: MeterLike;
@@ -213,6 +217,12 @@ export interface BatchOptions {
  * lends its share. Within one process's thread (see the README for threads and fleets).
  */
 export interface LaneOptions {
+  /**
+   * The lane's name in `stats().lane`, `describe().lane` and the metrics' `odds_gate.lane`
+   * (1 to 64 characters). @default `"lane-<n>"`, n counting the lanes made in this thread
+   * (1, 2, ...), so two unnamed lanes never share a name
+   */
+  name?: string;
   /** The lane's share against the other lanes' (a positive finite number). @default 1 */
   weight?: number;
   /** The lane's own retries (`false`: none, as for best-effort work); its retries draw on the wrapper's budget, so `retry.budget` is refused here. @default the wrapper's */
@@ -313,10 +323,11 @@ export interface Stats {
   /** Every gate this wrapper has used, most recently used first. */
   gates: GateStats[];
   /**
-   * The wrapper's lane (its own calls: weight 1, shared with every wrapper's own calls):
-   * its calls waiting in it now, and this wrapper's admissions and their total wait in line.
+   * The wrapper's lane (its own calls: `"default"`, weight 1, shared with every wrapper's own
+   * calls): its calls waiting in it now, and this wrapper's admissions and their total wait in
+   * line.
    */
-  lane: { weight: number; waiting: number; admitted: number; waitedMs: number };
+  lane: { name: string; weight: number; waiting: number; admitted: number; waitedMs: number };
 }
 
 /** The configuration summary: what to tune when the provider changes its limits. */
@@ -338,7 +349,7 @@ export interface Description {
   bounds?: string;
   /** How long a call may wait in line, and how long the line may be. */
   waiting: string;
-  /** Present on a lane: its weight and what it means. */
+  /** Present on a lane: its name, its weight and what it means. */
   lane?: string;
   retryBudget: string;
   quota: string;

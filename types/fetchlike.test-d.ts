@@ -48,6 +48,9 @@ fetchImpl.lane();
 fetchImpl.lane({ retry: { budget: false } });
 // @ts-expect-error a weight is a number
 fetchImpl.lane({ weight: '9' });
+expectType<string>(fetchImpl.lane({ name: 'live', weight: 9 }).stats().lane.name);
+// @ts-expect-error a lane's name is a string
+fetchImpl.lane({ name: 9 });
 expectTrue<Equal<FetchLike, SdkFetchLike>>();
 void asSdk;
 

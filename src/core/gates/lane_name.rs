@@ -18,7 +18,7 @@ pub fn check(field: &'static str, name: &str) -> Result<(), ConfigError> {
         true => Ok(()),
         false => Err(ConfigError::OutOfRange {
             field,
-            expected: "a name of 1 to 64 characters",
+            expected: "1 to 64 characters long",
             got: chars as f64,
         }),
     }
