@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { randomUUID } from 'node:crypto';
-import { createFetch } from '../pkg/index.js';
+import { createFetch, simulate } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 
 test('live calls in a heavier lane go before a queue of background refreshes, on one key, with no 429', async () => {
@@ -86,4 +86,23 @@ test("a lane's own limits: maxWaiting drops its work rather than queue it, the o
   assert.deepEqual(results.slice(0, 4).map((r) => r.status), ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
   assert.equal(results[4].status, 'rejected', 'more than two already waited on the gate');
   assert.match(String(results[4].reason?.message), /queue-full/);
+});
+
+test('simulate({ lanes }): the issue\'s case on the virtual clock, each lane\'s figures, and the options lanes refuse', () => {
+  const lanes = [{ name: 'background', workers: 40 }, { name: 'live', weight: 9, workers: 8, startMs: 1000 }];
+  const r = simulate({ lanes });
+  assert.deepEqual([r.attempts, r.rejected, r.completed, r.lastAttemptMs], [48, 0, 48, 23000]);
+  assert.deepEqual(r.lanes.map((l) => [l.name, l.weight, l.firstWorker, l.workers, l.calls, l.admitted, l.rejected, l.doneMs]),
+    [['background', 1, 0, 40, 40, 40, 0, 23000], ['live', 9, 40, 8, 8, 8, 0, 4500]]);
+  assert.ok(r.lanes[1].maxWaitMs <= 3500 && r.lanes[0].meanWaitMs > 5 * r.lanes[1].meanWaitMs, JSON.stringify(r.lanes));
+  // The wrapper's own workers are `default`; an unnamed lane is numbered by its place.
+  assert.deepEqual(simulate({ workers: 2, lanes: [{ workers: 1, snapshots: 2 }] }).lanes.map((l) => [l.name, l.calls]), [['default', 2], ['lane-1', 2]]);
+  assert.equal(simulate().lanes, undefined);
+  assert.throws(() => simulate({ lanes: [{ workers: 1 }, { workers: 1, weight: 0 }] }), { name: 'RangeError', message: /^`lanes\[1\]\.weight`/ });
+  assert.throws(() => simulate({ lanes: [{ weight: 2 }] }), { name: 'TypeError', message: /`lanes\[0\]\.workers` is required/ });
+  assert.throws(() => simulate({ lanes: [{ workers: 1, name: '' }] }), { name: 'RangeError', message: /`lanes\[0\]\.name`/ });
+  for (const other of [{ threads: 2 }, { processes: 2 }, { separateGates: 2 }, { shared: false }]) {
+    assert.throws(() => simulate({ lanes, ...other }), { name: 'TypeError', message: /`lanes` wait in one shared gate's line/ }, JSON.stringify(other));
+  }
+  assert.throws(() => simulate({ lanes, lookups: { calls: 1, burst: 1, perSecond: 1 } }), { name: 'TypeError', message: /`lanes` and `lookups`/ });
 });

@@ -407,7 +407,7 @@ export interface SimulateOptions {
   maxAttempts?: number;
   /** Retries allowed across all workers, not replenished; `null` for none. @default null */
   retryBudget?: number | null;
-  /** @default 8 */
+  /** The wrapper's own workers (the `default` lane, with `lanes`). @default 8, or 0 with `lanes` */
   workers?: number;
   /** The server's (and the gates') burst. @default 2 */
   burst?: number;
@@ -445,6 +445,49 @@ export interface SimulateOptions {
   snapshots?: number;
   /** From a request's arrival at the server to its response's return. @default 0 */
   latencyMs?: number;
+  /**
+   * Lanes of workers beside the wrapper's own, each made as `fetchImpl.lane()` makes one, on
+   * the one shared gate (with them `shared` is the default, and `shared: false`,
+   * `separateGates`, `processes`, `threads` and `lookups` are refused: a TypeError). Their
+   * workers come after the wrapper's own in the timeline, lane by lane; the result then has
+   * `lanes`. @default undefined (no lanes)
+   */
+  lanes?: SimulatedLaneOptions[];
+}
+
+/** One of `SimulateOptions.lanes`; its errors name the field (`lanes[1].weight`). */
+export interface SimulatedLaneOptions {
+  /** As `LaneOptions.name`. @default `"lane-<n>"`, n its place in `lanes` (1, 2, ...) */
+  name?: string;
+  /** Its share against the other lanes' (the wrapper's own workers: 1). @default 1 */
+  weight?: number;
+  /** Its workers, each fetching `snapshots` one after another (required). */
+  workers: number;
+  /** @default the run's `snapshots` */
+  snapshots?: number;
+  /** When its workers start, in virtual ms. @default 0 */
+  startMs?: number;
+}
+
+/** One lane's share of a run with `lanes`. */
+export interface SimulatedLane {
+  name: string;
+  weight: number;
+  /** Its workers are `firstWorker` to `firstWorker + workers - 1` in the timeline. */
+  firstWorker: number;
+  workers: number;
+  startMs: number;
+  /** Its calls (workers x snapshots). */
+  calls: number;
+  /** Its attempts the gate let through. */
+  admitted: number;
+  /** Of those, 429s. */
+  rejected: number;
+  /** When its last call was done (settled), in ms. */
+  doneMs: number;
+  /** Its admissions' mean and longest wait in line, in ms. */
+  meanWaitMs: number;
+  maxWaitMs: number;
 }
 
 /** `SimulateOptions.lookups`: every field is required. */
@@ -486,6 +529,8 @@ export interface SimulateResult {
   learned: { at: number; burst: number | null; perSecond: number; atLeast: number; confidence: number }[];
   /** With `lookups` only: the snapshot limiter, then the events limiter. */
   limiters?: [SimulatedLimiter, SimulatedLimiter];
+  /** With `lanes` only: the wrapper's own workers (`default`, when there are any), then each lane. */
+  lanes?: SimulatedLane[];
 }
 
 /** The article's virtual-clock model, run on the production core. */
