@@ -14,6 +14,7 @@ use super::shapes::{date, to_js, Learned};
 use super::shelf;
 use crate::core::authority::LOW_REMAINING;
 use crate::core::base::histogram::{Histogram, BOUNDS_MS};
+use crate::core::base::map::Set;
 use crate::core::gate::figures::Figures;
 use crate::core::gate::line::LaneId;
 use crate::core::gates::memos::MEMOS;
@@ -266,13 +267,11 @@ struct LaneDepth<'a> {
 pub fn observed(gates: &mut Gates, measured: &[(WrapperId, Rc<str>)]) -> JsValue {
     let now = clock::now();
     let mut ids: Vec<GateId> = Vec::new();
+    let mut seen: Set<GateId> = Set::default();
     let mut lanes: Vec<(LaneId, &str)> = Vec::new();
     for (wrapper, name) in measured {
-        for gate in gates.gates_of(*wrapper) {
-            if !ids.contains(&gate) {
-                ids.push(gate);
-            }
-        }
+        let new = gates.gates_of(*wrapper).into_iter();
+        ids.extend(new.filter(|&gate| seen.insert(gate)));
         let lane = gates.lane_of(*wrapper).map(|(lane, ..)| lane.id);
         if let Some(lane) = lane.filter(|&id| !lanes.iter().any(|l| l.0 == id)) {
             lanes.push((lane, name));
