@@ -95,8 +95,8 @@ pub(super) fn report(world: &World, worker_of: &[u32], groups: &[Group]) -> Vec<
                     .get(index)
                     .is_some_and(|w| group.workers.contains(w))
             };
-            let rejected = world.log.sent.iter().filter(|s| mine(s.index));
-            let rejected = rejected.filter(|s| s.status == Some(429)).count();
+            let sent = world.log.sent.iter().filter(|s| mine(s.index));
+            let rejected = sent.filter(|s| s.status == Some(429)).count();
             let done_ms = (world.log.settled.iter())
                 .filter(|(i, _)| mine(*i))
                 .map(|(_, (at, _))| *at)
@@ -105,8 +105,9 @@ pub(super) fn report(world: &World, worker_of: &[u32], groups: &[Group]) -> Vec<
                 0 => 0.0,
                 n => figures.waited_ms / n as f64,
             };
+            let name = group.name.clone();
             Some(LaneReport {
-                name: (group.name.clone()).unwrap_or_else(|| lane_name::unnamed(lane)),
+                name: name.unwrap_or_else(|| lane_name::unnamed(lane)),
                 weight: lane.weight,
                 workers: group.workers.clone(),
                 start_ms: group.start_ms,
