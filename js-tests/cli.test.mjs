@@ -206,6 +206,13 @@ test('bad flags: usage on stderr and exit code 2', async () => {
     ['simulate', '--store-latency-ms', '5'],
     ['simulate', '--threads', '2', '--store-latency-ms', '5'],
     ['simulate', '--json=yes'],
+    ['simulate', '--lane', 'live:9'],
+    ['simulate', '--lane', ':1:2'],
+    ['simulate', '--lane', 'live:nine:8'],
+    ['simulate', '--lane', 'live:9:8:0:1'],
+    ['simulate', '--lane', 'live:9:8', '--independent'],
+    ['simulate', '--lane', 'live:9:8', '--threads', '2'],
+    ['simulate', '--lane', 'live:9:8', '--lookups', '4', '--lookup-burst', '2', '--lookup-per-second', '2'],
     ['simulate', 'stray'],
     ['frobnicate'],
     [],
@@ -229,6 +236,9 @@ test('values simulate() refuses: its own message and exit code 2', async () => {
     [['--processes', '2', '--store-latency-ms', '-1'], /`storeLatencyMs`/],
     [['--lookups', '4', '--lookup-burst', '0', '--lookup-per-second', '2'], /`lookups\.burst`/],
     [['--lookups', '-1', '--lookup-burst', '2', '--lookup-per-second', '2'], /`lookups\.calls`/],
+    [['--lane', 'background:1:40', '--lane', 'live:0:8'], /`lanes\[1\]\.weight` must be .* \(`--lane live:0:8`\)$/m],
+    [['--lane', 'live:1:0'], /`lanes\[0\]\.workers`/],
+    [['--lane', 'live:1:2:-5'], /`lanes\[0\]\.startMs`/],
   ]) {
     const r = await cli(['simulate', ...args]);
     assert.equal(r.code, 2, `${args.join(' ')}: exit ${r.code}`);
@@ -244,7 +254,7 @@ test('--help: usage on stdout, exit 0', async () => {
     assert.match(r.stdout, /^Usage:/);
     assert.match(r.stdout, /--separate-gates N/);
     for (const flag of ['--headers-on-429', '--lookups N', '--lookup-burst N', '--lookup-per-second N',
-      '--processes N', '--threads N', '--store-latency-ms N']) {
+      '--processes N', '--threads N', '--store-latency-ms N', '--lane NAME:WEIGHT:WORKERS[:START_MS]']) {
       assert.ok(r.stdout.includes(flag), flag);
     }
     assert.equal(r.stderr, '');
@@ -363,4 +373,66 @@ test('simulate --processes and --threads: one allowance across them, no 429', as
   assert.match(threads.stdout, /^admissions \(ms\): 0, 0, 500, 1000, 1500, 2000, 2500, 3000$/m);
   const lanes = parseXml(readFileSync(join(dir, 'threads.svg'), 'utf8')).filter((e) => e.attrs.class === 'lane');
   assert.equal(lanes.length, 8);
+});
+
+/** The rows of the per-lane table: name -> [weight, workers, from, calls, admitted, 429s, done at, mean wait, max wait]. */
+function laneRows(stdout) {
+  const lines = stdout.split('\n');
+  const head = lines.findIndex((l) => /^lane\s+weight\s+workers\s+from \(ms\)\s+calls\s+admitted\s+429s\s+done at \(ms\)/.test(l));
+  assert.ok(head !== -1, `no lane table in:\n${stdout}`);
+  const rows = {};
+  for (const line of lines.slice(head + 1)) {
+    if (line === '' || line.startsWith('all done')) break;
+    const [name, ...numbers] = line.split(/\s+/);
+    rows[name] = numbers.map(Number);
+  }
+  return rows;
+}
+
+test('simulate --lane: the issue\'s case, live calls done at 4.5 s beside 40 background ones, a colour and a legend per lane', async () => {
+  const file = join(dir, 'lanes.svg');
+  const args = ['simulate', '--burst', '2', '--per-second', '2', '--lane', 'background:1:40', '--lane', 'live:9:8:1000', '--svg', file];
+  const r = await cli(args);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^odds-gate simulate: 48 workers in 2 lanes, one shared gate; /);
+  assert.deepEqual(row(r.stdout, 'one shared gate'), [48, 0, 48, 0, 23000]);
+  // Nine live admissions for each background one: all eight live ones go in a row from 1 s,
+  // and the line still ends at the allowance's floor (2 at once, then 46 at 2/s).
+  assert.deepEqual(laneRows(r.stdout), {
+    background: [1, 40, 0, 40, 40, 0, 23000, 12962.5, 23000],
+    live: [9, 8, 1000, 8, 8, 0, 4500, 1750, 3500],
+  });
+  assert.match(r.stdout, /^all done at 23000 ms$/m);
+  assert.match(r.stdout, /^ {2}live {8}1000 {2}1500 {2}2000 {2}2500 {2}3000 {2}3500 {2}4000 {2}4500$/m);
+  assert.match(r.stdout, /^ {2}background {2}0 {2}0 {2}500 {2}5000 {2}5500 /m);
+
+  const elements = parseXml(readFileSync(file, 'utf8'));
+  assert.equal(elements.filter((e) => e.attrs.class === 'lane').length, 48);
+  // A legend entry and a done line per lane, and each lane's 200s in its own colour.
+  assert.deepEqual(elements.filter((e) => e.attrs.class === 'lane-key').map((e) => e.attrs['data-lane']), ['background', 'live']);
+  assert.deepEqual(elements.filter((e) => e.attrs.class === 'lane-done').map((e) => e.attrs['data-lane']), ['background', 'live']);
+  const fills = (from, to) => new Set(elements
+    .filter((e) => e.attrs.class === 'attempt' && Number(e.attrs['data-worker']) >= from && Number(e.attrs['data-worker']) < to)
+    .map((e) => e.attrs.fill));
+  const [background, live] = [fills(0, 40), fills(40, 48)];
+  assert.equal(background.size, 1);
+  assert.equal(live.size, 1);
+  assert.notDeepEqual([...background], [...live]);
+  const xml = readFileSync(file, 'utf8');
+  assert.match(xml, /live: weight 9, 8 workers from 1000 ms, done at 4500 ms/);
+
+  const json = await cli([...args, '--json']);
+  assert.equal(json.code, 0, json.stderr);
+  const out = JSON.parse(json.stdout);
+  assert.deepEqual(out.options.lanes, [
+    { name: 'background', weight: 1, workers: 40, startMs: 0 },
+    { name: 'live', weight: 9, workers: 8, startMs: 1000 },
+  ]);
+  assert.deepEqual(out.lanes.map((l) => [l.name, l.firstWorker, l.workers, l.doneMs, l.rejected]),
+    [['background', 0, 40, 23000, 0], ['live', 40, 8, 4500, 0]]);
+
+  // The wrapper's own workers beside a lane are the `default` lane.
+  const mixed = await cli(['simulate', '--workers', '4', '--lane', 'live:9:2:1000', '--svg', file]);
+  assert.equal(mixed.code, 0, mixed.stderr);
+  assert.deepEqual(Object.keys(laneRows(mixed.stdout)), ['default', 'live']);
 });

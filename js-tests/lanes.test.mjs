@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { randomUUID } from 'node:crypto';
-import { createFetch } from '../pkg/index.js';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { createFetch, simulate } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 
 const scenario = fileURLToPath(new URL('./support/threads-scenario.mjs', import.meta.url));
@@ -18,7 +18,7 @@ test('live calls in a heavier lane go before a queue of background refreshes, on
   try {
     const fetchImpl = createFetch({ rate });
     const background = fetchImpl.lane({ weight: 1, retry: false });
-    const live = fetchImpl.lane({ weight: 9 });
+    const live = fetchImpl.lane({ name: 'live', weight: 9 });
     const headers = { 'X-API-Key': `lanes-${randomUUID()}` };
     const url = (n) => `${api.baseUrl}/events/${n}/odds/snapshot`;
     const done = [];
@@ -47,7 +47,12 @@ test('live calls in a heavier lane go before a queue of background refreshes, on
     const [bg, lv] = [background.stats().lane, live.stats().lane];
     assert.deepEqual([bg.weight, bg.admitted, bg.waiting, lv.weight, lv.admitted, lv.waiting], [1, 40, 0, 9, 8, 0]);
     assert.ok(bg.waitedMs > lv.waitedMs && lv.waitedMs > 0, `waited: background ${bg.waitedMs} ms, live ${lv.waitedMs} ms`);
-    assert.match(live.describe().lane, /weight 9/);
+    assert.match(live.describe().lane, /"live", of weight 9/);
+    // Names: the wrapper's own calls are `default`; an unnamed lane is numbered by the lanes
+    // this thread made (so two never share a name), a named one keeps its name.
+    assert.deepEqual([fetchImpl.stats().lane.name, lv.name], ['default', 'live']);
+    const [n] = bg.name.match(/^lane-(\d+)$/).slice(1).map(Number);
+    assert.equal(fetchImpl.lane().stats().lane.name, `lane-${n + 2}`);
     assert.equal(fetchImpl.describe().lane, undefined, "a wrapper's own calls are no lane of their own");
   } finally {
     await api.close();
@@ -89,6 +94,11 @@ test('a lane composes with batch(), and a bad lane option is a typed error namin
   assert.throws(() => fetchImpl.lane({ wieght: 2 }), { name: 'TypeError', message: /wieght/ });
   assert.throws(() => fetchImpl.lane({ retry: { budget: false } }), { name: 'TypeError', message: /retry\.budget/ });
   assert.throws(() => fetchImpl.lane({ maxWaitMs: -1 }), { name: 'RangeError', message: /maxWaitMs/ });
+  for (const name of ['', 'x'.repeat(65)]) {
+    assert.throws(() => fetchImpl.lane({ name }), { name: 'RangeError', message: /`name` must be 1 to 64 characters long/ });
+  }
+  assert.throws(() => fetchImpl.lane({ name: 7 }), { name: 'TypeError', message: /`name`/ });
+  assert.equal(fetchImpl.lane({ name: 'é'.repeat(64) }).stats().lane.name.length, 64);
 });
 
 test("a lane's own limits: maxWaiting drops its work rather than queue it, the other lane's calls still wait", async () => {
@@ -102,4 +112,23 @@ test("a lane's own limits: maxWaiting drops its work rather than queue it, the o
   assert.deepEqual(results.slice(0, 4).map((r) => r.status), ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
   assert.equal(results[4].status, 'rejected', 'more than two already waited on the gate');
   assert.match(String(results[4].reason?.message), /queue-full/);
+});
+
+test('simulate({ lanes }): the issue\'s case on the virtual clock, each lane\'s figures, and the options lanes refuse', () => {
+  const lanes = [{ name: 'background', workers: 40 }, { name: 'live', weight: 9, workers: 8, startMs: 1000 }];
+  const r = simulate({ lanes });
+  assert.deepEqual([r.attempts, r.rejected, r.completed, r.lastAttemptMs], [48, 0, 48, 23000]);
+  assert.deepEqual(r.lanes.map((l) => [l.name, l.weight, l.firstWorker, l.workers, l.calls, l.admitted, l.rejected, l.doneMs]),
+    [['background', 1, 0, 40, 40, 40, 0, 23000], ['live', 9, 40, 8, 8, 8, 0, 4500]]);
+  assert.ok(r.lanes[1].maxWaitMs <= 3500 && r.lanes[0].meanWaitMs > 5 * r.lanes[1].meanWaitMs, JSON.stringify(r.lanes));
+  // The wrapper's own workers are `default`; an unnamed lane is numbered by its place.
+  assert.deepEqual(simulate({ workers: 2, lanes: [{ workers: 1, snapshots: 2 }] }).lanes.map((l) => [l.name, l.calls]), [['default', 2], ['lane-1', 2]]);
+  assert.equal(simulate().lanes, undefined);
+  assert.throws(() => simulate({ lanes: [{ workers: 1 }, { workers: 1, weight: 0 }] }), { name: 'RangeError', message: /^`lanes\[1\]\.weight`/ });
+  assert.throws(() => simulate({ lanes: [{ weight: 2 }] }), { name: 'TypeError', message: /`lanes\[0\]\.workers` is required/ });
+  assert.throws(() => simulate({ lanes: [{ workers: 1, name: '' }] }), { name: 'RangeError', message: /`lanes\[0\]\.name`/ });
+  for (const other of [{ threads: 2 }, { processes: 2 }, { separateGates: 2 }, { shared: false }]) {
+    assert.throws(() => simulate({ lanes, ...other }), { name: 'TypeError', message: /`lanes` wait in one shared gate's line/ }, JSON.stringify(other));
+  }
+  assert.throws(() => simulate({ lanes, lookups: { calls: 1, burst: 1, perSecond: 1 } }), { name: 'TypeError', message: /`lanes` and `lookups`/ });
 });

@@ -132,6 +132,59 @@ test('the meter gets counters, gauges and histograms that agree with stats(), ke
   }
 });
 
+test("a lane's calls are measured with its `odds_gate.lane`, the wrapper's own with \"default\"; the gate's counters are the gate's", async () => {
+  const otel = inMemoryMeter();
+  const fetchImpl = createFetch({
+    rate: { burst: 1, perSecond: 50 },
+    meter: otel.meter,
+    retry: { maxAttempts: 2, baseMs: 5, capMs: 10, statuses: [503] },
+    fetch: scripted({ '/own': [200], '/live': [200], '/flaky': [503, 200], '/other': [200] }),
+  });
+  const live = fetchImpl.lane({ name: 'live', weight: 9 });
+  const unnamed = fetchImpl.lane();
+  const [key, other] = [`lanes-${randomUUID()}`, `lanes-${randomUUID()}`];
+  const call = (f, path, apiKey = key) => f(`http://127.0.0.1:9/${path}`, { headers: { 'X-API-Key': apiKey } });
+  try {
+    const results = await Promise.all([
+      call(fetchImpl, 'own'), call(fetchImpl, 'own'), call(fetchImpl, 'own'),
+      call(live, 'live'), call(live, 'flaky'),
+      call(unnamed, 'own'),
+      // A gate only a lane used: the meter sees it too.
+      call(live, 'other', other), call(live, 'other', other),
+    ]);
+    assert.deepEqual(results.map((r) => r.status), [200, 200, 200, 200, 200, 200, 200, 200]);
+    const metrics = await otel.collect();
+    const name = unnamed.stats().lane.name;
+    assert.match(name, /^lane-\d+$/);
+    const [scope] = fetchImpl.stats().gates.map((g) => g.scope);
+    const [otherScope] = live.stats().gates.filter((g) => g.scope !== scope).map((g) => g.scope);
+    assert.ok(otherScope, 'the lane used two gates');
+
+    // Each admission's wait, by gate and lane: on the key's gate the live lane's three attempts
+    // (its retry included), the wrapper's own three and the unnamed lane's one.
+    const counts = {};
+    for (const p of points(metrics.get('odds_gate.admission.wait_time'))) {
+      counts[`${p.attributes['odds_gate.scope'] === scope ? 'key' : 'other'} ${p.attributes['odds_gate.lane']}`] = p.value.count;
+    }
+    assert.deepEqual(counts, { 'key default': 3, 'key live': 3, [`key ${name}`]: 1, 'other live': 2 });
+    // The one backoff was the live lane's.
+    const backoffs = points(metrics.get('odds_gate.retry.backoff'));
+    assert.deepEqual(backoffs.map((p) => [p.attributes['odds_gate.lane'], p.value.count]), [['live', 1]]);
+
+    // The queue depth is per gate and lane; the other counters and gauges are the gate's,
+    // whichever lane's calls made them, and the lane-only gate is among them.
+    const depths = points(metrics.get('odds_gate.queue.depth'));
+    assert.deepEqual(depths.filter((p) => p.attributes['odds_gate.scope'] === scope).map((p) => p.attributes['odds_gate.lane']).sort(),
+      ['default', name, 'live'].sort());
+    assert.ok(depths.every((p) => p.value === 0));
+    const admissions = points(metrics.get('odds_gate.admissions'));
+    assert.deepEqual(Object.fromEntries(admissions.map((p) => [p.attributes['odds_gate.scope'], p.value])), { [scope]: 7, [otherScope]: 2 });
+    assert.ok(admissions.every((p) => !('odds_gate.lane' in p.attributes)));
+  } finally {
+    await otel.shutdown();
+  }
+});
+
 test('a wrapper without a meter costs the meter nothing, and a meter is checked at the boundary', async () => {
   const otel = inMemoryMeter();
   try {

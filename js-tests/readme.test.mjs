@@ -273,7 +273,7 @@ const OUTPUTS = [
     name: 'odds-gate simulate output',
     first: /^odds-gate simulate: /,
     async check(block) {
-      const args = /`npx odds-gate (simulate[\w .=-]*)` prints:$/.exec(block.before)?.[1];
+      const args = /`npx odds-gate (simulate[\w .:=-]*)` prints:$/.exec(block.before)?.[1];
       assert.ok(args, 'the prose above no longer says which `npx odds-gate simulate ...` prints this: teach the test');
       const cwd = freshDir();
       const r = await runBin(args.split(' '), { cwd, timeoutMs: 60_000 });

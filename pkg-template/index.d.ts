@@ -117,7 +117,11 @@ export interface CreateFetchOptions {
   maxWaiting?: number;
   /**
    * An OpenTelemetry `Meter` (`metrics.getMeter('my-service')` from `@opentelemetry/api`) to
-   * report the `odds_gate.*` counters, gauges and histograms on (README, "Metrics").
+   * report the `odds_gate.*` counters, gauges and histograms on (README, "Metrics"), for this
+   * wrapper and its lanes. Every measurement carries `odds_gate.scope` (the gate); those of one
+   * lane's calls (the admission-wait and backoff histograms, and the queue depth) also carry
+   * `odds_gate.lane`, the lane's name (`"default"` for the wrapper's own calls). The other
+   * counters and gauges are the gate's, shared by its lanes.
    * @default none (nothing is reported, nothing is loaded)
    */
   meter?: MeterLike;
@@ -213,6 +217,12 @@ export interface BatchOptions {
  * lends its share. Within one process's thread (see the README for threads and fleets).
  */
 export interface LaneOptions {
+  /**
+   * The lane's name in `stats().lane`, `describe().lane` and the metrics' `odds_gate.lane`
+   * (1 to 64 characters). @default `"lane-<n>"`, n counting the lanes made in this thread
+   * (1, 2, ...), so two unnamed lanes never share a name
+   */
+  name?: string;
   /** The lane's share against the other lanes' (a positive finite number). @default 1 */
   weight?: number;
   /** The lane's own retries (`false`: none, as for best-effort work); its retries draw on the wrapper's budget, so `retry.budget` is refused here. @default the wrapper's */
@@ -313,10 +323,11 @@ export interface Stats {
   /** Every gate this wrapper has used, most recently used first. */
   gates: GateStats[];
   /**
-   * The wrapper's lane (its own calls: weight 1, shared with every wrapper's own calls):
-   * its calls waiting in it now, and this wrapper's admissions and their total wait in line.
+   * The wrapper's lane (its own calls: `"default"`, weight 1, shared with every wrapper's own
+   * calls): its calls waiting in it now, and this wrapper's admissions and their total wait in
+   * line.
    */
-  lane: { weight: number; waiting: number; admitted: number; waitedMs: number };
+  lane: { name: string; weight: number; waiting: number; admitted: number; waitedMs: number };
 }
 
 /** The configuration summary: what to tune when the provider changes its limits. */
@@ -338,7 +349,7 @@ export interface Description {
   bounds?: string;
   /** How long a call may wait in line, and how long the line may be. */
   waiting: string;
-  /** Present on a lane: its weight and what it means. */
+  /** Present on a lane: its name, its weight and what it means. */
   lane?: string;
   retryBudget: string;
   quota: string;
@@ -396,7 +407,7 @@ export interface SimulateOptions {
   maxAttempts?: number;
   /** Retries allowed across all workers, not replenished; `null` for none. @default null */
   retryBudget?: number | null;
-  /** @default 8 */
+  /** The wrapper's own workers (the `default` lane, with `lanes`). @default 8, or 0 with `lanes` */
   workers?: number;
   /** The server's (and the gates') burst. @default 2 */
   burst?: number;
@@ -434,6 +445,49 @@ export interface SimulateOptions {
   snapshots?: number;
   /** From a request's arrival at the server to its response's return. @default 0 */
   latencyMs?: number;
+  /**
+   * Lanes of workers beside the wrapper's own, each made as `fetchImpl.lane()` makes one, on
+   * the one shared gate (with them `shared` is the default, and `shared: false`,
+   * `separateGates`, `processes`, `threads` and `lookups` are refused: a TypeError). Their
+   * workers come after the wrapper's own in the timeline, lane by lane; the result then has
+   * `lanes`. @default undefined (no lanes)
+   */
+  lanes?: SimulatedLaneOptions[];
+}
+
+/** One of `SimulateOptions.lanes`; its errors name the field (`lanes[1].weight`). */
+export interface SimulatedLaneOptions {
+  /** As `LaneOptions.name`. @default `"lane-<n>"`, n its place in `lanes` (1, 2, ...) */
+  name?: string;
+  /** Its share against the other lanes' (the wrapper's own workers: 1). @default 1 */
+  weight?: number;
+  /** Its workers, each fetching `snapshots` one after another (required). */
+  workers: number;
+  /** @default the run's `snapshots` */
+  snapshots?: number;
+  /** When its workers start, in virtual ms. @default 0 */
+  startMs?: number;
+}
+
+/** One lane's share of a run with `lanes`. */
+export interface SimulatedLane {
+  name: string;
+  weight: number;
+  /** Its workers are `firstWorker` to `firstWorker + workers - 1` in the timeline. */
+  firstWorker: number;
+  workers: number;
+  startMs: number;
+  /** Its calls (workers x snapshots). */
+  calls: number;
+  /** Its attempts the gate let through. */
+  admitted: number;
+  /** Of those, 429s. */
+  rejected: number;
+  /** When its last call was done (settled), in ms. */
+  doneMs: number;
+  /** Its admissions' mean and longest wait in line, in ms. */
+  meanWaitMs: number;
+  maxWaitMs: number;
 }
 
 /** `SimulateOptions.lookups`: every field is required. */
@@ -475,6 +529,8 @@ export interface SimulateResult {
   learned: { at: number; burst: number | null; perSecond: number; atLeast: number; confidence: number }[];
   /** With `lookups` only: the snapshot limiter, then the events limiter. */
   limiters?: [SimulatedLimiter, SimulatedLimiter];
+  /** With `lanes` only: the wrapper's own workers (`default`, when there are any), then each lane. */
+  lanes?: SimulatedLane[];
 }
 
 /** The article's virtual-clock model, run on the production core. */

@@ -15,6 +15,7 @@ use odds_gate::core::rules::policy::RetryPolicy;
 use odds_gate::core::sim::home::{Shelf, SimHome};
 use odds_gate::core::sim::server::{Allowances, Limiter};
 use odds_gate::core::sim::world::{Call, World};
+use odds_gate::core::sim::{simulate, Coordination, SimLane, SimOptions};
 use odds_gate::core::Millis;
 use proptest::prelude::*;
 
@@ -203,6 +204,84 @@ fn four_threads_with_two_lanes_each_share_by_the_weights() {
     assert_eq!(per_thread, [50; 4]);
     let rejected = w.log.responses.iter().filter(|r| r.2 == 429).count();
     assert_eq!(rejected, 0);
+}
+
+#[test]
+fn simulate_runs_lanes_through_the_same_gates_and_reports_each_lane() {
+    let rate = Rate::new(2.0, 2.0).unwrap();
+    let lane = |name: &str, weight, workers, start_ms| SimLane {
+        name: Some(name.into()),
+        weight,
+        workers,
+        snapshots: 1,
+        start_ms,
+    };
+    let options = SimOptions {
+        workers: 0,
+        rate,
+        coordination: Coordination::Shared,
+        latency_ms: 20.0,
+        lanes: vec![
+            lane("background", 1.0, 40, 0.0),
+            lane("live", 9.0, 8, 1_000.0),
+        ],
+        ..SimOptions::default()
+    };
+    let r = simulate(&options).unwrap();
+    // The same figures as the world above: live done at 4.54 s, all at 23.04 s, no 429.
+    let (live, all, _) = background_then_live(&[Some(1.0), Some(9.0)]);
+    assert_eq!((r.attempts, r.rejected, r.completed), (48, 0, 48));
+    let [background, urgent] = &r.lanes[..] else {
+        panic!("two lanes: {:?}", r.lanes)
+    };
+    assert_eq!((urgent.name.as_str(), urgent.weight), ("live", 9.0));
+    assert_eq!((urgent.workers.clone(), urgent.start_ms), (40..48, 1_000.0));
+    assert_eq!((urgent.calls, urgent.admitted, urgent.rejected), (8, 8, 0));
+    assert_eq!((background.calls, background.admitted), (40, 40));
+    assert_eq!(urgent.done_ms, live);
+    assert_eq!(background.done_ms.max(urgent.done_ms), all);
+    // The last live call waited 3.52 s (its lane's eight admissions, and one background call's
+    // in nine, at 2/s); the background calls waited far longer, on average and at most.
+    assert!(urgent.max_wait_ms <= 3_550.0, "live: {urgent:?}");
+    assert!(
+        background.mean_wait_ms > 4.0 * urgent.mean_wait_ms,
+        "{background:?}"
+    );
+    assert!(background.max_wait_ms > 20_000.0, "{background:?}");
+
+    // The wrapper's own workers beside the lanes are the `default` lane; unnamed lanes are
+    // numbered as the gates made them.
+    let options = SimOptions {
+        workers: 2,
+        lanes: vec![SimLane {
+            name: None,
+            ..lane("", 3.0, 2, 0.0)
+        }],
+        ..options
+    };
+    let r = simulate(&options).unwrap();
+    let names: Vec<_> = r
+        .lanes
+        .iter()
+        .map(|l| (l.name.as_str(), l.weight))
+        .collect();
+    assert_eq!(names, [("default", 1.0), ("lane-1", 3.0)]);
+    assert_eq!(r.lanes[1].workers, 2..4);
+    // Each lane's numbers are checked, naming the field.
+    for (bad, field) in [
+        (lane("x", 0.0, 1, 0.0), "weight"),
+        (lane("x", 1.0, 0, 0.0), "workers"),
+        (lane("x", 1.0, 1, -1.0), "startMs"),
+        (lane("", 1.0, 1, 0.0), "name"),
+        (lane(&"x".repeat(65), 1.0, 1, 0.0), "name"),
+    ] {
+        let options = SimOptions {
+            lanes: vec![bad],
+            ..options.clone()
+        };
+        let err = simulate(&options).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("`{field}`")), "{err}");
+    }
 }
 
 /// What happens to a line: a call joins a lane, or the head is admitted.

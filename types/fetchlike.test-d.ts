@@ -20,6 +20,7 @@ import {
   type GateStats,
   type SimulateResult,
   type SimulateOptions,
+  type SimulatedLane,
   type SimulatedLimiter,
   type Stats,
 } from 'odds-gate';
@@ -48,6 +49,9 @@ fetchImpl.lane();
 fetchImpl.lane({ retry: { budget: false } });
 // @ts-expect-error a weight is a number
 fetchImpl.lane({ weight: '9' });
+expectType<string>(fetchImpl.lane({ name: 'live', weight: 9 }).stats().lane.name);
+// @ts-expect-error a lane's name is a string
+fetchImpl.lane({ name: 9 });
 expectTrue<Equal<FetchLike, SdkFetchLike>>();
 void asSdk;
 
@@ -226,6 +230,14 @@ simulate({ processes: true });
 simulate({ processes: 2, storeLatencyMs: '5ms' });
 const options: SimulateOptions = { processes: 2, headers: 'throttled', lookups: { calls: 1, burst: 1, perSecond: 1 } };
 simulate(options);
+const laned = simulate({ burst: 2, perSecond: 2, lanes: [{ name: 'background', weight: 1, workers: 40 }, { name: 'live', weight: 9, workers: 8, startMs: 1_000 }] });
+expectTrue<Equal<typeof laned.lanes, SimulatedLane[] | undefined>>();
+expectType<number>(laned.lanes![0]!.doneMs + laned.lanes![0]!.meanWaitMs + laned.lanes![0]!.maxWaitMs + laned.lanes![0]!.firstWorker);
+expectType<string>(laned.lanes![0]!.name);
+// @ts-expect-error a lane needs its workers
+simulate({ lanes: [{ name: 'live', weight: 9 }] });
+// @ts-expect-error unknown field of a lane
+simulate({ lanes: [{ workers: 1, start: 1_000 }] });
 
 // ---- Gate ----------------------------------------------------------------------------------------
 const g = new Gate({ burst: 2, perSecond: 2 });

@@ -36,6 +36,13 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
   --lookup-per-second N
                        that limiter's refill per second
   --latency-ms N       from a request's arrival to its response's return (default 0)
+  --lane NAME:WEIGHT:WORKERS[:START_MS]
+                       a lane of WORKERS workers (from START_MS, default 0) whose calls wait in a
+                       line of their own on the shared gate, sharing its admissions by WEIGHT
+                       (as fetchImpl.lane({ name, weight }) does); repeat it for each lane. With
+                       lanes, --workers (default 0) are the wrapper's own, lane "default" of
+                       weight 1; not with --independent, --separate-gates, --processes,
+                       --threads or --lookups. E.g. --lane background:1:40 --lane live:9:8:1000
   --svg FILE           where to write the SVG timeline (default ./odds-gate-timeline.svg)
   --json               print the result as JSON instead of the table
 `;
@@ -69,8 +76,11 @@ const SWITCHES = new Map([
 ]);
 const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i;
 
-/** Parses `argv` (after the command) against the flags of a command; throws UsageError. */
-function parseFlags(argv, { numeric = new Map(), switches = new Map(), strings = new Map() } = {}) {
+/**
+ * Parses `argv` (after the command) against the flags of a command; throws UsageError. A
+ * `repeated` flag's values are collected in an array.
+ */
+function parseFlags(argv, { numeric = new Map(), switches = new Map(), strings = new Map(), repeated = new Map() } = {}) {
   const flags = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -83,7 +93,7 @@ function parseFlags(argv, { numeric = new Map(), switches = new Map(), strings =
       flags[switches.get(name)] = true;
       continue;
     }
-    if (!numeric.has(name) && !strings.has(name)) throw new UsageError(`unknown flag \`--${name}\``);
+    if (!numeric.has(name) && !strings.has(name) && !repeated.has(name)) throw new UsageError(`unknown flag \`--${name}\``);
     let value = inline;
     if (value === undefined) {
       const next = argv[i + 1];
@@ -96,6 +106,8 @@ function parseFlags(argv, { numeric = new Map(), switches = new Map(), strings =
     if (numeric.has(name)) {
       if (!NUMBER.test(value)) throw new UsageError(`\`--${name}\` expects a number, got \`${value}\``);
       flags[numeric.get(name)] = Number(value);
+    } else if (repeated.has(name)) {
+      (flags[repeated.get(name)] ??= []).push(value);
     } else {
       flags[strings.get(name)] = value;
     }
@@ -112,12 +124,32 @@ function table(head, rows) {
 const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 const MAX_LISTED = 64; // workers listed one per line; past that, see --json
 
+/** `--lane NAME:WEIGHT:WORKERS[:START_MS]` as one of simulate()'s `lanes`; throws UsageError. */
+function laneFlag(value) {
+  const parts = value.split(':');
+  const numbers = parts.slice(1);
+  if (parts.length < 3 || parts.length > 4 || parts[0] === '' || !numbers.every((n) => NUMBER.test(n))) {
+    throw new UsageError(`\`--lane\` expects NAME:WEIGHT:WORKERS[:START_MS] (numbers after the name), got \`${value}\``);
+  }
+  const [weight, workers, startMs = 0] = numbers.map(Number);
+  return { name: parts[0], weight, workers, startMs };
+}
+
 async function simulateCommand(argv) {
-  const flags = parseFlags(argv, { numeric: NUMERIC, switches: SWITCHES, strings: new Map([['svg', 'svg']]) });
+  const flags = parseFlags(argv, {
+    numeric: NUMERIC, switches: SWITCHES, strings: new Map([['svg', 'svg']]), repeated: new Map([['lane', 'lanes']]),
+  });
   const coordination = [['independent', '`--independent`'], ['separateGates', '`--separate-gates N`'],
     ['processes', '`--processes N`'], ['threads', '`--threads N`']].filter(([k]) => flags[k] !== undefined);
   if (coordination.length > 1) {
     throw new UsageError(`choose one of ${coordination.map(([, flag]) => flag).join(' and ')}`);
+  }
+  const lanes = flags.lanes?.map(laneFlag);
+  if (lanes && coordination.length > 0) {
+    throw new UsageError(`\`--lane\` waits in the one shared gate's line: leave out ${coordination[0][1]}`);
+  }
+  if (lanes && flags.lookups !== undefined) {
+    throw new UsageError('choose one of `--lane` and `--lookups`');
   }
   if (flags.headers && flags.headersOn429) {
     throw new UsageError('choose one of `--headers` (every answer) and `--headers-on-429` (429s only)');
@@ -130,7 +162,7 @@ async function simulateCommand(argv) {
     throw new UsageError('`--store-latency-ms N` needs `--processes N` (only their gates use a store)');
   }
   const options = {
-    workers: flags.workers ?? 8,
+    workers: flags.workers ?? (lanes ? 0 : 8),
     burst: flags.burst ?? 2,
     perSecond: flags.perSecond ?? 2,
     // Seconds to ms, without float noise (1.005 * 1000 is 1004.9999999999999 in binary floating point).
@@ -152,6 +184,7 @@ async function simulateCommand(argv) {
   if (flags.lookups !== undefined) {
     options.lookups = { calls: flags.lookups, burst: flags.lookupBurst, perSecond: flags.lookupPerSecond };
   }
+  if (lanes) options.lanes = lanes;
   if (!options.shared) delete options.shared;
   if (options.separateGates === false) delete options.separateGates;
 
@@ -161,7 +194,10 @@ async function simulateCommand(argv) {
     result = simulate(options);
   } catch (err) {
     if (err instanceof TypeError || err instanceof RangeError) {
-      process.stderr.write(`odds-gate simulate: ${err.message}\n`);
+      // A lane's field is named as simulate() has it (`lanes[1].weight`): say which flag that was.
+      const lane = /`lanes\[(\d+)\]/.exec(err.message)?.[1];
+      const flag = lane === undefined ? '' : ` (\`--lane ${flags.lanes[lane]}\`)`;
+      process.stderr.write(`odds-gate simulate: ${err.message}${flag}\n`);
       process.exitCode = 2;
       return;
     }
@@ -200,8 +236,10 @@ async function simulateCommand(argv) {
   const lookups = options.lookups;
   const sent = { true: ' (X-RateLimit-* sent)', throttled: ' (X-RateLimit-* on 429s only)', false: ' (429 + Retry-After only)' }[options.headers];
   const out = [];
-  out.push(`odds-gate simulate: ${plural(options.workers, 'worker')}`
+  const workers = options.workers + (lanes ?? []).reduce((n, l) => n + l.workers, 0);
+  out.push(`odds-gate simulate: ${plural(workers, 'worker')}`
     + (options.snapshots > 1 ? ` x ${plural(options.snapshots, 'snapshot')}` : '')
+    + (result.lanes ? ` in ${plural(result.lanes.length, 'lane')}` : '')
     + `, ${label}; server burst ${options.burst}, `
     + `${options.perSecond} per second, Retry-After ${options.retryAfterMs / 1000} s; `
     + `up to ${plural(options.maxAttempts, 'attempt')} per worker`
@@ -224,25 +262,43 @@ async function simulateCommand(argv) {
       result.limiters.map((b) => [b.name, b.attempts, b.rejected, b.doneMs]),
     ));
   }
+  if (result.lanes) {
+    const ms = (n) => Number(n.toFixed(1));
+    out.push('');
+    out.push(table(
+      ['lane', 'weight', 'workers', 'from (ms)', 'calls', 'admitted', '429s', 'done at (ms)', 'mean wait (ms)', 'max wait (ms)'],
+      result.lanes.map((l) => [l.name, l.weight, l.workers, l.startMs, l.calls, l.admitted, l.rejected, l.doneMs, ms(l.meanWaitMs), ms(l.maxWaitMs)]),
+    ));
+    out.push(`all done at ${Math.max(...result.lanes.map((l) => l.doneMs))} ms`);
+  }
   out.push('');
   const times = result.timeline.map((a) => a.at);
   const shown = times.slice(0, MAX_LISTED).join(', ') + (times.length > MAX_LISTED ? `, ... (${times.length - MAX_LISTED} more)` : '');
   // With a gate every attempt is an admission; without one, the workers just send.
   out.push(`${gated ? 'admissions' : 'attempts sent'} (ms): ${shown}`);
   // Lookup j is worker `workers + j` in the timeline; it is listed as "lookup j".
-  const lanes = options.workers + (lookups?.calls ?? 0);
-  if (lanes <= MAX_LISTED) {
+  const rows = workers + (lookups?.calls ?? 0);
+  const mark = (a) => (a.status === 429 ? `${a.at}x` : String(a.at));
+  if (result.lanes) {
+    // A lane's workers are listed together: the lane's attempts in time order.
+    out.push('by lane (x marks a 429):');
+    const width = Math.max(...result.lanes.map((l) => l.name.length));
+    for (const l of result.lanes) {
+      const mine = result.timeline.filter((a) => a.worker >= l.firstWorker && a.worker < l.firstWorker + l.workers);
+      out.push(`  ${l.name.padEnd(width)}  ${mine.map(mark).join('  ')}`);
+    }
+  } else if (rows <= MAX_LISTED) {
     out.push('by worker (x marks a 429):');
-    const byWorker = Array.from({ length: lanes }, () => []);
-    for (const a of result.timeline) byWorker[a.worker].push(a.status === 429 ? `${a.at}x` : String(a.at));
-    const w = String(options.workers - 1).length;
-    const name = (i) => (i < options.workers ? `worker ${String(i).padStart(w)}`
-      : `lookup ${String(i - options.workers).padStart(String(lookups.calls - 1).length)}`);
+    const byWorker = Array.from({ length: rows }, () => []);
+    for (const a of result.timeline) byWorker[a.worker].push(mark(a));
+    const w = String(workers - 1).length;
+    const name = (i) => (i < workers ? `worker ${String(i).padStart(w)}`
+      : `lookup ${String(i - workers).padStart(String(lookups.calls - 1).length)}`);
     byWorker.forEach((list, i) => out.push(`  ${name(i)}  ${list.join('  ')}`));
   } else if (lookups) {
     out.push(`(per-worker times for ${options.workers} workers and ${plural(lookups.calls, 'lookup')}: see --json)`);
   } else {
-    out.push(`(per-worker times for ${options.workers} workers: see --json)`);
+    out.push(`(per-worker times for ${workers} workers: see --json)`);
   }
   if (options.learn) out.push('', ...learning(options, result));
   if (svgNote) out.push('', svgNote);
@@ -255,7 +311,7 @@ function learning(options, result) {
   const near = (e) => Math.abs(e.perSecond - truth) <= 0.1 * truth;
   const first = result.learned.find(near);
   const last = result.learned.at(-1);
-  const calls = options.workers * options.snapshots;
+  const calls = result.lanes ? result.lanes.reduce((n, l) => n + l.calls, 0) : options.workers * options.snapshots;
   const floorMs = (Math.max(0, calls - options.burst) / truth) * 1000;
   // The floor is the snapshots': with lookups, compare it with the last snapshot attempt.
   const lastMs = options.lookups

@@ -1,6 +1,8 @@
 // Draws a simulate() result as a standalone SVG timeline: one lane per worker (and per event
 // lookup, after the workers), virtual time on the x axis, a mark per attempt (a filled circle for a 200, a red cross for a 429) and the
-// cooldowns shaded on the lanes they hold.
+// cooldowns shaded on the lanes they hold. With `lanes` (simulate()'s weighted lanes, each a group
+// of workers), each one's workers are tinted and their 200s drawn in its own colour, with a legend
+// and a dashed line where the lane was done.
 
 const FONT = 'DejaVu Sans, Helvetica, Arial, sans-serif';
 const COLORS = {
@@ -14,6 +16,8 @@ const COLORS = {
   text: '#1f2328',
   muted: '#59606a',
 };
+// The weighted lanes' colours, in order (none of them the 429s' red); past the last, they repeat.
+const LANE_COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f'];
 export const MAX_LANES = 1000; // beyond this the picture stops being readable; use --json
 export const MAX_MARKS = 50_000; // and the file stops being small
 
@@ -69,8 +73,11 @@ function niceStep(span, target = 8) {
   return 10 * p;
 }
 
+/** Every worker: the wrapper's own, then the weighted lanes' (simulate()'s `lanes`). */
+const allWorkers = (scenario) => scenario.workers + (scenario.lanes ?? []).reduce((n, l) => n + l.workers, 0);
+
 /** Lanes drawn: the workers', then one per event lookup. */
-export const laneCount = (scenario) => scenario.workers + (scenario.lookups?.calls ?? 0);
+export const laneCount = (scenario) => allWorkers(scenario) + (scenario.lookups?.calls ?? 0);
 
 /** Describes the scenario in words, for titles and tables. */
 export function scenarioLabel(scenario) {
@@ -90,6 +97,8 @@ export function renderTimelineSvg(result, scenario) {
     throw new RangeError(`too large to draw (${who}, ${result.timeline.length} attempts; at most ${MAX_LANES} and ${MAX_MARKS})`);
   }
   const lanesCool = cooldowns(result, scenario);
+  const weighted = (result.lanes ?? []).map((l, i) => ({ ...l, color: LANE_COLORS[i % LANE_COLORS.length] }));
+  const weightedOf = (w) => weighted.find((l) => w >= l.firstWorker && w < l.firstWorker + l.workers);
   const coolEnd = Math.max(0, ...lanesCool.flat().map((iv) => iv[1]));
   const lastAt = Math.max(0, ...result.timeline.map((a) => a.at));
   let span = Math.max(lastAt, coolEnd);
@@ -99,10 +108,12 @@ export function renderTimelineSvg(result, scenario) {
 
   const laneH = workers <= 24 ? 30 : Math.max(4, Math.floor(720 / workers));
   const labelEvery = laneH >= 14 ? 1 : Math.ceil(14 / laneH);
-  const left = scenario.separateGates ? 118 : scenario.processes || scenario.threads ? 150 : 84;
+  const short = (name) => (name.length > 16 ? `${name.slice(0, 15)}…` : name);
+  const left = scenario.separateGates ? 118 : scenario.processes || scenario.threads ? 150
+    : weighted.length ? 96 + 7 * Math.max(...weighted.map((l) => short(l.name).length)) : 84;
   const right = 96; // room for "abandoned" notes past the last tick
   const plotW = 840;
-  const top = 104;
+  const top = 104 + 22 * Math.ceil(weighted.length / 2); // legend rows for the lanes, two a row
   const plotH = laneH * workers;
   const width = left + plotW + right;
   const height = top + plotH + 58;
@@ -115,7 +126,8 @@ export function renderTimelineSvg(result, scenario) {
   const push = (s) => out.push(s);
   const label = scenarioLabel(scenario);
   const ra = scenario.retryAfterMs;
-  const title = `odds-gate simulate: ${scenario.workers} workers${lookups ? ` + ${lookups} lookups` : ''}, ${label}`;
+  const title = `odds-gate simulate: ${allWorkers(scenario)} workers${lookups ? ` + ${lookups} lookups` : ''}`
+    + `${weighted.length ? ` in ${weighted.length} lanes` : ''}, ${label}`;
   const sub = `server: burst ${scenario.burst}, ${scenario.perSecond} per second, Retry-After ${ra} ms`
     + ` · up to ${scenario.maxAttempts} attempts per worker`
     + (scenario.retryBudget != null ? ` · retry budget ${scenario.retryBudget}` : '')
@@ -136,9 +148,10 @@ export function renderTimelineSvg(result, scenario) {
   const ly = 86;
   let lx = left;
   push('<g class="legend">');
-  push(`<circle cx="${lx + 6}" cy="${ly - 4}" r="5.5" fill="${COLORS.ok}"/>`);
-  push(`<text x="${lx + 16}" y="${ly}">200: served</text>`);
-  lx += 104;
+  const served = weighted.length ? "200: served, in its lane's colour" : '200: served';
+  push(`<circle cx="${lx + 6}" cy="${ly - 4}" r="5.5" fill="${weighted[0]?.color ?? COLORS.ok}"/>`);
+  push(`<text x="${lx + 16}" y="${ly}">${esc(served)}</text>`);
+  lx += weighted.length ? 240 : 104;
   push(cross(lx + 6, ly - 4, 5.5));
   push(`<text x="${lx + 16}" y="${ly}">429: rejected</text>`);
   lx += 112;
@@ -147,6 +160,13 @@ export function renderTimelineSvg(result, scenario) {
     ? `cooldown: Retry-After (${ra} ms) from a 429, holding every worker on that gate`
     : `waiting Retry-After (${ra} ms) after the worker's own 429`;
   push(`<text x="${lx + 34}" y="${ly}">${esc(coolText)}</text>`);
+  // The lanes, two a row: each one's colour, weight, workers and when it was done.
+  weighted.forEach((l, i) => {
+    const [kx, ky] = [left + (i % 2) * (plotW / 2), ly + 22 * (1 + Math.floor(i / 2))];
+    const text = `${short(l.name)}: weight ${l.weight}, ${l.workers} workers${l.startMs ? ` from ${l.startMs} ms` : ''}, done at ${l.doneMs} ms`;
+    push(`<g class="lane-key" data-lane="${esc(l.name)}"><circle cx="${kx + 6}" cy="${ky - 4}" r="5.5" fill="${l.color}"/>`
+      + `<text x="${kx + 16}" y="${ky}">${esc(text)}</text></g>`);
+  });
   push('</g>');
 
   // Lanes: stripes, cooldowns, grid, then marks on top.
@@ -154,6 +174,8 @@ export function renderTimelineSvg(result, scenario) {
   for (let w = 0; w < workers; w++) {
     const y0 = top + w * laneH;
     push(`<rect class="lane" data-worker="${w}" x="${left}" y="${y0}" width="${plotW}" height="${laneH}" fill="${w % 2 ? '#ffffff' : COLORS.stripe}"/>`);
+    const l = weightedOf(w);
+    if (l) push(`<rect class="lane-tint" data-lane="${esc(l.name)}" x="${left}" y="${y0}" width="${plotW}" height="${laneH}" fill="${l.color}" fill-opacity="0.08"/>`);
   }
   push('</g>');
   push('<g class="cooldowns">');
@@ -179,7 +201,9 @@ export function renderTimelineSvg(result, scenario) {
   for (let w = 0; w < workers; w += labelEvery) {
     const g = gateOf(w, scenario);
     const n = scenario.processes || scenario.threads;
-    const name = w >= scenario.workers ? `lookup ${w - scenario.workers}`
+    const l = weightedOf(w);
+    const name = l ? `worker ${w} · ${short(l.name)}`
+      : w >= scenario.workers ? `lookup ${w - scenario.workers}`
       : scenario.separateGates ? `worker ${w} · gate ${g}`
         : n ? `worker ${w} · ${scenario.processes ? 'process' : 'thread'} ${w % n}` : `worker ${w}`;
     push(`<text x="${left - 8}" y="${num(yMid(w) + 4)}" text-anchor="end" font-size="${laneH >= 14 ? 12 : 9}">${esc(name)}</text>`);
@@ -193,7 +217,11 @@ export function renderTimelineSvg(result, scenario) {
     const cy = yMid(a.worker);
     const data = `class="attempt" data-worker="${a.worker}" data-at="${a.at}" data-status="${a.status}"`;
     if (a.status === 429) push(cross(cx, cy, r, `${a.at} ms: worker ${a.worker} rejected (429)`, data));
-    else push(`<circle ${data} cx="${num(cx)}" cy="${num(cy)}" r="${num(r)}" fill="${COLORS.ok}"><title>${esc(`${a.at} ms: worker ${a.worker} served (200)`)}</title></circle>`);
+    else {
+      const l = weightedOf(a.worker);
+      const who = l ? `worker ${a.worker} (${l.name})` : `worker ${a.worker}`;
+      push(`<circle ${data} cx="${num(cx)}" cy="${num(cy)}" r="${num(r)}" fill="${l?.color ?? COLORS.ok}"><title>${esc(`${a.at} ms: ${who} served (200)`)}</title></circle>`);
+    }
     last.set(a.worker, a);
   }
   if (laneH >= 12) {
@@ -201,6 +229,13 @@ export function renderTimelineSvg(result, scenario) {
       if (a.status !== 429) continue;
       push(`<text x="${num(x(a.at) + r + 6)}" y="${num(yMid(w) + 4)}" fill="${COLORS.rejected}" font-size="11">abandoned</text>`);
     }
+  }
+  push('</g>');
+  // Where each lane was done: a dashed line in its colour across its workers.
+  push('<g class="lanes-done">');
+  for (const l of weighted) {
+    const [y0, y1] = [top + l.firstWorker * laneH, top + (l.firstWorker + l.workers) * laneH];
+    push(`<line class="lane-done" data-lane="${esc(l.name)}" x1="${num(x(l.doneMs))}" y1="${y0}" x2="${num(x(l.doneMs))}" y2="${y1}" stroke="${l.color}" stroke-width="1.5" stroke-dasharray="4 3"><title>${esc(`${l.name} done at ${l.doneMs} ms`)}</title></line>`);
   }
   push('</g>');
   push('</svg>');

@@ -44,6 +44,9 @@ const UNSENT: Failure = Failure::Rejected {
 /// `attempt.js`'s `settle(id, value, how, status)` for attempts the driver sends.
 type AttemptEnded = Closure<dyn FnMut(f64, JsValue, u8, u16)>;
 
+/// A gate's metrics attributes, by the name of the lane measured.
+type ByLane = Vec<(Rc<str>, JsValue)>;
+
 /// Every gate of this thread, and their calls' JavaScript sides.
 pub struct Driver {
     gates: RefCell<Gates>,
@@ -61,8 +64,8 @@ pub struct Driver {
     stores: RefCell<Vec<Rc<RedisStore>>>,
     /// Each wrapper's configuration, for events about its gates.
     configs: RefCell<Mirror<Rc<Config>>>,
-    /// Each gate's metrics attributes, made when first measured.
-    attributes: RefCell<Mirror<JsValue>>,
+    /// Each gate's metrics attributes for each lane measured on it, made when first measured.
+    attributes: RefCell<Mirror<ByLane>>,
     /// Each gate's latest 429 read whole, given again to the calls a spent quota refuses;
     /// dropped when an answer that took a token comes, the quota is reset, or the gate goes.
     answers: RefCell<Map<GateId, JsValue>>,
@@ -109,6 +112,16 @@ impl Driver {
     /// A wrapper's configuration joins the gates.
     pub fn add_wrapper(&self, wrapper: WrapperId, config: &Rc<Config>) {
         self.configs.borrow_mut().insert(wrapper, config.clone());
+    }
+
+    /// The wrappers whose calls are measured on `metrics` (one made with a `meter`, and its
+    /// lanes), with their lanes' names.
+    pub fn measured_by(&self, metrics: &Rc<Metrics>) -> Vec<(WrapperId, Rc<str>)> {
+        let configs = self.configs.borrow();
+        let measured = configs
+            .iter()
+            .filter(|(_, c)| (c.metrics.as_ref()).is_some_and(|m| Rc::ptr_eq(m, metrics)));
+        measured.map(|(w, c)| (w, c.lane_name.clone())).collect()
     }
 
     /// A holder of `wrapper` is gone; with the last, its configuration goes too.
@@ -535,22 +548,30 @@ impl Driver {
 
     /// Records an admission's wait or a backoff on the call's wrapper's metrics, if it has any.
     fn measure(&self, gate: GateId, call: CallRef, event: &Event) {
-        let config = self.calls.borrow().get(call).map(|js| js.config.clone());
-        if let Some(metrics) = config.as_ref().and_then(|c| c.metrics.as_ref()) {
-            metrics.record(event, || self.attributes(gate));
+        let Some(config) = self.calls.borrow().get(call).map(|js| js.config.clone()) else {
+            return;
+        };
+        if let Some(metrics) = &config.metrics {
+            metrics.record(event, || self.attributes(gate, &config.lane_name));
         }
     }
 
-    /// A gate's metrics attributes.
-    fn attributes(&self, gate: GateId) -> JsValue {
-        if let Some(attributes) = self.attributes.borrow().get(gate) {
-            return attributes.clone();
+    /// The metrics attributes of `gate`'s calls in the lane called `lane`.
+    fn attributes(&self, gate: GateId, lane: &Rc<str>) -> JsValue {
+        let known = self.attributes.borrow().get(gate).and_then(|lanes| {
+            let found = lanes.iter().find(|(name, _)| name == lane);
+            found.map(|(_, attributes)| attributes.clone())
+        });
+        if let Some(attributes) = known {
+            return attributes;
         }
         let scope = self.with(|g| g.scope(gate).map(|s| s.as_str().to_owned()));
-        let attributes = Metrics::attributes(scope.as_deref().unwrap_or_default());
-        self.attributes
-            .borrow_mut()
-            .insert(gate, attributes.clone());
+        let attributes = Metrics::attributes(scope.as_deref().unwrap_or_default(), lane);
+        let mut all = self.attributes.borrow_mut();
+        match all.get_mut(gate) {
+            Some(lanes) => lanes.push((lane.clone(), attributes.clone())),
+            None => all.insert(gate, vec![(lane.clone(), attributes.clone())]),
+        }
         attributes
     }
 

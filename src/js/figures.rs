@@ -2,6 +2,8 @@
 //! serde through serde-wasm-bindgen: the shapes below are what JavaScript sees (`index.d.ts`
 //! states the same).
 
+use std::rc::Rc;
+
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use wasm_bindgen::prelude::*;
@@ -12,10 +14,12 @@ use super::shapes::{date, to_js, Learned};
 use super::shelf;
 use crate::core::authority::LOW_REMAINING;
 use crate::core::base::histogram::{Histogram, BOUNDS_MS};
+use crate::core::base::map::Set;
 use crate::core::gate::figures::Figures;
+use crate::core::gate::line::LaneId;
 use crate::core::gates::memos::MEMOS;
 use crate::core::gates::profile::Keeping;
-use crate::core::gates::{GateView, Gates, WrapperId};
+use crate::core::gates::{GateId, Gates, WrapperId};
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::allowance::{Allowance, Rate};
 use crate::core::rules::backoff::Backoff;
@@ -34,7 +38,7 @@ struct Stats<'a> {
     retries: u64,
     abandoned: u64,
     gates: Vec<GateStats<'a>>,
-    lane: LaneStats,
+    lane: LaneStats<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     batch: Option<BatchFigures>,
 }
@@ -42,7 +46,8 @@ struct Stats<'a> {
 /// `stats().lane`: the wrapper's lane and its calls' admissions.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct LaneStats {
+struct LaneStats<'a> {
+    name: &'a str,
     weight: f64,
     waiting: usize,
     admitted: u64,
@@ -199,14 +204,113 @@ fn by_reason<S: Serializer>(counts: &[u64; Reason::ALL.len()], s: S) -> Result<S
     map.end()
 }
 
-/// `stats()` of `wrapper`: totals over its gates (and over those since forgotten), then each
-/// live gate in full, most recently used first; for a batch, its time (ms) and retries left.
-pub fn stats(gates: &mut Gates, wrapper: WrapperId, batch: Option<(f64, Option<u32>)>) -> JsValue {
+/// `stats()` of `wrapper`, whose calls wait in the lane called `lane`: totals over its gates
+/// (and over those since forgotten), then each live gate in full, most recently used first; for
+/// a batch, its time (ms) and retries left.
+pub fn stats(
+    gates: &mut Gates,
+    wrapper: WrapperId,
+    lane: &str,
+    batch: Option<(f64, Option<u32>)>,
+) -> JsValue {
     let now = clock::now();
     let mut totals = gates.retired(wrapper);
     let mut waiting = 0;
-    let ids = gates.gates_of(wrapper);
-    let mut views = Vec::with_capacity(ids.len());
+    let rows = rows(gates, now, gates.gates_of(wrapper));
+    let entries: Vec<GateStats> = rows.iter().map(|row| row.stats(now)).collect();
+    for row in &rows {
+        totals.absorb(&row.figures);
+        waiting += row.figures.waiting;
+    }
+    let (line, figures, lane_waiting) = gates.lane_of(wrapper).unwrap_or_default();
+    to_js(&Stats {
+        admitted: totals.admitted,
+        waiting,
+        throttled: totals.throttled,
+        retries: totals.retries.total(),
+        abandoned: totals.abandoned.iter().sum(),
+        gates: entries,
+        lane: LaneStats {
+            name: lane,
+            weight: line.weight,
+            waiting: lane_waiting,
+            admitted: figures.admitted,
+            waited_ms: figures.waited_ms,
+        },
+        batch: batch.map(|(remaining_ms, retries_left)| BatchFigures {
+            remaining_ms,
+            retries_left,
+        }),
+    })
+}
+
+/// What the metrics observe.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Observed<'a> {
+    gates: Vec<GateStats<'a>>,
+    lanes: Vec<LaneDepth<'a>>,
+}
+
+/// A lane's calls waiting on a gate.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LaneDepth<'a> {
+    scope: &'a str,
+    lane: &'a str,
+    waiting: usize,
+}
+
+/// What the meter observes for the wrappers sharing its instruments (`measured`: a wrapper
+/// made with a `meter` and its lanes, with their lanes' names): each gate any of them used,
+/// once, in full, and each of their lanes' calls waiting on it.
+pub fn observed(gates: &mut Gates, measured: &[(WrapperId, Rc<str>)]) -> JsValue {
+    let now = clock::now();
+    let mut ids: Vec<GateId> = Vec::new();
+    let mut seen: Set<GateId> = Set::default();
+    let mut lanes: Vec<(LaneId, &str)> = Vec::new();
+    for (wrapper, name) in measured {
+        let new = gates.gates_of(*wrapper).into_iter();
+        ids.extend(new.filter(|&gate| seen.insert(gate)));
+        let lane = gates.lane_of(*wrapper).map(|(lane, ..)| lane.id);
+        if let Some(lane) = lane.filter(|&id| !lanes.iter().any(|l| l.0 == id)) {
+            lanes.push((lane, name));
+        }
+    }
+    let rows = rows(gates, now, ids);
+    let gates = &*gates;
+    to_js(&Observed {
+        gates: rows.iter().map(|row| row.stats(now)).collect(),
+        lanes: (rows.iter())
+            .flat_map(|row| {
+                lanes.iter().map(move |&(lane, name)| LaneDepth {
+                    scope: &row.scope,
+                    lane: name,
+                    waiting: gates.waiting_in(row.gate, lane),
+                })
+            })
+            .collect(),
+    })
+}
+
+/// What `stats()` needs of a gate, owned, for [`GateStats`] to borrow.
+struct Row {
+    gate: GateId,
+    scope: String,
+    /// `memory`, or the store's identity.
+    kind: String,
+    /// In memory: whether the process's threads share it.
+    threads: Option<bool>,
+    figures: Figures,
+    rate: Rate,
+    learned: Option<Estimate>,
+    store: Option<(u64, u64, bool)>,
+    timer_armed: bool,
+}
+
+/// The rows of the gates of `ids` still known.
+fn rows(gates: &mut Gates, now: f64, ids: Vec<GateId>) -> Vec<Row> {
+    let mut rows = Vec::with_capacity(ids.len());
     for gate in ids {
         let kind = match gates.keeping(gate) {
             Some((Keeping::Store(store), ..)) => gates.store_identity(store).unwrap_or_default(),
@@ -214,25 +318,35 @@ pub fn stats(gates: &mut Gates, wrapper: WrapperId, batch: Option<(f64, Option<u
         }
         .to_owned();
         if let Some(view) = gates.view(now, gate) {
-            let scope = view.scope.as_str().to_owned();
-            let threads = matches!(view.keeping, Keeping::Memory { .. }).then_some(view.threads);
-            views.push((scope, kind, threads, Row::from(view)));
+            rows.push(Row {
+                gate,
+                scope: view.scope.as_str().to_owned(),
+                kind,
+                threads: matches!(view.keeping, Keeping::Memory { .. }).then_some(view.threads),
+                figures: view.figures,
+                rate: view.rate,
+                learned: view.learned,
+                store: view.store,
+                timer_armed: view.timer_armed,
+            });
         }
     }
-    let mut entries = Vec::with_capacity(views.len());
-    for (scope, kind, threads, view) in &views {
-        let f = &view.figures;
-        totals.absorb(f);
-        waiting += f.waiting;
+    rows
+}
+
+impl Row {
+    /// The gate in `stats().gates`.
+    fn stats(&self, now: f64) -> GateStats<'_> {
+        let f = &self.figures;
         let (state, until) = match f.quota {
             Some(QuotaState::Probing) => ("probing", None),
             Some(QuotaState::Exhausted { until }) => ("exhausted", until),
             _ => ("open", None),
         };
         let r = f.retries;
-        let counts = view.store;
-        entries.push(GateStats {
-            scope,
+        let counts = self.store;
+        GateStats {
+            scope: &self.scope,
             requests: f.requests,
             admitted: f.admitted,
             waiting: f.waiting,
@@ -241,7 +355,7 @@ pub fn stats(gates: &mut Gates, wrapper: WrapperId, batch: Option<(f64, Option<u
             expired: f.expired,
             throttled: f.throttled,
             wakeups: f.wakeups,
-            timer_armed: view.timer_armed,
+            timer_armed: self.timer_armed,
             cooldown_until: f.cooldown_until,
             cooldown_remaining_ms: (f.cooldown_until - now).max(0.0),
             slow: f.slow,
@@ -258,11 +372,11 @@ pub fn stats(gates: &mut Gates, wrapper: WrapperId, batch: Option<(f64, Option<u
                 period_end: until.map_or(JsValue::NULL, date),
             },
             retry_budget: f.retry_budget,
-            rate: view.rate.into(),
-            learned: view.learned.map(Learned::from),
+            rate: self.rate.into(),
+            learned: self.learned.map(Learned::from),
             store: Store {
-                kind: kind.clone(),
-                threads: *threads,
+                kind: self.kind.clone(),
+                threads: self.threads,
                 calls: counts.map(|c| c.0),
                 failures: counts.map(|c| c.1),
                 up: counts.map(|c| c.2),
@@ -270,46 +384,6 @@ pub fn stats(gates: &mut Gates, wrapper: WrapperId, batch: Option<(f64, Option<u
             admission_wait_ms: (&f.admission_wait).into(),
             backoff_ms: (&f.backoff).into(),
             last_feedback: f.last_feedback.as_ref().map(LastFeedback::from),
-        });
-    }
-    let (lane, figures, lane_waiting) = gates.lane_of(wrapper).unwrap_or_default();
-    to_js(&Stats {
-        admitted: totals.admitted,
-        waiting,
-        throttled: totals.throttled,
-        retries: totals.retries.total(),
-        abandoned: totals.abandoned.iter().sum(),
-        gates: entries,
-        lane: LaneStats {
-            weight: lane.weight,
-            waiting: lane_waiting,
-            admitted: figures.admitted,
-            waited_ms: figures.waited_ms,
-        },
-        batch: batch.map(|(remaining_ms, retries_left)| BatchFigures {
-            remaining_ms,
-            retries_left,
-        }),
-    })
-}
-
-/// What `stats()` needs of a gate's view, owned.
-struct Row {
-    figures: Figures,
-    rate: Rate,
-    learned: Option<Estimate>,
-    store: Option<(u64, u64, bool)>,
-    timer_armed: bool,
-}
-
-impl From<GateView<'_>> for Row {
-    fn from(v: GateView<'_>) -> Row {
-        Row {
-            figures: v.figures,
-            rate: v.rate,
-            learned: v.learned,
-            store: v.store,
-            timer_armed: v.timer_armed,
         }
     }
 }
@@ -322,7 +396,7 @@ extern "C" {
 /// What `describe()` is worded from.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Facts {
+struct Facts<'a> {
     /// The allowance enforced, or learning's ceiling.
     rate: Option<RateFigures>,
     learn: bool,
@@ -339,13 +413,21 @@ struct Facts {
     #[serde(skip_serializing_if = "Option::is_none")]
     budget: Option<BudgetFacts>,
     metrics: bool,
-    /// A lane's weight (none for a wrapper's own calls, lane 0).
+    /// A lane's name and weight (none for a wrapper's own calls, lane 0).
     #[serde(skip_serializing_if = "Option::is_none")]
-    lane: Option<f64>,
+    lane: Option<LaneFacts<'a>>,
     /// What each learning gate of the wrapper has learned so far.
     learned: Vec<LearnedFacts>,
     /// The core's own numbers the sentences name.
     limits: Limits,
+}
+
+/// A lane, for `describe()`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LaneFacts<'a> {
+    name: &'a str,
+    weight: f64,
 }
 
 /// The table in the memory the threads share, for `describe()`.
@@ -471,7 +553,10 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
             .lane_of(wrapper)
             .map(|(lane, ..)| lane)
             .filter(|lane| lane.id != 0)
-            .map(|lane| lane.weight),
+            .map(|lane| LaneFacts {
+                name: &config.lane_name,
+                weight: lane.weight,
+            }),
         limits: Limits {
             low_remaining: LOW_REMAINING,
             suspicious_run: SUSPICIOUS_RUN,

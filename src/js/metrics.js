@@ -6,6 +6,7 @@
 const METHODS = ['createHistogram', 'createObservableCounter', 'createObservableGauge', 'addBatchObservableCallback', 'removeBatchObservableCallback'];
 
 const SCOPE = 'odds_gate.scope';
+const LANE = 'odds_gate.lane';
 
 /** The instruments on `meter`; `boundsSeconds` (a Float64Array) are the histograms' bucket bounds. */
 export function instruments(meter, boundsSeconds) {
@@ -28,43 +29,46 @@ export function instruments(meter, boundsSeconds) {
     retries: counter('odds_gate.retries', '{retry}', 'Retries, by cause'),
     abandoned: counter('odds_gate.abandoned', '{call}', 'Calls given up, by reason (never reported as success)'),
     quotaRejections: counter('odds_gate.quota.rejections', '{call}', 'Calls refused at once because the monthly quota is spent'),
-    queueDepth: gauge('odds_gate.queue.depth', '{call}', 'Calls waiting in the gate\'s line'),
+    queueDepth: gauge('odds_gate.queue.depth', '{call}', 'Calls waiting in the gate\'s line, by lane'),
     cooldown: gauge('odds_gate.cooldown.remaining', 's', 'Time until the gate\'s cooldown (Retry-After) ends'),
     budget: gauge('odds_gate.retry_budget.tokens', '{token}', 'Tokens left in the gate\'s shared retry budget'),
   };
 }
 
-/** `{ 'odds_gate.scope': scope }`, made once per gate and reused for every measurement. */
-export function attributes(scope) {
-  return { [SCOPE]: scope };
+/** `{ 'odds_gate.scope': scope, 'odds_gate.lane': lane }`, made once per gate and lane and reused for every measurement. */
+export function attributes(scope, lane) {
+  return { [SCOPE]: scope, [LANE]: lane };
 }
 
 const CAUSES = [['throttled', 'throttled'], ['serverError', 'server_error'], ['network', 'network'], ['timeout', 'timeout']];
 
 /**
- * Reports the counters and gauges from `read()` (the wrapper's `stats()`, or undefined once
- * the wrapper is gone, which unregisters the callback) whenever the meter collects.
+ * Reports the counters and gauges from `read()` whenever the meter collects: `{ gates, lanes }`,
+ * every gate the wrapper and its lanes used (as in `stats().gates`) and each lane's calls
+ * waiting on each, or undefined once they are all gone, which unregisters the callback. The
+ * gate's figures are the gate's, whichever lane's calls made them: only the queue depth is
+ * per lane.
  */
 export function observe(m, read) {
   const observables = [m.requests, m.admissions, m.throttles, m.retries, m.abandoned, m.quotaRejections, m.queueDepth, m.cooldown, m.budget];
   const callback = (result) => {
-    const stats = read();
-    if (stats === undefined) {
+    const seen = read();
+    if (seen === undefined) {
       m.meter.removeBatchObservableCallback(callback, observables);
       return;
     }
-    for (const g of stats.gates) {
-      const at = attributes(g.scope);
+    for (const g of seen.gates) {
+      const at = { [SCOPE]: g.scope };
       result.observe(m.requests, g.requests, at);
       result.observe(m.admissions, g.admitted, at);
       result.observe(m.throttles, g.throttled, at);
       for (const [field, cause] of CAUSES) result.observe(m.retries, g.retries[field], { ...at, 'odds_gate.retry.cause': cause });
       for (const [reason, count] of Object.entries(g.abandoned)) result.observe(m.abandoned, count, { ...at, 'odds_gate.abandon.reason': reason });
       result.observe(m.quotaRejections, g.quotaRejected, at);
-      result.observe(m.queueDepth, g.waiting, at);
       result.observe(m.cooldown, g.cooldownRemainingMs / 1000, at);
       if (g.retryBudget !== null) result.observe(m.budget, g.retryBudget, at);
     }
+    for (const l of seen.lanes) result.observe(m.queueDepth, l.waiting, attributes(l.scope, l.lane));
   };
   m.meter.addBatchObservableCallback(callback, observables);
 }

@@ -1,7 +1,9 @@
 //! OpenTelemetry metrics, when `createFetch` is given a `meter`: `metrics.js` makes the
 //! instruments on it. Counters and gauges are observed from the wrapper's figures when the
 //! meter collects (nothing per call); the two histograms are recorded as things happen, from
-//! the gate's events (each admission's wait, each backoff).
+//! the gate's events (each admission's wait, each backoff). A wrapper's lanes share its
+//! instruments: what is per gate carries the gate's `odds_gate.scope`, what is per call or per
+//! lane (the histograms, the queue depth) also the lane's `odds_gate.lane`.
 
 use wasm_bindgen::prelude::*;
 
@@ -17,7 +19,7 @@ extern "C" {
 
     #[wasm_bindgen(catch)]
     fn instruments(meter: &JsValue, bounds_seconds: &[f64]) -> Result<Instruments, JsValue>;
-    fn attributes(scope: &str) -> JsValue;
+    fn attributes(scope: &str, lane: &str) -> JsValue;
     fn observe(instruments: &Instruments, read: &JsValue);
 
     #[wasm_bindgen(method, getter)]
@@ -47,20 +49,21 @@ impl Metrics {
         })
     }
 
-    /// The measurements' attributes for the gate of `scope`.
-    pub fn attributes(scope: &str) -> JsValue {
-        attributes(scope)
+    /// The measurements' attributes for the calls in the lane called `lane` on the gate of
+    /// `scope`.
+    pub fn attributes(scope: &str, lane: &str) -> JsValue {
+        attributes(scope, lane)
     }
 
-    /// Reports the figures `read()` returns (`stats()`, or `undefined` once the wrapper is
-    /// gone) whenever the meter collects. `read` returns a `Result` (`Exported`): a closure
+    /// Reports the figures `read()` returns (`figures::observed`, or `undefined` once no
+    /// wrapper measured here is left) whenever the meter collects. `read` returns a `Result` (`Exported`): a closure
     /// returning a lone JS value is the export shape Node 20's V8 can crash on.
     pub fn observe(&self, read: Closure<dyn Fn() -> super::Exported>) {
         observe(&self.instruments, &read.into_js_value());
     }
 
     /// Records what `event` measures: an admission's wait, or a backoff the gate chose (a
-    /// `Retry-After` is a cooldown, not a backoff). `attributes` are the gate's.
+    /// `Retry-After` is a cooldown, not a backoff). `attributes` are the gate's and the lane's.
     pub fn record(&self, event: &Event, attributes: impl FnOnce() -> JsValue) {
         match *event {
             Event::Admitted { wait_ms, .. } => self.wait.record(wait_ms / 1000.0, &attributes()),

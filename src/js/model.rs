@@ -3,15 +3,16 @@
 
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use super::de;
 use super::errors::{config_error, range_error, type_error};
 use super::options::{integer, RateOptions};
 use super::shapes::to_js;
 use super::text::number;
-use crate::core::rules::allowance::Rate;
+use crate::core::rules::allowance::{ConfigError, Rate};
 use crate::core::sim::server::Headers;
-use crate::core::sim::{self, ArticleGate, Coordination, Lookups, SimOptions};
+use crate::core::sim::{self, ArticleGate, Coordination, Lookups, SimLane, SimOptions};
 
 /// `simulate(options)` as given.
 #[derive(Deserialize)]
@@ -57,6 +58,25 @@ struct SimulateOptions {
     snapshots: Option<f64>,
     #[serde(default, deserialize_with = "de::number")]
     latency_ms: Option<f64>,
+    /// `[{ name, weight, workers, snapshots, startMs }]`: lanes of workers on the shared gate.
+    #[serde(default, deserialize_with = "de::value")]
+    lanes: Option<JsValue>,
+}
+
+/// One of `lanes`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LaneOptions {
+    #[serde(default, deserialize_with = "de::string")]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "de::number")]
+    weight: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    workers: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    snapshots: Option<f64>,
+    #[serde(default, deserialize_with = "de::number")]
+    start_ms: Option<f64>,
 }
 
 /// What `simulate()` returns.
@@ -75,6 +95,26 @@ struct Report {
     /// With lookups, each limiter's attempts, 429s and when its last call was done.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     limiters: Vec<LimiterEntry>,
+    /// With lanes, each lane's figures (the wrapper's own workers first, as `default`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    lanes: Vec<LaneEntry>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LaneEntry {
+    name: String,
+    weight: f64,
+    /// Its workers are `firstWorker` to `firstWorker + workers - 1` in the timeline.
+    first_worker: u32,
+    workers: u32,
+    start_ms: f64,
+    calls: u64,
+    admitted: u64,
+    rejected: u64,
+    done_ms: f64,
+    mean_wait_ms: f64,
+    max_wait_ms: f64,
 }
 
 #[derive(Serialize)]
@@ -157,6 +197,23 @@ pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
                 done_ms: b.done_ms,
             })
             .collect(),
+        lanes: r
+            .lanes
+            .iter()
+            .map(|l| LaneEntry {
+                name: l.name.clone(),
+                weight: l.weight,
+                first_worker: l.workers.start,
+                workers: l.workers.len() as u32,
+                start_ms: l.start_ms,
+                calls: l.calls,
+                admitted: l.admitted,
+                rejected: l.rejected,
+                done_ms: l.done_ms,
+                mean_wait_ms: l.mean_wait_ms,
+                max_wait_ms: l.max_wait_ms,
+            })
+            .collect(),
     }))
 }
 
@@ -166,7 +223,11 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
         return Ok(defaults);
     }
     let o: SimulateOptions = de::object(options, "options", "")?;
-    let shared = o.shared.unwrap_or(false);
+    let snapshots = integer("snapshots", o.snapshots, 1.0, 100_000.0)?.unwrap_or(1);
+    let lanes = match &o.lanes {
+        Some(lanes) => sim_lanes(lanes, snapshots)?,
+        None => Vec::new(),
+    };
     let separate = match &o.separate_gates {
         None => None,
         Some(v) => match v.as_bool() {
@@ -185,6 +246,20 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
     };
     let processes = integer("processes", o.processes, 1.0, 1000.0)?;
     let threads = integer("threads", o.threads, 1.0, 1000.0)?;
+    if !lanes.is_empty() {
+        if o.shared == Some(false) || separate.is_some() || processes.is_some() || threads.is_some()
+        {
+            return Err(type_error(
+                "`lanes` wait in one shared gate's line: leave out `shared: false`, \
+                 `separateGates`, `processes` and `threads`",
+            ));
+        }
+        if o.lookups.is_some() {
+            return Err(type_error("Choose one of `lanes` and `lookups`"));
+        }
+    }
+    // Lanes are in a gate's line: with them, one shared gate is the default.
+    let shared = o.shared.unwrap_or(!lanes.is_empty());
     let chosen = [
         shared,
         separate.is_some(),
@@ -247,7 +322,10 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
     let burst = o.burst.unwrap_or(defaults.rate.burst());
     let per_second = o.per_second.unwrap_or(defaults.rate.per_second());
     Ok(SimOptions {
-        workers: integer("workers", o.workers, 1.0, 100_000.0)?.unwrap_or(defaults.workers),
+        workers: match lanes.is_empty() {
+            true => integer("workers", o.workers, 1.0, 100_000.0)?.unwrap_or(defaults.workers),
+            false => integer("workers", o.workers, 0.0, 100_000.0)?.unwrap_or(0),
+        },
         rate: Rate::named(burst, per_second, ["burst", "perSecond"]).map_err(config_error)?,
         retry_after_ms: o.retry_after_ms.unwrap_or(defaults.retry_after_ms),
         coordination,
@@ -257,11 +335,52 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
         retry_budget,
         learn: o.learn.unwrap_or(false),
         headers,
-        snapshots: integer("snapshots", o.snapshots, 1.0, 100_000.0)?.unwrap_or(1),
+        snapshots,
         latency_ms: o.latency_ms.unwrap_or(0.0),
         lookups,
         store_latency_ms: o.store_latency_ms.unwrap_or(defaults.store_latency_ms),
+        lanes,
     })
+}
+
+/// `lanes`, each checked, its errors naming the lane's field (`lanes[1].weight`). A lane's
+/// weight defaults to 1, its start to 0 ms, its workers' snapshots to the run's `snapshots`.
+fn sim_lanes(value: &JsValue, snapshots: u32) -> Result<Vec<SimLane>, JsValue> {
+    if !js_sys::Array::is_array(value) {
+        return Err(type_error(&format!(
+            "Expected `lanes` to be an array, got {}",
+            de::describe(value)
+        )));
+    }
+    let lanes: js_sys::Array = value.clone().unchecked_into();
+    let mut read = Vec::new();
+    for (i, lane) in lanes.iter().enumerate() {
+        let at = format!("lanes[{i}]");
+        let l: LaneOptions = de::object(&lane, &at, &format!("{at}."))?;
+        let count = |field: &str, n| integer(&format!("{at}.{field}"), n, 1.0, 100_000.0);
+        let workers = count("workers", l.workers)?;
+        let lane = SimLane {
+            name: l.name,
+            weight: l.weight.unwrap_or(1.0),
+            workers: de::required(workers, &format!("{at}.workers"))?,
+            snapshots: count("snapshots", l.snapshots)?.unwrap_or(snapshots),
+            start_ms: l.start_ms.unwrap_or(0.0),
+        };
+        lane.validate().map_err(
+            |ConfigError::OutOfRange {
+                 field,
+                 expected,
+                 got,
+             }| {
+                range_error(&format!(
+                    "`{at}.{field}` must be {expected}, got {}",
+                    number(got)
+                ))
+            },
+        )?;
+        read.push(lane);
+    }
+    Ok(read)
 }
 
 /// The article's `Gate` on a virtual clock that starts at 0: `admitAt(now)`, `defer(now,

@@ -13,6 +13,7 @@ use super::events::Events;
 use super::metrics::Metrics;
 use super::redis::{is_store, RedisStore};
 use super::text::number;
+use crate::core::gates::lane_name;
 use crate::core::rules::allowance::{at_least, Allowance, Rate};
 use crate::core::rules::backoff::Backoff;
 use crate::core::rules::budget::RefillingConfig;
@@ -143,10 +144,12 @@ struct BudgetOptions {
     success_refill: Option<f64>,
 }
 
-/// `lane({ weight, retry, maxWaitMs, maxWaiting })`.
+/// `lane({ name, weight, retry, maxWaitMs, maxWaiting })`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct LaneOptions {
+    #[serde(default, deserialize_with = "de::string")]
+    name: Option<String>,
     #[serde(default, deserialize_with = "de::number")]
     weight: Option<f64>,
     #[serde(default, deserialize_with = "de::value")]
@@ -216,6 +219,9 @@ pub struct Config {
     pub threads: bool,
     /// Give up with typed errors (`typedErrors`) rather than as fetch would.
     pub typed_errors: bool,
+    /// The name of the lane its calls wait in (`stats().lane.name`, and the metrics'
+    /// `odds_gate.lane`): `default` for a wrapper's own calls.
+    pub lane_name: Rc<str>,
 }
 
 /// Reads `createFetch(options)`.
@@ -261,6 +267,7 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
         metrics: o.meter.map(|m| Metrics::new(&m).map(Rc::new)).transpose()?,
         threads: o.threads.unwrap_or(true),
         typed_errors: o.typed_errors.unwrap_or(false),
+        lane_name: lane_name::DEFAULT.into(),
     })
 }
 
@@ -278,13 +285,17 @@ fn limits(
 }
 
 /// `lane(options)` of a wrapper configured as `parent`: the lane's configuration (the
-/// wrapper's, with the lane's own retries and limits where it gives them) and its weight. A
+/// wrapper's, with the lane's own retries and limits where it gives them), its weight, and its
+/// name if given (an unnamed lane's comes from its number, once the gates have made it). A
 /// lane's retries draw on its wrapper's retry budget, the gate's, which the lane cannot change.
-pub fn lane(options: &JsValue, parent: &Config) -> Result<(Config, f64), JsValue> {
+pub fn lane(options: &JsValue, parent: &Config) -> Result<(Config, f64, Option<Rc<str>>), JsValue> {
     let o: LaneOptions = match options.is_undefined() {
         true => de::object(&js_sys::Object::new(), "lane options", "")?,
         false => de::object(options, "lane options", "")?,
     };
+    if let Some(name) = &o.name {
+        lane_name::check("name", name).map_err(config_error)?;
+    }
     let weight = o.weight.unwrap_or(1.0);
     if !(weight.is_finite() && weight > 0.0) {
         return Err(range_error(&format!(
@@ -309,7 +320,7 @@ pub fn lane(options: &JsValue, parent: &Config) -> Result<(Config, f64), JsValue
     let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting)?;
     config.max_wait_ms = max_wait_ms.or(parent.max_wait_ms);
     config.max_waiting = max_waiting.or(parent.max_waiting);
-    Ok((config, weight))
+    Ok((config, weight, o.name.map(Rc::from)))
 }
 
 /// `retry`: `false` (observe and admit only), `true` or left out (the defaults), or an object.

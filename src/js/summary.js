@@ -1,7 +1,7 @@
 // describe(): the checklist's configuration summary, worded here from the facts the bindings
 // pass (`rate` (null when learned without a ceiling), `learn`, `threads`, `waiting`, `metrics`,
 // the core's `limits`, and `store`, `retry`, `budget`, `shelf` (the threads' table), `lane` (a
-// lane's weight) when there),
+// lane's name and weight) when there),
 // so the sentences live in JavaScript rather than in the wasm module. `text` is one line per
 // field, under the labels the checklist uses.
 
@@ -36,7 +36,7 @@ export function summary({ rate, learn, store, threads, shelf, retry, budget, wai
     ? `a call waits its turn however long the line (no maxWaitMs); ${most}`
     : `a call predicted to wait more than ${waiting.maxWaitMs} ms is refused at once (queue-wait); ${most}`;
   if (lane !== undefined) {
-    s.lane = `a lane of weight ${lane}: its calls wait in a line of their own, and while other lanes' calls wait on the same gate the admissions go to the lanes in proportion to their weights (the wrapper's own calls: weight 1); a lane with nothing waiting lends its share`;
+    s.lane = `lane "${lane.name}", of weight ${lane.weight}: its calls wait in a line of their own, and while other lanes' calls wait on the same gate the admissions go to the lanes in proportion to their weights (the wrapper's own calls: weight 1); a lane with nothing waiting lends its share`;
   }
   s.retryBudget = budget
     ? `shared per gate: ${budget.capacity} tokens, a 429 retry costs ${budget.throttleCost}, a transient one ${budget.transientCost}, success refunds the retry's cost (+${budget.successRefill} for a first-time success); batch({ retryBudget }) adds a fixed allowance per round`

@@ -16,6 +16,7 @@ use super::headers;
 use super::options::{self, Config};
 use super::text::number;
 use super::Exported;
+use crate::core::gates::lane_name;
 use crate::core::gates::profile::{Keeping, Profile, Refused, Request};
 use crate::core::gates::{CallRef, WrapperId};
 use crate::core::rules::batch::Batch;
@@ -48,11 +49,15 @@ impl Transport {
         let wrapper = this.with(|g| g.wrapper(profile));
         this.add_wrapper(wrapper, &config);
         if let Some(metrics) = &config.metrics {
+            // Its lanes share its instruments: the meter sees their gates as long as any lives.
+            let instruments = Rc::downgrade(metrics);
             metrics.observe(Closure::new(move || {
-                Ok(driver().with(|g| match g.profile(wrapper) {
-                    Some(_) => figures::stats(g, wrapper, None),
-                    None => JsValue::UNDEFINED,
-                }))
+                let Some(metrics) = instruments.upgrade() else {
+                    return Ok(JsValue::UNDEFINED);
+                };
+                let driver = driver();
+                let measured = driver.measured_by(&metrics);
+                Ok(driver.with(|g| figures::observed(g, &measured)))
             }));
         }
         Ok(Transport {
@@ -165,11 +170,16 @@ impl Transport {
     /// gates' admissions with the other lanes by `weight`, with its own retries and limits
     /// where `options` gives them (and this one's batch, if any).
     pub fn lane(&self, options: JsValue) -> Result<Transport, JsValue> {
-        let (config, weight) = options::lane(&options, &self.config)?;
-        let config = Rc::new(config);
+        let (mut config, weight, name) = options::lane(&options, &self.config)?;
         let this = driver();
         let profile = profile(&this, &config);
-        let wrapper = this.with(|g| g.lane(profile, weight));
+        let (wrapper, lane) = this.with(|g| {
+            let wrapper = g.lane(profile, weight);
+            (wrapper, g.lane_of(wrapper).map(|(lane, ..)| lane))
+        });
+        config.lane_name =
+            name.unwrap_or_else(|| lane_name::unnamed(lane.unwrap_or_default()).into());
+        let config = Rc::new(config);
         this.add_wrapper(wrapper, &config);
         Ok(Transport {
             wrapper,
@@ -189,7 +199,8 @@ impl Transport {
                 b.budget.as_ref().map(|b| b.left()),
             )
         });
-        Ok(driver().with(|g| figures::stats(g, self.wrapper, batch)))
+        let lane = &self.config.lane_name;
+        Ok(driver().with(|g| figures::stats(g, self.wrapper, lane, batch)))
     }
 
     /// The configuration summary, as an object with a `text` rendering.

@@ -11,6 +11,7 @@ pub mod action;
 pub mod compat;
 pub mod fleet;
 pub mod home;
+pub mod lane_name;
 pub mod memos;
 pub mod profile;
 pub mod scope;
@@ -73,6 +74,8 @@ pub struct LaneFigures {
     pub admitted: u64,
     /// How long they waited in line in all, in ms.
     pub waited_ms: Millis,
+    /// The longest of those waits, in ms.
+    pub longest_ms: Millis,
 }
 
 /// One gate and what the gates keep beside it.
@@ -505,6 +508,7 @@ impl Gates {
                 if let Some(w) = wrapper.and_then(|w| self.wrappers.get_mut(w)) {
                     w.lane_figures.admitted += 1;
                     w.lane_figures.waited_ms += waited_ms;
+                    w.lane_figures.longest_ms = w.lane_figures.longest_ms.max(waited_ms);
                 }
                 Some(Action::Send { call, timeout_ms })
             }

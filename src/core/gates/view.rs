@@ -6,7 +6,7 @@ use super::profile::Keeping;
 use super::scope::Scope;
 use super::{GateId, Gates, LaneFigures, WrapperId};
 use crate::core::gate::figures::Figures;
-use crate::core::gate::line::Lane;
+use crate::core::gate::line::{Lane, LaneId};
 use crate::core::gate::Gate;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::budget::RefillingConfig;
@@ -66,6 +66,13 @@ impl Gates {
             .map(|e| e.gate.waiting_in(w.lane.id))
             .sum();
         Some((w.lane, w.lane_figures, waiting))
+    }
+
+    /// Calls waiting on `gate` in `lane`.
+    pub fn waiting_in(&self, gate: GateId, lane: LaneId) -> usize {
+        self.entries
+            .get(gate)
+            .map_or(0, |e| e.gate.waiting_in(lane))
     }
 
     /// The figures of the gates `wrapper` used that have since been forgotten.

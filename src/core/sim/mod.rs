@@ -2,9 +2,11 @@
 //! simulated server, store and threads it uses, and the article's model on top ([`model`]).
 
 pub mod home;
+pub mod lanes;
 pub mod model;
 pub mod server;
 pub mod store;
 pub mod world;
 
+pub use self::lanes::{LaneReport, SimLane};
 pub use self::model::{simulate, ArticleGate, Coordination, Lookups, SimOptions, SimReport};

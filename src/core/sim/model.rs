@@ -3,12 +3,13 @@
 //! simulated server (a token bucket with the same allowance, `Retry-After` on every 429). Beyond
 //! the article: learning (the gates are not told the allowance), headers on every answer or on
 //! 429s only, a second limiter, and several processes sharing a store or several threads
-//! sharing memory.
+//! sharing memory; lanes of workers on the one shared gate ([`lanes`](super::lanes)).
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::home::{Shelf, SimHome};
+use super::lanes::{self, Group, LaneReport, SimLane};
 use super::server::{Allowances, Headers, Limiter};
 use super::world::{Call, World};
 use crate::core::authority::memory::MemoryAuthority;
@@ -18,7 +19,7 @@ use crate::core::gate::store_link::StoreSettings;
 use crate::core::gates::home::Home;
 use crate::core::gates::profile::{Keeping, Profile};
 use crate::core::gates::scope::Scope;
-use crate::core::gates::Gates;
+use crate::core::gates::{Gates, WrapperId};
 use crate::core::rules::allowance::{at_least, positive, Allowance, ConfigError, Rate};
 use crate::core::rules::batch::Batch;
 use crate::core::rules::budget::BatchBudget;
@@ -27,7 +28,7 @@ use crate::core::rules::policy::RetryPolicy;
 use crate::core::Millis;
 
 /// Upper bounds that keep a run small enough to finish in well under a second.
-const MAX_WORKERS: f64 = 100_000.0;
+pub(super) const MAX_WORKERS: f64 = 100_000.0;
 const MAX_ATTEMPTS: f64 = 1_000.0;
 
 /// How workers are coordinated.
@@ -49,7 +50,8 @@ pub enum Coordination {
 /// `Retry-After: 1`, independent retries, ten attempts each, no retry budget.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimOptions {
-    /// Logical workers, each wanting one snapshot, all starting at time 0.
+    /// Logical workers, each wanting one snapshot, all starting at time 0 (the wrapper's own:
+    /// none is allowed when there are lanes).
     pub workers: u32,
     /// The server's allowance, and the gates' (configured to match it).
     pub rate: Rate,
@@ -76,6 +78,9 @@ pub struct SimOptions {
     pub lookups: Option<Lookups>,
     /// A store operation's round trip, in milliseconds (with [`Coordination::Fleet`]).
     pub store_latency_ms: Millis,
+    /// Lanes of workers beside the wrapper's own, on the gate of the first worker's key and
+    /// process (the bindings take them with [`Coordination::Shared`] only: one gate).
+    pub lanes: Vec<SimLane>,
 }
 
 /// Event lookups on a limiter of their own, beside the snapshots.
@@ -103,6 +108,7 @@ impl Default for SimOptions {
             latency_ms: 0.0,
             lookups: None,
             store_latency_ms: 1.0,
+            lanes: Vec::new(),
         }
     }
 }
@@ -110,17 +116,16 @@ impl Default for SimOptions {
 impl SimOptions {
     /// Checks the numbers a caller supplied; each error names its field.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        at_least(
-            "workers",
-            self.workers.into(),
-            1.0,
-            "an integer from 1 to 100000",
-        )?;
-        if f64::from(self.workers) > MAX_WORKERS {
+        let (fewest, expected) = match self.lanes.is_empty() {
+            true => (1.0, "an integer from 1 to 100000"),
+            false => (0.0, "an integer from 0 to 100000"),
+        };
+        let workers = f64::from(self.workers);
+        if !(fewest..=MAX_WORKERS).contains(&workers) {
             return Err(ConfigError::OutOfRange {
                 field: "workers",
-                expected: "an integer from 1 to 100000",
-                got: self.workers.into(),
+                expected,
+                got: workers,
             });
         }
         at_least(
@@ -157,12 +162,26 @@ impl SimOptions {
             0.0,
             "a finite number >= 0",
         )?;
-        let calls = f64::from(self.workers) * f64::from(self.snapshots);
-        if !(1.0..=MAX_WORKERS).contains(&calls) {
+        let calls = workers * f64::from(self.snapshots);
+        if self.snapshots == 0 || calls > MAX_WORKERS {
             return Err(ConfigError::OutOfRange {
                 field: "snapshots",
                 expected: "an integer from 1 with workers x snapshots at most 100000",
                 got: self.snapshots.into(),
+            });
+        }
+        for lane in &self.lanes {
+            lane.validate()?;
+        }
+        let laned: f64 = (self.lanes.iter())
+            .map(|l| f64::from(l.workers) * f64::from(l.snapshots))
+            .sum();
+        if calls + laned > MAX_WORKERS {
+            return Err(ConfigError::OutOfRange {
+                field: "lanes",
+                expected: "lanes whose workers x snapshots, with the run's own, come to at most \
+                           100000 calls",
+                got: calls + laned,
             });
         }
         at_least("latencyMs", self.latency_ms, 0.0, "a finite number >= 0")?;
@@ -201,6 +220,8 @@ pub struct SimReport {
     /// With lookups: attempts and 429s of each limiter, and when its last call was
     /// done (snapshots first, then lookups).
     pub limiters: Vec<LimiterReport>,
+    /// With lanes: each lane's figures, the wrapper's own workers first (if any).
+    pub lanes: Vec<LaneReport>,
 }
 
 /// One limiter's share of a run.
@@ -358,35 +379,66 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     // The article's workers defer the gate only before a retry: the answer to a call's last
     // attempt holds nobody (createFetch itself honours every Retry-After).
     server.quiet_from = Some(options.max_attempts);
+    // Lanes on the gate of the first worker's key, in its process.
+    let (lane_process, lane_key) = placement(options, 0);
+    let lane_wrappers: Vec<WrapperId> = (options.lanes.iter())
+        .map(|l| all[lane_process].lane(profile.clone(), l.weight))
+        .collect();
     let mut world = World::new(all, Box::new(server));
     world.store.latency = options.store_latency_ms;
     let batch = Rc::new(RefCell::new(Batch {
         deadline: Millis::INFINITY,
         budget: options.retry_budget.map(BatchBudget::new),
     }));
-    let call = |worker: u32, url: String| {
-        let (process, key) = placement(options, worker);
-        Call {
-            batch: Some(batch.clone()),
-            ..Call::get(process, wrappers[process], &key, &url)
-        }
+    let call = |process: usize, wrapper: WrapperId, key: &str, url: String| Call {
+        batch: Some(batch.clone()),
+        ..Call::get(process, wrapper, key, &url)
     };
-    // Each worker fetches its snapshots one after another: the next starts when one ends.
-    let snapshot =
-        |worker: u32, n: u32| format!("http://sim/v1/events/e{worker}-{n}/odds/snapshot");
     let mut worker_of = Vec::new();
     for worker in 0..options.workers {
-        let mut index = world.start_at(0.0, call(worker, snapshot(worker, 0)));
-        worker_of.push(worker);
-        for n in 1..options.snapshots {
-            index = world.start_after(index, call(worker, snapshot(worker, n)));
-            worker_of.push(worker);
+        let (process, key) = placement(options, worker);
+        let wrapper = wrappers[process];
+        let make = |url| call(process, wrapper, &key, url);
+        start_worker(
+            &mut world,
+            &mut worker_of,
+            worker,
+            (0.0, options.snapshots),
+            make,
+        );
+    }
+    let mut groups = Vec::new();
+    if options.workers > 0 {
+        groups.push(Group {
+            wrapper: wrappers[0],
+            name: None,
+            workers: 0..options.workers,
+            start_ms: 0.0,
+        });
+    }
+    let mut next = options.workers;
+    for (lane, &wrapper) in options.lanes.iter().zip(&lane_wrappers) {
+        let workers = next..next + lane.workers;
+        for worker in workers.clone() {
+            let make = |url| call(lane_process, wrapper, &lane_key, url);
+            let when = (lane.start_ms, lane.snapshots);
+            start_worker(&mut world, &mut worker_of, worker, when, make);
         }
+        groups.push(Group {
+            wrapper,
+            name: lane.name.clone(),
+            workers: workers.clone(),
+            start_ms: lane.start_ms,
+        });
+        next = workers.end;
     }
     // Event lookups: a worker each, at time 0, on their own limiter.
+    let lookups_from = worker_of.len();
     for i in 0..options.lookups.map_or(0, |l| l.calls) {
-        let worker = options.workers + i;
-        world.start_at(0.0, call(worker, format!("http://sim/v1/lookup/l{i}")));
+        let worker = next + i;
+        let (process, key) = placement(options, worker);
+        let url = format!("http://sim/v1/lookup/l{i}");
+        world.start_at(0.0, call(process, wrappers[process], &key, url));
         worker_of.push(worker);
     }
     world.run();
@@ -399,6 +451,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         timeline: Vec::new(),
         learned: Vec::new(),
         limiters: Vec::new(),
+        lanes: Vec::new(),
     };
     for sent in world.log.sent.iter().filter(|s| !s.probe) {
         report.timeline.push(Attempt {
@@ -425,9 +478,8 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         }
     }
     if options.lookups.is_some() {
-        let snapshots = (options.workers * options.snapshots) as usize;
         for (name, lookups) in [("snapshot", false), ("events", true)] {
-            let mine = |index: usize| index != usize::MAX && (index >= snapshots) == lookups;
+            let mine = |index: usize| index != usize::MAX && (index >= lookups_from) == lookups;
             let sent = world.log.sent.iter().filter(|s| mine(s.index));
             let (attempts, rejected) = sent.fold((0, 0), |(a, r), s| {
                 (a + 1, r + u64::from(s.status == Some(429)))
@@ -447,8 +499,29 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
             });
         }
     }
+    if !options.lanes.is_empty() {
+        report.lanes = lanes::report(&world, &worker_of, &groups);
+    }
     report.attempts = report.timeline.len();
     report.rejected = report.timeline.iter().filter(|a| a.status == 429).count();
     report.last_attempt_ms = report.timeline.last().map_or(0.0, |a| a.at);
     Ok(report)
+}
+
+/// Starts `worker`'s snapshots (`when`: at what time, and how many), one after another, each
+/// call made by `call` from its URL; notes the worker of each call, by its index.
+fn start_worker(
+    world: &mut World,
+    worker_of: &mut Vec<u32>,
+    worker: u32,
+    (at, snapshots): (Millis, u32),
+    call: impl Fn(String) -> Call,
+) {
+    let snapshot = |n: u32| format!("http://sim/v1/events/e{worker}-{n}/odds/snapshot");
+    let mut index = world.start_at(at, call(snapshot(0)));
+    worker_of.push(worker);
+    for n in 1..snapshots {
+        index = world.start_after(index, call(snapshot(n)));
+        worker_of.push(worker);
+    }
 }

@@ -1,0 +1,35 @@
+//! What a lane is called in `stats()`, `describe()`, the metrics' `odds_gate.lane` attribute and
+//! the simulator's reports: the name its maker gave, or one the gates' lane number gives.
+
+use crate::core::gate::line::Lane;
+use crate::core::rules::allowance::ConfigError;
+
+/// The longest name, in characters: a name is a metrics attribute, kept short.
+pub const MAX_CHARS: usize = 64;
+
+/// The name of every wrapper's own calls (lane 0, which they share).
+pub const DEFAULT: &str = "default";
+
+/// Accepts a name of 1 to [`MAX_CHARS`] characters; names `field` otherwise (with the length
+/// given).
+pub fn check(field: &'static str, name: &str) -> Result<(), ConfigError> {
+    let chars = name.chars().count();
+    match (1..=MAX_CHARS).contains(&chars) {
+        true => Ok(()),
+        false => Err(ConfigError::OutOfRange {
+            field,
+            expected: "1 to 64 characters long",
+            got: chars as f64,
+        }),
+    }
+}
+
+/// The name of a lane not given one: [`DEFAULT`] for lane 0, else `lane-<n>` with the lane's
+/// number among the gates' lanes (1, 2, ... as they were made), so that two unnamed lanes never
+/// share a name, and with it a metrics series.
+pub fn unnamed(lane: Lane) -> String {
+    match lane.id {
+        0 => DEFAULT.to_owned(),
+        n => format!("lane-{n}"),
+    }
+}
