@@ -8,10 +8,19 @@
 //   floor for all 48 is 23 s (2 at once, then 46 at 2/s).
 // - "saturated": burst 2 at 20/s; 200 live and 200 background calls queued at 0: the background
 //   share of the first 100 calls done (weights 9:1 give a tenth; strict priorities none).
+// - "fleet": four processes through one redis-server, each with both lanes saturated (50 live
+//   and 50 background calls at once, at burst 2, 20/s, X-RateLimit-* on 429s only): the shares
+//   of the first 100 calls done, by lane and by process (within a lane calls go by arrival,
+//   whichever process holds them); against the same processes with every call in one line.
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import Bottleneck from 'bottleneck';
 import { startFakeOddsApi } from '../js-tests/support/fake-odds-api.mjs';
+import { startRedis } from '../js-tests/support/redis-server.mjs';
 import { loadPkg, fix, sleep } from './lib/util.mjs';
+
+const FLEET_CHILD = fileURLToPath(new URL('../js-tests/support/fleet-child.mjs', import.meta.url));
 
 const TIMEOUT_MS = 60_000;
 
@@ -67,6 +76,52 @@ async function runOnce(make, rate, plan) {
 
 const last = (xs) => (xs.length ? Math.max(...xs) / 1000 : NaN);
 
+/** One process of the fleet case (js-tests/support/fleet-child.mjs): resolves with its calls. */
+function fleetChild(job) {
+  const proc = spawn(process.execPath, [FLEET_CHILD, JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  const ready = new Promise((resolve) => proc.stdout.once('data', resolve));
+  const done = new Promise((resolve, reject) => {
+    const killer = setTimeout(() => proc.kill('SIGKILL'), TIMEOUT_MS);
+    proc.on('exit', (code) => {
+      clearTimeout(killer);
+      if (code !== 0) return reject(new Error(`fleet child exited with ${code}`));
+      resolve(JSON.parse(out.trim().split('\n').at(-1)).done);
+    });
+  });
+  return { ready, go: () => proc.stdin.end('go\n'), done };
+}
+
+/** Four processes sharing one key through Redis, each with 50 live and 50 background calls. */
+async function fleetOnce(redisPort, oneLine) {
+  const rate = { burst: 2, perSecond: 20 };
+  // X-RateLimit-* on 429s only, as the API documents them.
+  const api = await startFakeOddsApi({ ...rate, retryAfterSeconds: 1, rateLimitHeaders: 'throttled' });
+  try {
+    const job = { store: 'redis', redisPort, rate, baseUrl: api.baseUrl, apiKey: `bench-fleet-lanes-${randomUUID()}`, lanes: { live: 50, background: 50 }, oneLine };
+    const children = Array.from({ length: 4 }, () => fleetChild(job));
+    await Promise.all(children.map((c) => c.ready));
+    for (const c of children) c.go();
+    const runs = await Promise.all(children.map((c) => c.done));
+    const done = runs.flatMap((calls, p) => calls.map((call) => ({ ...call, p }))).sort((a, b) => a.at - b.at);
+    const first = done.slice(0, 100);
+    const start = done[0].at;
+    const s = api.stats();
+    return {
+      background: first.filter((d) => d.kind === 'background').length,
+      perProcess: [0, 1, 2, 3].map((p) => first.filter((d) => d.p === p).length),
+      liveS: (Math.max(...done.filter((d) => d.kind === 'live').map((d) => d.at)) - start) / 1000,
+      allS: (done.at(-1).at - start) / 1000,
+      ok: s.ok,
+      attempts: s.attempts,
+      rejected: s.rejected,
+    };
+  } finally {
+    await api.close();
+  }
+}
+
 export async function run() {
   const { createFetch } = await loadPkg();
   const all = contenders(createFetch);
@@ -93,6 +148,17 @@ export async function run() {
     const share = r.order.slice(0, 100).filter((k) => k === 'background').length;
     rowsB.push([name, `${share} %`, fix(last(r.done.live)), fix(last(r.done.background)), `${r.ok} / ${r.attempts}`, r.rejected]);
   }
+  const redis = await startRedis();
+  const rowsC = [];
+  try {
+    for (const [name, oneLine] of [['odds-gate, lanes 1 : 9 in each process', false], ['odds-gate, one line in each process', true]]) {
+      const r = await fleetOnce(redis.port, oneLine);
+      rowsC.push([name, `${r.background} %`, r.perProcess.join(' / '), fix(r.liveS), fix(r.allS), `${r.ok} / ${r.attempts}`, r.rejected]);
+    }
+  } finally {
+    await redis.stop();
+  }
+  const fleetShare = Number(rowsC[0][1].split(' ')[0]);
   const lanes = rowsA.find((row) => row[0].includes('lanes'));
   const liveS = Number(lanes[1]);
   const wholeS = Number(lanes[3].split(' ')[0]);
@@ -113,5 +179,13 @@ export async function run() {
     verdict: `${share >= 9 ? 'met' : 'MISSED'} (${share} % of the first 100)`,
     head: ['contender', 'background share of the first 100', 'live done (s)', 'background done (s)', '200s / requests', '429s'],
     rows: rowsB,
+  }, {
+    id: 'lanes-fleet',
+    title: 'Lanes across a fleet: four processes through Redis, two lanes each',
+    what: 'four processes sharing one key through one redis-server (the fake Odds API at burst 2, 20/s, X-RateLimit-* on 429s only), each with a background lane (weight 1) and a live lane (weight 9) made in that order, each queueing 50 live and 50 background calls at once; of the first 100 calls done, the background ones and each process\'s (within a lane the calls go by arrival, whichever process holds them); seconds from the first call done until the last live call and the last call (the floor for 400 calls: 19.9 s)',
+    target: 'the background lanes together get a tenth of the admissions (9 : 1) across the fleet, as in one process (issue #25 item 3)',
+    verdict: `${fleetShare >= 9 && fleetShare <= 11 ? 'met' : 'MISSED'} (background ${fleetShare} % of the first 100; per process ${rowsC[0][2]})`,
+    head: ['contender', 'background share of the first 100', 'first 100 by process', 'live done (s)', 'all done (s)', '200s / requests', '429s'],
+    rows: rowsC,
   }];
 }

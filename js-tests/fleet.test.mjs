@@ -154,6 +154,38 @@ test('8 processes x 8 workers share one allowance through Redis, unlike a gate p
   }
 });
 
+test('lanes across processes: live calls of one go before background calls another queued', async () => {
+  // One key at 20/s through Redis: process A queues 40 background calls (weight 1), process B
+  // 8 live calls (weight 9) half a second later. The processes follow one fair order in Redis
+  // (in arrival order alone, the live calls would be done last of all).
+  const lanesRate = { burst: 2, perSecond: 20 };
+  const api = await startFakeOddsApi(lanesRate);
+  try {
+    const job = { store: 'redis', redisPort: redis.port, rate: lanesRate, baseUrl: api.baseUrl, apiKey: freshKey() };
+    const procs = [];
+    runChild.started = procs;
+    const results = [{ background: 40 }, { live: 8 }].map((lanes) => runChild({ ...job, lanes, barrier: true }));
+    runChild.started = null;
+    await Promise.all(procs.map((proc) => new Promise((resolve) => {
+      proc.stdout.once('data', resolve);
+      proc.once('exit', resolve);
+    })));
+    procs[0].stdin.end('go\n');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    procs[1].stdin.end('go\n');
+    const done = (await Promise.all(results)).flatMap((r) => r.done).sort((a, b) => a.at - b.at);
+    assert.equal(done.length, 48);
+    assert.deepEqual(new Set(done.map((d) => d.status)), new Set([200]));
+    assert.equal(api.stats().rejected, 0);
+    const kinds = done.map((d) => d.kind);
+    const [first, last] = [kinds.indexOf('live'), kinds.lastIndexOf('live')];
+    const among = kinds.slice(first, last).filter((kind) => kind === 'background').length;
+    assert.ok(last < 30 && among <= 3, `the live calls were done ${first + 1}th to ${last + 1}th of 48: ${kinds.map((k) => k[0]).join('')}`);
+  } finally {
+    await api.close();
+  }
+});
+
 test('4 processes learn one allowance together through Redis (no rate given)', async () => {
   const api = await startFakeOddsApi({ burst: 5, perSecond: 10 });
   try {

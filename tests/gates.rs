@@ -593,12 +593,12 @@ fn a_learning_gate_made_anew_in_a_store_keeps_the_fleets_pace_there() {
     w.store.latency = 1.0;
     w.start_at(0.0, Call::get(0, wrappers[0], KEY, SNAPSHOT));
     w.run();
-    let learned = w.store.gates[&credential()].rate();
+    let learned = w.store.gates[&credential()].memory.rate();
     assert_eq!(learned.burst(), 10.0);
     let at = w.now + 1_000.0;
     let later = w.start_at(at, Call::get(1, wrappers[1], KEY, SNAPSHOT));
     w.run_until(at + 5.0);
-    let stored = w.store.gates[&credential()].rate();
+    let stored = w.store.gates[&credential()].memory.rate();
     assert!(
         stored.per_second() >= learned.per_second() && stored.burst() == 10.0,
         "the store's pace became {stored:?}"

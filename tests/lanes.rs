@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use odds_gate::core::gate::action::End;
 use odds_gate::core::gate::line::{Lane, Line, Place};
+use odds_gate::core::gate::store_link::StoreSettings;
 use odds_gate::core::gates::profile::{Keeping, Profile};
 use odds_gate::core::gates::{Gates, WrapperId};
 use odds_gate::core::rules::allowance::{Allowance, Rate};
@@ -121,18 +122,31 @@ fn a_background_lane_under_a_saturated_heavier_lane_gets_its_share() {
     assert_eq!(background, 10, "{background} of 100");
 }
 
-/// `threads` threads of one process sharing memory, each with a background lane (weight 1) and
-/// a live lane (weight 9), made in that order, on one key at `rate` that the server allows
-/// exactly: the world, and each thread's (background, live) wrappers.
-fn threads_world(threads: u32, rate: Rate) -> (World, Vec<(WrapperId, WrapperId)>) {
+/// `lines` threads of one process sharing memory (`Sharing::Threads`), or processes sharing a
+/// store 1 ms away, each with a background lane (weight 1) and a live lane (weight 9), made in
+/// that order, on one key at `rate` that the server allows exactly: the world, and each line's
+/// (background, live) wrappers.
+fn shared_world(lines: u32, rate: Rate, sharing: Sharing) -> (World, Vec<(WrapperId, WrapperId)>) {
     let shelf = Shelf::default();
     let mut processes = Vec::new();
     let mut lanes = Vec::new();
-    for thread in 1..=threads {
-        let home = SimHome::sharing(thread.into(), thread, shelf.clone());
-        let mut gates = Gates::new(Box::new(home));
+    for line in 1..=lines {
+        let (mut gates, keeping) = match sharing {
+            Sharing::Threads => {
+                let home = SimHome::sharing(line.into(), line, shelf.clone());
+                (
+                    Gates::new(Box::new(home)),
+                    Keeping::Memory { threads: true },
+                )
+            }
+            Sharing::Store => {
+                let mut gates = Gates::new(Box::new(SimHome::alone(line.into())));
+                let store = gates.store("fake", StoreSettings::DEFAULT);
+                (gates, Keeping::Store(store))
+            }
+        };
         let shared = Profile {
-            keeping: Keeping::Memory { threads: true },
+            keeping,
             ..profile(rate)
         };
         lanes.push((gates.lane(shared.clone(), 1.0), gates.lane(shared, 9.0)));
@@ -145,15 +159,33 @@ fn threads_world(threads: u32, rate: Rate) -> (World, Vec<(WrapperId, WrapperId)
     };
     let mut server = Allowances::new(vec![limiter], 1_000.0);
     server.latency_ms = 20.0;
-    (World::new(processes, Box::new(server)), lanes)
+    let mut world = World::new(processes, Box::new(server));
+    world.store.latency = 1.0;
+    (world, lanes)
+}
+
+/// Where the lines of [`shared_world`] share the key's state.
+#[derive(Debug, Clone, Copy)]
+enum Sharing {
+    Threads,
+    Store,
 }
 
 #[test]
-fn across_threads_live_calls_of_one_go_before_background_refreshes_of_another() {
-    // Thread 1 queues the 40 background calls, thread 2 the 8 live ones a second later: the
-    // threads' lines follow one schedule, as the single line above does (4.54 s, 23.04 s).
+fn across_threads_and_processes_live_calls_of_one_go_before_background_refreshes_of_another() {
+    // Line 1 queues the 40 background calls, line 2 the 8 live ones a second later: the lines
+    // follow one schedule, as the single line above does (4.54 s, 23.04 s in one process).
+    for (sharing, live_by) in [(Sharing::Threads, 4_560.0), (Sharing::Store, 4_560.0)] {
+        let (live, all) = background_then_live_in(sharing);
+        assert!(live <= live_by, "{sharing:?}: live done at {live} ms");
+        assert!(all <= 23_050.0, "{sharing:?}: all done at {all} ms");
+    }
+}
+
+/// The case with the background calls in one line and the live ones in another.
+fn background_then_live_in(sharing: Sharing) -> (Millis, Millis) {
     let rate = Rate::new(2.0, 2.0).unwrap();
-    let (mut w, lanes) = threads_world(2, rate);
+    let (mut w, lanes) = shared_world(2, rate, sharing);
     let background: Vec<usize> = (0..40)
         .map(|_| w.start_at(0.0, Call::get(0, lanes[0].0, "key", SNAPSHOT)))
         .collect();
@@ -171,39 +203,46 @@ fn across_threads_live_calls_of_one_go_before_background_refreshes_of_another() 
             .fold(0.0, f64::max)
     };
     let rejected = w.log.responses.iter().filter(|r| r.2 == 429).count();
-    assert_eq!(rejected, 0);
-    let (live, all) = (done(&live), done(&background));
-    assert!(live <= 4_560.0, "live done at {live} ms");
-    assert!(all <= 23_050.0, "all done at {all} ms");
+    assert_eq!(rejected, 0, "{sharing:?}");
+    (done(&live), done(&background))
 }
 
 #[test]
-fn four_threads_with_two_lanes_each_share_by_the_weights() {
+fn four_threads_or_processes_with_two_lanes_each_share_by_the_weights() {
+    for sharing in [Sharing::Threads, Sharing::Store] {
+        let (slow, per_line) = four_lines_saturated(sharing);
+        // The lines' background lanes are one lane, as their live lanes are: one in ten.
+        assert_eq!(slow, 20, "{sharing:?}: background {slow} of 200");
+        assert_eq!(per_line, [50; 4], "{sharing:?}");
+    }
+}
+
+/// Four lines with 50 background and 50 live calls each: of the first 200 admissions, the
+/// background lanes' and each line's.
+fn four_lines_saturated(sharing: Sharing) -> (usize, Vec<usize>) {
     let rate = Rate::new(1.0, 10.0).unwrap();
-    let (mut w, lanes) = threads_world(4, rate);
-    // Each thread's calls come in turn, a hundredth of a millisecond apart.
-    let (mut background, mut of_thread) = (Vec::new(), Vec::new());
+    let (mut w, lanes) = shared_world(4, rate, sharing);
+    // Each line's calls come in turn, a hundredth of a millisecond apart.
+    let (mut background, mut of_line) = (Vec::new(), Vec::new());
     for k in 0..50 {
-        for (thread, &(slow, fast)) in lanes.iter().enumerate() {
-            let at = (k * 4 + thread) as f64 * 0.01;
-            w.start_at(at, Call::get(thread, fast, "key", SNAPSHOT));
-            background.push(w.start_at(at, Call::get(thread, slow, "key", SNAPSHOT)));
-            of_thread.extend([thread, thread]);
+        for (line, &(slow, fast)) in lanes.iter().enumerate() {
+            let at = (k * 4 + line) as f64 * 0.01;
+            w.start_at(at, Call::get(line, fast, "key", SNAPSHOT));
+            background.push(w.start_at(at, Call::get(line, slow, "key", SNAPSHOT)));
+            of_line.extend([line, line]);
         }
     }
     w.run();
+    let rejected = w.log.responses.iter().filter(|r| r.2 == 429).count();
+    assert_eq!(rejected, 0, "{sharing:?}");
     let first: Vec<usize> = w.log.sent.iter().take(200).map(|s| s.index).collect();
     assert_eq!(first.len(), 200);
     let slow = first.iter().filter(|i| background.contains(i)).count();
-    // The threads' background lanes are one lane, as their live lanes are: one in ten.
-    // Within a lane the threads' calls go by arrival, whichever thread holds them.
-    let per_thread: Vec<usize> = (0..4)
-        .map(|t| first.iter().filter(|&&i| of_thread[i] == t).count())
+    // Within a lane the lines' calls go by arrival, whichever line holds them.
+    let per_line = (0..4)
+        .map(|l| first.iter().filter(|&&i| of_line[i] == l).count())
         .collect();
-    assert_eq!(slow, 20, "background: {slow} of 200");
-    assert_eq!(per_thread, [50; 4]);
-    let rejected = w.log.responses.iter().filter(|r| r.2 == 429).count();
-    assert_eq!(rejected, 0);
+    (slow, per_line)
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use harness::{FakeStore, Harness, Reply};
 use odds_gate::core::authority::fair::Turn;
-use odds_gate::core::authority::memory::MemoryAuthority;
+use odds_gate::core::authority::store::StoreAuthority;
 use odds_gate::core::authority::Immediate;
 use odds_gate::core::base::random::Seeded;
 use odds_gate::core::gate::action::{End, Event};
@@ -798,13 +798,14 @@ fn a_store_wait_for_a_slower_allowance_than_the_gate_now_follows_is_asked_again(
         latency: 1.0,
         ..FakeStore::default()
     };
-    let mut drained = MemoryAuthority::new(rate(1.0, 1.0 / 30.0), None, 0.0);
-    drained.admit(
+    let mut drained = StoreAuthority::new(rate(1.0, 1.0 / 30.0), None, 0.0);
+    drained.memory.admit(
         0.0,
         0,
         Turn {
             since: 0.0,
             lane: None,
+            waiting: 1,
         },
         false,
     );
@@ -881,7 +882,7 @@ fn a_cooldown_seen_through_a_store_holds_the_store_for_everyone() {
         .values()
         .next()
         .expect("the gate's state in the store");
-    assert_eq!(store.cooldown_until(), 1.0 + 3_000.0);
+    assert_eq!(store.memory.cooldown_until(), 1.0 + 3_000.0);
 }
 
 #[test]

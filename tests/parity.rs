@@ -1,7 +1,8 @@
 //! Parity of the two admission authorities: random sequences of operations run through the
-//! memory authority and through `gate.lua` on a real `redis-server` (started here, on a free
-//! loopback port), with the same virtual clock, must give identical answers, number for number.
-//! The Redis side implements the same [`Authority`] trait, by running the script synchronously.
+//! store authority (the memory authority, and the order between processes' lines) and through
+//! `gate.lua` on a real `redis-server` (started here, on a free loopback port), with the same
+//! virtual clock, must give identical answers, number for number, and keep the same order. The
+//! Redis side runs the script synchronously.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -10,13 +11,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use odds_gate::core::authority::fair::Shares;
 use odds_gate::core::authority::memory::MemoryAuthority;
-use odds_gate::core::authority::{Answer, Authority, Op, Remaining, Seen};
+use odds_gate::core::authority::store::StoreAuthority;
+use odds_gate::core::authority::{Answer, Authority, Head, Op, Remaining, Seen};
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::bucket::Count;
 use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::Millis;
-use odds_gate::store::{answer, args, GATE_SCRIPT};
+use odds_gate::store::{answer, args, claimant, shares, GATE_SCRIPT};
 use proptest::prelude::*;
 
 /// A throwaway `redis-server`, stopped on drop.
@@ -130,10 +133,11 @@ struct RedisAuthority<'a> {
     budget: Option<f64>,
 }
 
-impl Authority for RedisAuthority<'_> {
-    fn apply(&mut self, now: Millis, op: &Op) -> Answer {
+impl RedisAuthority<'_> {
+    /// Runs `op` for `process`: the answer, and the fair order the answer gives.
+    fn apply_for(&mut self, now: Millis, process: &str, op: &Op) -> (Answer, Shares) {
         let text = |n: f64| n.to_string();
-        let argv = args(op, self.rate, self.budget, Some(now), "p", &text);
+        let argv = args(op, self.rate, self.budget, Some(now), process, &text);
         let mut parts = vec!["EVALSHA", &self.sha, "1", &self.key];
         parts.extend(argv.iter().map(String::as_str));
         match self.connection.command(&parts) {
@@ -142,10 +146,20 @@ impl Authority for RedisAuthority<'_> {
                     Reply::Bulk(s) => s.clone(),
                     other => panic!("unexpected reply field {other:?}"),
                 };
-                answer(&field(0), &field(1), &field(2), &field(3), &field(4))
-                    .unwrap_or_else(|| panic!("unreadable answer {items:?}"))
+                let answer = answer(&field(0), &field(1), &field(2), &field(3), &field(4))
+                    .unwrap_or_else(|| panic!("unreadable answer {items:?}"));
+                let shares = shares(&field(7)).unwrap_or_else(|| panic!("no order {items:?}"));
+                (answer, shares)
             }
             other => panic!("the script failed on {op:?}: {other:?}"),
+        }
+    }
+
+    /// The order the hash keeps, as numbers.
+    fn order(&mut self) -> Vec<f64> {
+        match self.connection.command(&["HGET", &self.key, "order"]) {
+            Reply::Bulk(s) => s.split(' ').map(|n| n.parse().unwrap()).collect(),
+            other => panic!("no order field: {other:?}"),
         }
     }
 }
@@ -157,11 +171,18 @@ fn load(connection: &mut Connection) -> String {
     }
 }
 
+/// The processes that ask in order: their names, as their ids go to the script.
+const PROCESSES: [&str; 3] = ["p", "q", "r"];
+
+/// An admission's head: which process asks, how long its head has waited, its lane, how many
+/// wait in its line.
+type Asking = (usize, Millis, Option<(u32, f64)>, u32);
+
 #[derive(Debug, Clone)]
 enum Step {
     /// An admission for this many waiting requests, after what a response said; an account
     /// call's (past a spent quota) when true.
-    Admit(u32, Option<(u64, u64)>, bool),
+    Admit(u32, Option<(u64, u64)>, bool, Option<Asking>),
     /// An admission with a learning gate's count: exactly (or at most) this many tokens, as
     /// of the request admitted this many admissions back.
     Counted(bool, f64, usize),
@@ -183,14 +204,26 @@ fn step() -> impl Strategy<Value = Step> {
         false => Count::AtMost(n),
     };
     let counts = prop::sample::select(vec![0.0, 0.5, 1.0, 3.0, 40.0]);
+    // Half the admissions ask in order, as one of three processes, in one of six lanes (weights
+    // among them that cost a fraction of a unit, and ones past 2^-21 and 2^32) or at the front.
+    let lane = prop::option::of((
+        0u32..6,
+        prop::sample::select(vec![1.0, 9.0, 0.3, 1e-9, 7e9, 2.5, 7.0]),
+    ));
+    let asking = prop::option::of((
+        0..PROCESSES.len(),
+        prop::sample::select(vec![0.0, 0.0, 5.0, 250.0, 1_000.5]),
+        lane,
+        1u32..5,
+    ));
     let rate = (
         prop::sample::select(vec![1.0, 2.0, 5.0, 20.0]),
         prop::sample::select(vec![0.5, 1.0, 2.0, 10.0, 1000.0]),
     )
         .prop_map(|(burst, per_second)| Rate::new(burst, per_second).unwrap());
     prop_oneof![
-        6 => (prop::sample::select(vec![1u32, 1, 2, 3, 64]), seen.clone(), prop::bool::weighted(0.2))
-            .prop_map(|(want, seen, account)| Step::Admit(want, seen, account)),
+        6 => (prop::sample::select(vec![1u32, 1, 2, 3, 64]), seen.clone(), prop::bool::weighted(0.2), asking)
+            .prop_map(|(want, seen, account, head)| Step::Admit(want, seen, account, head)),
         2 => (any::<bool>(), counts.clone(), 0usize..5)
             .prop_map(|(exactly, n, back)| Step::Counted(exactly, n, back)),
         2 => (0usize..4).prop_map(Step::Resume),
@@ -217,6 +250,10 @@ struct Tally {
     retuned: usize,
     /// Waits checked against [`MemoryAuthority::predict`].
     predicted: usize,
+    /// Admissions asked in order.
+    ordered: usize,
+    /// Of those, asked while another process held a claim.
+    contested: usize,
 }
 
 /// Runs `steps` (each after a pause) through both authorities, for a gate starting at `rate`;
@@ -246,7 +283,7 @@ fn compare(
         capacity,
         ..RefillingConfig::DEFAULT
     });
-    let mut kept: Option<MemoryAuthority> = None;
+    let mut kept: Option<StoreAuthority> = None;
     let mut redis = RedisAuthority {
         connection,
         sha: sha.to_string(),
@@ -271,10 +308,15 @@ fn compare(
                 }
                 continue;
             }
-            Step::Admit(want, seen, account) => Op::Admit {
+            Step::Admit(want, seen, account, asking) => Op::Admit {
                 id: i as u64,
                 want: *want,
                 account: *account,
+                head: asking.map(|(_, waited_ms, lane, waiting)| Head {
+                    waited_ms,
+                    lane,
+                    waiting,
+                }),
                 seen: match remaining(*seen) {
                     Some(remaining) => {
                         told = None;
@@ -294,6 +336,7 @@ fn compare(
                     want: 1,
                     seen: Some(Seen::Count(count, number(&numbers, *back))),
                     account: false,
+                    head: None,
                 }
             }
             Step::Resume(back) => Op::Resume {
@@ -301,8 +344,7 @@ fn compare(
                     .iter()
                     .rev()
                     .nth(*back)
-                    .copied()
-                    .unwrap_or(u64::MAX),
+                    .map_or(u64::MAX, |&(id, _)| id),
             },
             Step::Observe(cooldown_ms, seen) => Op::Observe {
                 cooldown_ms: *cooldown_ms,
@@ -315,21 +357,50 @@ fn compare(
             },
             Step::Quota(ms) => Op::Quota { ms: *ms },
         };
-        let memory = kept.get_or_insert_with(|| MemoryAuthority::new(redis.rate, config, now));
-        if memory.rate() != redis.rate {
-            memory.tune(now, redis.rate, None);
+        let store = kept.get_or_insert_with(|| StoreAuthority::new(redis.rate, config, now));
+        if store.memory.rate() != redis.rate {
+            store.follow(now, redis.rate);
             tally.retuned += 1;
         }
         // What the memory authority predicts just before an admission with nothing to take in
         // first (a count or remaining changes the bucket before the admission decides), and a
-        // copy to try it on.
-        let before = matches!(op, Op::Admit { seen: None, .. })
-            .then(|| (memory.predict(now, 0), memory.clone()));
-        let (a, b) = (memory.apply(now, &op), redis.apply(now, &op));
+        // copy to try it on; out of order (in order, a wait may be for another process's head).
+        let before = matches!(
+            op,
+            Op::Admit {
+                seen: None,
+                head: None,
+                ..
+            }
+        )
+        .then(|| (store.memory.predict(now, 0), store.memory.clone()));
+        // An admission's name in Redis is its process's: a resume names the one that admitted.
+        let process = match step {
+            Step::Admit(.., Some((p, ..))) => PROCESSES[*p],
+            Step::Resume(back) => admitted.iter().rev().nth(*back).map_or("p", |&(_, p)| p),
+            _ => PROCESSES[0],
+        };
+        let who = claimant(process);
+        let contested = store.order()[14..]
+            .chunks_exact(4)
+            .any(|c| c[0] != 0.0 && c[0] != who);
+        let a = store.apply_for(now, who, redis.rate, &op);
+        let (b, order) = redis.apply_for(now, process, &op);
         if a != b {
             return Err(format!(
                 "step {i} at {now}: {op:?}: memory {a:?}, redis {b:?}"
             ));
+        }
+        if order != store.shares() || redis.order() != store.order() {
+            return Err(format!(
+                "step {i} at {now}: {op:?}: the order differs: memory {:?}, redis {:?}",
+                store.order(),
+                redis.order()
+            ));
+        }
+        if let Op::Admit { head: Some(_), .. } = op {
+            tally.ordered += 1;
+            tally.contested += usize::from(contested);
         }
         if let (Some((predicted, mut copy)), Answer::Wait(ms)) = (before, a) {
             check_prediction(now, ms, predicted, &mut copy, &op)
@@ -337,7 +408,7 @@ fn compare(
             tally.predicted += 1;
         }
         if let (Op::Admit { id, .. }, Answer::Admitted { seq, taken, .. }) = (&op, a) {
-            admitted.push(*id);
+            admitted.push((*id, process));
             numbers.extend((0..taken).map(|k| seq + f64::from(k)));
         }
         answers.push(a);
@@ -405,13 +476,16 @@ fn a_rate_change_reaches_the_store_with_the_next_operation() {
     let mut connection = Connection::open(server.port);
     let sha = load(&mut connection);
     let (slow, fast) = (Rate::new(1.0, 1.0).unwrap(), Rate::new(1.0, 10.0).unwrap());
-    let start = [(0.0, Step::Admit(1, None, false)), (0.0, Step::Resume(0))];
+    let start = [
+        (0.0, Step::Admit(1, None, false, None)),
+        (0.0, Step::Resume(0)),
+    ];
     // Changed at 500 ms, told at 500 ms: half a token at 1/s, the other half at 10/s.
     // Changed at 500 ms, told at 900 ms: 0.9 of a token at 1/s, the rest at 10/s.
     for (i, (told_after, wait)) in [(0.0, 50.0), (400.0, 10.0)].into_iter().enumerate() {
         let mut steps = start.to_vec();
         steps.push((500.0, Step::Tune(fast, None)));
-        steps.push((told_after, Step::Admit(1, None, false)));
+        steps.push((told_after, Step::Admit(1, None, false, None)));
         let key = format!("og:{{parity-example-{i}}}:gate");
         let (answers, _) = compare(&mut connection, &sha, &key, slow, None, &steps).unwrap();
         assert_eq!(answers.last(), Some(&Answer::Wait(wait)), "{steps:?}");
@@ -457,6 +531,8 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
                 ops: sum.ops + done.ops,
                 retuned: sum.retuned + done.retuned,
                 predicted: sum.predicted + done.predicted,
+                ordered: sum.ordered + done.ordered,
+                contested: sum.contested + done.contested,
             });
             Ok(())
         })
@@ -464,11 +540,15 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
     let total = total.get();
     eprintln!(
         "{} sequences, {} operations ({} brought a new rate, {} waits checked against \
-         predict): identical answers",
+         predict, {} admissions in order, {} of them while another process held a claim): \
+         identical answers and order",
         cases.get(),
         total.ops,
         total.retuned,
-        total.predicted
+        total.predicted,
+        total.ordered,
+        total.contested
     );
     assert!(total.ops > 1_000 && total.retuned > 500 && total.predicted > 500);
+    assert!(total.ordered > 1_000 && total.contested > 500);
 }

@@ -64,6 +64,7 @@ fn at(since: Millis) -> Turn {
     Turn {
         since,
         lane: Some((0, 1.0)),
+        waiting: 1,
     }
 }
 

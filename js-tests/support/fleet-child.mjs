@@ -29,6 +29,29 @@ if (job.fetch === 'hang') {
   const gates = fetchImpl.stats().gates.map((g) => ({ scope: g.scope, admitted: g.admitted, learned: g.learned }));
   console.log(JSON.stringify({ gates }));
   await client?.quit();
+} else if (job.lanes) {
+  // Lanes through Redis: a background lane (weight 1) and a live lane (weight 9), made in that
+  // order; once told to go (a line on stdin), job.lanes.background and job.lanes.live calls at
+  // once; prints when each was done (performance.timeOrigin-based ms, comparable across
+  // processes on one machine).
+  // job.oneLine: both kinds in the wrapper's own line (the benchmark's comparison).
+  const lanes = job.oneLine ? { background: fetchImpl, live: fetchImpl } : {
+    background: fetchImpl.lane({ weight: 1, name: 'background' }),
+    live: fetchImpl.lane({ weight: 9, name: 'live' }),
+  };
+  await (await fetch(`${job.baseUrl}/warm-up`)).text();
+  console.log('ready');
+  await new Promise((resolve) => process.stdin.once('data', resolve));
+  process.stdin.pause();
+  const headers = { 'X-API-Key': job.apiKey };
+  const kinds = ['live', 'background'].flatMap((kind) => Array.from({ length: job.lanes[kind] ?? 0 }, () => kind));
+  const done = await Promise.all(kinds.map(async (kind, n) => {
+    const response = await lanes[kind](`${job.baseUrl}/events/${kind}-${n}/odds/snapshot`, { headers });
+    await response.text();
+    return { kind, status: response.status, at: performance.timeOrigin + performance.now() };
+  }));
+  console.log(JSON.stringify({ done }));
+  await client?.quit();
 } else if (job.single) {
   const started = performance.now();
   const response = await fetchImpl(`${job.baseUrl}/events/one/odds/snapshot`, { headers: { 'X-API-Key': job.apiKey } });

@@ -196,7 +196,12 @@ impl RedisStore {
                 type_error(&format!("Unexpected answer from the gate script: {code}"))
             })?;
             let stored = store::stored_rate(&field(5)?, &field(6)?);
-            Ok(StoreReply { answer, stored })
+            let shares = store::shares(&field(7)?);
+            Ok(StoreReply {
+                answer,
+                stored,
+                shares,
+            })
         }
     }
 

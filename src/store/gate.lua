@@ -12,10 +12,12 @@
 -- ran at: a call with another rate refills at this one up to now, then switches; absent in a
 -- hash from before, which then takes the rate it is called with), paused (when an anchored
 -- refill paused; absent when not), anchor (the admission whose response resumes it), cooldown,
--- quota, slow (1/0), sent (requests admitted so far, every process's: the next one's number)
--- and, with a budget, budget.
+-- quota, slow (1/0), sent (requests admitted so far, every process's: the next one's number),
+-- order (the order between the processes' lines: src/core/authority/order.rs's numbers, in its
+-- layout) and, with a budget, budget.
 -- Times are Redis-clock ms. Every answer is {code, number, number, number, number, burst, ms per
--- token}, the last two the rate stored before the call; delays are relative to
+-- token, fair order}, burst and ms per token the rate stored before the call, the fair order
+-- the clock and lanes of the order after it (its first 14 numbers); delays are relative to
 -- Redis's now, so callers never compare their own clocks with another process's. Numbers are
 -- stored with 17 significant digits, so the state round-trips exactly.
 
@@ -33,7 +35,7 @@ local capacity = tonumber(ARGV[6])
 local SLACK = 1e-9
 
 local s = redis.call('HMGET', key, 'tokens', 'last', 'cooldown', 'paused', 'anchor', 'budget',
-  'quota', 'slow', 'burst', 'per_token', 'sent')
+  'quota', 'slow', 'burst', 'per_token', 'sent', 'order')
 local burst = tonumber(s[9]) or called_burst
 local per_token = tonumber(s[10]) or called_per_token
 -- The rate as stored before this call: learning gates of other processes follow it.
@@ -47,6 +49,9 @@ local budget = tonumber(s[6]) or capacity
 local quota = tonumber(s[7]) or 0
 local slow = s[8] == '1'
 local sent = tonumber(s[11]) or 0
+local o = {}
+for n in string.gmatch(s[12] or '', '%S+') do o[#o + 1] = tonumber(n) end
+for i = #o + 1, 46 do o[i] = 0 end
 
 -- TokenBucket::interval: the refill runs at half rate while slow.
 local function interval()
@@ -118,9 +123,80 @@ local function retune(new_burst, new_per_token)
   tokens = math.min(tokens, burst)
 end
 
+-- The order between the processes' lines (src/core/authority/order.rs and fair.rs): o[1], o[2]
+-- the fair clock (whole admissions, and units of 2^-32); four lanes of (lane + 1, next start in
+-- two numbers) from o[3]; eight claims of (who, lane + 1 or 0, arrival, when it asks next) from
+-- o[15]. Every number stays below 2^53, so a tag is exact.
+local LOW = 4294967296
+local function before(ah, al, bh, bl) return ah < bh or (ah == bh and al < bl) end
+
+-- Shares::start: a head of `lane` (lane + 1; 0 for the front) starts at its lane's next start,
+-- or at the clock if that is later.
+local function start_of(lane)
+  if lane ~= 0 then
+    for i = 0, 3 do
+      local k = 3 + 3 * i
+      if o[k] == lane and before(o[1], o[2], o[k + 1], o[k + 2]) then return o[k + 1], o[k + 2] end
+    end
+  end
+  return o[1], o[2]
+end
+
+-- line.rs's cost: 2^32 / weight units, rounded, at least 1 and at most 2^53.
+local function cost(weight)
+  local c = LOW / weight
+  if c < 2 ^ 52 then c = math.floor(c + 0.5) end
+  return math.max(math.min(c, 2 ^ 53), 1)
+end
+
+-- Fair::admitted: the clock moves to the head's start, its lane's next start one turn later (in
+-- the lane's place, else the first free or spent one; none left: not kept).
+local function admitted_in_order(lane, weight)
+  local sh, sl = start_of(lane)
+  o[1], o[2] = sh, sl
+  if lane == 0 then return end
+  local place
+  for i = 0, 3 do
+    local k = 3 + 3 * i
+    if o[k] == lane then place = k; break end
+    if not place and (o[k] == 0 or not before(sh, sl, o[k + 1], o[k + 2])) then place = k end
+  end
+  if place then
+    local c = cost(weight)
+    local ch = math.floor(c / LOW)
+    local hi, lo = sh + ch, sl + (c - ch * LOW)
+    if lo >= LOW then hi, lo = hi + 1, lo - LOW end
+    o[place], o[place + 1], o[place + 2] = lane, hi, lo
+  end
+end
+
+-- Order::put and Order::remove: the asking process's claim.
+local function claim(who, lane, since, due)
+  local spot
+  for j = 0, 7 do
+    local b = 15 + 4 * j
+    if o[b] == who then spot = b; break end
+    if not spot and o[b] == 0 then spot = b end
+  end
+  if spot then o[spot], o[spot + 1], o[spot + 2], o[spot + 3] = who, lane, since, due end
+end
+local function unclaim(who)
+  for j = 0, 7 do
+    local b = 15 + 4 * j
+    if o[b] == who then o[b], o[b + 1], o[b + 2], o[b + 3] = 0, 0, 0, 0 end
+  end
+end
+
 -- The store hears of a new rate with the first operation that passes it, at that operation's
 -- time: the gate sends nothing when its rate changes.
 if burst ~= called_burst or per_token ~= called_per_token then
+  -- StoreAuthority::follow: a faster allowance brings every claim's next ask forward.
+  if called_per_token < per_token then
+    for j = 0, 7 do
+      local b = 15 + 4 * j
+      if o[b] ~= 0 then o[b + 3] = math.min(o[b + 3], now + called_per_token) end
+    end
+  end
   retune(called_burst, called_per_token)
 end
 
@@ -132,6 +208,10 @@ if op == 'admit' then
   -- count answered; ARGV[12] "1" for an account call (GET /usage, /limits), which the quota
   -- does not hold. Quota first, then cooldown, then as many tokens as are there, up to that
   -- many (the answer's fourth number; the fifth is the first one's number).
+  -- ARGV[13] the asking process's number ("" to ask out of order), ARGV[14] how long its head
+  -- has waited, ARGV[15] its lane + 1 (0 at the front of its line), ARGV[16] the lane's weight,
+  -- ARGV[17] and ARGV[18] how long a claim outlives its time, and how soon a head behind
+  -- another asks again, ARGV[19] how many wait in its line, itself included (Order::admit).
   if ARGV[8] == 'is' or ARGV[8] == 'max' then
     recount(ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[11]))
   else
@@ -139,7 +219,38 @@ if op == 'admit' then
     local remaining = tonumber(ARGV[9])
     if limit and remaining then pace(limit, remaining) end
   end
-  if quota > now and ARGV[12] ~= '1' then
+  local who = tonumber(ARGV[13])
+  local lane, weight, since, behind
+  local want = tonumber(ARGV[10]) or 1
+  if who then
+    lane, weight, since = tonumber(ARGV[15]), tonumber(ARGV[16]), now - tonumber(ARGV[14])
+    local grace, again = tonumber(ARGV[17]), tonumber(ARGV[18])
+    for j = 0, 7 do
+      local b = 15 + 4 * j
+      if o[b] ~= 0 and o[b + 3] + grace < now then o[b], o[b + 1], o[b + 2], o[b + 3] = 0, 0, 0, 0 end
+    end
+    local mh, ml = start_of(lane)
+    local fh, fl, fs, fdue
+    for j = 0, 7 do
+      local b = 15 + 4 * j
+      if o[b] ~= 0 and o[b] ~= who then
+        want = 1
+        local ch, cl = start_of(o[b + 1])
+        local ahead = before(ch, cl, mh, ml) or (ch == mh and cl == ml and o[b + 2] < since)
+        if ahead and (not fh or before(ch, cl, fh, fl) or (ch == fh and cl == fl and o[b + 2] < fs)) then
+          fh, fl, fs, fdue = ch, cl, o[b + 2], o[b + 3]
+        end
+      end
+    end
+    if fdue then
+      local wait = math.max(fdue - now, again)
+      claim(who, lane, since, now + wait)
+      behind = {'wait', wait, 0}
+    end
+  end
+  if behind then
+    answer = behind
+  elseif quota > now and ARGV[12] ~= '1' then
     answer = {'exhausted', quota - now, 0}
   elseif now < cooldown then
     answer = {'wait', math.max(cooldown - now, 1), 0}
@@ -151,7 +262,7 @@ if op == 'admit' then
     if tokens >= 1 - SLACK then
       tokens = tokens - 1
       if full then paused = now; anchor = ARGV[7] end
-      local want, taken = tonumber(ARGV[10]) or 1, 1
+      local taken = 1
       while taken < want and tokens >= 1 - SLACK do
         tokens = tokens - 1
         taken = taken + 1
@@ -161,6 +272,20 @@ if op == 'admit' then
       answer = {'admitted', full and 1 or 0, wait_ms(), taken, seq}
     else
       answer = {'wait', wait_ms(), 0}
+    end
+  end
+  if who and not behind then
+    if answer[1] == 'wait' then
+      claim(who, lane, since, now + answer[2])
+    else
+      if answer[1] == 'admitted' then
+        for _ = 1, answer[4] do admitted_in_order(lane, weight) end
+      end
+      if answer[1] == 'admitted' and tonumber(ARGV[19]) > answer[4] then
+        claim(who, lane, since, now + answer[3])
+      else
+        unclaim(who)
+      end
     end
   end
 elseif op == 'resume' then
@@ -205,9 +330,11 @@ else
 end
 
 local function exact(n) return string.format('%.17g', n) end
+local order = {}
+for i = 1, 46 do order[i] = exact(o[i]) end
 redis.call('HSET', key, 'tokens', exact(tokens), 'last', exact(last), 'cooldown', exact(cooldown),
   'quota', exact(quota), 'slow', slow and '1' or '0', 'burst', exact(burst),
-  'per_token', exact(per_token), 'sent', exact(sent))
+  'per_token', exact(per_token), 'sent', exact(sent), 'order', table.concat(order, ' '))
 if paused then
   redis.call('HSET', key, 'paused', exact(paused))
 else
@@ -224,4 +351,5 @@ if capacity then redis.call('HSET', key, 'budget', exact(budget)) end
 local idle = math.max(burst * interval() + max_pause, cooldown - now, quota - now, 0) + 60000
 redis.call('PEXPIRE', key, math.ceil(idle))
 return {answer[1], exact(answer[2]), exact(answer[3]), exact(answer[4] or 0),
-  exact(answer[5] or 0), exact(stored_burst), exact(stored_per_token)}
+  exact(answer[5] or 0), exact(stored_burst), exact(stored_per_token),
+  table.concat(order, ' ', 1, 14)}

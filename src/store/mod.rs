@@ -3,6 +3,8 @@
 //! hash per credential. This module is the contract with that script: its text, its keys, its
 //! arguments and its answers. No I/O here.
 
+use crate::core::authority::fair::{self, Fair, Shares};
+use crate::core::authority::order;
 use crate::core::authority::{AdmissionId, Answer, Op, Seen};
 use crate::core::gates::fleet::Shared;
 use crate::core::gates::scope::Scope;
@@ -68,6 +70,26 @@ pub fn admission_name(process: &str, id: AdmissionId) -> String {
     name
 }
 
+/// The number a process's claims go by in the order between the fleet's lines (see
+/// [`Order`](crate::core::authority::order::Order)): its id's FNV-1a hash, in 52 bits, not 0.
+pub fn claimant(process: &str) -> f64 {
+    let hash = process.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    ((hash >> 12) + 1) as f64
+}
+
+/// The fair order's clock and lanes as the script's answer gives them (its eighth element);
+/// `None` for anything else.
+pub fn shares(text: &str) -> Option<Shares> {
+    let mut words = [0.0; fair::WORDS];
+    let mut numbers = text.split(' ');
+    for word in &mut words {
+        *word = decimal::parse(numbers.next()?).filter(|n| n.is_finite() && *n >= 0.0)?;
+    }
+    numbers.next().is_none().then(|| Fair(&mut words).shares())
+}
+
 /// The script's arguments (after the key) for `op` on a gate with `rate` and an optional budget
 /// capacity. Numbers are written by `number` (any shortest round-trip writer: Lua's `tonumber`
 /// reads them all). `now` is `None` in production (Redis's own clock). `process` names this
@@ -87,6 +109,7 @@ pub fn args(
             want,
             seen,
             account,
+            head,
         } => {
             let (kind, value, at) = match seen {
                 Some(Seen::Remaining(r)) => (
@@ -100,10 +123,18 @@ pub fn args(
             };
             let want = number(f64::from(*want));
             let account = if *account { "1" } else { "" }.to_owned();
-            (
-                "admit",
-                vec![admission_name(process, *id), kind, value, want, at, account],
-            )
+            let mut extra = vec![admission_name(process, *id), kind, value, want, at, account];
+            if let Some(head) = head {
+                let (lane, weight) = head
+                    .lane
+                    .map_or((0.0, 1.0), |(id, w)| (f64::from(id) + 1.0, w));
+                let (grace, again) = order::timing(rate);
+                let who = claimant(process);
+                let waiting = f64::from(head.waiting);
+                extra
+                    .extend([who, head.waited_ms, lane, weight, grace, again, waiting].map(number));
+            }
+            ("admit", extra)
         }
         Op::Resume { id } => ("resume", vec![admission_name(process, *id)]),
         Op::Observe {
@@ -199,6 +230,7 @@ mod tests {
             want: 3,
             seen: None,
             account: true,
+            head: None,
         };
         let a = args(&admit, rate, Some(500.0), Some(10.0), "p", &text);
         assert_eq!(

@@ -28,6 +28,9 @@ pub struct Turn {
     /// Its lane and the lane's weight; `None` at the front of its line (the quota's probe, a
     /// route's scout), which goes at the clock and spends no lane's turn.
     pub lane: Option<(LaneId, f64)>,
+    /// Calls waiting in its line, itself included: while more wait than go, the line keeps a
+    /// claim for its next head (in this lane, from this arrival, until it asks).
+    pub waiting: u32,
 }
 
 /// What the threads share of the order, as a line follows it: the clock and the lanes' next
@@ -41,6 +44,12 @@ pub struct Shares {
 }
 
 impl Shares {
+    /// The start tag of a head of `lane` (the front's: the clock).
+    pub fn start(&self, lane: Option<LaneId>) -> Tag {
+        let finish = lane.and_then(|id| self.finish(id)).unwrap_or(0);
+        finish.max(self.clock)
+    }
+
     /// Where `lane` may start next, as far as the threads say.
     pub fn finish(&self, lane: LaneId) -> Option<Tag> {
         self.lanes
@@ -78,9 +87,7 @@ impl Fair<'_> {
 
     /// The start tag of a head of `lane` (the front's: the clock).
     pub fn start(&self, lane: Option<LaneId>) -> Tag {
-        let shares = self.shares();
-        let finish = lane.and_then(|id| shares.finish(id)).unwrap_or(0);
-        finish.max(shares.clock)
+        self.shares().start(lane)
     }
 
     /// A head of `turn`'s lane was admitted: the clock moves to its start, and the lane's next
@@ -117,6 +124,7 @@ mod tests {
         Turn {
             since: 0.0,
             lane: Some((lane, weight)),
+            waiting: 1,
         }
     }
 

@@ -217,6 +217,18 @@ impl MemoryAuthority {
     }
 }
 
+impl MemoryAuthority {
+    /// Applies what a recent response said of the tokens (what an admission carries, applied
+    /// before it is judged).
+    pub fn see(&mut self, now: Millis, seen: Option<Seen>) {
+        match seen {
+            Some(Seen::Remaining(remaining)) => self.observe(now, None, Some(remaining)),
+            Some(Seen::Count(count, at)) => self.tune(now, self.bucket.rate(), Some((count, at))),
+            None => {}
+        }
+    }
+}
+
 impl Authority for MemoryAuthority {
     fn apply(&mut self, now: Millis, op: &Op) -> Answer {
         match *op {
@@ -225,14 +237,9 @@ impl Authority for MemoryAuthority {
                 want,
                 seen,
                 account,
+                ..
             } => {
-                match seen {
-                    Some(Seen::Remaining(remaining)) => self.observe(now, None, Some(remaining)),
-                    Some(Seen::Count(count, at)) => {
-                        self.tune(now, self.bucket.rate(), Some((count, at)))
-                    }
-                    None => {}
-                }
+                self.see(now, seen);
                 if self.quota_until > now && !account {
                     Answer::Exhausted(self.quota_until - now)
                 } else if now < self.cooldown_until {
@@ -314,6 +321,7 @@ impl Immediate for MemoryAuthority {
                 want: 1,
                 seen: None,
                 account,
+                head: None,
             },
         )
     }
@@ -365,6 +373,7 @@ mod tests {
                 want: 1,
                 seen: None,
                 account: false,
+                head: None,
             },
         )
     }
@@ -408,6 +417,7 @@ mod tests {
             want,
             seen: None,
             account: false,
+            head: None,
         };
         // From a full bucket: three of five, and the refill waits for the first's response.
         assert_eq!(
@@ -523,6 +533,7 @@ mod tests {
             want: 1,
             seen: None,
             account: true,
+            head: None,
         };
         assert!(matches!(a.apply(400.0, &account), Answer::Admitted { .. }));
         assert_eq!(admit(&mut a, 400.0, 2), Answer::Exhausted(600.0));

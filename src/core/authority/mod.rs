@@ -15,10 +15,13 @@
 
 pub mod fair;
 pub mod memory;
+pub mod order;
+pub mod store;
 pub mod table;
 pub mod threads;
 
 use crate::core::authority::fair::{Shares, Turn};
+use crate::core::gate::line::LaneId;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
@@ -47,6 +50,9 @@ pub enum Op {
         /// An account call (`GET /usage`, `/limits`): the quota's closure does not hold it,
         /// since it is how one checks the quota.
         account: bool,
+        /// The head of the line, for the order between the lines of several processes (see
+        /// [`order`]); `None` asks out of order (the memory authority always does).
+        head: Option<Head>,
     },
     /// The response to admission `id` came back: if it paused the refill, the refill restarts.
     Resume {
@@ -77,6 +83,18 @@ pub enum Op {
         /// How long admissions stay closed.
         ms: Millis,
     },
+}
+
+/// The head of a line asking a store for a token: how long it has waited (the store puts its
+/// arrival on its own clock) and its lane.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Head {
+    /// Milliseconds since it came.
+    pub waited_ms: Millis,
+    /// Its lane and the lane's weight (`None` at the front of its line).
+    pub lane: Option<(LaneId, f64)>,
+    /// Calls waiting in its line, itself included (see [`Turn`]).
+    pub waiting: u32,
 }
 
 /// What a recent response said of the tokens, riding along with the next admission.

@@ -2,19 +2,18 @@
 //! and its one timer per gate; what they all draw from (the state the memory authority keeps for
 //! a lone thread) lives in a [`Slot`] of shared memory that one thread changes at a time. The
 //! transitions are the memory authority's own: a transaction loads the state from the slot's
-//! words, applies the operation and saves it back. What sharing adds is order between the lines:
-//! the head of each waiting line leaves a claim, and a token goes to the head that the fair
-//! order says goes first ([`fair`](super::fair): the lanes' start tags, then arrival).
+//! words, applies the operation and saves it back. What sharing adds is the
+//! [`order`](super::order) between the lines: the head of each waiting line leaves a claim, and
+//! a token goes to the head the fair order puts first.
 //!
 //! A slot's words, in order: [`READY`] (1 once anything was saved), the gate's allowance and
 //! retry budget settings (the first thread's; the others must agree), the memory authority's
-//! state, the fair order, then [`CLAIMS`] claims of four words (thread, lane + 1 or 0 for the
-//! front, arrival, when it asks next).
+//! state, then the order (the fair order's clock and lanes, and the heads' claims).
 
-use crate::core::authority::fair::{self, Fair, Shares, Turn};
+use crate::core::authority::fair::{Shares, Turn};
 use crate::core::authority::memory::MemoryAuthority;
+use crate::core::authority::order::{self, Ask, Order};
 use crate::core::authority::{AdmissionId, Answer, Authority, Immediate, Op};
-use crate::core::gate::line::{LaneId, Tag};
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
@@ -25,17 +24,9 @@ pub const READY: usize = 0;
 const CONFIG: usize = 1;
 const CONFIG_WORDS: usize = 7;
 const STATE: usize = CONFIG + CONFIG_WORDS;
-const FAIR_AT: usize = STATE + MemoryAuthority::WORDS;
-const CLAIMS_AT: usize = FAIR_AT + fair::WORDS;
-const CLAIM: usize = 4;
-/// Heads of lines that can hold a claim at once; more threads than this wait unordered.
-pub const CLAIMS: usize = 8;
+const ORDER_AT: usize = STATE + MemoryAuthority::WORDS;
 /// Numbers in a slot.
-pub const WORDS: usize = CLAIMS_AT + CLAIM * CLAIMS;
-
-/// The longest a claim outlives its time: a thread whose line emptied, or that died, holds the
-/// others back at most this long (and at most one token interval).
-pub const GRACE_MS: Millis = 250.0;
+pub const WORDS: usize = ORDER_AT + order::WORDS;
 
 /// The highest thread number: numbers salt admission ids above 2^40 and stay below 2^53.
 pub const MAX_THREAD: u32 = 4095;
@@ -106,8 +97,7 @@ pub fn vacant(words: &mut [f64; WORDS], now: Millis) -> bool {
     let Some(settings) = Settings::load(words) else {
         return true;
     };
-    let claimed = (0..CLAIMS).any(|i| words[CLAIMS_AT + CLAIM * i] != 0.0);
-    !claimed && state(words, settings).idle(now)
+    !Order(&mut words[ORDER_AT..]).claimed() && state(words, settings).idle(now)
 }
 
 /// Brings the state of a slot a thread kept apart (`from`) into the slot the threads share now
@@ -121,13 +111,13 @@ pub fn merge(into: &mut [f64; WORDS], from: &[f64; WORDS], now: Millis) {
     let held = match Settings::load(into) {
         Some(held) if into[READY] == 1.0 => held,
         _ => {
-            into[..CLAIMS_AT].copy_from_slice(&from[..CLAIMS_AT]);
+            into[..ORDER_AT].copy_from_slice(&from[..ORDER_AT]);
             return;
         }
     };
     let mut mine = state(into, held);
     mine.absorb(now, &mut state(from, theirs));
-    into[STATE..FAIR_AT].copy_from_slice(&mine.save());
+    into[STATE..ORDER_AT].copy_from_slice(&mine.save());
 }
 
 /// Makes a fresh slot the gate's: its settings and a full bucket (full as of any time: the
@@ -136,78 +126,14 @@ fn init(words: &mut [f64; WORDS], settings: Settings) {
     words.fill(0.0);
     settings.save(words);
     let fresh = MemoryAuthority::new(settings.rate, settings.budget, 0.0);
-    words[STATE..FAIR_AT].copy_from_slice(&fresh.save());
+    words[STATE..ORDER_AT].copy_from_slice(&fresh.save());
     words[READY] = 1.0;
 }
 
 fn state(words: &[f64; WORDS], settings: Settings) -> MemoryAuthority {
     let mut saved = [0.0; MemoryAuthority::WORDS];
-    saved.copy_from_slice(&words[STATE..FAIR_AT]);
+    saved.copy_from_slice(&words[STATE..ORDER_AT]);
     MemoryAuthority::load(settings.rate, settings.budget, saved)
-}
-
-/// The heads waiting on a slot: (thread, lane + 1 or 0 for the front, arrival, when it asks
-/// next) each, thread 0 for none; and the fair order that ranks them.
-struct Claims<'a> {
-    fair: &'a mut [f64],
-    claims: &'a mut [f64],
-}
-
-/// Where a head goes in the order between the lines: its start tag, its arrival, its thread.
-type Order = (Tag, f64, f64);
-
-impl Claims<'_> {
-    /// Forgets claims whose thread has not asked again within `grace` of when it said it would
-    /// (it left, or died): a dead thread holds the others back at most that long.
-    fn expire(&mut self, now: Millis, grace: Millis) {
-        for c in self.claims.chunks_exact_mut(CLAIM) {
-            if c[0] != 0.0 && c[3] + grace < now {
-                c.fill(0.0);
-            }
-        }
-    }
-
-    /// When the first head of another thread that goes before `mine` asks next.
-    fn ahead(&mut self, mine: Order) -> Option<Millis> {
-        let fair = Fair(&mut *self.fair);
-        self.claims
-            .chunks_exact(CLAIM)
-            .filter(|c| c[0] != 0.0 && c[0] != mine.2)
-            .map(|c| {
-                let lane = (c[1] != 0.0).then(|| c[1] as LaneId - 1);
-                ((fair.start(lane), c[2], c[0]), c[3])
-            })
-            .filter(|(order, _)| order.0 < mine.0 || (order.0 == mine.0 && order.1 < mine.1))
-            .min_by(|a, b| a.0 .0.cmp(&b.0 .0).then(a.0 .1.total_cmp(&b.0 .1)))
-            .map(|(_, due)| due)
-    }
-
-    /// Records (or updates) this thread's claim, if there is room.
-    fn put(&mut self, me: f64, turn: &Turn, due: Millis) {
-        let find = |who: f64| self.claims.chunks_exact(CLAIM).position(|c| c[0] == who);
-        let spot = find(me).or_else(|| find(0.0));
-        let lane = turn.lane.map_or(0.0, |(id, _)| f64::from(id) + 1.0);
-        if let Some(i) = spot {
-            self.claims[CLAIM * i..CLAIM * (i + 1)].copy_from_slice(&[me, lane, turn.since, due]);
-        }
-    }
-
-    /// A faster allowance: no head asks again later than `by`.
-    fn hasten(&mut self, by: Millis) {
-        for c in self.claims.chunks_exact_mut(CLAIM) {
-            if c[0] != 0.0 {
-                c[3] = c[3].min(by);
-            }
-        }
-    }
-
-    fn remove(&mut self, me: f64) {
-        for c in self.claims.chunks_exact_mut(CLAIM) {
-            if c[0] == me {
-                c.fill(0.0);
-            }
-        }
-    }
 }
 
 /// A gate's authority in a slot shared with the process's other threads.
@@ -283,7 +209,7 @@ impl ThreadAuthority {
     fn with<R>(
         &mut self,
         now: Millis,
-        f: impl FnMut(&mut MemoryAuthority, &mut Claims, Millis) -> (R, bool),
+        f: impl FnMut(&mut MemoryAuthority, &mut Order, Millis) -> (R, bool),
     ) -> R {
         self.transact(now, f, false)
             .expect("a transaction that is not an admission runs")
@@ -293,11 +219,11 @@ impl ThreadAuthority {
     fn transact<R>(
         &mut self,
         now: Millis,
-        mut f: impl FnMut(&mut MemoryAuthority, &mut Claims, Millis) -> (R, bool),
+        mut f: impl FnMut(&mut MemoryAuthority, &mut Order, Millis) -> (R, bool),
         admission: bool,
     ) -> Option<R> {
         let mut out = None;
-        let step = &mut |a: &mut MemoryAuthority, c: &mut Claims, t: Millis| {
+        let step = &mut |a: &mut MemoryAuthority, c: &mut Order, t: Millis| {
             let (r, changed) = f(a, c, t);
             out = Some(r);
             changed
@@ -311,7 +237,7 @@ impl ThreadAuthority {
     fn run(
         &mut self,
         now: Millis,
-        f: &mut dyn FnMut(&mut MemoryAuthority, &mut Claims, Millis) -> bool,
+        f: &mut dyn FnMut(&mut MemoryAuthority, &mut Order, Millis) -> bool,
         admission: bool,
     ) {
         let shared_now = now + self.offset;
@@ -325,9 +251,8 @@ impl ThreadAuthority {
             // The slot's settings: a budget another thread brought since is kept, not lost.
             let settings = Settings::load(words).unwrap_or(settings);
             let mut authority = state(words, settings);
-            let (head, claims) = words.split_at_mut(CLAIMS_AT);
-            let (head, fair) = head.split_at_mut(FAIR_AT);
-            let changed = f(&mut authority, &mut Claims { fair, claims }, shared_now);
+            let (head, order) = words.split_at_mut(ORDER_AT);
+            let changed = f(&mut authority, &mut Order(order), shared_now);
             if changed {
                 head[STATE..].copy_from_slice(&authority.save());
                 if settings.learn {
@@ -353,11 +278,13 @@ impl Authority for ThreadAuthority {
                 want,
                 seen,
                 account,
+                head,
             } => Op::Admit {
                 id: self.salted(id),
                 want,
                 seen,
                 account,
+                head,
             },
             Op::Resume { id } => Op::Resume {
                 id: self.salted(id),
@@ -369,53 +296,29 @@ impl Authority for ThreadAuthority {
 }
 
 impl Immediate for ThreadAuthority {
-    /// A token goes to the head that goes first among the threads' lines (the smallest start
-    /// tag, then the earliest arrival): a head behind it waits until it has asked (looking
-    /// again every eighth of a token interval, at most 20 ms, once it is due). A claim not
-    /// renewed within one token interval (at most [`GRACE_MS`]) of its time lapses: its thread
-    /// died, or its line emptied.
+    /// A token goes to the head that goes first among the threads' lines (see
+    /// [`Order::admit`]); a claim not renewed within one token interval (at most
+    /// [`order::GRACE_MS`]) of its time lapses: its thread died, or its line emptied.
     fn admit(&mut self, now: Millis, id: AdmissionId, turn: Turn, account: bool) -> Answer {
-        let me = f64::from(self.thread);
-        let id = self.salted(id);
-        let turn = Turn {
-            since: turn.since + self.offset,
-            ..turn
+        let ask = Ask {
+            who: f64::from(self.thread),
+            turn: Turn {
+                since: turn.since + self.offset,
+                ..turn
+            },
+            id: self.salted(id),
+            want: 1,
+            seen: None,
+            account,
         };
         let mut shares = self.shares;
-        let interval = self.settings.rate.ms_per_token();
-        let (grace, again) = (interval.min(GRACE_MS), (interval / 8.0).clamp(1.0, 20.0));
+        let timing = order::timing(self.settings.rate);
         let answer = self.transact(
             now,
-            |a, claims, t| {
-                claims.expire(t, grace);
-                let fair = Fair(&mut *claims.fair);
-                shares = fair.shares();
-                let start = fair.start(turn.lane.map(|(lane, _)| lane));
-                if let Some(due) = claims.ahead((start, turn.since, me)) {
-                    let wait = (due - t).max(again);
-                    claims.put(me, &turn, t + wait);
-                    return ((Answer::Wait(wait), true), true);
-                }
-                let answer = a.apply(
-                    t,
-                    &Op::Admit {
-                        id,
-                        want: 1,
-                        seen: None,
-                        account,
-                    },
-                );
-                match answer {
-                    Answer::Wait(ms) => claims.put(me, &turn, t + ms),
-                    Answer::Admitted { .. } => {
-                        let mut fair = Fair(&mut *claims.fair);
-                        fair.admitted(&turn);
-                        shares = fair.shares();
-                        claims.remove(me);
-                    }
-                    _ => claims.remove(me),
-                }
-                ((answer, false), true)
+            |a, order, t| {
+                let answer = order.admit(a, t, &ask, timing);
+                shares = order.shares();
+                (answer, true)
             },
             true,
         );
@@ -486,9 +389,9 @@ impl Immediate for ThreadAuthority {
     /// every thread's next transaction finds it.
     fn tune(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>) {
         self.settings.rate = rate;
-        self.with(now, |a, claims, t| {
+        self.with(now, |a, order, t| {
             if rate.per_second() > a.rate().per_second() {
-                claims.hasten(t + rate.ms_per_token());
+                order.hasten(t + rate.ms_per_token());
             }
             a.tune(t, rate, count);
             ((), true)

@@ -13,7 +13,7 @@ use crate::core::rules::learn::Learner;
 /// the one another thread or process heard.
 pub(super) const OPENING_RECHECK_MS: Millis = 100.0;
 use crate::core::authority::fair::Turn;
-use crate::core::authority::{AdmissionId, Answer, Immediate, Op};
+use crate::core::authority::{AdmissionId, Answer, Head, Immediate, Op};
 use crate::core::rules::policy::Reason;
 use crate::core::Millis;
 
@@ -55,6 +55,7 @@ impl Gate {
                 _ => now,
             },
             lane: call.lane_in_line().map(|id| (id, call.spec.lane.weight)),
+            waiting: self.line.len() as u32,
         };
         // A call let in because its token comes within `maxWaitMs` goes when it comes: a
         // wake-up that comes late (a busy event loop) turns it into no refusal after the wait.
@@ -120,6 +121,11 @@ impl Gate {
                         want: want as u32,
                         seen,
                         account,
+                        head: Some(Head {
+                            waited_ms: now - turn.since,
+                            lane: turn.lane,
+                            waiting: turn.waiting,
+                        }),
                     },
                 });
                 return true;

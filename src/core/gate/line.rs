@@ -30,11 +30,16 @@ pub type LaneId = u32;
 /// Virtual time, in units of 2^-32 of a weight-1 admission.
 pub type Tag = u128;
 
+/// The most an admission costs: weights below 2^-21 are all alike, so that a cost is exact in an
+/// `f64` (and in `gate.lua`'s numbers).
+const MAX_COST: f64 = 9_007_199_254_740_992.0;
+
 /// What one admission costs a lane of `weight` in virtual time: `2^32 / weight`, at least one
-/// unit (weights above 2^32 are all alike).
+/// unit (weights above 2^32 are all alike) and at most 2^53.
 pub fn cost(weight: f64) -> Tag {
-    // `as` saturates: a weight near zero costs u64::MAX units, still far from the top of a u128.
-    ((4_294_967_296.0 / weight).round() as u64).max(1).into()
+    ((4_294_967_296.0 / weight).round().min(MAX_COST) as u64)
+        .max(1)
+        .into()
 }
 
 /// The lane a call waits in, and the lane's share of admissions.

@@ -24,7 +24,7 @@ impl Gate {
             Some(reply) => link.answered(op, reply),
             None => link.failed(now, op),
         };
-        let answer = reply.map(|r| r.answer);
+        let (answer, shares) = (reply.map(|r| r.answer), reply.and_then(|r| r.shares));
         if changed {
             let event = if answer.is_some() {
                 Event::StoreUp
@@ -37,7 +37,11 @@ impl Gate {
             return;
         };
         match (purpose, answer) {
-            (Purpose::Admit(id), Some(answer)) => self.store_admission(now, id, answer),
+            (Purpose::Admit(id), Some(answer)) => {
+                self.store_admission(now, id, answer);
+                // The processes' lines follow one fair order (see `authority::order`).
+                self.line.follow(shares.as_ref());
+            }
             (Purpose::Charge { call, cost }, answer) => {
                 let paid = match answer {
                     Some(answer) => matches!(answer, Answer::Charged(_)),

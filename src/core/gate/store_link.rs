@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use super::action::OpId;
 use super::CallId;
+use crate::core::authority::fair::Shares;
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::{AdmissionId, Answer, Seen};
 use crate::core::base::map::IdHasher;
@@ -95,6 +96,8 @@ pub struct StoreReply {
     pub answer: Answer,
     /// The allowance the store followed before the operation (`None` if it said none).
     pub stored: Option<Rate>,
+    /// The fair order between the processes' lines after it (`None` if it said none).
+    pub shares: Option<Shares>,
 }
 
 /// The gate's view of its store.

@@ -265,6 +265,7 @@ impl ArticleGate {
             want: 1,
             seen: None,
             account: false,
+            head: None,
         };
         match self.authority.apply(now, &admit) {
             Answer::Admitted { .. } => {

@@ -1,10 +1,10 @@
-//! The simulator's shared store: the memory authority standing in for `gate.lua` (one state per
+//! The simulator's shared store: the store authority standing in for `gate.lua` (one state per
 //! gate, made on first use from what the operation carries, following the rate each operation
-//! carries as the script does), and the learned facts of `learned.lua`, answering after a
-//! latency, or not at all while it is down.
+//! carries as the script does, with the order between the processes' lines), and the learned
+//! facts of `learned.lua`, answering after a latency, or not at all while it is down.
 
-use crate::core::authority::memory::MemoryAuthority;
-use crate::core::authority::{Authority, Op};
+use crate::core::authority::store::StoreAuthority;
+use crate::core::authority::Op;
 use crate::core::base::map::Map;
 use crate::core::gate::store_link::StoreReply;
 use crate::core::gates::fleet::Shared;
@@ -17,7 +17,7 @@ use crate::core::Millis;
 #[derive(Debug, Default)]
 pub struct FakeStore {
     /// Each gate's state, by scope.
-    pub gates: Map<Scope, MemoryAuthority>,
+    pub gates: Map<Scope, StoreAuthority>,
     /// What each credential's learning gates shared.
     pub learned: Map<Scope, Vec<Shared>>,
     /// Milliseconds before each answer.
@@ -29,13 +29,13 @@ pub struct FakeStore {
 }
 
 impl FakeStore {
-    /// Runs `op` for the gate of `scope` at `now`, with the gate's rate and budget as the
-    /// operation carries them, answering with the rate it held before, as the script does;
-    /// `None` while down.
+    /// Runs `op` for process `who`'s gate of `scope` at `now`, with the gate's rate and budget
+    /// as the operation carries them, answering with the rate it held before and the fair
+    /// order, as the script does; `None` while down.
     pub fn run(
         &mut self,
         now: Millis,
-        scope: &Scope,
+        (scope, who): (&Scope, f64),
         op: &Op,
         rate: Rate,
         budget: Option<RefillingConfig>,
@@ -47,15 +47,16 @@ impl FakeStore {
         let authority = self
             .gates
             .entry(scope.clone())
-            .or_insert_with(|| MemoryAuthority::new(rate, budget, now));
-        let stored = authority.rate();
+            .or_insert_with(|| StoreAuthority::new(rate, budget, now));
+        let stored = authority.memory.rate();
         if stored != rate {
-            authority.tune(now, rate, None);
+            authority.follow(now, rate);
         }
-        let answer = authority.apply(now, op);
+        let answer = authority.apply_for(now, who, rate, op);
         Some(StoreReply {
             answer,
             stored: Some(stored),
+            shares: Some(authority.shares()),
         })
     }
 

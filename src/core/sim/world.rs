@@ -574,7 +574,8 @@ impl World {
                         continue;
                     };
                     let budget = gates.budget(gate);
-                    if let Some(reply) = self.store.run(now, &scope, &op, rate, budget) {
+                    let who = p as f64 + 1.0;
+                    if let Some(reply) = self.store.run(now, (&scope, who), &op, rate, budget) {
                         let at = now + self.store.latency;
                         self.push(at, What::StoreAnswer(p, gate, id, Some(reply)));
                     }
