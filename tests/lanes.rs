@@ -55,16 +55,25 @@ fn world(rate: Rate, weights: &[Option<f64>]) -> (World, Vec<WrapperId>) {
     (World::new(vec![gates], Box::new(server)), wrappers)
 }
 
-/// 40 background calls at 0, 8 live ones at 1 s, at burst 2 at 2/s: when the last live call and
-/// the last call of all are done, and the 429s.
+/// 40 background calls at 0, 8 live ones at 1 s, at burst 2 at 2/s, in one process: when the
+/// last live call and the last call of all are done, and the 429s.
 fn background_then_live(weights: &[Option<f64>]) -> (Millis, Millis, usize) {
-    let rate = Rate::new(2.0, 2.0).unwrap();
-    let (mut w, lanes) = world(rate, weights);
+    let (w, lanes) = world(Rate::new(2.0, 2.0).unwrap(), weights);
+    background_then_live_on(w, (0, lanes[0]), (0, lanes[1]))
+}
+
+/// The same calls in `w` (a world at 2/s), the background ones by `background` (process,
+/// wrapper) and the live ones by `live`.
+fn background_then_live_on(
+    mut w: World,
+    background: (usize, WrapperId),
+    live: (usize, WrapperId),
+) -> (Millis, Millis, usize) {
     let background: Vec<usize> = (0..40)
-        .map(|_| w.start_at(0.0, Call::get(0, lanes[0], "key", SNAPSHOT)))
+        .map(|_| w.start_at(0.0, Call::get(background.0, background.1, "key", SNAPSHOT)))
         .collect();
     let live: Vec<usize> = (0..8)
-        .map(|_| w.start_at(1_000.0, Call::get(0, lanes[1], "key", SNAPSHOT)))
+        .map(|_| w.start_at(1_000.0, Call::get(live.0, live.1, "key", SNAPSHOT)))
         .collect();
     w.run();
     let done = |calls: &[usize]| {
@@ -175,36 +184,14 @@ enum Sharing {
 fn across_threads_and_processes_live_calls_of_one_go_before_background_refreshes_of_another() {
     // Line 1 queues the 40 background calls, line 2 the 8 live ones a second later: the lines
     // follow one schedule, as the single line above does (4.54 s, 23.04 s in one process).
-    for (sharing, live_by) in [(Sharing::Threads, 4_560.0), (Sharing::Store, 4_560.0)] {
-        let (live, all) = background_then_live_in(sharing);
-        assert!(live <= live_by, "{sharing:?}: live done at {live} ms");
+    // (Measured: 4,540 and 23,040 ms in threads; 4,543 and 23,043 ms through a store 1 ms away.)
+    for sharing in [Sharing::Threads, Sharing::Store] {
+        let (w, lanes) = shared_world(2, Rate::new(2.0, 2.0).unwrap(), sharing);
+        let (live, all, rejected) = background_then_live_on(w, (0, lanes[0].0), (1, lanes[1].1));
+        assert_eq!(rejected, 0, "{sharing:?}");
+        assert!(live <= 4_560.0, "{sharing:?}: live done at {live} ms");
         assert!(all <= 23_050.0, "{sharing:?}: all done at {all} ms");
     }
-}
-
-/// The case with the background calls in one line and the live ones in another.
-fn background_then_live_in(sharing: Sharing) -> (Millis, Millis) {
-    let rate = Rate::new(2.0, 2.0).unwrap();
-    let (mut w, lanes) = shared_world(2, rate, sharing);
-    let background: Vec<usize> = (0..40)
-        .map(|_| w.start_at(0.0, Call::get(0, lanes[0].0, "key", SNAPSHOT)))
-        .collect();
-    let live: Vec<usize> = (0..8)
-        .map(|_| w.start_at(1_000.0, Call::get(1, lanes[1].1, "key", SNAPSHOT)))
-        .collect();
-    w.run();
-    let done = |calls: &[usize]| {
-        calls
-            .iter()
-            .map(|i| {
-                assert_eq!(w.log.settled[i].1, End::Deliver);
-                w.log.settled[i].0
-            })
-            .fold(0.0, f64::max)
-    };
-    let rejected = w.log.responses.iter().filter(|r| r.2 == 429).count();
-    assert_eq!(rejected, 0, "{sharing:?}");
-    (done(&live), done(&background))
 }
 
 #[test]
