@@ -45,11 +45,12 @@ test('live calls in a heavier lane go before a queue of background refreshes, on
     assert.deepEqual([bg.weight, bg.admitted, bg.waiting, lv.weight, lv.admitted, lv.waiting], [1, 40, 0, 9, 8, 0]);
     assert.ok(bg.waitedMs > lv.waitedMs && lv.waitedMs > 0, `waited: background ${bg.waitedMs} ms, live ${lv.waitedMs} ms`);
     assert.match(live.describe().lane, /"live", of weight 9/);
-    // Names: the wrapper's own calls are `default`; an unnamed lane is numbered by the lanes
-    // this thread made (so two never share a name), a named one keeps its name.
+    // Names: the wrapper's own calls are `default`; an unnamed lane is numbered by the unnamed
+    // lanes this thread made (so two never share a name), a named one keeps its name (and is
+    // the lane of that name for every wrapper, thread and process on the gates).
     assert.deepEqual([fetchImpl.stats().lane.name, lv.name], ['default', 'live']);
     const [n] = bg.name.match(/^lane-(\d+)$/).slice(1).map(Number);
-    assert.equal(fetchImpl.lane().stats().lane.name, `lane-${n + 2}`);
+    assert.equal(fetchImpl.lane().stats().lane.name, `lane-${n + 1}`);
     assert.equal(fetchImpl.describe().lane, undefined, "a wrapper's own calls are no lane of their own");
   } finally {
     await api.close();

@@ -219,8 +219,9 @@ export interface BatchOptions {
 export interface LaneOptions {
   /**
    * The lane's name in `stats().lane`, `describe().lane` and the metrics' `odds_gate.lane`
-   * (1 to 64 characters). @default `"lane-<n>"`, n counting the lanes made in this thread
-   * (1, 2, ...), so two unnamed lanes never share a name
+   * (1 to 64 characters), and which lane it is in every thread and process sharing the gates
+   * (lanes of one name are one lane). @default `"lane-<n>"`, n counting the unnamed lanes made
+   * in this thread (1, 2, ...), so two unnamed lanes never share a name
    */
   name?: string;
   /** The lane's share against the other lanes' (a positive finite number). @default 1 */

@@ -41,7 +41,7 @@ fn world(rate: Rate, weights: &[Option<f64>]) -> (World, Vec<WrapperId>) {
     let wrappers = weights
         .iter()
         .map(|w| match w {
-            Some(weight) => gates.lane(profile(rate), *weight),
+            Some(weight) => gates.lane(profile(rate), *weight, None),
             None => gates.wrapper(profile(rate)),
         })
         .collect();
@@ -132,10 +132,16 @@ fn a_background_lane_under_a_saturated_heavier_lane_gets_its_share() {
 }
 
 /// `lines` threads of one process sharing memory (`Sharing::Threads`), or processes sharing a
-/// store 1 ms away, each with a background lane (weight 1) and a live lane (weight 9), made in
-/// that order, on one key at `rate` that the server allows exactly: the world, and each line's
-/// (background, live) wrappers.
-fn shared_world(lines: u32, rate: Rate, sharing: Sharing) -> (World, Vec<(WrapperId, WrapperId)>) {
+/// store 1 ms away, each with a background lane (weight 1) and a live lane (weight 9) on one
+/// key at `rate` that the server allows exactly: the world, and each line's (background, live)
+/// wrappers. Unnamed lanes are made in the same order everywhere; `named` ones ("background",
+/// "live") in the other order every other line.
+fn shared_world(
+    lines: u32,
+    rate: Rate,
+    sharing: Sharing,
+    named: bool,
+) -> (World, Vec<(WrapperId, WrapperId)>) {
     let shelf = Shelf::default();
     let mut processes = Vec::new();
     let mut lanes = Vec::new();
@@ -158,7 +164,21 @@ fn shared_world(lines: u32, rate: Rate, sharing: Sharing) -> (World, Vec<(Wrappe
             keeping,
             ..profile(rate)
         };
-        lanes.push((gates.lane(shared.clone(), 1.0), gates.lane(shared, 9.0)));
+        let pair = match (named, line % 2) {
+            (false, _) => {
+                let background = gates.lane(shared.clone(), 1.0, None);
+                (background, gates.lane(shared, 9.0, None))
+            }
+            (true, 0) => {
+                let live = gates.lane(shared.clone(), 9.0, Some("live"));
+                (gates.lane(shared, 1.0, Some("background")), live)
+            }
+            (true, _) => {
+                let background = gates.lane(shared.clone(), 1.0, Some("background"));
+                (background, gates.lane(shared, 9.0, Some("live")))
+            }
+        };
+        lanes.push(pair);
         processes.push(gates);
     }
     let limiter = Limiter {
@@ -185,30 +205,40 @@ fn across_threads_and_processes_live_calls_of_one_go_before_background_refreshes
     // Line 1 queues the 40 background calls, line 2 the 8 live ones a second later: the lines
     // follow one schedule, as the single line above does (4.54 s, 23.04 s in one process).
     // (Measured: 4,540 and 23,040 ms in threads; 4,543 and 23,043 ms through a store 1 ms away.)
-    for sharing in [Sharing::Threads, Sharing::Store] {
-        let (w, lanes) = shared_world(2, Rate::new(2.0, 2.0).unwrap(), sharing);
+    for (sharing, named) in [
+        (Sharing::Threads, false),
+        (Sharing::Store, false),
+        (Sharing::Threads, true),
+        (Sharing::Store, true),
+    ] {
+        let (w, lanes) = shared_world(2, Rate::new(2.0, 2.0).unwrap(), sharing, named);
         let (live, all, rejected) = background_then_live_on(w, (0, lanes[0].0), (1, lanes[1].1));
         assert_eq!(rejected, 0, "{sharing:?}");
-        assert!(live <= 4_560.0, "{sharing:?}: live done at {live} ms");
-        assert!(all <= 23_050.0, "{sharing:?}: all done at {all} ms");
+        assert!(
+            live <= 4_560.0,
+            "{sharing:?} {named}: live done at {live} ms"
+        );
+        assert!(all <= 23_050.0, "{sharing:?} {named}: all done at {all} ms");
     }
 }
 
 #[test]
 fn four_threads_or_processes_with_two_lanes_each_share_by_the_weights() {
     for sharing in [Sharing::Threads, Sharing::Store] {
-        let (slow, per_line) = four_lines_saturated(sharing);
-        // The lines' background lanes are one lane, as their live lanes are: one in ten.
-        assert_eq!(slow, 20, "{sharing:?}: background {slow} of 200");
-        assert_eq!(per_line, [50; 4], "{sharing:?}");
+        for named in [false, true] {
+            let (slow, per_line) = four_lines_saturated(sharing, named);
+            // The lines' background lanes are one lane, as their live lanes are: one in ten.
+            assert_eq!(slow, 20, "{sharing:?} {named}: background {slow} of 200");
+            assert_eq!(per_line, [50; 4], "{sharing:?} {named}");
+        }
     }
 }
 
 /// Four lines with 50 background and 50 live calls each: of the first 200 admissions, the
 /// background lanes' and each line's.
-fn four_lines_saturated(sharing: Sharing) -> (usize, Vec<usize>) {
+fn four_lines_saturated(sharing: Sharing, named: bool) -> (usize, Vec<usize>) {
     let rate = Rate::new(1.0, 10.0).unwrap();
-    let (mut w, lanes) = shared_world(4, rate, sharing);
+    let (mut w, lanes) = shared_world(4, rate, sharing, named);
     // Each line's calls come in turn, a hundredth of a millisecond apart.
     let (mut background, mut of_line) = (Vec::new(), Vec::new());
     for k in 0..50 {

@@ -174,7 +174,7 @@ impl Transport {
         let this = driver();
         let profile = profile(&this, &config);
         let (wrapper, lane) = this.with(|g| {
-            let wrapper = g.lane(profile, weight);
+            let wrapper = g.lane(profile, weight, name.as_deref());
             (wrapper, g.lane_of(wrapper).map(|(lane, ..)| lane))
         });
         config.lane_name =

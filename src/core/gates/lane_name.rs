@@ -1,7 +1,7 @@
 //! What a lane is called in `stats()`, `describe()`, the metrics' `odds_gate.lane` attribute and
 //! the simulator's reports: the name its maker gave, or one the gates' lane number gives.
 
-use crate::core::gate::line::Lane;
+use crate::core::gate::line::{Lane, LaneId};
 use crate::core::rules::allowance::ConfigError;
 
 /// The longest name, in characters: a name is a metrics attribute, kept short.
@@ -22,6 +22,15 @@ pub fn check(field: &'static str, name: &str) -> Result<(), ConfigError> {
             got: chars as f64,
         }),
     }
+}
+
+/// The lane a name stands for wherever gates are shared: its FNV-1a hash with the top bit set,
+/// apart from the numbers unnamed lanes get in the order they are made.
+pub fn id(name: &str) -> LaneId {
+    let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    hash | 0x8000_0000
 }
 
 /// The name of a lane not given one: [`DEFAULT`] for lane 0, else `lane-<n>` with the lane's

@@ -2,9 +2,9 @@
 //! batches), its stores, and the gate of a scope, made from the profile on first use or checked
 //! against it (see [`compat`](super::compat)).
 
-use super::compat;
 use super::profile::{Keeping, Profile, Refused, StoreId};
 use super::scope::Scope;
+use super::{compat, lane_name};
 use super::{Action, Entry, GateId, Gates, Print, Wrapper, WrapperId, SWEEP_PER_GATE};
 use crate::core::authority::threads::{Settings, ThreadAuthority};
 use crate::core::base::map::{Map, Set};
@@ -41,10 +41,17 @@ impl Gates {
 
     /// A new wrapper whose calls wait in a lane of their own with `weight` (a positive finite
     /// number: the boundary checks it): `lane()`, on the same gates as the wrapper whose
-    /// allowance, budget and store `profile` repeats.
-    pub fn lane(&mut self, profile: Profile, weight: f64) -> WrapperId {
-        self.lanes += 1;
-        let id = self.lanes;
+    /// allowance, budget and store `profile` repeats. A named lane is the lane of that name in
+    /// every thread and process (and for every wrapper of this one) that shares the gates; an
+    /// unnamed one is the one made in the same order.
+    pub fn lane(&mut self, profile: Profile, weight: f64, name: Option<&str>) -> WrapperId {
+        let id = match name {
+            Some(name) => lane_name::id(name),
+            None => {
+                self.lanes += 1;
+                self.lanes
+            }
+        };
         self.wrapper_in(profile, Lane { id, weight })
     }
 
