@@ -174,10 +174,7 @@ test('lanes across processes: live calls of one go before background calls anoth
     await new Promise((resolve) => setTimeout(resolve, 500));
     procs[1].stdin.end('go\n');
     const done = (await Promise.all(results)).flatMap((r) => r.done).sort((a, b) => a.at - b.at);
-    assert.equal(done.length, 48);
-    assert.deepEqual(new Set(done.map((d) => d.status)), new Set([200]));
-    assert.equal(api.stats().rejected, 0);
-    assertLiveWentFirst(done.map((d) => d.kind));
+    assertLiveWentFirst(done, api);
   } finally {
     await api.close();
   }

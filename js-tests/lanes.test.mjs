@@ -25,17 +25,14 @@ test('live calls in a heavier lane go before a queue of background refreshes, on
     const done = [];
     const call = (lane, kind, n) => lane(url(n), { headers }).then(async (r) => {
       await r.text();
-      done.push(kind);
-      return r.status;
+      done.push({ kind, status: r.status });
     });
     const queued = Array.from({ length: 40 }, (_, n) => call(background, 'background', n));
     await new Promise((r) => setTimeout(r, 100));
     const urgent = Array.from({ length: 8 }, (_, n) => call(live, 'live', 100 + n));
-    const statuses = await Promise.all([...queued, ...urgent]);
-    assert.deepEqual(new Set(statuses), new Set([200]));
-    assert.equal(api.stats().rejected, 0);
+    await Promise.all([...queued, ...urgent]);
     // Nine live for one background once they come (see support/lanes-order.mjs).
-    assertLiveWentFirst(done);
+    assertLiveWentFirst(done, api);
     // One gate for the key: the lanes share it, and its figures count every lane's calls;
     // each lane's own figures count its own.
     const gates = live.stats().gates;
@@ -64,12 +61,9 @@ test('across worker threads, live calls in one thread go before background calls
     const job = { mode: 'lanes', rate, baseUrl: api.baseUrl, apiKey: `lanes-${randomUUID()}`, background: 40, live: 8, delayMs: 500 };
     const { stdout } = await promisify(execFile)(process.execPath, [scenario, JSON.stringify(job)], { timeout: 120_000 });
     const done = JSON.parse(stdout).done;
-    assert.equal(done.length, 48);
-    assert.deepEqual(new Set(done.map((d) => d.status)), new Set([200]));
-    assert.equal(api.stats().rejected, 0);
     // The threads follow one schedule: as in one thread above (one line across the threads
     // would have the live calls done last).
-    assertLiveWentFirst(done.map((d) => d.kind));
+    assertLiveWentFirst(done, api);
   } finally {
     await api.close();
   }

@@ -45,6 +45,11 @@ fn world(rate: Rate, weights: &[Option<f64>]) -> (World, Vec<WrapperId>) {
             None => gates.wrapper(profile(rate)),
         })
         .collect();
+    (World::new(vec![gates], server(rate)), wrappers)
+}
+
+/// A server that allows exactly `rate` on one key, answering 20 ms after each request.
+fn server(rate: Rate) -> Box<Allowances> {
     let limiter = Limiter {
         name: None,
         path: String::new(),
@@ -52,7 +57,7 @@ fn world(rate: Rate, weights: &[Option<f64>]) -> (World, Vec<WrapperId>) {
     };
     let mut server = Allowances::new(vec![limiter], 1_000.0);
     server.latency_ms = 20.0;
-    (World::new(vec![gates], Box::new(server)), wrappers)
+    Box::new(server)
 }
 
 /// 40 background calls at 0, 8 live ones at 1 s, at burst 2 at 2/s, in one process: when the
@@ -181,14 +186,7 @@ fn shared_world(
         lanes.push(pair);
         processes.push(gates);
     }
-    let limiter = Limiter {
-        name: None,
-        path: String::new(),
-        rate,
-    };
-    let mut server = Allowances::new(vec![limiter], 1_000.0);
-    server.latency_ms = 20.0;
-    let mut world = World::new(processes, Box::new(server));
+    let mut world = World::new(processes, server(rate));
     world.store.latency = 1.0;
     (world, lanes)
 }

@@ -10,9 +10,15 @@ import assert from 'node:assert/strict';
 export const LANES_RATE = { burst: 2, perSecond: 20 };
 export const LANES_SERVER = { burst: 3, perSecond: 25 };
 
-/** `kinds`: 'live' or 'background' for each of the 48 calls, in the order they were done. */
-export function assertLiveWentFirst(kinds) {
-  assert.equal(kinds.length, 48);
+/**
+ * `done`: { kind: 'live' | 'background', status } for each of the 48 calls, in the order they
+ * were done; `api`: the fake API they went to (none of them a 429).
+ */
+export function assertLiveWentFirst(done, api) {
+  assert.equal(done.length, 48);
+  assert.deepEqual(new Set(done.map((d) => d.status)), new Set([200]));
+  assert.equal(api.stats().rejected, 0);
+  const kinds = done.map((d) => d.kind);
   const [first, last] = [kinds.indexOf('live'), kinds.lastIndexOf('live')];
   const among = kinds.slice(first, last).filter((kind) => kind === 'background').length;
   assert.ok(last < 30 && among <= 3, `the live calls were done ${first + 1}th to ${last + 1}th of 48: ${kinds.map((k) => k[0]).join('')}`);
