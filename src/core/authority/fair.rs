@@ -1,15 +1,16 @@
-//! The fair order between lines that share one gate's state (the threads of a process): the
-//! virtual clock of start-time fair queuing and each lane's next start, kept beside the state,
-//! so that the heads of every thread's line are ordered by the one schedule a single line of
-//! all their calls would follow (see [`line`](crate::core::gate::line)). A lane is the same
-//! lane in every thread (lane 0, a wrapper's own calls, and each lane by the order a thread
-//! made it); within a lane, heads go by arrival, whichever thread holds them.
+//! The fair order between lines that share one gate's state (the threads of a process, or the
+//! processes of a fleet through their store: see [`order`](super::order)): the virtual clock of
+//! start-time fair queuing and each lane's next start, kept beside the state, so that the heads
+//! of every line are ordered by the one schedule a single line of all their calls would follow
+//! (see [`line`](crate::core::gate::line)). A lane is the same lane in every line (lane 0, a
+//! wrapper's own calls; a named lane by its name; an unnamed one by the order its line made
+//! it); within a lane, heads go by arrival, whichever line holds them.
 //!
 //! The words: the clock, then [`LANES`] lanes of (lane + 1, next start), 0 for none. A tag is
 //! kept in two words (its whole admissions and its fraction, in units of 2^-32), each exact in
-//! an `f64` for the first 2^53 admissions of a gate. A lane whose next start the clock has passed banks nothing, so its place is free;
-//! when every place holds a lane that is ahead, a further lane starts at the clock (it is not
-//! held back by what it had before).
+//! an `f64` for the first 2^53 admissions of a gate. A lane whose next start the clock has
+//! passed banks nothing, so its place is free; when every place holds a lane that is ahead, a
+//! further lane starts at the clock (it is not held back by what it had before).
 
 use crate::core::gate::line::{cost, LaneId, Tag};
 

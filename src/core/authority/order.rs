@@ -1,8 +1,8 @@
 //! The order between lines that share one gate's state: the threads of a process (in their
 //! slot) or the processes of a fleet (in `gate.lua`'s `order` field, the same numbers in the
 //! same layout). The head of each waiting line leaves a claim, and a token goes to the head the
-//! fair order puts first ([`fair`](super::fair): the smallest start tag, then the earliest
-//! arrival), whichever line holds it; a head behind it waits until it has asked.
+//! fair order puts first ([`fair`]: the smallest start tag, then the earliest arrival),
+//! whichever line holds it; a head behind it waits until it has asked.
 //!
 //! The words: the fair order's, then [`CLAIMS`] claims of four (who, lane + 1 or 0 for the
 //! front, arrival, when it asks next), who 0 for none. More lines than that wait unordered.

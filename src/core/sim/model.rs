@@ -3,7 +3,7 @@
 //! simulated server (a token bucket with the same allowance, `Retry-After` on every 429). Beyond
 //! the article: learning (the gates are not told the allowance), headers on every answer or on
 //! 429s only, a second limiter, and several processes sharing a store or several threads
-//! sharing memory; lanes of workers on the one shared gate ([`lanes`](super::lanes)).
+//! sharing memory; lanes of workers on the one shared gate ([`lanes`]).
 
 use std::cell::RefCell;
 use std::rc::Rc;
