@@ -178,6 +178,50 @@ fn what_one_thread_learns_holds_every_thread_on_its_own_clock() {
     assert!(admitted(b.admit(4_100.0, 0, at(4_000.0), false)));
 }
 
+/// A slot that counts the transactions run on it.
+#[derive(Clone)]
+struct Counted(Shared, Arc<Mutex<u32>>);
+
+impl Slot for Counted {
+    fn transact(&mut self, f: &mut dyn FnMut(&mut [f64; WORDS]) -> bool, admission: bool) -> bool {
+        *self.1.lock().unwrap() += 1;
+        self.0.transact(f, admission)
+    }
+}
+
+#[test]
+fn a_successs_refund_rides_along_with_the_threads_next_transaction() {
+    let slot = Shared::new();
+    let transactions = Arc::new(Mutex::new(0));
+    let budget = Settings {
+        budget: Some(RefillingConfig {
+            capacity: 10.0,
+            ..RefillingConfig::DEFAULT
+        }),
+        ..settings(2.0, 2.0)
+    };
+    let counted = Box::new(Counted(slot.clone(), transactions.clone()));
+    let mut a = ThreadAuthority::join(counted, budget, 1, 0.0).unwrap();
+    let mut b = join(&slot, budget, 2, 0.0);
+    let charge = |cost, refund| Op::Charge { cost, refund };
+    assert_eq!(a.apply(0.0, &charge(6.0, 0.0)), Answer::Charged(4.0));
+    let before = *transactions.lock().unwrap();
+    a.credit(0.0, 1.0);
+    a.credit(0.0, 2.0);
+    assert_eq!(
+        *transactions.lock().unwrap(),
+        before,
+        "a credit costs no transaction"
+    );
+    assert_eq!(b.budget_left(), Some(4.0), "B has not heard of them yet");
+    // A's next transaction, whatever it is, brings both: B and A see them.
+    assert_eq!(a.budget_left(), Some(7.0));
+    assert_eq!(*transactions.lock().unwrap(), before + 1);
+    assert_eq!(b.budget_left(), Some(7.0));
+    // Told once: a charge after them starts from 7.
+    assert_eq!(a.apply(0.0, &charge(5.0, 0.0)), Answer::Charged(2.0));
+}
+
 #[test]
 fn the_retry_budget_and_the_allowance_are_the_first_threads() {
     let slot = Shared::new();

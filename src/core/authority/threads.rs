@@ -149,6 +149,9 @@ pub struct ThreadAuthority {
     yield_until: Millis,
     /// The fair order as the last admission found it.
     shares: Shares,
+    /// Successes' refunds to the retry budget not yet told: they ride along with this thread's
+    /// next transaction (a success costs none of its own).
+    refund: f64,
 }
 
 impl ThreadAuthority {
@@ -197,6 +200,7 @@ impl ThreadAuthority {
             offset,
             yield_until: f64::NEG_INFINITY,
             shares: Shares::default(),
+            refund: 0.0,
         })
     }
 
@@ -242,6 +246,8 @@ impl ThreadAuthority {
     ) {
         let shared_now = now + self.offset;
         let settings = self.settings;
+        let refund = std::mem::take(&mut self.refund);
+        let mut told = false;
         let words = &mut |words: &mut [f64; WORDS]| {
             // A slot given back fresh (its thread moved it) starts as the first thread's did.
             let fresh = words[READY] != 1.0;
@@ -251,8 +257,12 @@ impl ThreadAuthority {
             // The slot's settings: a budget another thread brought since is kept, not lost.
             let settings = Settings::load(words).unwrap_or(settings);
             let mut authority = state(words, settings);
+            told = refund > 0.0;
+            if told {
+                authority.credit(shared_now, refund);
+            }
             let (head, order) = words.split_at_mut(ORDER_AT);
-            let changed = f(&mut authority, &mut Order(order), shared_now);
+            let changed = f(&mut authority, &mut Order(order), shared_now) || told;
             if changed {
                 head[STATE..].copy_from_slice(&authority.save());
                 if settings.learn {
@@ -263,6 +273,10 @@ impl ThreadAuthority {
             changed || fresh
         };
         self.slot.transact(words, admission);
+        if !told {
+            // The slot did not run it (an admission asked to wait a moment): the next does.
+            self.refund += refund;
+        }
     }
 
     fn salted(&self, id: AdmissionId) -> AdmissionId {
@@ -396,6 +410,10 @@ impl Immediate for ThreadAuthority {
             a.tune(t, rate, count);
             ((), true)
         });
+    }
+
+    fn credit(&mut self, _now: Millis, refund: f64) {
+        self.refund += refund;
     }
 
     fn install_budget(&mut self, config: RefillingConfig) {

@@ -6,7 +6,7 @@ use super::action::{Action, End, Event, Heard};
 use super::call::{Next, Stage};
 use super::store_link::Purpose;
 use super::{CallId, Due, Gate, Keeper};
-use crate::core::authority::{Answer, Authority, Op, Remaining, Seen};
+use crate::core::authority::{Answer, Authority, Immediate, Op, Remaining, Seen};
 use crate::core::parse::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
 };
@@ -390,17 +390,9 @@ impl Gate {
     /// Credits a success's refund to the shared budget (with a store, it rides along with the
     /// next charge: a success costs no round trip).
     fn credit(&mut self, now: Millis, amount: f64) {
-        let op = Op::Charge {
-            cost: 0.0,
-            refund: amount,
-        };
         match &mut self.keeper {
-            Keeper::Memory(a) => {
-                a.apply(now, &op);
-            }
-            Keeper::Store(link) if link.alone() => {
-                link.fallback.apply(now, &op);
-            }
+            Keeper::Memory(a) => a.credit(now, amount),
+            Keeper::Store(link) if link.alone() => link.fallback.credit(now, amount),
             Keeper::Store(link) => link.refunds += amount,
         }
     }
