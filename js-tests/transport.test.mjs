@@ -346,6 +346,26 @@ test('a Retry-After too large to hold fails the call, holds the gate, and clearC
   assert.equal(calls, 2);
 });
 
+test('feedback headers are read from a Headers in one pass and from any object with get()', async () => {
+  const names = { 'Retry-After': '7', 'x-RateLimit-Limit': '30', 'X-RATELIMIT-REMAINING': '0', 'X-RateLimit-Bucket': 'odds', 'Content-Type': 'text/plain' };
+  const lower = Object.fromEntries(Object.entries(names).map(([k, v]) => [k.toLowerCase(), v]));
+  const shapes = {
+    Headers: () => new Response('{}', { status: 429, headers: names }),
+    // A response from elsewhere (another fetch, a test double): headers only answer get(), as
+    // fetch's contract says, case-insensitively.
+    'get() only': () => ({ status: 429, ok: false, headers: { get: (name) => lower[name.toLowerCase()] ?? null } }),
+  };
+  for (const [shape, make] of Object.entries(shapes)) {
+    const fetchImpl = createFetch({ rate: { burst: 5, perSecond: 5 }, retry: false, fetch: async () => make() });
+    const response = await fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } });
+    assert.equal(response.status, 429, shape);
+    const [gate] = fetchImpl.stats().gates;
+    assert.deepEqual(gate.lastFeedback, { retryAfterMs: 7000, limit: 30, remaining: 0, resetMs: null, limiter: 'odds' }, shape);
+    assert.ok(gate.cooldownRemainingMs > 6000, `${shape}: ${gate.cooldownRemainingMs} ms of cooldown`);
+    fetchImpl.clearCooldown();
+  }
+});
+
 test('options found wanting by probing are refused with errors that name them', () => {
   const rate = { burst: 1, perSecond: 1 };
   const cases = [

@@ -2,9 +2,9 @@
 // JavaScript because it runs on every call: the package's fast path (index.js, which gets it
 // from `attemptFunction()`) calls it for a call the gate admits at once, and the driver
 // (driver.rs) for every other attempt: one implementation, one module, one timer.
-import { callerSignal } from './reads.js';
+import { callerSignal, feedbackOf } from './reads.js';
 
-/** How an attempt ended, as passed to `settle(id, value, how, status)`. */
+/** How an attempt ended, as passed to `settle(id, value, how, status, feedback)`. */
 export const RESPONSE = 0; // value: the Response (any status)
 export const FAILED = 1; // value: the inner fetch's rejection
 export const TIMED_OUT = 2; // value: the rejection caused by our per-attempt timeout
@@ -14,6 +14,9 @@ export const INVALID = 4; // value: the inner fetch's rejection of a request tha
 /** A response's status, read here once for both paths; 0 when it has none. */
 const statusOf = (response) =>
   (response !== null && typeof response === 'object' && typeof response.status === 'number' ? response.status : 0);
+
+/** Settles an attempt that got `response`: its status and feedback headers go along. */
+const answered = (settle, id, response) => settle(id, response, RESPONSE, statusOf(response), feedbackOf(response));
 
 // Attempts in flight under a timeout, and one timer for the earliest of them: a process with
 // thousands of calls in flight holds one timer, and none holds the process open once nothing is
@@ -83,14 +86,15 @@ function call(fetch, input, init) {
 }
 
 /**
- * Calls `fetch(input, init)` and settles with `settle(id, value, how, status)`; `status` is the
- * response's, 0 for anything but a response. With `timeoutMs` 0 the call goes out as it is:
+ * Calls `fetch(input, init)` and settles with `settle(id, value, how, status, feedback)`;
+ * `status` is the response's, 0 for anything but a response, and `feedback` its feedback
+ * headers read in one pass (see `feedbackOf`). With `timeoutMs` 0 the call goes out as it is:
  * no copy of `init`, no timer (`retry: false`). Otherwise it gets a copy of `init` whose signal
  * aborts when the caller's does or after `timeoutMs`, whichever is first.
  */
 export function attempt(fetch, input, init, timeoutMs, settle, id) {
   if (timeoutMs === 0) {
-    return call(fetch, input, init).then((r) => settle(id, r, RESPONSE, statusOf(r)), (e) => settle(id, e, failed(input, init), 0));
+    return call(fetch, input, init).then((r) => answered(settle, id, r), (e) => settle(id, e, failed(input, init), 0));
   }
   const caller = callerSignal(input, init);
   if (caller && caller.aborted) return Promise.resolve(caller).then((c) => settle(id, abortReason(c), CALLER_ABORTED, 0));
@@ -109,7 +113,7 @@ export function attempt(fetch, input, init, timeoutMs, settle, id) {
   return call(fetch, input, guarded).then(
     (response) => {
       done();
-      return settle(id, response, RESPONSE, statusOf(response));
+      return answered(settle, id, response);
     },
     (error) => {
       done();

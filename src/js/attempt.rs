@@ -1,7 +1,7 @@
 //! One attempt, as the bindings see it. The work itself (timeout, caller's signal, a copy of
-//! `init`) is done by `attempt.js`, which the package's fast path calls directly for calls
-//! admitted at once (through `attemptFunction`, so both paths share one module and its one
-//! timer); the driver calls it for every other attempt.
+//! `init`, the response's feedback headers) is done by `attempt.js`, which the package's fast
+//! path (`fast.js`) calls directly for calls admitted at once; the driver calls it for every
+//! other attempt: one module and its one timer.
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -13,11 +13,8 @@ use crate::core::Millis;
 
 #[wasm_bindgen(module = "/src/js/attempt.js")]
 extern "C" {
-    #[wasm_bindgen(thread_local_v2, js_name = attempt)]
-    static ATTEMPT: js_sys::Function;
-
     /// Sends `fetch(input, init)` under `timeout_ms` (0: untouched) and the caller's signal,
-    /// then calls `settle(id, value, how, status)`.
+    /// then calls `settle(id, value, how, status, feedback)`.
     #[wasm_bindgen(js_name = attempt)]
     pub fn send(
         fetch: &js_sys::Function,
@@ -29,10 +26,16 @@ extern "C" {
     ) -> js_sys::Promise;
 }
 
-/// `attempt.js`'s `attempt`, for the package's fast path.
-#[wasm_bindgen(js_name = attemptFunction)]
-pub fn attempt_function() -> Exported {
-    Ok(ATTEMPT.with(Clone::clone).into())
+#[wasm_bindgen(module = "/src/js/fast.js")]
+extern "C" {
+    #[wasm_bindgen(thread_local_v2, js_name = gated)]
+    static GATED: js_sys::Function;
+}
+
+/// `fast.js`'s `gated`, which makes the package's `fetchImpl` for a `Transport`.
+#[wasm_bindgen(js_name = gatedFunction)]
+pub fn gated_function() -> Exported {
+    Ok(GATED.with(Clone::clone).into())
 }
 
 /// How an attempt ended, as `attempt.js` numbers it.

@@ -42,7 +42,7 @@ const UNSENT: Failure = Failure::Rejected {
 };
 
 /// `attempt.js`'s `settle(id, value, how, status)` for attempts the driver sends.
-type AttemptEnded = Closure<dyn FnMut(f64, JsValue, u8, u16)>;
+type AttemptEnded = Closure<dyn FnMut(f64, JsValue, u8, u16, Option<String>)>;
 
 /// A gate's metrics attributes, by the name of the lane measured.
 type ByLane = Vec<(Rc<str>, JsValue)>;
@@ -195,10 +195,17 @@ impl Driver {
         let weak = Rc::downgrade(self);
         self.on_attempt
             .get_or_init(|| {
-                Closure::<dyn FnMut(f64, JsValue, u8, u16)>::new(
-                    move |id: f64, value, how, status| {
+                Closure::<dyn FnMut(f64, JsValue, u8, u16, Option<String>)>::new(
+                    move |id: f64, value, how, status, feedback: Option<String>| {
                         if let Some(driver) = weak.upgrade() {
-                            driver.attempted(id as CallRef, value, How::from_js(how), status);
+                            let how = How::from_js(how);
+                            driver.attempted(
+                                id as CallRef,
+                                value,
+                                how,
+                                status,
+                                feedback.as_deref(),
+                            );
                         }
                     },
                 )
@@ -262,8 +269,16 @@ impl Driver {
         self.send(call, timeout);
     }
 
-    /// An attempt ended as `attempt.js` says (`status` is a response's); performs what follows.
-    pub fn attempted(self: &Rc<Self>, call: CallRef, value: JsValue, how: How, status: u16) {
+    /// An attempt ended as `attempt.js` says (`status` and `feedback` are a response's: see
+    /// [`headers::lookup`]); performs what follows.
+    pub fn attempted(
+        self: &Rc<Self>,
+        call: CallRef,
+        value: JsValue,
+        how: How,
+        status: u16,
+        feedback: Option<&str>,
+    ) {
         let now = clock::now();
         match how {
             How::CallerAborted => {
@@ -278,8 +293,13 @@ impl Driver {
                         self.answers.borrow_mut().remove(&gate);
                     }
                 }
-                let lookup = headers::lookup(&value);
-                self.with(|g| g.responded(now, &clock::wall_now, call, status, &lookup));
+                let lookup = headers::lookup(feedback);
+                // Only a header's date or epoch needs the wall clock: without any, no read.
+                let wall_now: &dyn Fn() -> Millis = match feedback {
+                    Some(_) => &clock::wall_now,
+                    None => &|| 0.0,
+                };
+                self.with(|g| g.responded(now, wall_now, call, status, &lookup));
             }
             How::TimedOut => self.with(|g| g.failed(now, call, Failure::TimedOut)),
             How::Failed | How::Invalid => {

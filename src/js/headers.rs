@@ -1,12 +1,11 @@
 //! Reading what the gate needs from a request and a response: the credential, method and
 //! idempotency key of a `fetch(input, init)` call in every shape `fetch` accepts (a `Headers`,
 //! an array of pairs, a plain object; a `Request` as `input`), the caller's signal, and a
-//! response's headers by name through plain property access (so a `Response` from undici or
-//! another realm works too).
+//! response's feedback headers. `reads.js` does the reading on the JavaScript side, so each
+//! crosses into wasm as one string.
 
 use wasm_bindgen::prelude::*;
 
-use super::props::get;
 use crate::core::parse::feedback::FEEDBACK_HEADERS;
 use crate::core::rules::classify::Body;
 
@@ -30,14 +29,8 @@ extern "C" {
     /// `headers.get(name)` on a `Headers`-like object (case-insensitive by contract).
     #[wasm_bindgen(js_name = headerValue)]
     pub fn header_value(headers: &JsValue, name: &JsValue) -> Option<String>;
-}
-
-thread_local! {
-    /// The feedback header names as JavaScript strings, made once.
-    static NAMES: Vec<(&'static str, JsValue)> = FEEDBACK_HEADERS
-        .iter()
-        .map(|&n| (n, JsValue::from_str(n)))
-        .collect();
+    #[wasm_bindgen(js_name = useFeedbackNames)]
+    fn use_feedback_names(list: &str);
 }
 
 /// What `reads.js` sends for a header that is absent.
@@ -47,11 +40,22 @@ fn present(value: &str) -> Option<String> {
     (value != NONE).then(|| value.to_string())
 }
 
+/// Tells `reads.js` which response headers the gate reads (the core's list), once per thread:
+/// before the first response is read.
+pub fn name_feedback() {
+    thread_local!(static NAMED: () = use_feedback_names(&FEEDBACK_HEADERS.join(",")));
+    NAMED.with(|_| ());
+}
+
 /// The credential, idempotency key, method, kind of body and URL of a `fetch(input, init)`
 /// call, in one crossing. As in `fetch`, `init.headers` replaces the headers of a `Request`
 /// passed as `input`.
 pub fn request(input: &JsValue, init: &JsValue) -> (Credential, String, Body, String) {
-    let facts = request_facts(input, init);
+    facts(&request_facts(input, init))
+}
+
+/// [`request`] from the string `reads.js`'s `requestFacts` made.
+pub fn facts(facts: &str) -> (Credential, String, Body, String) {
     // Bytes, not chars: the separator is ASCII, and every part stays valid UTF-8. The URL
     // comes last, whole (a NUL in it stays in it).
     let mut parts = facts.as_bytes().splitn(6, |&b| b == 0);
@@ -81,15 +85,15 @@ pub fn request(input: &JsValue, init: &JsValue) -> (Credential, String, Body, St
     (credential, method, body, url)
 }
 
-/// A lookup into a response's headers for the gate: one call into JavaScript per name asked,
-/// with the name passed as a string made once.
-pub fn lookup(response: &JsValue) -> impl Fn(&str) -> Option<String> + '_ {
-    let headers = std::cell::OnceCell::new();
+/// A lookup into the feedback headers `reads.js`'s `feedbackOf` read from a response: each
+/// present one as its index's letter in [`FEEDBACK_HEADERS`], its value and a NUL.
+pub fn lookup(feedback: Option<&str>) -> impl Fn(&str) -> Option<String> + '_ {
     move |name| {
-        let headers = headers.get_or_init(|| get(response, "headers"));
-        NAMES.with(|names| {
-            let (_, js) = names.iter().find(|(n, _)| *n == name)?;
-            header_value(headers, js)
-        })
+        let index = FEEDBACK_HEADERS.iter().position(|&n| n == name)?;
+        let letter = b'A' + index as u8;
+        feedback?
+            .split_terminator('\0')
+            .find(|entry| entry.as_bytes().first() == Some(&letter))
+            .map(|entry| entry[1..].to_string())
     }
 }

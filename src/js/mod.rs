@@ -41,7 +41,7 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 /// `js-tests/node20-crash.test.mjs` checks every export's signature.
 pub type Exported = Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue>;
 
-pub use attempt::attempt_function;
+pub use attempt::gated_function;
 pub use errors::register_errors;
 pub use model::{simulate, ModelGate};
 pub use redis::redis_store;

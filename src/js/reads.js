@@ -67,6 +67,37 @@ export function callerSignal(input, init) {
   return undefined;
 }
 
+// The feedback headers the core reads, by lower-case name: their index in its list.
+let feedbackNames = new Map();
+/** Takes the core's list of feedback header names (comma-separated), once per thread. */
+export function useFeedbackNames(list) {
+  feedbackNames = new Map(list.split(',').map((name, i) => [name, i]));
+}
+
+/**
+ * A response's feedback headers in one pass, for one crossing into wasm: each present one as
+ * its index's letter (A, B, ...), its value and a NUL; undefined when none is present (every
+ * success from an API that sends them only on 429s). A `Headers` is walked once; any other
+ * headers-like object is asked by name.
+ */
+export function feedbackOf(response) {
+  const headers = response !== null && typeof response === 'object' ? response.headers : undefined;
+  if (headers === null || typeof headers !== 'object') return undefined;
+  let out;
+  if (typeof Headers === 'function' && headers instanceof Headers) {
+    for (const [name, value] of headers) {
+      const i = feedbackNames.get(name);
+      if (i !== undefined) out = `${out ?? ''}${String.fromCharCode(65 + i)}${value}\0`;
+    }
+  } else if (typeof headers.get === 'function') {
+    for (const [name, i] of feedbackNames) {
+      const value = headers.get(name);
+      if (typeof value === 'string') out = `${out ?? ''}${String.fromCharCode(65 + i)}${value}\0`;
+    }
+  }
+  return out;
+}
+
 /** `headers.get(name)` on a Headers-like object, or undefined. */
 export function headerValue(headers, name) {
   if (headers === null || typeof headers !== 'object' || typeof headers.get !== 'function') return undefined;

@@ -12,7 +12,7 @@ use super::clock;
 use super::driver::{driver, Driver};
 use super::errors::{abort_reason, range_error, type_error};
 use super::figures;
-use super::headers;
+use super::headers::{self, Credential};
 use super::options::{self, Config};
 use super::text::number;
 use super::Exported;
@@ -20,6 +20,7 @@ use crate::core::gates::lane_name;
 use crate::core::gates::profile::{Keeping, Profile, Refused, Request};
 use crate::core::gates::{CallRef, WrapperId};
 use crate::core::rules::batch::Batch;
+use crate::core::rules::classify::Body;
 
 /// A gated `fetch`. The package's `createFetch` wraps it in a plain function.
 #[wasm_bindgen]
@@ -44,6 +45,7 @@ impl Transport {
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<Transport, JsValue> {
         let config = Rc::new(options::config(&options)?);
+        headers::name_feedback();
         let this = driver();
         let profile = profile(&this, &config);
         let wrapper = this.with(|g| g.wrapper(profile));
@@ -71,7 +73,14 @@ impl Transport {
 
     /// `fetch(input, init)` through the credential's gate; always a promise.
     pub fn fetch(&self, input: JsValue, init: JsValue) -> Exported {
-        let (driver, call) = match self.start(input, init) {
+        if self.config.fetch.is_none() {
+            if let Err(error) = global_fetch() {
+                return Ok(settled(Err(error)).into());
+            }
+        }
+        let signal = headers::caller_signal(&input, &init);
+        let facts = headers::request(&input, &init);
+        let (driver, call) = match self.start(input, init, facts, signal) {
             Ok(started) => started,
             Err(refused) => return Ok(settled(refused).into()),
         };
@@ -85,13 +94,21 @@ impl Transport {
         })
     }
 
-    /// The package's fast path. Makes the call as `fetch` does; a call the gate admits at once
-    /// comes back as a number, a handle for `settle` while `attempt.js` sends it: `h >= 0` when
-    /// its attempt has a time limit (`attemptTimeout(h)`), `-h - 1` when it goes out untouched
-    /// (no limit: one call across the boundary fewer). Any other call comes back as `fetch`'s
-    /// promise.
-    pub fn call(&self, input: JsValue, init: JsValue) -> Exported {
-        let (driver, call) = match self.start(input, init) {
+    /// The package's fast path (`fast.js`), with a fetch to call: the request's `facts`
+    /// (`reads.js`'s `requestFacts`) and the caller's `signal` come along. Makes the call as
+    /// `fetch` does; a call the gate admits at once comes back as a number, a handle for
+    /// `settle` while `attempt.js` sends it: `h >= 0` when its attempt has a time limit
+    /// (`attemptTimeout(h)`), `-h - 1` when it goes out untouched (no limit: one call across
+    /// the boundary fewer). Any other call comes back as `fetch`'s promise.
+    pub fn call(
+        &self,
+        input: JsValue,
+        init: JsValue,
+        facts: String,
+        signal: Option<web_sys::AbortSignal>,
+    ) -> Exported {
+        let facts = headers::facts(&facts);
+        let (driver, call) = match self.start(input, init, facts, signal) {
             Ok(started) => started,
             Err(refused) => return Ok(settled(refused).into()),
         };
@@ -119,14 +136,22 @@ impl Transport {
         }
     }
 
-    /// Concludes a fast-path attempt that ended as `attempt.js` says (`how`): the response,
-    /// a rejection, or, when the call goes on, a promise of what it comes to.
-    pub fn settle(&self, handle: u32, value: JsValue, how: u8, status: u16) -> Exported {
+    /// Concludes a fast-path attempt that ended as `attempt.js` says (`how`, and a response's
+    /// `status` and `feedback` headers): the response, a rejection, or, when the call goes on,
+    /// a promise of what it comes to.
+    pub fn settle(
+        &self,
+        handle: u32,
+        value: JsValue,
+        how: u8,
+        status: u16,
+        feedback: Option<String>,
+    ) -> Exported {
         let call = self
             .unpark(handle)
             .ok_or_else(|| range_error("Unknown call handle"))?;
         let driver = driver();
-        driver.attempted(call, value, How::from_js(how), status);
+        driver.attempted(call, value, How::from_js(how), status, feedback.as_deref());
         match driver.outcome(call) {
             Err(end) => end,
             Ok(Some(timeout)) => {
@@ -256,21 +281,19 @@ fn settled(result: Result<JsValue, JsValue>) -> js_sys::Promise {
 }
 
 impl Transport {
-    /// Reads the request's facts and makes the call, or refuses it before it reaches a gate.
+    /// Makes the call from the request's facts, or refuses it before it reaches a gate.
     fn start(
         &self,
         input: JsValue,
         init: JsValue,
+        facts: (Credential, String, Body, String),
+        signal: Option<web_sys::AbortSignal>,
     ) -> Result<(Rc<Driver>, CallRef), Result<JsValue, JsValue>> {
-        let signal = headers::caller_signal(&input, &init);
         if let Some(signal) = signal.as_ref().filter(|s| s.aborted()) {
             return Err(Err(abort_reason(signal)));
         }
-        if self.config.fetch.is_none() {
-            global_fetch().map_err(Err)?;
-        }
         // The URL tells limiters apart by route, and account calls (`GET /usage`) from others.
-        let (credential, method, body, url) = headers::request(&input, &init);
+        let (credential, method, body, url) = facts;
         let driver = driver();
         let request = Request {
             api_key: credential.api_key.as_deref(),
