@@ -79,6 +79,7 @@ test('keys busy past the shared table grow it; past its most, a key is each thre
   assert.deepEqual(r.threads, [true, true, true, true, true, true, true, true, false]);
   assert.match(r.store, /a slot per key, 8 now, at most 8 .*; 1 of this wrapper's keys found all 8 busy and keeps/);
   assert.equal(r.grown, 1, 'another thread finds the key in the grown half: 1 token left');
+  assert.deepEqual(r.grownEarly, ['GateAbandonedError', 'GateAbandonedError'], 'so does a thread that used the table before it grew: that token is gone');
   assert.equal(r.full, 2, 'the key with no room has a burst in each thread');
 });
 

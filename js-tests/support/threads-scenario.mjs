@@ -17,7 +17,8 @@
 //                order: one sends job.background calls in the first, then the other, job.delayMs
 //                later, job.live calls in the second; prints when each call was done
 //   small        a shared table of 4 slots that may grow to 8: the main thread keeps 9 keys
-//                busy; then a thread asks twice on the 8th (in the grown half) and the 9th
+//                busy; then a thread asks twice on the 8th (in the grown half) and the 9th, and
+//                so does a thread that used the table before it grew
 import { Worker, isMainThread, parentPort, setEnvironmentData, workerData } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -83,6 +84,21 @@ async function thread({ role, job }) {
       return { kind: job.kind, status: response.status, at: performance.timeOrigin + performance.now() };
     });
     parentPort.postMessage({ done: await Promise.all(calls) });
+  } else if (role === 'early') {
+    // Uses the table while it is small, then, told to, asks on job.later (in the grown half).
+    const fetchImpl = createFetch({ rate: job.rate, fetch: instant, retry: false, maxWaitMs: 100 });
+    await fetchImpl('http://127.0.0.1:9/x', { headers: { 'X-API-Key': job.apiKey } });
+    parentPort.postMessage({ ready: true });
+    await new Promise((resolve) => parentPort.once('message', resolve));
+    const outcomes = [];
+    for (let i = 0; i < 2; i++) {
+      try {
+        outcomes.push((await fetchImpl('http://127.0.0.1:9/x', { headers: { 'X-API-Key': job.later } })).status);
+      } catch (error) {
+        outcomes.push(error.name);
+      }
+    }
+    parentPort.postMessage({ outcomes });
   } else if (role === 'spin') {
     const fetchImpl = createFetch({ rate: { burst: 1e9, perSecond: 1 }, fetch: instant, retry: false });
     const init = { headers: { 'X-API-Key': job.apiKey } };
@@ -140,11 +156,15 @@ async function main(job) {
     const events = [];
     const fetchImpl = createFetch({ rate: job.rate, fetch: instant, retry: false, onEvent: (e) => events.push(e) });
     const keys = Array.from({ length: 9 }, (_, i) => `${job.apiKey}-${i}`);
+    const early = start('early', { ...job, apiKey: keys[0], later: keys[7] });
+    await early.next();
     for (const key of [...keys, keys[8]]) await fetchImpl('http://127.0.0.1:9/x', { headers: { 'X-API-Key': key } });
     result.events = events.map(({ type, slots }) => ({ type, slots }));
     result.threads = fetchImpl.stats().gates.map((g) => g.store.threads).reverse();
     result.store = fetchImpl.describe().store;
     result.grown = (await start('ask', { ...job, apiKey: keys[7], calls: 2 }).next()).admitted;
+    early.worker.postMessage('go');
+    result.grownEarly = (await early.next()).outcomes;
     result.full = (await start('ask', { ...job, apiKey: keys[8], calls: 2 }).next()).admitted;
   } else if (job.mode === 'lanes') {
     const [background, live] = [

@@ -21,7 +21,10 @@
 //
 // Growing. The buffer is growable (to MOST slots): a key that finds no room makes the table
 // double, under the table's lock (table.rs in the core says where keys go, so growing moves
-// none). Every thread sees the same buffer grow; its views track the length.
+// none). Every thread sees the same buffer grow. Its views have a fixed length, made again when
+// a slot past them is asked for (`fit`): in V8 (Node 20 and 24) an element of a view that tracks
+// a growable buffer's length costs about ten times as much to read or write, and an atomic
+// operation on it three times.
 //
 // Layout (one SharedArrayBuffer; offsets in bytes):
 //   0  i32 magic             4  i32 first segment   8  i32 slots now    12 i32 superseded (0/1)
@@ -139,8 +142,18 @@ function hear(sab) {
 }
 
 function adopt(sab) {
-  shelf = { sab, ints: new Int32Array(sab), f64: new Float64Array(sab) };
+  shelf = { sab, ints: null, f64: null };
+  fit(shelf, -1);
   setEnvironmentData(NAME, sab);
+}
+
+// Makes the shelf's views reach slot i (-1: the header), as far as the buffer has grown.
+function fit(s, i) {
+  if (s.ints === null || HEAD_BYTES + (i + 1) * SLOT_BYTES > s.ints.byteLength) {
+    const bytes = s.sab.byteLength;
+    s.ints = new Int32Array(s.sab, 0, bytes / 4);
+    s.f64 = new Float64Array(s.sab, 0, bytes / 8);
+  }
 }
 
 function start() {
@@ -199,6 +212,7 @@ export function grow(s) {
   } catch {
     return false;
   }
+  fit(s, 2 * n - 1);
   Atomics.store(s.ints, 2, 2 * n);
   return true;
 }
@@ -226,6 +240,7 @@ const target = (held) => (live(held) + 1 + ((held >> 3) & 1)) % 3;
 // `force` is false (the caller moves to the current shelf first); -2 when the slot no longer
 // belongs to key (high, low) (it was idle and another key took it; 0, 0 checks nothing).
 function hold(s, i, force, high, low) {
+  fit(s, i);
   const ints = s.ints;
   const at = lockAt(i);
   let seen = Atomics.load(ints, at);
@@ -274,10 +289,8 @@ function release(s, i, held, wrote) {
 export function enter(s, i, force, high, low, to) {
   const held = hold(s, i, force, high, low);
   if (held >= 0) {
-    const w = wasmWords();
-    const f = s.f64;
     const from = bufferAt(i, live(held));
-    for (let k = 0; k < WORDS; k++) w[to + k] = f[from + k];
+    wasmWords().set(s.f64.subarray(from, from + WORDS), to);
   }
   return held;
 }
@@ -286,10 +299,7 @@ export function enter(s, i, force, high, low, to) {
 // and lets go; false when the hold was taken over meanwhile (nothing it wrote counts).
 export function leave(s, i, held, from) {
   if (from >= 0) {
-    const w = wasmWords();
-    const f = s.f64;
-    const to = bufferAt(i, target(held));
-    for (let k = 0; k < WORDS; k++) f[to + k] = w[from + k];
+    s.f64.set(wasmWords().subarray(from, from + WORDS), bufferAt(i, target(held)));
   }
   return release(s, i, held, from >= 0);
 }
@@ -297,7 +307,9 @@ export function leave(s, i, held, from) {
 // The slots some key ever used.
 export function used(s) {
   const out = [];
-  for (let i = 0, n = slots(s); i < n; i++) {
+  const n = slots(s);
+  fit(s, n - 1);
+  for (let i = 0; i < n; i++) {
     const at = lockAt(i);
     if (s.ints[at + 1] !== 0 || s.ints[at + 2] !== 0) out.push(i);
   }
@@ -305,9 +317,10 @@ export function used(s) {
 }
 
 // The table: slot i's key (0, 0: never used), and giving it to another key (held).
-export const keyHigh = (s, i) => s.ints[lockAt(i) + 1];
-export const keyLow = (s, i) => s.ints[lockAt(i) + 2];
+export const keyHigh = (s, i) => (fit(s, i), s.ints[lockAt(i) + 1]);
+export const keyLow = (s, i) => (fit(s, i), s.ints[lockAt(i) + 2]);
 export function setKey(s, i, high, low) {
+  fit(s, i);
   const at = lockAt(i);
   s.ints[at + 1] = high;
   s.ints[at + 2] = low;
