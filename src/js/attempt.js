@@ -1,7 +1,7 @@
 // One attempt: the inner fetch under a per-attempt timeout and the caller's signal. Plain
-// JavaScript because it runs on every call: the package's fast path (index.js, which gets it
-// from `attemptFunction()`) calls it for a call the gate admits at once, and the driver
-// (driver.rs) for every other attempt: one implementation, one module, one timer.
+// JavaScript because it runs on every call: the package's fast path (fast.js) calls it for a
+// call the gate admits at once, and the driver (driver.rs) for every other attempt: one
+// implementation, one module, one timer.
 import { callerSignal, feedbackOf } from './reads.js';
 
 /** How an attempt ended, as passed to `settle(id, value, how, status, feedback)`. */
