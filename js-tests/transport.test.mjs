@@ -364,6 +364,13 @@ test('feedback headers are read from a Headers in one pass and from any object w
     assert.ok(gate.cooldownRemainingMs > 6000, `${shape}: ${gate.cooldownRemainingMs} ms of cooldown`);
     fetchImpl.clearCooldown();
   }
+  // No header value holds a NUL: one that does is left out, and smuggles nothing in.
+  const odd = { ...lower, 'x-ratelimit-bucket': 'odds\0B99' };
+  const fetchImpl = createFetch({ rate: { burst: 5, perSecond: 5 }, retry: false, fetch: async () => ({ status: 429, headers: { get: (n) => odd[n] ?? null } }) });
+  await fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } });
+  const { limit, limiter } = fetchImpl.stats().gates[0].lastFeedback;
+  assert.deepEqual({ limit, limiter }, { limit: 30, limiter: null });
+  fetchImpl.clearCooldown();
 });
 
 test('options found wanting by probing are refused with errors that name them', () => {

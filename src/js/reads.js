@@ -78,21 +78,24 @@ export function useFeedbackNames(list) {
  * A response's feedback headers in one pass, for one crossing into wasm: each present one as
  * its index's letter (A, B, ...), its value and a NUL; undefined when none is present (every
  * success from an API that sends them only on 429s). A `Headers` is walked once; any other
- * headers-like object is asked by name.
+ * headers-like object is asked by name. A value holding a NUL is no header's: it is left out.
  */
 export function feedbackOf(response) {
   const headers = response !== null && typeof response === 'object' ? response.headers : undefined;
   if (headers === null || typeof headers !== 'object') return undefined;
   let out;
+  const add = (i, value) => {
+    if (!value.includes('\0')) out = `${out ?? ''}${String.fromCharCode(65 + i)}${value}\0`;
+  };
   if (typeof Headers === 'function' && headers instanceof Headers) {
     for (const [name, value] of headers) {
       const i = feedbackNames.get(name);
-      if (i !== undefined) out = `${out ?? ''}${String.fromCharCode(65 + i)}${value}\0`;
+      if (i !== undefined) add(i, value);
     }
   } else if (typeof headers.get === 'function') {
     for (const [name, i] of feedbackNames) {
       const value = headers.get(name);
-      if (typeof value === 'string') out = `${out ?? ''}${String.fromCharCode(65 + i)}${value}\0`;
+      if (typeof value === 'string') add(i, value);
     }
   }
   return out;

@@ -73,12 +73,15 @@ impl Transport {
 
     /// `fetch(input, init)` through the credential's gate; always a promise.
     pub fn fetch(&self, input: JsValue, init: JsValue) -> Exported {
+        let signal = headers::caller_signal(&input, &init);
+        if let Some(signal) = signal.as_ref().filter(|s| s.aborted()) {
+            return Ok(settled(Err(abort_reason(signal))).into());
+        }
         if self.config.fetch.is_none() {
             if let Err(error) = global_fetch() {
                 return Ok(settled(Err(error)).into());
             }
         }
-        let signal = headers::caller_signal(&input, &init);
         let facts = headers::request(&input, &init);
         let (driver, call) = match self.start(input, init, facts, signal) {
             Ok(started) => started,
