@@ -41,7 +41,7 @@ const UNSENT: Failure = Failure::Rejected {
     request_valid: true,
 };
 
-/// `attempt.js`'s `settle(id, value, how, status)` for attempts the driver sends.
+/// `attempt.js`'s `settle(id, value, how, status, feedback)` for attempts the driver sends.
 type AttemptEnded = Closure<dyn FnMut(f64, JsValue, u8, u16, Option<String>)>;
 
 /// A gate's metrics attributes, by the name of the lane measured.
