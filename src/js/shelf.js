@@ -289,8 +289,11 @@ function release(s, i, held, wrote) {
 export function enter(s, i, force, high, low, to) {
   const held = hold(s, i, force, high, low);
   if (held >= 0) {
+    const w = wasmWords();
+    const f = s.f64;
     const from = bufferAt(i, live(held));
-    wasmWords().set(s.f64.subarray(from, from + WORDS), to);
+    // A loop, not set(subarray()): with views of a fixed length it is the cheaper (no view made).
+    for (let k = 0; k < WORDS; k++) w[to + k] = f[from + k];
   }
   return held;
 }
@@ -299,7 +302,10 @@ export function enter(s, i, force, high, low, to) {
 // and lets go; false when the hold was taken over meanwhile (nothing it wrote counts).
 export function leave(s, i, held, from) {
   if (from >= 0) {
-    s.f64.set(wasmWords().subarray(from, from + WORDS), bufferAt(i, target(held)));
+    const w = wasmWords();
+    const f = s.f64;
+    const to = bufferAt(i, target(held));
+    for (let k = 0; k < WORDS; k++) f[to + k] = w[from + k];
   }
   return release(s, i, held, from >= 0);
 }
