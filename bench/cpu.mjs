@@ -5,9 +5,15 @@
 // p-throttle + p-retry + AbortSignal.timeout per attempt + reading the three feedback headers.
 // Then admission alone (an inner fetch that answers at once, no network): odds-gate against that
 // composed stack on the same inner fetch. Rounds interleave the variants; medians of the rounds.
+// Last, the crossings between JavaScript and wasm a call makes, counted in a copy of the package
+// whose module has every import and export wrapped in a counter.
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import pRetry, { AbortError } from 'p-retry';
 import pThrottle from 'p-throttle';
 import { loadPkg, median, fix, rotate } from './lib/util.mjs';
@@ -29,6 +35,48 @@ function composed(inner) {
     if (response.status >= 400) throw new AbortError(`status ${response.status}`);
     return response;
   }, { retries: 3, minTimeout: 1000 }));
+}
+
+// wasm-bindgen's instantiation in odds_gate.js, and the same with every import and export counted.
+const INSTANTIATE = 'let wasmInstance = new WebAssembly.Instance(wasmModule, __wbg_get_imports());';
+const COUNTED = `const crossings = (globalThis.__oddsGateCrossings = new Map());
+const counted = (name, f) => function (...args) {
+  crossings.set(name, (crossings.get(name) ?? 0) + 1);
+  return f.apply(this, args);
+};
+const imports = __wbg_get_imports();
+for (const space of Object.values(imports)) {
+  for (const [name, f] of Object.entries(space)) if (typeof f === 'function') space[name] = counted(\`out \${name}\`, f);
+}
+const instance = new WebAssembly.Instance(wasmModule, imports);
+const exports = {};
+for (const [name, f] of Object.entries(instance.exports)) exports[name] = typeof f === 'function' ? counted(\`in \${name}\`, f) : f;
+let wasmInstance = { exports };`;
+
+/** Crossings per call of `options`' wrapper over `n` calls, by name: from a counting copy of pkg/. */
+async function crossings(variants, n) {
+  const dir = mkdtempSync(join(tmpdir(), 'odds-gate-crossings-'));
+  try {
+    cpSync(fileURLToPath(new URL('../pkg/', import.meta.url)), dir, { recursive: true });
+    const glue = join(dir, 'odds_gate.js');
+    const source = readFileSync(glue, 'utf8');
+    if (!source.includes(INSTANTIATE)) throw new Error('odds_gate.js instantiates its module another way now: update bench/cpu.mjs');
+    writeFileSync(glue, source.replace(INSTANTIATE, COUNTED));
+    const { createFetch } = await import(pathToFileURL(join(dir, 'index.js')).href);
+    const res = new Response('{}', { status: 200, headers: { 'Content-Type': 'application/json' } });
+    const out = {};
+    for (const [name, options] of Object.entries(variants)) {
+      const f = createFetch({ ...options, rate: NEVER, fetch: () => Promise.resolve(res) });
+      const init = { method: 'GET', headers: { 'X-API-Key': `bench-${randomUUID()}` } };
+      for (let i = 0; i < 100; i++) await f('http://127.0.0.1:9/v1/events/e1/odds/snapshot', init);
+      globalThis.__oddsGateCrossings.clear();
+      for (let i = 0; i < n; i++) await f('http://127.0.0.1:9/v1/events/e1/odds/snapshot', init);
+      out[name] = [...globalThis.__oddsGateCrossings].map(([what, count]) => [what, count / n]);
+    }
+    return out;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** CPU (user + system) and wall time per call over `n` sequential calls of `f`. */
@@ -83,7 +131,11 @@ export async function run({ quick }) {
     'composed: p-throttle + p-retry + timeout + headers': composed(inner),
   }, 'http://127.0.0.1:9/v1/events/e1/odds/snapshot', quick ? 5000 : 20000, rounds, false);
 
+  const counts = await crossings({ 'odds-gate (defaults)': {}, 'odds-gate retry:false': { retry: false } }, 1000);
   const med = (runs, name, key) => median(runs[name].map((x) => x[key]));
+  const sum = (list, side) => list.filter(([what]) => what.startsWith(side)).reduce((t, [, k]) => t + k, 0);
+  // wasm-bindgen names an import after its JavaScript function and a hash: the function, as read.
+  const named = (what) => what.replace(/^(in|out) (__wbg_)?/, '$1 ').replace(/_[0-9a-f]{16}$/, '');
   const added = (name) => median(network[name].map((x, i) => x.cpuUs - network['raw fetch'][i].cpuUs));
   const ours = added('odds-gate (defaults)');
   const ratio = (name) => median(local[name].map((x, i) => x.cpuUs / local['composed: p-throttle + p-retry + timeout + headers'][i].cpuUs));
@@ -104,5 +156,16 @@ export async function run({ quick }) {
     verdict: `${r <= TARGET_RATIO ? 'met' : 'MISSED'} (${fix(r, 2)} x; retry:false ${fix(ratio('odds-gate retry:false'), 2)} x)`,
     head: ['variant', 'CPU us / call', 'x composed'],
     rows: Object.keys(local).map((name) => [name, fix(med(local, name, 'cpuUs'), 2), fix(ratio(name), 2)]),
+  }, {
+    id: 'cpu-crossings',
+    title: 'Crossings between JavaScript and wasm per call',
+    what: 'calls into the module (in) and out of it (out) per call, counted over 1000 sequential calls admitted at once, whose inner fetch answers 200 at once with no feedback header, in a copy of pkg/ whose module has every import and export wrapped in a counter',
+    target: 'a handful a call: facts in, a decision out, feedback in, settle (issue #26)',
+    verdict: Object.entries(counts).map(([name, list]) => `${name} ${fix(sum(list, 'in') + sum(list, 'out'), 1)}`).join('; '),
+    head: ['variant', 'in', 'out', 'all', 'which'],
+    rows: Object.entries(counts).map(([name, list]) => [
+      name, fix(sum(list, 'in'), 1), fix(sum(list, 'out'), 1), fix(sum(list, 'in') + sum(list, 'out'), 1),
+      list.sort((a, b) => b[1] - a[1]).map(([what, k]) => `${named(what)}${k === 1 ? '' : ` x${fix(k, 1)}`}`).join(', '),
+    ]),
   }];
 }
