@@ -83,6 +83,18 @@ test('keys busy past the shared table grow it; past its most, a key is each thre
   assert.equal(r.full, 2, 'the key with no room has a burst in each thread');
 });
 
+test('a main thread that loads the package late admits at once when it has no worker thread, and waits to settle when it has', async () => {
+  // A thread that makes the shared memory late waits SETTLE_MS (200 ms) to hear of threads that
+  // made their own; the main thread of a process with no other thread has none to hear of. Only
+  // Node's diagnostic report says so (Bun's and Deno's list no workers even while some run).
+  const believed = !process.versions.bun && !process.versions.deno;
+  const alone = await run({ mode: 'late' });
+  const withWorker = await run({ mode: 'late', worker: true });
+  assert.ok(withWorker.firstMs >= 195, `with a worker thread: first answer ${withWorker.firstMs} ms after the import`);
+  if (believed) assert.ok(alone.firstMs < 150, `alone: first answer ${alone.firstMs} ms after the import`);
+  else assert.ok(alone.firstMs >= 195, `alone, report not believed: ${alone.firstMs} ms`);
+});
+
 test('threads keep a gate in Redis as processes do', async () => {
   const redis = await startRedis();
   try {

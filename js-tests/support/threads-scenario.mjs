@@ -19,6 +19,9 @@
 //   small        a shared table of 4 slots that may grow to 8: the main thread keeps 9 keys
 //                busy; then a thread asks twice on the 8th (in the grown half) and the 9th, and
 //                so does a thread that used the table before it grew
+//   late         the main thread loads odds-gate 150 ms into the process (past the early
+//                start), after starting an idle worker thread when job.worker: prints how long
+//                from the import to its first call's answer
 import { Worker, isMainThread, parentPort, setEnvironmentData, workerData } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -150,6 +153,16 @@ async function main(job) {
   } else if (job.mode === 'alone') {
     const asks = [0, 1].map(() => start('ask', { ...job, threads: false, calls: 10 }));
     result.alone = await Promise.all(asks.map((a) => a.next()));
+  } else if (job.mode === 'late') {
+    const idle = job.worker ? new Worker('setTimeout(() => {}, 60000);', { eval: true }) : null;
+    if (idle) await new Promise((resolve) => idle.once('online', resolve));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 150 - performance.now())));
+    const asked = performance.now();
+    const { createFetch } = await import(pkg);
+    const fetchImpl = createFetch({ rate: job.rate, fetch: instant, retry: false });
+    await fetchImpl('http://127.0.0.1:9/x', { headers: { 'X-API-Key': job.apiKey } });
+    result.firstMs = performance.now() - asked;
+    await idle?.terminate();
   } else if (job.mode === 'small') {
     setEnvironmentData('odds-gate/shelf/v3/size', [4, 8]);
     const { createFetch } = await import(pkg);

@@ -17,7 +17,8 @@
 // admits nothing until SETTLE_MS passed and its loop turned: time for the threads already there
 // to answer (a shelf heard of meanwhile may not be the best yet), or, when its shelf is the
 // better, to bring what they spent over (a thread moves every key it holds as soon as it hears).
-// The main thread need not wait when it loads the package in the first EARLY_MS of the process.
+// The main thread need not wait when it loads the package in the first EARLY_MS of the process,
+// nor later when Node's diagnostic report says it has started no worker thread (see `alone`).
 //
 // Growing. The buffer is growable (to MOST slots): a key that finds no room makes the table
 // double, under the table's lock (table.rs in the core says where keys go, so growing moves
@@ -217,7 +218,35 @@ export function grow(s) {
   return true;
 }
 // Whether this thread may admit yet (see SETTLE_MS).
-export const settled = () => turned;
+export const settled = () => turned || (turned = alone());
+
+// Whether this is the main thread of a process with no other thread, asked once, at the first
+// admission that would wait to settle: then no shelf made elsewhere can exist to hear of (every
+// other thread is a worker the main thread started, or one of theirs), and waiting SETTLE_MS
+// would only delay the first call. Node's diagnostic report lists the workers the main thread
+// started (2-6 ms to make; its network section is left out, which would look up host names,
+// and the environment where Node can leave it out); Bun's and Deno's list none even while some
+// run, so only Node's is believed (the report's `excludeNetwork` is Node's own, since 20.13).
+let asked = false;
+function alone() {
+  if (asked || !isMainThread) return false;
+  asked = true;
+  const report = globalThis.process?.report;
+  const versions = globalThis.process?.versions ?? {};
+  if (versions.bun || versions.deno || typeof report?.getReport !== 'function' || typeof report.excludeNetwork !== 'boolean') return false;
+  const [network, env] = [report.excludeNetwork, report.excludeEnv];
+  try {
+    report.excludeNetwork = true;
+    if (typeof env === 'boolean') report.excludeEnv = true;
+    const { workers } = report.getReport();
+    return Array.isArray(workers) && workers.length === 0;
+  } catch {
+    return false;
+  } finally {
+    report.excludeNetwork = network;
+    if (typeof env === 'boolean') report.excludeEnv = env;
+  }
+}
 
 // The module's memory, which transactions copy a slot's words into and out of.
 let memory = null;
