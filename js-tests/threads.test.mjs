@@ -91,7 +91,9 @@ test('a main thread that loads the package late admits at once when it has no wo
   const alone = await run({ mode: 'late' });
   const withWorker = await run({ mode: 'late', worker: true });
   assert.ok(withWorker.firstMs >= 195, `with a worker thread: first answer ${withWorker.firstMs} ms after the import`);
-  if (believed) assert.ok(alone.firstMs < 150, `alone: first answer ${alone.firstMs} ms after the import`);
+  // Waiting, the first answer comes 200 ms or more after the import (the wait starts in it);
+  // without, after the import, the wrapper and one call (about 55 ms here, idle).
+  if (believed) assert.ok(alone.firstMs < 190, `alone: first answer ${alone.firstMs} ms after the import`);
   else assert.ok(alone.firstMs >= 195, `alone, report not believed: ${alone.firstMs} ms`);
 });
 
