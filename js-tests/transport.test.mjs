@@ -373,6 +373,17 @@ test('feedback headers are read from a Headers in one pass and from any object w
   fetchImpl.clearCooldown();
 });
 
+test('a response whose headers or status throw when read still settles its call, and the gate goes on', async () => {
+  const throwing = (what) => Object.defineProperty({ ok: true, status: 200, headers: new Headers() }, what, { get() { throw new Error(`no ${what}`); } });
+  for (const what of ['headers', 'status']) {
+    const made = [];
+    const fetchImpl = createFetch({ rate: { burst: 1, perSecond: 1000 }, fetch: async () => { made.push(throwing(what)); return made.at(-1); } });
+    const headers = { 'X-API-Key': freshKey() };
+    for (let i = 0; i < 3; i++) assert.equal(await fetchImpl('http://127.0.0.1/x', { headers }), made[i], `${what}: call ${i + 1}`);
+    assert.equal(fetchImpl.stats().gates[0].waiting, 0, what);
+  }
+});
+
 test('options found wanting by probing are refused with errors that name them', () => {
   const rate = { burst: 1, perSecond: 1 };
   const cases = [

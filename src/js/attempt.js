@@ -11,9 +11,14 @@ export const TIMED_OUT = 2; // value: the rejection caused by our per-attempt ti
 export const CALLER_ABORTED = 3; // value: the caller's abort reason; never retried
 export const INVALID = 4; // value: the inner fetch's rejection of a request that cannot be made
 
-/** A response's status, read here once for both paths; 0 when it has none. */
-const statusOf = (response) =>
-  (response !== null && typeof response === 'object' && typeof response.status === 'number' ? response.status : 0);
+/** A response's status, read here once for both paths; 0 when it has none (or reading it throws). */
+function statusOf(response) {
+  try {
+    return response !== null && typeof response === 'object' && typeof response.status === 'number' ? response.status : 0;
+  } catch {
+    return 0;
+  }
+}
 
 /** Settles an attempt that got `response`: its status and feedback headers go along. */
 const answered = (settle, id, response) => settle(id, response, RESPONSE, statusOf(response), feedbackOf(response));

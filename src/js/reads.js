@@ -81,22 +81,28 @@ export function useFeedbackNames(list) {
  * headers-like object is asked by name. A value holding a NUL is no header's: it is left out.
  */
 export function feedbackOf(response) {
-  const headers = response !== null && typeof response === 'object' ? response.headers : undefined;
-  if (headers === null || typeof headers !== 'object') return undefined;
   let out;
   const add = (i, value) => {
     if (!value.includes('\0')) out = `${out ?? ''}${String.fromCharCode(65 + i)}${value}\0`;
   };
-  if (typeof Headers === 'function' && headers instanceof Headers) {
-    for (const [name, value] of headers) {
-      const i = feedbackNames.get(name);
-      if (i !== undefined) add(i, value);
+  // Never throws: a response-like object whose headers throw has told what it had so far, and
+  // its attempt still settles.
+  try {
+    const headers = response !== null && typeof response === 'object' ? response.headers : undefined;
+    if (headers === null || typeof headers !== 'object') return undefined;
+    if (typeof Headers === 'function' && headers instanceof Headers) {
+      for (const [name, value] of headers) {
+        const i = feedbackNames.get(name);
+        if (i !== undefined) add(i, value);
+      }
+    } else if (typeof headers.get === 'function') {
+      for (const [name, i] of feedbackNames) {
+        const value = headers.get(name);
+        if (typeof value === 'string') add(i, value);
+      }
     }
-  } else if (typeof headers.get === 'function') {
-    for (const [name, i] of feedbackNames) {
-      const value = headers.get(name);
-      if (typeof value === 'string') add(i, value);
-    }
+  } catch {
+    // What was read stands.
   }
   return out;
 }
