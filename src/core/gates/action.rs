@@ -12,7 +12,7 @@ use crate::core::Millis;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Send the call's request now; report with `responded` or `failed` (see the gate's
-    /// [`Send`](GateAction::Send)).
+    /// [`Send`](crate::core::gate::action::Action::Send)).
     Send {
         /// The call.
         call: CallRef,
@@ -67,7 +67,7 @@ pub enum Action {
         credential: Scope,
     },
     /// Tell the hook: the call's wrapper for an event about a call, else every wrapper that
-    /// used the gate ([`users`](Gates::users)). The event's own call number is `call`'s.
+    /// used the gate ([`users`](super::Gates::users)). The event's own call number is `call`'s.
     Event {
         /// The gate.
         gate: GateId,
