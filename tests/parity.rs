@@ -182,13 +182,13 @@ type Asking = (usize, Millis, Option<(u32, f64)>, u32);
 enum Step {
     /// An admission for this many waiting requests, after what a response said; an account
     /// call's (past a spent quota) when true.
-    Admit(u32, Option<(u64, u64)>, bool, Option<Asking>),
+    Admit(u32, Option<Counted>, bool, Option<Asking>),
     /// An admission with a learning gate's count: exactly (or at most) this many tokens, as
     /// of the request admitted this many admissions back.
     Counted(bool, f64, usize),
     /// Resume the admission this many admissions back.
     Resume(usize),
-    Observe(Option<Millis>, Option<(u64, u64)>),
+    Observe(Option<Millis>, Option<Counted>),
     Clear,
     Charge(f64, f64),
     Quota(Millis),
@@ -198,7 +198,15 @@ enum Step {
 }
 
 fn step() -> impl Strategy<Value = Step> {
-    let seen = prop::option::of((prop::sample::select(vec![1u64, 2, 5, 10, 20]), 0u64..12));
+    let seen = prop::option::of((
+        prop::sample::select(vec![1u64, 2, 5, 10, 20]),
+        0u64..12,
+        prop::option::of(0usize..5),
+        prop_oneof![
+            prop::sample::select(vec![0.0, 0.5, 20.0, 499.5, 2_000.0]),
+            0.0..3_000.0f64
+        ],
+    ));
     let count = |exactly, n| match exactly {
         true => Count::Exactly(n),
         false => Count::AtMost(n),
@@ -237,8 +245,17 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-fn remaining(seen: Option<(u64, u64)>) -> Option<Remaining> {
-    seen.map(|(limit, remaining)| Remaining { limit, remaining })
+/// A remaining count of a limit, the highest number heard of when it came (this many
+/// admissions back; none: told as it came), and its request's age.
+type Counted = (u64, u64, Option<usize>, Millis);
+
+fn remaining(seen: Option<Counted>, numbers: &[f64]) -> Option<Remaining> {
+    seen.map(|(limit, remaining, back, age_ms)| Remaining {
+        limit,
+        remaining,
+        heard: back.map(|back| numbers.iter().rev().nth(back).copied().unwrap_or(0.0)),
+        age_ms,
+    })
 }
 
 /// What one sequence exercised.
@@ -317,7 +334,7 @@ fn compare(
                     lane,
                     waiting,
                 }),
-                seen: match remaining(*seen) {
+                seen: match remaining(*seen, &numbers) {
                     Some(remaining) => {
                         told = None;
                         Some(Seen::Remaining(remaining))
@@ -348,7 +365,7 @@ fn compare(
             },
             Step::Observe(cooldown_ms, seen) => Op::Observe {
                 cooldown_ms: *cooldown_ms,
-                remaining: remaining(*seen),
+                remaining: remaining(*seen, &numbers),
             },
             Step::Clear => Op::ClearCooldown,
             Step::Charge(cost, refund) => Op::Charge {

@@ -88,13 +88,19 @@ local function wait_ms()
   return math.max(math.ceil(missing * interval() - SLACK / 2 * interval()), 1)
 end
 
--- MemoryAuthority::observe's pacing: when the server knows of fewer tokens than we do, someone
--- else is spending the key: lower ours to its count, and refill at half rate below 10% of the
--- limit (back to full rate once it recovers).
-local function pace(limit, remaining)
+-- MemoryAuthority::observe's pacing: when we hold more tokens than the server can hold now
+-- (its count as of the answered request, plus one for whole tokens, plus the refill over the
+-- request's `age` ms, less the requests numbered above `heard`, the highest number heard of
+-- when the answer came, nil for none: they went after it), someone else is spending the key:
+-- lower ours to that, and refill at half rate below 10% of the limit (back to full rate once
+-- it recovers).
+local function pace(limit, remaining, heard, age)
   refill()
-  local drained = tokens > remaining + 1
-  if drained then tokens = math.min(tokens, remaining + 1) end
+  local after = 0
+  if heard then after = math.max(sent - heard - 1, 0) end
+  local most = math.max(remaining + 1 + math.max(age, 0) / per_token - after, 0)
+  local drained = tokens > most
+  if drained then tokens = math.min(tokens, most) end
   local low = remaining < 0.1 * limit
   if (low and drained) or ((not low) and slow) then slow = low end
 end
@@ -205,26 +211,28 @@ if op == 'admit' then
   -- ARGV[7] the (first) admission's name; ARGV[8], ARGV[9] what a response said first (""
   -- for nothing): a limit and remaining count to pace by, or `is`/`max` and a learning gate's
   -- count of tokens; ARGV[10] how many wait to go; ARGV[11] the number of the request the
-  -- count answered; ARGV[12] "1" for an account call (GET /usage, /limits), which the quota
-  -- does not hold. Quota first, then cooldown, then as many tokens as are there, up to that
-  -- many (the answer's fourth number; the fifth is the first one's number).
-  -- ARGV[13] the asking process's number ("" to ask out of order), ARGV[14] how long its head
-  -- has waited, ARGV[15] its lane + 1 (0 at the front of its line), ARGV[16] the lane's weight,
-  -- ARGV[17] and ARGV[18] how long a claim outlives its time, and how soon a head behind
-  -- another asks again, ARGV[19] how many wait in its line, itself included (Order::admit).
+  -- count answered, or with a remaining count the highest number heard of when its answer
+  -- came; ARGV[12] the remaining count's request's age in ms; ARGV[13] "1" for an account
+  -- call (GET /usage, /limits), which the quota does not hold. Quota first, then cooldown,
+  -- then as many tokens as are there, up to that many (the answer's fourth number; the fifth
+  -- is the first one's number).
+  -- ARGV[14] the asking process's number ("" to ask out of order), ARGV[15] how long its head
+  -- has waited, ARGV[16] its lane + 1 (0 at the front of its line), ARGV[17] the lane's weight,
+  -- ARGV[18] and ARGV[19] how long a claim outlives its time, and how soon a head behind
+  -- another asks again, ARGV[20] how many wait in its line, itself included (Order::admit).
   if ARGV[8] == 'is' or ARGV[8] == 'max' then
     recount(ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[11]))
   else
     local limit = tonumber(ARGV[8])
     local remaining = tonumber(ARGV[9])
-    if limit and remaining then pace(limit, remaining) end
+    if limit and remaining then pace(limit, remaining, tonumber(ARGV[11]), tonumber(ARGV[12])) end
   end
-  local who = tonumber(ARGV[13])
+  local who = tonumber(ARGV[14])
   local lane, weight, since, behind
   local want = tonumber(ARGV[10]) or 1
   if who then
-    lane, weight, since = tonumber(ARGV[15]), tonumber(ARGV[16]), now - tonumber(ARGV[14])
-    local grace, again = tonumber(ARGV[17]), tonumber(ARGV[18])
+    lane, weight, since = tonumber(ARGV[16]), tonumber(ARGV[17]), now - tonumber(ARGV[15])
+    local grace, again = tonumber(ARGV[18]), tonumber(ARGV[19])
     for j = 0, 7 do
       local b = 15 + 4 * j
       if o[b] ~= 0 and o[b + 3] + grace < now then o[b], o[b + 1], o[b + 2], o[b + 3] = 0, 0, 0, 0 end
@@ -250,7 +258,7 @@ if op == 'admit' then
   end
   if behind then
     answer = behind
-  elseif quota > now and ARGV[12] ~= '1' then
+  elseif quota > now and ARGV[13] ~= '1' then
     answer = {'exhausted', quota - now, 0}
   elseif now < cooldown then
     answer = {'wait', math.max(cooldown - now, 1), 0}
@@ -281,7 +289,7 @@ if op == 'admit' then
       if answer[1] == 'admitted' then
         for _ = 1, answer[4] do admitted_in_order(lane, weight) end
       end
-      if answer[1] == 'admitted' and tonumber(ARGV[19]) > answer[4] then
+      if answer[1] == 'admitted' and tonumber(ARGV[20]) > answer[4] then
         claim(who, lane, since, now + answer[3])
       else
         unclaim(who)
@@ -296,10 +304,12 @@ elseif op == 'resume' then
   end
   answer = {'resumed', wait_ms(), 0}
 elseif op == 'observe' then
-  -- ARGV[7] cooldown ms ("" for none), ARGV[8] limit, ARGV[9] remaining ("" for none).
+  -- ARGV[7] cooldown ms ("" for none), ARGV[8] limit, ARGV[9] remaining ("" for none),
+  -- ARGV[10] the highest number heard of when its answer came ("" for none), ARGV[11] its
+  -- request's age in ms.
   local limit = tonumber(ARGV[8])
   local remaining = tonumber(ARGV[9])
-  if limit and remaining then pace(limit, remaining) end
+  if limit and remaining then pace(limit, remaining, tonumber(ARGV[10]), tonumber(ARGV[11])) end
   local hold = tonumber(ARGV[7])
   if hold then cooldown = math.max(cooldown, now + hold) end
   answer = {'observed', math.max(cooldown - now, 0), slow and 1 or 0}

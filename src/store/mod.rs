@@ -111,19 +111,25 @@ pub fn args(
             account,
             head,
         } => {
-            let (kind, value, at) = match seen {
+            let (kind, value, at, age) = match seen {
                 Some(Seen::Remaining(r)) => (
                     number(r.limit as f64),
                     number(r.remaining as f64),
-                    String::new(),
+                    maybe(r.heard),
+                    number(r.age_ms),
                 ),
-                Some(Seen::Count(Count::Exactly(n), at)) => ("is".into(), number(*n), number(*at)),
-                Some(Seen::Count(Count::AtMost(n), at)) => ("max".into(), number(*n), number(*at)),
-                None => (String::new(), String::new(), String::new()),
+                Some(Seen::Count(Count::Exactly(n), at)) => {
+                    ("is".into(), number(*n), number(*at), String::new())
+                }
+                Some(Seen::Count(Count::AtMost(n), at)) => {
+                    ("max".into(), number(*n), number(*at), String::new())
+                }
+                None => (String::new(), String::new(), String::new(), String::new()),
             };
             let want = number(f64::from(*want));
             let account = if *account { "1" } else { "" }.to_owned();
-            let mut extra = vec![admission_name(process, *id), kind, value, want, at, account];
+            let name = admission_name(process, *id);
+            let mut extra = vec![name, kind, value, want, at, age, account];
             if let Some(head) = head {
                 let (lane, weight) = head
                     .lane
@@ -146,6 +152,8 @@ pub fn args(
                 maybe(*cooldown_ms),
                 maybe(remaining.map(|r| r.limit as f64)),
                 maybe(remaining.map(|r| r.remaining as f64)),
+                maybe(remaining.and_then(|r| r.heard)),
+                maybe(remaining.map(|r| r.age_ms)),
             ],
         ),
         Op::ClearCooldown => ("clear", vec![]),
@@ -235,25 +243,45 @@ mod tests {
         let a = args(&admit, rate, Some(500.0), Some(10.0), "p", &text);
         assert_eq!(
             a,
-            ["admit", "10", "2", "500", "1000", "500", "p-1", "", "", "3", "", "1"]
+            ["admit", "10", "2", "500", "1000", "500", "p-1", "", "", "3", "", "", "1"]
+        );
+        let counted = Remaining {
+            limit: 10,
+            remaining: 0,
+            heard: Some(41.0),
+            age_ms: 620.5,
+        };
+        let admit = Op::Admit {
+            id: 1,
+            want: 3,
+            seen: Some(Seen::Remaining(counted)),
+            account: false,
+            head: None,
+        };
+        assert_eq!(
+            args(&admit, rate, None, None, "p", &text)[6..],
+            ["p-1", "10", "0", "3", "41", "620.5", ""]
         );
         let observe = Op::Observe {
             cooldown_ms: Some(1000.0),
             remaining: Some(Remaining {
-                limit: 10,
-                remaining: 0,
+                heard: None,
+                ..counted
             }),
         };
         let o = args(&observe, rate, None, None, "p", &text);
         assert_eq!(
             o,
-            ["observe", "", "2", "500", "1000", "", "1000", "10", "0"]
+            ["observe", "", "2", "500", "1000", "", "1000", "10", "0", "", "620.5"]
         );
         let bare = Op::Observe {
             cooldown_ms: None,
             remaining: None,
         };
-        assert_eq!(args(&bare, rate, None, None, "p", &text)[6..], ["", "", ""]);
+        assert_eq!(
+            args(&bare, rate, None, None, "p", &text)[6..],
+            ["", "", "", "", ""]
+        );
     }
 
     #[test]

@@ -199,14 +199,20 @@ impl MemoryAuthority {
     }
 
     fn observe(&mut self, now: Millis, cooldown_ms: Option<Millis>, seen: Option<Remaining>) {
-        if let Some(Remaining { limit, remaining }) = seen {
-            let remaining = remaining as f64;
-            // Someone else spends the key when the server knows of fewer tokens than we do.
-            let drained = self.bucket.tokens(now) > remaining + 1.0;
+        if let Some(seen) = seen {
+            let remaining = seen.remaining as f64;
+            // Someone else spends the key when we believe in more tokens than the server can
+            // hold now (see `Remaining`).
+            let refill = seen.age_ms.max(0.0) / self.bucket.rate().ms_per_token();
+            let after = seen
+                .heard
+                .map_or(0.0, |heard| (self.sent - heard - 1.0).max(0.0));
+            let most = (remaining + 1.0 + refill - after).max(0.0);
+            let drained = self.bucket.tokens(now) > most;
             if drained {
-                self.bucket.at_most(now, remaining + 1.0);
+                self.bucket.at_most(now, most);
             }
-            let low = remaining < LOW_REMAINING * limit as f64;
+            let low = remaining < LOW_REMAINING * seen.limit as f64;
             if low && drained || !low && self.bucket.is_slow() {
                 self.bucket.set_slow(now, low);
             }
@@ -491,6 +497,8 @@ mod tests {
             remaining: Some(Remaining {
                 limit: 20,
                 remaining,
+                heard: None,
+                age_ms: 0.0,
             }),
         };
         assert_eq!(
@@ -503,6 +511,102 @@ mod tests {
         assert_eq!(a.predict(0.0, 2), 200.0, "two tokens, then one per 200 ms");
         a.apply(0.0, &seen(10));
         assert!(!a.slow(), "recovered above 10%");
+    }
+
+    /// An admission of `id` that first takes in a remaining count of `remaining` (of `limit`)
+    /// heard when the highest number admitted was `heard`, its request sent `age_ms` ago.
+    fn told(id: AdmissionId, limit: u64, remaining: u64, heard: f64, age_ms: Millis) -> Op {
+        Op::Admit {
+            id,
+            want: 1,
+            seen: Some(Seen::Remaining(Remaining {
+                limit,
+                remaining,
+                heard: Some(heard),
+                age_ms,
+            })),
+            account: false,
+            head: None,
+        }
+    }
+
+    #[test]
+    fn an_answer_at_the_floor_told_a_moment_after_the_next_token_is_no_sign_of_anyone_else() {
+        let mut a = article();
+        admit(&mut a, 0.0, 1);
+        admit(&mut a, 0.0, 2);
+        a.apply(20.0, &Op::Resume { id: 1 });
+        // The token of 520 ms goes to request 2; the server says 0 left. That count rides
+        // along with the next admission, 1 ms after the next token came: a hair over one
+        // token is there, which is no more than the server can hold by now.
+        assert!(matches!(
+            admit(&mut a, 520.0, 3),
+            Answer::Admitted { seq: 2.0, .. }
+        ));
+        assert_eq!(
+            a.apply(1_021.0, &told(4, 2, 0, 2.0, 501.0)),
+            Answer::Admitted {
+                anchor: false,
+                next_ms: 499.0,
+                taken: 1,
+                seq: 3.0
+            }
+        );
+        assert!(!a.slow());
+    }
+
+    #[test]
+    fn the_requests_admitted_after_an_answer_came_are_not_in_its_count() {
+        let rate = Rate::new(10.0, 5.0).unwrap();
+        let start = || {
+            let mut a = MemoryAuthority::new(rate, None, 0.0);
+            admit(&mut a, 0.0, 1);
+            a.apply(20.0, &Op::Resume { id: 1 });
+            // Three more go after request 0's answer came: 6.15 tokens at 50 ms.
+            for id in 2..5 {
+                admit(&mut a, 40.0, id);
+            }
+            a
+        };
+        // It said 9 left (at most 9 + 1 + 50 ms of refill - 3 = 7.25 now), or 5: someone
+        // else took 4 (at most 3.25 now). Then this admission takes one.
+        let mut honest = start();
+        honest.apply(50.0, &told(5, 10, 9, 0.0, 50.0));
+        assert_eq!(honest.predict(50.0, 4), 50.0, "5.15 tokens are there");
+        let mut drained = start();
+        drained.apply(50.0, &told(5, 10, 5, 0.0, 50.0));
+        assert_eq!(drained.predict(50.0, 1), 50.0);
+        assert_eq!(drained.predict(50.0, 2), 200.0, "2.25 tokens are there");
+        // Had the three gone before the answer came, they might be in its count.
+        let mut before = start();
+        before.apply(
+            50.0,
+            &Op::Observe {
+                cooldown_ms: None,
+                remaining: Some(Remaining {
+                    limit: 10,
+                    remaining: 5,
+                    heard: None,
+                    age_ms: 50.0,
+                }),
+            },
+        );
+        assert_eq!(before.predict(50.0, 5), 50.0, "6.15 tokens are there");
+    }
+
+    #[test]
+    fn a_key_drained_to_nothing_by_someone_else_slows_the_refill() {
+        let mut a = MemoryAuthority::new(Rate::new(10.0, 5.0).unwrap(), None, 0.0);
+        admit(&mut a, 0.0, 1);
+        a.apply(20.0, &Op::Resume { id: 1 });
+        // The server said 0 left after request 0: someone else took 9.
+        assert!(matches!(
+            a.apply(520.0, &told(2, 10, 0, 0.0, 520.0)),
+            Answer::Admitted { .. }
+        ));
+        assert!(a.slow());
+        // Of at most 0 + 1 + 2.6, this admission took one: the next at half rate.
+        assert_eq!(a.predict(520.0, 2), 520.0 + 0.4 * 400.0);
     }
 
     #[test]

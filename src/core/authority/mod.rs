@@ -61,7 +61,7 @@ pub enum Op {
     },
     /// What a response said of the allowance: a cooldown to hold (extended, never shortened),
     /// and the server's count of what is left, which lowers ours when someone else is draining
-    /// the key and halves the refill below 10% of the limit.
+    /// the key (see [`Remaining`]) and halves the refill below 10% of the limit.
     Observe {
         /// Hold every admission this long from now.
         cooldown_ms: Option<Millis>,
@@ -108,13 +108,41 @@ pub enum Seen {
     Count(Count, f64),
 }
 
-/// `X-RateLimit-Limit` and `X-RateLimit-Remaining` as one response reported them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+impl Seen {
+    /// The same, told `ms` later: a remaining count's request is that much older.
+    pub fn aged(self, ms: Millis) -> Seen {
+        match self {
+            Seen::Remaining(r) => Seen::Remaining(Remaining {
+                age_ms: r.age_ms + ms,
+                ..r
+            }),
+            count => count,
+        }
+    }
+}
+
+/// `X-RateLimit-Limit` and `X-RateLimit-Remaining` as one response reported them, and where
+/// its request stands. The key is drained by someone else only when we believe in more tokens
+/// than the server can hold now: its count as of that request (whole tokens: up to one more),
+/// plus the refill since the request went, less the requests that went after the answer came.
+/// An answer that says 0 a moment after a token came, or after others were admitted, is no
+/// sign of anyone else.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Remaining {
     /// The bucket's capacity.
     pub limit: u64,
     /// Requests left, approximately.
     pub remaining: u64,
+    /// Where the count is told later than the answer came (riding along with a store
+    /// admission): the highest number (see [`Answer::Admitted`]'s `seq`) the gate had heard of
+    /// when it came. Those numbered above it are taken to have gone after the answer, so they
+    /// are not in its count (another process's admitted a moment before the answer came may
+    /// be: the token of slack covers one). `None` where it is told as the answer comes:
+    /// nothing went after it yet, and those admitted before it may be in its count.
+    pub heard: Option<f64>,
+    /// Milliseconds since the request went: the server's refill since then is there too. An
+    /// age, not a time, so no process compares its clock with another's.
+    pub age_ms: Millis,
 }
 
 /// Below this share of the limit left, a key drained by someone else refills at half rate.

@@ -113,7 +113,7 @@ impl Gate {
                 self.next_admission += want as AdmissionId;
                 let op = link.send(now, store_link::Purpose::Admit(id));
                 link.asked_with = link.rate();
-                let seen = link.seen.take();
+                let seen = link.seen.take().map(|(seen, at)| seen.aged(now - at));
                 self.actions.push_back(Action::Store {
                     id: op,
                     op: Op::Admit {

@@ -80,7 +80,7 @@ impl Keeper {
                 let faster = rate.per_second() > link.rate().per_second();
                 link.follow(now, rate);
                 if let Some((count, at)) = count {
-                    link.seen = Some(Seen::Count(count, at));
+                    link.seen = Some((Seen::Count(count, at), now));
                 }
                 if faster || count.is_some() {
                     // The store's last wait was for the old allowance: ask again.

@@ -226,8 +226,14 @@ impl Gate {
         if let Some(ms) = at_least {
             cooldown_ms = longer(cooldown_ms, ms);
         }
+        let age_ms = self.calls.get(call).map_or(0.0, |c| now - c.last_sent);
         let mut remaining = match (feedback.limit, feedback.remaining) {
-            (Some(limit), Some(remaining)) => Some(Remaining { limit, remaining }),
+            (Some(limit), Some(remaining)) => Some(Remaining {
+                limit,
+                remaining,
+                heard: None,
+                age_ms,
+            }),
             _ => None,
         };
         if let (Some(Remaining { remaining: 0, .. }), Some(reset)) = (remaining, feedback.reset_ms)
@@ -257,7 +263,9 @@ impl Gate {
                     // paces admissions, so it rides along with the next one rather than cost a
                     // round trip of its own.
                     if cooldown_ms.is_none() {
-                        link.seen = remaining.map(Seen::Remaining);
+                        let heard = Some(self.last_seq);
+                        link.seen =
+                            remaining.map(|r| (Seen::Remaining(Remaining { heard, ..r }), now));
                     } else if !link.is_down() {
                         link.seen = None;
                         let id = link.send(now, Purpose::Tell);

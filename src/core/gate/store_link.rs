@@ -129,8 +129,9 @@ pub struct StoreLink {
     pub budget_left: Option<f64>,
     /// Refunds owed to the shared budget; they ride along with the next charge.
     pub refunds: f64,
-    /// The last count heard and not yet told; it rides along with the next admission.
-    pub seen: Option<Seen>,
+    /// The last count heard and not yet told, and when it was heard; it rides along with the
+    /// next admission.
+    pub seen: Option<(Seen, Millis)>,
     /// The allowance the store held before the latest answer, not yet looked at.
     pub stored: Option<Rate>,
     calls: u64,
