@@ -146,7 +146,12 @@ async function runRun(createFetch, run) {
     const clockAt = performance.now(); // the server's clock starts within a millisecond of this
     fake.reset();
     await labelKeys(fake, made);
-    const load = (m, t0) => runLoad(m.impl, { kind: run.kind, baseUrl: fake.baseUrl, apiKey: m.apiKey, t0, calls: run.calls, workers: run.workers, capS: capOf(run), maxWaitMs: MAX_WAIT_MS });
+    // A gate's figures as its load ends (an idle gate may be forgotten before the others end).
+    const load = async (m, t0) => {
+      const out = await runLoad(m.impl, { kind: run.kind, baseUrl: fake.baseUrl, apiKey: m.apiKey, t0, calls: run.calls, workers: run.workers, capS: capOf(run), maxWaitMs: MAX_WAIT_MS });
+      m.stats = m.impl.gate ? m.impl.fetchImpl.stats() : null;
+      return out;
+    };
     if (run.rounds) {
       for (const m of made) {
         m.t0 = performance.now();
@@ -175,8 +180,8 @@ async function runRun(createFetch, run) {
         startSkewMs: m.t0 - clockAt,
       };
       o.pct = o.attempts ? (100 * o.rejected) / o.attempts : NaN;
-      if (m.impl.gate) {
-        const s = m.impl.fetchImpl.stats();
+      if (m.stats) {
+        const s = m.stats;
         const l = s.gates[0]?.learned;
         o.gate = `gates ${s.gates.length}, admitted ${s.admitted}, throttled ${s.throttled}, retries ${JSON.stringify(s.retries)}, ` +
           `abandoned ${JSON.stringify(s.abandoned)}${l ? `, learned burst ${l.burst}, perSecond ${fix(l.perSecond)}, atLeast ${fix(l.atLeast)}` : ''}`;
