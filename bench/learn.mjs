@@ -55,7 +55,7 @@ function contenders(createFetch) {
 // maxCalls times in all; true when it got a 200. Gives up (false) when `signal` aborts.
 // c.fetchImpl is the contender's fetch; c.limiter, when there, is asked for a token before
 // every call and told every answer. Errors other than aborts are counted in `errors`.
-// Optional (bench/learn-matrix.mjs): `delivered`, the statuses that end the call as done (200
+// Optional (bench/learn-matrix.mjs, bench/lib/load.mjs): `delivered`, the statuses that end the call as done (200
 // only by default; a 404 of a missing event is an answer too), and `retried`, status -> the
 // wait in seconds when the answer has no Retry-After (429: RETRY_AFTER_S by default).
 export async function getWithRetries(c, url, { headers, signal, maxCalls, errors, delivered = [200], retried = { 429: RETRY_AFTER_S } }) {

@@ -4,6 +4,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { performance } from 'node:perf_hooks';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 import { OddsApiClient, OddsApiError } from './support/sdk-client.mjs';
 import { runWorkers } from './support/workers.mjs';
@@ -347,7 +348,10 @@ test('counts: a quota, or a stuck remaining, in place of the bucket\'s; malforme
   for (let i = 0; i < 3; i++) s.push(await get(stuck));
   assert.deepEqual(s, [[200, null, null], [200, null, null], [429, '2', '100']]);
   for (const [name, bad] of [['missingFirst', -1], ['missingFirst', 1.5], ['unavailableEvery', 0], ['counts', 'lies'],
-    ['counts', { stuck: -1 }], ['counts', { quota: { limit: 10 } }], ['change', { atMs: 10, burst: 2 }], ['change', 5]]) {
+    ['counts', { stuck: -1 }], ['counts', { quota: { limit: 10 } }], ['change', { atMs: 10, burst: 2 }], ['change', 5],
+    ['outageMs', -1], ['outageMs', 'soon'], ['hangFirst', 1.5], ['claimRemaining', 9999], ['claimRemaining', { first: 1 }],
+    ['claimRemaining', { first: 1, remaining: -1 }], ['claimRemaining', { first: 1, remaining: 5, limit: 5 }],
+    ['bucketPerResource', 'yes']]) {
     await assert.rejects(startFakeOddsApi({ [name]: bad }), (err) => err instanceof TypeError && err.message.startsWith(`${name}:`), `${name}: ${JSON.stringify(bad)}`);
   }
 });
@@ -364,4 +368,82 @@ test('change: from atMs the snapshot bucket has the new allowance, its tokens ne
   assert.deepEqual(await get('/events/e1/odds/snapshot'), [200, '1', '0']); // clamped to the new burst of 1
   assert.deepEqual(await get('/events/e1/odds/snapshot'), [429, '1', '0']);
   assert.deepEqual(await get('/events/e1'), [200, '3', '2']); // the lookups' bucket is unchanged
+});
+
+// status, Remaining and Bucket of one answer (body read), on key `key`.
+const answer = async (api, path, key = 'k', init = {}) => {
+  const res = await fetch(`${api.baseUrl}${path}`, { ...init, headers: { 'X-API-Key': key } });
+  await res.arrayBuffer();
+  return [res.status, res.headers.get('x-ratelimit-remaining'), res.headers.get('x-ratelimit-bucket')];
+};
+
+test('outageMs: snapshots answer a bare 503 until outageMs after start or reset, taking no token', { timeout: 10000 }, async () => {
+  const began = performance.now();
+  const api = await start({ ...FROZEN, outageMs: 1000 });
+  const res = await fetch(`${api.baseUrl}/events/e1/odds/snapshot`, { headers: { 'X-API-Key': 'k' } });
+  assert.equal(res.status, 503);
+  assert.deepEqual(await res.json(), { detail: 'Service unavailable' });
+  assert.equal(res.headers.get('retry-after'), null);
+  assert.deepEqual(rateLimitHeaderNames(res), []);
+  assert.deepEqual(await answer(api, '/events/e1/odds/snapshot', 'k2'), [503, null, null]); // every key
+  assert.deepEqual(await answer(api, '/events/e1'), [200, '9', 'events']); // snapshots only
+  await sleep(Math.max(0, 1000 - (performance.now() - began)) + 100);
+  // The bucket is still full: the 503s took nothing.
+  for (const left of ['1', '0']) assert.deepEqual(await answer(api, '/events/e1/odds/snapshot'), [200, left, 'snapshot']);
+  assert.equal((await answer(api, '/events/e1/odds/snapshot'))[0], 429);
+  const s = api.stats();
+  assert.deepEqual(s.byKey['key#1'], { attempts: 5, rejected: 1, ok: 3, unavailable: 1 });
+  assert.deepEqual(s.byKey['key#2'], { attempts: 1, rejected: 0, ok: 0, unavailable: 1 });
+  api.reset(); // the outage starts again
+  assert.deepEqual(await answer(api, '/events/e1/odds/snapshot'), [503, null, null]);
+});
+
+test('hangFirst: the first n snapshot requests per key are never answered; close() still ends at once', { timeout: 10000 }, async () => {
+  const api = await start({ ...FROZEN, hangFirst: 1 });
+  const url = `${api.baseUrl}/events/e1/odds/snapshot`;
+  for (const key of ['a', 'b']) {
+    await assert.rejects(fetch(url, { headers: { 'X-API-Key': key }, signal: AbortSignal.timeout(300) }), { name: 'TimeoutError' });
+    assert.deepEqual(await answer(api, '/events/e1/odds/snapshot', key), [200, '1', 'snapshot']); // no token taken
+  }
+  const s = api.stats();
+  assert.deepEqual(s.byKey['key#1'], { attempts: 2, rejected: 0, ok: 1, hung: 1 });
+  assert.deepEqual(s.arrivals.map((a) => a.status), [null, 200, null, 200]);
+
+  const held = await start({ ...FROZEN, hangFirst: 1 }); // closed here, and again (harmlessly) after all
+  const pending = fetch(`${held.baseUrl}/events/e1/odds/snapshot`).then(() => 'answered', (err) => err.name);
+  for (let i = 0; i < 100 && held.stats().attempts === 0; i++) await sleep(20);
+  assert.equal(held.stats().byKey['key#1'].hung, 1);
+  const closing = performance.now();
+  await held.close();
+  assert.ok(performance.now() - closing < 2000, `close took ${performance.now() - closing} ms`);
+  assert.equal(await pending, 'TypeError'); // the client sees the socket closed, not an answer
+});
+
+test('claimRemaining: the first answers carrying X-RateLimit-* claim that Remaining, per key', async () => {
+  const api = await start({ ...FROZEN, claimRemaining: { first: 2, remaining: 9999 } });
+  const a = [];
+  for (let i = 0; i < 3; i++) a.push(await answer(api, '/events/e1/odds/snapshot'));
+  assert.deepEqual(a, [[200, '9999', 'snapshot'], [200, '9999', 'snapshot'], [429, '0', 'snapshot']]);
+  assert.deepEqual(await answer(api, '/events/e1/odds/snapshot', 'other'), [200, '9999', 'snapshot']);
+  assert.deepEqual(await answer(api, '/events/e1'), [200, '9', 'events']); // snapshots only
+
+  const throttled = await start({ ...FROZEN, rateLimitHeaders: 'throttled', claimRemaining: { first: 1, remaining: 9999 } });
+  const t = [];
+  for (let i = 0; i < 4; i++) t.push(await answer(throttled, '/events/e1/odds/snapshot'));
+  assert.deepEqual(t.map((x) => x.slice(0, 2)), [[200, null], [200, null], [429, '9999'], [429, '0']]);
+});
+
+test('bucketPerResource: a bucket per route and event id, named in X-RateLimit-Bucket', async () => {
+  const api = await start({ ...FROZEN, bucketPerResource: true, events: { burst: 1, perSecond: 0.001 } });
+  const snap = (id, key) => answer(api, `/events/${id}/odds/snapshot`, key);
+  assert.deepEqual([await snap('e1'), await snap('e1'), await snap('e1')],
+    [[200, '1', 'snapshot:e1'], [200, '0', 'snapshot:e1'], [429, '0', 'snapshot:e1']]);
+  assert.deepEqual(await snap('e2'), [200, '1', 'snapshot:e2']); // its own full bucket
+  assert.deepEqual(await snap('e1', 'other'), [200, '1', 'snapshot:e1']); // and per key
+  assert.deepEqual(await snap('a b'), [200, '1', 'snapshot:a%20b']); // the id as the path spells it
+  assert.deepEqual([await answer(api, '/events/e1'), await answer(api, '/events/e1'), await answer(api, '/events/e2')],
+    [[200, '0', 'events:e1'], [429, '0', 'events:e1'], [200, '0', 'events:e2']]);
+  const s = api.stats();
+  assert.deepEqual(s.byBucket.snapshot, { attempts: 6, rejected: 1, ok: 5 }); // the route's, summed
+  assert.ok(s.arrivals.every((a) => a.bucket === 'snapshot' || a.bucket === 'events'));
 });

@@ -19,9 +19,23 @@
 // - change: { atMs, burst, perSecond }: from atMs after the server started (or was reset) the
 //   snapshot bucket's allowance is this one; its tokens refill at the old rate up to atMs and
 //   never exceed the new burst after it.
+// - outageMs: n: every snapshot request in the first n ms after the server started (or was
+//   reset) answers 503 { detail: 'Service unavailable' }, with no Retry-After and no X-RateLimit-*
+//   (the limiter never saw it), and takes no token.
+// - hangFirst: n: the first n snapshot requests get no answer at all: the socket stays open until
+//   the client gives up or close() ends it (close() ends every connection at once).
+// - claimRemaining: { first, remaining }: the first `first` snapshot answers that carry
+//   X-RateLimit-* say Remaining: `remaining` (9999: a quota's count, say) whatever the bucket holds.
+// - bucketPerResource: true: every event id has its own bucket per route at the same allowance
+//   (a limiter per resource), and X-RateLimit-Bucket names it: `snapshot:{id}`, `events:{id}`
+//   (the id as the path spells it). A bucket is kept per key and id the server has seen.
+// Precedence, per snapshot request: hangFirst, outageMs, the monthly credits, missingFirst,
+// unavailableEvery, the bucket.
 // stats().byKey[key] (and byBucket, and the totals) count attempts (every request of a route,
-// these included), rejected (429s) and ok (200s); `missing` (404s) and `unavailable` (503s)
-// appear once there is one.
+// these included), rejected (429s) and ok (200s); `missing` (404s), `unavailable` (503s) and
+// `hung` (requests never answered) appear once there is one. byBucket and arrivals name the
+// route's bucket (`snapshot`, `events`) even with bucketPerResource; a hung request's arrival has
+// status null.
 // Shipped in the package (odds-gate demo); js-tests/support/fake-odds-api.mjs re-exports it.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -30,6 +44,7 @@ import { performance } from 'node:perf_hooks';
 const SNAPSHOT = /^\/v1\/events\/([^/]+)\/odds\/snapshot$/;
 const EVENT = /^\/v1\/events\/([^/]+)$/;
 const MAX_ARRIVALS = 10_000; // keep memory bounded if a test goes wild
+const STATUS_FIELD = { 404: 'missing', 503: 'unavailable', null: 'hung' }; // counted apart from ok
 
 export async function startFakeOddsApi(options = {}) {
   const burst = options.burst ?? 2;
@@ -48,6 +63,17 @@ export async function startFakeOddsApi(options = {}) {
   };
   const missingFirst = integerOption('missingFirst', options.missingFirst, 0) ?? 0;
   const unavailableEvery = integerOption('unavailableEvery', options.unavailableEvery, 1);
+  const outageMs = integerOption('outageMs', options.outageMs, 0) ?? 0;
+  const hangFirst = integerOption('hangFirst', options.hangFirst, 0) ?? 0;
+  const claim = options.claimRemaining ?? null;
+  if (claim !== null && !(typeof claim === 'object' && Object.keys(claim).sort().join() === 'first,remaining'
+    && atLeast(0)(claim.first) && atLeast(0)(claim.remaining))) {
+    throw new TypeError(`claimRemaining: expected { first, remaining } (integers >= 0), got ${JSON.stringify(claim) ?? String(claim)}`);
+  }
+  const perResource = options.bucketPerResource ?? false;
+  if (typeof perResource !== 'boolean') {
+    throw new TypeError(`bucketPerResource: expected a boolean, got ${String(perResource)}`);
+  }
   const counts = options.counts ?? 'truth';
   const count = atLeast(0);
   const only = (key) => typeof counts === 'object' && counts !== null && Object.keys(counts).join() === key;
@@ -68,12 +94,14 @@ export async function startFakeOddsApi(options = {}) {
   };
   const emptyCounts = () => ({ attempts: 0, rejected: 0, ok: 0 });
 
-  let startedAt, buckets, seen, labels, stats, faults;
+  let startedAt, buckets, seen, claimed, labels, stats, faults;
   const sockets = { opened: 0, open: 0, peakOpen: 0 };
   const clear = () => {
     startedAt = performance.now();
-    buckets = { snapshot: new Map(), events: new Map() }; // bucket -> raw key -> { tokens, last }
-    seen = new Map(); // raw key -> snapshot requests so far (missingFirst, unavailableEvery)
+    // bucket -> raw key (and, with bucketPerResource, the id) -> { tokens, last }
+    buckets = { snapshot: new Map(), events: new Map() };
+    seen = new Map(); // raw key -> snapshot requests so far (hangFirst, missingFirst, unavailableEvery)
+    claimed = new Map(); // raw key -> snapshot answers that said claimRemaining's count
     labels = new Map(); // raw key -> 'key#N'; raw keys never leave this closure
     stats = {
       attempts: 0, rejected: 0, ok: 0, faults: 0, usageCalls: 0, byKey: {},
@@ -92,11 +120,12 @@ export async function startFakeOddsApi(options = {}) {
   const changeAt = () => startedAt + change.atMs;
   const limitOf = (bucket, now) => (bucket === 'snapshot' && change && now >= changeAt() ? change : limits[bucket]);
   // Refill fractionally since the last look (at the old allowance up to a change, then the new
-  // one, never above its burst); the key's bucket, as it is now.
-  const refill = (bucket, raw) => {
+  // one, never above its burst); the bucket (`owner`: the raw key, and the id per resource), as
+  // it is now.
+  const refill = (bucket, owner) => {
     const now = performance.now();
-    let b = buckets[bucket].get(raw);
-    if (!b) buckets[bucket].set(raw, (b = { tokens: limitOf(bucket, now).burst, last: now }));
+    let b = buckets[bucket].get(owner);
+    if (!b) buckets[bucket].set(owner, (b = { tokens: limitOf(bucket, now).burst, last: now }));
     if (bucket === 'snapshot' && change && b.last < changeAt() && now >= changeAt()) {
       b.tokens = Math.min(limits.snapshot.burst, b.tokens + ((changeAt() - b.last) / 1000) * limits.snapshot.perSecond);
       b.last = changeAt();
@@ -106,9 +135,9 @@ export async function startFakeOddsApi(options = {}) {
     b.last = now;
     return { b, burst };
   };
-  // Try to take one token from the key's bucket.
-  const take = (bucket, raw) => {
-    const { b, burst } = refill(bucket, raw);
+  // Try to take one token from the bucket.
+  const take = (bucket, owner) => {
+    const { b, burst } = refill(bucket, owner);
     if (b.tokens >= 1) { b.tokens -= 1; return { ok: true, left: Math.floor(b.tokens), burst }; }
     return { ok: false, left: 0, burst };
   };
@@ -127,8 +156,8 @@ export async function startFakeOddsApi(options = {}) {
     const q = stats.byBucket[bucket];
     stats.attempts++; k.attempts++; q.attempts++;
     if (status === 429) { stats.rejected++; k.rejected++; q.rejected++; }
-    else if (status === 404 || status === 503) { // only with missingFirst / unavailableEvery
-      const field = status === 404 ? 'missing' : 'unavailable';
+    else if (status in STATUS_FIELD) { // only with the opt-in quirks
+      const field = STATUS_FIELD[status];
       for (const c of [stats, k, q]) c[field] = (c[field] ?? 0) + 1;
     } else { stats.ok++; k.ok++; q.ok++; }
     if (stats.arrivals.length < MAX_ARRIVALS) {
@@ -184,6 +213,15 @@ export async function startFakeOddsApi(options = {}) {
 
     const bucket = match ? 'snapshot' : 'events';
     const label = labelFor(raw);
+    const id = (match ?? event)[1];
+    const owner = perResource ? `${raw}\n${id}` : raw;
+    const n = match ? (seen.get(raw) ?? 0) + 1 : 0; // this key's n-th snapshot request
+    if (match) seen.set(raw, n);
+    if (n > 0 && n <= hangFirst) return record(label, null, bucket); // never answered
+    if (match && performance.now() - startedAt < outageMs) {
+      record(label, 503, bucket);
+      return send(res, 503, { detail: 'Service unavailable' });
+    }
     if ((stats.byKey[label]?.ok ?? 0) >= creditLimit) {
       record(label, 429, bucket);
       return send(res, 429, { detail: 'Monthly API credits exhausted', code: 'quota_exceeded' });
@@ -191,20 +229,23 @@ export async function startFakeOddsApi(options = {}) {
     const headersFor = (ok, burst, left, took) => {
       if (!(rateLimitHeaders === true || (rateLimitHeaders === 'throttled' && !ok))) return {};
       const c = countsFor(label, burst, left, took);
-      return { 'X-RateLimit-Limit': String(c.limit), 'X-RateLimit-Remaining': String(c.left), 'X-RateLimit-Bucket': bucket };
+      const said = claimed.get(raw) ?? 0;
+      if (match && claim && said < claim.first) { claimed.set(raw, said + 1); c.left = claim.remaining; }
+      return {
+        'X-RateLimit-Limit': String(c.limit), 'X-RateLimit-Remaining': String(c.left),
+        'X-RateLimit-Bucket': perResource ? `${bucket}:${id}` : bucket,
+      };
     };
     if (match && (missingFirst > 0 || unavailableEvery !== null)) {
-      const n = (seen.get(raw) ?? 0) + 1; // this key's n-th snapshot request
-      seen.set(raw, n);
       const status = n <= missingFirst ? 404 : unavailableEvery !== null && n % unavailableEvery === 0 ? 503 : null;
       if (status !== null) { // takes no token
-        const { b, burst } = refill(bucket, raw);
+        const { b, burst } = refill(bucket, owner);
         record(label, status, bucket);
         return send(res, status, { detail: status === 404 ? 'Event not found' : 'Service unavailable' },
           headersFor(true, burst, Math.floor(b.tokens), false));
       }
     }
-    const t = take(bucket, raw);
+    const t = take(bucket, owner);
     const rl = headersFor(t.ok, t.burst, t.left, t.ok);
     if (!t.ok) {
       record(label, 429, bucket);
@@ -213,9 +254,9 @@ export async function startFakeOddsApi(options = {}) {
     }
     record(label, 200, bucket);
     if (event) {
-      const id = decodeURIComponent(event[1]);
+      const eventId = decodeURIComponent(id);
       return send(res, 200, {
-        id, sport_key: 'soccer', home_team: `Home ${id}`, away_team: `Away ${id}`,
+        id: eventId, sport_key: 'soccer', home_team: `Home ${eventId}`, away_team: `Away ${eventId}`,
         commence_time: new Date(Math.ceil(Date.now() / 3600e3) * 3600e3 + 86400e3).toISOString(),
       }, rl);
     }
