@@ -46,6 +46,7 @@ use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::learn::Learner;
 use crate::core::rules::policy::Reason;
 use crate::core::rules::quota::{QuotaState, QuotaWatch};
+use crate::core::rules::streak::Streak;
 use crate::core::Millis;
 
 /// A call's number within its gate: a number of a call that has ended never finds another.
@@ -161,6 +162,8 @@ pub struct Gate {
     behind_scout: usize,
     /// The most calls ever waiting at once.
     peak_waiting: usize,
+    /// The run of failures the server answered with, which holds the gate.
+    streak: Streak,
 }
 
 impl std::fmt::Debug for Gate {
@@ -251,6 +254,7 @@ impl Gate {
             arrivals: 0,
             behind_scout: 0,
             peak_waiting: 0,
+            streak: Streak::default(),
         }
     }
 

@@ -10,6 +10,7 @@ use crate::core::authority::{Answer, Authority, Immediate, Op, Remaining, Seen};
 use crate::core::parse::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
 };
+use crate::core::rules::backoff::Backoff;
 use crate::core::rules::classify::{Failure, Outcome};
 use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::{Reason, Verdict};
@@ -85,6 +86,7 @@ impl Gate {
             Err(_) => {
                 // Too long to represent: hold for the longest we can, and fail the call loudly
                 // rather than wait less than the server asked.
+                self.failure_hold(now, call, status >= 500, true);
                 self.resume(now, call);
                 let rest = |name: &str| (name != "retry-after").then(|| header(name)).flatten();
                 let feedback = parse_feedback(&rest, wall_now).unwrap_or_default();
@@ -108,8 +110,9 @@ impl Gate {
         let scout = c.spec.scout;
         let counted = feedback.limit.zip(feedback.remaining);
         let limiter = self.learner.as_ref().and(feedback.limiter.clone());
+        let hold = self.failure_hold(now, call, status >= 500, retry_after_ms.is_some());
         self.resume(now, call);
-        self.observe(now, call, status, feedback, None);
+        self.observe(now, call, status, feedback, hold);
         let sent = Sent {
             call,
             at: sent,
@@ -153,6 +156,11 @@ impl Gate {
         };
         c.last_failed = true;
         let (probe, seq, scout) = (c.probe, c.seq.unwrap_or(0.0), c.spec.scout);
+        // A request that cannot be made says nothing of the server.
+        if failure.outcome() != Outcome::Invalid {
+            let hold = self.failure_hold(now, call, true, false);
+            self.observed(now, hold, None);
+        }
         self.unanswered(now, seq);
         if scout {
             let (heard, answer) = (Heard::Nothing, None);
@@ -238,37 +246,7 @@ impl Gate {
             // A learning gate takes the count as it is (see `learn`), not as a sign of others.
             remaining = None;
         }
-        if cooldown_ms.is_some() || remaining.is_some() {
-            let op = Op::Observe {
-                cooldown_ms,
-                remaining,
-            };
-            match &mut self.keeper {
-                Keeper::Memory(a) => {
-                    a.apply(now, &op);
-                }
-                Keeper::Store(link) => {
-                    // The fail-safe holds too, should the store go down during the cooldown.
-                    link.fallback.apply(now, &op);
-                    if let Some(ms) = cooldown_ms {
-                        link.cooldown_until = link.cooldown_until.max(now + ms);
-                    }
-                    // A cooldown is told at once, so every process holds; a remaining count
-                    // paces admissions, so it rides along with the next one rather than cost a
-                    // round trip of its own.
-                    if cooldown_ms.is_none() {
-                        link.seen = remaining.map(Seen::Remaining);
-                    } else if !link.is_down() {
-                        link.seen = None;
-                        let id = link.send(now, Purpose::Tell);
-                        self.actions.push_back(Action::Store { id, op });
-                    }
-                }
-            }
-            if cooldown_ms.is_some() {
-                self.expire_hopeless(now);
-            }
-        }
+        self.observed(now, cooldown_ms, remaining);
         let has_retry_after = feedback.retry_after_ms.is_some();
         if status == 429 {
             self.figures.throttled += 1;
@@ -281,6 +259,79 @@ impl Gate {
         if self.quota.observe(now, status, has_retry_after) {
             self.start_probe(now, call);
         }
+    }
+
+    /// Holds every admission for `cooldown_ms` from `now` (extended, never shortened) and
+    /// paces the bucket by the server's `remaining` count, wherever the state lives: what
+    /// an answer said of the allowance ([`Op::Observe`]), or a run of failures' hold.
+    fn observed(&mut self, now: Millis, cooldown_ms: Option<Millis>, remaining: Option<Remaining>) {
+        if cooldown_ms.is_none() && remaining.is_none() {
+            return;
+        }
+        let op = Op::Observe {
+            cooldown_ms,
+            remaining,
+        };
+        match &mut self.keeper {
+            Keeper::Memory(a) => {
+                a.apply(now, &op);
+            }
+            Keeper::Store(link) => {
+                // The fail-safe holds too, should the store go down during the cooldown.
+                link.fallback.apply(now, &op);
+                if let Some(ms) = cooldown_ms {
+                    link.cooldown_until = link.cooldown_until.max(now + ms);
+                }
+                // A cooldown is told at once, so every process holds; a remaining count
+                // paces admissions, so it rides along with the next one rather than cost a
+                // round trip of its own.
+                if cooldown_ms.is_none() {
+                    link.seen = remaining.map(Seen::Remaining);
+                } else if !link.is_down() {
+                    link.seen = None;
+                    let id = link.send(now, Purpose::Tell);
+                    self.actions.push_back(Action::Store { id, op });
+                }
+            }
+        }
+        if cooldown_ms.is_some() {
+            self.expire_hopeless(now);
+        }
+    }
+
+    /// Counts `call`'s attempt in the gate's run of failures ([`Streak`]): a `failure`
+    /// lengthens it, anything else ends it. The hold the failure calls for: full jitter under
+    /// the call's backoff (the default one for a call with no retry policy: a `retry: false`
+    /// wrapper's, the quota's probe), or none when the server gave its own delay, which holds
+    /// the gate as it is. The hold is a cooldown: the allowance's one shared hold already
+    /// reaches every thread and process (memory, the threads' slot, the store), is never
+    /// shortened, and keeps calls in line, where waiting spends no attempt. Each thread or
+    /// process counts the failures its own requests meet.
+    ///
+    /// [`Streak`]: crate::core::rules::streak::Streak
+    fn failure_hold(
+        &mut self,
+        now: Millis,
+        call: CallId,
+        failure: bool,
+        server_delay: bool,
+    ) -> Option<Millis> {
+        if !failure {
+            self.streak.answered();
+            return None;
+        }
+        if self.learner.as_ref().is_some_and(|l| !l.opening()) {
+            // The allowance has answered, in some thread or process.
+            self.streak.answered_elsewhere();
+        }
+        let c = self.calls.get(call)?;
+        let backoff = c
+            .spec
+            .policy
+            .as_ref()
+            .map_or(Backoff::DEFAULT, |p| p.backoff);
+        let n = self.streak.failed(now, c.last_sent)?;
+        (!server_delay).then(|| backoff.delay(n - 1, &mut *self.random))
     }
 
     /// A learning gate learns from a response at `now` to the attempt `sent`: the allowance
