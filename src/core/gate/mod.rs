@@ -43,7 +43,7 @@ use crate::core::base::slab::{Id, Slab};
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
-use crate::core::rules::learn::Learner;
+use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::Reason;
 use crate::core::rules::quota::{QuotaState, QuotaWatch};
 use crate::core::rules::streak::Streak;
@@ -143,6 +143,9 @@ pub struct Gate {
     /// The `/usage` probe in progress, and the calls waiting for its answer.
     probe: Option<CallId>,
     awaiting_probe: Vec<CallId>,
+    /// Bare 429s whose bodies said nothing: the learner hears them once the bare 429s in a
+    /// row turn out to be the rate's (a spent quota's say nothing of the rate).
+    untold: Vec<Sample>,
     /// A learning gate made anew in a store asks for nothing before this (see
     /// [`recall`](Gate::recall)).
     recalling_until: Millis,
@@ -244,6 +247,7 @@ impl Gate {
             quota: QuotaWatch::default(),
             probe: None,
             awaiting_probe: Vec::new(),
+            untold: Vec::new(),
             recalling_until: f64::NEG_INFINITY,
             figures: Figures::default(),
             random,
@@ -436,6 +440,10 @@ impl Gate {
             return;
         };
         let (scout, seq, from) = (c.spec.scout, c.seq.unwrap_or(0.0), c.lane_in_line());
+        self.tell_learner(now, call, None);
+        let Some(c) = self.calls.get(call) else {
+            return;
+        };
         match c.stage {
             Stage::Queued { .. } => self.line.left(from),
             Stage::BehindScout => self.behind_scout -= 1,
@@ -516,6 +524,8 @@ impl Gate {
 
     /// Ends the call: the driver settles the caller's promise. Counts it and tells the hook.
     fn settle(&mut self, now: Millis, call: CallId, end: End) {
+        // A bare 429 whose body nobody read (the caller gets it) says nothing yet.
+        self.tell_learner(now, call, None);
         if self.calls.get(call).is_some_and(|c| c.spec.scout) {
             // Whatever became of it, the calls behind it wait no more.
             let (heard, answer) = (Heard::Nothing, None);

@@ -105,6 +105,7 @@ impl Gate {
             return;
         };
         let probe = c.probe;
+        let spends = !probe && !c.spec.account;
         let retry_after_ms = feedback.retry_after_ms;
         let (seq, ahead, waited, sent) = (c.seq.unwrap_or(0.0), c.ahead, c.waited, c.last_sent);
         let scout = c.spec.scout;
@@ -121,7 +122,13 @@ impl Gate {
             waited,
             scout,
         };
-        self.learn(now, sent, status, counted, limiter);
+        let bare_429 = status == 429 && retry_after_ms.is_none();
+        if !bare_429 && spends && self.probe.is_none() {
+            // The bare 429s in a row are over: they were the rate's (an account call's answer
+            // says nothing of the quota: `/usage` answers when it is spent).
+            self.hear_untold(now, true);
+        }
+        self.learn(now, sent, bare_429, (status, counted), limiter);
         let Some(c) = self.calls.get_mut(call) else {
             return;
         };
@@ -334,16 +341,20 @@ impl Gate {
         (!server_delay).then(|| backoff.delay(n - 1, &mut *self.random))
     }
 
-    /// A learning gate learns from a response at `now` to the attempt `sent`: the allowance
-    /// it follows from now, and the server's count of tokens. An answer from another limiter
-    /// limiter than the gate's teaches it nothing: the driver hears that the call's route draws
-    /// from that limiter (as it hears a scout's answer, whichever limiter).
+    /// A learning gate learns from a response at `now` to the attempt `sent` (its status and
+    /// counts): the allowance it follows from now, and the server's count of tokens. An answer
+    /// from another limiter than the gate's teaches it nothing: the driver hears that the
+    /// call's route draws from that limiter (as it hears a scout's answer, whichever limiter).
+    /// A `bare_429` (no `Retry-After`) may be the monthly quota's, which says nothing of the
+    /// rate: the learner hears it once its body, or the end of the bare 429s in a row, says it
+    /// is not (see [`tell_learner`](Self::tell_learner)). A 429 with a `Retry-After` is the
+    /// rate's (the quota's carries none) and teaches at once, as every other answer does.
     fn learn(
         &mut self,
         now: Millis,
         sent: Sent,
-        status: u16,
-        counted: Option<(u64, u64)>,
+        bare_429: bool,
+        (status, counted): (u16, Option<(u64, u64)>),
         limiter: Option<String>,
     ) {
         self.follow_shared(now);
@@ -373,15 +384,65 @@ impl Gate {
         if !own {
             return;
         }
+        let c = self.calls.get_mut(sent.call);
+        match c.filter(|c| bare_429 && !c.probe) {
+            Some(c) => c.untold = Some(sample),
+            None => self.teach(now, sample),
+        }
+    }
+
+    /// A learning gate learns at `now` from `sample`, an answer of its own limiter: the
+    /// allowance it follows from now, and the server's count of tokens.
+    pub(super) fn teach(&mut self, now: Millis, sample: Sample) {
+        let Some(learner) = &mut self.learner else {
+            return;
+        };
         let lesson = learner.observe(now, &sample);
         let news = learner.news(now);
         self.rate = lesson.rate;
-        let tokens = lesson.tokens.map(|count| (count, sent.seq));
+        let tokens = lesson.tokens.map(|count| (count, sample.seq));
         self.keeper.follow(now, lesson.rate, tokens);
         if let Some(estimate) = news {
             self.actions
                 .push_back(Action::Event(Event::Learned(estimate)));
         }
+    }
+
+    /// The verdict on `call`'s bare 429 the learner has not heard, at `now`: its body named
+    /// the quota (`Some(true)`), which teaches nothing; named something else (`Some(false)`:
+    /// the rate's), which the learner hears now; or said nothing (`None`: not read, not JSON),
+    /// which waits for the bare 429s in a row to end: the quota's probe finds the quota spent
+    /// or not, or an answer that is no bare 429 comes (see [`hear_untold`](Self::hear_untold)).
+    pub(super) fn tell_learner(&mut self, now: Millis, call: CallId, quota: Option<bool>) {
+        let Some(sample) = self.calls.get_mut(call).and_then(|c| c.untold.take()) else {
+            return;
+        };
+        match quota {
+            Some(true) => {}
+            Some(false) => self.teach_late(now, sample),
+            None => self.untold.push(sample),
+        }
+    }
+
+    /// The bare 429s whose bodies said nothing were the rate's (`rate`: the probe found room,
+    /// or a spending call's answer that is no bare 429 came with no probe out) or the spent
+    /// quota's: the learner hears them now, or never.
+    pub(super) fn hear_untold(&mut self, now: Millis, rate: bool) {
+        for sample in std::mem::take(&mut self.untold) {
+            if rate {
+                self.teach_late(now, sample);
+            }
+        }
+    }
+
+    /// [`teach`](Self::teach), for a 429 the learner hears after its answer: a store's answers
+    /// that came meanwhile carried the fleet's estimate from before this lesson, and taken as
+    /// news they would undo it (the next answer brings any news again).
+    pub(super) fn teach_late(&mut self, now: Millis, sample: Sample) {
+        if let Keeper::Store(link) = &mut self.keeper {
+            link.stored = None;
+        }
+        self.teach(now, sample);
     }
 
     /// Asks the policy what follows `outcome`, and charges the budgets for a retry.
@@ -523,8 +584,10 @@ impl Gate {
         if next == Next::ProbeDone {
             return self.settle(now, call, End::Deliver);
         }
-        let says_quota = body.as_ref().is_some_and(BodyFacts::names_quota);
-        if says_quota && self.quota.suspect(now) {
+        let said = body.filter(|b| b.code.is_some() || b.detail.is_some());
+        let says_quota = said.as_ref().map(BodyFacts::names_quota);
+        self.tell_learner(now, call, says_quota);
+        if says_quota == Some(true) && self.quota.suspect(now) {
             self.start_probe(now, call);
         }
         self.proceed(now, call, next);
