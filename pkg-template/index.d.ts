@@ -36,7 +36,10 @@ export interface RetryOptions {
   timeBudgetMs?: number;
   /** One attempt's time limit before it is aborted and retried as a timeout. @default 30000 */
   attemptTimeoutMs?: number;
-  /** Full-jitter backoff base without Retry-After: uniform(0, min(capMs, baseMs * 2^n)). @default 2000 */
+  /**
+   * Full-jitter backoff base without Retry-After: uniform(0, min(capMs, baseMs * 2^n)). Failures
+   * in a row (5xx, network failures, timeouts) hold the whole gate the same way. @default 2000
+   */
   baseMs?: number;
   /** Full-jitter backoff cap. Never applied to a server's Retry-After. @default 60000 */
   capMs?: number;
@@ -297,7 +300,7 @@ export interface GateStats {
   /** Times the gate's one timer fired. */
   wakeups: number;
   timerArmed: boolean;
-  /** No admission before this time; 0 when never deferred. */
+  /** No admission before this time (a Retry-After, or failures in a row); 0 when never deferred. */
   cooldownUntil: number;
   cooldownRemainingMs: number;
   /** Refilling at half rate: the server says the key is nearly spent by someone else. */

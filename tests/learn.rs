@@ -8,11 +8,15 @@ mod harness;
 
 use harness::{Harness, Reply};
 use odds_gate::core::base::random::Seeded;
-use odds_gate::core::gate::action::{Action, Event, Heard};
+use odds_gate::core::gate::action::{Action, End, Event, Heard};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::Gate;
 use odds_gate::core::rules::allowance::Rate;
+use odds_gate::core::rules::bucket::TokenBucket;
 use odds_gate::core::rules::classify::Failure;
+use odds_gate::core::rules::learn::Estimate;
+use odds_gate::core::rules::policy::RetryPolicy;
+use odds_gate::core::rules::quota::Usage;
 use odds_gate::core::sim::server::Headers;
 use odds_gate::core::sim::{simulate, Coordination, SimOptions, SimReport};
 
@@ -84,6 +88,15 @@ fn with_the_counts_at_most_3_5_percent_429s_and_1_06_times_the_floor() {
 #[test]
 fn with_retry_after_only_at_most_12_5_percent_429s_and_1_3_times_the_floor() {
     check(false, 0.125, 1.3);
+}
+
+/// A retrying call with the default policy.
+fn defaults() -> CallSpec {
+    CallSpec {
+        policy: Some(std::rc::Rc::new(RetryPolicy::default())),
+        replayable: true,
+        ..CallSpec::default()
+    }
 }
 
 fn learning_gate() -> Gate {
@@ -213,10 +226,13 @@ fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
             };
     }
     assert!(reported);
-    assert!(
-        gate.in_flight(other),
-        "the next in line went out (still one at a time)"
-    );
+    // Nothing says the server is up: the failure holds the gate (see `Streak`); then the
+    // opening's token, back at once, lets the next in line go (still one at a time).
+    assert!(!gate.in_flight(other));
+    let held_until = gate.cooldown_until();
+    assert!(held_until > 5.0);
+    while gate.poll_action(held_until).is_some() {}
+    assert!(gate.in_flight(other), "the next in line went out");
     assert_eq!(gate.waiting(), 1, "the call behind the scout");
     gate.release(5.0, held);
     assert_eq!(gate.waiting(), 1, "now in line");
@@ -277,4 +293,107 @@ fn a_gate_that_heard_nothing_starts_from_what_the_fleet_learned() {
     heard.responded(10.0, &|| 0.0, call, 200, &counts);
     heard.adopt_estimate(10.0, fleet);
     assert_eq!(heard.rate().burst(), 2.0);
+}
+
+/// When the server stops taking requests in the tests below.
+const SPENT_AT: f64 = 30_000.0;
+
+/// A learning gate paced by the counts of 2 @ 2/s, two calls a second for 40 s, whose server
+/// answers every request from [`SPENT_AT`] on with `then` (its latency 20 ms), and `/usage`
+/// with `usage`. The estimate just before, and the harness once every call has ended.
+fn answers_change(then: Reply, usage: Option<Usage>) -> (Estimate, Harness) {
+    let mut bucket = TokenBucket::new(Rate::new(2.0, 2.0).unwrap(), 0.0);
+    let server = Box::new(move |now: f64, _, _| {
+        if now >= SPENT_AT {
+            return then.clone().after(20.0);
+        }
+        let ok = bucket.take(now);
+        let left = bucket.tokens(now).floor().to_string();
+        let counts = [("X-RateLimit-Limit", "2"), ("X-RateLimit-Remaining", &left)];
+        match ok {
+            true => Reply::status(200, &counts),
+            false => Reply::status(429, &[("Retry-After", "1")]),
+        }
+        .after(20.0)
+    });
+    let mut h = Harness::new(learning_gate(), server);
+    h.usage = usage;
+    for i in 0..80 {
+        h.start_at(f64::from(i) * 500.0, defaults());
+    }
+    h.run_until(SPENT_AT - 1.0);
+    let before = h.learned().unwrap();
+    assert!(
+        before.per_second > 1.5,
+        "learned the pace first: {before:?}"
+    );
+    h.run();
+    (before, h)
+}
+
+/// `/usage` of a spent quota.
+const SPENT: Usage = Usage {
+    used: 1_000.0,
+    limit: 1_000.0,
+    period_end: None,
+};
+
+#[test]
+fn a_spent_quota_says_nothing_of_the_rate() {
+    // The monthly quota is spent: every answer is its 429 (no Retry-After, the body names the
+    // quota), and `/usage` says used >= limit. Before, the learner took those 429s for the
+    // rate's and the pace fell from 1.96/s to 1.39/s.
+    let quota = Reply::status(429, &[]).saying("quota_exceeded", "Monthly API credits exhausted");
+    let (before, mut h) = answers_change(quota, Some(SPENT));
+    let after = h.learned().unwrap();
+    assert_eq!(after.per_second, before.per_second, "{before:?} {after:?}");
+    assert_eq!(after.last_throttle, before.last_throttle);
+    let starts = h.log.settled.len();
+    for i in 0..starts {
+        let sent_after = h.attempts_of(i).last().is_some_and(|&at| at >= SPENT_AT);
+        let end = h.end(i);
+        if sent_after || h.attempts_of(i).is_empty() {
+            assert!(
+                matches!(end, Some(End::Exhausted { .. })),
+                "call {i}: {end:?}"
+            );
+        } else {
+            assert_eq!(end, Some(End::Deliver), "call {i}");
+        }
+    }
+}
+
+#[test]
+fn bare_429s_the_quotas_probe_finds_spent_teach_nothing() {
+    // No body to read: three bare 429s in a row raise the suspicion, and the probe's answer
+    // is the verdict on all of them.
+    let (before, mut h) = answers_change(Reply::status(429, &[]), Some(SPENT));
+    let after = h.learned().unwrap();
+    assert_eq!(after.per_second, before.per_second, "{before:?} {after:?}");
+    assert!(h
+        .log
+        .settled
+        .values()
+        .any(|(_, end)| matches!(end, End::Exhausted { .. })));
+}
+
+#[test]
+fn a_bare_429_of_the_rate_still_teaches_once_its_verdict_is_in() {
+    // The body names no quota, and the probe finds room: the rate's 429s, cut once (the
+    // others answer requests sent before the first came back), as before.
+    let usage = Usage {
+        used: 10.0,
+        ..SPENT
+    };
+    let rate = Reply::status(429, &[]).saying("rate_limited", "Rate limit exceeded");
+    let (before, mut h) = answers_change(rate, Some(usage));
+    let after = h.learned().unwrap();
+    assert!(
+        after.last_throttle.is_some_and(|at| at >= SPENT_AT),
+        "{after:?}"
+    );
+    assert!(
+        after.per_second < 0.75 * before.per_second,
+        "{before:?} {after:?}"
+    );
 }

@@ -27,6 +27,7 @@ use crate::core::rules::learn::{Estimate, BETA};
 use crate::core::rules::policy::{Reason, RetryPolicy};
 use crate::core::rules::quota::{QuotaState, SUSPICIOUS_RUN};
 use crate::core::rules::routes::{MAX_LIMITERS, MAX_ROUTES};
+use crate::core::rules::streak::TOLERATED;
 
 /// `stats()`.
 #[derive(Serialize)]
@@ -447,6 +448,7 @@ struct ShelfFacts {
 struct Limits {
     low_remaining: f64,
     suspicious_run: u32,
+    failures_tolerated: u32,
     probe_base_ms: f64,
     probe_cap_ms: f64,
     learn_cut: f64,
@@ -560,6 +562,7 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
         limits: Limits {
             low_remaining: LOW_REMAINING,
             suspicious_run: SUSPICIOUS_RUN,
+            failures_tolerated: TOLERATED,
             probe_base_ms: Backoff::DEFAULT.base_ms(),
             probe_cap_ms: Backoff::DEFAULT.cap_ms(),
             learn_cut: BETA,

@@ -8,6 +8,7 @@ use super::line::{Lane, LaneId, Rank};
 use crate::core::authority::AdmissionId;
 use crate::core::rules::batch::Batch;
 use crate::core::rules::classify::{Kind, Outcome};
+use crate::core::rules::learn::Sample;
 use crate::core::rules::policy::{Abandoned, Progress, Reason, RetryPolicy};
 use crate::core::Millis;
 
@@ -145,6 +146,9 @@ pub struct Call {
     pub ahead: f64,
     /// The latest attempt waited in line for its token (demand was above the pace).
     pub waited: bool,
+    /// Its latest answer, a 429 with no `Retry-After` the learner has not heard: it may be the
+    /// monthly quota's, which says nothing of the rate (see `Gate::tell_learner`).
+    pub untold: Option<Sample>,
     /// Where it is.
     pub stage: Stage,
 }
@@ -179,6 +183,7 @@ impl Call {
             seq: None,
             ahead: 0.0,
             waited: false,
+            untold: None,
             stage: Stage::Sending,
         }
     }

@@ -43,9 +43,10 @@ use crate::core::base::slab::{Id, Slab};
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
-use crate::core::rules::learn::Learner;
+use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::Reason;
 use crate::core::rules::quota::{QuotaState, QuotaWatch};
+use crate::core::rules::streak::Streak;
 use crate::core::Millis;
 
 /// A call's number within its gate: a number of a call that has ended never finds another.
@@ -142,6 +143,9 @@ pub struct Gate {
     /// The `/usage` probe in progress, and the calls waiting for its answer.
     probe: Option<CallId>,
     awaiting_probe: Vec<CallId>,
+    /// Bare 429s whose bodies said nothing: the learner hears them once the bare 429s in a
+    /// row turn out to be the rate's (a spent quota's say nothing of the rate).
+    untold: Vec<Sample>,
     /// A learning gate made anew in a store asks for nothing before this (see
     /// [`recall`](Gate::recall)).
     recalling_until: Millis,
@@ -161,6 +165,8 @@ pub struct Gate {
     behind_scout: usize,
     /// The most calls ever waiting at once.
     peak_waiting: usize,
+    /// The run of failures the server answered with, which holds the gate.
+    streak: Streak,
 }
 
 impl std::fmt::Debug for Gate {
@@ -241,6 +247,7 @@ impl Gate {
             quota: QuotaWatch::default(),
             probe: None,
             awaiting_probe: Vec::new(),
+            untold: Vec::new(),
             recalling_until: f64::NEG_INFINITY,
             figures: Figures::default(),
             random,
@@ -251,6 +258,7 @@ impl Gate {
             arrivals: 0,
             behind_scout: 0,
             peak_waiting: 0,
+            streak: Streak::default(),
         }
     }
 
@@ -432,6 +440,10 @@ impl Gate {
             return;
         };
         let (scout, seq, from) = (c.spec.scout, c.seq.unwrap_or(0.0), c.lane_in_line());
+        self.tell_learner(now, call, None);
+        let Some(c) = self.calls.get(call) else {
+            return;
+        };
         match c.stage {
             Stage::Queued { .. } => self.line.left(from),
             Stage::BehindScout => self.behind_scout -= 1,
@@ -512,6 +524,8 @@ impl Gate {
 
     /// Ends the call: the driver settles the caller's promise. Counts it and tells the hook.
     fn settle(&mut self, now: Millis, call: CallId, end: End) {
+        // A bare 429 whose body nobody read (the caller gets it) says nothing yet.
+        self.tell_learner(now, call, None);
         if self.calls.get(call).is_some_and(|c| c.spec.scout) {
             // Whatever became of it, the calls behind it wait no more.
             let (heard, answer) = (Heard::Nothing, None);

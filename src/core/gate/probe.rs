@@ -61,6 +61,7 @@ impl Gate {
         }
         let state = self.quota.probed(now, usage);
         let exhausted = matches!(state, QuotaState::Exhausted { .. });
+        self.hear_untold(now, !exhausted);
         self.actions.push_back(Action::Event(Event::QuotaProbe {
             exhausted,
             answered: usage.is_some(),
@@ -101,6 +102,7 @@ impl Gate {
     pub(super) fn quota_closed(&mut self, now: Millis, ms: Millis) {
         let until = Some(now + ms);
         self.quota.close(until);
+        self.hear_untold(now, false);
         self.drain(now, &|_| End::Exhausted { until });
     }
 }

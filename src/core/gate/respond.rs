@@ -10,6 +10,7 @@ use crate::core::authority::{Answer, Authority, Immediate, Op, Remaining, Seen};
 use crate::core::parse::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
 };
+use crate::core::rules::backoff::Backoff;
 use crate::core::rules::classify::{Failure, Outcome};
 use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::{Reason, Verdict};
@@ -85,6 +86,7 @@ impl Gate {
             Err(_) => {
                 // Too long to represent: hold for the longest we can, and fail the call loudly
                 // rather than wait less than the server asked.
+                self.failure_hold(now, call, status >= 500, true);
                 self.resume(now, call);
                 let rest = |name: &str| (name != "retry-after").then(|| header(name)).flatten();
                 let feedback = parse_feedback(&rest, wall_now).unwrap_or_default();
@@ -103,13 +105,15 @@ impl Gate {
             return;
         };
         let probe = c.probe;
+        let spends = !probe && !c.spec.account;
         let retry_after_ms = feedback.retry_after_ms;
         let (seq, ahead, waited, sent) = (c.seq.unwrap_or(0.0), c.ahead, c.waited, c.last_sent);
         let scout = c.spec.scout;
         let counted = feedback.limit.zip(feedback.remaining);
         let limiter = self.learner.as_ref().and(feedback.limiter.clone());
+        let hold = self.failure_hold(now, call, status >= 500, retry_after_ms.is_some());
         self.resume(now, call);
-        self.observe(now, call, status, feedback, None);
+        self.observe(now, call, status, feedback, hold);
         let sent = Sent {
             call,
             at: sent,
@@ -118,7 +122,13 @@ impl Gate {
             waited,
             scout,
         };
-        self.learn(now, sent, status, counted, limiter);
+        let bare_429 = status == 429 && retry_after_ms.is_none();
+        if !bare_429 && spends && self.probe.is_none() {
+            // The bare 429s in a row are over: they were the rate's (an account call's answer
+            // says nothing of the quota: `/usage` answers when it is spent).
+            self.hear_untold(now, true);
+        }
+        self.learn(now, sent, bare_429, (status, counted), limiter);
         let Some(c) = self.calls.get_mut(call) else {
             return;
         };
@@ -153,6 +163,11 @@ impl Gate {
         };
         c.last_failed = true;
         let (probe, seq, scout) = (c.probe, c.seq.unwrap_or(0.0), c.spec.scout);
+        // A request that cannot be made says nothing of the server.
+        if failure.outcome() != Outcome::Invalid {
+            let hold = self.failure_hold(now, call, true, false);
+            self.observed(now, hold, None);
+        }
         self.unanswered(now, seq);
         if scout {
             let (heard, answer) = (Heard::Nothing, None);
@@ -244,39 +259,7 @@ impl Gate {
             // A learning gate takes the count as it is (see `learn`), not as a sign of others.
             remaining = None;
         }
-        if cooldown_ms.is_some() || remaining.is_some() {
-            let op = Op::Observe {
-                cooldown_ms,
-                remaining,
-            };
-            match &mut self.keeper {
-                Keeper::Memory(a) => {
-                    a.apply(now, &op);
-                }
-                Keeper::Store(link) => {
-                    // The fail-safe holds too, should the store go down during the cooldown.
-                    link.fallback.apply(now, &op);
-                    if let Some(ms) = cooldown_ms {
-                        link.cooldown_until = link.cooldown_until.max(now + ms);
-                    }
-                    // A cooldown is told at once, so every process holds; a remaining count
-                    // paces admissions, so it rides along with the next one rather than cost a
-                    // round trip of its own.
-                    if cooldown_ms.is_none() {
-                        let heard = Some(self.last_seq);
-                        link.seen =
-                            remaining.map(|r| (Seen::Remaining(Remaining { heard, ..r }), now));
-                    } else if !link.is_down() {
-                        link.seen = None;
-                        let id = link.send(now, Purpose::Tell);
-                        self.actions.push_back(Action::Store { id, op });
-                    }
-                }
-            }
-            if cooldown_ms.is_some() {
-                self.expire_hopeless(now);
-            }
-        }
+        self.observed(now, cooldown_ms, remaining);
         let has_retry_after = feedback.retry_after_ms.is_some();
         if status == 429 {
             self.figures.throttled += 1;
@@ -291,16 +274,94 @@ impl Gate {
         }
     }
 
-    /// A learning gate learns from a response at `now` to the attempt `sent`: the allowance
-    /// it follows from now, and the server's count of tokens. An answer from another limiter
-    /// limiter than the gate's teaches it nothing: the driver hears that the call's route draws
-    /// from that limiter (as it hears a scout's answer, whichever limiter).
+    /// Holds every admission for `cooldown_ms` from `now` (extended, never shortened) and
+    /// paces the bucket by the server's `remaining` count, wherever the state lives: what
+    /// an answer said of the allowance ([`Op::Observe`]), or a run of failures' hold.
+    fn observed(&mut self, now: Millis, cooldown_ms: Option<Millis>, remaining: Option<Remaining>) {
+        if cooldown_ms.is_none() && remaining.is_none() {
+            return;
+        }
+        let op = Op::Observe {
+            cooldown_ms,
+            remaining,
+        };
+        match &mut self.keeper {
+            Keeper::Memory(a) => {
+                a.apply(now, &op);
+            }
+            Keeper::Store(link) => {
+                // The fail-safe holds too, should the store go down during the cooldown.
+                link.fallback.apply(now, &op);
+                if let Some(ms) = cooldown_ms {
+                    link.cooldown_until = link.cooldown_until.max(now + ms);
+                }
+                // A cooldown is told at once, so every process holds; a remaining count
+                // paces admissions, so it rides along with the next one rather than cost a
+                // round trip of its own.
+                if cooldown_ms.is_none() {
+                    let heard = Some(self.last_seq);
+                    link.seen = remaining.map(|r| (Seen::Remaining(Remaining { heard, ..r }), now));
+                } else if !link.is_down() {
+                    link.seen = None;
+                    let id = link.send(now, Purpose::Tell);
+                    self.actions.push_back(Action::Store { id, op });
+                }
+            }
+        }
+        if cooldown_ms.is_some() {
+            self.expire_hopeless(now);
+        }
+    }
+
+    /// Counts `call`'s attempt in the gate's run of failures ([`Streak`]): a `failure`
+    /// lengthens it, anything else ends it. The hold the failure calls for: full jitter under
+    /// the call's backoff (the default one for a call with no retry policy: a `retry: false`
+    /// wrapper's, the quota's probe), or none when the server gave its own delay, which holds
+    /// the gate as it is. The hold is a cooldown: the allowance's one shared hold already
+    /// reaches every thread and process (memory, the threads' slot, the store), is never
+    /// shortened, and keeps calls in line, where waiting spends no attempt. Each thread or
+    /// process counts the failures its own requests meet.
+    ///
+    /// [`Streak`]: crate::core::rules::streak::Streak
+    fn failure_hold(
+        &mut self,
+        now: Millis,
+        call: CallId,
+        failure: bool,
+        server_delay: bool,
+    ) -> Option<Millis> {
+        if !failure {
+            self.streak.answered();
+            return None;
+        }
+        if self.learner.as_ref().is_some_and(|l| !l.opening()) {
+            // The allowance has answered, in some thread or process.
+            self.streak.answered_elsewhere();
+        }
+        let c = self.calls.get(call)?;
+        let backoff = c
+            .spec
+            .policy
+            .as_ref()
+            .map_or(Backoff::DEFAULT, |p| p.backoff);
+        let n = self.streak.failed(now, c.last_sent)?;
+        (!server_delay).then(|| backoff.delay(n - 1, &mut *self.random))
+    }
+
+    /// A learning gate learns from a response at `now` to the attempt `sent` (its status and
+    /// counts): the allowance it follows from now, and the server's count of tokens. An answer
+    /// from another limiter than the gate's teaches it nothing: the driver hears that the
+    /// call's route draws from that limiter (as it hears a scout's answer, whichever limiter).
+    /// A `bare_429` (no `Retry-After`) may be the monthly quota's, which says nothing of the
+    /// rate: the learner hears it once its body, or the end of the bare 429s in a row, says it
+    /// is not (see [`tell_learner`](Self::tell_learner)). A 429 with a `Retry-After` is the
+    /// rate's (the quota's carries none) and teaches at once, as every other answer does.
     fn learn(
         &mut self,
         now: Millis,
         sent: Sent,
-        status: u16,
-        counted: Option<(u64, u64)>,
+        bare_429: bool,
+        (status, counted): (u16, Option<(u64, u64)>),
         limiter: Option<String>,
     ) {
         self.follow_shared(now);
@@ -330,15 +391,65 @@ impl Gate {
         if !own {
             return;
         }
+        let c = self.calls.get_mut(sent.call);
+        match c.filter(|c| bare_429 && !c.probe) {
+            Some(c) => c.untold = Some(sample),
+            None => self.teach(now, sample),
+        }
+    }
+
+    /// A learning gate learns at `now` from `sample`, an answer of its own limiter: the
+    /// allowance it follows from now, and the server's count of tokens.
+    pub(super) fn teach(&mut self, now: Millis, sample: Sample) {
+        let Some(learner) = &mut self.learner else {
+            return;
+        };
         let lesson = learner.observe(now, &sample);
         let news = learner.news(now);
         self.rate = lesson.rate;
-        let tokens = lesson.tokens.map(|count| (count, sent.seq));
+        let tokens = lesson.tokens.map(|count| (count, sample.seq));
         self.keeper.follow(now, lesson.rate, tokens);
         if let Some(estimate) = news {
             self.actions
                 .push_back(Action::Event(Event::Learned(estimate)));
         }
+    }
+
+    /// The verdict on `call`'s bare 429 the learner has not heard, at `now`: its body named
+    /// the quota (`Some(true)`), which teaches nothing; named something else (`Some(false)`:
+    /// the rate's), which the learner hears now; or said nothing (`None`: not read, not JSON),
+    /// which waits for the bare 429s in a row to end: the quota's probe finds the quota spent
+    /// or not, or an answer that is no bare 429 comes (see [`hear_untold`](Self::hear_untold)).
+    pub(super) fn tell_learner(&mut self, now: Millis, call: CallId, quota: Option<bool>) {
+        let Some(sample) = self.calls.get_mut(call).and_then(|c| c.untold.take()) else {
+            return;
+        };
+        match quota {
+            Some(true) => {}
+            Some(false) => self.teach_late(now, sample),
+            None => self.untold.push(sample),
+        }
+    }
+
+    /// The bare 429s whose bodies said nothing were the rate's (`rate`: the probe found room,
+    /// or a spending call's answer that is no bare 429 came with no probe out) or the spent
+    /// quota's: the learner hears them now, or never.
+    pub(super) fn hear_untold(&mut self, now: Millis, rate: bool) {
+        for sample in std::mem::take(&mut self.untold) {
+            if rate {
+                self.teach_late(now, sample);
+            }
+        }
+    }
+
+    /// [`teach`](Self::teach), for a 429 the learner hears after its answer: a store's answers
+    /// that came meanwhile carried the fleet's estimate from before this lesson, and taken as
+    /// news they would undo it (the next answer brings any news again).
+    pub(super) fn teach_late(&mut self, now: Millis, sample: Sample) {
+        if let Keeper::Store(link) = &mut self.keeper {
+            link.stored = None;
+        }
+        self.teach(now, sample);
     }
 
     /// Asks the policy what follows `outcome`, and charges the budgets for a retry.
@@ -480,8 +591,10 @@ impl Gate {
         if next == Next::ProbeDone {
             return self.settle(now, call, End::Deliver);
         }
-        let says_quota = body.as_ref().is_some_and(BodyFacts::names_quota);
-        if says_quota && self.quota.suspect(now) {
+        let said = body.filter(|b| b.code.is_some() || b.detail.is_some());
+        let says_quota = said.as_ref().map(BodyFacts::names_quota);
+        self.tell_learner(now, call, says_quota);
+        if says_quota == Some(true) && self.quota.suspect(now) {
             self.start_probe(now, call);
         }
         self.proceed(now, call, next);

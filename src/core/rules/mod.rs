@@ -1,5 +1,5 @@
 //! What the gate decides: allowances, the token bucket, backoff, budgets, classification,
-//! the retry policy, the quota, learning, refresh rounds.
+//! the retry policy, the quota, learning, refresh rounds, runs of failures.
 
 pub mod allowance;
 pub mod backoff;
@@ -11,3 +11,4 @@ pub mod learn;
 pub mod policy;
 pub mod quota;
 pub mod routes;
+pub mod streak;

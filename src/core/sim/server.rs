@@ -198,6 +198,9 @@ pub struct Quirks {
     pub counts: Counts,
     /// From this time on, every limiter's allowance is this one.
     pub change: Option<(Millis, Rate)>,
+    /// Before this time, every attempt is a 503 with no `Retry-After` and no counts that takes
+    /// no token: an outage in front of the limiters (a load balancer with no backend).
+    pub outage_until: Option<Millis>,
 }
 
 impl Allowances {
@@ -233,6 +236,14 @@ impl Server for Allowances {
         else {
             return Reply::status(404, &[]).after(self.latency_ms);
         };
+        if self.quirks.outage_until.is_some_and(|until| now < until) {
+            let (feedback, latency) = (Feedback::default(), self.latency_ms);
+            return Reply::Read {
+                status: 503,
+                feedback,
+                latency,
+            };
+        }
         self.answered += 1;
         let q = self.quirks;
         if let Some((at, rate)) = q.change.filter(|&(at, _)| now >= at) {
