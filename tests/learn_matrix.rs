@@ -38,9 +38,11 @@ struct Scenario {
     headers: Headers,
     quirks: Quirks,
     spenders: Spenders,
-    /// Workers, each fetching `snapshots` one after another.
+    /// Workers, each fetching `snapshots` one after another (with `total`, that many calls in
+    /// all, shared out as evenly as they go).
     workers: usize,
     snapshots: usize,
+    total: Option<usize>,
     latency_ms: Millis,
     /// A second limiter: lookups, each from a worker of its own, at time 0, and its allowance.
     lookups: Option<(usize, Rate)>,
@@ -62,6 +64,7 @@ impl Scenario {
             spenders: Spenders::One,
             workers: 8,
             snapshots: 8,
+            total: None,
             latency_ms: 20.0,
             lookups: None,
             max_wait_ms: None,
@@ -81,17 +84,31 @@ struct Outcome {
     done_ms: Millis,
     /// When the last lookup was done.
     lookups_done_ms: Millis,
+    /// 429s among the last [`TAIL`] attempts (all of them when fewer).
+    tail_rejected: usize,
 }
+
+/// The attempts a sustained share of 429s is taken over: the run's last this many.
+const TAIL: usize = 800;
 
 impl Outcome {
     fn share_429(&self) -> f64 {
         self.rejected as f64 / self.attempts.max(1) as f64
     }
 
+    /// The share of 429s among the last [`TAIL`] attempts.
+    fn tail_share_429(&self) -> f64 {
+        self.tail_rejected as f64 / self.attempts.clamp(1, TAIL) as f64
+    }
+
     /// Attempts, 429s and calls done, as a row prints them.
     fn counts(&self) -> String {
+        let tail = match self.attempts > TAIL {
+            true => format!(" (last {TAIL}: {:.1} %)", 100.0 * self.tail_share_429()),
+            false => String::new(),
+        };
         format!(
-            "{:>4} attempts, {:>3} 429s ({:>4.1} %), {}/{} done",
+            "{:>4} attempts, {:>3} 429s ({:>4.1} %){tail}, {}/{} done",
             self.attempts,
             self.rejected,
             100.0 * self.share_429(),
@@ -161,9 +178,16 @@ fn run(s: &Scenario, allowance: Allowance) -> Outcome {
     let mut snapshots = Vec::new();
     for w in 0..s.workers {
         let url = |n: usize| format!("http://api/v1/events/e{w}-{n}/odds/snapshot");
+        let mine = match s.total {
+            Some(total) => total / s.workers + usize::from(w < total % s.workers),
+            None => s.snapshots,
+        };
+        if mine == 0 {
+            continue;
+        }
         let mut index = world.start_at(0.0, get(w, url(0)));
         snapshots.push(index);
-        for n in 1..s.snapshots {
+        for n in 1..mine {
             index = world.start_after(index, get(w, url(n)));
             snapshots.push(index);
         }
@@ -186,10 +210,10 @@ fn run(s: &Scenario, allowance: Allowance) -> Outcome {
         .values()
         .filter(|(_, end)| *end == End::Deliver)
         .count();
-    let sent = world.log.sent.iter().filter(|s| !s.probe);
-    let (attempts, rejected) = sent.fold((0, 0), |(a, r), s| {
-        (a + 1, r + usize::from(s.status == Some(429)))
-    });
+    let sent: Vec<_> = world.log.sent.iter().filter(|s| !s.probe).collect();
+    let is_429 = |s: &&&odds_gate::core::sim::world::Sent| s.status == Some(429);
+    let (attempts, rejected) = (sent.len(), sent.iter().filter(is_429).count());
+    let tail_rejected = sent.iter().rev().take(TAIL).filter(is_429).count();
     Outcome {
         attempts,
         rejected,
@@ -197,6 +221,7 @@ fn run(s: &Scenario, allowance: Allowance) -> Outcome {
         calls: snapshots.len() + lookups.len(),
         done_ms: done(&snapshots),
         lookups_done_ms: done(&lookups),
+        tail_rejected,
     }
 }
 
@@ -208,7 +233,10 @@ fn floor_ms(calls: usize, rate: Rate) -> Millis {
 /// The time `s`'s server needs for its calls: those that take a token, at the allowance, and
 /// at the new one after a change.
 fn scenario_floor_ms(s: &Scenario) -> Millis {
-    let calls = (s.workers * s.snapshots).saturating_sub(s.quirks.missing_first as usize);
+    let calls = s
+        .total
+        .unwrap_or(s.workers * s.snapshots)
+        .saturating_sub(s.quirks.missing_first as usize);
     let Some((at, next)) = s.quirks.change else {
         return floor_ms(calls, s.rate);
     };
@@ -329,6 +357,65 @@ fn rows() -> Vec<Scenario> {
         ..Scenario::new("a server that never limits, no headers", 1e6, 1e6)
     });
     rows.push(Scenario {
+        headers: Headers::OnThrottle,
+        workers: 32,
+        total: Some(1000),
+        bounds: (0.05, 1.3),
+        ..Scenario::new(
+            "sustained: counts on 429s only, 1000 calls by 32, 10 @ 5/s",
+            10.0,
+            5.0,
+        )
+    });
+    rows.push(Scenario {
+        headers: Headers::OnThrottle,
+        workers: 32,
+        total: Some(1000),
+        bounds: (0.05, 1.3),
+        ..Scenario::new(
+            "sustained: counts on 429s only, 1000 calls by 32, 2 @ 2/s",
+            2.0,
+            2.0,
+        )
+    });
+    rows.push(Scenario {
+        headers: Headers::Never,
+        workers: 32,
+        total: Some(1000),
+        bounds: (0.05, 1.3),
+        ..Scenario::new(
+            "sustained: Retry-After only, 1000 calls by 32, 10 @ 5/s",
+            10.0,
+            5.0,
+        )
+    });
+    rows.push(Scenario {
+        workers: 64,
+        snapshots: 1,
+        bounds: (0.05, 2.0),
+        ..Scenario::new("64 calls at once, 50 @ 20/s, counts", 50.0, 20.0)
+    });
+    rows.push(Scenario {
+        workers: 256,
+        snapshots: 1,
+        bounds: (0.05, 2.0),
+        ..Scenario::new("256 calls at once, 50 @ 20/s, counts", 50.0, 20.0)
+    });
+    rows.push(Scenario {
+        headers: Headers::Never,
+        workers: 8,
+        snapshots: 1,
+        bounds: (0.5, 2.0),
+        ..Scenario::new("8 calls at once, Retry-After only, 2 @ 2/s", 2.0, 2.0)
+    });
+    rows.push(Scenario {
+        headers: Headers::OnThrottle,
+        workers: 8,
+        snapshots: 1,
+        bounds: (0.5, 2.0),
+        ..Scenario::new("8 calls at once, counts on 429s only, 2 @ 2/s", 2.0, 2.0)
+    });
+    rows.push(Scenario {
         lookups: Some((40, Rate::new(10.0, 10.0).unwrap())),
         bounds: (0.025, 1.08),
         ..Scenario::new("two limiters: 40 lookups on 10 @ 10/s", 2.0, 2.0)
@@ -406,6 +493,13 @@ rows! {
     max_wait_refuses_no_call_the_right_rate_would_serve: "maxWaitMs 5000, 200 calls at 50 @ 20/s",
     a_server_that_never_limits_is_not_slowed: "a server that never limits, no headers",
     two_limiters_each_at_its_own_pace: "two limiters: 40 lookups on 10 @ 10/s",
+    sustained_counts_on_429s_only_5: "sustained: counts on 429s only, 1000 calls by 32, 10 @ 5/s",
+    sustained_counts_on_429s_only_2: "sustained: counts on 429s only, 1000 calls by 32, 2 @ 2/s",
+    sustained_retry_after_only: "sustained: Retry-After only, 1000 calls by 32, 10 @ 5/s",
+    calls_at_once_large_burst_64: "64 calls at once, 50 @ 20/s, counts",
+    calls_at_once_large_burst_256: "256 calls at once, 50 @ 20/s, counts",
+    eight_at_once_retry_after_only: "8 calls at once, Retry-After only, 2 @ 2/s",
+    eight_at_once_counts_on_429s_only: "8 calls at once, counts on 429s only, 2 @ 2/s",
 }
 
 /// Allowances of every size, from few callers to many, near and far: with the counts on every
