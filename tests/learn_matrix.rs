@@ -416,6 +416,14 @@ fn rows() -> Vec<Scenario> {
         ..Scenario::new("8 calls at once, counts on 429s only, 2 @ 2/s", 2.0, 2.0)
     });
     rows.push(Scenario {
+        headers: Headers::Never,
+        workers: 64,
+        total: Some(20_000),
+        latency_ms: 2.0,
+        bounds: (0.005, 1.5),
+        ..Scenario::new("a server that never limits, 20,000 calls by 64", 1e6, 1e6)
+    });
+    rows.push(Scenario {
         lookups: Some((40, Rate::new(10.0, 10.0).unwrap())),
         bounds: (0.025, 1.08),
         ..Scenario::new("two limiters: 40 lookups on 10 @ 10/s", 2.0, 2.0)
@@ -493,6 +501,7 @@ rows! {
     max_wait_refuses_no_call_the_right_rate_would_serve: "maxWaitMs 5000, 200 calls at 50 @ 20/s",
     a_server_that_never_limits_is_not_slowed: "a server that never limits, no headers",
     two_limiters_each_at_its_own_pace: "two limiters: 40 lookups on 10 @ 10/s",
+    a_server_that_never_limits_is_not_capped: "a server that never limits, 20,000 calls by 64",
     sustained_counts_on_429s_only_5: "sustained: counts on 429s only, 1000 calls by 32, 10 @ 5/s",
     sustained_counts_on_429s_only_2: "sustained: counts on 429s only, 1000 calls by 32, 2 @ 2/s",
     sustained_retry_after_only: "sustained: Retry-After only, 1000 calls by 32, 10 @ 5/s",

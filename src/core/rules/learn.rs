@@ -50,10 +50,13 @@ pub const MIN_PACE: f64 = 1.0 / 60.0;
 /// The pace a learning gate starts from once it knows the answers' kind, per second.
 const START_PACE: f64 = 1.0;
 /// Until the first answer, the allowance's one token refills this slowly (per second): the
-/// first answer comes first, whoever else spends the allowance.
-const OPENING_PACE: f64 = 1.0 / 30.0;
-/// A pace that does not limit (the requests in flight do), per second.
-const UNPACED: f64 = 1_000.0;
+/// first answer normally comes first, whoever else spends the allowance, and a first request
+/// that hangs holds the key no longer than this (not for its attempt's whole time limit).
+const OPENING_PACE: f64 = 1.0;
+/// A pace that does not limit (the requests in flight do), per second: a token a microsecond,
+/// past what any loopback server answers (a window's pace of a thousand held a server that
+/// never limits to a thousand calls a second).
+const UNPACED: f64 = 1_000_000.0;
 /// The fastest pace learning goes up to, per second: an allowance another thread or process
 /// says it learned beyond it (or beyond [`MAX_BURST`]) is garbage (a stored `1e300`), not a pace.
 pub const MAX_PACE: f64 = 10_000.0;
@@ -375,9 +378,9 @@ impl Learner {
         }
     }
 
-    /// How fast the opening's one token refills: slowly, so the first answer comes first
-    /// whoever else spends the allowance; under a ceiling, at the ceiling's own pace, which
-    /// the gate holds to anyway (an attempt that took no token gives none back there).
+    /// How fast the opening's one token refills: slowly, so the first answer normally comes
+    /// first whoever else spends the allowance; under a ceiling, at the ceiling's own pace,
+    /// which the gate holds to anyway (an attempt that took no token gives none back there).
     fn opening_pace(&self) -> f64 {
         self.ceiling.map_or(OPENING_PACE, |c| c.per_second())
     }
@@ -392,11 +395,11 @@ impl Learner {
         self.phase == Phase::Opening
     }
 
-    /// How many requests may be in flight at once, when that is what paces admissions (before
-    /// the first answer, and without counts before the first 429).
+    /// How many requests may be in flight at once, when that is what paces admissions
+    /// (without counts, before the first 429; before the first answer the opening's slow token
+    /// does, so a request that hangs does not hold the key).
     pub fn window(&self) -> Option<f64> {
         match self.phase {
-            Phase::Opening => Some(1.0),
             Phase::Window { size } => Some(size),
             _ => None,
         }
@@ -412,13 +415,13 @@ impl Learner {
         let (burst, pace) = match self.phase {
             Phase::Opening => (1.0, self.opening_pace()),
             Phase::Window { size } => (size, UNPACED),
-            _ => (self.burst.unwrap_or(1.0), self.pace_at(now)),
+            _ => (self.burst.unwrap_or(1.0), self.pace_at(now).min(MAX_PACE)),
         };
         let (burst, pace) = match self.ceiling {
             Some(c) => (burst.min(c.burst()), pace.min(c.per_second())),
             None => (burst, pace),
         };
-        let (burst, pace) = (burst.min(MAX_BURST), pace.min(MAX_PACE));
+        let burst = burst.min(MAX_BURST);
         Rate::new(burst.max(1.0), pace.max(MIN_PER_SECOND)).unwrap_or(Rate::ARTICLE)
     }
 
@@ -931,7 +934,12 @@ mod tests {
     fn the_counts_give_the_burst_and_the_tokens_there() {
         let mut learner = Learner::new(None);
         assert!(learner.opening());
-        assert_eq!(learner.window(), Some(1.0), "one at a time until an answer");
+        let opening = learner.rate(0.0);
+        assert_eq!(
+            (opening.burst(), opening.per_second()),
+            (1.0, OPENING_PACE),
+            "one a second until an answer"
+        );
         let lesson = learner.observe(10.0, &sample(0.0, 200, Some((5, 4)), 0.0));
         assert!(!learner.opening());
         assert_eq!(lesson.rate.burst(), 5.0);
