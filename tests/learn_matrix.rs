@@ -13,7 +13,7 @@ use odds_gate::core::gates::profile::{Keeping, Profile};
 use odds_gate::core::gates::Gates;
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::budget::RefillingConfig;
-use odds_gate::core::rules::policy::RetryPolicy;
+use odds_gate::core::rules::policy::{Reason, RetryPolicy};
 use odds_gate::core::sim::home::{Shelf, SimHome};
 use odds_gate::core::sim::server::{Allowances, Counts, Headers, Limiter, Quirks};
 use odds_gate::core::sim::world::{Call, World};
@@ -74,7 +74,7 @@ impl Scenario {
 }
 
 /// What a run gave.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Outcome {
     attempts: usize,
     rejected: usize,
@@ -86,6 +86,12 @@ struct Outcome {
     lookups_done_ms: Millis,
     /// 429s among the last [`TAIL`] attempts (all of them when fewer).
     tail_rejected: usize,
+    /// When the last call refused for `maxWaitMs` was refused.
+    refused_ms: Millis,
+    /// Calls refused for `maxWaitMs` within a second of being made.
+    refused_at_once: usize,
+    /// When each call delivered.
+    delivered: Vec<Millis>,
 }
 
 /// The attempts a sustained share of 429s is taken over: the run's last this many.
@@ -210,6 +216,7 @@ fn run(s: &Scenario, allowance: Allowance) -> Outcome {
         .values()
         .filter(|(_, end)| *end == End::Deliver)
         .count();
+
     let sent: Vec<_> = world.log.sent.iter().filter(|s| !s.probe).collect();
     let is_429 = |s: &&&odds_gate::core::sim::world::Sent| s.status == Some(429);
     let (attempts, rejected) = (sent.len(), sent.iter().filter(is_429).count());
@@ -222,6 +229,26 @@ fn run(s: &Scenario, allowance: Allowance) -> Outcome {
         done_ms: done(&snapshots),
         lookups_done_ms: done(&lookups),
         tail_rejected,
+        refused_ms: world
+            .log
+            .settled
+            .values()
+            .filter(|(_, end)| matches!(end, End::Abandoned { abandoned, .. } if abandoned.reason == Reason::QueueWait))
+            .map(|(at, _)| *at)
+            .fold(0.0, f64::max),
+        refused_at_once: world
+            .log
+            .settled
+            .values()
+            .filter(|(at, end)| *at < 1_000.0 && matches!(end, End::Abandoned { abandoned, .. } if abandoned.reason == Reason::QueueWait))
+            .count(),
+        delivered: world
+            .log
+            .settled
+            .values()
+            .filter(|(_, end)| *end == End::Deliver)
+            .map(|(at, _)| *at)
+            .collect(),
     }
 }
 
@@ -351,6 +378,18 @@ fn rows() -> Vec<Scenario> {
     });
     rows.push(Scenario {
         headers: Headers::Never,
+        workers: 200,
+        snapshots: 1,
+        max_wait_ms: Some(5_000.0),
+        bounds: (0.5, 2.0),
+        ..Scenario::new(
+            "maxWaitMs 5000, 200 calls at 50 @ 20/s, Retry-After only",
+            50.0,
+            20.0,
+        )
+    });
+    rows.push(Scenario {
+        headers: Headers::Never,
         workers: 20,
         snapshots: 10,
         bounds: (0.005, 1.45),
@@ -416,6 +455,20 @@ fn rows() -> Vec<Scenario> {
         ..Scenario::new("8 calls at once, counts on 429s only, 2 @ 2/s", 2.0, 2.0)
     });
     rows.push(Scenario {
+        workers: 64,
+        snapshots: 1,
+        quirks: Quirks {
+            claim: Some((1, 10_000, 9_999)),
+            ..Quirks::default()
+        },
+        bounds: (0.5, 2.0),
+        ..Scenario::new(
+            "64 calls at once, the first answer claims 9999, 5 @ 5/s",
+            5.0,
+            5.0,
+        )
+    });
+    rows.push(Scenario {
         headers: Headers::Never,
         workers: 64,
         total: Some(20_000),
@@ -446,13 +499,38 @@ fn row(name: &str) {
         ratio = learned.done_ms / fixed.done_ms;
     }
     let (max_429, max_ratio) = s.bounds;
-    // Every call completes, but where `maxWaitMs` lets calls go: there, as many as at the
-    // right fixed rate.
+    if s.max_wait_ms.is_some() {
+        println!(
+            "    {} refused within a second, the last at {:.0} ms (fixed rate: {}, {:.0} ms)",
+            learned.refused_at_once, learned.refused_ms, fixed.refused_at_once, fixed.refused_ms
+        );
+    }
+    // Every call completes, but where `maxWaitMs` lets calls go: there, refusals come no
+    // later than the wait, and as many calls are served as learning serves within it
+    // without a limit (with the counts, as many as at the right fixed rate).
     match s.max_wait_ms {
-        Some(_) => assert!(
-            learned.completed >= fixed.completed,
-            "{learned:?} {fixed:?}"
-        ),
+        Some(wait) => {
+            assert!(learned.refused_ms <= wait + 1.0, "{learned:?}");
+            let unlimited = run(
+                &Scenario {
+                    max_wait_ms: None,
+                    ..s.clone()
+                },
+                Allowance::Learned(None),
+            );
+            let within = unlimited.delivered.iter().filter(|&&at| at <= wait).count();
+            assert!(
+                learned.completed >= within,
+                "{} < {within}",
+                learned.completed
+            );
+            if s.headers == Headers::Always {
+                assert!(
+                    learned.completed >= fixed.completed,
+                    "{learned:?} {fixed:?}"
+                );
+            }
+        }
         None => assert_eq!(learned.completed, learned.calls, "{learned:?}"),
     }
     assert!(learned.share_429() <= max_429, "{learned:?}");
@@ -501,6 +579,8 @@ rows! {
     max_wait_refuses_no_call_the_right_rate_would_serve: "maxWaitMs 5000, 200 calls at 50 @ 20/s",
     a_server_that_never_limits_is_not_slowed: "a server that never limits, no headers",
     two_limiters_each_at_its_own_pace: "two limiters: 40 lookups on 10 @ 10/s",
+    a_count_that_would_release_the_whole_line: "64 calls at once, the first answer claims 9999, 5 @ 5/s",
+    max_wait_refuses_at_once_without_counts: "maxWaitMs 5000, 200 calls at 50 @ 20/s, Retry-After only",
     a_server_that_never_limits_is_not_capped: "a server that never limits, 20,000 calls by 64",
     sustained_counts_on_429s_only_5: "sustained: counts on 429s only, 1000 calls by 32, 10 @ 5/s",
     sustained_counts_on_429s_only_2: "sustained: counts on 429s only, 1000 calls by 32, 2 @ 2/s",

@@ -45,6 +45,10 @@ use crate::core::Millis;
 /// What a 429 leaves of the pace without the counts (with them, of a pace above the bound):
 /// a multiplicative decrease, as in CUBIC.
 pub const BETA: f64 = 0.7;
+/// A learning gate predicts admissions as if its allowance were this many times the pace it
+/// found: learning may find more, and a call refused for a deadline it could have met is a
+/// call lost.
+const HOPE: f64 = 2.0;
 /// The slowest pace learning goes down to, per second: one request a minute.
 pub const MIN_PACE: f64 = 1.0 / 60.0;
 /// The pace a learning gate starts from once it knows the answers' kind, per second.
@@ -68,6 +72,9 @@ const MARKS: usize = 32;
 pub const HORIZON_MS: Millis = 30_000.0;
 /// Contradictions between the counts and 429s before the counts are distrusted.
 pub const DOUBTS: u32 = 2;
+/// A 429 while the count claims this many tokens or more distrusts the counts at once: not a
+/// token someone else took meanwhile, but a count of something else (a monthly quota's).
+const FAR_OFF: f64 = 10.0;
 /// Without counts, while the rate is unconfirmed each success raises the pace by a step: this
 /// much after slow start, halved by each 429 down to [`MIN_STEP`]. After a 429 the pace first
 /// holds for [`SEARCH_HOLD`] successes, so the bucket it just emptied has a moment to gain.
@@ -290,6 +297,9 @@ pub struct Learner {
     limiter: Option<String>,
     /// What the latest trusted count said: tokens left as of the request numbered `.1`.
     claim: Option<(f64, f64)>,
+    /// Until two counts agree, they release no more requests in flight than this window
+    /// (one more per success), however many tokens they claim.
+    unconfirmed: Option<f64>,
     /// 429s that came while the counts claimed room (a second one distrusts them).
     doubts: u32,
     /// The counts lied too often: they are ignored from now on.
@@ -317,6 +327,7 @@ impl Learner {
             last_throttle: None,
             limiter: None,
             claim: None,
+            unconfirmed: None,
             doubts: 0,
             distrusted: false,
             rtt: None,
@@ -401,7 +412,27 @@ impl Learner {
     pub fn window(&self) -> Option<f64> {
         match self.phase {
             Phase::Window { size } => Some(size),
+            Phase::Counted => self.unconfirmed,
             _ => None,
+        }
+    }
+
+    /// How soon a wait of `wait` ms at the pace followed now could be over if learning
+    /// finds more: as fast as slow start could double, or at [`HOPE`] times a pace already
+    /// found; `None` before there is a pace (one at a time, or a window), when nothing can
+    /// be said.
+    pub fn soonest(&self, wait: Millis) -> Option<Millis> {
+        let pace = self.pace;
+        match self.phase {
+            Phase::Opening | Phase::Window { .. } => None,
+            _ if self.unconfirmed.is_some() => None,
+            // Doubling each second's worth: the calls a wait of `wait` holds (`wait` × pace)
+            // go within log2(1 + calls × ln 2 / pace) seconds.
+            Phase::SlowStart { .. } => {
+                let calls = wait / 1000.0 * pace;
+                Some(1000.0 * (1.0 + calls * std::f64::consts::LN_2 / pace).log2())
+            }
+            _ => Some(wait / HOPE),
         }
     }
 
@@ -559,6 +590,14 @@ impl Learner {
     /// A token-taking answer with trusted counts.
     fn counted(&mut self, now: Millis, limit: f64, remaining: f64, s: &Sample) {
         let opening = matches!(self.phase, Phase::Opening | Phase::Window { .. });
+        // Until the counts prove their bucket refills, a count is a claim (the first answer's
+        // may be a monthly quota's 9,999): it releases a window of requests, one more per
+        // success, not the whole line.
+        self.unconfirmed = match (self.unconfirmed, opening) {
+            (None, true) => Some(2.0),
+            (Some(size), _) => Some(size + 1.0),
+            (None, false) => None,
+        };
         self.pace = self.pace_at(now);
         self.phase = Phase::Counted;
         self.burst = Some(limit.max(1.0));
@@ -566,6 +605,9 @@ impl Learner {
         let mark = self.mark(now, remaining, s);
         self.remember(mark);
         self.at_least = self.best_bound();
+        if self.at_least > 0.0 {
+            self.unconfirmed = None;
+        }
         // Found full (with a bucket of one, every answer that took a token looks so).
         let full = remaining >= 1.0 && remaining + 1.0 >= limit;
         let calm = self.last_throttle.is_none_or(|at| now - at > HORIZON_MS);
@@ -601,7 +643,8 @@ impl Learner {
         if claimed < 1.0 {
             return;
         }
-        self.doubts += 1;
+        // One 429 against a claim this far off is enough.
+        self.doubts += if claimed >= FAR_OFF { DOUBTS } else { 1 };
         if self.doubts >= DOUBTS && !self.distrusted {
             self.distrusted = true;
             self.claim = None;
@@ -969,21 +1012,29 @@ mod tests {
 
     #[test]
     fn a_429_is_proof_the_bucket_was_empty_and_lying_counts_are_distrusted() {
+        // Counts stuck at a small claim: one 429 against them could be another spender's doing.
         let mut learner = Learner::new(None);
-        // A monthly quota's counts: plenty left, whatever the limiter says.
-        learner.observe(0.0, &sample(0.0, 200, Some((100_000, 90_000)), 0.0));
-        assert_eq!(learner.estimate(0.0).burst, Some(100_000.0));
-        let lesson = learner.observe(20.0, &sample(10.0, 429, Some((100_000, 89_999)), 1.0));
-        assert_eq!(lesson.tokens, Some(Count::Exactly(0.0)), "not 89,999");
+        learner.observe(0.0, &sample(0.0, 200, Some((8, 5)), 0.0));
+        let lesson = learner.observe(20.0, &sample(10.0, 429, Some((8, 5)), 1.0));
+        assert_eq!(lesson.tokens, Some(Count::Exactly(0.0)), "not 5");
         assert!(
             !learner.distrusts_counts(),
-            "one contradiction is not enough"
+            "one small contradiction is not enough"
         );
-        learner.observe(40.0, &sample(30.0, 200, Some((100_000, 89_998)), 2.0));
-        learner.observe(60.0, &sample(50.0, 429, Some((100_000, 89_997)), 3.0));
+        learner.observe(40.0, &sample(30.0, 200, Some((8, 5)), 2.0));
+        learner.observe(60.0, &sample(50.0, 429, Some((8, 5)), 3.0));
+        assert!(learner.distrusts_counts());
+        let lesson = learner.observe(80.0, &sample(70.0, 200, Some((8, 5)), 4.0));
+        assert_eq!(lesson.tokens, None);
+
+        // A monthly quota's counts: one 429 against a claim of thousands is enough.
+        let mut learner = Learner::new(None);
+        learner.observe(0.0, &sample(0.0, 200, Some((100_000, 90_000)), 0.0));
+        assert_eq!(learner.estimate(0.0).burst, Some(100_000.0));
+        learner.observe(20.0, &sample(10.0, 429, Some((100_000, 89_999)), 1.0));
         assert!(learner.distrusts_counts());
         // From then on the counts are ignored: no burst of 100,000.
-        let lesson = learner.observe(80.0, &sample(70.0, 200, Some((100_000, 89_996)), 4.0));
+        let lesson = learner.observe(40.0, &sample(30.0, 200, Some((100_000, 89_998)), 2.0));
         assert_eq!(lesson.tokens, None);
         assert_eq!(lesson.rate.burst(), 1.0);
     }
