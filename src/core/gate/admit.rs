@@ -231,6 +231,20 @@ impl Gate {
     pub fn poll_timeout(&mut self, now: Millis) -> Option<Millis> {
         let mut due = self.sleepers.peek().map(|d| d.at);
         let mut consider = |at: Millis| due = Some(due.map_or(at, |d: Millis| d.min(at)));
+        // Deadlines of calls no longer waiting wake nobody (nor keep an idle gate).
+        while let Some(&Due { call, .. }) = self.deadlines.peek() {
+            let waiting = self
+                .calls
+                .get(call)
+                .is_some_and(|c| matches!(c.stage, Stage::Queued { .. }));
+            if waiting {
+                break;
+            }
+            self.deadlines.pop();
+        }
+        if let Some(deadline) = self.deadlines.peek() {
+            consider(deadline.at + EARLY_MS);
+        }
         let calls = &self.calls;
         let head = self.line.front(|p| Gate::live(calls, p));
         if let Some(call) = head.and_then(|h| self.calls.get(h.call)) {
@@ -292,7 +306,32 @@ impl Gate {
                 self.store_answered(now, op, None);
             }
         }
+        self.let_go_past_deadlines(now);
         let calls = &self.calls;
         self.line.compact(|p| Gate::live(calls, p));
+    }
+
+    /// Lets go of the calls in line whose deadline has passed, wherever they wait: a call
+    /// behind a head that may wait longer is not kept past its own. The head is left to
+    /// [`admit_head`](Self::admit_head), which lets it go when its token came in time.
+    fn let_go_past_deadlines(&mut self, now: Millis) {
+        let calls = &self.calls;
+        let head = self.line.front(|p| Gate::live(calls, p)).map(|p| p.call);
+        while let Some(&Due { at, call }) = self.deadlines.peek() {
+            if at >= now {
+                break;
+            }
+            self.deadlines.pop();
+            let Some(c) = self.calls.get(call) else {
+                continue;
+            };
+            let (deadline, reason) = c.admission_deadline();
+            if !matches!(c.stage, Stage::Queued { .. }) || deadline >= now || head == Some(call) {
+                continue;
+            }
+            self.line.left(c.lane_in_line());
+            self.figures.expired += 1;
+            self.give_up(now, call, reason);
+        }
     }
 }

@@ -137,6 +137,10 @@ pub struct Gate {
     line: Line,
     calls: Slab<Call>,
     sleepers: BinaryHeap<Due>,
+    /// When waiting calls with a deadline are due to be let go, should they still wait then:
+    /// a call behind a head that may wait longer (a retry, whose bound is its time budget)
+    /// is let go at its own deadline, not when it reaches the head.
+    deadlines: BinaryHeap<Due>,
     actions: VecDeque<Action>,
     next_admission: AdmissionId,
     quota: QuotaWatch,
@@ -242,6 +246,7 @@ impl Gate {
             line: Line::default(),
             calls: Slab::default(),
             sleepers: BinaryHeap::new(),
+            deadlines: BinaryHeap::new(),
             actions: VecDeque::new(),
             next_admission: 0,
             quota: QuotaWatch::default(),
@@ -381,7 +386,11 @@ impl Gate {
         };
         let (deadline, reason) = call.admission_deadline();
         // Only a deadline needs the prediction (most calls have none before their first send).
-        if deadline.is_finite() && self.predict(now, self.line.ahead(call.spec.lane)) > deadline {
+        // A call back from an attempt goes ahead of those who came after it, which the count
+        // of calls ahead of a newcomer would not know: it waits, and goes at its deadline.
+        let newcomer = call.first_sent.is_none();
+        let ahead = self.line.ahead(call.spec.lane);
+        if deadline.is_finite() && newcomer && self.predict(now, ahead) > deadline {
             self.figures.expired += 1;
             return self.give_up(now, id, reason);
         }
@@ -391,6 +400,12 @@ impl Gate {
         call.visits += 1;
         let visit = call.visits;
         call.stage = Stage::Queued { visit, since: now };
+        if deadline.is_finite() {
+            self.deadlines.push(Due {
+                at: deadline,
+                call: id,
+            });
+        }
         let place = Place {
             rank: call.rank,
             call: id,
@@ -412,16 +427,23 @@ impl Gate {
     }
 
     /// When the caller with `ahead` others in front of it could be admitted, as far as this
-    /// process knows. A learning gate's pace is a guess that grows by itself: only its
-    /// cooldown makes a call hopeless.
+    /// process knows. A learning gate's pace is a guess that may grow: it predicts as fast as
+    /// learning could go (see [`Learner::soonest`]), and before it has a pace (one at a time,
+    /// or a window) only its cooldown makes a call hopeless.
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
-        if self.learner.is_some() {
-            return self.cooldown_until();
-        }
-        match &mut self.keeper {
+        let at = match &mut self.keeper {
             Keeper::Memory(a) => a.predict(now, ahead),
             Keeper::Store(link) if link.alone() => link.fallback.predict(now, ahead),
             Keeper::Store(link) => link.predict(now, ahead),
+        };
+        let Some(soonest) = self.learner.as_ref().map(|l| l.soonest(at - now)) else {
+            return at;
+        };
+        let cooldown = self.cooldown_until();
+        match (at > cooldown, soonest) {
+            (true, Some(wait)) => cooldown.max(now + wait),
+            (true, None) => cooldown,
+            (false, _) => at,
         }
     }
 

@@ -412,6 +412,11 @@ impl Gate {
         if let Some(estimate) = news {
             self.actions
                 .push_back(Action::Event(Event::Learned(estimate)));
+            if !self.deadlines.is_empty() {
+                // What the gate can promise changed: calls it can no longer admit in time go
+                // now, not at their deadline.
+                self.expire_hopeless(now);
+            }
         }
     }
 

@@ -201,6 +201,9 @@ pub struct Quirks {
     /// Before this time, every attempt is a 503 with no `Retry-After` and no counts that takes
     /// no token: an outage in front of the limiters (a load balancer with no backend).
     pub outage_until: Option<Millis>,
+    /// The first `n` answers that carry counts claim this limit and remaining instead (a
+    /// quota's count on the first answer): `(n, limit, remaining)`.
+    pub claim: Option<(u64, u64, u64)>,
 }
 
 impl Allowances {
@@ -290,7 +293,9 @@ impl Server for Allowances {
         let quiet = self.quiet_from.is_some_and(|n| attempt.number >= n);
         let counted = counted_on(ok);
         let tokens = bucket.tokens(now).floor().max(0.0) as u64;
+        let claimed = q.claim.filter(|&(n, _, _)| counted && self.answered <= n);
         let (limit, left) = match q.counts {
+            _ if claimed.is_some() => claimed.map_or((0, 0), |(_, l, r)| (l, r)),
             Counts::Truth => (limit as u64, tokens),
             Counts::Quota { limit, left } => {
                 let spent = self.counts.values().map(|c| c.0).sum::<u64>();

@@ -2,7 +2,7 @@
 //! that returns goes on from its estimate instead of from the opening: 40 bytes, where the
 //! learner itself, with its marks, is several hundred.
 
-use super::{Learner, Phase, MIN_STEP};
+use super::{Learner, Phase};
 use crate::core::Millis;
 
 /// A forgotten learner's estimate (see [`Learner::memo`] and [`Learner::resume`]).
@@ -31,7 +31,7 @@ impl Learner {
         let (window, counted) = match self.phase {
             Phase::Opening => return None,
             Phase::Window { size } => (size as f32, false),
-            Phase::SlowStart { .. } | Phase::Probing { .. } => (0.0, false),
+            Phase::SlowStart { .. } | Phase::Probing { .. } | Phase::Settled { .. } => (0.0, false),
             Phase::Counted => (0.0, true),
         };
         Some(Memo {
@@ -56,7 +56,7 @@ impl Learner {
                 size: f64::from(size),
             },
             (_, true) => Phase::Counted,
-            _ => Phase::Probing { step: MIN_STEP },
+            _ => Phase::settled(now),
         };
         self.pace = memo.pace;
         self.burst = (memo.burst > 0.0).then_some(f64::from(memo.burst));
@@ -141,18 +141,23 @@ mod tests {
     }
 
     #[test]
-    fn a_slow_start_keeps_its_own_pace_not_the_idle_doublings() {
-        // The first 429 after a window: slow start from one a second.
+    fn a_slow_start_keeps_its_pace() {
+        // The first 429 after a window: slow start from one a second, then two successes.
         let (learned, again) = round_trip(
             None,
-            &[answer(0.0, 200, None, 0.0), answer(30.0, 429, None, 1.0)],
+            &[
+                answer(0.0, 200, None, 0.0),
+                answer(30.0, 429, None, 1.0),
+                answer(1_030.0, 200, None, 2.0),
+            ],
         );
         let late = 60_000.0;
-        assert!(
-            learned.rate(late).per_second() > 1_000.0,
-            "doubled while idle"
+        assert_eq!(
+            learned.rate(late).per_second(),
+            2.0,
+            "no doubling while idle"
         );
-        assert_eq!(again.rate(late).per_second(), 1.0);
+        assert_eq!(again.rate(late).per_second(), 2.0);
     }
 
     #[test]
