@@ -53,6 +53,10 @@ const HOPE: f64 = 2.0;
 pub const MIN_PACE: f64 = 1.0 / 60.0;
 /// The pace a learning gate starts from once it knows the answers' kind, per second.
 const START_PACE: f64 = 1.0;
+/// With counts, until they show a refill, the pace is at least the burst over this many
+/// seconds, up to [`MAX_GUESS`] a second (a claim of thousands sets no pace).
+const REFILL_GUESS_S: f64 = 10.0;
+const MAX_GUESS: f64 = 10.0;
 /// Until the first answer, the allowance's one token refills this slowly (per second): the
 /// first answer normally comes first, whoever else spends the allowance, and a first request
 /// that hangs holds the key no longer than this (not for its attempt's whole time limit).
@@ -598,7 +602,15 @@ impl Learner {
             (Some(size), _) => Some(size + 1.0),
             (None, false) => None,
         };
-        self.pace = self.pace_at(now);
+        self.pace = match self.unconfirmed {
+            // Until a refill is seen, look for one soon: a bucket that holds many tokens seldom
+            // takes minutes to refill them, and a burst of 50 spent at once, then a second at
+            // the start's pace before the next request shows the refill, costs a second.
+            Some(_) => self
+                .pace_at(now)
+                .max((limit / REFILL_GUESS_S).min(MAX_GUESS)),
+            None => self.pace_at(now),
+        };
         self.phase = Phase::Counted;
         self.burst = Some(limit.max(1.0));
         self.claim = Some((remaining, s.seq));
