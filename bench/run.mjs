@@ -1,5 +1,6 @@
 // Benchmark entry: `node bench/run.mjs [--quick] [--only coordination,overhead,admission,scale,keys,keys:learning,threads,slots,fleet,fleet-counts,size,learn,learn-matrix,no-harm,lanes,startup,cpu]`.
-// `--only learn` runs learn-matrix too (its live counterpart of tests/learn_matrix.rs); `--only learn-matrix` runs it alone.
+// `--only learn` runs learn-matrix too (its live counterpart of tests/learn_matrix.rs); `--only learn-matrix` runs it
+// with no-harm (#34's rows, the sustained 1,000-call workloads among them); `--only no-harm` runs those alone.
 // `--only keys` runs keys:learning too (the same waves through the default, learning, createFetch()).
 // A name `module:variant` runs bench/module.mjs with that variant.
 // Each benchmark runs in its own child process (with --expose-gc), one after the other; the tables
@@ -13,7 +14,7 @@ import { textTable, mdTable } from './lib/util.mjs';
 
 const ALL = ['coordination', 'overhead', 'admission', 'scale', 'keys', 'keys:learning', 'threads', 'slots', 'fleet', 'fleet-counts', 'size', 'learn', 'learn-matrix', 'no-harm', 'lanes', 'startup', 'cpu'];
 // A name that brings another with it (right after it, once).
-const WITH = { learn: ['learn-matrix'], keys: ['keys:learning'] };
+const WITH = { learn: ['learn-matrix', 'no-harm'], 'learn-matrix': ['no-harm'], keys: ['keys:learning'] };
 // learn: ~6 min when every contender finishes; its six runs are cut off at 4 x floor + 10 s (1,296 s in all),
 // each with up to 60 s more for stragglers to stop. learn-matrix: ~6 min; its nine rows are cut off at
 // 4 x floor + 10 s (1,153 s in all), each with up to 60 s more. no-harm: ~15 min when every contender finishes;
