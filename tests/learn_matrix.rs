@@ -65,6 +65,8 @@ struct Scenario {
     bounds: (f64, f64),
     /// The share of 429s over the last [`TAIL`] attempts, at most (a workload's steady state).
     tail_429: Option<f64>,
+    /// Whether the wrappers retry (`retry: false` otherwise).
+    retry: bool,
 }
 
 impl Scenario {
@@ -86,6 +88,7 @@ impl Scenario {
             failing: Failing::default(),
             bounds: (0.0, 0.0),
             tail_429: None,
+            retry: true,
         }
     }
 }
@@ -200,12 +203,14 @@ fn run(s: &Scenario, allowance: Allowance) -> Outcome {
         };
         wrappers.push(gates.wrapper(Profile {
             allowance,
-            budget: Some(RefillingConfig::DEFAULT),
+            budget: s.retry.then_some(RefillingConfig::DEFAULT),
             keeping,
-            policy: Some(Rc::new(RetryPolicy {
-                max_attempts: s.max_attempts,
-                ..RetryPolicy::default()
-            })),
+            policy: s.retry.then(|| {
+                Rc::new(RetryPolicy {
+                    max_attempts: s.max_attempts,
+                    ..RetryPolicy::default()
+                })
+            }),
             max_wait_ms: s.max_wait_ms,
             max_waiting: None,
             reports_wait: false,
@@ -898,5 +903,31 @@ fn an_outage_after_answers_holds_the_gate_from_its_third_failure() {
             means.iter().all(|&(_, down)| down <= bound),
             "{spenders:?}: {means:?}"
         );
+    }
+}
+
+#[test]
+fn a_first_request_that_hangs_holds_its_route_a_second() {
+    // Six calls at once on a learning wrapper, 5 @ 5/s with counts; the first request never
+    // gets an answer. The other five wait neither for its attempt's time limit (30 s) nor, with
+    // retry: false, for ever: the opening's token comes back in a second, and the route's
+    // scout, overdue, lets the calls behind it go.
+    for retry in [true, false] {
+        let s = Scenario {
+            workers: 6,
+            snapshots: 1,
+            retry,
+            quirks: Quirks {
+                hang_first: 1,
+                ..Quirks::default()
+            },
+            ..Scenario::new("hangs", 5.0, 5.0)
+        };
+        let learned = run(&s, Allowance::Learned(None));
+        let mut delivered = learned.delivered.clone();
+        delivered.sort_by(f64::total_cmp);
+        let fifth = delivered.get(4).copied().unwrap_or(Millis::INFINITY);
+        // Measured: 1,080 ms either way (31,193 ms, and never, before the scout went overdue).
+        assert!(fifth <= 1_100.0, "retry {retry}: {fifth} ms");
     }
 }

@@ -2,7 +2,7 @@
 //! the threads' slot, or the store through its link), one head per poll; and the gate's one
 //! wake-up, for the head's token or deadline, a backoff's end, a store operation's time limit.
 
-use super::action::{Action, End, Event};
+use super::action::{Action, End, Event, Heard};
 use super::call::Stage;
 use super::line::Place;
 use super::store_link;
@@ -12,6 +12,20 @@ use crate::core::rules::learn::Learner;
 /// How often a learning gate that shares its allowance and has heard no answer yet looks for
 /// the one another thread or process heard.
 pub(super) const OPENING_RECHECK_MS: Millis = 100.0;
+
+/// A route's scout without an answer this long stops holding its route's calls: as long as a
+/// learning gate's opening token takes to come back.
+const SCOUT_OVERDUE_MS: Millis = 1_000.0;
+
+/// Whether `call` is a route's scout whose attempt is out.
+fn calls_scouting(
+    calls: &crate::core::base::slab::Slab<super::call::Call>,
+    call: super::CallId,
+) -> bool {
+    calls
+        .get(call)
+        .is_some_and(|c| c.spec.scout && c.stage == Stage::Sending)
+}
 use crate::core::authority::fair::Turn;
 use crate::core::authority::{AdmissionId, Answer, Head, Immediate, Op};
 use crate::core::rules::policy::Reason;
@@ -211,6 +225,12 @@ impl Gate {
         call.seq = Some(seq);
         call.waited = wait_ms.is_some_and(|ms| ms > 1.0);
         let reports_wait = call.spec.reports_wait.then_some(wait_ms).flatten();
+        if call.spec.scout {
+            self.scouts.push(Due {
+                at: now + SCOUT_OVERDUE_MS,
+                call: head.call,
+            });
+        }
         let timeout_ms = call.send(now);
         if let Some(wait_ms) = reports_wait {
             self.actions.push_back(Action::Event(Event::Admitted {
@@ -231,6 +251,10 @@ impl Gate {
     pub fn poll_timeout(&mut self, now: Millis) -> Option<Millis> {
         let mut due = self.sleepers.peek().map(|d| d.at);
         let mut consider = |at: Millis| due = Some(due.map_or(at, |d: Millis| d.min(at)));
+        self.scouts.retain(|s| calls_scouting(&self.calls, s.call));
+        if let Some(at) = self.scouts.iter().map(|s| s.at).reduce(f64::min) {
+            consider(at);
+        }
         // Deadlines of calls no longer waiting wake nobody (nor keep an idle gate).
         while let Some(&Due { call, .. }) = self.deadlines.peek() {
             let waiting = self
@@ -307,8 +331,33 @@ impl Gate {
             }
         }
         self.let_go_past_deadlines(now);
+        self.scouts_overdue(now);
         let calls = &self.calls;
         self.line.compact(|p| Gate::live(calls, p));
+    }
+
+    /// A route's scout that has had no answer for [`SCOUT_OVERDUE_MS`] scouts no more: the
+    /// calls behind it go into the line (as when a scout gets no answer at all), and the next
+    /// call of its route scouts again, rather than all of them waiting out its time limit.
+    fn scouts_overdue(&mut self, now: Millis) {
+        let (overdue, out): (Vec<Due>, Vec<Due>) = std::mem::take(&mut self.scouts)
+            .into_iter()
+            .partition(|s| s.at <= now + EARLY_MS);
+        self.scouts = out;
+        for Due { call, .. } in overdue {
+            if !calls_scouting(&self.calls, call) {
+                continue;
+            }
+            if let Some(c) = self.calls.get_mut(call) {
+                c.spec.scout = false;
+            }
+            let (heard, answer) = (Heard::Nothing, None);
+            self.actions.push_back(Action::Route {
+                call,
+                heard,
+                answer,
+            });
+        }
     }
 
     /// Lets go of the calls in line whose deadline has passed, wherever they wait: a call

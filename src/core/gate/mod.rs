@@ -141,6 +141,8 @@ pub struct Gate {
     /// a call behind a head that may wait longer (a retry, whose bound is its time budget)
     /// is let go at its own deadline, not when it reaches the head.
     deadlines: BinaryHeap<Due>,
+    /// Routes' scouts out, and when each is overdue (a handful at most: one per route).
+    scouts: Vec<Due>,
     actions: VecDeque<Action>,
     next_admission: AdmissionId,
     quota: QuotaWatch,
@@ -247,6 +249,7 @@ impl Gate {
             calls: Slab::default(),
             sleepers: BinaryHeap::new(),
             deadlines: BinaryHeap::new(),
+            scouts: Vec::new(),
             actions: VecDeque::new(),
             next_admission: 0,
             quota: QuotaWatch::default(),

@@ -166,6 +166,8 @@ pub struct Allowances {
     pub quirks: Quirks,
     /// Attempts answered so far.
     answered: u64,
+    /// Attempts that reached a limiter so far (answered or not).
+    arrived: u64,
 }
 
 /// What the counts in a server's headers say.
@@ -204,6 +206,8 @@ pub struct Quirks {
     /// The first `n` answers that carry counts claim this limit and remaining instead (a
     /// quota's count on the first answer): `(n, limit, remaining)`.
     pub claim: Option<(u64, u64, u64)>,
+    /// The first `n` attempts get no answer at all.
+    pub hang_first: u64,
 }
 
 impl Allowances {
@@ -226,6 +230,7 @@ impl Allowances {
             counts: Map::default(),
             quirks: Quirks::default(),
             answered: 0,
+            arrived: 0,
         }
     }
 }
@@ -239,6 +244,10 @@ impl Server for Allowances {
         else {
             return Reply::status(404, &[]).after(self.latency_ms);
         };
+        self.arrived += 1;
+        if self.arrived <= self.quirks.hang_first {
+            return Reply::Hang;
+        }
         if self.quirks.outage_until.is_some_and(|until| now < until) {
             let (feedback, latency) = (Feedback::default(), self.latency_ms);
             return Reply::Read {
