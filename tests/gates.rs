@@ -455,7 +455,12 @@ fn with_no_new_gates_a_timed_sweep_forgets_idle_gates_a_sixth_at_least_at_a_time
     assert!(w.is_quiet());
     assert!((0..3_000).all(|i| w.log.settled[&i].1 == End::Deliver));
     // (The clock may have gone on to a wake-up the gates no longer wanted: a scout's.)
-    let done = w.log.settled.values().map(|(at, _)| *at).fold(0.0, f64::max);
+    let done = w
+        .log
+        .settled
+        .values()
+        .map(|(at, _)| *at)
+        .fold(0.0, f64::max);
     assert_eq!(w.processes[0].gates.len(), 3_000);
     // The process stays up (a server, say) with no more calls: every 10 s a sweep looks at a
     // sixth of the gates, at least SWEEP_AT_LEAST, and forgets the idle ones.
