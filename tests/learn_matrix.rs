@@ -67,6 +67,8 @@ struct Scenario {
     tail_429: Option<f64>,
     /// Whether the wrappers retry (`retry: false` otherwise).
     retry: bool,
+    /// Requests reach the server up to this long after they went (see [`World::reach_ms`]).
+    reach_ms: Millis,
 }
 
 impl Scenario {
@@ -89,6 +91,7 @@ impl Scenario {
             bounds: (0.0, 0.0),
             tail_429: None,
             retry: true,
+            reach_ms: 0.0,
         }
     }
 }
@@ -236,6 +239,7 @@ fn run(s: &Scenario, allowance: Allowance) -> Outcome {
     server.quirks = s.quirks;
     let mut world = World::new(all, s.failing.wrap(server, s.seed));
     world.store.latency = 1.0;
+    world.reach_ms = s.reach_ms;
     let get = |worker: usize, url: String| {
         let p = worker % processes;
         Call::get(p, wrappers[p], "key", &url)
@@ -512,6 +516,18 @@ fn rows() -> Vec<Scenario> {
         ..Scenario::new("64 calls at once, 50 @ 20/s, counts", 50.0, 20.0)
     });
     rows.push(Scenario {
+        workers: 64,
+        snapshots: 1,
+        latency_ms: 5.0,
+        reach_ms: 20.0,
+        bounds: (0.005, 1.12),
+        ..Scenario::new(
+            "64 calls at once, 50 @ 20/s, counts, reaching the server out of order",
+            50.0,
+            20.0,
+        )
+    });
+    rows.push(Scenario {
         workers: 256,
         snapshots: 1,
         bounds: (0.005, 1.03),
@@ -666,6 +682,7 @@ rows! {
     sustained_counts_on_429s_only_2: "sustained: counts on 429s only, 1000 calls by 32, 2 @ 2/s",
     sustained_retry_after_only: "sustained: Retry-After only, 1000 calls by 32, 10 @ 5/s",
     calls_at_once_large_burst_64: "64 calls at once, 50 @ 20/s, counts",
+    calls_at_once_out_of_order: "64 calls at once, 50 @ 20/s, counts, reaching the server out of order",
     calls_at_once_large_burst_256: "256 calls at once, 50 @ 20/s, counts",
     eight_at_once_retry_after_only: "8 calls at once, Retry-After only, 2 @ 2/s",
     eight_at_once_counts_on_429s_only: "8 calls at once, counts on 429s only, 2 @ 2/s",

@@ -220,6 +220,8 @@ impl Gate {
         self.figures.admitted += 1;
         call.ahead = self.sending as f64;
         self.sending += 1;
+        let at = self.out.partition_point(|q| q.0 < seq);
+        self.out.insert(at, (seq, now));
         self.last_seq = self.last_seq.max(seq);
         call.admission = Some((admission, anchor));
         call.seq = Some(seq);

@@ -163,6 +163,8 @@ pub struct Gate {
     learner: Option<Learner>,
     /// Attempts admitted whose outcome has not come back.
     sending: usize,
+    /// Their requests' numbers, in order, and when each went.
+    out: Vec<(f64, Millis)>,
     /// The highest request number the gate admitted.
     last_seq: f64,
     /// The next call's place in the call order, above every rank seen.
@@ -262,6 +264,7 @@ impl Gate {
             threads: false,
             learner: None,
             sending: 0,
+            out: Vec::new(),
             last_seq: 0.0,
             arrivals: 0,
             behind_scout: 0,

@@ -17,6 +17,10 @@ use crate::core::rules::policy::{Reason, Verdict};
 use crate::core::rules::quota::{looks_exhausted, QuotaState};
 use crate::core::Millis;
 
+/// Requests that went this close together may reach the server in either order (connections
+/// open at their own pace), whatever the round trip.
+const REORDER_MS: Millis = 100.0;
+
 /// The attempt a response answers, as learning needs it.
 struct Sent {
     call: CallId,
@@ -195,6 +199,16 @@ impl Gate {
         }
     }
 
+    /// The gate's requests numbered before `sent`'s still out at `now` that may reach the
+    /// server after it: those that went shortly before it, within four of its round trips or
+    /// [`REORDER_MS`] (one out longer than that reached the server long before it, or never
+    /// will, as a request that hangs).
+    fn behind(&self, now: Millis, sent: &Sent) -> f64 {
+        let since = sent.at - (4.0 * (now - sent.at)).max(REORDER_MS);
+        let before = &self.out[..self.out.partition_point(|q| q.0 < sent.seq)];
+        before.iter().filter(|q| q.1 >= since).count() as f64
+    }
+
     /// Restarts the refill if `call`'s admission paused it, wherever the pause was made.
     pub(super) fn resume(&mut self, now: Millis, call: CallId) {
         let Some(c) = self.calls.get_mut(call) else {
@@ -204,6 +218,11 @@ impl Gate {
             return;
         };
         self.sending = self.sending.saturating_sub(1);
+        if let Some(seq) = c.seq {
+            if let Ok(at) = self.out.binary_search_by(|q| q.0.total_cmp(&seq)) {
+                self.out.remove(at);
+            }
+        }
         if !anchor {
             return;
         }
@@ -376,6 +395,7 @@ impl Gate {
             seq: sent.seq,
             ahead: sent.ahead,
             heard: self.last_seq,
+            behind: self.behind(now, &sent),
             backlogged: sent.waited || !self.line.is_empty() || self.behind_scout > 0,
         };
         if sent.scout || !own {

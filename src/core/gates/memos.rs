@@ -71,6 +71,7 @@ mod tests {
             seq: 0.0,
             ahead: 0.0,
             heard: 0.0,
+            behind: 0.0,
             backlogged: false,
         };
         learner.observe(10.0, &answer);

@@ -171,6 +171,9 @@ pub struct Sample {
     /// The highest number the gate had admitted when the answer came: requests numbered above
     /// this one, up to that, may have reached the server before it.
     pub heard: f64,
+    /// The gate's requests numbered before this one still out when its answer came: they
+    /// may reach the server after it, so its count has not taken them off yet.
+    pub behind: f64,
     /// Calls were waiting for a token (a full server bucket then means the pace is too slow).
     pub backlogged: bool,
 }
@@ -524,7 +527,7 @@ impl Learner {
         let tokens = match counts {
             Some((limit, remaining)) if took => {
                 self.counted(now, limit, remaining, s);
-                Some(remaining)
+                Some((remaining - s.behind).max(0.0))
             }
             Some((limit, _)) if rejected => {
                 self.burst = Some(limit.max(1.0));
@@ -556,6 +559,9 @@ impl Learner {
                 None
             }
         };
+        if std::env::var("LEARN_TRACE").is_ok() {
+            eprintln!("TRACE {now:.0} st {} seq {} sent {:.0} ahead {} heard {} counts {:?} pace {:.3} atleast {:.3} phase {:?} win {:?} fresh {fresh} tokens {tokens:?}", s.status, s.seq, s.sent, s.ahead, s.heard, s.counts, self.rate(now).per_second(), self.at_least, self.phase, self.window());
+        }
         Lesson {
             rate: self.rate(now),
             tokens: tokens.map(|n| self.count(n)),
@@ -901,6 +907,7 @@ mod tests {
             seq,
             ahead: 0.0,
             heard: seq,
+            behind: 0.0,
             backlogged: true,
         }
     }

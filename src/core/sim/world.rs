@@ -151,6 +151,7 @@ pub struct Process {
 enum What {
     Start(usize),
     Arrive(usize, CallRef, u32, Reply),
+    Reach(usize, CallRef, u32),
     AttemptTimeout(usize, CallRef, u32),
     Abort(usize),
     Timer(usize),
@@ -204,6 +205,10 @@ pub struct World {
     pub usage: Option<Usage>,
     /// How late every timer fires, in ms: a busy event loop's (0: on time).
     pub timer_late_ms: Millis,
+    /// Each request reaches the server up to this long after it was sent (spread evenly by
+    /// its call and attempt), so requests sent together reach it out of their order, as
+    /// connections opening at their own pace do (0: at once, in order).
+    pub reach_ms: Millis,
     /// Whether the processes' sweep timers run (off for one gate's tests, which look at their
     /// gate long after it went idle).
     pub sweeps: bool,
@@ -253,6 +258,7 @@ impl World {
             store: FakeStore::default(),
             usage: None,
             timer_late_ms: 0.0,
+            reach_ms: 0.0,
             sweeps: true,
             log: Log::default(),
             starts: Vec::new(),
@@ -383,6 +389,13 @@ impl World {
                     return None;
                 }
                 self.answer(p, call, reply);
+                Some(p)
+            }
+            What::Reach(p, call, number) => {
+                if self.processes[p].in_flight.get(call) != Some(&number) {
+                    return None;
+                }
+                self.reach(p, call, number);
                 Some(p)
             }
             What::AttemptTimeout(p, call, number) => {
@@ -630,11 +643,10 @@ impl World {
             n
         };
         let probe = process.probes.get(call).is_some();
-        let (index, request) = process
+        let index = process
             .calls
             .get(call)
-            .cloned()
-            .unwrap_or((usize::MAX, Rc::new(Call::get(p, 0, "", ""))));
+            .map_or(usize::MAX, |(index, _)| *index);
         let gates = &process.gates;
         let scope = gates.gate_of(call).and_then(|g| gates.scope(g)).cloned();
         self.log.sent.push(Sent {
@@ -646,6 +658,34 @@ impl World {
             scope,
             status: None,
         });
+        self.processes[p].in_flight.insert(call, number);
+        if timeout_ms > 0.0 && timeout_ms.is_finite() {
+            self.push(now + timeout_ms, What::AttemptTimeout(p, call, number));
+        }
+        if probe || self.reach_ms <= 0.0 {
+            return self.reach(p, call, number);
+        }
+        // A spread that is the same every run: by the call's index and the attempt.
+        let spread = (index
+            .wrapping_mul(7_919)
+            .wrapping_add(number as usize * 104_729)
+            % 1_000) as f64;
+        self.push(
+            now + self.reach_ms * spread / 1_000.0,
+            What::Reach(p, call, number),
+        );
+    }
+
+    /// Attempt `number` of `call` reaches the server now: it answers (at once, with no latency).
+    fn reach(&mut self, p: usize, call: CallRef, number: u32) {
+        let now = self.now;
+        let process = &self.processes[p];
+        let probe = process.probes.get(call).is_some();
+        let (index, request) = process
+            .calls
+            .get(call)
+            .cloned()
+            .unwrap_or((usize::MAX, Rc::new(Call::get(p, 0, "", ""))));
         let reply = if probe {
             match self.usage {
                 Some(_) => Reply::ok(),
@@ -662,10 +702,6 @@ impl World {
             };
             self.server.reply(now, &attempt)
         };
-        self.processes[p].in_flight.insert(call, number);
-        if timeout_ms > 0.0 && timeout_ms.is_finite() {
-            self.push(now + timeout_ms, What::AttemptTimeout(p, call, number));
-        }
         match reply.latency() {
             Some(0.0) => {
                 self.processes[p].in_flight.remove(call);

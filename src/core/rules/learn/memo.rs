@@ -81,6 +81,7 @@ mod tests {
             seq,
             ahead: 0.0,
             heard: seq,
+            behind: 0.0,
             backlogged: false,
         }
     }
