@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { startFakeOddsApi } from '../js-tests/support/fake-odds-api.mjs';
 import { DefaultRateLimiter } from './lib/aws-limiter.mjs';
-import { loadPkg, fix, sleep, within } from './lib/util.mjs';
+import { finishOrCutOff, loadPkg, fix, sleep } from './lib/util.mjs';
 
 const WORKERS = 20;
 const PER_WORKER = 10;
@@ -105,22 +105,14 @@ export async function runContender(c, { baseUrl, apiKey, capS, t0, workers = WOR
   const snapshot = (eventId) => getWithRetries(c, `${baseUrl}/events/${encodeURIComponent(eventId)}/odds/snapshot`,
     { headers, signal: stop.signal, maxCalls: MAX_ATTEMPTS, errors: counts.errors, ...answers });
 
-  let endedAt = null;
   const worker = async (w) => {
     for (let j = 0; j < perWorker && !stopped(); j++) {
       if (await snapshot(`evt-${w}-${j}`)) counts.done++;
       else if (!stopped()) counts.failed++;
     }
   };
-  const all = Promise.all(Array.from({ length: workers }, (_, w) => worker(w))).then(() => {
-    endedAt = performance.now();
-    return 'done';
-  });
-  const aborted = new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }));
-  // Done, or cut off: then the stragglers get DRAIN_MS to notice (the wait is bounded either way).
-  const first = await Promise.race([all, aborted.then(() => 'cut off')]);
-  clearTimeout(cap);
-  const drained = first === 'done' || (await within(all, DRAIN_MS, 'stuck')) === 'done';
+  const runs = Array.from({ length: workers }, (_, w) => worker(w));
+  const { endedAt, drained } = await finishOrCutOff(runs, stop, cap, DRAIN_MS);
   return {
     ...counts,
     timedOut: stopped(),
@@ -238,11 +230,7 @@ async function runTwoContender(c, { baseUrl, apiKey, t0 }) {
       })());
     }
   }
-  const all = Promise.all(workers).then(() => 'done');
-  const aborted = new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }));
-  const first = await Promise.race([all, aborted.then(() => 'cut off')]);
-  clearTimeout(cap);
-  const drained = first === 'done' || (await within(all, DRAIN_MS, 'stuck')) === 'done';
+  const { drained } = await finishOrCutOff(workers, stop, cap, DRAIN_MS);
   return { kinds, errors, timedOut: stop.signal.aborted, stuck: !drained };
 }
 

@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { OddsApiClient, OddsApiError } from '../../js-tests/support/sdk-client.mjs';
 import { DRAIN_MS, MAX_ATTEMPTS, RETRY_AFTER_S, getWithRetries } from '../learn.mjs';
-import { within } from './util.mjs';
+import { finishOrCutOff } from './util.mjs';
 
 export const UNAVAILABLE_WAIT_S = 0.1; // the AWS SDK's base retry delay, as learn-matrix.mjs
 const RETRIED = { 429: RETRY_AFTER_S, 503: UNAVAILABLE_WAIT_S };
@@ -117,15 +117,8 @@ export async function runLoad(c, { kind, baseUrl, apiKey, t0, calls, workers = c
       records.push({ i, startMs, endMs: performance.now() - t0, cut: !out.done && stop.signal.aborted, ...out });
     }
   };
-  let endedAt = null;
-  const all = Promise.all(Array.from({ length: Math.min(workers, calls) }, worker)).then(() => {
-    endedAt = performance.now();
-    return 'done';
-  });
-  const aborted = new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }));
-  const first = await Promise.race([all, aborted.then(() => 'cut off')]);
-  clearTimeout(cap);
-  const drained = first === 'done' || (await within(all, DRAIN_MS, 'stuck')) === 'done';
+  const runs = Array.from({ length: Math.min(workers, calls) }, worker);
+  const { endedAt, drained } = await finishOrCutOff(runs, stop, cap, DRAIN_MS);
   const timedOut = stop.signal.aborted;
   return {
     records,

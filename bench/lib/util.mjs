@@ -95,3 +95,20 @@ export async function within(promise, ms, fallback = null) {
   const t = new Promise((r) => { timer = setTimeout(() => r(fallback), ms); });
   try { return await Promise.race([promise, t]); } finally { clearTimeout(timer); }
 }
+
+// Waits for every one of `runs` (a contender's workers) or for `stop` to abort (the run's
+// cut-off, whose timer `cap` is then cleared); after a cut-off the stragglers get `drainMs` to
+// notice, so the wait is bounded either way. When they all ended (null when cut off first), and
+// whether they did.
+export async function finishOrCutOff(runs, stop, cap, drainMs) {
+  let endedAt = null;
+  const all = Promise.all(runs).then(() => {
+    endedAt = performance.now();
+    return 'done';
+  });
+  const aborted = new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }));
+  const first = await Promise.race([all, aborted.then(() => 'cut off')]);
+  clearTimeout(cap);
+  const drained = first === 'done' || (await within(all, drainMs, 'stuck')) === 'done';
+  return { endedAt, drained };
+}
