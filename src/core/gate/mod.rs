@@ -30,7 +30,7 @@ mod store;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-use self::action::{Action, End, Event, Heard};
+use self::action::{Action, End, Event};
 use self::call::{Call, CallSpec, Stage};
 use self::figures::Figures;
 use self::line::{Line, Place, Rank};
@@ -47,6 +47,7 @@ use crate::core::rules::fair::LaneId;
 use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::Reason;
 use crate::core::rules::quota::{QuotaState, QuotaWatch};
+use crate::core::rules::routes::Heard;
 use crate::core::rules::streak::Streak;
 use crate::core::Millis;
 

@@ -36,7 +36,7 @@ use self::profile::{Keeping, Profile, Refused, Request};
 use self::scope::{fingerprint, sendable, Scope};
 use crate::core::base::map::{Map, Set};
 use crate::core::base::slab::{Id, Mirror, Slab};
-use crate::core::gate::action::{Action as GateAction, Event, Heard, OpId};
+use crate::core::gate::action::{Action as GateAction, Event, OpId};
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
 use crate::core::gate::line::{Lane, Rank};
@@ -46,7 +46,7 @@ use crate::core::parse::feedback::Feedback;
 use crate::core::rules::classify::{Body, Failure};
 use crate::core::rules::fair::LaneId;
 use crate::core::rules::quota::{asks_account, Usage};
-use crate::core::rules::routes::{route_of, Role, Routes};
+use crate::core::rules::routes::{route_of, Heard, Role, Routes};
 use crate::core::Millis;
 
 /// A gate's number among the gates.
