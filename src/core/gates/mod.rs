@@ -22,7 +22,7 @@ mod sweep;
 mod wake;
 mod wrappers;
 
-pub use self::action::{Action, Started};
+pub use self::action::{Action, Refused, Started};
 pub use self::view::GateView;
 use self::wake::Wake;
 
@@ -32,7 +32,7 @@ use std::rc::Rc;
 use self::fleet::Shared;
 use self::home::Home;
 use self::memos::Memos;
-use self::profile::{Keeping, Profile, Refused, Request};
+use self::profile::{Keeping, Profile, Request};
 use self::scope::{fingerprint, sendable, Scope};
 use crate::core::base::map::{Map, Set};
 use crate::core::base::slab::{Id, Mirror, Slab};
