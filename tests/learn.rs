@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use harness::{Harness, Reply};
 use odds_gate::core::base::random::Seeded;
-use odds_gate::core::gate::action::{Action, End, Event, Heard};
+use odds_gate::core::gate::action::{Action, End, Event};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::Gate;
 use odds_gate::core::rules::allowance::Rate;
@@ -19,6 +19,7 @@ use odds_gate::core::rules::classify::Failure;
 use odds_gate::core::rules::learn::Estimate;
 use odds_gate::core::rules::policy::RetryPolicy;
 use odds_gate::core::rules::quota::Usage;
+use odds_gate::core::rules::routes::Heard;
 use odds_gate::core::sim::server::Headers;
 use odds_gate::core::sim::{simulate, Coordination, SimOptions, SimReport};
 

@@ -30,8 +30,8 @@ use crate::core::base::map::Map;
 use crate::core::base::slab::Mirror;
 use crate::core::gate::action::{End, Event};
 use crate::core::gate::BodyFacts;
-use crate::core::gates::profile::{Keeping, Refused, Request, StoreId};
-use crate::core::gates::{Action, CallRef, GateId, Gates, Started, WrapperId};
+use crate::core::gates::profile::{Keeping, Request, StoreId};
+use crate::core::gates::{Action, CallRef, GateId, Gates, Refused, Started, WrapperId};
 use crate::core::rules::classify::Failure;
 use crate::core::Millis;
 

@@ -17,8 +17,8 @@ use super::options::{self, Config};
 use super::text::number;
 use super::Exported;
 use crate::core::gates::lane_name;
-use crate::core::gates::profile::{Keeping, Profile, Refused, Request};
-use crate::core::gates::{CallRef, WrapperId};
+use crate::core::gates::profile::{Keeping, Profile, Request};
+use crate::core::gates::{CallRef, Refused, WrapperId};
 use crate::core::rules::batch::Batch;
 use crate::core::rules::classify::Body;
 

@@ -132,11 +132,13 @@ end
 -- The order between the processes' lines (src/core/authority/order.rs and fair.rs): o[1], o[2]
 -- the fair clock (whole admissions, and units of 2^-32); four lanes of (lane + 1, next start in
 -- two numbers) from o[3]; eight claims of (who, lane + 1 or 0, arrival, when it asks next) from
--- o[15]. Every number stays below 2^53, so a tag is exact.
+-- o[15]. Every number stays below 2^53, so a tag is exact. start_of, cost and admitted_in_order
+-- are the Lua twin of the fair queuing rule, src/core/rules/fair.rs (a script cannot share its
+-- code): change both together; tests/parity.rs holds them to the same answers.
 local LOW = 4294967296
 local function before(ah, al, bh, bl) return ah < bh or (ah == bh and al < bl) end
 
--- Shares::start: a head of `lane` (lane + 1; 0 for the front) starts at its lane's next start,
+-- Shares::start (fair::start): a head of `lane` (lane + 1; 0 for the front) starts at its lane's next start,
 -- or at the clock if that is later.
 local function start_of(lane)
   if lane ~= 0 then
@@ -148,15 +150,15 @@ local function start_of(lane)
   return o[1], o[2]
 end
 
--- line.rs's cost: 2^32 / weight units, rounded, at least 1 and at most 2^53.
+-- fair::cost: 2^32 / weight units, rounded, at least 1 and at most 2^53.
 local function cost(weight)
   local c = LOW / weight
   if c < 2 ^ 52 then c = math.floor(c + 0.5) end
   return math.max(math.min(c, 2 ^ 53), 1)
 end
 
--- Fair::admitted: the clock moves to the head's start, its lane's next start one turn later (in
--- the lane's place, else the first free or spent one; none left: not kept).
+-- Fair::admitted (fair::serve): the clock moves to the head's start, its lane's next start one
+-- turn later (in the lane's place, else the first free or spent one; none left: not kept).
 local function admitted_in_order(lane, weight)
   local sh, sl = start_of(lane)
   o[1], o[2] = sh, sl

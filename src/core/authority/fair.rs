@@ -1,10 +1,10 @@
 //! The fair order between lines that share one gate's state (the threads of a process, or the
 //! processes of a fleet through their store: see [`order`](super::order)): the virtual clock of
-//! start-time fair queuing and each lane's next start, kept beside the state, so that the heads
-//! of every line are ordered by the one schedule a single line of all their calls would follow
-//! (see [`line`](crate::core::gate::line)). A lane is the same lane in every line (lane 0, a
-//! wrapper's own calls; a named lane by its name; an unnamed one by the order its line made
-//! it); within a lane, heads go by arrival, whichever line holds them.
+//! [`fair`] queuing and each lane's next start, kept beside the state, so that the heads of
+//! every line are ordered by the one schedule a single line of all their calls would follow. A
+//! lane is the same lane in every line (lane 0, a wrapper's own calls; a named lane by its name;
+//! an unnamed one by the order its line made it); within a lane, heads go by arrival, whichever
+//! line holds them.
 //!
 //! The words: the clock, then [`LANES`] lanes of (lane + 1, next start), 0 for none. A tag is
 //! kept in two words (its whole admissions and its fraction, in units of 2^-32), each exact in
@@ -12,7 +12,7 @@
 //! passed banks nothing, so its place is free; when every place holds a lane that is ahead, a
 //! further lane starts at the clock (it is not held back by what it had before).
 
-use crate::core::gate::line::{cost, LaneId, Tag};
+use crate::core::rules::fair::{self, LaneId, Tag};
 
 /// Lanes whose next start the threads share.
 pub const LANES: usize = 4;
@@ -47,8 +47,8 @@ pub struct Shares {
 impl Shares {
     /// The start tag of a head of `lane` (the front's: the clock).
     pub fn start(&self, lane: Option<LaneId>) -> Tag {
-        let finish = lane.and_then(|id| self.finish(id)).unwrap_or(0);
-        finish.max(self.clock)
+        let next = lane.and_then(|id| self.finish(id)).unwrap_or(0);
+        fair::start(next, self.clock)
     }
 
     /// Where `lane` may start next, as far as the threads say.
@@ -92,13 +92,14 @@ impl Fair<'_> {
     }
 
     /// A head of `turn`'s lane was admitted: the clock moves to its start, and the lane's next
-    /// start one turn (`1 / weight`) later.
+    /// start one turn (`1 / weight`) later. The front (at the clock) spends no lane's turn.
     pub fn admitted(&mut self, turn: &Turn) {
         let start = self.start(turn.lane.map(|(id, _)| id));
-        write(&mut self.0[..2], start);
         let Some((lane, weight)) = turn.lane else {
             return;
         };
+        let (clock, next) = fair::serve(start, weight);
+        write(&mut self.0[..2], clock);
         let places = self.0[2..].chunks_exact_mut(3);
         let mut free = None;
         for w in places {
@@ -112,7 +113,7 @@ impl Fair<'_> {
         }
         if let Some(w) = free {
             w[0] = f64::from(lane) + 1.0;
-            write(&mut w[1..], start + cost(weight));
+            write(&mut w[1..], next);
         }
     }
 }

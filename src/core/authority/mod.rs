@@ -21,10 +21,10 @@ pub mod table;
 pub mod threads;
 
 use crate::core::authority::fair::{Shares, Turn};
-use crate::core::gate::line::LaneId;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
+use crate::core::rules::fair::LaneId;
 use crate::core::Millis;
 
 /// An admission's number, unique within a gate: it names the admission that may have paused the

@@ -10,8 +10,8 @@
 use super::fair::{self, Fair, Shares, Turn};
 use super::memory::MemoryAuthority;
 use super::{AdmissionId, Answer, Authority, Op, Seen};
-use crate::core::gate::line::{LaneId, Tag};
 use crate::core::rules::allowance::Rate;
+use crate::core::rules::fair::{LaneId, Tag};
 use crate::core::Millis;
 
 /// Heads of lines that can hold a claim at once.

@@ -5,6 +5,7 @@ use super::CallId;
 use crate::core::authority::Op;
 use crate::core::rules::learn::{Estimate, Sample};
 use crate::core::rules::policy::{Abandoned, Reason};
+use crate::core::rules::routes::Heard;
 use crate::core::Millis;
 
 /// A store operation's number, to match its answer.
@@ -73,17 +74,6 @@ pub enum Action {
         /// How.
         end: End,
     },
-}
-
-/// What a call's answer said of its route's limiter.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Heard {
-    /// It came from this limiter (`X-RateLimit-Bucket`).
-    Limiter(String),
-    /// An answer that named no limiter: the route draws from the gate it was sent through.
-    Unnamed,
-    /// No answer (the scout failed or ended): the next call of the route scouts again.
-    Nothing,
 }
 
 /// How a call ends.

@@ -2,7 +2,7 @@
 //! the threads' slot, or the store through its link), one head per poll; and the gate's one
 //! wake-up, for the head's token or deadline, a backoff's end, a store operation's time limit.
 
-use super::action::{Action, End, Event, Heard};
+use super::action::{Action, End, Event};
 use super::call::Stage;
 use super::line::Place;
 use super::store_link;
@@ -29,6 +29,7 @@ fn calls_scouting(
 use crate::core::authority::fair::Turn;
 use crate::core::authority::{AdmissionId, Answer, Head, Immediate, Op};
 use crate::core::rules::policy::Reason;
+use crate::core::rules::routes::Heard;
 use crate::core::Millis;
 
 impl Gate {

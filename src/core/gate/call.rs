@@ -4,10 +4,11 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::line::{Lane, LaneId, Rank};
+use super::line::{Lane, Rank};
 use crate::core::authority::AdmissionId;
 use crate::core::rules::batch::Batch;
 use crate::core::rules::classify::{Kind, Outcome};
+use crate::core::rules::fair::LaneId;
 use crate::core::rules::learn::Sample;
 use crate::core::rules::policy::{Abandoned, Progress, Reason, RetryPolicy};
 use crate::core::Millis;

@@ -1,13 +1,6 @@
 //! The gate's line: calls waiting for admission. Calls come in lanes (a wrapper's `lane()`, each
-//! with a weight), and tokens go to the lanes' heads by start-time fair queuing: each lane's head
-//! is tagged with the virtual time its lane may start at, the smallest tag goes first, and an
-//! admission moves the virtual clock to that tag and the lane's next start `1 / weight` later
-//! (in whole units of 2^-32, so that tags compare exactly and a prediction is the line's order).
-//! Start tags rather than deficit round robin: one comparison per lane decides the head, no
-//! quantum to tune, and a lane with nothing waiting banks nothing (it comes back at the clock),
-//! so its share is lent to the others while it is away and no token is left unused while anyone
-//! waits. Over any window in which two lanes stay busy their admissions divided by their weights
-//! differ by at most one token each.
+//! with a weight), and tokens go to the lanes' heads in the fair order of [`fair`]: the smallest
+//! start tag first, the earlier call on a tie.
 //!
 //! Within a lane a call keeps the place its arrival gave it: a retry that comes back from its
 //! attempt, or a call moved here from another limiter's gate, goes in ahead of every call of its
@@ -20,27 +13,10 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use super::CallId;
 use crate::core::authority::fair::Shares;
+use crate::core::rules::fair::{self, cost, LaneId, Tag};
 
 /// A call's place in the call order: lower goes first.
 pub type Rank = u64;
-
-/// A lane's number among the gates' lanes (0: a wrapper's own calls).
-pub type LaneId = u32;
-
-/// Virtual time, in units of 2^-32 of a weight-1 admission.
-pub type Tag = u128;
-
-/// The most an admission costs: weights below 2^-21 are all alike, so that a cost is exact in an
-/// `f64` (and in `gate.lua`'s numbers).
-const MAX_COST: f64 = 9_007_199_254_740_992.0;
-
-/// What one admission costs a lane of `weight` in virtual time: `2^32 / weight`, at least one
-/// unit (weights above 2^32 are all alike) and at most 2^53.
-pub fn cost(weight: f64) -> Tag {
-    ((4_294_967_296.0 / weight).round().min(MAX_COST) as u64)
-        .max(1)
-        .into()
-}
 
 /// The lane a call waits in, and the lane's share of admissions.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -101,7 +77,7 @@ impl LaneLine {
 
     /// The start tag of its head at virtual time `clock`.
     fn start(&self, clock: Tag) -> Tag {
-        self.finish.max(clock)
+        fair::start(self.finish, clock)
     }
 
     /// Its head (from its returns or not), dropping stale places in front of it.
@@ -246,9 +222,8 @@ impl Line {
                 };
                 lane.live -= 1;
                 if admitted {
-                    let start = lane.start(self.clock);
-                    lane.finish = start + cost(lane.lane.weight);
-                    self.clock = start;
+                    (self.clock, lane.finish) =
+                        fair::serve(lane.start(self.clock), lane.lane.weight);
                 }
                 taken
             }
@@ -335,10 +310,10 @@ impl Line {
     /// The live places in the order they would be admitted if nobody else joined.
     pub fn ordered(&self, is_live: impl Fn(Place) -> bool) -> Vec<Place> {
         let mut places: Vec<Place> = self.front.iter().copied().filter(|&p| is_live(p)).collect();
-        let mut lanes: Vec<(Tag, Tag, VecDeque<Place>)> = self
+        let mut lanes: Vec<(Tag, f64, VecDeque<Place>)> = self
             .lanes
             .iter()
-            .map(|l| (l.finish, cost(l.lane.weight), l.ordered(&is_live).into()))
+            .map(|l| (l.finish, l.lane.weight, l.ordered(&is_live).into()))
             .collect();
         let mut clock = self.clock;
         loop {
@@ -347,16 +322,15 @@ impl Line {
                 .iter()
                 .enumerate()
                 .filter_map(|(index, (finish, _, waiting))| {
-                    Some(((*finish).max(clock), waiting.front()?.rank, index))
+                    Some((fair::start(*finish, clock), waiting.front()?.rank, index))
                 })
                 .min();
             let Some((start, _, index)) = best else {
                 break;
             };
-            let (finish, cost, waiting) = &mut lanes[index];
+            let (finish, weight, waiting) = &mut lanes[index];
             places.extend(waiting.pop_front());
-            *finish = start + *cost;
-            clock = start;
+            (clock, *finish) = fair::serve(start, *weight);
         }
         places
     }

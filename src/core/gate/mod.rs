@@ -30,10 +30,10 @@ mod store;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-use self::action::{Action, End, Event, Heard};
+use self::action::{Action, End, Event};
 use self::call::{Call, CallSpec, Stage};
 use self::figures::Figures;
-use self::line::{LaneId, Line, Place, Rank};
+use self::line::{Line, Place, Rank};
 use self::store_link::{StoreLink, StoreSettings};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::threads::{Settings, ThreadAuthority};
@@ -43,9 +43,11 @@ use crate::core::base::slab::{Id, Slab};
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
+use crate::core::rules::fair::LaneId;
 use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::Reason;
 use crate::core::rules::quota::{QuotaState, QuotaWatch};
+use crate::core::rules::routes::Heard;
 use crate::core::rules::streak::Streak;
 use crate::core::Millis;
 

@@ -2,7 +2,7 @@
 //! policy's verdict, the budgets charged, the unseen body disposed of, and the call settled or
 //! sent back to the line.
 
-use super::action::{Action, End, Event, Heard};
+use super::action::{Action, End, Event};
 use super::call::{Next, Stage};
 use super::store_link::Purpose;
 use super::{CallId, Due, Gate, Keeper};
@@ -15,6 +15,7 @@ use crate::core::rules::classify::{Failure, Outcome};
 use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::{Reason, Verdict};
 use crate::core::rules::quota::{looks_exhausted, QuotaState};
+use crate::core::rules::routes::Heard;
 use crate::core::Millis;
 
 /// Requests that went this close together may reach the server in either order (connections

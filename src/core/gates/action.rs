@@ -1,5 +1,7 @@
-//! What the gates ask their driver to do, with the calls known by the driver's numbers.
+//! What the gates ask their driver to do, with the calls known by the driver's numbers, and
+//! what they answer a call that starts: [`Started`], or why it was [`Refused`].
 
+use super::compat::Mismatch;
 use super::fleet::Shared;
 use super::profile::StoreId;
 use super::scope::Scope;
@@ -99,4 +101,30 @@ pub struct Started {
     pub call: CallRef,
     /// Its body is a stream that each attempt sends a copy of.
     pub split: bool,
+}
+
+/// Why a call was refused before it reached a gate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refused {
+    /// This header holds a character a header value may not hold (CR, LF or NUL).
+    Unsendable(&'static str),
+    /// The wrapper disagrees with the gate the credential already has.
+    Mismatch(Mismatch),
+    /// The wrapper is gone (its last holder was dropped).
+    Gone,
+}
+
+impl Refused {
+    /// What the caller is told, numbers written by `number` (a `TypeError` for a header, a
+    /// `RangeError` for the rest).
+    pub fn message(&self, number: &dyn Fn(f64) -> String) -> String {
+        match self {
+            Refused::Unsendable(name) => format!(
+                "`{name}` holds a character a header value may not hold (CR, LF or NUL); \
+                 the request was not sent"
+            ),
+            Refused::Mismatch(mismatch) => mismatch.message(number),
+            Refused::Gone => "This fetchImpl's wrapper was freed".into(),
+        }
+    }
 }

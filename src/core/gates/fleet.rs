@@ -5,8 +5,8 @@
 use super::profile::StoreId;
 use super::scope::Scope;
 use super::{Action, GateId, Gates};
-use crate::core::gate::action::Heard;
 use crate::core::rules::allowance::Rate;
+use crate::core::rules::routes::Heard;
 use crate::core::Millis;
 
 /// One fact the learning gates of a credential share.

@@ -1,8 +1,9 @@
 //! What a lane is called in `stats()`, `describe()`, the metrics' `odds_gate.lane` attribute and
 //! the simulator's reports: the name its maker gave, or one the gates' lane number gives.
 
-use crate::core::gate::line::{Lane, LaneId};
+use crate::core::gate::line::Lane;
 use crate::core::rules::allowance::ConfigError;
+use crate::core::rules::fair::LaneId;
 
 /// The longest name, in characters: a name is a metrics attribute, kept short.
 pub const MAX_CHARS: usize = 64;

@@ -22,7 +22,7 @@ mod sweep;
 mod wake;
 mod wrappers;
 
-pub use self::action::{Action, Started};
+pub use self::action::{Action, Refused, Started};
 pub use self::view::GateView;
 use self::wake::Wake;
 
@@ -32,20 +32,21 @@ use std::rc::Rc;
 use self::fleet::Shared;
 use self::home::Home;
 use self::memos::Memos;
-use self::profile::{Keeping, Profile, Refused, Request};
+use self::profile::{Keeping, Profile, Request};
 use self::scope::{fingerprint, sendable, Scope};
 use crate::core::base::map::{Map, Set};
 use crate::core::base::slab::{Id, Mirror, Slab};
-use crate::core::gate::action::{Action as GateAction, Event, Heard, OpId};
+use crate::core::gate::action::{Action as GateAction, Event, OpId};
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
-use crate::core::gate::line::{Lane, LaneId, Rank};
+use crate::core::gate::line::{Lane, Rank};
 use crate::core::gate::store_link::{StoreReply, StoreSettings};
 use crate::core::gate::{BodyFacts, CallId, Gate};
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::classify::{Body, Failure};
+use crate::core::rules::fair::LaneId;
 use crate::core::rules::quota::{asks_account, Usage};
-use crate::core::rules::routes::{route_of, Role, Routes};
+use crate::core::rules::routes::{route_of, Heard, Role, Routes};
 use crate::core::Millis;
 
 /// A gate's number among the gates.

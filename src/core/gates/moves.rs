@@ -8,9 +8,9 @@
 use super::fleet::Shared;
 use super::profile::Keeping;
 use super::{GateId, Gates};
-use crate::core::gate::action::Heard;
 use crate::core::gate::CallId;
 use crate::core::rules::learn::Sample;
+use crate::core::rules::routes::Heard;
 use crate::core::Millis;
 
 impl Gates {

@@ -5,7 +5,6 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::compat::Mismatch;
 use crate::core::rules::allowance::Allowance;
 use crate::core::rules::batch::Batch;
 use crate::core::rules::budget::RefillingConfig;
@@ -74,30 +73,4 @@ pub struct Request<'a> {
     pub url: &'a str,
     /// The refresh round it belongs to.
     pub batch: Option<Rc<RefCell<Batch>>>,
-}
-
-/// Why a call was refused before it reached a gate.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Refused {
-    /// This header holds a character a header value may not hold (CR, LF or NUL).
-    Unsendable(&'static str),
-    /// The wrapper disagrees with the gate the credential already has.
-    Mismatch(Mismatch),
-    /// The wrapper is gone (its last holder was dropped).
-    Gone,
-}
-
-impl Refused {
-    /// What the caller is told, numbers written by `number` (a `TypeError` for a header, a
-    /// `RangeError` for the rest).
-    pub fn message(&self, number: &dyn Fn(f64) -> String) -> String {
-        match self {
-            Refused::Unsendable(name) => format!(
-                "`{name}` holds a character a header value may not hold (CR, LF or NUL); \
-                 the request was not sent"
-            ),
-            Refused::Mismatch(mismatch) => mismatch.message(number),
-            Refused::Gone => "This fetchImpl's wrapper was freed".into(),
-        }
-    }
 }

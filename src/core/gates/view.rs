@@ -6,10 +6,11 @@ use super::profile::Keeping;
 use super::scope::Scope;
 use super::{GateId, Gates, LaneFigures, WrapperId};
 use crate::core::gate::figures::Figures;
-use crate::core::gate::line::{Lane, LaneId};
+use crate::core::gate::line::Lane;
 use crate::core::gate::Gate;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::budget::RefillingConfig;
+use crate::core::rules::fair::LaneId;
 use crate::core::rules::learn::Estimate;
 use crate::core::Millis;
 

@@ -2,10 +2,10 @@
 //! batches), its stores, and the gate of a scope, made from the profile on first use or checked
 //! against it (see [`compat`](super::compat)).
 
-use super::profile::{Keeping, Profile, Refused, StoreId};
+use super::profile::{Keeping, Profile, StoreId};
 use super::scope::Scope;
 use super::{compat, lane_name};
-use super::{Action, Entry, GateId, Gates, Print, Wrapper, WrapperId, SWEEP_PER_GATE};
+use super::{Action, Entry, GateId, Gates, Print, Refused, Wrapper, WrapperId, SWEEP_PER_GATE};
 use crate::core::authority::threads::{Settings, ThreadAuthority};
 use crate::core::base::map::{Map, Set};
 use crate::core::base::slab::Mirror;

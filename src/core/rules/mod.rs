@@ -1,5 +1,6 @@
 //! What the gate decides: allowances, the token bucket, backoff, budgets, classification,
-//! the retry policy, the quota, learning, refresh rounds, runs of failures.
+//! the retry policy, the quota, learning, refresh rounds, runs of failures, the fair order of
+//! lanes.
 
 pub mod allowance;
 pub mod backoff;
@@ -7,6 +8,7 @@ pub mod batch;
 pub mod bucket;
 pub mod budget;
 pub mod classify;
+pub mod fair;
 pub mod learn;
 pub mod policy;
 pub mod quota;

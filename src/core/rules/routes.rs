@@ -3,7 +3,6 @@
 //! sends one call ahead (its scout) and the rest wait behind it.
 
 use crate::core::base::map::{Map, Set};
-use crate::core::gate::action::Heard;
 
 /// Routes a credential remembers the limiter of; past this, new routes stay on the first limiter
 /// and send no scout.
@@ -13,6 +12,17 @@ pub const MAX_ROUTES: usize = 256;
 /// them go to the credential's own gate (a limiter name per resource must not grow memory with
 /// every resource).
 pub const MAX_LIMITERS: usize = 16;
+
+/// What a call's answer said of its route's limiter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard {
+    /// It came from this limiter (`X-RateLimit-Bucket`).
+    Limiter(String),
+    /// An answer that named no limiter: the route draws from the gate it was sent through.
+    Unnamed,
+    /// No answer (the scout failed or ended): the next call of the route scouts again.
+    Nothing,
+}
 
 /// Which limiter each of a credential's routes draws from, as its answers said. A route
 /// not heard of draws from the credential's first limiter, its first call scouting ahead (see

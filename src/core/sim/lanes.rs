@@ -5,11 +5,14 @@
 
 use std::ops::Range;
 
-use super::model::MAX_WORKERS;
 use super::world::World;
 use crate::core::gates::{lane_name, WrapperId};
 use crate::core::rules::allowance::{at_least, positive, ConfigError};
 use crate::core::Millis;
+
+/// The most workers of a run or of one of its lanes, and the most calls of a run (workers x
+/// snapshots, lookups): a bound that keeps a run small enough to finish in well under a second.
+pub(super) const MAX_WORKERS: f64 = 100_000.0;
 
 /// A lane of workers, beside the wrapper's own (`SimOptions::workers`).
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::home::{Shelf, SimHome};
-use super::lanes::{self, Group, LaneReport, SimLane};
+use super::lanes::{self, Group, LaneReport, SimLane, MAX_WORKERS};
 use super::server::{Allowances, Headers, Limiter};
 use super::world::{Call, World};
 use crate::core::authority::memory::MemoryAuthority;
@@ -27,8 +27,8 @@ use crate::core::rules::learn::Estimate;
 use crate::core::rules::policy::RetryPolicy;
 use crate::core::Millis;
 
-/// Upper bounds that keep a run small enough to finish in well under a second.
-pub(super) const MAX_WORKERS: f64 = 100_000.0;
+/// The most attempts a call of a run makes: with [`MAX_WORKERS`], what keeps a run small
+/// enough to finish in well under a second.
 const MAX_ATTEMPTS: f64 = 1_000.0;
 
 /// How workers are coordinated.
