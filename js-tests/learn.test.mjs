@@ -70,7 +70,11 @@ test('with 429 and Retry-After only, the gate still finds a pace and every call 
     const [gate] = fetchImpl.stats().gates;
     assert.equal(gate.learned.burst, null, 'no limit header: no burst learned');
     assert.equal(gate.rate.burst, 1);
-    assert.ok(gate.learned.perSecond >= 0.5, JSON.stringify(gate.learned));
+    // Wiring, in real time on a machine that may be busy: a pace was learned and put to use.
+    // The pace itself (8/s; 8.08/s measured here) is asserted exactly on the virtual clock
+    // (tests/learn.rs, with_retry_after_only_the_live_tests_run_learns_8_per_second); a third
+    // of the rate still catches a gate that never learned or learned from nothing.
+    assert.ok(gate.learned.perSecond >= 10 / 3, JSON.stringify(gate.learned));
   } finally {
     await api.close();
   }

@@ -16,7 +16,7 @@ use odds_gate::core::gate::Gate;
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::bucket::TokenBucket;
 use odds_gate::core::rules::classify::Failure;
-use odds_gate::core::rules::learn::Estimate;
+use odds_gate::core::rules::learn::{Estimate, MIN_PACE};
 use odds_gate::core::rules::policy::RetryPolicy;
 use odds_gate::core::rules::quota::Usage;
 use odds_gate::core::rules::routes::Heard;
@@ -79,19 +79,42 @@ fn check(headers: bool, max_rejected: f64, max_ratio: f64) {
     assert!(failed.is_empty(), "missed the targets: {failed:#?}");
 }
 
-// Bounds: the worst run the virtual clock measures, plus a little (counts: 2.9 % at 2 @ 2/s and
-// 20 ms, at most 1.04 x; Retry-After only: 8.7 % at 20 @ 5/s and 2-20 ms, the window's
-// overshoot before the first 429, and 1.27 x, where each 429's second of Retry-After costs a
+// Bounds: the worst run the virtual clock measures, rounded up (counts: 2.91 % at 2 @ 2/s and
+// 20 ms, at most 1.036 x; Retry-After only: 8.68 % at 20 @ 5/s and 2-20 ms, the window's
+// overshoot before the first 429, and 1.275 x, where each 429's second of Retry-After costs a
 // bucket of 5 refilling at 10/s half a second).
 
 #[test]
-fn with_the_counts_at_most_3_5_percent_429s_and_1_06_times_the_floor() {
-    check(true, 0.035, 1.06);
+fn with_the_counts_at_most_3_percent_429s_and_1_04_times_the_floor() {
+    check(true, 0.03, 1.04);
 }
 
 #[test]
-fn with_retry_after_only_at_most_9_5_percent_429s_and_1_3_times_the_floor() {
-    check(false, 0.095, 1.3);
+fn with_retry_after_only_at_most_8_7_percent_429s_and_1_28_times_the_floor() {
+    check(false, 0.087, 1.28);
+}
+
+/// `js-tests/learn.test.mjs`'s run with 429 + `Retry-After` only, on the virtual clock: 8
+/// workers x 5 snapshots against burst 5 at 10/s, up to 10 attempts, loopback latency. Live,
+/// that test checks only the wiring; here the pace is exact: 8/s (measured live: 8.08/s),
+/// with no burst learned (no limit header), five 429s, and every call done.
+#[test]
+fn with_retry_after_only_the_live_tests_run_learns_8_per_second() {
+    let r = simulate(&SimOptions {
+        workers: 8,
+        snapshots: 5,
+        rate: Rate::new(5.0, 10.0).unwrap(),
+        coordination: Coordination::Shared,
+        max_attempts: 10,
+        learn: true,
+        headers: Headers::Never,
+        latency_ms: 2.0,
+        ..SimOptions::default()
+    })
+    .unwrap();
+    assert_eq!((r.attempts, r.rejected, r.completed), (45, 5, 40));
+    let (_, learned) = r.learned.last().expect("an estimate");
+    assert_eq!((learned.burst, learned.per_second), (None, 8.0));
 }
 
 /// A retrying call with the default policy.
@@ -234,8 +257,12 @@ fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
     // Nothing says the server is up: the failure holds the gate (see `Streak`); then the
     // opening's token, back at once, lets the next in line go (still one at a time).
     assert!(!gate.in_flight(other));
+    // Held for uniform(0, 2 s), the default backoff's first step.
     let held_until = gate.cooldown_until();
-    assert!(held_until > 5.0);
+    assert!(
+        held_until > 5.0 && held_until < 5.0 + 2_000.0,
+        "{held_until}"
+    );
     while gate.poll_action(held_until).is_some() {}
     assert!(gate.in_flight(other), "the next in line went out");
     assert_eq!(gate.waiting(), 1, "the call behind the scout");
@@ -327,9 +354,10 @@ fn answers_change(then: Reply, usage: Option<Usage>) -> (Estimate, Harness) {
         h.start_at(f64::from(i) * 500.0, defaults());
     }
     h.run_until(SPENT_AT - 1.0);
+    // Measured: 1.965/s.
     let before = h.learned().unwrap();
     assert!(
-        before.per_second > 1.5,
+        before.per_second > 1.96,
         "learned the pace first: {before:?}"
     );
     h.run();
@@ -384,8 +412,8 @@ fn bare_429s_the_quotas_probe_finds_spent_teach_nothing() {
 
 #[test]
 fn a_bare_429_of_the_rate_still_teaches_once_its_verdict_is_in() {
-    // The body names no quota, and the probe finds room: the rate's 429s, cut once (the
-    // others answer requests sent before the first came back), as before.
+    // The body names no quota, and the probe finds room: the rate's 429s teach, as before,
+    // every answer one from then on, down to the learner's floor.
     let usage = Usage {
         used: 10.0,
         ..SPENT
@@ -397,10 +425,7 @@ fn a_bare_429_of_the_rate_still_teaches_once_its_verdict_is_in() {
         after.last_throttle.is_some_and(|at| at >= SPENT_AT),
         "{after:?}"
     );
-    assert!(
-        after.per_second < 0.75 * before.per_second,
-        "{before:?} {after:?}"
-    );
+    assert_eq!(after.per_second, MIN_PACE, "{before:?} {after:?}");
 }
 
 /// Six calls at once on a learning gate whose first request never gets an answer; the others
@@ -432,11 +457,10 @@ fn a_first_request_that_hangs_holds_the_key_a_second_not_its_time_limit() {
     for policy in [retrying, None] {
         let h = first_request_hangs(policy.clone());
         // The opening's token comes back after a second; the first answer then opens the
-        // window: the five others are done by 1,100 ms (measured: 1,080 either way), where
-        // they waited for the first attempt's whole time limit (30 s, or for ever without
-        // retries).
+        // window: the five others are done at 1,080 ms either way, where they waited for the
+        // first attempt's whole time limit (30 s, or for ever without retries).
         let last = (1..6).map(|i| h.ended_at(i)).fold(0.0, f64::max);
-        assert!(last <= 1_100.0, "done at {last} ms ({policy:?})");
+        assert_eq!(last, 1_080.0, "done ({policy:?})");
         assert!((1..6).all(|i| h.end(i) == Some(End::Deliver)));
     }
 }

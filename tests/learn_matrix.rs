@@ -59,9 +59,9 @@ struct Scenario {
     seed: u64,
     /// How the server fails besides its quirks.
     failing: Failing,
-    /// What the virtual clock measures, plus a little: the share of attempts that are 429s,
-    /// and the wall time over the allowance's floor (over the fixed rate's time where the
-    /// allowance sets no floor).
+    /// What the virtual clock measures, rounded up (to a tenth of a percent, a hundredth of
+    /// the ratio): the share of attempts that are 429s, and the wall time over the allowance's
+    /// floor (over the fixed rate's time where the allowance sets no floor).
     bounds: (f64, f64),
     /// The share of 429s over the last [`TAIL`] attempts, at most (a workload's steady state).
     tail_429: Option<f64>,
@@ -372,12 +372,12 @@ fn rows() -> Vec<Scenario> {
         spenders: Spenders::Threads(8),
         workers: 8,
         snapshots: 16,
-        bounds: (0.005, 1.06),
+        bounds: (0.0, 1.04),
         ..Scenario::new("8 threads x 16 calls, 5 @ 5/s, counts", 5.0, 5.0)
     };
     rows.push(threads.clone());
     rows.push(Scenario {
-        bounds: (0.005, 1.05),
+        bounds: (0.0, 1.03),
         name: "2 processes through a store, 5 @ 5/s, counts",
         spenders: Spenders::Fleet(2),
         ..threads.clone()
@@ -386,7 +386,7 @@ fn rows() -> Vec<Scenario> {
         headers: Headers::OnThrottle,
         workers: 8,
         snapshots: 8,
-        bounds: (0.065, 1.13),
+        bounds: (0.059, 1.10),
         ..Scenario::new("counts on 429s only, 2 @ 2/s, 64 calls", 2.0, 2.0)
     });
     rows.push(Scenario {
@@ -394,7 +394,7 @@ fn rows() -> Vec<Scenario> {
             missing_first: 16,
             ..Quirks::default()
         },
-        bounds: (0.005, 1.09),
+        bounds: (0.0, 1.06),
         ..Scenario::new("16 404s with counts first, 5 @ 5/s", 5.0, 5.0)
     });
     rows.push(Scenario {
@@ -402,7 +402,7 @@ fn rows() -> Vec<Scenario> {
             unavailable_every: Some(7),
             ..Quirks::default()
         },
-        bounds: (0.005, 1.12),
+        bounds: (0.0, 1.10),
         ..Scenario::new("one 503 in 7 (no token), 5 @ 5/s", 5.0, 5.0)
     });
     rows.push(Scenario {
@@ -413,7 +413,7 @@ fn rows() -> Vec<Scenario> {
             },
             ..Quirks::default()
         },
-        bounds: (0.105, 1.22),
+        bounds: (0.099, 1.20),
         ..Scenario::new("counts of a monthly quota, limiter 5 @ 5/s", 5.0, 5.0)
     });
     rows.push(Scenario {
@@ -421,7 +421,7 @@ fn rows() -> Vec<Scenario> {
             counts: Counts::Stuck(100),
             ..Quirks::default()
         },
-        bounds: (0.105, 1.22),
+        bounds: (0.099, 1.20),
         ..Scenario::new("remaining stuck at 100, 5 @ 5/s", 5.0, 5.0)
     });
     rows.push(Scenario {
@@ -431,24 +431,24 @@ fn rows() -> Vec<Scenario> {
             ..Quirks::default()
         },
         snapshots: 40,
-        bounds: (0.05, 1.19),
+        bounds: (0.045, 1.16),
         ..Scenario::new("10/s dropping to 2/s at 10 s, Retry-After only", 10.0, 10.0)
     });
     rows.push(Scenario {
         workers: 4,
         snapshots: 4,
-        bounds: (0.25, 1.32),
+        bounds: (0.239, 1.29),
         ..Scenario::new("12 a minute (1 @ 0.2/s), counts", 1.0, 0.2)
     });
     rows.push(Scenario {
-        bounds: (0.005, 1.14),
+        bounds: (0.0, 1.12),
         ..Scenario::new("50 @ 20/s, counts, 64 calls", 50.0, 20.0)
     });
     rows.push(Scenario {
         workers: 200,
         snapshots: 1,
         max_wait_ms: Some(5_000.0),
-        bounds: (0.005, 0.7),
+        bounds: (0.0, 0.67),
         ..Scenario::new("maxWaitMs 5000, 200 calls at 50 @ 20/s", 50.0, 20.0)
     });
     rows.push(Scenario {
@@ -456,7 +456,7 @@ fn rows() -> Vec<Scenario> {
         workers: 200,
         snapshots: 1,
         max_wait_ms: Some(5_000.0),
-        bounds: (0.285, 0.72),
+        bounds: (0.276, 0.70),
         ..Scenario::new(
             "maxWaitMs 5000, 200 calls at 50 @ 20/s, Retry-After only",
             50.0,
@@ -467,16 +467,16 @@ fn rows() -> Vec<Scenario> {
         headers: Headers::Never,
         workers: 20,
         snapshots: 10,
-        bounds: (0.005, 1.45),
+        bounds: (0.0, 1.40),
         ..Scenario::new("a server that never limits, no headers", 1e6, 1e6)
     });
     rows.push(Scenario {
         headers: Headers::OnThrottle,
         workers: 32,
         total: Some(1000),
-        bounds: (0.025, 1.03),
-        // The target; measured 0.6-0.9 %.
-        tail_429: Some(0.01),
+        bounds: (0.021, 1.01),
+        // The target is 1 %.
+        tail_429: Some(0.009),
         ..Scenario::new(
             "sustained: counts on 429s only, 1000 calls by 32, 10 @ 5/s",
             10.0,
@@ -487,9 +487,9 @@ fn rows() -> Vec<Scenario> {
         headers: Headers::OnThrottle,
         workers: 32,
         total: Some(1000),
-        bounds: (0.015, 1.06),
-        // The target; measured 0.6-0.9 %.
-        tail_429: Some(0.01),
+        bounds: (0.009, 1.03),
+        // The target is 1 %.
+        tail_429: Some(0.007),
         ..Scenario::new(
             "sustained: counts on 429s only, 1000 calls by 32, 2 @ 2/s",
             2.0,
@@ -500,9 +500,9 @@ fn rows() -> Vec<Scenario> {
         headers: Headers::Never,
         workers: 32,
         total: Some(1000),
-        bounds: (0.02, 1.03),
-        // The target; measured 0.6-0.9 %.
-        tail_429: Some(0.01),
+        bounds: (0.018, 1.01),
+        // The target is 1 %.
+        tail_429: Some(0.008),
         ..Scenario::new(
             "sustained: Retry-After only, 1000 calls by 32, 10 @ 5/s",
             10.0,
@@ -512,7 +512,7 @@ fn rows() -> Vec<Scenario> {
     rows.push(Scenario {
         workers: 64,
         snapshots: 1,
-        bounds: (0.005, 1.10),
+        bounds: (0.0, 1.07),
         ..Scenario::new("64 calls at once, 50 @ 20/s, counts", 50.0, 20.0)
     });
     rows.push(Scenario {
@@ -520,7 +520,7 @@ fn rows() -> Vec<Scenario> {
         snapshots: 1,
         latency_ms: 5.0,
         reach_ms: 20.0,
-        bounds: (0.005, 1.12),
+        bounds: (0.0, 1.09),
         ..Scenario::new(
             "64 calls at once, 50 @ 20/s, counts, reaching the server out of order",
             50.0,
@@ -530,21 +530,21 @@ fn rows() -> Vec<Scenario> {
     rows.push(Scenario {
         workers: 256,
         snapshots: 1,
-        bounds: (0.005, 1.03),
+        bounds: (0.0, 1.01),
         ..Scenario::new("256 calls at once, 50 @ 20/s, counts", 50.0, 20.0)
     });
     rows.push(Scenario {
         headers: Headers::Never,
         workers: 8,
         snapshots: 1,
-        bounds: (0.28, 1.32),
+        bounds: (0.273, 1.29),
         ..Scenario::new("8 calls at once, Retry-After only, 2 @ 2/s", 2.0, 2.0)
     });
     rows.push(Scenario {
         headers: Headers::OnThrottle,
         workers: 8,
         snapshots: 1,
-        bounds: (0.28, 1.32),
+        bounds: (0.273, 1.29),
         ..Scenario::new("8 calls at once, counts on 429s only, 2 @ 2/s", 2.0, 2.0)
     });
     rows.push(Scenario {
@@ -554,7 +554,7 @@ fn rows() -> Vec<Scenario> {
             claim: Some((1, 10_000, 9_999)),
             ..Quirks::default()
         },
-        bounds: (0.035, 1.08),
+        bounds: (0.031, 1.05),
         ..Scenario::new(
             "64 calls at once, the first answer claims 9999, 5 @ 5/s",
             5.0,
@@ -566,19 +566,19 @@ fn rows() -> Vec<Scenario> {
         workers: 64,
         total: Some(20_000),
         latency_ms: 2.0,
-        bounds: (0.005, 1.03),
+        bounds: (0.0, 1.02),
         ..Scenario::new("a server that never limits, 20,000 calls by 64", 1e6, 1e6)
     });
     rows.push(Scenario {
         lookups: Some((40, Rate::new(10.0, 10.0).unwrap())),
-        bounds: (0.025, 1.08),
+        bounds: (0.019, 1.05),
         ..Scenario::new("two limiters: 40 lookups on 10 @ 10/s", 2.0, 2.0)
     });
     rows
 }
 
-/// The lookups of the two-limiter row, over their own floor: measured 1.05.
-const LOOKUPS_RATIO: f64 = 1.08;
+/// The lookups of the two-limiter row, over their own floor: measured 1.061.
+const LOOKUPS_RATIO: f64 = 1.07;
 
 /// Runs row `name` of [`rows`] and checks it against its bounds.
 fn row(name: &str) {
@@ -691,16 +691,16 @@ rows! {
 /// Allowances of every size, from few callers to many, near and far: with the counts on every
 /// answer, and with 429 + `Retry-After` only. Each group (feedback, allowance) with the worst
 /// share of 429s and the worst time over the right fixed rate's that the virtual clock measures
-/// for it, plus a little.
+/// for it, rounded up (as a row's bounds are).
 const GRID: [(Headers, f64, f64, f64, f64); 8] = [
-    (Headers::Always, 1.0, 0.5, 0.035, 1.06),
-    (Headers::Always, 2.0, 2.0, 0.035, 1.09),
-    (Headers::Always, 10.0, 1.0, 0.005, 1.04),
-    (Headers::Always, 50.0, 20.0, 0.005, 1.41),
-    (Headers::Never, 1.0, 0.5, 0.08, 1.19),
-    (Headers::Never, 2.0, 2.0, 0.065, 1.13),
-    (Headers::Never, 10.0, 1.0, 0.105, 1.04),
-    (Headers::Never, 50.0, 20.0, 0.21, 5.7),
+    (Headers::Always, 1.0, 0.5, 0.031, 1.04),
+    (Headers::Always, 2.0, 2.0, 0.031, 1.06),
+    (Headers::Always, 10.0, 1.0, 0.0, 1.01),
+    (Headers::Always, 50.0, 20.0, 0.0, 1.38),
+    (Headers::Never, 1.0, 0.5, 0.073, 1.16),
+    (Headers::Never, 2.0, 2.0, 0.059, 1.10),
+    (Headers::Never, 10.0, 1.0, 0.099, 1.02),
+    (Headers::Never, 50.0, 20.0, 0.2, 5.55),
 ];
 
 #[test]
@@ -820,33 +820,32 @@ fn outage_holds(spenders: Spenders, first_second: usize, attempts: usize) {
 // second (one after each 503, 20 ms apart), 115 attempts, and 63 of 64 calls completed; 15
 // over 8 threads and 33 over 2 processes. The fixed rate sent 3.
 
+// The bounds below are the worst over the seeds, as measured.
+
 #[test]
 fn an_outage_before_any_answer_holds_the_gate() {
-    // Measured: at most 3 requests in the first second, 69 attempts.
-    outage_holds(Spenders::One, 4, 72);
+    outage_holds(Spenders::One, 3, 69);
 }
 
 #[test]
 fn an_outage_holds_eight_threads_as_one_gate() {
-    // Measured: at most 5 requests in the first second, 74 attempts.
-    outage_holds(Spenders::Threads(8), 6, 77);
+    outage_holds(Spenders::Threads(8), 5, 74);
 }
 
 #[test]
 fn an_outage_holds_two_processes_through_the_store() {
-    // Measured: at most 3 requests in the first second, 69 attempts.
-    outage_holds(Spenders::Fleet(2), 4, 72);
+    outage_holds(Spenders::Fleet(2), 3, 69);
 }
 
 #[test]
 fn the_first_success_after_an_outage_restores_full_speed() {
     // The hold is a cooldown that runs out, not a slower pace: once the server answers, the
-    // calls go at the allowance. Measured: at most 1.03 x (one thread), 1.10 x (8 threads),
-    // 1.08 x (2 processes), learning or fixed.
+    // calls go at the allowance. Measured: at most 1.031 x (one thread), 1.098 x (8 threads),
+    // 1.051 x (2 processes), learning or fixed.
     for (spenders, bound) in [
-        (Spenders::One, 1.05),
-        (Spenders::Threads(8), 1.12),
-        (Spenders::Fleet(2), 1.10),
+        (Spenders::One, 1.04),
+        (Spenders::Threads(8), 1.10),
+        (Spenders::Fleet(2), 1.06),
     ] {
         for (allowance, o) in outage(spenders) {
             assert!(restored(&o) <= bound, "{spenders:?} {allowance:?} {o:?}");
@@ -894,9 +893,9 @@ fn a_server_that_fails_now_and_then_is_not_held() {
         down: None,
     };
     for (spenders, bounds) in [
-        (Spenders::One, [1.13, 1.25]),
-        (Spenders::Threads(8), [1.37, 1.29]),
-        (Spenders::Fleet(2), [1.22, 1.28]),
+        (Spenders::One, [1.10, 1.23]),
+        (Spenders::Threads(8), [1.34, 1.26]),
+        (Spenders::Fleet(2), [1.19, 1.24]),
     ] {
         let means = failing(spenders, at_random);
         for ((ratio, _), bound) in means.into_iter().zip(bounds) {
@@ -907,19 +906,21 @@ fn a_server_that_fails_now_and_then_is_not_held() {
 
 #[test]
 fn an_outage_after_answers_holds_the_gate_from_its_third_failure() {
-    // Measured: 8.3 requests while down learning and fixed (one thread), 8.3 and 8.7 (2
+    // Measured: 8.3 requests while down learning and 8.35 fixed (one thread), 8.8 and 8.85 (2
     // processes). Over 8 threads each thread counts the failures its own requests meet, and a
     // 3 s outage gives each fewer than three: 14 and 15, as without the hold.
     let down = Failing {
         at_random: 0.0,
         down: Some((5_000.0, 8_000.0)),
     };
-    for (spenders, bound) in [(Spenders::One, 9.0), (Spenders::Fleet(2), 9.5)] {
+    for (spenders, bounds) in [
+        (Spenders::One, [8.3, 8.35]),
+        (Spenders::Fleet(2), [8.8, 8.85]),
+    ] {
         let means = failing(spenders, down);
-        assert!(
-            means.iter().all(|&(_, down)| down <= bound),
-            "{spenders:?}: {means:?}"
-        );
+        for ((_, down), bound) in means.into_iter().zip(bounds) {
+            assert!(down <= bound, "{spenders:?}: {means:?}");
+        }
     }
 }
 
@@ -944,7 +945,7 @@ fn a_first_request_that_hangs_holds_its_route_a_second() {
         let mut delivered = learned.delivered.clone();
         delivered.sort_by(f64::total_cmp);
         let fifth = delivered.get(4).copied().unwrap_or(Millis::INFINITY);
-        // Measured: 1,080 ms either way (31,193 ms, and never, before the scout went overdue).
-        assert!(fifth <= 1_100.0, "retry {retry}: {fifth} ms");
+        // 1,080 ms either way (31,193 ms, and never, before the scout went overdue).
+        assert_eq!(fifth, 1_080.0, "retry {retry}");
     }
 }

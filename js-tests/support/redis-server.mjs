@@ -23,7 +23,11 @@ export async function startRedis() {
   let proc;
   const start = async () => {
     proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    // A test that needs Redis fails without it, saying why (never skips).
+    let failed = null;
+    proc.once('error', (e) => { failed = e; });
     for (let i = 0; i < 100; i++) { // at most 5 s
+      if (failed) throw new Error(`cannot run redis-server (${failed.message}): scripts/setup.sh puts one on PATH`);
       if (await ping(port)) return;
       await sleep(50);
     }

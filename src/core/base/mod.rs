@@ -5,3 +5,4 @@ pub mod indexed;
 pub mod map;
 pub mod random;
 pub mod slab;
+pub mod timeline;

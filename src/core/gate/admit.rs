@@ -252,14 +252,14 @@ impl Gate {
     /// prediction that let it join may not hold where others share the allowance), the end of
     /// a backoff, a store operation's time limit.
     pub fn poll_timeout(&mut self, now: Millis) -> Option<Millis> {
-        let mut due = self.sleepers.peek().map(|d| d.at);
+        let mut due = self.sleepers.peek().map(|(at, _)| at);
         let mut consider = |at: Millis| due = Some(due.map_or(at, |d: Millis| d.min(at)));
         self.scouts.retain(|s| calls_scouting(&self.calls, s.call));
         if let Some(at) = self.scouts.iter().map(|s| s.at).reduce(f64::min) {
             consider(at);
         }
         // Deadlines of calls no longer waiting wake nobody (nor keep an idle gate).
-        while let Some(&Due { call, .. }) = self.deadlines.peek() {
+        while let Some((_, &call)) = self.deadlines.peek() {
             let waiting = self
                 .calls
                 .get(call)
@@ -269,8 +269,8 @@ impl Gate {
             }
             self.deadlines.pop();
         }
-        if let Some(deadline) = self.deadlines.peek() {
-            consider(deadline.at + EARLY_MS);
+        if let Some((deadline, _)) = self.deadlines.peek() {
+            consider(deadline + EARLY_MS);
         }
         let calls = &self.calls;
         let head = self.line.front(|p| Gate::live(calls, p));
@@ -315,7 +315,7 @@ impl Gate {
     /// [`poll_action`](Self::poll_action).
     pub fn handle_timeout(&mut self, now: Millis) {
         self.figures.wakeups += 1;
-        while let Some(&Due { at, call }) = self.sleepers.peek() {
+        while let Some((at, &call)) = self.sleepers.peek() {
             if at > now + EARLY_MS {
                 break;
             }
@@ -369,7 +369,7 @@ impl Gate {
     fn let_go_past_deadlines(&mut self, now: Millis) {
         let calls = &self.calls;
         let head = self.line.front(|p| Gate::live(calls, p)).map(|p| p.call);
-        while let Some(&Due { at, call }) = self.deadlines.peek() {
+        while let Some((at, &call)) = self.deadlines.peek() {
             if at >= now {
                 break;
             }

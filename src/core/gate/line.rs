@@ -8,11 +8,11 @@
 //! call that leaves early (aborted, let go) is only marked gone, and skipped when the line
 //! moves, so leaving costs nothing however long the line is.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use super::CallId;
 use crate::core::authority::fair::Shares;
+use crate::core::base::timeline::Timeline;
 use crate::core::rules::fair::{self, cost, LaneId, Tag};
 
 /// A call's place in the call order: lower goes first.
@@ -34,9 +34,9 @@ impl Default for Lane {
 }
 
 /// A place in line: the call, and which of its visits to the line this is (a retry joins again).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Place {
-    /// Its place in the call order (first field: places order by it).
+    /// Its place in the call order.
     pub rank: Rank,
     /// The waiting call.
     pub call: CallId,
@@ -58,7 +58,8 @@ enum Part {
 struct LaneLine {
     lane: Lane,
     arrivals: VecDeque<Place>,
-    returns: BinaryHeap<Reverse<Place>>,
+    /// By rank, then by call and visit.
+    returns: Timeline<Place, Rank, (CallId, u32)>,
     live: usize,
     /// The virtual time its next admission may start at.
     finish: Tag,
@@ -69,7 +70,7 @@ impl LaneLine {
         LaneLine {
             lane,
             arrivals: VecDeque::new(),
-            returns: BinaryHeap::new(),
+            returns: Timeline::default(),
             live: 0,
             finish: 0,
         }
@@ -85,13 +86,13 @@ impl LaneLine {
         while self.arrivals.front().is_some_and(|&p| !is_live(p)) {
             self.arrivals.pop_front();
         }
-        while self.returns.peek().is_some_and(|p| !is_live(p.0)) {
+        while self.returns.peek().is_some_and(|(_, &p)| !is_live(p)) {
             self.returns.pop();
         }
         match (self.arrivals.front(), self.returns.peek()) {
-            (Some(&a), Some(r)) if r.0.rank < a.rank => Some((true, r.0)),
+            (Some(&a), Some((_, &r))) if r.rank < a.rank => Some((true, r)),
             (Some(&a), _) => Some((false, a)),
-            (None, Some(r)) => Some((true, r.0)),
+            (None, Some((_, &r))) => Some((true, r)),
             (None, None) => None,
         }
     }
@@ -99,8 +100,7 @@ impl LaneLine {
     /// Its live places in its own order.
     fn ordered(&self, is_live: &impl Fn(Place) -> bool) -> Vec<Place> {
         // The heap's own sort: rank order, without another sort's code in the module.
-        let returns = self.returns.clone().into_sorted_vec();
-        let mut r = returns.into_iter().rev().map(|p| p.0).peekable();
+        let mut r = self.returns.clone().into_ordered().peekable();
         let mut a = self.arrivals.iter().copied().peekable();
         let mut places = Vec::with_capacity(self.live);
         loop {
@@ -145,7 +145,9 @@ impl Line {
         let l = &mut self.lanes[index];
         l.lane.weight = lane.weight;
         match l.arrivals.back() {
-            Some(last) if last.rank > place.rank => l.returns.push(Reverse(place)),
+            Some(last) if last.rank > place.rank => {
+                l.returns.push(place.rank, (place.call, place.visit), place)
+            }
             _ => l.arrivals.push_back(place),
         }
         l.live += 1;
@@ -342,7 +344,7 @@ impl Line {
             self.front.retain(|&p| is_live(p));
             for lane in &mut self.lanes {
                 lane.arrivals.retain(|&p| is_live(p));
-                lane.returns.retain(|p| is_live(p.0));
+                lane.returns.retain(|_, &p| is_live(p));
             }
         }
     }

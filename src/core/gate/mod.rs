@@ -27,8 +27,7 @@ mod respond;
 pub use self::respond::BodyFacts;
 mod store;
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use self::action::{Action, End, Event};
 use self::call::{Call, CallSpec, Stage};
@@ -40,6 +39,7 @@ use crate::core::authority::threads::{Settings, ThreadAuthority};
 use crate::core::authority::{AdmissionId, Authority, Immediate, Op, Seen};
 use crate::core::base::random::Random;
 use crate::core::base::slab::{Id, Slab};
+use crate::core::base::timeline::Timeline;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
@@ -103,33 +103,12 @@ impl std::fmt::Debug for Keeper {
     }
 }
 
-/// A backoff that ends at `at`.
+/// A route's scout, overdue at `at`.
 #[derive(Debug, Clone, Copy)]
 struct Due {
     at: Millis,
     call: CallId,
 }
-
-impl Ord for Due {
-    /// Earliest first in a max-heap.
-    fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .at
-            .total_cmp(&self.at)
-            .then(other.call.cmp(&self.call))
-    }
-}
-impl PartialOrd for Due {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl PartialEq for Due {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Due {}
 
 /// One credential's gate.
 pub struct Gate {
@@ -138,11 +117,12 @@ pub struct Gate {
     budget: Option<RefillingConfig>,
     line: Line,
     calls: Slab<Call>,
-    sleepers: BinaryHeap<Due>,
+    /// Calls in a backoff, by when it ends (equal times by call number).
+    sleepers: Timeline<CallId>,
     /// When waiting calls with a deadline are due to be let go, should they still wait then:
     /// a call behind a head that may wait longer (a retry, whose bound is its time budget)
     /// is let go at its own deadline, not when it reaches the head.
-    deadlines: BinaryHeap<Due>,
+    deadlines: Timeline<CallId>,
     /// Routes' scouts out, and when each is overdue (a handful at most: one per route).
     scouts: Vec<Due>,
     actions: VecDeque<Action>,
@@ -251,8 +231,8 @@ impl Gate {
             budget,
             line: Line::default(),
             calls: Slab::default(),
-            sleepers: BinaryHeap::new(),
-            deadlines: BinaryHeap::new(),
+            sleepers: Timeline::default(),
+            deadlines: Timeline::default(),
             scouts: Vec::new(),
             actions: VecDeque::new(),
             next_admission: 0,
@@ -409,10 +389,7 @@ impl Gate {
         let visit = call.visits;
         call.stage = Stage::Queued { visit, since: now };
         if deadline.is_finite() {
-            self.deadlines.push(Due {
-                at: deadline,
-                call: id,
-            });
+            self.deadlines.push(deadline, id, id);
         }
         let place = Place {
             rank: call.rank,

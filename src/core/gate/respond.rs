@@ -5,7 +5,7 @@
 use super::action::{Action, End, Event};
 use super::call::{Next, Stage};
 use super::store_link::Purpose;
-use super::{CallId, Due, Gate, Keeper};
+use super::{CallId, Gate, Keeper};
 use crate::core::authority::{Answer, Authority, Immediate, Op, Remaining, Seen};
 use crate::core::parse::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
@@ -669,10 +669,7 @@ impl Gate {
                     if let Some(c) = self.calls.get_mut(call) {
                         c.stage = Stage::Sleeping { until: not_before };
                     }
-                    self.sleepers.push(Due {
-                        at: not_before,
-                        call,
-                    });
+                    self.sleepers.push(not_before, call, call);
                 } else {
                     self.join(now, call);
                 }

@@ -24,9 +24,8 @@ mod wrappers;
 
 pub use self::action::{Action, Refused, Started};
 pub use self::view::GateView;
-use self::wake::Wake;
 
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 use self::fleet::Shared;
@@ -36,6 +35,7 @@ use self::profile::{Keeping, Profile, Request};
 use self::scope::{fingerprint, sendable, Scope};
 use crate::core::base::map::{Map, Set};
 use crate::core::base::slab::{Id, Mirror, Slab};
+use crate::core::base::timeline::Timeline;
 use crate::core::gate::action::{Action as GateAction, Event, OpId};
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
@@ -144,7 +144,8 @@ pub struct Gates {
     actions: VecDeque<Action>,
     /// Gates that may have something to do, in the order they were touched.
     ready: VecDeque<GateId>,
-    wakes: BinaryHeap<Wake>,
+    /// Each gate's wake-ups, earliest first (equal times by gate number); see `wake.rs`.
+    wakes: Timeline<GateId>,
     /// Gates with a wake-up due.
     armed: usize,
     ranks: Rank,
@@ -173,7 +174,7 @@ impl Gates {
             identities: Vec::new(),
             actions: VecDeque::new(),
             ready: VecDeque::new(),
-            wakes: BinaryHeap::new(),
+            wakes: Timeline::default(),
             armed: 0,
             ranks: 0,
             uses: 0,

@@ -1,46 +1,17 @@
 //! One timer for every gate: each gate's next wake-up is kept in a heap, and the gates' wake-up
 //! is the earliest live one. A wake-up that changed before it came is skipped when it comes up.
 
-use std::cmp::Ordering;
-
 use super::{GateId, Gates};
 use crate::core::gate::EARLY_MS;
 use crate::core::Millis;
 
-/// A gate's wake-up, earliest first in a max-heap.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Wake {
-    pub(super) at: Millis,
-    pub(super) gate: GateId,
-}
-
-impl Ord for Wake {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .at
-            .total_cmp(&self.at)
-            .then(other.gate.cmp(&self.gate))
-    }
-}
-impl PartialOrd for Wake {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl PartialEq for Wake {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Wake {}
-
 impl Gates {
     /// When the gates next need waking, if ever.
     pub fn poll_timeout(&mut self) -> Option<Millis> {
-        while let Some(wake) = self.wakes.peek() {
-            let due = self.entries.get(wake.gate).and_then(|e| e.due);
-            if due == Some(wake.at) {
-                return Some(wake.at);
+        while let Some((at, &gate)) = self.wakes.peek() {
+            let due = self.entries.get(gate).and_then(|e| e.due);
+            if due == Some(at) {
+                return Some(at);
             }
             self.wakes.pop();
         }
@@ -50,21 +21,21 @@ impl Gates {
     /// The timer fired at `now`: every gate whose wake-up is due handles it (what follows comes
     /// from [`poll_action`](Self::poll_action)).
     pub fn handle_timeout(&mut self, now: Millis) {
-        while let Some(&wake) = self.wakes.peek() {
-            if wake.at > now + EARLY_MS {
+        while let Some((at, &gate)) = self.wakes.peek() {
+            if at > now + EARLY_MS {
                 break;
             }
             self.wakes.pop();
-            let Some(entry) = self.entries.get_mut(wake.gate) else {
+            let Some(entry) = self.entries.get_mut(gate) else {
                 continue;
             };
-            if entry.due != Some(wake.at) {
+            if entry.due != Some(at) {
                 continue;
             }
             entry.due = None;
             self.armed -= 1;
             entry.gate.handle_timeout(now);
-            self.touch(wake.gate);
+            self.touch(gate);
         }
     }
 
@@ -84,13 +55,13 @@ impl Gates {
         }
         entry.due = due;
         if let Some(at) = due {
-            self.wakes.push(Wake { at, gate });
+            self.wakes.push(at, gate, gate);
         }
         if self.wakes.len() > 2 * self.armed + 64 {
             // Wake-ups that changed before they came pile up: keep the live ones.
             let entries = &self.entries;
             self.wakes
-                .retain(|w| entries.get(w.gate).is_some_and(|e| e.due == Some(w.at)));
+                .retain(|at, &gate| entries.get(gate).is_some_and(|e| e.due == Some(at)));
         }
     }
 }

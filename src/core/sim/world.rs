@@ -9,14 +9,13 @@
 //! answered from [`World::usage`].
 
 use std::cell::RefCell;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 use std::rc::Rc;
 
 use super::server::{Attempt, Reply, Server};
 use super::store::FakeStore;
 use crate::core::base::indexed::Indexed;
 use crate::core::base::slab::Mirror;
+use crate::core::base::timeline::Timeline;
 use crate::core::gate::action::{End, Event, OpId};
 use crate::core::gate::store_link::StoreReply;
 use crate::core::gate::BodyFacts;
@@ -161,38 +160,14 @@ enum What {
     Recalled(usize, GateId, Vec<Shared>),
 }
 
-struct Ev {
-    at: Millis,
-    order: u64,
-    what: What,
-}
-
-impl Ord for Ev {
-    /// Earliest first, and among equal times the one scheduled first: a stable trace.
-    fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .at
-            .total_cmp(&self.at)
-            .then(other.order.cmp(&self.order))
-    }
-}
-impl PartialOrd for Ev {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl PartialEq for Ev {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Ev {}
-
 /// Processes, a server, a store, and the clock.
 pub struct World {
     /// Virtual time now.
     pub now: Millis,
-    queue: BinaryHeap<Ev>,
+    /// What happens next: the earliest first, and among equal times the one scheduled first
+    /// (a stable trace).
+    queue: Timeline<What>,
+    /// Events scheduled so far.
     order: u64,
     steps: usize,
     /// The processes.
@@ -238,7 +213,7 @@ impl World {
     pub fn new(processes: Vec<Gates>, server: Box<dyn Server>) -> World {
         World {
             now: 0.0,
-            queue: BinaryHeap::new(),
+            queue: Timeline::default(),
             order: 0,
             steps: 0,
             processes: processes
@@ -269,11 +244,7 @@ impl World {
 
     fn push(&mut self, at: Millis, what: What) {
         self.order += 1;
-        self.queue.push(Ev {
-            at,
-            order: self.order,
-            what,
-        });
+        self.queue.push(at, self.order, what);
     }
 
     /// Makes `call` at `at`; its index.
@@ -330,12 +301,12 @@ impl World {
 
     /// Runs every event up to `until`.
     pub fn run_until(&mut self, until: Millis) {
-        while let Some(ev) = self.queue.peek() {
-            let sweep = matches!(ev.what, What::Sweep(_));
-            if ev.at > until || (sweep && until.is_infinite() && !self.alive()) {
+        while let Some((at, what)) = self.queue.peek() {
+            let sweep = matches!(what, What::Sweep(_));
+            if at > until || (sweep && until.is_infinite() && !self.alive()) {
                 break;
             }
-            let Some(Ev { at, what, .. }) = self.queue.pop() else {
+            let Some((at, what)) = self.queue.pop() else {
                 break;
             };
             self.steps += 1;
@@ -359,9 +330,9 @@ impl World {
     /// Whether anything keeps the processes alive: an event other than a sweep, a timer that
     /// was re-armed or an attempt that ended since, which the bindings clear.
     fn alive(&self) -> bool {
-        self.queue.iter().any(|ev| match ev.what {
+        self.queue.iter().any(|(at, what)| match *what {
             What::Sweep(_) => false,
-            What::Timer(p) => self.processes[p].timer == Some(ev.at),
+            What::Timer(p) => self.processes[p].timer == Some(at),
             What::AttemptTimeout(p, call, n) => self.processes[p].in_flight.get(call) == Some(&n),
             _ => true,
         })

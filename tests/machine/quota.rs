@@ -1,0 +1,178 @@
+//! The monthly quota: bare 429s and a body naming the quota start the `/usage` probe, the line
+//! stops for it, account calls pass, and probes that confirm nothing are spaced out.
+
+use odds_gate::core::rules::quota::Usage;
+
+use super::*;
+
+#[test]
+fn three_bare_429s_start_one_probe_and_a_spent_quota_fails_everyone_fast() {
+    let mut h = Harness::new(
+        gate(10.0, 10.0, None),
+        Box::new(|_, _, _| Reply::status(429, &[])),
+    );
+    h.usage = Some(Usage {
+        used: 5.0,
+        limit: 5.0,
+        period_end: Some(1e9),
+    });
+    for _ in 0..8 {
+        h.start_at(0.0, defaults());
+    }
+    h.run();
+    let probes = h.sent().iter().filter(|s| s.probe).count();
+    assert_eq!(probes, 1, "one diagnostic call for the whole gate");
+    assert!((0..8).all(|i| h.end(i) == Some(End::Exhausted { until: Some(1e9) })));
+    let before = h.sent().len();
+    h.start_at(h.now, defaults());
+    h.run();
+    assert_eq!(h.end(8), Some(End::Exhausted { until: Some(1e9) }));
+    assert_eq!(
+        h.sent().len(),
+        before,
+        "new calls fail fast without a request"
+    );
+    let now = h.now;
+    h.gate().reset_quota(now);
+    assert!(matches!(
+        h.figures().quota,
+        Some(odds_gate::core::rules::quota::QuotaState::Open)
+    ));
+}
+
+#[test]
+fn a_429_body_naming_the_quota_starts_the_probe_at_once() {
+    let mut h = Harness::new(
+        gate(10.0, 10.0, None),
+        scripted(vec![Reply::status(429, &[("Retry-After", "1")])
+            .saying("quota_exceeded", "Monthly API credits exhausted")]),
+    );
+    h.usage = Some(Usage {
+        used: 1.0,
+        limit: 1.0,
+        period_end: None,
+    });
+    h.start_at(0.0, defaults());
+    h.run();
+    assert_eq!(h.end(0), Some(End::Exhausted { until: None }));
+}
+
+#[test]
+fn the_line_stops_at_the_first_quota_answer_until_the_probe_has_spoken() {
+    // Burst 1 at 2/s: four calls wait in line behind the first, whose answer names the quota.
+    let quota = || {
+        Reply::status(429, &[])
+            .saying("quota_exceeded", "Monthly API credits exhausted")
+            .after(10.0)
+    };
+    for spent in [true, false] {
+        let mut h = Harness::new(gate(1.0, 2.0, None), scripted(vec![quota()]));
+        h.usage = Some(Usage {
+            used: if spent { 5.0 } else { 1.0 },
+            limit: 5.0,
+            period_end: None,
+        });
+        for _ in 0..5 {
+            h.start_at(0.0, defaults());
+        }
+        h.run();
+        let sent: Vec<bool> = h.sent().iter().map(|s| s.probe).collect();
+        if spent {
+            // The probe goes next, ahead of the four; its answer fails them all unsent.
+            assert_eq!(sent, vec![false, true]);
+            assert!((0..5).all(|i| h.end(i) == Some(End::Exhausted { until: None })));
+        } else {
+            // Not spent: the line goes on behind the probe, in call order.
+            assert_eq!(sent[..2], [false, true]);
+            assert_eq!(
+                h.sent().len(),
+                2 + 4 + 1,
+                "four waiting, and the first's retry"
+            );
+            assert!((0..5).all(|i| h.end(i) == Some(End::Deliver)));
+        }
+    }
+}
+
+#[test]
+fn account_calls_pass_a_spent_quota_through_the_line() {
+    // Three bare 429s; the probe finds the quota spent. Then a GET /usage (call 3) is admitted
+    // and answered, while a snapshot (call 4) fails fast, unsent.
+    let mut h = Harness::new(
+        gate(1.0, 2.0, None),
+        Box::new(|_, i, _| match i {
+            3 => Reply::ok(),
+            _ => Reply::status(429, &[]),
+        }),
+    );
+    h.usage = Some(Usage {
+        used: 5.0,
+        limit: 5.0,
+        period_end: None,
+    });
+    for _ in 0..3 {
+        h.start_at(0.0, defaults());
+    }
+    h.run();
+    assert!((0..3).all(|i| h.end(i) == Some(End::Exhausted { until: None })));
+    let account = CallSpec {
+        account: true,
+        ..defaults()
+    };
+    let at = h.now;
+    h.start_at(at, account.clone());
+    h.start_at(at, defaults());
+    h.run();
+    assert_eq!(h.end(3), Some(End::Deliver));
+    assert_eq!(h.attempts_of(3).len(), 1, "through the line, one token");
+    assert_eq!(h.end(4), Some(End::Exhausted { until: None }));
+    assert!(h.attempts_of(4).is_empty());
+    // Calls waiting in line when the quota closes: the account call stays and goes.
+    let mut h = Harness::new(
+        gate(1.0, 1.0, None),
+        Box::new(|_, i, _| match i {
+            4 => Reply::ok(),
+            _ => Reply::status(429, &[]),
+        }),
+    );
+    h.usage = Some(Usage {
+        used: 5.0,
+        limit: 5.0,
+        period_end: None,
+    });
+    for _ in 0..3 {
+        h.start_at(0.0, defaults());
+    }
+    h.start_at(0.0, defaults());
+    h.start_at(0.0, account);
+    h.run();
+    assert_eq!(h.end(3), Some(End::Exhausted { until: None }));
+    assert_eq!(h.end(4), Some(End::Deliver));
+}
+
+#[test]
+fn probes_that_confirm_nothing_are_spaced_by_the_backoff() {
+    // 429s without Retry-After for 20 s, and /usage failing every time.
+    let mut h = Harness::new(
+        gate(50.0, 50.0, None),
+        Box::new(|_, _, _| Reply::status(429, &[]).after(5.0)),
+    );
+    let policy = RetryPolicy {
+        max_attempts: 100,
+        backoff: Backoff::new(50.0, 100.0).unwrap(),
+        time_budget_ms: 20_000.0,
+        ..RetryPolicy::default()
+    };
+    for i in 0..20 {
+        h.start_at(f64::from(i) * 10.0, retrying(policy.clone()));
+    }
+    h.run();
+    let probes: Vec<Millis> = h.sent().iter().filter(|s| s.probe).map(|s| s.at).collect();
+    // 2 s, 4 s, 8 s apart (and the next 429, 20 to 25 ms later): four in 20 s, however many
+    // 429s came.
+    assert_eq!(probes.len(), 4, "{probes:?}");
+    for (pair, gap) in probes.windows(2).zip([2_000.0, 4_000.0, 8_000.0]) {
+        let after = pair[1] - pair[0] - gap;
+        assert!((0.0..30.0).contains(&after), "{probes:?}");
+    }
+}
