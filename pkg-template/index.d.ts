@@ -381,7 +381,7 @@ export interface GatedFetch extends FetchLike {
   resetQuota(): void;
   /**
    * Ends the cooldown on every gate this wrapper has used (for every process sharing them):
-   * the way out of a hold nobody wants any more, such as a `Retry-After` of years.
+   * the way out of a cooldown nobody wants any more, such as a `Retry-After` of years.
    */
   clearCooldown(): void;
 }
