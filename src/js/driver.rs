@@ -32,7 +32,7 @@ use crate::core::gate::action::{End, Event};
 use crate::core::gate::BodyFacts;
 use crate::core::gates::profile::{Keeping, Request, StoreId};
 use crate::core::gates::{Action, CallRef, GateId, Gates, Refused, Started, WrapperId};
-use crate::core::rules::classify::Failure;
+use crate::core::rules::classify::{not_refused, Failure};
 use crate::core::Millis;
 
 /// An attempt that could not be sent (no fetch to call, no probe request): it counts as a
@@ -287,7 +287,7 @@ impl Driver {
                 return self.drive_at(now);
             }
             How::Response => {
-                if status < 400 && !self.answers.borrow().is_empty() {
+                if not_refused(status) && !self.answers.borrow().is_empty() {
                     // The quota took this one: no quota answer stands for the gate any more.
                     if let Some(gate) = self.with(|g| g.spending_gate(call)) {
                         self.answers.borrow_mut().remove(&gate);

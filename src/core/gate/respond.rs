@@ -11,7 +11,7 @@ use crate::core::parse::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
 };
 use crate::core::rules::backoff::Backoff;
-use crate::core::rules::classify::{Failure, Outcome};
+use crate::core::rules::classify::{not_refused, Failure, Outcome};
 use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::{Reason, Verdict};
 use crate::core::rules::quota::{looks_exhausted, QuotaState};
@@ -488,7 +488,7 @@ impl Gate {
         };
         match policy.decide(&c.progress(), outcome, now, &mut *self.random) {
             Verdict::Deliver => {
-                if matches!(outcome, Outcome::Response { status, .. } if status < 400) {
+                if matches!(outcome, Outcome::Response { status, .. } if not_refused(status)) {
                     let refund = c.last_retry_cost.or(self.budget.map(|b| b.success_refill));
                     if let Some(amount) = refund {
                         self.credit(now, amount);
