@@ -30,8 +30,8 @@ extern "C" {
 
 /// What a body read to the end said: its JSON's `code` and `detail`, and the answer kept whole.
 pub struct Read {
-    /// The JSON's `code` and `detail`, when it is JSON.
-    pub facts: Option<BodyFacts>,
+    /// The JSON's `code` and `detail` (none when it is no JSON).
+    pub facts: BodyFacts,
     /// The answer, to be given again (see [`give_again`]).
     pub kept: JsValue,
 }
@@ -69,10 +69,10 @@ pub async fn discard(response: &JsValue, read: bool) -> Option<Read> {
             }
             let json = json_facts(&chunks);
             let field = |k| get(&json, k).as_string();
-            let facts = json.is_object().then(|| BodyFacts {
+            let facts = BodyFacts {
                 code: field("code"),
                 detail: field("detail"),
-            });
+            };
             let kept = keep_answer(response, &chunks);
             return Some(Read { facts, kept });
         }

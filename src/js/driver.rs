@@ -28,11 +28,10 @@ use super::timer::Timer;
 use super::watch::Watches;
 use crate::core::base::map::Map;
 use crate::core::base::slab::Mirror;
-use crate::core::gate::action::{End, Event};
-use crate::core::gate::BodyFacts;
+use crate::core::gate::action::Event;
 use crate::core::gates::profile::{Keeping, Request, StoreId};
 use crate::core::gates::{Action, CallRef, GateId, Gates, Refused, Started, WrapperId};
-use crate::core::rules::classify::{not_refused, Failure};
+use crate::core::rules::classify::Failure;
 use crate::core::Millis;
 
 /// An attempt that could not be sent (no fetch to call, no probe request): it counts as a
@@ -66,8 +65,8 @@ pub struct Driver {
     configs: RefCell<Mirror<Rc<Config>>>,
     /// Each gate's metrics attributes for each lane measured on it, made when first measured.
     attributes: RefCell<Mirror<ByLane>>,
-    /// Each gate's latest 429 read whole, given again to the calls a spent quota refuses;
-    /// dropped when an answer that took a token comes, the quota is reset, or the gate goes.
+    /// The 429 each gate keeps to give again to the calls a spent quota refuses, as the gates
+    /// say (see [`QuotaAnswer`](crate::core::rules::quota::QuotaAnswer)).
     answers: RefCell<Map<GateId, JsValue>>,
     /// Actions are being performed: a call made meanwhile (from a hook or an inner fetch)
     /// leaves its actions to the loop already running.
@@ -287,12 +286,6 @@ impl Driver {
                 return self.drive_at(now);
             }
             How::Response => {
-                if not_refused(status) && !self.answers.borrow().is_empty() {
-                    // The quota took this one: no quota answer stands for the gate any more.
-                    if let Some(gate) = self.with(|g| g.spending_gate(call)) {
-                        self.answers.borrow_mut().remove(&gate);
-                    }
-                }
                 let lookup = headers::lookup(feedback);
                 // Only a header's date or epoch needs the wall clock: without any, no read.
                 let wall_now: &dyn Fn() -> Millis = match feedback {
@@ -355,24 +348,20 @@ impl Driver {
                 drop(calls);
                 self.send(call, timeout_ms);
             }
-            Action::Dispose { call, read } => {
+            Action::Dispose { call, read, gate } => {
                 let response = calls::last_response(&self.calls.borrow(), call);
-                let gate = self.with(|g| g.gate_of(call));
                 let driver = self.clone();
                 spawn_local(async move {
                     let read = match &response {
                         Some(response) => body::discard(response, read).await,
                         None => None,
                     };
-                    let facts = read.as_ref().and_then(|r| r.facts.clone());
-                    if let (Some(read), Some(gate)) = (read, gate) {
-                        // The latest 429 that names the quota; until one does, the first 429.
-                        let quota = facts.as_ref().is_some_and(BodyFacts::names_quota);
-                        let mut answers = driver.answers.borrow_mut();
-                        if quota || !answers.contains_key(&gate) {
-                            answers.insert(gate, read.kept);
+                    let facts = read.map(|read| {
+                        if driver.with(|g| g.keeps_answer(gate, &read.facts)) {
+                            driver.answers.borrow_mut().insert(gate, read.kept);
                         }
-                    }
+                        read.facts
+                    });
                     driver.with(|g| g.disposed(clock::now(), call, facts));
                     driver.drive();
                 });
@@ -439,13 +428,13 @@ impl Driver {
                 });
             }
             Action::Event { gate, call, event } => self.emit(gate, call, event),
-            Action::Settle { call, end, gate } => {
-                let answer = match end {
-                    End::Exhausted { .. } => self.answers.borrow().get(&gate).cloned(),
-                    _ => None,
-                };
+            Action::Settle { call, end, answer } => {
+                let answer = answer.and_then(|gate| self.answers.borrow().get(&gate).cloned());
                 let result = calls::result(&mut self.calls.borrow_mut(), call, end, answer);
                 self.finish(call, result);
+            }
+            Action::DropAnswer { gate } => {
+                self.answers.borrow_mut().remove(&gate);
             }
             Action::Forgotten { gate } => {
                 self.attributes.borrow_mut().remove(gate);
@@ -493,15 +482,6 @@ impl Driver {
         };
         let settle = self.on_attempt();
         let _ = attempt::send(&fetch, &input, &init, timeout, settle, call as f64);
-    }
-
-    /// The quota of `wrapper`'s gates is declared back: their quota answers no longer stand.
-    pub fn quota_reset(&self, wrapper: WrapperId) {
-        let gates = self.with(|g| g.gates_of(wrapper));
-        let mut answers = self.answers.borrow_mut();
-        for gate in gates {
-            answers.remove(&gate);
-        }
     }
 
     /// Settles the caller's promise (or keeps the result for a synchronous caller) and forgets

@@ -241,7 +241,6 @@ impl Transport {
     pub fn reset_quota(&self) {
         let driver = driver();
         driver.with(|g| g.reset_quota(clock::now(), self.wrapper));
-        driver.quota_reset(self.wrapper);
         driver.drive();
     }
 

@@ -37,7 +37,8 @@ struct Sent {
     scout: bool,
 }
 
-/// What a disposed body said, when it was read: its JSON `code` and `detail`.
+/// What a disposed body read whole said: its JSON `code` and `detail` (none when it was no
+/// JSON).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BodyFacts {
     /// The body's `code`.
@@ -111,6 +112,9 @@ impl Gate {
         };
         let probe = c.probe;
         let spends = !probe && !c.spec.account;
+        if self.answer.answered(spends, status) {
+            self.actions.push_back(Action::DropAnswer);
+        }
         let retry_after_ms = feedback.retry_after_ms;
         let (seq, ahead, waited, sent) = (c.seq.unwrap_or(0.0), c.ahead, c.waited, c.last_sent);
         let scout = c.spec.scout;
@@ -606,7 +610,17 @@ impl Gate {
         self.actions.push_back(Action::Dispose { call, read });
     }
 
-    /// The body of `call`'s last response is disposed of; `body` is what it said, when read.
+    /// A 429 of this gate's, read whole, said `body`: whether the driver keeps it to give again
+    /// to the calls the spent quota refuses (see [`QuotaAnswer`]). Asked whether or not its
+    /// call is still there.
+    ///
+    /// [`QuotaAnswer`]: crate::core::rules::quota::QuotaAnswer
+    pub fn keeps_answer(&mut self, body: &BodyFacts) -> bool {
+        self.answer.offer(body.names_quota())
+    }
+
+    /// The body of `call`'s last response is disposed of; `body` is what it said, when read
+    /// whole (its fields empty when it was no JSON).
     pub fn disposed(&mut self, now: Millis, call: CallId, body: Option<BodyFacts>) {
         let Some(c) = self.calls.get(call) else {
             return;

@@ -25,8 +25,11 @@ pub enum Action {
     Dispose {
         /// The call.
         call: CallRef,
-        /// Read the body's `code` and `detail`.
+        /// Read the body's `code` and `detail`; a body read whole is offered to the gate's
+        /// [`keeps_answer`](super::Gates::keeps_answer).
         read: bool,
+        /// The gate it was answered in.
+        gate: GateId,
     },
     /// (A probe.) Read the `/usage` answer; report with `usage`.
     ReadUsage {
@@ -84,7 +87,13 @@ pub enum Action {
         call: CallRef,
         /// How.
         end: End,
-        /// The gate it ended in (a spent quota's answer is the gate's).
+        /// The gate whose kept quota answer the caller gets again, when it ends for the spent
+        /// quota and the gate keeps one.
+        answer: Option<GateId>,
+    },
+    /// The gate's kept quota answer no longer stands: let it go.
+    DropAnswer {
+        /// The gate.
         gate: GateId,
     },
     /// The gate was forgotten (idle): drop whatever the driver keeps for it.

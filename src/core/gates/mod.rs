@@ -421,11 +421,11 @@ impl Gates {
         self.placed(call, Gate::in_flight).unwrap_or(false)
     }
 
-    /// The gate `call` is in, when it spends the quota (neither the quota's probe nor an
-    /// account call): an answer to it that took a token says the quota is not spent there.
-    pub fn spending_gate(&self, call: CallRef) -> Option<GateId> {
-        let gate = self.calls.get(call)?.gate;
-        self.placed(call, Gate::spends_quota)?.then_some(gate)
+    /// A 429 of `gate`'s, read whole, said `body`: whether the driver keeps it as the gate's
+    /// quota answer (see [`Gate::keeps_answer`]).
+    pub fn keeps_answer(&mut self, gate: GateId, body: &BodyFacts) -> bool {
+        let entry = self.entries.get_mut(gate);
+        entry.is_some_and(|e| e.gate.keeps_answer(body))
     }
 
     /// Whether another attempt of `call` may follow the one out: when none can, the driver
@@ -515,7 +515,7 @@ impl Gates {
                 Some(Action::Send { call, timeout_ms })
             }
             GateAction::Dispose { call, read } => {
-                call_ref(call).map(|call| Action::Dispose { call, read })
+                call_ref(call).map(|call| Action::Dispose { call, read, gate })
             }
             GateAction::ReadUsage { call } => call_ref(call).map(|call| Action::ReadUsage { call }),
             GateAction::StartProbe { probe, origin } => {
@@ -557,14 +557,16 @@ impl Gates {
                 };
                 Some(Action::Event { gate, call, event })
             }
-            GateAction::Settle { call, end } => {
+            GateAction::Settle { call, end, again } => {
                 // The call's number is given back when the settlement is handed out: until the
                 // driver has it, no new call may take that number.
                 let Some(call) = entry.refs.remove(call) else {
                     return;
                 };
-                Some(Action::Settle { call, end, gate })
+                let answer = again.then_some(gate);
+                Some(Action::Settle { call, end, answer })
             }
+            GateAction::DropAnswer => Some(Action::DropAnswer { gate }),
         };
         self.actions.extend(action);
     }

@@ -536,7 +536,7 @@ impl World {
                     self.push(now, What::Go(p));
                     return;
                 }
-                Action::Dispose { call, read } => {
+                Action::Dispose { call, read, .. } => {
                     let index = self.index_of(p, call);
                     self.log.disposed.push(index);
                     let process = &mut self.processes[p];
@@ -588,7 +588,7 @@ impl World {
                     assert!(again.is_none(), "call {index} settled twice");
                     self.ended_now(index);
                 }
-                Action::Forgotten { .. } => {}
+                Action::Forgotten { .. } | Action::DropAnswer { .. } => {}
             }
         }
         let late = self.timer_late_ms;
