@@ -38,6 +38,7 @@ fn profile(allowance: Allowance) -> Profile {
         max_wait_ms: None,
         max_waiting: None,
         reports_wait: false,
+        typed_errors: false,
     }
 }
 

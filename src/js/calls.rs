@@ -189,14 +189,13 @@ pub fn last_response(calls: &Mirror<JsCall>, call: CallRef) -> Option<JsValue> {
 pub const MARKER: &str = "quota-exhausted";
 
 /// What the caller of `call` gets for `end`; `answer` is the spent quota's answer, kept, when
-/// the call ends for it.
+/// the gate gives it again.
 pub fn result(
     calls: &mut Mirror<JsCall>,
     call: CallRef,
     end: End,
     answer: Option<JsValue>,
 ) -> Result<JsValue, JsValue> {
-    let typed = calls.get(call).is_some_and(|js| js.config.typed_errors);
     let last = calls.get_mut(call).and_then(|js| js.last.take());
     match end {
         End::Deliver => last.unwrap_or(Ok(JsValue::UNDEFINED)),
@@ -207,7 +206,7 @@ pub fn result(
             let cause = last.and_then(Result::err).filter(|_| cause);
             Err(abandoned_error(abandoned, cause))
         }
-        End::Exhausted { .. } if !typed && answer.is_some() => {
+        End::Exhausted { .. } if answer.is_some() => {
             if let Some(Ok(response)) = &last {
                 body::cancel(&get(response, "body"));
             }

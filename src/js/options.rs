@@ -232,10 +232,7 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
         false => de::object(options, "options", "")?,
     };
     let rate = RateOptions::allowance(o.rate)?;
-    let (mut retry, budget) = retry(o.retry)?;
-    if let Some(policy) = &mut retry {
-        policy.typed_errors = o.typed_errors.unwrap_or(false);
-    }
+    let (retry, budget) = retry(o.retry)?;
     if o.usage_url
         .as_deref()
         .is_some_and(|url| !valid_usage_url(url))
@@ -312,10 +309,7 @@ pub fn lane(options: &JsValue, parent: &Config) -> Result<(Config, f64, Option<R
             ));
         }
         let (policy, _) = retry(Some(value))?;
-        config.retry = policy.map(|mut policy| {
-            policy.typed_errors = parent.typed_errors;
-            Rc::new(policy)
-        });
+        config.retry = policy.map(Rc::new);
     }
     let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting)?;
     config.max_wait_ms = max_wait_ms.or(parent.max_wait_ms);
@@ -363,7 +357,6 @@ fn retry(
             .unwrap_or(d.max_attempts),
         time_budget_ms: r.time_budget_ms.unwrap_or(d.time_budget_ms),
         attempt_timeout_ms: r.attempt_timeout_ms.unwrap_or(d.attempt_timeout_ms),
-        typed_errors: d.typed_errors,
     }
     .validate()
     .map_err(config_error)?;

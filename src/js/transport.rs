@@ -271,6 +271,7 @@ fn profile(driver: &Driver, config: &Config) -> Profile {
         max_wait_ms: config.max_wait_ms,
         max_waiting: config.max_waiting,
         reports_wait: config.metrics.is_some(),
+        typed_errors: config.typed_errors,
     }
 }
 

@@ -146,9 +146,18 @@ fn the_kept_quota_answer_is_given_again_until_the_quota_takes_an_answer_or_is_re
         settled(actions(&mut g, 4.0)),
         [(call, exhausted, true), (probe, End::Deliver, false)]
     );
-    // A newcomer is refused with it too, until the quota is declared back.
+    // A newcomer is refused with it too (with `typedErrors`, a `QuotaExhaustedError`), until
+    // the quota is declared back.
     let late = g.start(5.0, defaults(), 1);
-    assert_eq!(settled(actions(&mut g, 5.0)), [(late, exhausted, true)]);
+    let typed = CallSpec {
+        typed_errors: true,
+        ..CallSpec::default()
+    };
+    let typed = g.start(5.0, typed, 2);
+    assert_eq!(
+        settled(actions(&mut g, 5.0)),
+        [(late, exhausted, true), (typed, exhausted, false)]
+    );
     g.reset_quota(6.0);
     assert_eq!(actions(&mut g, 6.0), [Action::DropAnswer]);
     // A 429 that names nothing is kept when none is; the quota's next answer lets it go.

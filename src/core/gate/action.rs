@@ -74,7 +74,8 @@ pub enum Action {
         /// How.
         end: End,
         /// It ends for the spent quota and gets the gate's kept answer again (see
-        /// [`QuotaAnswer`](crate::core::rules::quota::QuotaAnswer)).
+        /// [`QuotaAnswer`](crate::core::rules::quota::QuotaAnswer)), as it does without
+        /// `typedErrors`.
         again: bool,
     },
     /// The gate's kept quota answer no longer stands: the driver lets it go.

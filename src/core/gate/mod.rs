@@ -553,7 +553,8 @@ impl Gate {
                 attempts: abandoned.attempts,
             }));
         }
-        let again = matches!(end, End::Exhausted { .. }) && self.answer.kept();
+        let again =
+            matches!(end, End::Exhausted { .. }) && !c.spec.typed_errors && self.answer.kept();
         self.actions.push_back(Action::Settle { call, end, again });
     }
 

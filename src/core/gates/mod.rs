@@ -239,6 +239,7 @@ impl Gates {
             scout: false,
             behind_scout: false,
             lane: w.lane,
+            typed_errors: profile.typed_errors,
         };
         let mut route = None;
         if profile.learns() {

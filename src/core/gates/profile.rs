@@ -47,6 +47,10 @@ pub struct Profile {
     pub max_waiting: Option<usize>,
     /// Someone measures each admission's wait (a metrics histogram).
     pub reports_wait: bool,
+    /// Its calls end with typed errors (see [`CallSpec::typed_errors`]).
+    ///
+    /// [`CallSpec::typed_errors`]: crate::core::gate::call::CallSpec::typed_errors
+    pub typed_errors: bool,
 }
 
 impl Profile {

@@ -337,6 +337,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         max_wait_ms: None,
         max_waiting: None,
         reports_wait: false,
+        typed_errors: false,
     };
     let mut all = Vec::with_capacity(processes);
     let mut wrappers = Vec::with_capacity(processes);
