@@ -14,6 +14,7 @@ use super::metrics::Metrics;
 use super::redis::{is_store, RedisStore};
 use super::text::number;
 use crate::core::gates::lane_name;
+use crate::core::gates::profile::{Keeping, LaneAsks, Profile, StoreId};
 use crate::core::rules::allowance::{at_least, Allowance, Rate};
 use crate::core::rules::backoff::Backoff;
 use crate::core::rules::budget::RefillingConfig;
@@ -191,21 +192,11 @@ impl Item for Method {
     }
 }
 
-/// A wrapper's configuration.
+/// A wrapper's JavaScript side: what the gates never see (they have its [`Profile`]).
 #[derive(Clone)]
 pub struct Config {
-    /// The key's allowance, or how it is learned.
-    pub rate: Allowance,
     /// The inner fetch; the global one when `None`.
     pub fetch: Option<js_sys::Function>,
-    /// The retry policy; `None` for `retry: false` (observe and admit only).
-    pub retry: Option<Rc<RetryPolicy>>,
-    /// Refuse a call whose admission is predicted later than this.
-    pub max_wait_ms: Option<Millis>,
-    /// Refuse a call when this many already wait.
-    pub max_waiting: Option<usize>,
-    /// The gate's shared, refilling retry budget.
-    pub budget: Option<RefillingConfig>,
     /// The `onEvent` hook.
     pub events: Events,
     /// Where `GET /usage` is, when it cannot be derived from the request URL.
@@ -215,23 +206,25 @@ pub struct Config {
     /// The OpenTelemetry instruments, when a `meter` was given.
     pub metrics: Option<Rc<Metrics>>,
     /// Whether a gate kept in memory is shared by the process's threads (`threads: false`
-    /// keeps it in the thread that makes it).
+    /// keeps it in the thread that makes it), as `describe()` reports it.
     pub threads: bool,
-    /// Give up with typed errors (`typedErrors`) rather than as fetch would.
-    pub typed_errors: bool,
     /// The name of the lane its calls wait in (`stats().lane.name`, and the metrics'
     /// `odds_gate.lane`): `default` for a wrapper's own calls.
     pub lane_name: Rc<str>,
 }
 
-/// Reads `createFetch(options)`.
-pub fn config(options: &JsValue) -> Result<Config, JsValue> {
+/// Reads `createFetch(options)`: the wrapper's JavaScript side, and what it asks of the gates,
+/// its store (if any) known by the number `number` gives it.
+pub fn config(
+    options: &JsValue,
+    number: impl FnOnce(&Rc<RedisStore>) -> StoreId,
+) -> Result<(Config, Profile), JsValue> {
     // `createFetch()` alone learns the allowance with every default.
     let o: Options = match options.is_undefined() {
         true => de::object(&js_sys::Object::new(), "options", "")?,
         false => de::object(options, "options", "")?,
     };
-    let rate = RateOptions::allowance(o.rate)?;
+    let allowance = RateOptions::allowance(o.rate)?;
     let (retry, budget) = retry(o.retry)?;
     if o.usage_url
         .as_deref()
@@ -251,21 +244,31 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
             ))
         }
     };
-    Ok(Config {
-        store,
-        rate,
-        fetch: o.fetch,
-        retry: retry.map(Rc::new),
+    let metrics = o.meter.map(|m| Metrics::new(&m).map(Rc::new)).transpose()?;
+    let threads = o.threads.unwrap_or(true);
+    let profile = Profile {
+        allowance,
+        budget,
+        keeping: match &store {
+            Some(store) => Keeping::Store(number(store)),
+            None => Keeping::Memory { threads },
+        },
+        policy: retry.map(Rc::new),
         max_wait_ms,
         max_waiting,
-        budget,
+        reports_wait: metrics.is_some(),
+        typed_errors: o.typed_errors.unwrap_or(false),
+    };
+    let config = Config {
+        store,
+        fetch: o.fetch,
         events: Events::new(o.on_event),
         usage_url: o.usage_url,
-        metrics: o.meter.map(|m| Metrics::new(&m).map(Rc::new)).transpose()?,
-        threads: o.threads.unwrap_or(true),
-        typed_errors: o.typed_errors.unwrap_or(false),
+        metrics,
+        threads,
         lane_name: lane_name::DEFAULT.into(),
-    })
+    };
+    Ok((config, profile))
 }
 
 /// `maxWaitMs` and `maxWaiting`, checked.
@@ -281,11 +284,10 @@ fn limits(
     Ok((max_wait_ms, max_waiting))
 }
 
-/// `lane(options)` of a wrapper configured as `parent`: the lane's configuration (the
-/// wrapper's, with the lane's own retries and limits where it gives them), its weight, and its
-/// name if given (an unnamed lane's comes from its number, once the gates have made it). A
-/// lane's retries draw on its wrapper's retry budget, the gate's, which the lane cannot change.
-pub fn lane(options: &JsValue, parent: &Config) -> Result<(Config, f64, Option<Rc<str>>), JsValue> {
+/// `lane(options)`: what the lane asks beside its wrapper's profile (see [`Profile::lane`]), its
+/// weight, and its name if given (an unnamed lane's comes from its number, once the gates have
+/// made it).
+pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsValue> {
     let o: LaneOptions = match options.is_undefined() {
         true => de::object(&js_sys::Object::new(), "lane options", "")?,
         false => de::object(options, "lane options", "")?,
@@ -300,7 +302,7 @@ pub fn lane(options: &JsValue, parent: &Config) -> Result<(Config, f64, Option<R
             number(weight)
         )));
     }
-    let mut config = parent.clone();
+    let mut asks = LaneAsks::default();
     if let Some(value) = o.retry {
         if de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true) {
             return Err(type_error(
@@ -308,13 +310,10 @@ pub fn lane(options: &JsValue, parent: &Config) -> Result<(Config, f64, Option<R
                  createFetch, not in lane()",
             ));
         }
-        let (policy, _) = retry(Some(value))?;
-        config.retry = policy.map(Rc::new);
+        asks.policy = Some(retry(Some(value))?.0.map(Rc::new));
     }
-    let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting)?;
-    config.max_wait_ms = max_wait_ms.or(parent.max_wait_ms);
-    config.max_waiting = max_waiting.or(parent.max_waiting);
-    Ok((config, weight, o.name.map(Rc::from)))
+    (asks.max_wait_ms, asks.max_waiting) = limits(o.max_wait_ms, o.max_waiting)?;
+    Ok((asks, weight, o.name.map(Rc::from)))
 }
 
 /// `retry`: `false` (observe and admit only), `true` or left out (the defaults), or an object.
