@@ -15,12 +15,13 @@ use super::redis::{is_store, RedisStore};
 use super::text::number;
 use crate::core::gates::lane_name;
 use crate::core::gates::profile::{Keeping, LaneAsks, Profile, StoreId};
-use crate::core::rules::allowance::{at_least, Allowance, Rate};
+use crate::core::rules::allowance::{at_least, positive, Allowance, Rate};
 use crate::core::rules::backoff::Backoff;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::classify::{valid_method, RetryRules};
 use crate::core::rules::policy::RetryPolicy;
 use crate::core::rules::quota::valid_usage_url;
+use crate::core::rules::ranges::{Whole, ATTEMPTS, COUNT, STATUSES};
 use crate::core::Millis;
 
 /// `createFetch(options)` as given.
@@ -177,8 +178,7 @@ struct Status(u16);
 impl Item for Status {
     const WHAT: &'static str = "HTTP status codes (integers from 100 to 599)";
     fn from_js(value: JsValue) -> Option<Self> {
-        let n = value.as_f64()?;
-        (n.fract() == 0.0 && (100.0..=599.0).contains(&n)).then_some(Status(n as u16))
+        STATUSES.holds(value.as_f64()?).map(|n| Status(n as u16))
     }
 }
 
@@ -280,7 +280,7 @@ fn limits(
         .map(|ms| at_least("maxWaitMs", ms, 0.0, "a finite number >= 0"))
         .transpose()
         .map_err(config_error)?;
-    let max_waiting = integer("maxWaiting", max_waiting, 0.0, 1e9)?.map(|n| n as usize);
+    let max_waiting = integer("maxWaiting", max_waiting, COUNT)?.map(|n| n as usize);
     Ok((max_wait_ms, max_waiting))
 }
 
@@ -296,12 +296,12 @@ pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsVal
         lane_name::check("name", name).map_err(config_error)?;
     }
     let weight = o.weight.unwrap_or(1.0);
-    if !(weight.is_finite() && weight > 0.0) {
-        return Err(range_error(&format!(
+    positive("weight", weight).map_err(|_| {
+        range_error(&format!(
             "Expected `weight` to be a positive finite number, got {}",
             number(weight)
-        )));
-    }
+        ))
+    })?;
     let mut asks = LaneAsks::default();
     if let Some(value) = o.retry {
         if de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true) {
@@ -352,7 +352,7 @@ fn retry(
     let policy = RetryPolicy {
         rules: RetryRules::new(statuses, methods).map_err(config_error)?,
         backoff,
-        max_attempts: integer("retry.maxAttempts", r.max_attempts, 1.0, 100.0)?
+        max_attempts: integer("retry.maxAttempts", r.max_attempts, ATTEMPTS)?
             .unwrap_or(d.max_attempts),
         time_budget_ms: r.time_budget_ms.unwrap_or(d.time_budget_ms),
         attempt_timeout_ms: r.attempt_timeout_ms.unwrap_or(d.attempt_timeout_ms),
@@ -389,32 +389,26 @@ fn budget(value: Option<JsValue>) -> Result<Option<RefillingConfig>, JsValue> {
     .map_err(config_error)
 }
 
-/// A whole number within `min..=max`, when given.
-pub fn integer(field: &str, n: Option<f64>, min: f64, max: f64) -> Result<Option<u32>, JsValue> {
-    match n {
-        None => Ok(None),
-        Some(n) if n.fract() == 0.0 && n >= min && n <= max => Ok(Some(n as u32)),
-        Some(n) => Err(range_error(&format!(
+/// A whole number in `range`, when given.
+pub fn integer(field: &str, n: Option<f64>, range: Whole) -> Result<Option<u32>, JsValue> {
+    let Some(n) = n else {
+        return Ok(None);
+    };
+    let refused = || {
+        range_error(&format!(
             "Expected `{field}` to be an integer from {} to {}, got {}",
-            number(min),
-            number(max),
+            number(range.min),
+            number(range.max),
             number(n)
-        ))),
-    }
+        ))
+    };
+    range.holds(n).map(Some).ok_or_else(refused)
 }
 
 /// `batch({ deadlineMs, retryBudget })`: the round's length and its retry allowance.
 pub fn batch(options: &JsValue) -> Result<(Millis, Option<u32>), JsValue> {
     let b: BatchOptions = de::object(options, "batch options", "")?;
     let deadline_ms = de::required(b.deadline_ms, "deadlineMs")?;
-    if !(deadline_ms.is_finite() && deadline_ms > 0.0) {
-        return Err(range_error(&format!(
-            "`deadlineMs` must be a finite number greater than 0, got {}",
-            number(deadline_ms)
-        )));
-    }
-    Ok((
-        deadline_ms,
-        integer("retryBudget", b.retry_budget, 0.0, 1e9)?,
-    ))
+    let deadline_ms = positive("deadlineMs", deadline_ms).map_err(config_error)?;
+    Ok((deadline_ms, integer("retryBudget", b.retry_budget, COUNT)?))
 }
