@@ -63,6 +63,8 @@ pub struct JsCall {
     pub timeout: Millis,
     /// Its body is a stream that each attempt sends a copy of.
     pub split: bool,
+    /// Another attempt may follow the one being sent, as the gates said with its `Send`.
+    pub again: bool,
     /// What the caller waits on.
     pub waiter: Waiter,
     /// The watch on its signal, while it waits.
@@ -80,6 +82,7 @@ impl JsCall {
             last: None,
             timeout: 0.0,
             split,
+            again: false,
             waiter: Waiter::Sync {
                 send: None,
                 end: None,
@@ -118,6 +121,7 @@ impl JsCall {
             last: None,
             timeout: 0.0,
             split: false,
+            again: false,
             waiter: Waiter::Probe(request),
             watch: None,
         }

@@ -29,7 +29,7 @@ use super::watch::Watches;
 use crate::core::base::map::Map;
 use crate::core::base::slab::Mirror;
 use crate::core::gate::action::Event;
-use crate::core::gates::profile::{Keeping, Request, StoreId};
+use crate::core::gates::profile::{Request, StoreId};
 use crate::core::gates::{Action, CallRef, GateId, Gates, Refused, Started, WrapperId};
 use crate::core::rules::classify::Failure;
 use crate::core::Millis;
@@ -334,13 +334,17 @@ impl Driver {
 
     fn perform(self: &Rc<Self>, action: Action) {
         match action {
-            Action::Send { call, timeout_ms } => {
+            Action::Send {
+                call,
+                timeout_ms,
+                again,
+            } => {
                 let mut calls = self.calls.borrow_mut();
-                if let Some(JsCall {
-                    waiter: Waiter::Sync { send, .. },
-                    ..
-                }) = calls.get_mut(call)
-                {
+                let Some(js) = calls.get_mut(call) else {
+                    return;
+                };
+                js.again = again;
+                if let Waiter::Sync { send, .. } = &mut js.waiter {
                     // Being started: the caller sends it (the fast path) or has it sent.
                     *send = Some(timeout_ms);
                     return;
@@ -384,15 +388,20 @@ impl Driver {
                     calls.insert(probe, js);
                 }
             }
-            Action::Store { gate, id, op } => {
-                let facts = self.with(|g| Some((g.scope(gate)?.clone(), g.keeping(gate)?)));
-                let Some((scope, (Keeping::Store(store), rate, budget))) = facts else {
-                    return;
-                };
+            Action::Store {
+                gate,
+                id,
+                op,
+                store,
+                scope,
+                rate,
+                budget,
+            } => {
                 let Some(store) = self.stores.borrow().get(store).cloned() else {
                     return;
                 };
-                let pending = store.run(store.key(&scope), &op, rate, budget, &process_id());
+                let capacity = budget.map(|b| b.capacity);
+                let pending = store.run(store.key(&scope), &op, rate, capacity, &process_id());
                 let driver = self.clone();
                 spawn_local(async move {
                     let answer = pending.await.ok();
@@ -427,7 +436,12 @@ impl Driver {
                     }
                 });
             }
-            Action::Event { gate, call, event } => self.emit(gate, call, event),
+            Action::Event {
+                gate,
+                call,
+                event,
+                users,
+            } => self.emit(gate, call, event, &users),
             Action::Settle { call, end, answer } => {
                 let answer = answer.and_then(|gate| self.answers.borrow().get(&gate).cloned());
                 let result = calls::result(&mut self.calls.borrow_mut(), call, end, answer);
@@ -445,11 +459,11 @@ impl Driver {
 
     /// Sends a call's attempt through `attempt.js`, which reports back to `on_attempt`.
     fn send(self: &Rc<Self>, call: CallRef, timeout: Millis) {
-        let again = self.with(|g| g.may_retry(call));
         let mut calls = self.calls.borrow_mut();
         let Some(js) = calls.get_mut(call) else {
             return;
         };
+        let again = js.again;
         let (input, init) = match &js.waiter {
             Waiter::Probe(Some((url, init))) => (url.clone(), init.clone()),
             Waiter::Probe(None) => {
@@ -514,10 +528,9 @@ impl Driver {
         let reason = abort_reason(&signal);
         let now = clock::now();
         for call in calls {
-            if self.with(|g| g.in_flight(call)) {
+            if !self.with(|g| g.abort(now, call)) {
                 continue;
             }
-            self.with(|g| g.cancel(now, call));
             if let Some(js) = self.calls.borrow_mut().get_mut(call) {
                 js.watch = None;
             }
@@ -575,9 +588,9 @@ impl Driver {
         attributes
     }
 
-    /// Tells the hooks: a call's own wrapper for events about a call, every wrapper that used
-    /// the gate for events about the gate.
-    fn emit(&self, gate: GateId, call: Option<CallRef>, event: Event) {
+    /// Tells the hooks: a call's own wrapper for events about a call, the gate's `users` for
+    /// events about the gate.
+    fn emit(&self, gate: GateId, call: Option<CallRef>, event: Event, users: &[WrapperId]) {
         if let Some(call) = call {
             self.measure(gate, call, &event);
         }
@@ -594,7 +607,6 @@ impl Driver {
                 events.into_iter().collect()
             }
             None => {
-                let users = self.with(|g| g.users(gate));
                 let configs = self.configs.borrow();
                 let mut hooks: Vec<Events> = Vec::new();
                 for config in users.iter().filter_map(|&w| configs.get(w)) {

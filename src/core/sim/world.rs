@@ -531,7 +531,9 @@ impl World {
         let now = self.now;
         while let Some(action) = self.processes[p].gates.poll_action(now) {
             match action {
-                Action::Send { call, timeout_ms } => {
+                Action::Send {
+                    call, timeout_ms, ..
+                } => {
                     self.send(p, call, timeout_ms);
                     self.push(now, What::Go(p));
                     return;
@@ -550,7 +552,7 @@ impl World {
                 Action::StartProbe { probe, .. } => {
                     self.processes[p].probes.insert(probe, ());
                 }
-                Action::Store { gate, id, op } => {
+                Action::Store { gate, id, op, .. } => {
                     let gates = &self.processes[p].gates;
                     let (Some(scope), Some((Keeping::Store(_), rate, _))) =
                         (gates.scope(gate).cloned(), gates.keeping(gate))
