@@ -2,6 +2,7 @@
 //! `code`/`detail`, or from 429s that keep coming without `Retry-After`; confirmed by one
 //! `GET /usage` for the whole gate; then terminal until the period ends or the caller resets.
 
+use crate::core::parse::iso_date::parse_iso_date;
 use crate::core::rules::backoff::Backoff;
 use crate::core::rules::classify::not_refused;
 use crate::core::Millis;
@@ -105,6 +106,18 @@ impl Usage {
                 period_end,
             })
         })
+    }
+
+    /// Reads `/usage`'s JSON: its numbers through `number` (see
+    /// [`from_fields`](Self::from_fields)), and `period_end_utc` through `text` (an ISO 8601
+    /// time, see [`parse_iso_date`]), moved from Unix time onto the gate's clock by `from_wall`.
+    pub fn read(
+        number: impl Fn(&str) -> Option<f64>,
+        text: impl Fn(&str) -> Option<String>,
+        from_wall: impl FnOnce(Millis) -> Millis,
+    ) -> Option<Usage> {
+        let period_end = text("period_end_utc").and_then(|t| parse_iso_date(&t));
+        Usage::from_fields(number, period_end.map(from_wall))
     }
 
     /// The quota is spent.
@@ -369,6 +382,20 @@ mod tests {
         );
         assert!(!legacy.unwrap().exhausted());
         assert_eq!(Usage::from_fields(fields(&[("used", 1.0)]), None), None);
+    }
+
+    #[test]
+    fn reads_the_period_end_onto_the_gates_clock() {
+        let number = |name: &str| (name == "used" || name == "limit").then_some(5.0);
+        let end = |text: &'static str| {
+            move |name: &str| (name == "period_end_utc").then(|| text.to_string())
+        };
+        // The gate's clock is 1000 ms behind Unix time here.
+        let usage = Usage::read(number, end("1970-01-01T00:00:05Z"), |wall| wall - 1000.0);
+        assert_eq!(usage.unwrap().period_end, Some(4000.0));
+        let unreadable = Usage::read(number, end("soon"), |wall| wall);
+        assert_eq!(unreadable.unwrap().period_end, None);
+        assert_eq!(Usage::read(|_| None, end("2027"), |wall| wall), None);
     }
 
     #[test]
