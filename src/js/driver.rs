@@ -125,11 +125,7 @@ impl Driver {
 
     /// A holder of `wrapper` is gone; with the last, its configuration goes too.
     pub fn release(&self, wrapper: WrapperId) {
-        let gone = self.with(|g| {
-            g.release(wrapper);
-            g.profile(wrapper).is_none()
-        });
-        if gone {
+        if self.with(|g| g.release(wrapper)) {
             self.configs.borrow_mut().remove(wrapper);
         }
     }

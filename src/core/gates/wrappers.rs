@@ -74,8 +74,9 @@ impl Gates {
         }
     }
 
-    /// A holder of `wrapper` is gone; with the last, the wrapper is forgotten.
-    pub fn release(&mut self, wrapper: WrapperId) {
+    /// A holder of `wrapper` is gone; with the last, the wrapper is forgotten (the answer is
+    /// whether it was).
+    pub fn release(&mut self, wrapper: WrapperId) -> bool {
         let last = self.wrappers.get_mut(wrapper).is_some_and(|w| {
             w.holders -= 1;
             w.holders == 0
@@ -83,6 +84,7 @@ impl Gates {
         if last {
             self.wrappers.remove(wrapper);
         }
+        last
     }
 
     /// What `wrapper` asks for.
