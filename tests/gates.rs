@@ -1047,7 +1047,7 @@ fn a_store_operation_carries_its_store_key_rate_and_budget() {
         panic!("{ops:?}");
     };
     assert_eq!((*s, scope, *rate), (store, &credential(), Rate::ARTICLE));
-    assert_eq!(*budget, Some(RefillingConfig::DEFAULT));
+    assert_eq!(*budget, Some(RefillingConfig::DEFAULT.capacity));
 }
 
 #[test]

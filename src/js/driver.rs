@@ -396,8 +396,7 @@ impl Driver {
                 let Some(store) = self.stores.borrow().get(store).cloned() else {
                     return;
                 };
-                let capacity = budget.map(|b| b.capacity);
-                let pending = store.run(store.key(&scope), &op, rate, capacity, &process_id());
+                let pending = store.run(store.key(&scope), &op, rate, budget, &process_id());
                 let driver = self.clone();
                 spawn_local(async move {
                     let answer = pending.await.ok();

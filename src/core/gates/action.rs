@@ -9,7 +9,6 @@ use super::{CallRef, GateId, WrapperId};
 use crate::core::authority::Op;
 use crate::core::gate::action::{End, Event, OpId};
 use crate::core::rules::allowance::Rate;
-use crate::core::rules::budget::RefillingConfig;
 use crate::core::Millis;
 
 /// One thing for the driver to do.
@@ -62,8 +61,8 @@ pub enum Action {
         scope: Scope,
         /// The gate's allowance now, which the store refills at.
         rate: Rate,
-        /// The gate's retry budget, if it has one.
-        budget: Option<RefillingConfig>,
+        /// The gate's retry budget's capacity, if it has one.
+        budget: Option<f64>,
     },
     /// Put these facts in the store, for the credential's gates in other processes.
     Share {

@@ -552,7 +552,7 @@ impl Gates {
                     store,
                     scope: entry.scope.clone(),
                     rate: entry.gate.rate(),
-                    budget: entry.gate.budget_config(),
+                    budget: entry.gate.budget_config().map(|b| b.capacity),
                 })
             }
             GateAction::Route {
