@@ -86,6 +86,7 @@ fn world(s: Setup) -> (World, Vec<WrapperId>) {
             max_wait_ms: None,
             max_waiting: None,
             reports_wait: false,
+            typed_errors: false,
         }));
         all.push(gates);
     }
@@ -98,6 +99,7 @@ fn world(s: Setup) -> (World, Vec<WrapperId>) {
         max_wait_ms: None,
         max_waiting: None,
         reports_wait: false,
+        typed_errors: false,
     }));
     all.push(outside);
     let limiter = Limiter {

@@ -7,14 +7,16 @@
 
 use std::rc::Rc;
 
-use odds_gate::core::gate::action::End;
+use odds_gate::core::gate::action::{End, Event};
 use odds_gate::core::gate::store_link::StoreSettings;
 use odds_gate::core::gates::fleet::Shared;
-use odds_gate::core::gates::profile::{Keeping, Profile};
+use odds_gate::core::gates::profile::{Keeping, Profile, Request};
 use odds_gate::core::gates::scope::Scope;
-use odds_gate::core::gates::{Gates, Refused, WrapperId, SWEEP_AT_LEAST, SWEEP_EVERY_MS};
+use odds_gate::core::gates::{Action, Gates, Refused, WrapperId, SWEEP_AT_LEAST, SWEEP_EVERY_MS};
+use odds_gate::core::parse::feedback::Feedback;
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::budget::RefillingConfig;
+use odds_gate::core::rules::classify::Body;
 use odds_gate::core::rules::policy::{Reason, RetryPolicy};
 use odds_gate::core::rules::routes::MAX_LIMITERS;
 use odds_gate::core::sim::home::{Shelf, SimHome};
@@ -38,6 +40,7 @@ fn profile(allowance: Allowance) -> Profile {
         max_wait_ms: None,
         max_waiting: None,
         reports_wait: false,
+        typed_errors: false,
     }
 }
 
@@ -942,4 +945,145 @@ fn a_call_number_is_not_given_again_before_its_settlement_is_handed_out() {
         })
         .collect();
     assert_eq!(settled, [first, second]);
+}
+
+/// A GET of `url` with `KEY`, as `fetch(input, init)` brings it (a POST when `post`).
+fn request(url: &str, post: bool) -> Request<'_> {
+    Request {
+        api_key: Some(KEY),
+        authorization: None,
+        idempotency_key: false,
+        method: if post { "POST" } else { "GET" },
+        body: Body::None,
+        url,
+        batch: None,
+    }
+}
+
+/// Every action `gates` has at `now`, in order.
+fn actions(gates: &mut Gates, now: Millis) -> Vec<Action> {
+    std::iter::from_fn(|| gates.poll_action(now)).collect()
+}
+
+#[test]
+fn a_send_says_whether_another_attempt_may_follow() {
+    let mut gates = Gates::new(Box::new(SimHome::alone(1)));
+    let retrying = gates.wrapper(profile(Allowance::Fixed(Rate::new(9.0, 9.0).unwrap())));
+    let once = gates.wrapper(Profile {
+        policy: Some(Rc::new(RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        })),
+        ..profile(Allowance::Fixed(Rate::new(9.0, 9.0).unwrap()))
+    });
+    let quiet = gates.wrapper(Profile {
+        policy: None,
+        ..profile(Allowance::Fixed(Rate::new(9.0, 9.0).unwrap()))
+    });
+    // A retrying GET may go again; a POST, a call out of attempts, one that never retries not.
+    for (wrapper, post, again) in [
+        (retrying, false, true),
+        (retrying, true, false),
+        (once, false, false),
+        (quiet, false, false),
+    ] {
+        let call = gates
+            .start(0.0, wrapper, &request(SNAPSHOT, post))
+            .unwrap()
+            .call;
+        let sent = actions(&mut gates, 0.0);
+        assert!(
+            matches!(sent[..], [Action::Send { call: c, again: a, .. }] if c == call && a == again),
+            "{sent:?}"
+        );
+    }
+}
+
+#[test]
+fn an_abort_takes_a_waiting_call_out_and_leaves_one_in_flight_to_its_signal() {
+    let mut gates = Gates::new(Box::new(SimHome::alone(1)));
+    let wrapper = gates.wrapper(profile(Allowance::Fixed(Rate::new(1.0, 1.0).unwrap())));
+    let out = gates
+        .start(0.0, wrapper, &request(SNAPSHOT, false))
+        .unwrap()
+        .call;
+    let waiting = gates
+        .start(0.0, wrapper, &request(SNAPSHOT, false))
+        .unwrap()
+        .call;
+    assert!(matches!(actions(&mut gates, 0.0)[..], [Action::Send { call, .. }] if call == out));
+    assert!(
+        !gates.abort(1.0, out),
+        "its attempt ends through the signal"
+    );
+    assert!(gates.abort(1.0, waiting));
+    let gate = gates.find(&credential()).unwrap();
+    assert_eq!(gates.view(1.0, gate).unwrap().figures.waiting, 0);
+    assert_eq!(gates.gate_of(out), Some(gate));
+    assert_eq!(gates.gate_of(waiting), None, "gone: the driver settles it");
+}
+
+#[test]
+fn a_store_operation_carries_its_store_key_rate_and_budget() {
+    let mut gates = Gates::new(Box::new(SimHome::alone(1)));
+    let store = gates.store("fake", StoreSettings::DEFAULT);
+    let wrapper = gates.wrapper(Profile {
+        keeping: Keeping::Store(store),
+        budget: Some(RefillingConfig::DEFAULT),
+        ..profile(Allowance::Fixed(Rate::ARTICLE))
+    });
+    gates
+        .start(0.0, wrapper, &request(SNAPSHOT, false))
+        .unwrap();
+    let ops = actions(&mut gates, 0.0);
+    let Some(Action::Store {
+        store: s,
+        scope,
+        rate,
+        budget,
+        ..
+    }) = ops.first()
+    else {
+        panic!("{ops:?}");
+    };
+    assert_eq!((*s, scope, *rate), (store, &credential(), Rate::ARTICLE));
+    assert_eq!(*budget, Some(RefillingConfig::DEFAULT.capacity));
+}
+
+#[test]
+fn an_event_about_a_gate_names_every_wrapper_that_used_it() {
+    let mut gates = Gates::new(Box::new(SimHome::alone(1)));
+    let first = gates.wrapper(learning());
+    let second = gates.wrapper(learning());
+    let call = gates
+        .start(0.0, first, &request(SNAPSHOT, false))
+        .unwrap()
+        .call;
+    gates.start(0.0, second, &request(SNAPSHOT, false)).unwrap();
+    actions(&mut gates, 0.0);
+    gates.responded_with(10.0, call, 200, Feedback::default());
+    let told: Vec<(Event, Vec<WrapperId>)> = actions(&mut gates, 10.0)
+        .into_iter()
+        .filter_map(|a| match a {
+            Action::Event {
+                call: None,
+                event,
+                users,
+                ..
+            } => Some((event, users)),
+            _ => None,
+        })
+        .collect();
+    assert!(matches!(told[..], [(Event::Learned(_), ref users)] if users[..] == [first, second]));
+}
+
+#[test]
+fn a_wrapper_is_forgotten_with_its_last_holder_and_says_so() {
+    let mut gates = Gates::new(Box::new(SimHome::alone(1)));
+    let wrapper = gates.wrapper(profile(Allowance::Fixed(Rate::ARTICLE)));
+    gates.hold(wrapper);
+    assert!(!gates.release(wrapper), "a batch still holds it");
+    assert!(gates.profile(wrapper).is_some());
+    assert!(gates.release(wrapper));
+    assert!(gates.profile(wrapper).is_none());
 }

@@ -31,6 +31,7 @@ fn profile(rate: Rate) -> Profile {
         max_wait_ms: None,
         max_waiting: None,
         reports_wait: false,
+        typed_errors: false,
     }
 }
 

@@ -217,6 +217,7 @@ fn run(s: &Scenario, allowance: Allowance) -> Outcome {
             max_wait_ms: s.max_wait_ms,
             max_waiting: None,
             reports_wait: false,
+            typed_errors: false,
         }));
         all.push(gates);
     }

@@ -167,6 +167,7 @@ fn run(s: &Scenario) -> Harness {
                 id: plan.lane,
                 weight: [1.0, 2.5, 9.0][plan.lane as usize],
             },
+            typed_errors: false,
         };
         let index = h.start_at(plan.at, spec);
         if let Some(at) = plan.abort_at {

@@ -30,8 +30,8 @@ extern "C" {
 
 /// What a body read to the end said: its JSON's `code` and `detail`, and the answer kept whole.
 pub struct Read {
-    /// The JSON's `code` and `detail`, when it is JSON.
-    pub facts: Option<BodyFacts>,
+    /// The JSON's `code` and `detail` (none when it is no JSON).
+    pub facts: BodyFacts,
     /// The answer, to be given again (see [`give_again`]).
     pub kept: JsValue,
 }
@@ -69,10 +69,10 @@ pub async fn discard(response: &JsValue, read: bool) -> Option<Read> {
             }
             let json = json_facts(&chunks);
             let field = |k| get(&json, k).as_string();
-            let facts = json.is_object().then(|| BodyFacts {
+            let facts = BodyFacts {
                 code: field("code"),
                 detail: field("detail"),
-            });
+            };
             let kept = keep_answer(response, &chunks);
             return Some(Read { facts, kept });
         }
@@ -88,19 +88,18 @@ pub async fn discard(response: &JsValue, read: bool) -> Option<Read> {
     }
 }
 
-/// What a `GET /usage` response reports, read whole (its JSON), with the period's end moved to
-/// the gate's clock.
+/// What a `GET /usage` response reports, read whole (its JSON; see [`Usage::read`]).
 pub async fn usage(response: &JsValue) -> Option<Usage> {
     let promise = call(response, "json")?;
     let json = JsFuture::from(js_sys::Promise::resolve(&promise))
         .await
         .ok()?;
-    let period_end = get(&json, "period_end_utc")
-        .as_string()
-        .map(|iso| js_sys::Date::parse(&iso))
-        .filter(|ms| ms.is_finite())
-        .map(clock::from_wall);
-    Usage::from_fields(|k| get(&json, k).as_f64(), period_end)
+    let field = |k: &str| get(&json, k);
+    Usage::read(
+        |k| field(k).as_f64(),
+        |k| field(k).as_string(),
+        clock::from_wall,
+    )
 }
 
 fn call(target: &JsValue, method: &str) -> Option<JsValue> {

@@ -63,6 +63,8 @@ pub struct JsCall {
     pub timeout: Millis,
     /// Its body is a stream that each attempt sends a copy of.
     pub split: bool,
+    /// Another attempt may follow the one being sent, as the gates said with its `Send`.
+    pub again: bool,
     /// What the caller waits on.
     pub waiter: Waiter,
     /// The watch on its signal, while it waits.
@@ -80,6 +82,7 @@ impl JsCall {
             last: None,
             timeout: 0.0,
             split,
+            again: false,
             waiter: Waiter::Sync {
                 send: None,
                 end: None,
@@ -118,6 +121,7 @@ impl JsCall {
             last: None,
             timeout: 0.0,
             split: false,
+            again: false,
             waiter: Waiter::Probe(request),
             watch: None,
         }
@@ -189,14 +193,13 @@ pub fn last_response(calls: &Mirror<JsCall>, call: CallRef) -> Option<JsValue> {
 pub const MARKER: &str = "quota-exhausted";
 
 /// What the caller of `call` gets for `end`; `answer` is the spent quota's answer, kept, when
-/// the call ends for it.
+/// the gate gives it again.
 pub fn result(
     calls: &mut Mirror<JsCall>,
     call: CallRef,
     end: End,
     answer: Option<JsValue>,
 ) -> Result<JsValue, JsValue> {
-    let typed = calls.get(call).is_some_and(|js| js.config.typed_errors);
     let last = calls.get_mut(call).and_then(|js| js.last.take());
     match end {
         End::Deliver => last.unwrap_or(Ok(JsValue::UNDEFINED)),
@@ -207,7 +210,7 @@ pub fn result(
             let cause = last.and_then(Result::err).filter(|_| cause);
             Err(abandoned_error(abandoned, cause))
         }
-        End::Exhausted { .. } if !typed && answer.is_some() => {
+        End::Exhausted { .. } if answer.is_some() => {
             if let Some(Ok(response)) = &last {
                 body::cancel(&get(response, "body"));
             }

@@ -28,9 +28,8 @@ use super::timer::Timer;
 use super::watch::Watches;
 use crate::core::base::map::Map;
 use crate::core::base::slab::Mirror;
-use crate::core::gate::action::{End, Event};
-use crate::core::gate::BodyFacts;
-use crate::core::gates::profile::{Keeping, Request, StoreId};
+use crate::core::gate::action::Event;
+use crate::core::gates::profile::{Request, StoreId};
 use crate::core::gates::{Action, CallRef, GateId, Gates, Refused, Started, WrapperId};
 use crate::core::rules::classify::Failure;
 use crate::core::Millis;
@@ -66,8 +65,8 @@ pub struct Driver {
     configs: RefCell<Mirror<Rc<Config>>>,
     /// Each gate's metrics attributes for each lane measured on it, made when first measured.
     attributes: RefCell<Mirror<ByLane>>,
-    /// Each gate's latest 429 read whole, given again to the calls a spent quota refuses;
-    /// dropped when an answer that took a token comes, the quota is reset, or the gate goes.
+    /// The 429 each gate keeps to give again to the calls a spent quota refuses, as the gates
+    /// say (see [`QuotaAnswer`](crate::core::rules::quota::QuotaAnswer)).
     answers: RefCell<Map<GateId, JsValue>>,
     /// Actions are being performed: a call made meanwhile (from a hook or an inner fetch)
     /// leaves its actions to the loop already running.
@@ -126,11 +125,7 @@ impl Driver {
 
     /// A holder of `wrapper` is gone; with the last, its configuration goes too.
     pub fn release(&self, wrapper: WrapperId) {
-        let gone = self.with(|g| {
-            g.release(wrapper);
-            g.profile(wrapper).is_none()
-        });
-        if gone {
+        if self.with(|g| g.release(wrapper)) {
             self.configs.borrow_mut().remove(wrapper);
         }
     }
@@ -287,12 +282,6 @@ impl Driver {
                 return self.drive_at(now);
             }
             How::Response => {
-                if status < 400 && !self.answers.borrow().is_empty() {
-                    // The quota took this one: no quota answer stands for the gate any more.
-                    if let Some(gate) = self.with(|g| g.spending_gate(call)) {
-                        self.answers.borrow_mut().remove(&gate);
-                    }
-                }
                 let lookup = headers::lookup(feedback);
                 // Only a header's date or epoch needs the wall clock: without any, no read.
                 let wall_now: &dyn Fn() -> Millis = match feedback {
@@ -341,13 +330,17 @@ impl Driver {
 
     fn perform(self: &Rc<Self>, action: Action) {
         match action {
-            Action::Send { call, timeout_ms } => {
+            Action::Send {
+                call,
+                timeout_ms,
+                again,
+            } => {
                 let mut calls = self.calls.borrow_mut();
-                if let Some(JsCall {
-                    waiter: Waiter::Sync { send, .. },
-                    ..
-                }) = calls.get_mut(call)
-                {
+                let Some(js) = calls.get_mut(call) else {
+                    return;
+                };
+                js.again = again;
+                if let Waiter::Sync { send, .. } = &mut js.waiter {
                     // Being started: the caller sends it (the fast path) or has it sent.
                     *send = Some(timeout_ms);
                     return;
@@ -355,24 +348,20 @@ impl Driver {
                 drop(calls);
                 self.send(call, timeout_ms);
             }
-            Action::Dispose { call, read } => {
+            Action::Dispose { call, read, gate } => {
                 let response = calls::last_response(&self.calls.borrow(), call);
-                let gate = self.with(|g| g.gate_of(call));
                 let driver = self.clone();
                 spawn_local(async move {
                     let read = match &response {
                         Some(response) => body::discard(response, read).await,
                         None => None,
                     };
-                    let facts = read.as_ref().and_then(|r| r.facts.clone());
-                    if let (Some(read), Some(gate)) = (read, gate) {
-                        // The latest 429 that names the quota; until one does, the first 429.
-                        let quota = facts.as_ref().is_some_and(BodyFacts::names_quota);
-                        let mut answers = driver.answers.borrow_mut();
-                        if quota || !answers.contains_key(&gate) {
-                            answers.insert(gate, read.kept);
+                    let facts = read.map(|read| {
+                        if driver.with(|g| g.keeps_answer(gate, &read.facts)) {
+                            driver.answers.borrow_mut().insert(gate, read.kept);
                         }
-                    }
+                        read.facts
+                    });
                     driver.with(|g| g.disposed(clock::now(), call, facts));
                     driver.drive();
                 });
@@ -395,11 +384,15 @@ impl Driver {
                     calls.insert(probe, js);
                 }
             }
-            Action::Store { gate, id, op } => {
-                let facts = self.with(|g| Some((g.scope(gate)?.clone(), g.keeping(gate)?)));
-                let Some((scope, (Keeping::Store(store), rate, budget))) = facts else {
-                    return;
-                };
+            Action::Store {
+                gate,
+                id,
+                op,
+                store,
+                scope,
+                rate,
+                budget,
+            } => {
                 let Some(store) = self.stores.borrow().get(store).cloned() else {
                     return;
                 };
@@ -438,14 +431,19 @@ impl Driver {
                     }
                 });
             }
-            Action::Event { gate, call, event } => self.emit(gate, call, event),
-            Action::Settle { call, end, gate } => {
-                let answer = match end {
-                    End::Exhausted { .. } => self.answers.borrow().get(&gate).cloned(),
-                    _ => None,
-                };
+            Action::Event {
+                gate,
+                call,
+                event,
+                users,
+            } => self.emit(gate, call, event, &users),
+            Action::Settle { call, end, answer } => {
+                let answer = answer.and_then(|gate| self.answers.borrow().get(&gate).cloned());
                 let result = calls::result(&mut self.calls.borrow_mut(), call, end, answer);
                 self.finish(call, result);
+            }
+            Action::DropAnswer { gate } => {
+                self.answers.borrow_mut().remove(&gate);
             }
             Action::Forgotten { gate } => {
                 self.attributes.borrow_mut().remove(gate);
@@ -456,11 +454,11 @@ impl Driver {
 
     /// Sends a call's attempt through `attempt.js`, which reports back to `on_attempt`.
     fn send(self: &Rc<Self>, call: CallRef, timeout: Millis) {
-        let again = self.with(|g| g.may_retry(call));
         let mut calls = self.calls.borrow_mut();
         let Some(js) = calls.get_mut(call) else {
             return;
         };
+        let again = js.again;
         let (input, init) = match &js.waiter {
             Waiter::Probe(Some((url, init))) => (url.clone(), init.clone()),
             Waiter::Probe(None) => {
@@ -495,15 +493,6 @@ impl Driver {
         let _ = attempt::send(&fetch, &input, &init, timeout, settle, call as f64);
     }
 
-    /// The quota of `wrapper`'s gates is declared back: their quota answers no longer stand.
-    pub fn quota_reset(&self, wrapper: WrapperId) {
-        let gates = self.with(|g| g.gates_of(wrapper));
-        let mut answers = self.answers.borrow_mut();
-        for gate in gates {
-            answers.remove(&gate);
-        }
-    }
-
     /// Settles the caller's promise (or keeps the result for a synchronous caller) and forgets
     /// the call.
     fn finish(&self, call: CallRef, result: Result<JsValue, JsValue>) {
@@ -534,10 +523,9 @@ impl Driver {
         let reason = abort_reason(&signal);
         let now = clock::now();
         for call in calls {
-            if self.with(|g| g.in_flight(call)) {
+            if !self.with(|g| g.abort(now, call)) {
                 continue;
             }
-            self.with(|g| g.cancel(now, call));
             if let Some(js) = self.calls.borrow_mut().get_mut(call) {
                 js.watch = None;
             }
@@ -595,9 +583,9 @@ impl Driver {
         attributes
     }
 
-    /// Tells the hooks: a call's own wrapper for events about a call, every wrapper that used
-    /// the gate for events about the gate.
-    fn emit(&self, gate: GateId, call: Option<CallRef>, event: Event) {
+    /// Tells the hooks: a call's own wrapper for events about a call, the gate's `users` for
+    /// events about the gate.
+    fn emit(&self, gate: GateId, call: Option<CallRef>, event: Event, users: &[WrapperId]) {
         if let Some(call) = call {
             self.measure(gate, call, &event);
         }
@@ -614,7 +602,6 @@ impl Driver {
                 events.into_iter().collect()
             }
             None => {
-                let users = self.with(|g| g.users(gate));
                 let configs = self.configs.borrow();
                 let mut hooks: Vec<Events> = Vec::new();
                 for config in users.iter().filter_map(|&w| configs.get(w)) {

@@ -510,6 +510,9 @@ struct BudgetFacts {
 /// The checklist's configuration summary: what the next engineer tunes when the provider
 /// changes its limits. The bindings give the facts; `summary.js` words them.
 pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsValue {
+    let Some(profile) = gates.profile(wrapper).cloned() else {
+        return JsValue::UNDEFINED;
+    };
     let now = clock::now();
     let mut learned = Vec::new();
     let mut alone = 0;
@@ -531,20 +534,20 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
         .map(|(slots, most)| ShelfFacts { slots, most, alone });
     let facts = Facts {
         learned,
-        rate: match config.rate {
+        rate: match profile.allowance {
             Allowance::Fixed(rate) | Allowance::Learned(Some(rate)) => Some(rate.into()),
             Allowance::Learned(None) => None,
         },
-        learn: matches!(config.rate, Allowance::Learned(_)),
+        learn: profile.learns(),
         store: config.store.as_ref().map(|s| s.describe()),
         threads,
         shelf,
-        retry: config.retry.as_deref().map(RetryFacts::from),
+        retry: profile.policy.as_deref().map(RetryFacts::from),
         waiting: Waiting {
-            max_wait_ms: config.max_wait_ms,
-            max_waiting: config.max_waiting,
+            max_wait_ms: profile.max_wait_ms,
+            max_waiting: profile.max_waiting,
         },
-        budget: config.budget.map(|b| BudgetFacts {
+        budget: profile.budget.map(|b| BudgetFacts {
             capacity: b.capacity,
             throttle_cost: b.throttle_cost,
             transient_cost: b.transient_cost,

@@ -11,6 +11,7 @@ use super::options::{integer, RateOptions};
 use super::shapes::to_js;
 use super::text::number;
 use crate::core::rules::allowance::{ConfigError, Rate};
+use crate::core::rules::ranges::{COUNT, SIM_ATTEMPTS, SIM_CALLS, SIM_SPLIT};
 use crate::core::sim::server::Headers;
 use crate::core::sim::{self, ArticleGate, Coordination, Lookups, SimLane, SimOptions};
 
@@ -223,7 +224,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
         return Ok(defaults);
     }
     let o: SimulateOptions = de::object(options, "options", "")?;
-    let snapshots = integer("snapshots", o.snapshots, 1.0, 100_000.0)?.unwrap_or(1);
+    let snapshots = integer("snapshots", o.snapshots, SIM_CALLS)?.unwrap_or(1);
     let lanes = match &o.lanes {
         Some(lanes) => sim_lanes(lanes, snapshots)?,
         None => Vec::new(),
@@ -234,7 +235,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
             Some(true) => Some(2),
             Some(false) => None,
             None => match v.as_f64() {
-                Some(n) => integer("separateGates", Some(n), 1.0, 1000.0)?,
+                Some(n) => integer("separateGates", Some(n), SIM_SPLIT)?,
                 None => {
                     return Err(type_error(&format!(
                         "Expected `separateGates` to be a boolean or a number, got {}",
@@ -244,8 +245,8 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
             },
         },
     };
-    let processes = integer("processes", o.processes, 1.0, 1000.0)?;
-    let threads = integer("threads", o.threads, 1.0, 1000.0)?;
+    let processes = integer("processes", o.processes, SIM_SPLIT)?;
+    let threads = integer("threads", o.threads, SIM_SPLIT)?;
     if !lanes.is_empty() {
         if o.shared == Some(false) || separate.is_some() || processes.is_some() || threads.is_some()
         {
@@ -298,7 +299,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
         Some(v) => {
             let l: LookupOptions = de::object(v, "lookups", "lookups.")?;
             let calls = de::required(l.calls, "lookups.calls")?;
-            let calls = integer("lookups.calls", Some(calls), 0.0, 100_000.0)?.unwrap_or(0);
+            let calls = integer("lookups.calls", Some(calls), SIM_CALLS.from_zero())?.unwrap_or(0);
             let burst = de::required(l.burst, "lookups.burst")?;
             let per_second = de::required(l.per_second, "lookups.perSecond")?;
             let rate = Rate::named(burst, per_second, ["lookups.burst", "lookups.perSecond"])
@@ -310,7 +311,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
         None => None,
         Some(v) if v.is_null() => None,
         Some(v) => match v.as_f64() {
-            Some(n) => integer("retryBudget", Some(n), 0.0, 1e9)?,
+            Some(n) => integer("retryBudget", Some(n), COUNT)?,
             None => {
                 return Err(type_error(&format!(
                     "Expected `retryBudget` to be a number or null, got {}",
@@ -323,14 +324,14 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
     let per_second = o.per_second.unwrap_or(defaults.rate.per_second());
     Ok(SimOptions {
         workers: match lanes.is_empty() {
-            true => integer("workers", o.workers, 1.0, 100_000.0)?.unwrap_or(defaults.workers),
-            false => integer("workers", o.workers, 0.0, 100_000.0)?.unwrap_or(0),
+            true => integer("workers", o.workers, SIM_CALLS)?.unwrap_or(defaults.workers),
+            false => integer("workers", o.workers, SIM_CALLS.from_zero())?.unwrap_or(0),
         },
         rate: Rate::named(burst, per_second, ["burst", "perSecond"]).map_err(config_error)?,
         retry_after_ms: o.retry_after_ms.unwrap_or(defaults.retry_after_ms),
         coordination,
         always_reject: o.always_reject.unwrap_or(false),
-        max_attempts: integer("maxAttempts", o.max_attempts, 1.0, 1000.0)?
+        max_attempts: integer("maxAttempts", o.max_attempts, SIM_ATTEMPTS)?
             .unwrap_or(defaults.max_attempts),
         retry_budget,
         learn: o.learn.unwrap_or(false),
@@ -357,7 +358,7 @@ fn sim_lanes(value: &JsValue, snapshots: u32) -> Result<Vec<SimLane>, JsValue> {
     for (i, lane) in lanes.iter().enumerate() {
         let at = format!("lanes[{i}]");
         let l: LaneOptions = de::object(&lane, &at, &format!("{at}."))?;
-        let count = |field: &str, n| integer(&format!("{at}.{field}"), n, 1.0, 100_000.0);
+        let count = |field: &str, n| integer(&format!("{at}.{field}"), n, SIM_CALLS);
         let workers = count("workers", l.workers)?;
         let lane = SimLane {
             name: l.name,

@@ -14,12 +14,14 @@ use super::metrics::Metrics;
 use super::redis::{is_store, RedisStore};
 use super::text::number;
 use crate::core::gates::lane_name;
-use crate::core::rules::allowance::{at_least, Allowance, Rate};
+use crate::core::gates::profile::{Keeping, LaneAsks, Profile, StoreId};
+use crate::core::rules::allowance::{at_least, positive, Allowance, Rate};
 use crate::core::rules::backoff::Backoff;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::classify::{valid_method, RetryRules};
 use crate::core::rules::policy::RetryPolicy;
 use crate::core::rules::quota::valid_usage_url;
+use crate::core::rules::ranges::{Whole, ATTEMPTS, COUNT, STATUSES};
 use crate::core::Millis;
 
 /// `createFetch(options)` as given.
@@ -176,8 +178,7 @@ struct Status(u16);
 impl Item for Status {
     const WHAT: &'static str = "HTTP status codes (integers from 100 to 599)";
     fn from_js(value: JsValue) -> Option<Self> {
-        let n = value.as_f64()?;
-        (n.fract() == 0.0 && (100.0..=599.0).contains(&n)).then_some(Status(n as u16))
+        STATUSES.holds(value.as_f64()?).map(|n| Status(n as u16))
     }
 }
 
@@ -191,21 +192,11 @@ impl Item for Method {
     }
 }
 
-/// A wrapper's configuration.
+/// A wrapper's JavaScript side: what the gates never see (they have its [`Profile`]).
 #[derive(Clone)]
 pub struct Config {
-    /// The key's allowance, or how it is learned.
-    pub rate: Allowance,
     /// The inner fetch; the global one when `None`.
     pub fetch: Option<js_sys::Function>,
-    /// The retry policy; `None` for `retry: false` (observe and admit only).
-    pub retry: Option<Rc<RetryPolicy>>,
-    /// Refuse a call whose admission is predicted later than this.
-    pub max_wait_ms: Option<Millis>,
-    /// Refuse a call when this many already wait.
-    pub max_waiting: Option<usize>,
-    /// The gate's shared, refilling retry budget.
-    pub budget: Option<RefillingConfig>,
     /// The `onEvent` hook.
     pub events: Events,
     /// Where `GET /usage` is, when it cannot be derived from the request URL.
@@ -215,27 +206,26 @@ pub struct Config {
     /// The OpenTelemetry instruments, when a `meter` was given.
     pub metrics: Option<Rc<Metrics>>,
     /// Whether a gate kept in memory is shared by the process's threads (`threads: false`
-    /// keeps it in the thread that makes it).
+    /// keeps it in the thread that makes it), as `describe()` reports it.
     pub threads: bool,
-    /// Give up with typed errors (`typedErrors`) rather than as fetch would.
-    pub typed_errors: bool,
     /// The name of the lane its calls wait in (`stats().lane.name`, and the metrics'
     /// `odds_gate.lane`): `default` for a wrapper's own calls.
     pub lane_name: Rc<str>,
 }
 
-/// Reads `createFetch(options)`.
-pub fn config(options: &JsValue) -> Result<Config, JsValue> {
+/// Reads `createFetch(options)`: the wrapper's JavaScript side, and what it asks of the gates,
+/// its store (if any) known by the number `number` gives it.
+pub fn config(
+    options: &JsValue,
+    number: impl FnOnce(&Rc<RedisStore>) -> StoreId,
+) -> Result<(Config, Profile), JsValue> {
     // `createFetch()` alone learns the allowance with every default.
     let o: Options = match options.is_undefined() {
         true => de::object(&js_sys::Object::new(), "options", "")?,
         false => de::object(options, "options", "")?,
     };
-    let rate = RateOptions::allowance(o.rate)?;
-    let (mut retry, budget) = retry(o.retry)?;
-    if let Some(policy) = &mut retry {
-        policy.typed_errors = o.typed_errors.unwrap_or(false);
-    }
+    let allowance = RateOptions::allowance(o.rate)?;
+    let (retry, budget) = retry(o.retry)?;
     if o.usage_url
         .as_deref()
         .is_some_and(|url| !valid_usage_url(url))
@@ -254,21 +244,31 @@ pub fn config(options: &JsValue) -> Result<Config, JsValue> {
             ))
         }
     };
-    Ok(Config {
-        store,
-        rate,
-        fetch: o.fetch,
-        retry: retry.map(Rc::new),
+    let metrics = o.meter.map(|m| Metrics::new(&m).map(Rc::new)).transpose()?;
+    let threads = o.threads.unwrap_or(true);
+    let profile = Profile {
+        allowance,
+        budget,
+        keeping: match &store {
+            Some(store) => Keeping::Store(number(store)),
+            None => Keeping::Memory { threads },
+        },
+        policy: retry.map(Rc::new),
         max_wait_ms,
         max_waiting,
-        budget,
+        reports_wait: metrics.is_some(),
+        typed_errors: o.typed_errors.unwrap_or(false),
+    };
+    let config = Config {
+        store,
+        fetch: o.fetch,
         events: Events::new(o.on_event),
         usage_url: o.usage_url,
-        metrics: o.meter.map(|m| Metrics::new(&m).map(Rc::new)).transpose()?,
-        threads: o.threads.unwrap_or(true),
-        typed_errors: o.typed_errors.unwrap_or(false),
+        metrics,
+        threads,
         lane_name: lane_name::DEFAULT.into(),
-    })
+    };
+    Ok((config, profile))
 }
 
 /// `maxWaitMs` and `maxWaiting`, checked.
@@ -280,15 +280,14 @@ fn limits(
         .map(|ms| at_least("maxWaitMs", ms, 0.0, "a finite number >= 0"))
         .transpose()
         .map_err(config_error)?;
-    let max_waiting = integer("maxWaiting", max_waiting, 0.0, 1e9)?.map(|n| n as usize);
+    let max_waiting = integer("maxWaiting", max_waiting, COUNT)?.map(|n| n as usize);
     Ok((max_wait_ms, max_waiting))
 }
 
-/// `lane(options)` of a wrapper configured as `parent`: the lane's configuration (the
-/// wrapper's, with the lane's own retries and limits where it gives them), its weight, and its
-/// name if given (an unnamed lane's comes from its number, once the gates have made it). A
-/// lane's retries draw on its wrapper's retry budget, the gate's, which the lane cannot change.
-pub fn lane(options: &JsValue, parent: &Config) -> Result<(Config, f64, Option<Rc<str>>), JsValue> {
+/// `lane(options)`: what the lane asks beside its wrapper's profile (see [`Profile::lane`]), its
+/// weight, and its name if given (an unnamed lane's comes from its number, once the gates have
+/// made it).
+pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsValue> {
     let o: LaneOptions = match options.is_undefined() {
         true => de::object(&js_sys::Object::new(), "lane options", "")?,
         false => de::object(options, "lane options", "")?,
@@ -297,13 +296,13 @@ pub fn lane(options: &JsValue, parent: &Config) -> Result<(Config, f64, Option<R
         lane_name::check("name", name).map_err(config_error)?;
     }
     let weight = o.weight.unwrap_or(1.0);
-    if !(weight.is_finite() && weight > 0.0) {
-        return Err(range_error(&format!(
+    positive("weight", weight).map_err(|_| {
+        range_error(&format!(
             "Expected `weight` to be a positive finite number, got {}",
             number(weight)
-        )));
-    }
-    let mut config = parent.clone();
+        ))
+    })?;
+    let mut asks = LaneAsks::default();
     if let Some(value) = o.retry {
         if de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true) {
             return Err(type_error(
@@ -311,16 +310,10 @@ pub fn lane(options: &JsValue, parent: &Config) -> Result<(Config, f64, Option<R
                  createFetch, not in lane()",
             ));
         }
-        let (policy, _) = retry(Some(value))?;
-        config.retry = policy.map(|mut policy| {
-            policy.typed_errors = parent.typed_errors;
-            Rc::new(policy)
-        });
+        asks.policy = Some(retry(Some(value))?.0.map(Rc::new));
     }
-    let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting)?;
-    config.max_wait_ms = max_wait_ms.or(parent.max_wait_ms);
-    config.max_waiting = max_waiting.or(parent.max_waiting);
-    Ok((config, weight, o.name.map(Rc::from)))
+    (asks.max_wait_ms, asks.max_waiting) = limits(o.max_wait_ms, o.max_waiting)?;
+    Ok((asks, weight, o.name.map(Rc::from)))
 }
 
 /// `retry`: `false` (observe and admit only), `true` or left out (the defaults), or an object.
@@ -359,11 +352,10 @@ fn retry(
     let policy = RetryPolicy {
         rules: RetryRules::new(statuses, methods).map_err(config_error)?,
         backoff,
-        max_attempts: integer("retry.maxAttempts", r.max_attempts, 1.0, 100.0)?
+        max_attempts: integer("retry.maxAttempts", r.max_attempts, ATTEMPTS)?
             .unwrap_or(d.max_attempts),
         time_budget_ms: r.time_budget_ms.unwrap_or(d.time_budget_ms),
         attempt_timeout_ms: r.attempt_timeout_ms.unwrap_or(d.attempt_timeout_ms),
-        typed_errors: d.typed_errors,
     }
     .validate()
     .map_err(config_error)?;
@@ -397,32 +389,26 @@ fn budget(value: Option<JsValue>) -> Result<Option<RefillingConfig>, JsValue> {
     .map_err(config_error)
 }
 
-/// A whole number within `min..=max`, when given.
-pub fn integer(field: &str, n: Option<f64>, min: f64, max: f64) -> Result<Option<u32>, JsValue> {
-    match n {
-        None => Ok(None),
-        Some(n) if n.fract() == 0.0 && n >= min && n <= max => Ok(Some(n as u32)),
-        Some(n) => Err(range_error(&format!(
+/// A whole number in `range`, when given.
+pub fn integer(field: &str, n: Option<f64>, range: Whole) -> Result<Option<u32>, JsValue> {
+    let Some(n) = n else {
+        return Ok(None);
+    };
+    let refused = || {
+        range_error(&format!(
             "Expected `{field}` to be an integer from {} to {}, got {}",
-            number(min),
-            number(max),
+            number(range.min),
+            number(range.max),
             number(n)
-        ))),
-    }
+        ))
+    };
+    range.holds(n).map(Some).ok_or_else(refused)
 }
 
 /// `batch({ deadlineMs, retryBudget })`: the round's length and its retry allowance.
 pub fn batch(options: &JsValue) -> Result<(Millis, Option<u32>), JsValue> {
     let b: BatchOptions = de::object(options, "batch options", "")?;
     let deadline_ms = de::required(b.deadline_ms, "deadlineMs")?;
-    if !(deadline_ms.is_finite() && deadline_ms > 0.0) {
-        return Err(range_error(&format!(
-            "`deadlineMs` must be a finite number greater than 0, got {}",
-            number(deadline_ms)
-        )));
-    }
-    Ok((
-        deadline_ms,
-        integer("retryBudget", b.retry_budget, 0.0, 1e9)?,
-    ))
+    let deadline_ms = positive("deadlineMs", deadline_ms).map_err(config_error)?;
+    Ok((deadline_ms, integer("retryBudget", b.retry_budget, COUNT)?))
 }

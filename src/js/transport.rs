@@ -17,7 +17,7 @@ use super::options::{self, Config};
 use super::text::number;
 use super::Exported;
 use crate::core::gates::lane_name;
-use crate::core::gates::profile::{Keeping, Profile, Request};
+use crate::core::gates::profile::Request;
 use crate::core::gates::{CallRef, Refused, WrapperId};
 use crate::core::rules::batch::Batch;
 use crate::core::rules::classify::Body;
@@ -44,10 +44,10 @@ impl Transport {
     /// Validates the options; see the package's `index.d.ts` for each one.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<Transport, JsValue> {
-        let config = Rc::new(options::config(&options)?);
-        headers::name_feedback();
         let this = driver();
-        let profile = profile(&this, &config);
+        let (config, profile) = options::config(&options, |store| this.store(store))?;
+        let config = Rc::new(config);
+        headers::name_feedback();
         let wrapper = this.with(|g| g.wrapper(profile));
         this.add_wrapper(wrapper, &config);
         if let Some(metrics) = &config.metrics {
@@ -198,16 +198,20 @@ impl Transport {
     /// gates' admissions with the other lanes by `weight`, with its own retries and limits
     /// where `options` gives them (and this one's batch, if any).
     pub fn lane(&self, options: JsValue) -> Result<Transport, JsValue> {
-        let (mut config, weight, name) = options::lane(&options, &self.config)?;
+        let (asks, weight, name) = options::lane(&options)?;
         let this = driver();
-        let profile = profile(&this, &config);
-        let (wrapper, lane) = this.with(|g| {
-            let wrapper = g.lane(profile, weight, name.as_deref());
-            (wrapper, g.lane_of(wrapper).map(|(lane, ..)| lane))
+        let (wrapper, lane) = this
+            .with(|g| {
+                let profile = g.profile(self.wrapper)?.lane(asks);
+                let wrapper = g.lane(profile, weight, name.as_deref());
+                Some((wrapper, g.lane_of(wrapper).map(|(lane, ..)| lane)))
+            })
+            .ok_or_else(|| range_error(&Refused::Gone.message(&number)))?;
+        let lane_name = name.unwrap_or_else(|| lane_name::unnamed(lane.unwrap_or_default()).into());
+        let config = Rc::new(Config {
+            lane_name,
+            ..(*self.config).clone()
         });
-        config.lane_name =
-            name.unwrap_or_else(|| lane_name::unnamed(lane.unwrap_or_default()).into());
-        let config = Rc::new(config);
         this.add_wrapper(wrapper, &config);
         Ok(Transport {
             wrapper,
@@ -241,7 +245,6 @@ impl Transport {
     pub fn reset_quota(&self) {
         let driver = driver();
         driver.with(|g| g.reset_quota(clock::now(), self.wrapper));
-        driver.quota_reset(self.wrapper);
         driver.drive();
     }
 
@@ -252,26 +255,6 @@ impl Transport {
         let driver = driver();
         driver.with(|g| g.clear_cooldown(clock::now(), self.wrapper));
         driver.drive();
-    }
-}
-
-/// What a wrapper configured as `config` asks the gates for.
-fn profile(driver: &Driver, config: &Config) -> Profile {
-    let keeping = match &config.store {
-        Some(store) => Keeping::Store(driver.store(store)),
-        None => Keeping::Memory {
-            threads: config.threads,
-        },
-    };
-    Profile {
-        allowance: config.rate,
-        // A wrapper that does not retry uses no budget (and joins a gate that has one).
-        budget: config.retry.as_ref().and(config.budget),
-        keeping,
-        policy: config.retry.clone(),
-        max_wait_ms: config.max_wait_ms,
-        max_waiting: config.max_waiting,
-        reports_wait: config.metrics.is_some(),
     }
 }
 

@@ -79,15 +79,15 @@ fn a_retry_after_longer_than_the_time_left_gives_up_at_once() {
 #[test]
 fn attempts_are_bounded_per_call_and_the_last_response_comes_back_unread() {
     for typed_errors in [false, true] {
-        let policy = RetryPolicy {
+        let spec = CallSpec {
             typed_errors,
-            ..RetryPolicy::default()
+            ..defaults()
         };
         let mut h = Harness::new(
             gate(10.0, 10.0, None),
             Box::new(|_, _, _| Reply::status(503, &[])),
         );
-        h.start_at(0.0, retrying(policy));
+        h.start_at(0.0, spec);
         h.run();
         assert_eq!(abandoned(h.end(0)), (Reason::Attempts, 3, Some(503)));
         assert_eq!(h.attempts_of(0).len(), 3);
@@ -103,15 +103,15 @@ fn attempts_are_bounded_per_call_and_the_last_response_comes_back_unread() {
 #[test]
 fn network_failures_are_retried_and_the_last_one_is_the_callers() {
     for typed_errors in [false, true] {
-        let policy = RetryPolicy {
+        let spec = CallSpec {
             typed_errors,
-            ..RetryPolicy::default()
+            ..defaults()
         };
         let mut h = Harness::new(
             gate(10.0, 10.0, None),
             Box::new(|_, _, _| Reply::Fail { latency: 1.0 }),
         );
-        h.start_at(0.0, retrying(policy));
+        h.start_at(0.0, spec);
         h.run();
         match h.end(0) {
             Some(End::Abandoned {

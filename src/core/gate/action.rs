@@ -73,7 +73,13 @@ pub enum Action {
         call: CallId,
         /// How.
         end: End,
+        /// It ends for the spent quota and gets the gate's kept answer again (see
+        /// [`QuotaAnswer`](crate::core::rules::quota::QuotaAnswer)), as it does without
+        /// `typedErrors`.
+        again: bool,
     },
+    /// The gate's kept quota answer no longer stands: the driver lets it go.
+    DropAnswer,
 }
 
 /// How a call ends.

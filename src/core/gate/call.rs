@@ -49,6 +49,10 @@ pub struct CallSpec {
     pub behind_scout: bool,
     /// The lane it waits in, and the lane's share of the gate's admissions.
     pub lane: Lane,
+    /// `typedErrors`: given up, it ends with a `GateAbandonedError`, not with what its last
+    /// attempt came to (its response, body unread, or its rejection) as fetch would; refused
+    /// for the spent quota, with a `QuotaExhaustedError`, never the quota's 429 again.
+    pub typed_errors: bool,
 }
 
 /// Where a call is.
@@ -251,10 +255,10 @@ impl Call {
                 .is_some_and(|p| self.attempts < p.max_attempts)
     }
 
-    /// Whether the call, given up, ends with what its last attempt came to (the policy's
-    /// default) rather than with a typed error.
+    /// Whether the call, given up, ends with what its last attempt came to rather than with a
+    /// typed error.
     pub fn gives_up_as_is(&self) -> bool {
-        self.spec.policy.as_ref().is_some_and(|p| !p.typed_errors)
+        self.spec.policy.is_some() && !self.spec.typed_errors
     }
 
     /// How the call is given up for `reason`, with what it got to.

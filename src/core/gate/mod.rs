@@ -46,7 +46,7 @@ use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::fair::LaneId;
 use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::Reason;
-use crate::core::rules::quota::{QuotaState, QuotaWatch};
+use crate::core::rules::quota::{QuotaAnswer, QuotaState, QuotaWatch};
 use crate::core::rules::routes::Heard;
 use crate::core::rules::streak::Streak;
 use crate::core::Millis;
@@ -128,6 +128,8 @@ pub struct Gate {
     actions: VecDeque<Action>,
     next_admission: AdmissionId,
     quota: QuotaWatch,
+    /// Whether the driver keeps a 429 to give again to the calls the spent quota refuses.
+    answer: QuotaAnswer,
     /// The `/usage` probe in progress, and the calls waiting for its answer.
     probe: Option<CallId>,
     awaiting_probe: Vec<CallId>,
@@ -237,6 +239,7 @@ impl Gate {
             actions: VecDeque::new(),
             next_admission: 0,
             quota: QuotaWatch::default(),
+            answer: QuotaAnswer::default(),
             probe: None,
             awaiting_probe: Vec::new(),
             untold: Vec::new(),
@@ -504,13 +507,6 @@ impl Gate {
             .is_some_and(|c| c.stage == Stage::Sending)
     }
 
-    /// Whether `call` spends the quota: neither the probe nor an account call.
-    pub fn spends_quota(&self, call: CallId) -> bool {
-        self.calls
-            .get(call)
-            .is_some_and(|c| !c.probe && !c.spec.account)
-    }
-
     /// Whether another attempt of `call` may follow the one out (see [`Call::may_retry`]).
     pub fn may_retry(&self, call: CallId) -> bool {
         self.calls.get(call).is_some_and(Call::may_retry)
@@ -557,7 +553,9 @@ impl Gate {
                 attempts: abandoned.attempts,
             }));
         }
-        self.actions.push_back(Action::Settle { call, end });
+        let again =
+            matches!(end, End::Exhausted { .. }) && !c.spec.typed_errors && self.answer.kept();
+        self.actions.push_back(Action::Settle { call, end, again });
     }
 
     /// Settles everyone in line, each as `end` says (the store failed closed, the quota is
@@ -634,6 +632,9 @@ impl Gate {
     /// the gate.
     pub fn reset_quota(&mut self, now: Millis) {
         self.quota.reset();
+        if self.answer.reset() {
+            self.actions.push_back(Action::DropAnswer);
+        }
         self.tell(now, Op::Quota { ms: 0.0 });
     }
 

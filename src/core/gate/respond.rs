@@ -11,7 +11,7 @@ use crate::core::parse::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
 };
 use crate::core::rules::backoff::Backoff;
-use crate::core::rules::classify::{Failure, Outcome};
+use crate::core::rules::classify::{not_refused, Failure, Outcome};
 use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::{Reason, Verdict};
 use crate::core::rules::quota::{looks_exhausted, QuotaState};
@@ -37,7 +37,8 @@ struct Sent {
     scout: bool,
 }
 
-/// What a disposed body said, when it was read: its JSON `code` and `detail`.
+/// What a disposed body read whole said: its JSON `code` and `detail` (none when it was no
+/// JSON).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BodyFacts {
     /// The body's `code`.
@@ -111,6 +112,9 @@ impl Gate {
         };
         let probe = c.probe;
         let spends = !probe && !c.spec.account;
+        if self.answer.answered(spends, status) {
+            self.actions.push_back(Action::DropAnswer);
+        }
         let retry_after_ms = feedback.retry_after_ms;
         let (seq, ahead, waited, sent) = (c.seq.unwrap_or(0.0), c.ahead, c.waited, c.last_sent);
         let scout = c.spec.scout;
@@ -488,7 +492,7 @@ impl Gate {
         };
         match policy.decide(&c.progress(), outcome, now, &mut *self.random) {
             Verdict::Deliver => {
-                if matches!(outcome, Outcome::Response { status, .. } if status < 400) {
+                if matches!(outcome, Outcome::Response { status, .. } if not_refused(status)) {
                     let refund = c.last_retry_cost.or(self.budget.map(|b| b.success_refill));
                     if let Some(amount) = refund {
                         self.credit(now, amount);
@@ -606,7 +610,17 @@ impl Gate {
         self.actions.push_back(Action::Dispose { call, read });
     }
 
-    /// The body of `call`'s last response is disposed of; `body` is what it said, when read.
+    /// A 429 of this gate's, read whole, said `body`: whether the driver keeps it to give again
+    /// to the calls the spent quota refuses (see [`QuotaAnswer`]). Asked whether or not its
+    /// call is still there.
+    ///
+    /// [`QuotaAnswer`]: crate::core::rules::quota::QuotaAnswer
+    pub fn keeps_answer(&mut self, body: &BodyFacts) -> bool {
+        self.answer.offer(body.names_quota())
+    }
+
+    /// The body of `call`'s last response is disposed of; `body` is what it said, when read
+    /// whole (its fields empty when it was no JSON).
     pub fn disposed(&mut self, now: Millis, call: CallId, body: Option<BodyFacts>) {
         let Some(c) = self.calls.get(call) else {
             return;

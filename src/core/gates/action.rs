@@ -5,9 +5,10 @@ use super::compat::Mismatch;
 use super::fleet::Shared;
 use super::profile::StoreId;
 use super::scope::Scope;
-use super::{CallRef, GateId};
+use super::{CallRef, GateId, WrapperId};
 use crate::core::authority::Op;
 use crate::core::gate::action::{End, Event, OpId};
+use crate::core::rules::allowance::Rate;
 use crate::core::Millis;
 
 /// One thing for the driver to do.
@@ -20,13 +21,18 @@ pub enum Action {
         call: CallRef,
         /// The attempt's time limit in whole milliseconds, or 0 for none.
         timeout_ms: Millis,
+        /// Another attempt may follow this one: keep a copy of a stream body for it.
+        again: bool,
     },
     /// Dispose of the call's last response body; report with `disposed`.
     Dispose {
         /// The call.
         call: CallRef,
-        /// Read the body's `code` and `detail`.
+        /// Read the body's `code` and `detail`; a body read whole is offered to the gate's
+        /// [`keeps_answer`](super::Gates::keeps_answer).
         read: bool,
+        /// The gate it was answered in.
+        gate: GateId,
     },
     /// (A probe.) Read the `/usage` answer; report with `usage`.
     ReadUsage {
@@ -49,6 +55,14 @@ pub enum Action {
         id: OpId,
         /// What to run.
         op: Op,
+        /// The store.
+        store: StoreId,
+        /// The gate's scope, which names its key in the store.
+        scope: Scope,
+        /// The gate's allowance now, which the store refills at.
+        rate: Rate,
+        /// The gate's retry budget's capacity, if it has one.
+        budget: Option<f64>,
     },
     /// Put these facts in the store, for the credential's gates in other processes.
     Share {
@@ -68,8 +82,8 @@ pub enum Action {
         /// The credential.
         credential: Scope,
     },
-    /// Tell the hook: the call's wrapper for an event about a call, else every wrapper that
-    /// used the gate ([`users`](super::Gates::users)). The event's own call number is `call`'s.
+    /// Tell the hook: the call's wrapper for an event about a call, else every wrapper in
+    /// `users`. The event's own call number is `call`'s.
     Event {
         /// The gate.
         gate: GateId,
@@ -77,6 +91,8 @@ pub enum Action {
         call: Option<CallRef>,
         /// What happened.
         event: Event,
+        /// For an event about the gate, the wrappers that used it (none for a call's).
+        users: Vec<WrapperId>,
     },
     /// The call is over: settle the caller's promise. The gates have forgotten it.
     Settle {
@@ -84,7 +100,13 @@ pub enum Action {
         call: CallRef,
         /// How.
         end: End,
-        /// The gate it ended in (a spent quota's answer is the gate's).
+        /// The gate whose kept quota answer the caller gets again, when it ends for the spent
+        /// quota and the gate keeps one.
+        answer: Option<GateId>,
+    },
+    /// The gate's kept quota answer no longer stands: let it go.
+    DropAnswer {
+        /// The gate.
         gate: GateId,
     },
     /// The gate was forgotten (idle): drop whatever the driver keeps for it.

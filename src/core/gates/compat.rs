@@ -1,7 +1,7 @@
 //! The rules between wrappers that share a credential: one allowance per credential, one place
-//! its state lives, one retry budget (a wrapper that does not retry uses none and joins any
-//! gate; the first retrying one gives a budget-less gate its budget). A wrapper that disagrees
-//! is refused with a [`Mismatch`], whose message names both sides and what to do.
+//! its state lives, one retry budget (the one each wrapper brings, [`Profile::budget_used`]:
+//! the first that brings one gives a budget-less gate its budget). A wrapper that disagrees is
+//! refused with a [`Mismatch`], whose message names both sides and what to do.
 
 use super::profile::{Keeping, Profile};
 use super::scope::Scope;
@@ -176,7 +176,7 @@ pub fn check(
         );
         return refuse(Kind::Keeping(has, wants));
     }
-    match (gate.budget_config(), profile.budget) {
+    match (gate.budget_config(), profile.budget_used()) {
         (None, Some(wanted)) => gate.install_budget(wanted),
         (Some(has), Some(wanted)) if has != wanted => {
             return refuse(Kind::Budget(Some(has), Some(wanted)));
@@ -198,7 +198,7 @@ pub fn thread_mismatch(scope: &Scope, theirs: Settings, profile: &Profile) -> Mi
     {
         Kind::ThreadAllowance(theirs, profile.allowance)
     } else {
-        Kind::ThreadBudget(theirs.budget, profile.budget)
+        Kind::ThreadBudget(theirs.budget, profile.budget_used())
     };
     Mismatch {
         scope: scope.clone(),

@@ -239,6 +239,7 @@ impl Gates {
             scout: false,
             behind_scout: false,
             lane: w.lane,
+            typed_errors: profile.typed_errors,
         };
         let mut route = None;
         if profile.learns() {
@@ -416,22 +417,22 @@ impl Gates {
         Some(f(&entry.gate, placed.call))
     }
 
-    /// Whether `call`'s attempt is out (it ends through its own signal).
-    pub fn in_flight(&self, call: CallRef) -> bool {
-        self.placed(call, Gate::in_flight).unwrap_or(false)
+    /// The caller's signal aborted: `call` leaves its gate as [`cancel`](Self::cancel) says,
+    /// unless its attempt is out, which ends through the signal itself (and is then
+    /// cancelled). Whether it left: the driver settles it.
+    pub fn abort(&mut self, now: Millis, call: CallRef) -> bool {
+        if self.placed(call, Gate::in_flight).unwrap_or(false) {
+            return false;
+        }
+        self.cancel(now, call);
+        true
     }
 
-    /// The gate `call` is in, when it spends the quota (neither the quota's probe nor an
-    /// account call): an answer to it that took a token says the quota is not spent there.
-    pub fn spending_gate(&self, call: CallRef) -> Option<GateId> {
-        let gate = self.calls.get(call)?.gate;
-        self.placed(call, Gate::spends_quota)?.then_some(gate)
-    }
-
-    /// Whether another attempt of `call` may follow the one out: when none can, the driver
-    /// keeps no copy of a stream body for it.
-    pub fn may_retry(&self, call: CallRef) -> bool {
-        self.placed(call, Gate::may_retry).unwrap_or(false)
+    /// A 429 of `gate`'s, read whole, said `body`: whether the driver keeps it as the gate's
+    /// quota answer (see [`Gate::keeps_answer`]).
+    pub fn keeps_answer(&mut self, gate: GateId, body: &BodyFacts) -> bool {
+        let entry = self.entries.get_mut(gate);
+        entry.is_some_and(|e| e.gate.keeps_answer(body))
     }
 
     /// The store answered operation `op` of `gate` (`None`: it failed or was too late).
@@ -499,23 +500,28 @@ impl Gates {
         let call_ref = |c: CallId| entry.refs.get(c).copied();
         let action = match action {
             GateAction::Send {
-                call,
+                call: local,
                 timeout_ms,
                 waited_ms,
             } => {
-                let Some(call) = call_ref(call) else {
+                let Some(call) = call_ref(local) else {
                     return;
                 };
+                let again = entry.gate.may_retry(local);
                 let wrapper = self.calls.get(call).and_then(|p| p.wrapper);
                 if let Some(w) = wrapper.and_then(|w| self.wrappers.get_mut(w)) {
                     w.lane_figures.admitted += 1;
                     w.lane_figures.waited_ms += waited_ms;
                     w.lane_figures.longest_ms = w.lane_figures.longest_ms.max(waited_ms);
                 }
-                Some(Action::Send { call, timeout_ms })
+                Some(Action::Send {
+                    call,
+                    timeout_ms,
+                    again,
+                })
             }
             GateAction::Dispose { call, read } => {
-                call_ref(call).map(|call| Action::Dispose { call, read })
+                call_ref(call).map(|call| Action::Dispose { call, read, gate })
             }
             GateAction::ReadUsage { call } => call_ref(call).map(|call| Action::ReadUsage { call }),
             GateAction::StartProbe { probe, origin } => {
@@ -535,7 +541,20 @@ impl Gates {
                     origin,
                 })
             }
-            GateAction::Store { id, op } => Some(Action::Store { gate, id, op }),
+            GateAction::Store { id, op } => {
+                let Keeping::Store(store) = entry.keeping else {
+                    return;
+                };
+                Some(Action::Store {
+                    gate,
+                    id,
+                    op,
+                    store,
+                    scope: entry.scope.clone(),
+                    rate: entry.gate.rate(),
+                    budget: entry.gate.budget_config().map(|b| b.capacity),
+                })
+            }
             GateAction::Route {
                 call,
                 heard,
@@ -543,6 +562,10 @@ impl Gates {
             } => return self.routed(now, gate, call, heard, answer),
             GateAction::Event(event) => {
                 let call = event.call().and_then(call_ref);
+                let users = match call {
+                    Some(_) => Vec::new(),
+                    None => entry.users.iter().map(|&(w, _)| w).collect(),
+                };
                 if let (Event::Learned(_), Keeping::Store(store)) = (&event, entry.keeping) {
                     let estimate = Shared::Estimate(entry.scope.as_str().into(), entry.gate.rate());
                     self.share(
@@ -555,16 +578,23 @@ impl Gates {
                     Some(call) => event.renumbered(call),
                     None => event,
                 };
-                Some(Action::Event { gate, call, event })
+                Some(Action::Event {
+                    gate,
+                    call,
+                    event,
+                    users,
+                })
             }
-            GateAction::Settle { call, end } => {
+            GateAction::Settle { call, end, again } => {
                 // The call's number is given back when the settlement is handed out: until the
                 // driver has it, no new call may take that number.
                 let Some(call) = entry.refs.remove(call) else {
                     return;
                 };
-                Some(Action::Settle { call, end, gate })
+                let answer = again.then_some(gate);
+                Some(Action::Settle { call, end, answer })
             }
+            GateAction::DropAnswer => Some(Action::DropAnswer { gate }),
         };
         self.actions.extend(action);
     }

@@ -35,7 +35,9 @@ pub enum Keeping {
 pub struct Profile {
     /// The key's allowance, or how it is learned.
     pub allowance: Allowance,
-    /// The gate's shared retry budget; `None` for a wrapper that does not retry or has none.
+    /// The gates' shared retry budget as configured (`retry.budget`; `None` for none), which
+    /// its lanes inherit: its calls draw on it only if it retries (see
+    /// [`budget_used`](Self::budget_used)).
     pub budget: Option<RefillingConfig>,
     /// Where the gates' state lives.
     pub keeping: Keeping,
@@ -47,12 +49,47 @@ pub struct Profile {
     pub max_waiting: Option<usize>,
     /// Someone measures each admission's wait (a metrics histogram).
     pub reports_wait: bool,
+    /// Its calls end with typed errors (see [`CallSpec::typed_errors`]).
+    ///
+    /// [`CallSpec::typed_errors`]: crate::core::gate::call::CallSpec::typed_errors
+    pub typed_errors: bool,
+}
+
+/// What `lane(options)` asks for beside its wrapper's profile: its own retries and limits,
+/// where it gives them.
+#[derive(Debug, Clone, Default)]
+pub struct LaneAsks {
+    /// Its retries: `Some(None)` for `retry: false`.
+    pub policy: Option<Option<Rc<RetryPolicy>>>,
+    /// Its own `maxWaitMs`.
+    pub max_wait_ms: Option<Millis>,
+    /// Its own `maxWaiting`.
+    pub max_waiting: Option<usize>,
 }
 
 impl Profile {
     /// Whether the wrapper learns its allowance (and so tells limiters apart by route).
     pub fn learns(&self) -> bool {
         matches!(self.allowance, Allowance::Learned(_))
+    }
+
+    /// The retry budget the wrapper brings to its gates: none when it does not retry (it joins
+    /// a gate that has one, and gives none a budget), whatever it was configured with.
+    pub fn budget_used(&self) -> Option<RefillingConfig> {
+        self.policy.as_ref().and(self.budget)
+    }
+
+    /// A lane of this wrapper (`lane(options)`), on the same gates: its own retries and limits
+    /// where `asks` gives them, the wrapper's otherwise; the wrapper's allowance, store, typed
+    /// errors and metrics; and the wrapper's retry budget, which its retries draw on (a lane
+    /// cannot change it).
+    pub fn lane(&self, asks: LaneAsks) -> Profile {
+        Profile {
+            policy: asks.policy.unwrap_or_else(|| self.policy.clone()),
+            max_wait_ms: asks.max_wait_ms.or(self.max_wait_ms),
+            max_waiting: asks.max_waiting.or(self.max_waiting),
+            ..self.clone()
+        }
     }
 }
 
@@ -73,4 +110,72 @@ pub struct Request<'a> {
     pub url: &'a str,
     /// The refresh round it belongs to.
     pub batch: Option<Rc<RefCell<Batch>>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn retrying() -> Profile {
+        Profile {
+            allowance: Allowance::Learned(None),
+            budget: Some(RefillingConfig::DEFAULT),
+            keeping: Keeping::Store(3),
+            policy: Some(Rc::new(RetryPolicy::default())),
+            max_wait_ms: Some(5_000.0),
+            max_waiting: Some(10),
+            reports_wait: true,
+            typed_errors: true,
+        }
+    }
+
+    #[test]
+    fn a_wrapper_that_does_not_retry_uses_no_budget() {
+        let mut profile = retrying();
+        assert_eq!(profile.budget_used(), Some(RefillingConfig::DEFAULT));
+        profile.policy = None;
+        assert_eq!(profile.budget_used(), None);
+    }
+
+    #[test]
+    fn a_lane_keeps_its_wrappers_gates_and_takes_its_own_retries_and_limits_where_given() {
+        let wrapper = retrying();
+        let same = wrapper.lane(LaneAsks::default());
+        assert_eq!(same.policy, wrapper.policy);
+        assert_eq!(
+            (same.max_wait_ms, same.max_waiting),
+            (Some(5_000.0), Some(10))
+        );
+        let once = Rc::new(RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        });
+        let own = wrapper.lane(LaneAsks {
+            policy: Some(Some(once.clone())),
+            max_wait_ms: Some(100.0),
+            max_waiting: Some(0),
+        });
+        assert_eq!(own.policy, Some(once));
+        assert_eq!((own.max_wait_ms, own.max_waiting), (Some(100.0), Some(0)));
+        for lane in [&same, &own] {
+            assert_eq!(lane.allowance, wrapper.allowance);
+            assert_eq!(lane.keeping, wrapper.keeping);
+            assert_eq!(lane.budget_used(), wrapper.budget);
+            assert!(lane.typed_errors && lane.reports_wait);
+        }
+    }
+
+    #[test]
+    fn a_lane_that_does_not_retry_uses_no_budget_and_its_own_retrying_lane_the_wrappers() {
+        let quiet = retrying().lane(LaneAsks {
+            policy: Some(None),
+            ..LaneAsks::default()
+        });
+        assert_eq!(quiet.budget_used(), None);
+        let again = quiet.lane(LaneAsks {
+            policy: Some(Some(Rc::new(RetryPolicy::default()))),
+            ..LaneAsks::default()
+        });
+        assert_eq!(again.budget_used(), Some(RefillingConfig::DEFAULT));
+    }
 }

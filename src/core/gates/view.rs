@@ -84,14 +84,6 @@ impl Gates {
             .unwrap_or_default()
     }
 
-    /// The wrappers that used `gate`.
-    pub fn users(&self, gate: GateId) -> Vec<WrapperId> {
-        self.entries
-            .get(gate)
-            .map(|e| e.users.iter().map(|&(w, _)| w).collect())
-            .unwrap_or_default()
-    }
-
     /// A gate's scope.
     pub fn scope(&self, gate: GateId) -> Option<&Scope> {
         self.entries.get(gate).map(|e| &e.scope)

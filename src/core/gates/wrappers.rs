@@ -41,7 +41,7 @@ impl Gates {
 
     /// A new wrapper whose calls wait in a lane of their own with `weight` (a positive finite
     /// number: the boundary checks it): `lane()`, on the same gates as the wrapper whose
-    /// allowance, budget and store `profile` repeats. A named lane is the lane of that name in
+    /// [`Profile::lane`] `profile` is. A named lane is the lane of that name in
     /// every thread and process (and for every wrapper of this one) that shares the gates; an
     /// unnamed one is the one made in the same order.
     pub fn lane(&mut self, profile: Profile, weight: f64, name: Option<&str>) -> WrapperId {
@@ -74,8 +74,9 @@ impl Gates {
         }
     }
 
-    /// A holder of `wrapper` is gone; with the last, the wrapper is forgotten.
-    pub fn release(&mut self, wrapper: WrapperId) {
+    /// A holder of `wrapper` is gone; with the last, the wrapper is forgotten (the answer is
+    /// whether it was).
+    pub fn release(&mut self, wrapper: WrapperId) -> bool {
         let last = self.wrappers.get_mut(wrapper).is_some_and(|w| {
             w.holders -= 1;
             w.holders == 0
@@ -83,6 +84,7 @@ impl Gates {
         if last {
             self.wrappers.remove(wrapper);
         }
+        last
     }
 
     /// What `wrapper` asks for.
@@ -199,22 +201,23 @@ impl Gates {
             Allowance::Learned(ceiling) => (Learner::new(ceiling).rate(now), Some(ceiling)),
         };
         let random = self.home.random();
+        let budget = profile.budget_used();
         let gate = match profile.keeping {
             Keeping::Store(store) => {
                 let settings = self.stores[store];
-                Gate::shared(rate, profile.budget, settings, now, random)
+                Gate::shared(rate, budget, settings, now, random)
             }
             Keeping::Memory { threads: true } => {
                 let settings = Settings {
                     rate,
-                    budget: profile.budget,
+                    budget,
                     learn: profile.learns(),
                 };
                 match self.home.slot(scope) {
                     None if self.home.shares_memory() => {
-                        Gate::new(rate, profile.budget, now, random).no_room()
+                        Gate::new(rate, budget, now, random).no_room()
                     }
-                    None => Gate::new(rate, profile.budget, now, random),
+                    None => Gate::new(rate, budget, now, random),
                     Some(slot) => {
                         let (thread, offset) = (self.home.thread(), self.home.offset());
                         match ThreadAuthority::join(slot, settings, thread, offset) {
@@ -227,7 +230,7 @@ impl Gates {
                     }
                 }
             }
-            Keeping::Memory { threads: false } => Gate::new(rate, profile.budget, now, random),
+            Keeping::Memory { threads: false } => Gate::new(rate, budget, now, random),
         };
         let mut gate = match ceiling {
             Some(ceiling) => gate.learning(ceiling, now),

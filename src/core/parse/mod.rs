@@ -1,5 +1,7 @@
-//! What a response's headers say: rate-limit feedback, HTTP dates, decimal numbers.
+//! What a response says: rate-limit feedback, HTTP dates, decimal numbers in its headers, and
+//! the ISO 8601 time in `/usage`'s body.
 
 pub mod decimal;
 pub mod feedback;
 pub mod http_date;
+pub mod iso_date;

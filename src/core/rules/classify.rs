@@ -80,6 +80,21 @@ pub enum Kind {
     Transient,
 }
 
+/// Whether an answer with this status took a token of the allowance: a 2xx or 3xx. Only these
+/// raise a learner's estimate.
+pub fn took_token(status: u16) -> bool {
+    (200..400).contains(&status)
+}
+
+/// Whether an answer with this status is no refusal (below 400): a success, as the retry
+/// budget's refill and the spent quota's kept answer see it. Unlike [`took_token`] it takes an
+/// answer without a status (0: what a custom fetch resolved with, or a status that could not
+/// be read) or a 1xx at its word: a refill or a kept answer let go costs little, an estimate
+/// raised on such evidence could cost 429s. A rejection has no status and is neither.
+pub fn not_refused(status: u16) -> bool {
+    status < 400
+}
+
 /// Whether `method` is an HTTP method name: a token (RFC 9110), such as `GET` or `PURGE`.
 pub fn valid_method(method: &str) -> bool {
     !method.is_empty()
@@ -211,6 +226,20 @@ mod tests {
         assert_eq!(rejected(true).outcome(), Outcome::Network);
         assert_eq!(Failure::TimedOut.outcome(), Outcome::Timeout);
         assert_eq!(RetryRules::default().retryable(Outcome::Invalid), None);
+    }
+
+    #[test]
+    fn only_a_2xx_or_3xx_took_a_token_while_anything_below_400_is_no_refusal() {
+        for s in [200, 204, 301, 304, 399] {
+            assert!(took_token(s) && not_refused(s), "{s}");
+        }
+        // No status (a custom fetch's answer without one) and a 1xx: no refusal, no token.
+        for s in [0, 100, 199] {
+            assert!(!took_token(s) && not_refused(s), "{s}");
+        }
+        for s in [400, 404, 429, 500, 503] {
+            assert!(!took_token(s) && !not_refused(s), "{s}");
+        }
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! Learning a key's allowance from the API itself, for a gate nobody told the allowance.
 //!
 //! What an answer can say, and what each is worth:
-//! - Only an answer that took a token (a 2xx or 3xx) can raise the estimate. A 429 says the
-//!   server's bucket was empty; a 404 of a missing event, a 5xx, take nothing and teach
-//!   nothing but the counts they carry.
+//! - Only an answer that took a token (a 2xx or 3xx: [`took_token`]) can raise the estimate.
+//!   A 429 says the server's bucket was empty; a 404 of a missing event, a 5xx, take nothing
+//!   and teach nothing but the counts they carry.
 //! - `X-RateLimit-Limit` is the bucket's capacity: it becomes the burst. A `Remaining` above it
 //!   is clamped to it; a 429's `Remaining` is no count at all (the bucket was empty).
 //! - `X-RateLimit-Remaining` bounds the refill rate from below: between two answers `i` and
@@ -40,6 +40,7 @@ use std::collections::VecDeque;
 
 use crate::core::rules::allowance::{Rate, MIN_PER_SECOND};
 use crate::core::rules::bucket::Count;
+use crate::core::rules::classify::took_token;
 use crate::core::Millis;
 
 /// What a 429 leaves of the pace without the counts (with them, of a pace above the bound):
@@ -498,7 +499,7 @@ impl Learner {
     /// Learns from an answer at `now`. A 429 to a request sent before the last 429 came is the
     /// same overshoot, already answered: it cuts nothing more.
     pub fn observe(&mut self, now: Millis, s: &Sample) -> Lesson {
-        let took = (200..400).contains(&s.status);
+        let took = took_token(s.status);
         let rejected = s.status == 429;
         let fresh = rejected && self.last_throttle.is_none_or(|at| s.sent > at);
         let rtt = now - s.sent;
@@ -678,7 +679,7 @@ impl Learner {
 
     /// An answer without (trusted) counts.
     fn blind(&mut self, now: Millis, s: &Sample, fresh: bool) {
-        let took = (200..400).contains(&s.status);
+        let took = took_token(s.status);
         if s.status == 429 && !fresh {
             return;
         }

@@ -1,6 +1,6 @@
 //! What the gate decides: allowances, the token bucket, backoff, budgets, classification,
 //! the retry policy, the quota, learning, refresh rounds, runs of failures, the fair order of
-//! lanes.
+//! lanes, and the ranges of the options.
 
 pub mod allowance;
 pub mod backoff;
@@ -12,5 +12,6 @@ pub mod fair;
 pub mod learn;
 pub mod policy;
 pub mod quota;
+pub mod ranges;
 pub mod routes;
 pub mod streak;

@@ -136,9 +136,6 @@ pub struct RetryPolicy {
     pub time_budget_ms: Millis,
     /// The longest one attempt may take before it is aborted and counted as a timeout.
     pub attempt_timeout_ms: Millis,
-    /// A call given up ends with a `GateAbandonedError` (`typedErrors`), not with what its
-    /// last attempt came to (its response, body unread, or its rejection) as fetch would.
-    pub typed_errors: bool,
 }
 
 impl Default for RetryPolicy {
@@ -149,7 +146,6 @@ impl Default for RetryPolicy {
             max_attempts: 3,
             time_budget_ms: 60_000.0,
             attempt_timeout_ms: 30_000.0,
-            typed_errors: false,
         }
     }
 }

@@ -2,7 +2,9 @@
 //! `code`/`detail`, or from 429s that keep coming without `Retry-After`; confirmed by one
 //! `GET /usage` for the whole gate; then terminal until the period ends or the caller resets.
 
+use crate::core::parse::iso_date::parse_iso_date;
 use crate::core::rules::backoff::Backoff;
+use crate::core::rules::classify::not_refused;
 use crate::core::Millis;
 
 /// Consecutive 429s without `Retry-After` that make us suspect the quota rather than the rate.
@@ -104,6 +106,18 @@ impl Usage {
                 period_end,
             })
         })
+    }
+
+    /// Reads `/usage`'s JSON: its numbers through `number` (see
+    /// [`from_fields`](Self::from_fields)), and `period_end_utc` through `text` (an ISO 8601
+    /// time, see [`parse_iso_date`]), moved from Unix time onto the gate's clock by `from_wall`.
+    pub fn read(
+        number: impl Fn(&str) -> Option<f64>,
+        text: impl Fn(&str) -> Option<String>,
+        from_wall: impl FnOnce(Millis) -> Millis,
+    ) -> Option<Usage> {
+        let period_end = text("period_end_utc").and_then(|t| parse_iso_date(&t));
+        Usage::from_fields(number, period_end.map(from_wall))
     }
 
     /// The quota is spent.
@@ -219,9 +233,79 @@ impl QuotaWatch {
     }
 }
 
+/// The 429 a gate keeps to give again to the calls a spent quota refuses (the SDK then raises
+/// its own error, as for any answer), in place of a `QuotaExhaustedError`: of the 429s whose
+/// bodies were read whole, the latest that names the quota, and until one does, the first. It
+/// no longer stands once a call that spends the quota gets an answer that is no refusal (the
+/// quota took that one), or the quota is declared back; it goes with its gate. The driver holds
+/// the answer itself; this says which, and when it goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QuotaAnswer {
+    kept: bool,
+}
+
+impl QuotaAnswer {
+    /// A 429 read whole, whose body names the quota or not: whether it is kept now, in place
+    /// of any kept before.
+    pub fn offer(&mut self, names_quota: bool) -> bool {
+        let keep = names_quota || !self.kept;
+        self.kept |= keep;
+        keep
+    }
+
+    /// A call got an answer with `status`: whether the kept answer goes now (the call spends
+    /// the quota and the answer is no refusal).
+    pub fn answered(&mut self, spends_quota: bool, status: u16) -> bool {
+        spends_quota && not_refused(status) && self.reset()
+    }
+
+    /// The quota is declared back: whether a kept answer goes now.
+    pub fn reset(&mut self) -> bool {
+        std::mem::take(&mut self.kept)
+    }
+
+    /// Whether an answer is kept, to be given again.
+    pub fn kept(&self) -> bool {
+        self.kept
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_429_is_kept_until_one_names_the_quota_then_the_latest_that_does() {
+        let mut answer = QuotaAnswer::default();
+        assert!(!answer.kept());
+        assert!(answer.offer(false), "the first, whatever it says");
+        assert!(!answer.offer(false), "not a second that names nothing");
+        assert!(answer.offer(true), "one that names the quota replaces it");
+        assert!(answer.offer(true), "and the latest of those");
+        assert!(!answer.offer(false));
+        assert!(answer.kept());
+    }
+
+    #[test]
+    fn a_kept_answer_goes_when_the_quota_takes_an_answer_or_is_declared_back() {
+        let mut answer = QuotaAnswer::default();
+        assert!(!answer.answered(true, 200), "nothing kept, nothing goes");
+        answer.offer(true);
+        // A refusal, or an answer to a call that spends no quota (the probe, `/usage`), says
+        // nothing of the quota.
+        for (spends, status) in [(true, 429), (true, 404), (true, 503), (false, 200)] {
+            assert!(!answer.answered(spends, status), "{spends} {status}");
+        }
+        assert!(answer.kept());
+        // No refusal, a status-less one included.
+        assert!(answer.answered(true, 0));
+        assert!(!answer.kept());
+        answer.offer(false);
+        assert!(answer.answered(true, 304));
+        answer.offer(false);
+        assert!(answer.reset());
+        assert!(!answer.reset(), "once");
+    }
 
     #[test]
     fn account_calls_are_gets_of_usage_and_limits() {
@@ -298,6 +382,20 @@ mod tests {
         );
         assert!(!legacy.unwrap().exhausted());
         assert_eq!(Usage::from_fields(fields(&[("used", 1.0)]), None), None);
+    }
+
+    #[test]
+    fn reads_the_period_end_onto_the_gates_clock() {
+        let number = |name: &str| (name == "used" || name == "limit").then_some(5.0);
+        let end = |text: &'static str| {
+            move |name: &str| (name == "period_end_utc").then(|| text.to_string())
+        };
+        // The gate's clock is 1000 ms behind Unix time here.
+        let usage = Usage::read(number, end("1970-01-01T00:00:05Z"), |wall| wall - 1000.0);
+        assert_eq!(usage.unwrap().period_end, Some(4000.0));
+        let unreadable = Usage::read(number, end("soon"), |wall| wall);
+        assert_eq!(unreadable.unwrap().period_end, None);
+        assert_eq!(Usage::read(|_| None, end("2027"), |wall| wall), None);
     }
 
     #[test]

@@ -8,11 +8,8 @@ use std::ops::Range;
 use super::world::World;
 use crate::core::gates::{lane_name, WrapperId};
 use crate::core::rules::allowance::{at_least, positive, ConfigError};
+use crate::core::rules::ranges::SIM_CALLS;
 use crate::core::Millis;
-
-/// The most workers of a run or of one of its lanes, and the most calls of a run (workers x
-/// snapshots, lookups): a bound that keeps a run small enough to finish in well under a second.
-pub(super) const MAX_WORKERS: f64 = 100_000.0;
 
 /// A lane of workers, beside the wrapper's own (`SimOptions::workers`).
 #[derive(Debug, Clone, PartialEq)]
@@ -37,9 +34,9 @@ impl SimLane {
             lane_name::check("name", name)?;
         }
         positive("weight", self.weight)?;
-        let count = |field, n: u32| match (1.0..=MAX_WORKERS).contains(&f64::from(n)) {
-            true => Ok(()),
-            false => Err(ConfigError::OutOfRange {
+        let count = |field, n: u32| match SIM_CALLS.holds(n.into()) {
+            Some(_) => Ok(()),
+            None => Err(ConfigError::OutOfRange {
                 field,
                 expected: "an integer from 1 to 100000",
                 got: n.into(),

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::home::{Shelf, SimHome};
-use super::lanes::{self, Group, LaneReport, SimLane, MAX_WORKERS};
+use super::lanes::{self, Group, LaneReport, SimLane};
 use super::server::{Allowances, Headers, Limiter};
 use super::world::{Call, World};
 use crate::core::authority::memory::MemoryAuthority;
@@ -25,11 +25,8 @@ use crate::core::rules::batch::Batch;
 use crate::core::rules::budget::BatchBudget;
 use crate::core::rules::learn::Estimate;
 use crate::core::rules::policy::RetryPolicy;
+use crate::core::rules::ranges::{SIM_ATTEMPTS, SIM_CALLS};
 use crate::core::Millis;
-
-/// The most attempts a call of a run makes: with [`MAX_WORKERS`], what keeps a run small
-/// enough to finish in well under a second.
-const MAX_ATTEMPTS: f64 = 1_000.0;
 
 /// How workers are coordinated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,12 +113,12 @@ impl Default for SimOptions {
 impl SimOptions {
     /// Checks the numbers a caller supplied; each error names its field.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let (fewest, expected) = match self.lanes.is_empty() {
-            true => (1.0, "an integer from 1 to 100000"),
-            false => (0.0, "an integer from 0 to 100000"),
+        let (range, expected) = match self.lanes.is_empty() {
+            true => (SIM_CALLS, "an integer from 1 to 100000"),
+            false => (SIM_CALLS.from_zero(), "an integer from 0 to 100000"),
         };
         let workers = f64::from(self.workers);
-        if !(fewest..=MAX_WORKERS).contains(&workers) {
+        if range.holds(workers).is_none() {
             return Err(ConfigError::OutOfRange {
                 field: "workers",
                 expected,
@@ -134,7 +131,7 @@ impl SimOptions {
             0.0,
             "a finite number >= 0",
         )?;
-        if !(1.0..=MAX_ATTEMPTS).contains(&f64::from(self.max_attempts)) {
+        if SIM_ATTEMPTS.holds(self.max_attempts.into()).is_none() {
             return Err(ConfigError::OutOfRange {
                 field: "maxAttempts",
                 expected: "an integer from 1 to 1000",
@@ -148,7 +145,7 @@ impl SimOptions {
             _ => {}
         }
         if let Some(lookups) = self.lookups {
-            if f64::from(lookups.calls) > MAX_WORKERS {
+            if f64::from(lookups.calls) > SIM_CALLS.max {
                 return Err(ConfigError::OutOfRange {
                     field: "lookups",
                     expected: "an integer from 0 to 100000",
@@ -163,7 +160,7 @@ impl SimOptions {
             "a finite number >= 0",
         )?;
         let calls = workers * f64::from(self.snapshots);
-        if self.snapshots == 0 || calls > MAX_WORKERS {
+        if self.snapshots == 0 || calls > SIM_CALLS.max {
             return Err(ConfigError::OutOfRange {
                 field: "snapshots",
                 expected: "an integer from 1 with workers x snapshots at most 100000",
@@ -176,7 +173,7 @@ impl SimOptions {
         let laned: f64 = (self.lanes.iter())
             .map(|l| f64::from(l.workers) * f64::from(l.snapshots))
             .sum();
-        if calls + laned > MAX_WORKERS {
+        if calls + laned > SIM_CALLS.max {
             return Err(ConfigError::OutOfRange {
                 field: "lanes",
                 expected: "lanes whose workers x snapshots, with the run's own, come to at most \
@@ -337,6 +334,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         max_wait_ms: None,
         max_waiting: None,
         reports_wait: false,
+        typed_errors: false,
     };
     let mut all = Vec::with_capacity(processes);
     let mut wrappers = Vec::with_capacity(processes);

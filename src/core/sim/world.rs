@@ -531,12 +531,14 @@ impl World {
         let now = self.now;
         while let Some(action) = self.processes[p].gates.poll_action(now) {
             match action {
-                Action::Send { call, timeout_ms } => {
+                Action::Send {
+                    call, timeout_ms, ..
+                } => {
                     self.send(p, call, timeout_ms);
                     self.push(now, What::Go(p));
                     return;
                 }
-                Action::Dispose { call, read } => {
+                Action::Dispose { call, read, .. } => {
                     let index = self.index_of(p, call);
                     self.log.disposed.push(index);
                     let process = &mut self.processes[p];
@@ -550,7 +552,7 @@ impl World {
                 Action::StartProbe { probe, .. } => {
                     self.processes[p].probes.insert(probe, ());
                 }
-                Action::Store { gate, id, op } => {
+                Action::Store { gate, id, op, .. } => {
                     let gates = &self.processes[p].gates;
                     let (Some(scope), Some((Keeping::Store(_), rate, _))) =
                         (gates.scope(gate).cloned(), gates.keeping(gate))
@@ -588,7 +590,7 @@ impl World {
                     assert!(again.is_none(), "call {index} settled twice");
                     self.ended_now(index);
                 }
-                Action::Forgotten { .. } => {}
+                Action::Forgotten { .. } | Action::DropAnswer { .. } => {}
             }
         }
         let late = self.timer_late_ms;

@@ -1,0 +1,79 @@
+//! The ranges of the options given as whole numbers, each defined once: the bindings check a
+//! caller's number against them (wording the error as a JavaScript caller reads it), and the
+//! core's own checks use the same bounds.
+
+/// Whole numbers from `min` to `max`, both included.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Whole {
+    /// The least accepted.
+    pub min: f64,
+    /// The most accepted.
+    pub max: f64,
+}
+
+impl Whole {
+    /// `n`, when it is a whole number in the range.
+    pub fn holds(self, n: f64) -> Option<u32> {
+        (n.fract() == 0.0 && n >= self.min && n <= self.max).then_some(n as u32)
+    }
+
+    /// The same range from 0.
+    pub const fn from_zero(self) -> Whole {
+        Whole {
+            min: 0.0,
+            max: self.max,
+        }
+    }
+}
+
+/// A count with no bound of its own but what a `u32` holds: `maxWaiting`, and a round's
+/// `retryBudget` (`batch()`, `simulate()`).
+pub const COUNT: Whole = Whole { min: 0.0, max: 1e9 };
+
+/// Attempts per call, the first included (`retry.maxAttempts`).
+pub const ATTEMPTS: Whole = Whole {
+    min: 1.0,
+    max: 100.0,
+};
+
+/// What `retry.statuses` may hold: HTTP status codes.
+pub const STATUSES: Whole = Whole {
+    min: 100.0,
+    max: 599.0,
+};
+
+/// `simulate()`'s workers, snapshots each, event lookups, and each lane's workers and
+/// snapshots; also its calls in all: a run small enough to finish in well under a second.
+pub const SIM_CALLS: Whole = Whole {
+    min: 1.0,
+    max: 100_000.0,
+};
+
+/// `simulate()`'s attempts per worker (`maxAttempts`).
+pub const SIM_ATTEMPTS: Whole = Whole {
+    min: 1.0,
+    max: 1_000.0,
+};
+
+/// The gates, processes or threads `simulate()` spreads its workers over.
+pub const SIM_SPLIT: Whole = Whole {
+    min: 1.0,
+    max: 1_000.0,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_holds_whole_numbers_between_its_bounds_included() {
+        assert_eq!(ATTEMPTS.holds(1.0), Some(1));
+        assert_eq!(ATTEMPTS.holds(100.0), Some(100));
+        for n in [0.0, 101.0, 1.5, -1.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(ATTEMPTS.holds(n), None, "{n}");
+        }
+        assert_eq!(SIM_CALLS.from_zero().holds(0.0), Some(0));
+        assert_eq!(SIM_CALLS.holds(0.0), None);
+        assert_eq!(COUNT.holds(1e9), Some(1_000_000_000));
+    }
+}
