@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use odds_gate::core::authority::fair::Shares;
 use odds_gate::core::authority::memory::MemoryAuthority;
 use odds_gate::core::authority::store::StoreAuthority;
-use odds_gate::core::authority::{Answer, Authority, Head, Op, Remaining, Seen};
+use odds_gate::core::authority::{Answer, Head, Op, Remaining, Seen, Transitions};
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::bucket::Count;
 use odds_gate::core::rules::budget::RefillingConfig;
@@ -129,7 +129,7 @@ impl Connection {
     }
 }
 
-/// `gate.lua` on Redis as an [`Authority`]: each operation is one `EVALSHA`, on the caller's
+/// `gate.lua` on Redis as [`Transitions`]: each operation is one `EVALSHA`, on the caller's
 /// clock.
 struct RedisAuthority<'a> {
     connection: &'a mut Connection,

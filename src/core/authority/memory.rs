@@ -4,7 +4,7 @@
 
 use crate::core::authority::fair::Turn;
 use crate::core::authority::{
-    AdmissionId, Answer, Authority, Immediate, Op, Remaining, Seen, LOW_REMAINING,
+    AdmissionId, Answer, Immediate, Op, Remaining, Seen, Transitions, LOW_REMAINING,
 };
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::{Count, TokenBucket};
@@ -235,7 +235,7 @@ impl MemoryAuthority {
     }
 }
 
-impl Authority for MemoryAuthority {
+impl Transitions for MemoryAuthority {
     fn apply(&mut self, now: Millis, op: &Op) -> Answer {
         match *op {
             Op::Admit {

@@ -2,7 +2,7 @@
 //! retry budget, quota closure) and the only place it changes. A gate's line, its calls and its
 //! timer stay local to the process; whatever processes share goes through these operations.
 //!
-//! There are three authorities, one contract ([`Authority`]). [`MemoryAuthority`] answers at
+//! There are three authorities, one contract ([`Transitions`]). [`MemoryAuthority`] answers at
 //! once, in this process; [`ThreadAuthority`] runs its very transitions on a state kept in memory
 //! the process's threads share. `src/store/gate.lua` is the Redis encoding of the same
 //! transitions (a parity test runs random operations through both and requires identical
@@ -192,14 +192,14 @@ pub enum Answer {
 /// authority is this process's; `gate.lua` is the Redis one (run synchronously by the parity
 /// test, and asynchronously by a gate through its
 /// [`StoreLink`](crate::core::gate::store_link::StoreLink)).
-pub trait Authority {
+pub trait Transitions {
     /// Applies `op` at `now` (milliseconds on the authority's clock).
     fn apply(&mut self, now: Millis, op: &Op) -> Answer;
 }
 
 /// An authority that answers at once, in this process: the gate's own memory, or a slot the
 /// threads of the process share. The gate asks it directly, not through a store link.
-pub trait Immediate: Authority {
+pub trait Immediate: Transitions {
     /// May the head of the line (its `turn`: its arrival and lane) go now (an `account` call
     /// past a spent quota)? [`Op::Admit`], plus whatever keeps the order fair between the
     /// lines that share the state.
@@ -207,6 +207,11 @@ pub trait Immediate: Authority {
     /// The fair order the lines sharing the state keep, as the last admission found it (none
     /// where no other line shares it).
     fn shares(&self) -> Option<Shares> {
+        None
+    }
+    /// The allowance the lines sharing the state follow, where another of them may have set
+    /// it (none where no other line shares it).
+    fn followed(&mut self) -> Option<Rate> {
         None
     }
     /// When the caller with `ahead` others in front of it could be admitted.

@@ -9,7 +9,7 @@
 
 use super::fair::{self, Fair, Shares, Turn};
 use super::memory::MemoryAuthority;
-use super::{AdmissionId, Answer, Authority, Op, Seen};
+use super::{AdmissionId, Answer, Op, Seen, Transitions};
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::fair::{LaneId, Tag};
 use crate::core::Millis;

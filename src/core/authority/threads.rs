@@ -13,7 +13,7 @@
 use crate::core::authority::fair::{Shares, Turn};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::order::{self, Ask, Order};
-use crate::core::authority::{AdmissionId, Answer, Authority, Immediate, Op};
+use crate::core::authority::{AdmissionId, Answer, Immediate, Op, Transitions};
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
@@ -284,7 +284,7 @@ impl ThreadAuthority {
     }
 }
 
-impl Authority for ThreadAuthority {
+impl Transitions for ThreadAuthority {
     fn apply(&mut self, now: Millis, op: &Op) -> Answer {
         let op = match *op {
             Op::Admit {
@@ -348,6 +348,10 @@ impl Immediate for ThreadAuthority {
 
     fn shares(&self) -> Option<Shares> {
         Some(self.shares)
+    }
+
+    fn followed(&mut self) -> Option<Rate> {
+        Some(Immediate::rate(self))
     }
 
     fn ready_by(&mut self, now: Millis, at: Millis) -> bool {

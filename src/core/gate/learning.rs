@@ -2,7 +2,7 @@
 //! what it learned, and what a fleet tells it.
 
 use super::action::{Action, Event};
-use super::{Gate, Keeper};
+use super::Gate;
 use crate::core::rules::allowance::{Allowance, Rate};
 use crate::core::rules::learn::{Estimate, Learner, Memo, Sample};
 use crate::core::Millis;
@@ -20,7 +20,7 @@ impl Gate {
         let rate = learner.rate(now);
         if rate != self.rate {
             self.rate = rate;
-            self.keeper.follow(now, rate, None);
+            self.authority.tune(now, rate, None);
         }
         self.learner = Some(learner);
         self
@@ -31,7 +31,7 @@ impl Gate {
     /// admission would set the store's pace to it, and every process of the key would wait for
     /// the opening's slow token.
     pub fn recall(&mut self, now: Millis) {
-        if let Keeper::Store(link) = &self.keeper {
+        if let Some(link) = self.authority.link() {
             self.recalling_until = now + link.settings().timeout_ms;
         }
     }
@@ -54,7 +54,7 @@ impl Gate {
         };
         learner.adopt(rate);
         self.rate = learner.rate(now);
-        self.keeper.follow(now, self.rate, None);
+        self.authority.tune(now, self.rate, None);
     }
 
     /// What to keep of a learning gate's estimate once it is forgotten (see [`Memo`]).
@@ -70,7 +70,7 @@ impl Gate {
         };
         learner.resume(now, memo);
         self.rate = learner.rate(now);
-        self.keeper.follow(now, self.rate, None);
+        self.authority.tune(now, self.rate, None);
     }
 
     /// A learning gate that has heard no answer yet learns at `now` from `answer`, to a request
@@ -84,7 +84,7 @@ impl Gate {
         };
         let news = learner.news(now);
         self.rate = rate;
-        self.keeper.follow(now, rate, None);
+        self.authority.tune(now, rate, None);
         if let Some(estimate) = news {
             self.actions
                 .push_back(Action::Event(Event::Learned(estimate)));
@@ -98,13 +98,8 @@ impl Gate {
         let Some(learner) = &mut self.learner else {
             return;
         };
-        let shared = match &mut self.keeper {
-            Keeper::Memory(shared) if self.threads => shared.rate(),
-            Keeper::Store(link) => match link.stored.take() {
-                Some(stored) => stored,
-                None => return,
-            },
-            Keeper::Memory(_) => return,
+        let Some(shared) = self.authority.shared_rate() else {
+            return;
         };
         // The store writes the rate as 17 digits of milliseconds per token.
         let mine = self.rate;
@@ -116,7 +111,7 @@ impl Gate {
         let rate = learner.rate(now);
         if rate != self.rate {
             self.rate = rate;
-            self.keeper.follow(now, rate, None);
+            self.authority.tune(now, rate, None);
         }
     }
 
