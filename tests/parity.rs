@@ -282,8 +282,8 @@ struct Tally {
 /// Runs `steps` (each after a pause) through both authorities, for a gate starting at `rate`;
 /// every answer, or the first difference.
 ///
-/// A rate change goes to the store as production's store path sends it (`Keeper::follow`,
-/// `StoreLink::follow`): nothing is sent at the change; the new rate is what every later
+/// A rate change goes to the store as production's store path sends it (the store link's
+/// `Authority::tune`): nothing is sent at the change; the new rate is what every later
 /// EVALSHA passes, so the store hears of it with the next operation of any kind, at that
 /// operation's time. The script then refills at the rate it last refilled at up to that time,
 /// and switches (`TokenBucket::retune`, tokens clamped to the new burst). So the memory side

@@ -2,13 +2,13 @@
 //! retry budget, quota closure) and the only place it changes. A gate's line, its calls and its
 //! timer stay local to the process; whatever processes share goes through these operations.
 //!
-//! There are three authorities, one contract ([`Transitions`]). [`MemoryAuthority`] answers at
-//! once, in this process; [`ThreadAuthority`] runs its very transitions on a state kept in memory
-//! the process's threads share. `src/store/gate.lua` is the Redis encoding of the same
-//! transitions (a parity test runs random operations through both and requires identical
-//! answers); a gate reaches it through its
-//! [`StoreLink`](crate::core::gate::store_link::StoreLink), which sends operations out and takes
-//! the answers back.
+//! Every place the state lives applies the same operations ([`Transitions`]).
+//! [`MemoryAuthority`] answers at once, in this process; [`ThreadAuthority`] runs its very
+//! transitions on a state kept in memory the process's threads share; both are [`Immediate`].
+//! `src/store/gate.lua` is the Redis encoding of the same transitions (a parity test runs
+//! random operations through both and requires identical answers). A gate holds any of them
+//! as one authority (`gate::Authority`), the store through its link (`gate/store_link.rs`),
+//! which sends operations out, takes the answers back and keeps the fail-safe.
 //!
 //! [`MemoryAuthority`]: crate::core::authority::memory::MemoryAuthority
 //! [`ThreadAuthority`]: crate::core::authority::threads::ThreadAuthority
@@ -188,17 +188,17 @@ pub enum Answer {
     QuotaSet(Millis),
 }
 
-/// The contract both authorities keep: apply one operation at `now`, answer at once. The memory
-/// authority is this process's; `gate.lua` is the Redis one (run synchronously by the parity
-/// test, and asynchronously by a gate through its
-/// [`StoreLink`](crate::core::gate::store_link::StoreLink)).
+/// The transitions every authority keeps: apply one operation at `now`, answer at once. The
+/// memory authority is this process's; `gate.lua` is the Redis one (run synchronously by the
+/// parity test, and asynchronously by a gate through its store link).
 pub trait Transitions {
     /// Applies `op` at `now` (milliseconds on the authority's clock).
     fn apply(&mut self, now: Millis, op: &Op) -> Answer;
 }
 
 /// An authority that answers at once, in this process: the gate's own memory, or a slot the
-/// threads of the process share. The gate asks it directly, not through a store link.
+/// threads of the process share. Each is an authority a gate can hold (`gate::Authority`),
+/// asked directly, not through a store link.
 pub trait Immediate: Transitions {
     /// May the head of the line (its `turn`: its arrival and lane) go now (an `account` call
     /// past a spent quota)? [`Op::Admit`], plus whatever keeps the order fair between the
