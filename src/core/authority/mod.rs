@@ -29,7 +29,7 @@ use crate::core::Millis;
 
 /// An admission's number, unique within a gate: it names the admission that may have paused the
 /// refill, so its response can restart it.
-pub type AdmissionId = u64;
+pub(crate) type AdmissionId = u64;
 
 /// One transition of the shared state.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +110,7 @@ pub enum Seen {
 
 impl Seen {
     /// The same, told `ms` later: a remaining count's request is that much older.
-    pub fn aged(self, ms: Millis) -> Seen {
+    pub(crate) fn aged(self, ms: Millis) -> Seen {
         match self {
             Seen::Remaining(r) => Seen::Remaining(Remaining {
                 age_ms: r.age_ms + ms,
@@ -146,7 +146,7 @@ pub struct Remaining {
 }
 
 /// Below this share of the limit left, a key drained by someone else refills at half rate.
-pub const LOW_REMAINING: f64 = 0.1;
+pub(crate) const LOW_REMAINING: f64 = 0.1;
 
 /// The authority's answer. Times are milliseconds from the authority's own now, so callers
 /// never compare their clock with another process's.

@@ -20,7 +20,7 @@ use crate::core::rules::budget::RefillingConfig;
 use crate::core::Millis;
 
 /// Word 0: 1 once a thread saved the slot, 0 in a fresh one.
-pub const READY: usize = 0;
+pub(crate) const READY: usize = 0;
 const CONFIG: usize = 1;
 const CONFIG_WORDS: usize = 7;
 const STATE: usize = CONFIG + CONFIG_WORDS;
@@ -29,7 +29,7 @@ const ORDER_AT: usize = STATE + MemoryAuthority::WORDS;
 pub const WORDS: usize = ORDER_AT + order::WORDS;
 
 /// The highest thread number: numbers salt admission ids above 2^40 and stay below 2^53.
-pub const MAX_THREAD: u32 = 4095;
+pub(crate) const MAX_THREAD: u32 = 4095;
 
 /// One gate's state in memory shared by threads.
 pub trait Slot {

@@ -30,14 +30,14 @@ impl Gate {
     /// first admission, for at most the store's time limit: asked at the opening's pace, that
     /// admission would set the store's pace to it, and every process of the key would wait for
     /// the opening's slow token.
-    pub fn recall(&mut self, now: Millis) {
+    pub(crate) fn recall(&mut self, now: Millis) {
         if let Some(link) = self.authority.link() {
             self.recalling_until = now + link.settings().timeout_ms;
         }
     }
 
     /// What the fleet learned came (or the store did not answer): admissions may go.
-    pub fn recalled(&mut self) {
+    pub(crate) fn recalled(&mut self) {
         self.recalling_until = f64::NEG_INFINITY;
     }
 
@@ -64,7 +64,7 @@ impl Gate {
 
     /// A learning gate that has heard no answer yet goes on at `now` from `memo`, what its
     /// credential's forgotten gate had learned.
-    pub fn resume_learning(&mut self, now: Millis, memo: &Memo) {
+    pub(crate) fn resume_learning(&mut self, now: Millis, memo: &Memo) {
         let Some(learner) = self.learner.as_mut().filter(|l| l.opening()) else {
             return;
         };
@@ -75,7 +75,7 @@ impl Gate {
 
     /// A learning gate that has heard no answer yet learns at `now` from `answer`, to a request
     /// another gate admitted: the route's scout, whose answer named this gate's limiter.
-    pub fn hear(&mut self, now: Millis, answer: &Sample) {
+    pub(crate) fn hear(&mut self, now: Millis, answer: &Sample) {
         let Some(learner) = &mut self.learner else {
             return;
         };
@@ -117,7 +117,7 @@ impl Gate {
 
     /// A learning gate's answers come from limiter `limiter`, as the fleet says, unless
     /// it heard of another already.
-    pub fn assume_limiter(&mut self, limiter: &str) {
+    pub(crate) fn assume_limiter(&mut self, limiter: &str) {
         if let Some(learner) = &mut self.learner {
             learner.owns(Some(limiter));
         }
@@ -144,7 +144,7 @@ impl Gate {
     /// Whether the limiters this gate's answers come from are worth scouting for: none
     /// answered yet, or one named its limiter (answers that never name one all come from the
     /// same place, and a route's first call need not go ahead to learn that).
-    pub fn names_limiters(&self) -> bool {
+    pub(crate) fn names_limiters(&self) -> bool {
         self.learner
             .as_ref()
             .is_some_and(|l| l.opening() || l.limiter().is_some())

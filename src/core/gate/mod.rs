@@ -63,7 +63,7 @@ pub const EARLY_MS: Millis = 1.0;
 /// a process with many calls in flight asks once for what they need, not once each. A call
 /// that leaves while its token is on the way loses that token, so the asks stay modest. (A
 /// learning gate asks for one at a time.)
-pub const STORE_BATCH: usize = 64;
+pub(crate) const STORE_BATCH: usize = 64;
 
 /// What the gate's authority says to the head of the line. Returned, never kept: boxing the
 /// lines' order would cost an allocation an admission.
@@ -350,7 +350,7 @@ impl Gate {
     }
 
     /// Marks a gate as made for wrappers that share it with the process's threads.
-    pub fn for_threads(self) -> Gate {
+    pub(crate) fn for_threads(self) -> Gate {
         Gate {
             threads: true,
             ..self
@@ -359,13 +359,13 @@ impl Gate {
 
     /// A gate in this thread's memory, made for wrappers that share it with the process's
     /// threads when the memory they share had no room for its key: it says so, once.
-    pub fn no_room(mut self) -> Gate {
+    pub(crate) fn no_room(mut self) -> Gate {
         self.actions.push_back(Action::Event(Event::NoRoom));
         self
     }
 
     /// Whether the process's threads share the gate's state.
-    pub fn shared_by_threads(&self) -> bool {
+    pub(crate) fn shared_by_threads(&self) -> bool {
         self.threads
     }
 
@@ -424,13 +424,13 @@ impl Gate {
     }
 
     /// The shared retry budget's settings, if the gate has one.
-    pub fn budget_config(&self) -> Option<RefillingConfig> {
+    pub(crate) fn budget_config(&self) -> Option<RefillingConfig> {
         self.budget
     }
 
     /// Gives a gate made without a retry budget (by a wrapper that does not retry) the budget
     /// a retrying wrapper brings. A gate never changes a budget it has.
-    pub fn install_budget(&mut self, config: RefillingConfig) {
+    pub(crate) fn install_budget(&mut self, config: RefillingConfig) {
         if self.budget.is_some() {
             return;
         }
@@ -484,7 +484,7 @@ impl Gate {
     /// from this gate's limiter): the same call, made when it was made, in the call order
     /// where its rank puts it. `maxWaiting` judged it where it came from; its deadlines count
     /// from when it was made.
-    pub fn take_in(&mut self, now: Millis, call: Call) -> CallId {
+    pub(crate) fn take_in(&mut self, now: Millis, call: Call) -> CallId {
         self.arrivals = self.arrivals.max(call.rank + 1);
         let id = self.calls.insert(call);
         self.join(now, id);
@@ -497,7 +497,7 @@ impl Gate {
     }
 
     /// Calls waiting in line in `lane`.
-    pub fn waiting_in(&self, lane: LaneId) -> usize {
+    pub(crate) fn waiting_in(&self, lane: LaneId) -> usize {
         self.line.waiting_in(lane)
     }
 
@@ -589,7 +589,7 @@ impl Gate {
     /// The caller gave up on `call` (its signal aborted): it leaves the line, its backoff or
     /// whatever it waits for, spending nothing more. The driver settles it with the abort
     /// reason; the gate forgets it.
-    pub fn cancel(&mut self, now: Millis, call: CallId) {
+    pub(crate) fn cancel(&mut self, now: Millis, call: CallId) {
         let Some(c) = self.calls.get(call) else {
             return;
         };
@@ -652,7 +652,7 @@ impl Gate {
     }
 
     /// Whether another attempt of `call` may follow the one out (see [`Call::may_retry`]).
-    pub fn may_retry(&self, call: CallId) -> bool {
+    pub(crate) fn may_retry(&self, call: CallId) -> bool {
         self.calls.get(call).is_some_and(Call::may_retry)
     }
 
@@ -794,13 +794,13 @@ impl Gate {
 
     /// Tokens left in a budget kept in this process (none for a store's gate: the store keeps
     /// it).
-    pub fn local_budget_left(&mut self) -> Option<f64> {
+    pub(crate) fn local_budget_left(&mut self) -> Option<f64> {
         self.authority.local_budget_left()
     }
 
     /// Leaves at most `left` tokens in a budget kept in this process: what this scope's
     /// forgotten gate had left.
-    pub fn cap_budget(&mut self, left: f64) {
+    pub(crate) fn cap_budget(&mut self, left: f64) {
         self.authority.cap_budget(left);
     }
 

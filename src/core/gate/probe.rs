@@ -14,7 +14,7 @@ use crate::core::rules::quota::{QuotaState, Usage};
 use crate::core::Millis;
 
 /// The probe's time limit, from joining the line to the end of its response.
-pub const PROBE_BUDGET_MS: Millis = 30_000.0;
+pub(crate) const PROBE_BUDGET_MS: Millis = 30_000.0;
 
 /// How long a spent quota with no known period end stays closed in a shared store; the
 /// caller's `resetQuota()` reopens it sooner.

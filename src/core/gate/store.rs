@@ -11,7 +11,7 @@ use crate::core::Millis;
 
 impl Gate {
     /// The store answered operation `op` at `now`, or (with `None`) failed or was too late.
-    pub fn store_answered(
+    pub(crate) fn store_answered(
         &mut self,
         now: Millis,
         op: super::action::OpId,
