@@ -195,6 +195,8 @@ impl<T: Immediate> Authority for T {
         }
         let shares = self.shares();
         if let Answer::Admitted { anchor, .. } = &mut answer {
+            // A learned pace already runs behind the server's refill: pausing it for each
+            // response too would hold a learning gate to one request in flight.
             if *anchor && learning {
                 self.apply(now, &Op::Resume { id });
                 *anchor = false;
