@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use odds_gate::core::authority::fair::Shares;
 use odds_gate::core::authority::memory::MemoryAuthority;
 use odds_gate::core::authority::store::StoreAuthority;
-use odds_gate::core::authority::{Answer, Authority, Head, Op, Remaining, Seen};
+use odds_gate::core::authority::{Answer, Head, Op, Remaining, Seen, Transitions};
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::bucket::Count;
 use odds_gate::core::rules::budget::RefillingConfig;
@@ -129,7 +129,7 @@ impl Connection {
     }
 }
 
-/// `gate.lua` on Redis as an [`Authority`]: each operation is one `EVALSHA`, on the caller's
+/// `gate.lua` on Redis as [`Transitions`]: each operation is one `EVALSHA`, on the caller's
 /// clock.
 struct RedisAuthority<'a> {
     connection: &'a mut Connection,
@@ -282,8 +282,8 @@ struct Tally {
 /// Runs `steps` (each after a pause) through both authorities, for a gate starting at `rate`;
 /// every answer, or the first difference.
 ///
-/// A rate change goes to the store as production's store path sends it (`Keeper::follow`,
-/// `StoreLink::follow`): nothing is sent at the change; the new rate is what every later
+/// A rate change goes to the store as production's store path sends it (the store link's
+/// `Authority::tune`): nothing is sent at the change; the new rate is what every later
 /// EVALSHA passes, so the store hears of it with the next operation of any kind, at that
 /// operation's time. The script then refills at the rate it last refilled at up to that time,
 /// and switches (`TokenBucket::retune`, tokens clamped to the new burst). So the memory side

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use odds_gate::core::authority::fair::Turn;
 use odds_gate::core::authority::threads::{vacant, Settings, Slot, ThreadAuthority, WORDS};
-use odds_gate::core::authority::{Answer, Authority, Immediate, Op};
+use odds_gate::core::authority::{Answer, Immediate, Op, Transitions};
 use odds_gate::core::base::random::Seeded;
 use odds_gate::core::gate::action::{Action, End, Event};
 use odds_gate::core::gate::call::CallSpec;

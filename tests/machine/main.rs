@@ -10,7 +10,7 @@ mod harness;
 use std::rc::Rc;
 
 use harness::{Harness, Reply};
-use odds_gate::core::authority::{Authority, Immediate};
+use odds_gate::core::authority::{Immediate, Transitions};
 use odds_gate::core::base::random::Seeded;
 use odds_gate::core::gate::action::{End, Event};
 use odds_gate::core::gate::call::CallSpec;

@@ -15,7 +15,7 @@
 use crate::core::rules::fair::{self, LaneId, Tag};
 
 /// Lanes whose next start the threads share.
-pub const LANES: usize = 4;
+pub(crate) const LANES: usize = 4;
 /// Numbers the fair order takes in a slot.
 pub const WORDS: usize = 2 + 3 * LANES;
 
@@ -71,7 +71,7 @@ fn write(w: &mut [f64], tag: Tag) {
 }
 
 /// The fair order's words in a slot.
-pub struct Fair<'a>(pub &'a mut [f64]);
+pub(crate) struct Fair<'a>(pub &'a mut [f64]);
 
 impl Fair<'_> {
     /// What a line follows.

@@ -4,7 +4,7 @@
 
 use crate::core::authority::fair::Turn;
 use crate::core::authority::{
-    AdmissionId, Answer, Authority, Immediate, Op, Remaining, Seen, LOW_REMAINING,
+    AdmissionId, Answer, Immediate, Op, Remaining, Seen, Transitions, LOW_REMAINING,
 };
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::{Count, TokenBucket};
@@ -125,7 +125,7 @@ impl MemoryAuthority {
     }
 
     /// Gives a budget-less gate this budget (a gate never changes a budget it has).
-    pub fn install_budget(&mut self, config: RefillingConfig) {
+    pub(crate) fn install_budget(&mut self, config: RefillingConfig) {
         if self.budget.is_none() {
             self.budget = Some(RefillingBudget::new(config));
         }
@@ -167,7 +167,7 @@ impl MemoryAuthority {
 
     /// Leaves at most `left` tokens in the retry budget: what a forgotten gate of the same
     /// scope had left.
-    pub fn cap_budget(&mut self, left: f64) {
+    pub(crate) fn cap_budget(&mut self, left: f64) {
         if let Some(budget) = &mut self.budget {
             let over = budget.available() - left;
             if over > 0.0 {
@@ -185,7 +185,7 @@ impl MemoryAuthority {
 
     /// Whether the head of the line could have gone by `at` (at most `now`): no cooldown then,
     /// and a token there.
-    pub fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
+    pub(crate) fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
         self.cooldown_until <= at && self.bucket.had_token_by(now, at)
     }
 
@@ -235,7 +235,7 @@ impl MemoryAuthority {
     }
 }
 
-impl Authority for MemoryAuthority {
+impl Transitions for MemoryAuthority {
     fn apply(&mut self, now: Millis, op: &Op) -> Answer {
         match *op {
             Op::Admit {

@@ -2,13 +2,13 @@
 //! retry budget, quota closure) and the only place it changes. A gate's line, its calls and its
 //! timer stay local to the process; whatever processes share goes through these operations.
 //!
-//! There are three authorities, one contract ([`Authority`]). [`MemoryAuthority`] answers at
-//! once, in this process; [`ThreadAuthority`] runs its very transitions on a state kept in memory
-//! the process's threads share. `src/store/gate.lua` is the Redis encoding of the same
-//! transitions (a parity test runs random operations through both and requires identical
-//! answers); a gate reaches it through its
-//! [`StoreLink`](crate::core::gate::store_link::StoreLink), which sends operations out and takes
-//! the answers back.
+//! Every place the state lives applies the same operations ([`Transitions`]).
+//! [`MemoryAuthority`] answers at once, in this process; [`ThreadAuthority`] runs its very
+//! transitions on a state kept in memory the process's threads share; both are [`Immediate`].
+//! `src/store/gate.lua` is the Redis encoding of the same transitions (a parity test runs
+//! random operations through both and requires identical answers). A gate holds any of them
+//! as one authority (`gate::Authority`), the store through its link (`gate/store_link.rs`),
+//! which sends operations out, takes the answers back and keeps the fail-safe.
 //!
 //! [`MemoryAuthority`]: crate::core::authority::memory::MemoryAuthority
 //! [`ThreadAuthority`]: crate::core::authority::threads::ThreadAuthority
@@ -29,7 +29,7 @@ use crate::core::Millis;
 
 /// An admission's number, unique within a gate: it names the admission that may have paused the
 /// refill, so its response can restart it.
-pub type AdmissionId = u64;
+pub(crate) type AdmissionId = u64;
 
 /// One transition of the shared state.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +110,7 @@ pub enum Seen {
 
 impl Seen {
     /// The same, told `ms` later: a remaining count's request is that much older.
-    pub fn aged(self, ms: Millis) -> Seen {
+    pub(crate) fn aged(self, ms: Millis) -> Seen {
         match self {
             Seen::Remaining(r) => Seen::Remaining(Remaining {
                 age_ms: r.age_ms + ms,
@@ -146,7 +146,7 @@ pub struct Remaining {
 }
 
 /// Below this share of the limit left, a key drained by someone else refills at half rate.
-pub const LOW_REMAINING: f64 = 0.1;
+pub(crate) const LOW_REMAINING: f64 = 0.1;
 
 /// The authority's answer. Times are milliseconds from the authority's own now, so callers
 /// never compare their clock with another process's.
@@ -188,18 +188,18 @@ pub enum Answer {
     QuotaSet(Millis),
 }
 
-/// The contract both authorities keep: apply one operation at `now`, answer at once. The memory
-/// authority is this process's; `gate.lua` is the Redis one (run synchronously by the parity
-/// test, and asynchronously by a gate through its
-/// [`StoreLink`](crate::core::gate::store_link::StoreLink)).
-pub trait Authority {
+/// The transitions every authority keeps: apply one operation at `now`, answer at once. The
+/// memory authority is this process's; `gate.lua` is the Redis one (run synchronously by the
+/// parity test, and asynchronously by a gate through its store link).
+pub trait Transitions {
     /// Applies `op` at `now` (milliseconds on the authority's clock).
     fn apply(&mut self, now: Millis, op: &Op) -> Answer;
 }
 
 /// An authority that answers at once, in this process: the gate's own memory, or a slot the
-/// threads of the process share. The gate asks it directly, not through a store link.
-pub trait Immediate: Authority {
+/// threads of the process share. Each is an authority a gate can hold (`gate::Authority`),
+/// asked directly, not through a store link.
+pub trait Immediate: Transitions {
     /// May the head of the line (its `turn`: its arrival and lane) go now (an `account` call
     /// past a spent quota)? [`Op::Admit`], plus whatever keeps the order fair between the
     /// lines that share the state.
@@ -207,6 +207,11 @@ pub trait Immediate: Authority {
     /// The fair order the lines sharing the state keep, as the last admission found it (none
     /// where no other line shares it).
     fn shares(&self) -> Option<Shares> {
+        None
+    }
+    /// The allowance the lines sharing the state follow, where another of them may have set
+    /// it (none where no other line shares it).
+    fn followed(&mut self) -> Option<Rate> {
         None
     }
     /// When the caller with `ahead` others in front of it could be admitted.

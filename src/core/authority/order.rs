@@ -9,20 +9,20 @@
 
 use super::fair::{self, Fair, Shares, Turn};
 use super::memory::MemoryAuthority;
-use super::{AdmissionId, Answer, Authority, Op, Seen};
+use super::{AdmissionId, Answer, Op, Seen, Transitions};
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::fair::{LaneId, Tag};
 use crate::core::Millis;
 
 /// Heads of lines that can hold a claim at once.
-pub const CLAIMS: usize = 8;
+pub(crate) const CLAIMS: usize = 8;
 const CLAIM: usize = 4;
 /// Numbers the order takes.
 pub const WORDS: usize = fair::WORDS + CLAIM * CLAIMS;
 
 /// The longest a claim outlives its time: a line that emptied, or whose thread or process died,
 /// holds the others back at most this long (and at most one token interval).
-pub const GRACE_MS: Millis = 250.0;
+pub(crate) const GRACE_MS: Millis = 250.0;
 
 /// Where a head goes among the lines: its start tag, its arrival, its line's number.
 type Place = (Tag, f64, f64);
@@ -30,14 +30,14 @@ type Place = (Tag, f64, f64);
 /// How long a claim outlives its time at `rate`, and how soon a head behind another looks
 /// again once that one is due: one token interval (at most [`GRACE_MS`]), and an eighth of one
 /// (1 to 20 ms).
-pub fn timing(rate: Rate) -> (Millis, Millis) {
+pub(crate) fn timing(rate: Rate) -> (Millis, Millis) {
     let interval = rate.ms_per_token();
     (interval.min(GRACE_MS), (interval / 8.0).clamp(1.0, 20.0))
 }
 
 /// An admission asked for in order: what [`Op::Admit`] carries, and who asks.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Ask {
+pub(crate) struct Ask {
     /// The line's number (a thread's, a process's), not 0.
     pub who: f64,
     /// Its head's arrival (on the authority's clock) and lane.
@@ -53,7 +53,7 @@ pub struct Ask {
 }
 
 /// The order's words.
-pub struct Order<'a>(pub &'a mut [f64]);
+pub(crate) struct Order<'a>(pub &'a mut [f64]);
 
 impl Order<'_> {
     fn parts(&mut self) -> (Fair<'_>, &mut [f64]) {
@@ -71,12 +71,12 @@ impl Order<'_> {
     }
 
     /// Whether any line holds a claim.
-    pub fn claimed(&self) -> bool {
+    pub(crate) fn claimed(&self) -> bool {
         self.claims().any(|c| c[0] != 0.0)
     }
 
     /// A faster allowance: no head asks again later than `by`.
-    pub fn hasten(&mut self, by: Millis) {
+    pub(crate) fn hasten(&mut self, by: Millis) {
         for c in self.parts().1.chunks_exact_mut(CLAIM) {
             if c[0] != 0.0 {
                 c[3] = c[3].min(by);

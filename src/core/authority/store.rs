@@ -5,7 +5,7 @@
 use super::fair::{Shares, Turn};
 use super::memory::MemoryAuthority;
 use super::order::{self, Ask, Order};
-use super::{Answer, Authority, Op};
+use super::{Answer, Op, Transitions};
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::Millis;

@@ -13,14 +13,14 @@
 use crate::core::authority::fair::{Shares, Turn};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::order::{self, Ask, Order};
-use crate::core::authority::{AdmissionId, Answer, Authority, Immediate, Op};
+use crate::core::authority::{AdmissionId, Answer, Immediate, Op, Transitions};
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::Millis;
 
 /// Word 0: 1 once a thread saved the slot, 0 in a fresh one.
-pub const READY: usize = 0;
+pub(crate) const READY: usize = 0;
 const CONFIG: usize = 1;
 const CONFIG_WORDS: usize = 7;
 const STATE: usize = CONFIG + CONFIG_WORDS;
@@ -29,7 +29,7 @@ const ORDER_AT: usize = STATE + MemoryAuthority::WORDS;
 pub const WORDS: usize = ORDER_AT + order::WORDS;
 
 /// The highest thread number: numbers salt admission ids above 2^40 and stay below 2^53.
-pub const MAX_THREAD: u32 = 4095;
+pub(crate) const MAX_THREAD: u32 = 4095;
 
 /// One gate's state in memory shared by threads.
 pub trait Slot {
@@ -284,7 +284,7 @@ impl ThreadAuthority {
     }
 }
 
-impl Authority for ThreadAuthority {
+impl Transitions for ThreadAuthority {
     fn apply(&mut self, now: Millis, op: &Op) -> Answer {
         let op = match *op {
             Op::Admit {
@@ -348,6 +348,10 @@ impl Immediate for ThreadAuthority {
 
     fn shares(&self) -> Option<Shares> {
         Some(self.shares)
+    }
+
+    fn followed(&mut self) -> Option<Rate> {
+        Some(Immediate::rate(self))
     }
 
     fn ready_by(&mut self, now: Millis, at: Millis) -> bool {

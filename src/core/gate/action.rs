@@ -9,7 +9,7 @@ use crate::core::rules::routes::Heard;
 use crate::core::Millis;
 
 /// A store operation's number, to match its answer.
-pub type OpId = u64;
+pub(crate) type OpId = u64;
 
 /// One thing to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -177,7 +177,7 @@ impl Event {
     }
 
     /// The same event about call `to` (a call's number where the event goes).
-    pub fn renumbered(mut self, to: CallId) -> Event {
+    pub(crate) fn renumbered(mut self, to: CallId) -> Event {
         match &mut self {
             Event::Admitted { call, .. }
             | Event::Throttled { call, .. }

@@ -5,8 +5,7 @@
 use super::action::{Action, End, Event};
 use super::call::Stage;
 use super::line::Place;
-use super::store_link;
-use super::{Due, Gate, Keeper, EARLY_MS, STORE_BATCH};
+use super::{Admission, Due, Gate, EARLY_MS, STORE_BATCH};
 use crate::core::rules::learn::Learner;
 
 /// How often a learning gate that shares its allowance and has heard no answer yet looks for
@@ -27,7 +26,7 @@ fn calls_scouting(
         .is_some_and(|c| c.spec.scout && c.stage == Stage::Sending)
 }
 use crate::core::authority::fair::Turn;
-use crate::core::authority::{AdmissionId, Answer, Head, Immediate, Op};
+use crate::core::authority::{AdmissionId, Answer};
 use crate::core::rules::policy::Reason;
 use crate::core::rules::routes::Heard;
 use crate::core::Millis;
@@ -93,88 +92,44 @@ impl Gate {
             let rate = learner.rate(now);
             if rate != self.rate {
                 self.rate = rate;
-                self.keeper.follow(now, rate, None);
+                self.authority.tune(now, rate, None);
             }
         }
         let id = self.next_admission;
-        let authority: &mut dyn Immediate = match &mut self.keeper {
-            Keeper::Memory(a) => a.as_mut(),
-            Keeper::Store(link) if link.alone() => {
-                // Admit alone at the share meanwhile, and now and then ask the store again.
-                if link.ping_due(now) {
-                    let ping = link.send(now, store_link::Purpose::Tell);
-                    self.actions.push_back(Action::Store {
-                        id: ping,
-                        op: Op::Observe {
-                            cooldown_ms: None,
-                            remaining: None,
-                        },
-                    });
-                }
-                &mut link.fallback
-            }
-            Keeper::Store(link) => {
-                // Not a moment early: asking before the store's token is there costs a round
-                // trip for a "wait".
-                if link.admitting || now < link.ready_at {
-                    return false;
-                }
-                // A learning gate's bucket is a guess: taken in one go, a guess too high
-                // costs as many 429s as it took. It asks for one at a time.
-                let want = match (&self.learner, account) {
-                    (Some(_), _) | (_, true) => 1,
-                    (None, false) => self.line.len().clamp(1, STORE_BATCH),
-                };
-                self.next_admission += want as AdmissionId;
-                let op = link.send(now, store_link::Purpose::Admit(id));
-                link.asked_with = link.rate();
-                let seen = link.seen.take().map(|(seen, at)| seen.aged(now - at));
-                self.actions.push_back(Action::Store {
-                    id: op,
-                    op: Op::Admit {
-                        id,
-                        want: want as u32,
-                        seen,
-                        account,
-                        head: Some(Head {
-                            waited_ms: now - turn.since,
-                            lane: turn.lane,
-                            waiting: turn.waiting,
-                        }),
-                    },
-                });
-                return true;
-            }
+        // A learning gate's bucket is a guess: taken in one go, a guess too high costs as
+        // many 429s as it took. It asks a store for one at a time.
+        let want = match (&self.learner, account) {
+            (Some(_), _) | (_, true) => 1,
+            (None, false) => self.line.len().clamp(1, STORE_BATCH),
         };
-        let mut answer = authority.admit(now, id, turn, account);
-        // A token due within a timer's tolerance is taken now.
-        if let Answer::Wait(ms) = answer {
-            if ms <= EARLY_MS {
-                answer = authority.admit(now + ms, id, turn, account);
+        let learning = self.learner.is_some();
+        let admission = self
+            .authority
+            .admit(now, id, turn, want as u32, learning, account);
+        self.flush();
+        match admission {
+            Admission::NotYet => false,
+            Admission::Asked => {
+                self.next_admission += want as AdmissionId;
+                true
             }
-        }
-        let shares = authority.shares();
-        match answer {
-            Answer::Admitted {
-                mut anchor, seq, ..
+            Admission::Answered {
+                answer: Answer::Admitted { anchor, seq, .. },
+                shares,
             } => {
-                if anchor && self.learner.is_some() {
-                    // A learned pace already runs behind the server's refill: pausing it
-                    // for each response too would hold a learning gate to one request in
-                    // flight.
-                    authority.apply(now, &Op::Resume { id });
-                    anchor = false;
-                }
                 self.next_admission += 1;
                 self.admit(now, head, id, anchor, seq);
                 self.line.follow(shares.as_ref());
                 true
             }
-            Answer::Exhausted(ms) => {
+            Admission::Answered {
+                answer: Answer::Exhausted(ms),
+                ..
+            } => {
                 self.quota_closed(now, ms);
                 true
             }
-            _ => {
+            Admission::Answered { shares, .. } => {
                 self.line.follow(shares.as_ref());
                 false
             }
@@ -191,11 +146,7 @@ impl Gate {
 
     /// Whether the head could have gone by `at` (at most `now`), in this process's memory.
     fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
-        match &mut self.keeper {
-            Keeper::Memory(a) => a.ready_by(now, at),
-            Keeper::Store(link) if link.alone() => link.fallback.ready_by(now, at),
-            Keeper::Store(_) => false,
-        }
+        self.authority.ready_by(now, at)
     }
 
     /// Lets the head of the line go: its attempt is sent now.
@@ -286,22 +237,15 @@ impl Gate {
         }
         let held = recalling || head.is_some_and(|h| self.held_for_probe(h.call));
         if !self.line.is_empty() && !self.window_full() && !held {
-            match &mut self.keeper {
-                Keeper::Memory(a) => consider(a.predict(now, 0)),
-                Keeper::Store(link) if link.alone() => {
-                    consider(link.fallback.predict(now, 0));
-                    consider(link.retry_at());
-                }
-                Keeper::Store(link) if !link.admitting => consider(link.predict(now, 0)),
-                Keeper::Store(_) => {}
-            }
-        }
-        if let Keeper::Store(link) = &self.keeper {
-            if let Some(at) = link.next_deadline() {
+            if let Some(at) = self.authority.head_due(now) {
                 consider(at);
             }
         }
-        let shared = self.threads || matches!(self.keeper, Keeper::Store(_));
+        let link = self.authority.link();
+        if let Some(at) = link.as_ref().and_then(|link| link.next_deadline()) {
+            consider(at);
+        }
+        let shared = self.threads || link.is_some();
         let opening = self.learner.as_ref().is_some_and(Learner::opening);
         if shared && opening && !self.line.is_empty() {
             // Another thread or process may hear the allowance's first answer: look again soon.
@@ -328,10 +272,9 @@ impl Gate {
                 self.join(now, call);
             }
         }
-        if let Keeper::Store(link) = &self.keeper {
-            for op in link.overdue(now) {
-                self.store_answered(now, op, None);
-            }
+        let overdue = self.authority.link().map(|link| link.overdue(now));
+        for op in overdue.unwrap_or_default() {
+            self.store_answered(now, op, None);
         }
         self.let_go_past_deadlines(now);
         self.scouts_overdue(now);

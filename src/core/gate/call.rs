@@ -127,21 +127,21 @@ pub struct Call {
     /// Its place in the call order: it keeps it when it comes back to the line.
     pub rank: Rank,
     /// When its first attempt went out.
-    pub first_sent: Option<Millis>,
+    pub(crate) first_sent: Option<Millis>,
     /// When its latest attempt went out.
-    pub last_sent: Millis,
+    pub(crate) last_sent: Millis,
     /// Attempts sent.
     pub attempts: u32,
     /// Visits to the line so far.
-    pub visits: u32,
+    pub(crate) visits: u32,
     /// The last response's status.
-    pub last_status: Option<u16>,
+    pub(crate) last_status: Option<u16>,
     /// The last `Retry-After`, in ms.
-    pub last_retry_after_ms: Option<Millis>,
+    pub(crate) last_retry_after_ms: Option<Millis>,
     /// The last attempt ended without a response (its rejection is the error's cause).
-    pub last_failed: bool,
+    pub(crate) last_failed: bool,
     /// What the last retry cost the gate's budget, refunded if the call then succeeds.
-    pub last_retry_cost: Option<f64>,
+    pub(crate) last_retry_cost: Option<f64>,
     /// The current admission, and whether it paused the refill (its response resumes it).
     pub admission: Option<(AdmissionId, bool)>,
     /// The latest attempt's number among every request its allowance admitted (whoever asked).
@@ -153,15 +153,15 @@ pub struct Call {
     pub waited: bool,
     /// Its latest answer, a 429 with no `Retry-After` the learner has not heard: it may be the
     /// monthly quota's, which says nothing of the rate (see `Gate::tell_learner`).
-    pub untold: Option<Sample>,
+    pub(crate) untold: Option<Sample>,
     /// Where it is.
-    pub stage: Stage,
+    pub(crate) stage: Stage,
 }
 
 impl Call {
     /// Where it waits in line: at the front (the quota's probe, a route's scout on its first
     /// visit), or in its lane.
-    pub fn lane_in_line(&self) -> Option<LaneId> {
+    pub(crate) fn lane_in_line(&self) -> Option<LaneId> {
         let first = matches!(self.stage, Stage::Queued { visit: 1, .. });
         match self.probe || (self.spec.scout && first) {
             true => None,
@@ -196,7 +196,7 @@ impl Call {
     /// The latest the call may be admitted, and the reason to give when it cannot be: its
     /// batch's deadline; before the first send, `maxWaitMs` from when it was made; after it,
     /// its time budget from the first send. The earliest of those wins (the batch on a tie).
-    pub fn admission_deadline(&self) -> (Millis, Reason) {
+    pub(crate) fn admission_deadline(&self) -> (Millis, Reason) {
         let mut deadline = (Millis::INFINITY, Reason::Deadline);
         if let Some(batch) = &self.spec.batch {
             deadline.0 = batch.borrow().deadline;
@@ -216,7 +216,7 @@ impl Call {
     }
 
     /// What the policy needs after an attempt.
-    pub fn progress(&self) -> Progress {
+    pub(crate) fn progress(&self) -> Progress {
         let (deadline, deadline_reason) = self.admission_deadline();
         Progress {
             attempts: self.attempts,
@@ -229,7 +229,7 @@ impl Call {
     /// Records the attempt that is going out at `now`; its time limit in whole milliseconds:
     /// the policy's `attemptTimeoutMs`, never past the call's deadline; 0 for none
     /// (`retry: false`, whose request goes out untouched).
-    pub fn send(&mut self, now: Millis) -> Millis {
+    pub(crate) fn send(&mut self, now: Millis) -> Millis {
         self.first_sent.get_or_insert(now);
         self.last_sent = now;
         self.attempts += 1;
@@ -246,7 +246,7 @@ impl Call {
 
     /// Whether another attempt may follow the one out: the policy retries, the request may be
     /// sent again, and attempts are left (time and the group's budget decide when it ends).
-    pub fn may_retry(&self) -> bool {
+    pub(crate) fn may_retry(&self) -> bool {
         self.spec.replayable
             && self
                 .spec
@@ -257,7 +257,7 @@ impl Call {
 
     /// Whether the call, given up, ends with what its last attempt came to rather than with a
     /// typed error.
-    pub fn gives_up_as_is(&self) -> bool {
+    pub(crate) fn gives_up_as_is(&self) -> bool {
         self.spec.policy.is_some() && !self.spec.typed_errors
     }
 

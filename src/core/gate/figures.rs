@@ -13,7 +13,7 @@ pub struct RetryCounts {
     /// After a 429.
     pub throttled: u64,
     /// After a 5xx.
-    pub server_error: u64,
+    pub(crate) server_error: u64,
     /// After a network failure.
     pub network: u64,
     /// After our per-attempt timeout.
@@ -61,13 +61,13 @@ pub struct Figures {
     /// Refilling at half rate because the server says someone else is draining the key.
     pub slow: bool,
     /// The headers of the last 429.
-    pub last_feedback: Option<Feedback>,
+    pub(crate) last_feedback: Option<Feedback>,
     /// Retries by cause.
     pub retries: RetryCounts,
     /// Calls given up, by [`Reason::index`].
     pub abandoned: [u64; Reason::ALL.len()],
     /// Calls refused because the quota is spent.
-    pub quota_rejected: u64,
+    pub(crate) quota_rejected: u64,
     /// The quota as the gate sees it.
     pub quota: Option<QuotaState>,
     /// Time from asking to admission.
@@ -81,7 +81,7 @@ pub struct Figures {
 impl Figures {
     /// Adds what another gate did (a wrapper's totals keep the figures of gates that were
     /// forgotten once idle).
-    pub fn absorb(&mut self, other: &Figures) {
+    pub(crate) fn absorb(&mut self, other: &Figures) {
         self.requests += other.requests;
         self.admitted += other.admitted;
         self.cancelled += other.cancelled;

@@ -2,7 +2,7 @@
 //! what it learned, and what a fleet tells it.
 
 use super::action::{Action, Event};
-use super::{Gate, Keeper};
+use super::Gate;
 use crate::core::rules::allowance::{Allowance, Rate};
 use crate::core::rules::learn::{Estimate, Learner, Memo, Sample};
 use crate::core::Millis;
@@ -20,7 +20,7 @@ impl Gate {
         let rate = learner.rate(now);
         if rate != self.rate {
             self.rate = rate;
-            self.keeper.follow(now, rate, None);
+            self.authority.tune(now, rate, None);
         }
         self.learner = Some(learner);
         self
@@ -30,14 +30,14 @@ impl Gate {
     /// first admission, for at most the store's time limit: asked at the opening's pace, that
     /// admission would set the store's pace to it, and every process of the key would wait for
     /// the opening's slow token.
-    pub fn recall(&mut self, now: Millis) {
-        if let Keeper::Store(link) = &self.keeper {
+    pub(crate) fn recall(&mut self, now: Millis) {
+        if let Some(link) = self.authority.link() {
             self.recalling_until = now + link.settings().timeout_ms;
         }
     }
 
     /// What the fleet learned came (or the store did not answer): admissions may go.
-    pub fn recalled(&mut self) {
+    pub(crate) fn recalled(&mut self) {
         self.recalling_until = f64::NEG_INFINITY;
     }
 
@@ -54,7 +54,7 @@ impl Gate {
         };
         learner.adopt(rate);
         self.rate = learner.rate(now);
-        self.keeper.follow(now, self.rate, None);
+        self.authority.tune(now, self.rate, None);
     }
 
     /// What to keep of a learning gate's estimate once it is forgotten (see [`Memo`]).
@@ -64,18 +64,18 @@ impl Gate {
 
     /// A learning gate that has heard no answer yet goes on at `now` from `memo`, what its
     /// credential's forgotten gate had learned.
-    pub fn resume_learning(&mut self, now: Millis, memo: &Memo) {
+    pub(crate) fn resume_learning(&mut self, now: Millis, memo: &Memo) {
         let Some(learner) = self.learner.as_mut().filter(|l| l.opening()) else {
             return;
         };
         learner.resume(now, memo);
         self.rate = learner.rate(now);
-        self.keeper.follow(now, self.rate, None);
+        self.authority.tune(now, self.rate, None);
     }
 
     /// A learning gate that has heard no answer yet learns at `now` from `answer`, to a request
     /// another gate admitted: the route's scout, whose answer named this gate's limiter.
-    pub fn hear(&mut self, now: Millis, answer: &Sample) {
+    pub(crate) fn hear(&mut self, now: Millis, answer: &Sample) {
         let Some(learner) = &mut self.learner else {
             return;
         };
@@ -84,7 +84,7 @@ impl Gate {
         };
         let news = learner.news(now);
         self.rate = rate;
-        self.keeper.follow(now, rate, None);
+        self.authority.tune(now, rate, None);
         if let Some(estimate) = news {
             self.actions
                 .push_back(Action::Event(Event::Learned(estimate)));
@@ -98,13 +98,8 @@ impl Gate {
         let Some(learner) = &mut self.learner else {
             return;
         };
-        let shared = match &mut self.keeper {
-            Keeper::Memory(shared) if self.threads => shared.rate(),
-            Keeper::Store(link) => match link.stored.take() {
-                Some(stored) => stored,
-                None => return,
-            },
-            Keeper::Memory(_) => return,
+        let Some(shared) = self.authority.shared_rate() else {
+            return;
         };
         // The store writes the rate as 17 digits of milliseconds per token.
         let mine = self.rate;
@@ -116,13 +111,13 @@ impl Gate {
         let rate = learner.rate(now);
         if rate != self.rate {
             self.rate = rate;
-            self.keeper.follow(now, rate, None);
+            self.authority.tune(now, rate, None);
         }
     }
 
     /// A learning gate's answers come from limiter `limiter`, as the fleet says, unless
     /// it heard of another already.
-    pub fn assume_limiter(&mut self, limiter: &str) {
+    pub(crate) fn assume_limiter(&mut self, limiter: &str) {
         if let Some(learner) = &mut self.learner {
             learner.owns(Some(limiter));
         }
@@ -149,7 +144,7 @@ impl Gate {
     /// Whether the limiters this gate's answers come from are worth scouting for: none
     /// answered yet, or one named its limiter (answers that never name one all come from the
     /// same place, and a route's first call need not go ahead to learn that).
-    pub fn names_limiters(&self) -> bool {
+    pub(crate) fn names_limiters(&self) -> bool {
         self.learner
             .as_ref()
             .is_some_and(|l| l.opening() || l.limiter().is_some())

@@ -16,7 +16,7 @@ use crate::core::base::timeline::Timeline;
 use crate::core::rules::fair::{self, cost, LaneId, Tag};
 
 /// A call's place in the call order: lower goes first.
-pub type Rank = u64;
+pub(crate) type Rank = u64;
 
 /// The lane a call waits in, and the lane's share of admissions.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -155,7 +155,7 @@ impl Line {
     }
 
     /// Joins ahead of everyone, scouts included (the quota's probe, for which the rest wait).
-    pub fn push_first(&mut self, place: Place) {
+    pub(crate) fn push_first(&mut self, place: Place) {
         self.front.push_front(place);
         self.front_live += 1;
         self.live += 1;
@@ -165,7 +165,7 @@ impl Line {
     /// [`CallSpec::scout`]).
     ///
     /// [`CallSpec::scout`]: super::call::CallSpec::scout
-    pub fn push_front(&mut self, place: Place) {
+    pub(crate) fn push_front(&mut self, place: Place) {
         self.front.push_back(place);
         self.front_live += 1;
         self.live += 1;
@@ -265,7 +265,7 @@ impl Line {
     }
 
     /// Calls waiting in `lane`.
-    pub fn waiting_in(&self, lane: LaneId) -> usize {
+    pub(crate) fn waiting_in(&self, lane: LaneId) -> usize {
         self.lanes
             .iter()
             .find(|l| l.lane.id == lane)
@@ -338,7 +338,7 @@ impl Line {
     }
 
     /// Drops stale places once they outnumber live ones, so marks cannot pile up.
-    pub fn compact(&mut self, is_live: impl Fn(Place) -> bool) {
+    pub(crate) fn compact(&mut self, is_live: impl Fn(Place) -> bool) {
         let stored = self.front.len() + self.lanes.iter().map(LaneLine::stored).sum::<usize>();
         if stored > 2 * self.live + 64 {
             self.front.retain(|&p| is_live(p));

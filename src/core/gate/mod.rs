@@ -29,14 +29,15 @@ mod store;
 
 use std::collections::VecDeque;
 
-use self::action::{Action, End, Event};
+use self::action::{Action, End, Event, OpId};
 use self::call::{Call, CallSpec, Stage};
 use self::figures::Figures;
 use self::line::{Line, Place, Rank};
 use self::store_link::{StoreLink, StoreSettings};
+use crate::core::authority::fair::{Shares, Turn};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::threads::{Settings, ThreadAuthority};
-use crate::core::authority::{AdmissionId, Authority, Immediate, Op, Seen};
+use crate::core::authority::{AdmissionId, Answer, Immediate, Op, Remaining};
 use crate::core::base::random::Random;
 use crate::core::base::slab::{Id, Slab};
 use crate::core::base::timeline::Timeline;
@@ -62,44 +63,206 @@ pub const EARLY_MS: Millis = 1.0;
 /// a process with many calls in flight asks once for what they need, not once each. A call
 /// that leaves while its token is on the way loses that token, so the asks stay modest. (A
 /// learning gate asks for one at a time.)
-pub const STORE_BATCH: usize = 64;
+pub(crate) const STORE_BATCH: usize = 64;
 
-/// Where the gate's shared state lives: in this process (its own memory, or memory its threads
-/// share), or in a store other processes reach too.
-enum Keeper {
-    Memory(Box<dyn Immediate>),
-    Store(Box<StoreLink>),
+/// What the gate's authority says to the head of the line. Returned, never kept: boxing the
+/// lines' order would cost an allocation an admission.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Admission {
+    /// It answered at once; `shares` is the fair order of the lines sharing the state as
+    /// the admission left it (none where no other line shares it).
+    Answered {
+        /// The answer.
+        answer: Answer,
+        /// The lines' order.
+        shares: Option<Shares>,
+    },
+    /// It asked the store: the answer comes back with [`Gate::store_answered`].
+    Asked,
+    /// Not now: an admission is on its way, or the store's next token is not there yet.
+    NotYet,
 }
 
-impl Keeper {
+/// The cooldown, the refill and the retry budget as the figures show them.
+pub(crate) struct Held {
+    /// No admission before this time (0 when never held).
+    cooldown_until: Millis,
+    /// Whether the refill runs at half rate.
+    slow: bool,
+    /// Tokens in the retry budget, if there is one.
+    retry_budget: Option<f64>,
+}
+
+/// The authority a gate holds: where its shared state lives and changes. Every
+/// [`Immediate`] authority (this process's memory, the slot its threads share) answers at
+/// once; a store other processes reach answers later, through the gate's [`StoreLink`],
+/// which keeps the fail-safe for when the store is down. The gate asks each the same
+/// questions and never which one it holds; what only a store has (answers coming back,
+/// operations' time limits) it reaches through [`link`](Authority::link).
+pub(crate) trait Authority {
+    /// May the head of the line go now (its `turn`, an `account` call past a spent quota)?
+    /// `id` numbers the admission; `want` is how many of the line one round trip to a store
+    /// may admit. A `learning` gate restarts a refill its admission paused at once: a
+    /// learned pace already runs behind the server's refill.
+    fn admit(
+        &mut self,
+        now: Millis,
+        id: AdmissionId,
+        turn: Turn,
+        want: u32,
+        learning: bool,
+        account: bool,
+    ) -> Admission;
+    /// When the caller with `ahead` others in front of it could be admitted, as far as this
+    /// process knows.
+    fn predict(&mut self, now: Millis, ahead: usize) -> Millis;
+    /// When the head of the line is next worth asking for (none while an admission is on
+    /// its way).
+    fn head_due(&mut self, now: Millis) -> Option<Millis>;
+    /// Whether the head of the line could have gone by `at` (at most `now`), had its wake-up
+    /// come on time.
+    fn ready_by(&mut self, now: Millis, at: Millis) -> bool;
+    /// Whether every admission is refused now (a store down, and the gate fails closed).
+    fn refusing(&self, _now: Millis) -> bool {
+        false
+    }
+    /// The cooldown's end as this process knows it.
+    fn cooldown_until(&mut self) -> Millis;
+    /// What the figures show of the shared state.
+    fn held(&mut self) -> Held;
+    /// Applies an operation nobody waits on.
+    fn tell(&mut self, now: Millis, op: Op);
+    /// Records what a response said of the allowance ([`Op::Observe`]); `heard` is the
+    /// highest request number the gate had heard of by then.
+    fn observe(
+        &mut self,
+        now: Millis,
+        cooldown_ms: Option<Millis>,
+        remaining: Option<Remaining>,
+        heard: f64,
+    );
+    /// Credits a success's `refund` to the retry budget.
+    fn credit(&mut self, now: Millis, refund: f64);
+    /// Charges `call`'s retry `cost` to the retry budget: whether it paid, or `None` when the
+    /// store answers later.
+    fn charge(&mut self, now: Millis, call: CallId, cost: f64) -> Option<bool>;
     /// Follows a learned allowance from `now`, with the server's count of tokens when it gave
-    /// one. A store hears the allowance with the next operation of any kind (each carries it;
-    /// `gate.lua` refills at the old one up to then) and the count with the next admission;
-    /// its fail-safe follows the allowance at its share.
-    fn follow(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>) {
-        match self {
-            Keeper::Memory(a) => a.tune(now, rate, count),
-            Keeper::Store(link) => {
-                let faster = rate.per_second() > link.rate().per_second();
-                link.follow(now, rate);
-                if let Some((count, at)) = count {
-                    link.seen = Some((Seen::Count(count, at), now));
-                }
-                if faster || count.is_some() {
-                    // The store's last wait was for the old allowance: ask again.
-                    link.ready_at = f64::NEG_INFINITY;
-                }
-            }
-        }
+    /// one (as of the request numbered `at`, see
+    /// [`Seen::Count`](crate::core::authority::Seen::Count)).
+    fn tune(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>);
+    /// The allowance others sharing the state follow, when they may have set it since the
+    /// gate last looked (none where nobody else shares it).
+    fn shared_rate(&mut self) -> Option<Rate>;
+    /// Gives a budget-less gate this budget.
+    fn install_budget(&mut self, config: RefillingConfig);
+    /// Tokens left in a retry budget kept in this process (none with a store: it keeps it).
+    fn local_budget_left(&mut self) -> Option<f64>;
+    /// Leaves at most `left` tokens in a retry budget kept in this process.
+    fn cap_budget(&mut self, left: f64);
+    /// Whether nothing here is worth keeping (made anew, the state would be the same).
+    fn idle(&mut self, now: Millis) -> bool;
+    /// The oldest operation queued for the store, taken out (none without a store).
+    fn outgoing(&mut self) -> Option<(OpId, Op)> {
+        None
+    }
+    /// Operations sent to the store, failures seen, and whether it answers now.
+    fn store_counts(&self) -> Option<(u64, u64, bool)> {
+        None
+    }
+    /// The link to a store, for what only a store has.
+    fn link(&mut self) -> Option<&mut StoreLink> {
+        None
     }
 }
 
-impl std::fmt::Debug for Keeper {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Keeper::Memory(_) => f.write_str("Memory"),
-            Keeper::Store(link) => f.debug_tuple("Store").field(link).finish(),
+impl<T: Immediate> Authority for T {
+    fn admit(
+        &mut self,
+        now: Millis,
+        id: AdmissionId,
+        turn: Turn,
+        _want: u32,
+        learning: bool,
+        account: bool,
+    ) -> Admission {
+        let mut answer = Immediate::admit(self, now, id, turn, account);
+        // A token due within a timer's tolerance is taken now.
+        if let Answer::Wait(ms) = answer {
+            if ms <= EARLY_MS {
+                answer = Immediate::admit(self, now + ms, id, turn, account);
+            }
         }
+        let shares = self.shares();
+        if let Answer::Admitted { anchor, .. } = &mut answer {
+            // A learned pace already runs behind the server's refill: pausing it for each
+            // response too would hold a learning gate to one request in flight.
+            if *anchor && learning {
+                self.apply(now, &Op::Resume { id });
+                *anchor = false;
+            }
+        }
+        Admission::Answered { answer, shares }
+    }
+    fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
+        Immediate::predict(self, now, ahead)
+    }
+    fn head_due(&mut self, now: Millis) -> Option<Millis> {
+        Some(Immediate::predict(self, now, 0))
+    }
+    fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
+        Immediate::ready_by(self, now, at)
+    }
+    fn cooldown_until(&mut self) -> Millis {
+        Immediate::cooldown_until(self)
+    }
+    fn held(&mut self) -> Held {
+        Held {
+            cooldown_until: Immediate::cooldown_until(self),
+            slow: self.slow(),
+            retry_budget: self.budget_left(),
+        }
+    }
+    fn tell(&mut self, now: Millis, op: Op) {
+        self.apply(now, &op);
+    }
+    fn observe(
+        &mut self,
+        now: Millis,
+        cooldown_ms: Option<Millis>,
+        remaining: Option<Remaining>,
+        _heard: f64,
+    ) {
+        let op = Op::Observe {
+            cooldown_ms,
+            remaining,
+        };
+        self.apply(now, &op);
+    }
+    fn credit(&mut self, now: Millis, refund: f64) {
+        Immediate::credit(self, now, refund);
+    }
+    fn charge(&mut self, now: Millis, _call: CallId, cost: f64) -> Option<bool> {
+        let answer = self.apply(now, &Op::Charge { cost, refund: 0.0 });
+        Some(matches!(answer, Answer::Charged(_)))
+    }
+    fn tune(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>) {
+        Immediate::tune(self, now, rate, count);
+    }
+    fn shared_rate(&mut self) -> Option<Rate> {
+        self.followed()
+    }
+    fn install_budget(&mut self, config: RefillingConfig) {
+        Immediate::install_budget(self, config);
+    }
+    fn local_budget_left(&mut self) -> Option<f64> {
+        self.budget_left()
+    }
+    fn cap_budget(&mut self, left: f64) {
+        Immediate::cap_budget(self, left);
+    }
+    fn idle(&mut self, now: Millis) -> bool {
+        Immediate::idle(self, now)
     }
 }
 
@@ -112,7 +275,7 @@ struct Due {
 
 /// One credential's gate.
 pub struct Gate {
-    keeper: Keeper,
+    authority: Box<dyn Authority>,
     rate: Rate,
     budget: Option<RefillingConfig>,
     line: Line,
@@ -164,7 +327,6 @@ pub struct Gate {
 impl std::fmt::Debug for Gate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gate")
-            .field("keeper", &self.keeper)
             .field("waiting", &self.line.len())
             .field("calls", &self.calls.len())
             .finish_non_exhaustive()
@@ -180,17 +342,17 @@ impl Gate {
         random: Box<dyn Random>,
     ) -> Gate {
         let authority = MemoryAuthority::new(rate, budget, now);
-        Gate::with(Keeper::Memory(Box::new(authority)), rate, budget, random)
+        Gate::with(Box::new(authority), rate, budget, random)
     }
 
     /// A gate whose state lives in memory the process's threads share.
     pub fn threaded(authority: ThreadAuthority, random: Box<dyn Random>) -> Gate {
         let Settings { rate, budget, .. } = authority.settings();
-        Gate::with(Keeper::Memory(Box::new(authority)), rate, budget, random).for_threads()
+        Gate::with(Box::new(authority), rate, budget, random).for_threads()
     }
 
     /// Marks a gate as made for wrappers that share it with the process's threads.
-    pub fn for_threads(self) -> Gate {
+    pub(crate) fn for_threads(self) -> Gate {
         Gate {
             threads: true,
             ..self
@@ -199,13 +361,13 @@ impl Gate {
 
     /// A gate in this thread's memory, made for wrappers that share it with the process's
     /// threads when the memory they share had no room for its key: it says so, once.
-    pub fn no_room(mut self) -> Gate {
+    pub(crate) fn no_room(mut self) -> Gate {
         self.actions.push_back(Action::Event(Event::NoRoom));
         self
     }
 
     /// Whether the process's threads share the gate's state.
-    pub fn shared_by_threads(&self) -> bool {
+    pub(crate) fn shared_by_threads(&self) -> bool {
         self.threads
     }
 
@@ -218,17 +380,17 @@ impl Gate {
         random: Box<dyn Random>,
     ) -> Gate {
         let link = StoreLink::new(settings, rate, budget, now);
-        Gate::with(Keeper::Store(Box::new(link)), rate, budget, random)
+        Gate::with(Box::new(link), rate, budget, random)
     }
 
     fn with(
-        keeper: Keeper,
+        authority: Box<dyn Authority>,
         rate: Rate,
         budget: Option<RefillingConfig>,
         random: Box<dyn Random>,
     ) -> Gate {
         Gate {
-            keeper,
+            authority,
             rate,
             budget,
             line: Line::default(),
@@ -264,35 +426,23 @@ impl Gate {
     }
 
     /// The shared retry budget's settings, if the gate has one.
-    pub fn budget_config(&self) -> Option<RefillingConfig> {
+    pub(crate) fn budget_config(&self) -> Option<RefillingConfig> {
         self.budget
     }
 
     /// Gives a gate made without a retry budget (by a wrapper that does not retry) the budget
     /// a retrying wrapper brings. A gate never changes a budget it has.
-    pub fn install_budget(&mut self, config: RefillingConfig) {
+    pub(crate) fn install_budget(&mut self, config: RefillingConfig) {
         if self.budget.is_some() {
             return;
         }
         self.budget = Some(config);
-        match &mut self.keeper {
-            Keeper::Memory(a) => a.install_budget(config),
-            Keeper::Store(link) => {
-                link.fallback.install_budget(config);
-                link.budget_left.get_or_insert(config.capacity);
-            }
-        }
+        self.authority.install_budget(config);
     }
 
     /// Operations sent to the store, failures seen, and whether it answers now.
     pub fn store_counts(&self) -> Option<(u64, u64, bool)> {
-        match &self.keeper {
-            Keeper::Store(link) => {
-                let (calls, failures) = link.counts();
-                Some((calls, failures, !link.is_down()))
-            }
-            Keeper::Memory(_) => None,
-        }
+        self.authority.store_counts()
     }
 
     /// Makes a call at `now`, `rank` in the call order (see [`Line`]). It joins the line at
@@ -336,7 +486,7 @@ impl Gate {
     /// from this gate's limiter): the same call, made when it was made, in the call order
     /// where its rank puts it. `maxWaiting` judged it where it came from; its deadlines count
     /// from when it was made.
-    pub fn take_in(&mut self, now: Millis, call: Call) -> CallId {
+    pub(crate) fn take_in(&mut self, now: Millis, call: Call) -> CallId {
         self.arrivals = self.arrivals.max(call.rank + 1);
         let id = self.calls.insert(call);
         self.join(now, id);
@@ -349,7 +499,7 @@ impl Gate {
     }
 
     /// Calls waiting in line in `lane`.
-    pub fn waiting_in(&self, lane: LaneId) -> usize {
+    pub(crate) fn waiting_in(&self, lane: LaneId) -> usize {
         self.line.waiting_in(lane)
     }
 
@@ -411,7 +561,7 @@ impl Gate {
 
     /// Whether the store is down and the gate refuses rather than admit alone.
     fn fails_closed(&self, now: Millis) -> bool {
-        matches!(&self.keeper, Keeper::Store(link) if link.refusing(now))
+        self.authority.refusing(now)
     }
 
     /// When the caller with `ahead` others in front of it could be admitted, as far as this
@@ -419,11 +569,7 @@ impl Gate {
     /// learning could go (see [`Learner::soonest`]), and before it has a pace (one at a time,
     /// or a window) only its cooldown makes a call hopeless.
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
-        let at = match &mut self.keeper {
-            Keeper::Memory(a) => a.predict(now, ahead),
-            Keeper::Store(link) if link.alone() => link.fallback.predict(now, ahead),
-            Keeper::Store(link) => link.predict(now, ahead),
-        };
+        let at = self.authority.predict(now, ahead);
         let Some(soonest) = self.learner.as_ref().map(|l| l.soonest(at - now)) else {
             return at;
         };
@@ -445,7 +591,7 @@ impl Gate {
     /// The caller gave up on `call` (its signal aborted): it leaves the line, its backoff or
     /// whatever it waits for, spending nothing more. The driver settles it with the abort
     /// reason; the gate forgets it.
-    pub fn cancel(&mut self, now: Millis, call: CallId) {
+    pub(crate) fn cancel(&mut self, now: Millis, call: CallId) {
         let Some(c) = self.calls.get(call) else {
             return;
         };
@@ -508,7 +654,7 @@ impl Gate {
     }
 
     /// Whether another attempt of `call` may follow the one out (see [`Call::may_retry`]).
-    pub fn may_retry(&self, call: CallId) -> bool {
+    pub(crate) fn may_retry(&self, call: CallId) -> bool {
         self.calls.get(call).is_some_and(Call::may_retry)
     }
 
@@ -616,10 +762,7 @@ impl Gate {
 
     /// The cooldown's end as this process knows it.
     pub fn cooldown_until(&mut self) -> Millis {
-        match &mut self.keeper {
-            Keeper::Memory(a) => a.cooldown_until(),
-            Keeper::Store(link) => link.cooldown_until.max(link.fallback.cooldown_until()),
-        }
+        self.authority.cooldown_until()
     }
 
     /// Ends the cooldown now, for every process sharing the gate: the way out of a hold nobody
@@ -640,51 +783,36 @@ impl Gate {
 
     /// Applies an operation nobody waits on, wherever the state lives.
     fn tell(&mut self, now: Millis, op: Op) {
-        match &mut self.keeper {
-            Keeper::Memory(a) => {
-                a.apply(now, &op);
-            }
-            Keeper::Store(link) => {
-                link.fallback.apply(now, &op);
-                if let Op::ClearCooldown = op {
-                    link.cooldown_until = 0.0;
-                }
-                if !link.is_down() {
-                    let id = link.send(now, store_link::Purpose::Tell);
-                    self.actions.push_back(Action::Store { id, op });
-                }
-            }
+        self.authority.tell(now, op);
+        self.flush();
+    }
+
+    /// Hands the driver the operations the authority queued for the store, in order.
+    fn flush(&mut self) {
+        while let Some((id, op)) = self.authority.outgoing() {
+            self.actions.push_back(Action::Store { id, op });
         }
     }
 
     /// Tokens left in a budget kept in this process (none for a store's gate: the store keeps
     /// it).
-    pub fn local_budget_left(&mut self) -> Option<f64> {
-        match &mut self.keeper {
-            Keeper::Memory(a) => a.budget_left(),
-            Keeper::Store(_) => None,
-        }
+    pub(crate) fn local_budget_left(&mut self) -> Option<f64> {
+        self.authority.local_budget_left()
     }
 
     /// Leaves at most `left` tokens in a budget kept in this process: what this scope's
     /// forgotten gate had left.
-    pub fn cap_budget(&mut self, left: f64) {
-        if let Keeper::Memory(a) = &mut self.keeper {
-            a.cap_budget(left);
-        }
+    pub(crate) fn cap_budget(&mut self, left: f64) {
+        self.authority.cap_budget(left);
     }
 
     /// A snapshot of the figures at `now`.
     pub fn figures(&mut self, now: Millis) -> Figures {
-        let (cooldown_until, slow, retry_budget) = match &mut self.keeper {
-            Keeper::Memory(a) => (a.cooldown_until(), a.slow(), a.budget_left()),
-            Keeper::Store(link) if link.alone() => (
-                link.fallback.cooldown_until(),
-                link.fallback.slow(),
-                link.fallback.budget_left(),
-            ),
-            Keeper::Store(link) => (link.cooldown_until, link.slow, link.budget_left),
-        };
+        let Held {
+            cooldown_until,
+            slow,
+            retry_budget,
+        } = self.authority.held();
         Figures {
             waiting: self.waiting(),
             peak_waiting: self.peak_waiting,
@@ -705,12 +833,7 @@ impl Gate {
         if !self.calls.is_empty() || !self.quota.idle(now) {
             return false;
         }
-        match &mut self.keeper {
-            Keeper::Memory(a) => a.idle(now),
-            // Success refunds not yet carried to the store go with the gate: the shared budget
-            // only ever errs low (fewer retries), and a gate kept for them would never go.
-            Keeper::Store(link) => link.next_deadline().is_none() && link.fallback.idle(now),
-        }
+        self.authority.idle(now)
     }
 }
 

@@ -7,15 +7,14 @@ use std::rc::Rc;
 
 use super::action::{Action, End, Event};
 use super::call::{CallSpec, Stage};
-use super::store_link::Purpose;
-use super::{CallId, Gate, Keeper};
-use crate::core::authority::{Authority, Op};
+use super::{CallId, Gate};
+use crate::core::authority::Op;
 use crate::core::rules::batch::Batch;
 use crate::core::rules::quota::{QuotaState, Usage};
 use crate::core::Millis;
 
 /// The probe's time limit, from joining the line to the end of its response.
-pub const PROBE_BUDGET_MS: Millis = 30_000.0;
+pub(crate) const PROBE_BUDGET_MS: Millis = 30_000.0;
 
 /// How long a spent quota with no known period end stays closed in a shared store; the
 /// caller's `resetQuota()` reopens it sooner.
@@ -82,19 +81,7 @@ impl Gate {
 
     /// Records the closure where the state lives, so every process sharing it fails fast.
     fn close_quota(&mut self, now: Millis, ms: Millis) {
-        let op = Op::Quota { ms };
-        match &mut self.keeper {
-            Keeper::Memory(a) => {
-                a.apply(now, &op);
-            }
-            Keeper::Store(link) => {
-                link.fallback.apply(now, &op);
-                if !link.is_down() {
-                    let id = link.send(now, Purpose::Tell);
-                    self.actions.push_back(Action::Store { id, op });
-                }
-            }
-        }
+        self.tell(now, Op::Quota { ms });
     }
 
     /// The authority says the quota is closed for `ms` more (another process confirmed it):

@@ -4,9 +4,8 @@
 
 use super::action::{Action, End, Event};
 use super::call::{Next, Stage};
-use super::store_link::Purpose;
-use super::{CallId, Gate, Keeper};
-use crate::core::authority::{Answer, Authority, Immediate, Op, Remaining, Seen};
+use super::{CallId, Gate};
+use crate::core::authority::{Op, Remaining};
 use crate::core::parse::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,
 };
@@ -200,7 +199,7 @@ impl Gate {
         let opening = self.learner.as_ref().filter(|l| l.opening());
         if let Some(token) = opening.and_then(Learner::opening_token) {
             let rate = self.rate;
-            self.keeper.follow(now, rate, Some((token, seq)));
+            self.authority.tune(now, rate, Some((token, seq)));
         }
     }
 
@@ -231,19 +230,7 @@ impl Gate {
         if !anchor {
             return;
         }
-        let op = Op::Resume { id };
-        match &mut self.keeper {
-            Keeper::Memory(a) => {
-                a.apply(now, &op);
-            }
-            Keeper::Store(link) => {
-                link.fallback.apply(now, &op);
-                if !link.is_down() {
-                    let op_id = link.send(now, Purpose::Tell);
-                    self.actions.push_back(Action::Store { id: op_id, op });
-                }
-            }
-        }
+        self.tell(now, Op::Resume { id });
     }
 
     /// Learns from a response's headers: a `Retry-After` on a 429 or 503 becomes the shared
@@ -305,33 +292,9 @@ impl Gate {
         if cooldown_ms.is_none() && remaining.is_none() {
             return;
         }
-        let op = Op::Observe {
-            cooldown_ms,
-            remaining,
-        };
-        match &mut self.keeper {
-            Keeper::Memory(a) => {
-                a.apply(now, &op);
-            }
-            Keeper::Store(link) => {
-                // The fail-safe holds too, should the store go down during the cooldown.
-                link.fallback.apply(now, &op);
-                if let Some(ms) = cooldown_ms {
-                    link.cooldown_until = link.cooldown_until.max(now + ms);
-                }
-                // A cooldown is told at once, so every process holds; a remaining count
-                // paces admissions, so it rides along with the next one rather than cost a
-                // round trip of its own.
-                if cooldown_ms.is_none() {
-                    let heard = Some(self.last_seq);
-                    link.seen = remaining.map(|r| (Seen::Remaining(Remaining { heard, ..r }), now));
-                } else if !link.is_down() {
-                    link.seen = None;
-                    let id = link.send(now, Purpose::Tell);
-                    self.actions.push_back(Action::Store { id, op });
-                }
-            }
-        }
+        let heard = self.last_seq;
+        self.authority.observe(now, cooldown_ms, remaining, heard);
+        self.flush();
         if cooldown_ms.is_some() {
             self.expire_hopeless(now);
         }
@@ -433,7 +396,7 @@ impl Gate {
         let news = learner.news(now);
         self.rate = lesson.rate;
         let tokens = lesson.tokens.map(|count| (count, sample.seq));
-        self.keeper.follow(now, lesson.rate, tokens);
+        self.authority.tune(now, lesson.rate, tokens);
         if let Some(estimate) = news {
             self.actions
                 .push_back(Action::Event(Event::Learned(estimate)));
@@ -476,7 +439,7 @@ impl Gate {
     /// that came meanwhile carried the fleet's estimate from before this lesson, and taken as
     /// news they would undo it (the next answer brings any news again).
     pub(super) fn teach_late(&mut self, now: Millis, sample: Sample) {
-        if let Keeper::Store(link) = &mut self.keeper {
+        if let Some(link) = self.authority.link() {
             link.stored = None;
         }
         self.teach(now, sample);
@@ -539,34 +502,20 @@ impl Gate {
     /// Credits a success's refund to the shared budget (with a store, it rides along with the
     /// next charge: a success costs no round trip).
     fn credit(&mut self, now: Millis, amount: f64) {
-        match &mut self.keeper {
-            Keeper::Memory(a) => a.credit(now, amount),
-            Keeper::Store(link) if link.alone() => link.fallback.credit(now, amount),
-            Keeper::Store(link) => link.refunds += amount,
-        }
+        self.authority.credit(now, amount);
     }
 
     /// Charges a retry's `cost` to the shared budget, then carries on with `next`.
     fn charge(&mut self, now: Millis, call: CallId, cost: f64, next: Next) {
-        let answer = match &mut self.keeper {
-            Keeper::Memory(a) => a.apply(now, &Op::Charge { cost, refund: 0.0 }),
-            Keeper::Store(link) if link.alone() => {
-                link.fallback.apply(now, &Op::Charge { cost, refund: 0.0 })
-            }
-            Keeper::Store(link) => {
-                let refund = std::mem::take(&mut link.refunds);
-                let id = link.send(now, Purpose::Charge { call, cost });
-                self.actions.push_back(Action::Store {
-                    id,
-                    op: Op::Charge { cost, refund },
-                });
+        match self.authority.charge(now, call, cost) {
+            Some(paid) => self.charged(now, call, cost, next, paid),
+            None => {
+                self.flush();
                 if let Some(c) = self.calls.get_mut(call) {
                     c.stage = Stage::Charging { next };
                 }
-                return;
             }
-        };
-        self.charged(now, call, cost, next, matches!(answer, Answer::Charged(_)));
+        }
     }
 
     /// The budget's answer for `call`'s retry costing `cost`: on with `next`, or give up.

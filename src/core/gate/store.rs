@@ -4,20 +4,20 @@ use super::action::{Action, Event};
 use super::admit::OPENING_RECHECK_MS;
 use super::call::Stage;
 use super::store_link::{Purpose, StoreReply};
-use super::{Gate, Keeper};
+use super::Gate;
 use crate::core::authority::{Answer, Op};
 use crate::core::rules::learn::Learner;
 use crate::core::Millis;
 
 impl Gate {
     /// The store answered operation `op` at `now`, or (with `None`) failed or was too late.
-    pub fn store_answered(
+    pub(crate) fn store_answered(
         &mut self,
         now: Millis,
         op: super::action::OpId,
         reply: Option<StoreReply>,
     ) {
-        let Keeper::Store(link) = &mut self.keeper else {
+        let Some(link) = self.authority.link() else {
             return;
         };
         let (purpose, changed) = match &reply {
@@ -46,17 +46,10 @@ impl Gate {
                 let paid = match answer {
                     Some(answer) => matches!(answer, Answer::Charged(_)),
                     // The store failed: the fail-safe's budget decides.
-                    None => match &mut self.keeper {
-                        Keeper::Store(link) => matches!(
-                            crate::core::authority::Authority::apply(
-                                &mut link.fallback,
-                                now,
-                                &Op::Charge { cost, refund: 0.0 }
-                            ),
-                            Answer::Charged(_)
-                        ),
-                        Keeper::Memory(_) => true,
-                    },
+                    None => self
+                        .authority
+                        .link()
+                        .is_none_or(|link| link.charge_alone(now, cost)),
                 };
                 let next = match self.calls.get(call).map(|c| &c.stage) {
                     Some(Stage::Charging { next }) => *next,
@@ -70,7 +63,7 @@ impl Gate {
 
     /// The store's answer to an admission for the head of the line.
     fn store_admission(&mut self, now: Millis, id: u64, answer: Answer) {
-        let Keeper::Store(link) = &mut self.keeper else {
+        let Some(link) = self.authority.link() else {
             return;
         };
         match answer {
@@ -136,15 +129,12 @@ impl Gate {
 
     /// An admission nobody could use: restart the refill it paused.
     fn resume_unused(&mut self, now: Millis, id: u64, anchor: bool) {
-        let Keeper::Store(link) = &mut self.keeper else {
+        let Some(link) = self.authority.link() else {
             return;
         };
         if anchor && !link.is_down() {
-            let op = link.send(now, Purpose::Tell);
-            self.actions.push_back(Action::Store {
-                id: op,
-                op: Op::Resume { id },
-            });
+            link.send(now, Purpose::Tell, Op::Resume { id });
+            self.flush();
         }
     }
 }

@@ -1,17 +1,20 @@
-//! A gate's side of a shared store: operations go out as actions, answers come back later, and
-//! every operation has a time limit. While the store does not answer, the gate admits through a
-//! fail-safe of its own (a share of the allowance, in memory) or refuses, as configured, and
-//! asks the store again after `retryMs`.
+//! A gate's side of a shared store, the authority of a gate whose state other processes share:
+//! operations go out as actions, answers come back later, and every operation has a time limit.
+//! While the store does not answer, the link admits through a fail-safe of its own (a share of
+//! the allowance, in memory) or refuses, as configured, and asks the store again after
+//! `retryMs`. The gate asks it what it asks any authority ([`Authority`]); the fail-safe is
+//! the link's alone.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use super::action::OpId;
-use super::CallId;
-use crate::core::authority::fair::Shares;
+use super::{Admission, Authority, CallId, Held};
+use crate::core::authority::fair::{Shares, Turn};
 use crate::core::authority::memory::MemoryAuthority;
-use crate::core::authority::{AdmissionId, Answer, Seen};
+use crate::core::authority::{AdmissionId, Answer, Head, Op, Remaining, Seen, Transitions};
 use crate::core::base::map::IdHasher;
 use crate::core::rules::allowance::{positive, ConfigError, Rate};
+use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::Millis;
 
@@ -74,7 +77,7 @@ impl StoreSettings {
 
 /// What an operation in flight is for.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Purpose {
+pub(crate) enum Purpose {
     /// Admitting the head of the line under this admission number.
     Admit(AdmissionId),
     /// Charging `cost` for `call`'s retry.
@@ -102,45 +105,47 @@ pub struct StoreReply {
 
 /// The gate's view of its store.
 #[derive(Debug)]
-pub struct StoreLink {
+pub(crate) struct StoreLink {
     settings: StoreSettings,
     /// The whole allowance, for estimates.
     rate: Rate,
     /// Admissions and budget while the store is down.
-    pub fallback: MemoryAuthority,
+    fallback: MemoryAuthority,
     in_flight: HashMap<OpId, (Millis, Purpose), std::hash::BuildHasherDefault<IdHasher>>,
     next_op: OpId,
+    /// Operations sent and not yet handed to the driver, oldest first.
+    outbox: VecDeque<(OpId, Op)>,
     /// The last operation failed and nothing has answered since.
     down: bool,
     /// When the store is asked again, while it is down.
     retry_at: Millis,
     /// An admission is being asked for.
-    pub admitting: bool,
+    admitting: bool,
     /// When the store last said the next token would be there.
-    pub ready_at: Millis,
+    pub(super) ready_at: Millis,
     /// The allowance the latest admission was asked with: a wait the store gave for a slower
     /// one than the gate follows by the time it answers is asked again.
-    pub asked_with: Rate,
+    pub(super) asked_with: Rate,
     /// The cooldown as last heard (or set by us).
-    pub cooldown_until: Millis,
+    cooldown_until: Millis,
     /// Half-rate refill, as last heard.
-    pub slow: bool,
+    slow: bool,
     /// The budget as last heard.
-    pub budget_left: Option<f64>,
+    budget_left: Option<f64>,
     /// Refunds owed to the shared budget; they ride along with the next charge.
-    pub refunds: f64,
+    refunds: f64,
     /// The last count heard and not yet told, and when it was heard; it rides along with the
     /// next admission.
-    pub seen: Option<(Seen, Millis)>,
+    seen: Option<(Seen, Millis)>,
     /// The allowance the store held before the latest answer, not yet looked at.
-    pub stored: Option<Rate>,
+    pub(super) stored: Option<Rate>,
     calls: u64,
     failures: u64,
 }
 
 impl StoreLink {
     /// A link for a gate with `rate` and `budget`, up until it fails.
-    pub fn new(
+    pub(super) fn new(
         settings: StoreSettings,
         rate: Rate,
         budget: Option<RefillingConfig>,
@@ -152,6 +157,7 @@ impl StoreLink {
             rate,
             in_flight: HashMap::default(),
             next_op: 0,
+            outbox: VecDeque::new(),
             down: false,
             retry_at: f64::NEG_INFINITY,
             admitting: false,
@@ -169,43 +175,28 @@ impl StoreLink {
     }
 
     /// The settings.
-    pub fn settings(&self) -> StoreSettings {
+    pub(super) fn settings(&self) -> StoreSettings {
         self.settings
     }
 
     /// The whole allowance.
-    pub fn rate(&self) -> Rate {
+    pub(super) fn rate(&self) -> Rate {
         self.rate
     }
 
-    /// Follows a learned allowance from `now`; the fail-safe at its share. Nothing is sent:
-    /// every later operation carries the allowance, and the store follows it from the first
-    /// (`gate.lua` refills at the rate it last refilled at up to then, as
-    /// `TokenBucket::retune` does).
-    pub fn follow(&mut self, now: Millis, rate: Rate) {
-        self.rate = rate;
-        self.fallback
-            .tune(now, self.settings.local_rate(rate), None);
-    }
-
     /// Whether the last operation failed and nothing has answered since.
-    pub fn is_down(&self) -> bool {
+    pub(super) fn is_down(&self) -> bool {
         self.down
     }
 
     /// Whether the gate admits alone (at its share) because the store is down.
-    pub fn alone(&self) -> bool {
+    fn alone(&self) -> bool {
         self.down && self.settings.on_failure == OnFailure::Local
-    }
-
-    /// Whether the gate refuses because the store is down and not yet worth asking again.
-    pub fn refusing(&self, now: Millis) -> bool {
-        self.down && self.settings.on_failure == OnFailure::Closed && now < self.retry_at
     }
 
     /// While the store is down: whether to ask it again now (a ping, while admissions go on
     /// alone); then not again for `retryMs`.
-    pub fn ping_due(&mut self, now: Millis) -> bool {
+    fn ping_due(&mut self, now: Millis) -> bool {
         if !self.down || now < self.retry_at {
             return false;
         }
@@ -213,13 +204,9 @@ impl StoreLink {
         true
     }
 
-    /// Operations sent and failures seen.
-    pub fn counts(&self) -> (u64, u64) {
-        (self.calls, self.failures)
-    }
-
-    /// Registers `op` as sent at `now` for `purpose`; its number.
-    pub fn send(&mut self, now: Millis, purpose: Purpose) -> OpId {
+    /// Sends `op` at `now` for `purpose`: it waits in the outbox for the gate to hand it to
+    /// the driver.
+    pub(super) fn send(&mut self, now: Millis, purpose: Purpose, op: Op) {
         let id = self.next_op;
         self.next_op += 1;
         self.calls += 1;
@@ -228,7 +215,7 @@ impl StoreLink {
         if let Purpose::Admit(_) = purpose {
             self.admitting = true;
         }
-        id
+        self.outbox.push_back((id, op));
     }
 
     fn take(&mut self, id: OpId) -> Option<Purpose> {
@@ -241,7 +228,7 @@ impl StoreLink {
 
     /// The store answered `id`: what it was for (`None` if it had been given up on), and
     /// whether the store is back up after being down.
-    pub fn answered(&mut self, id: OpId, reply: &StoreReply) -> (Option<Purpose>, bool) {
+    pub(super) fn answered(&mut self, id: OpId, reply: &StoreReply) -> (Option<Purpose>, bool) {
         let Some(purpose) = self.take(id) else {
             return (None, false);
         };
@@ -262,7 +249,7 @@ impl StoreLink {
 
     /// Operation `id` failed at `now` (an error, or no answer in time): the store is down for
     /// `retryMs`. What it was for, and whether the store just went down.
-    pub fn failed(&mut self, now: Millis, id: OpId) -> (Option<Purpose>, bool) {
+    pub(super) fn failed(&mut self, now: Millis, id: OpId) -> (Option<Purpose>, bool) {
         let Some(purpose) = self.take(id) else {
             return (None, false);
         };
@@ -272,8 +259,14 @@ impl StoreLink {
         (Some(purpose), went)
     }
 
+    /// A charge of `cost` the store failed to answer: whether the fail-safe's budget pays.
+    pub(super) fn charge_alone(&mut self, now: Millis, cost: f64) -> bool {
+        let answer = self.fallback.apply(now, &Op::Charge { cost, refund: 0.0 });
+        matches!(answer, Answer::Charged(_))
+    }
+
     /// Operations whose time is up at `now`, oldest first.
-    pub fn overdue(&self, now: Millis) -> Vec<OpId> {
+    pub(super) fn overdue(&self, now: Millis) -> Vec<OpId> {
         let mut late: Vec<OpId> = self
             .in_flight
             .iter()
@@ -285,19 +278,211 @@ impl StoreLink {
     }
 
     /// When the next operation's time is up, if any is in flight.
-    pub fn next_deadline(&self) -> Option<Millis> {
+    pub(super) fn next_deadline(&self) -> Option<Millis> {
         self.in_flight.values().map(|(d, _)| *d).reduce(f64::min)
-    }
-
-    /// When the store is asked again, while it is down.
-    pub fn retry_at(&self) -> Millis {
-        self.retry_at
     }
 
     /// An estimate of when the caller with `ahead` others in front could be admitted: the
     /// store's last word on the next token and the cooldown, then one token interval each.
-    pub fn predict(&self, now: Millis, ahead: usize) -> Millis {
+    fn estimate(&self, now: Millis, ahead: usize) -> Millis {
         let interval = self.rate.ms_per_token() * if self.slow { 2.0 } else { 1.0 };
         self.ready_at.max(now).max(self.cooldown_until) + ahead as f64 * interval
+    }
+}
+
+impl Authority for StoreLink {
+    /// While the store is down the fail-safe admits, at its share, and now and then the store
+    /// is asked again. Otherwise the store is asked for as many of the line as `want`, not a
+    /// moment early: asking before its token is there costs a round trip for a "wait".
+    fn admit(
+        &mut self,
+        now: Millis,
+        id: AdmissionId,
+        turn: Turn,
+        want: u32,
+        learning: bool,
+        account: bool,
+    ) -> Admission {
+        if self.alone() {
+            if self.ping_due(now) {
+                let ping = Op::Observe {
+                    cooldown_ms: None,
+                    remaining: None,
+                };
+                self.send(now, Purpose::Tell, ping);
+            }
+            let fallback = &mut self.fallback;
+            return Authority::admit(fallback, now, id, turn, want, learning, account);
+        }
+        if self.admitting || now < self.ready_at {
+            return Admission::NotYet;
+        }
+        let seen = self.seen.take().map(|(seen, at)| seen.aged(now - at));
+        let op = Op::Admit {
+            id,
+            want,
+            seen,
+            account,
+            head: Some(Head {
+                waited_ms: now - turn.since,
+                lane: turn.lane,
+                waiting: turn.waiting,
+            }),
+        };
+        self.send(now, Purpose::Admit(id), op);
+        self.asked_with = self.rate;
+        Admission::Asked
+    }
+
+    fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
+        match self.alone() {
+            true => Authority::predict(&mut self.fallback, now, ahead),
+            false => self.estimate(now, ahead),
+        }
+    }
+
+    fn head_due(&mut self, now: Millis) -> Option<Millis> {
+        if self.alone() {
+            let fallback = Authority::predict(&mut self.fallback, now, 0);
+            return Some(fallback.min(self.retry_at));
+        }
+        (!self.admitting).then(|| self.estimate(now, 0))
+    }
+
+    /// Where others share the state, nobody can say: no, unless the fail-safe admits alone.
+    fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
+        self.alone() && Authority::ready_by(&mut self.fallback, now, at)
+    }
+
+    fn refusing(&self, now: Millis) -> bool {
+        self.down && self.settings.on_failure == OnFailure::Closed && now < self.retry_at
+    }
+
+    fn cooldown_until(&mut self) -> Millis {
+        let fallback = Authority::cooldown_until(&mut self.fallback);
+        self.cooldown_until.max(fallback)
+    }
+
+    fn held(&mut self) -> Held {
+        if self.alone() {
+            return self.fallback.held();
+        }
+        Held {
+            cooldown_until: self.cooldown_until,
+            slow: self.slow,
+            retry_budget: self.budget_left,
+        }
+    }
+
+    /// The fail-safe hears it too, should the store go down; the store, unless it is down.
+    fn tell(&mut self, now: Millis, op: Op) {
+        self.fallback.apply(now, &op);
+        if let Op::ClearCooldown = op {
+            self.cooldown_until = 0.0;
+        }
+        if !self.down {
+            self.send(now, Purpose::Tell, op);
+        }
+    }
+
+    /// A cooldown is told at once, so every process holds; a remaining count paces
+    /// admissions, so it rides along with the next one rather than cost a round trip of its
+    /// own.
+    fn observe(
+        &mut self,
+        now: Millis,
+        cooldown_ms: Option<Millis>,
+        remaining: Option<Remaining>,
+        heard: f64,
+    ) {
+        let op = Op::Observe {
+            cooldown_ms,
+            remaining,
+        };
+        // The fail-safe holds too, should the store go down during the cooldown.
+        self.fallback.apply(now, &op);
+        if let Some(ms) = cooldown_ms {
+            self.cooldown_until = self.cooldown_until.max(now + ms);
+        }
+        if cooldown_ms.is_none() {
+            let heard = Some(heard);
+            self.seen = remaining.map(|r| (Seen::Remaining(Remaining { heard, ..r }), now));
+        } else if !self.down {
+            self.seen = None;
+            self.send(now, Purpose::Tell, op);
+        }
+    }
+
+    /// With the store up, a success's refund rides along with the next charge: it costs no
+    /// round trip.
+    fn credit(&mut self, now: Millis, refund: f64) {
+        match self.alone() {
+            true => Authority::credit(&mut self.fallback, now, refund),
+            false => self.refunds += refund,
+        }
+    }
+
+    fn charge(&mut self, now: Millis, call: CallId, cost: f64) -> Option<bool> {
+        if self.alone() {
+            return Some(self.charge_alone(now, cost));
+        }
+        let refund = std::mem::take(&mut self.refunds);
+        self.send(
+            now,
+            Purpose::Charge { call, cost },
+            Op::Charge { cost, refund },
+        );
+        None
+    }
+
+    /// The store hears the allowance with the next operation of any kind (each carries it;
+    /// `gate.lua` refills at the old one up to then, as `TokenBucket::retune` does) and the
+    /// count with the next admission; the fail-safe follows the allowance at its share.
+    fn tune(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>) {
+        let faster = rate.per_second() > self.rate.per_second();
+        self.rate = rate;
+        let share = self.settings.local_rate(rate);
+        Authority::tune(&mut self.fallback, now, share, None);
+        if let Some((count, at)) = count {
+            self.seen = Some((Seen::Count(count, at), now));
+        }
+        if faster || count.is_some() {
+            // The store's last wait was for the old allowance: ask again.
+            self.ready_at = f64::NEG_INFINITY;
+        }
+    }
+
+    fn shared_rate(&mut self) -> Option<Rate> {
+        self.stored.take()
+    }
+
+    fn install_budget(&mut self, config: RefillingConfig) {
+        Authority::install_budget(&mut self.fallback, config);
+        self.budget_left.get_or_insert(config.capacity);
+    }
+
+    /// The store keeps the budget.
+    fn local_budget_left(&mut self) -> Option<f64> {
+        None
+    }
+
+    fn cap_budget(&mut self, _left: f64) {}
+
+    /// Success refunds not yet carried to the store go with the gate: the shared budget only
+    /// ever errs low (fewer retries), and a gate kept for them would never go.
+    fn idle(&mut self, now: Millis) -> bool {
+        self.next_deadline().is_none() && Authority::idle(&mut self.fallback, now)
+    }
+
+    fn outgoing(&mut self) -> Option<(OpId, Op)> {
+        self.outbox.pop_front()
+    }
+
+    fn store_counts(&self) -> Option<(u64, u64, bool)> {
+        Some((self.calls, self.failures, !self.down))
+    }
+
+    fn link(&mut self) -> Option<&mut StoreLink> {
+        Some(self)
     }
 }

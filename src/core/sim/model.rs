@@ -13,7 +13,7 @@ use super::lanes::{self, Group, LaneReport, SimLane};
 use super::server::{Allowances, Headers, Limiter};
 use super::world::{Call, World};
 use crate::core::authority::memory::MemoryAuthority;
-use crate::core::authority::{AdmissionId, Answer, Authority, Op};
+use crate::core::authority::{AdmissionId, Answer, Op, Transitions};
 use crate::core::gate::action::{End, Event};
 use crate::core::gate::store_link::StoreSettings;
 use crate::core::gates::home::Home;
