@@ -259,9 +259,16 @@ impl Driver {
         promise
     }
 
-    /// Sends the attempt of a call admitted while it was being started (not by the fast path).
-    pub fn send_now(self: &Rc<Self>, call: CallRef, timeout: Millis) {
-        self.send(call, timeout);
+    /// The promise of a call just started or just attempted, which the driver settles (an
+    /// attempt it was admitted to sent first), or what it already came to.
+    pub fn pending(
+        self: &Rc<Self>,
+        call: CallRef,
+    ) -> Result<js_sys::Promise, Result<JsValue, JsValue>> {
+        if let Some(timeout) = self.outcome(call)? {
+            self.send(call, timeout);
+        }
+        Ok(self.promise(call))
     }
 
     /// An attempt ended as `attempt.js` says (`status` and `feedback` are a response's: see
@@ -453,7 +460,7 @@ impl Driver {
     }
 
     /// Sends a call's attempt through `attempt.js`, which reports back to `on_attempt`.
-    fn send(self: &Rc<Self>, call: CallRef, timeout: Millis) {
+    pub fn send(self: &Rc<Self>, call: CallRef, timeout: Millis) {
         let mut calls = self.calls.borrow_mut();
         let Some(js) = calls.get_mut(call) else {
             return;

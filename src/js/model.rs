@@ -1,7 +1,7 @@
 //! The article's model for JavaScript: `simulate(options)`, which runs the production call
 //! machine on a virtual clock, and the article's `Gate` (the memory authority).
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -80,53 +80,6 @@ struct LaneOptions {
     start_ms: Option<f64>,
 }
 
-/// What `simulate()` returns.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Report {
-    attempts: usize,
-    rejected: usize,
-    completed: usize,
-    abandoned: usize,
-    last_attempt_ms: f64,
-    timeline: Vec<Entry>,
-    /// A learning run's estimates as they changed: `{ at, burst, perSecond, atLeast,
-    /// confidence }`.
-    learned: Vec<Estimated>,
-    /// With lookups, each limiter's attempts, 429s and when its last call was done.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    limiters: Vec<LimiterEntry>,
-    /// With lanes, each lane's figures (the wrapper's own workers first, as `default`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    lanes: Vec<LaneEntry>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LaneEntry {
-    name: String,
-    weight: f64,
-    /// Its workers are `firstWorker` to `firstWorker + workers - 1` in the timeline.
-    first_worker: u32,
-    workers: u32,
-    start_ms: f64,
-    calls: u64,
-    admitted: u64,
-    rejected: u64,
-    done_ms: f64,
-    mean_wait_ms: f64,
-    max_wait_ms: f64,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LimiterEntry {
-    name: String,
-    attempts: u64,
-    rejected: u64,
-    done_ms: f64,
-}
-
 /// `lookups: { calls, burst, perSecond }`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -139,83 +92,13 @@ struct LookupOptions {
     per_second: Option<f64>,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Estimated {
-    at: f64,
-    burst: Option<f64>,
-    per_second: f64,
-    at_least: f64,
-    confidence: f64,
-}
-
-#[derive(Serialize)]
-struct Entry {
-    at: f64,
-    worker: u32,
-    status: u16,
-}
-
 /// Runs the article's virtual-clock model and returns
 /// `{ attempts, rejected, completed, abandoned, lastAttemptMs, timeline }`.
 #[wasm_bindgen]
 pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
     let options = sim_options(&options)?;
     let r = sim::simulate(&options).map_err(config_error)?;
-    Ok(to_js(&Report {
-        attempts: r.attempts,
-        rejected: r.rejected,
-        completed: r.completed,
-        abandoned: r.abandoned,
-        last_attempt_ms: r.last_attempt_ms,
-        timeline: r
-            .timeline
-            .iter()
-            .map(|a| Entry {
-                at: a.at,
-                worker: a.worker,
-                status: a.status,
-            })
-            .collect(),
-        learned: r
-            .learned
-            .iter()
-            .map(|(at, e)| Estimated {
-                at: *at,
-                burst: e.burst,
-                per_second: e.per_second,
-                at_least: e.at_least,
-                confidence: e.confidence,
-            })
-            .collect(),
-        limiters: r
-            .limiters
-            .iter()
-            .map(|b| LimiterEntry {
-                name: b.name.clone(),
-                attempts: b.attempts,
-                rejected: b.rejected,
-                done_ms: b.done_ms,
-            })
-            .collect(),
-        lanes: r
-            .lanes
-            .iter()
-            .map(|l| LaneEntry {
-                name: l.name.clone(),
-                weight: l.weight,
-                first_worker: l.workers.start,
-                workers: l.workers.len() as u32,
-                start_ms: l.start_ms,
-                calls: l.calls,
-                admitted: l.admitted,
-                rejected: l.rejected,
-                done_ms: l.done_ms,
-                mean_wait_ms: l.mean_wait_ms,
-                max_wait_ms: l.max_wait_ms,
-            })
-            .collect(),
-    }))
+    Ok(to_js(&r))
 }
 
 fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {

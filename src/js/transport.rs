@@ -83,18 +83,13 @@ impl Transport {
             }
         }
         let facts = headers::request(&input, &init);
-        let (driver, call) = match self.start(input, init, facts, signal) {
-            Ok(started) => started,
-            Err(refused) => return Ok(settled(refused).into()),
-        };
-        Ok(match driver.outcome(call) {
-            Err(end) => settled(end).into(),
-            Ok(Some(timeout)) => {
-                driver.send_now(call, timeout);
-                driver.promise(call).into()
-            }
-            Ok(None) => driver.promise(call).into(),
-        })
+        let started = self.start(input, init, facts, signal);
+        Ok(
+            match started.and_then(|(driver, call)| driver.pending(call)) {
+                Ok(promise) => promise.into(),
+                Err(end) => settled(end).into(),
+            },
+        )
     }
 
     /// The package's fast path (`fast.js`), with a fetch to call: the request's `facts`
@@ -119,7 +114,7 @@ impl Transport {
             Err(end) => settled(end).into(),
             // A stream body is split before each attempt: the driver sends that one.
             Ok(Some(timeout)) if driver.splits(call) => {
-                driver.send_now(call, timeout);
+                driver.send(call, timeout);
                 driver.promise(call).into()
             }
             Ok(Some(0.0)) => JsValue::from(-f64::from(self.park(call)) - 1.0),
@@ -155,14 +150,7 @@ impl Transport {
             .ok_or_else(|| range_error("Unknown call handle"))?;
         let driver = driver();
         driver.attempted(call, value, How::from_js(how), status, feedback.as_deref());
-        match driver.outcome(call) {
-            Err(end) => end,
-            Ok(Some(timeout)) => {
-                driver.send_now(call, timeout);
-                Ok(driver.promise(call).into())
-            }
-            Ok(None) => Ok(driver.promise(call).into()),
-        }
+        driver.pending(call).map(JsValue::from).or_else(|end| end)
     }
 
     /// The `fetch` option, or undefined for the global `fetch`.

@@ -52,6 +52,31 @@ impl Histogram {
     }
 }
 
+/// For JavaScript: `{ count, sumMs, maxMs, bins: [{ leMs, count }] }`, the last bin's bound
+/// `Infinity`.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Histogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Bin {
+            le_ms: Millis,
+            count: u64,
+        }
+        let bounds = BOUNDS_MS.iter().copied().chain([f64::INFINITY]);
+        let bins = bounds
+            .zip(self.counts)
+            .map(|(le_ms, count)| Bin { le_ms, count });
+        let mut h = s.serialize_struct("Histogram", 4)?;
+        h.serialize_field("count", &self.count)?;
+        h.serialize_field("sumMs", &self.sum)?;
+        h.serialize_field("maxMs", &self.max)?;
+        h.serialize_field("bins", &bins.collect::<Vec<_>>())?;
+        h.end()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,11 @@ const MAX_LIMITER_LEN: usize = 64;
 
 /// The allowance feedback carried by one response.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct Feedback {
     /// The wait the server asked for, in milliseconds.
     pub retry_after_ms: Option<Millis>,

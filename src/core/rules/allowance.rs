@@ -8,6 +8,11 @@ pub const MIN_PER_SECOND: f64 = 1000.0 / 9_007_199_254_740_992.0;
 
 /// A token-bucket allowance: `burst` requests at once, refilled at `per_second`.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct Rate {
     burst: f64,
     per_second: f64,

@@ -47,6 +47,11 @@ impl BatchBudget {
 
 /// The settings of a [`RefillingBudget`].
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct RefillingConfig {
     /// Tokens when full (AWS: 500).
     pub capacity: f64,

@@ -105,6 +105,11 @@ pub fn valid_method(method: &str) -> bool {
 
 /// The retryable sets.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct RetryRules {
     statuses: Vec<u16>,
     methods: Vec<String>,

@@ -125,6 +125,11 @@ pub struct Progress {
 
 /// Per-call limits and the rules they apply.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct RetryPolicy {
     /// Which failures are retried and which requests may be replayed.
     pub rules: RetryRules,

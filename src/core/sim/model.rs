@@ -188,6 +188,7 @@ impl SimOptions {
 
 /// One attempt that reached the server.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Attempt {
     /// Virtual time of the attempt.
     pub at: Millis,
@@ -199,6 +200,11 @@ pub struct Attempt {
 
 /// What a run produced; the bindings hand it to JavaScript in the article's field names.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct SimReport {
     /// Attempts that reached the server.
     pub attempts: usize,
@@ -213,16 +219,47 @@ pub struct SimReport {
     /// Every attempt, in order.
     pub timeline: Vec<Attempt>,
     /// A learning run's estimates as they changed (the first gate's), in order.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "estimates"))]
     pub learned: Vec<(Millis, Estimate)>,
     /// With lookups: attempts and 429s of each limiter, and when its last call was
     /// done (snapshots first, then lookups).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Vec::is_empty"))]
     pub limiters: Vec<LimiterReport>,
     /// With lanes: each lane's figures, the wrapper's own workers first (if any).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Vec::is_empty"))]
     pub lanes: Vec<LaneReport>,
+}
+
+/// A learning run's estimates for JavaScript: `{ at, burst, perSecond, atLeast, confidence }`.
+#[cfg(feature = "serde")]
+fn estimates<S: serde::Serializer>(
+    learned: &[(Millis, Estimate)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    struct At<'a>(Millis, &'a Estimate);
+    impl serde::Serialize for At<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let At(at, e) = *self;
+            let mut entry = s.serialize_struct("Estimated", 5)?;
+            entry.serialize_field("at", &at)?;
+            entry.serialize_field("burst", &e.burst)?;
+            entry.serialize_field("perSecond", &e.per_second)?;
+            entry.serialize_field("atLeast", &e.at_least)?;
+            entry.serialize_field("confidence", &e.confidence)?;
+            entry.end()
+        }
+    }
+    s.collect_seq(learned.iter().map(|(at, estimate)| At(*at, estimate)))
 }
 
 /// One limiter's share of a run.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct LimiterReport {
     /// Its name.
     pub name: String,
