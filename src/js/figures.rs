@@ -10,6 +10,7 @@ use wasm_bindgen::prelude::*;
 
 use super::clock;
 use super::options::Config;
+use super::redis::RedisStore;
 use super::shapes::{to_js, Date, Learned};
 use super::shelf;
 use crate::core::authority::LOW_REMAINING;
@@ -291,7 +292,7 @@ struct Facts<'a> {
     rate: Option<Rate>,
     learn: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    store: Option<String>,
+    store: Option<&'a RedisStore>,
     /// In memory, whether the process's threads share it.
     threads: bool,
     /// The memory the threads share, when they do.
@@ -393,7 +394,7 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
             Allowance::Learned(None) => None,
         },
         learn: profile.learns(),
-        store: config.store.as_ref().map(|s| s.describe()),
+        store: config.store.as_deref(),
         threads,
         shelf,
         retry: profile.policy.as_deref(),

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
@@ -29,15 +29,10 @@ const BRAND: &str = "__oddsGateStore";
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct StoreOptions {
-    #[serde(default, deserialize_with = "de::string")]
     prefix: Option<String>,
-    #[serde(default, deserialize_with = "de::number")]
     timeout_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::string")]
     on_failure: Option<String>,
-    #[serde(default, deserialize_with = "de::number")]
     local_share: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     retry_ms: Option<f64>,
 }
 
@@ -117,9 +112,13 @@ fn settings(options: &JsValue) -> Result<(String, StoreSettings), JsValue> {
     Ok((prefix, settings))
 }
 
-/// A connection to the shared store for the gates of one wrapper.
+/// A connection to the shared store for the gates of one wrapper; `describe()` words its
+/// prefix and settings.
+#[derive(Serialize)]
 pub struct RedisStore {
+    #[serde(skip)]
     client: JsValue,
+    #[serde(skip)]
     kind: Client,
     prefix: String,
     settings: StoreSettings,
@@ -153,25 +152,6 @@ impl RedisStore {
         self.settings
     }
 
-    /// One line for `describe()`.
-    pub fn describe(&self) -> String {
-        let s = &self.settings;
-        let fail = match s.on_failure {
-            OnFailure::Local => format!(
-                "each process admits alone at {}% of the allowance",
-                number(s.local_share * 100.0)
-            ),
-            OnFailure::Closed => "calls fail with GateAbandonedError (store-unavailable)".into(),
-        };
-        format!(
-            "shared across processes through Redis (keys {}:{{scope}}:gate, Redis TIME as the clock); \
-             if Redis does not answer within {} ms, {fail}, and Redis is asked again after {} ms",
-            self.prefix,
-            number(s.timeout_ms),
-            number(s.retry_ms)
-        )
-    }
-
     /// Runs `op` on `key` for a gate with `rate` and an optional budget capacity; `process`
     /// names this process's admissions. The gate bounds how long it waits for the answer.
     pub fn run(
@@ -186,21 +166,16 @@ impl RedisStore {
         let (client, kind) = (self.client.clone(), self.kind);
         async move {
             let reply = eval(&client, kind, Script::Gate, &key, &args).await?;
-            let code = js_sys::Reflect::get_u32(&reply, 0)?
-                .as_string()
-                .unwrap_or_default();
-            let field =
-                |i| js_sys::Reflect::get_u32(&reply, i).map(|v| v.as_string().unwrap_or_default());
-            let (value, extra, count, seq) = (field(1)?, field(2)?, field(3)?, field(4)?);
-            let answer = store::answer(&code, &value, &extra, &count, &seq).ok_or_else(|| {
-                type_error(&format!("Unexpected answer from the gate script: {code}"))
-            })?;
-            let stored = store::stored_rate(&field(5)?, &field(6)?);
-            let shares = store::shares(&field(7)?);
-            Ok(StoreReply {
-                answer,
-                stored,
-                shares,
+            let field = |i| js_sys::Reflect::get_u32(&reply, i).map(|v| v.as_string());
+            let mut fields: [String; 8] = Default::default();
+            for (i, text) in (0..).zip(&mut fields) {
+                *text = field(i)?.unwrap_or_default();
+            }
+            store::reply(&fields).ok_or_else(|| {
+                type_error(&format!(
+                    "Unexpected answer from the gate script: {}",
+                    fields[0]
+                ))
             })
         }
     }

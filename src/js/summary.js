@@ -11,11 +11,16 @@ const LABELS = [
   ['quota', 'quota'], ['metrics', 'metrics'], ['learned', 'learned'],
 ];
 
+/** A Redis store, in one line. */
+const shared = ({ prefix, settings: s }) => `shared across processes through Redis (keys ${prefix}:{scope}:gate, Redis TIME as the clock); `
+  + `if Redis does not answer within ${s.timeoutMs} ms, ${s.onFailure === 'local' ? `each process admits alone at ${s.localShare * 100}% of the allowance` : 'calls fail with GateAbandonedError (store-unavailable)'}, `
+  + `and Redis is asked again after ${s.retryMs} ms`;
+
 /** The summary object, with its `text`. */
 export function summary({ rate, learn, store, threads, shelf, retry, budget, waiting, metrics, lane, learned, limits }) {
   const s = { rate, learn };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
-  s.store = store ?? (threads
+  s.store = store ? shared(store) : (threads
     ? 'in-process memory shared by every thread of the process (SharedArrayBuffer): one allowance per process, worker threads included; other processes have their own'
       + `; a slot per key, ${shelf.slots} now, at most ${shelf.most} (the table doubles while busy keys need more; an idle key's slot goes to the next)`
       + (shelf.alone ? `; ${shelf.alone} of this wrapper's keys found all ${shelf.most} busy and keep${shelf.alone === 1 ? 's' : ''} an allowance of their own in this thread (stats().gates[i].store.threads false)` : '')

@@ -6,6 +6,7 @@
 use crate::core::authority::fair::{self, Fair, Shares};
 use crate::core::authority::order;
 use crate::core::authority::{AdmissionId, Answer, Op, Seen};
+use crate::core::gate::store_link::StoreReply;
 use crate::core::gates::fleet::Shared;
 use crate::core::gates::scope::Scope;
 use crate::core::parse::decimal;
@@ -204,6 +205,17 @@ pub fn answer(code: &str, value: &str, extra: &str, count: &str, seq: &str) -> O
         "refused" => Answer::Refused(n),
         "quota" => Answer::QuotaSet(n),
         _ => return None,
+    })
+}
+
+/// The gate script's reply, its eight fields as text: the answer, the rate the store held
+/// before the operation and the fair order after it. `None` for an answer it never gives.
+pub fn reply(fields: &[String; 8]) -> Option<StoreReply> {
+    let [code, value, extra, count, seq, burst, ms_per_token, order] = fields;
+    Some(StoreReply {
+        answer: answer(code, value, extra, count, seq)?,
+        stored: stored_rate(burst, ms_per_token),
+        shares: shares(order),
     })
 }
 
