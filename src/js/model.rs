@@ -19,27 +19,19 @@ use crate::core::sim::{self, ArticleGate, Coordination, Lookups, SimLane, SimOpt
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct SimulateOptions {
-    #[serde(default, deserialize_with = "de::boolean")]
     shared: Option<bool>,
     /// `true`, `false` or a number of processes.
     #[serde(default, deserialize_with = "de::value")]
     separate_gates: Option<JsValue>,
-    #[serde(default, deserialize_with = "de::boolean")]
     always_reject: Option<bool>,
-    #[serde(default, deserialize_with = "de::number")]
     max_attempts: Option<f64>,
     /// A number, or `null` for none.
     #[serde(default, deserialize_with = "de::value")]
     retry_budget: Option<JsValue>,
-    #[serde(default, deserialize_with = "de::number")]
     workers: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     burst: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     per_second: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     retry_after_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::boolean")]
     learn: Option<bool>,
     /// `true` (every answer), `false` (none) or `'throttled'` (429s only).
     #[serde(default, deserialize_with = "de::value")]
@@ -48,16 +40,11 @@ struct SimulateOptions {
     #[serde(default, deserialize_with = "de::value")]
     lookups: Option<JsValue>,
     /// Processes sharing a store.
-    #[serde(default, deserialize_with = "de::number")]
     processes: Option<f64>,
     /// Threads of one process sharing memory.
-    #[serde(default, deserialize_with = "de::number")]
     threads: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     store_latency_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     snapshots: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     latency_ms: Option<f64>,
     /// `[{ name, weight, workers, snapshots, startMs }]`: lanes of workers on the shared gate.
     #[serde(default, deserialize_with = "de::value")]
@@ -68,15 +55,10 @@ struct SimulateOptions {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct LaneOptions {
-    #[serde(default, deserialize_with = "de::string")]
     name: Option<String>,
-    #[serde(default, deserialize_with = "de::number")]
     weight: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     workers: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     snapshots: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     start_ms: Option<f64>,
 }
 
@@ -84,11 +66,8 @@ struct LaneOptions {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct LookupOptions {
-    #[serde(default, deserialize_with = "de::number")]
     calls: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     burst: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     per_second: Option<f64>,
 }
 
@@ -130,39 +109,13 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
     };
     let processes = integer("processes", o.processes, SIM_SPLIT)?;
     let threads = integer("threads", o.threads, SIM_SPLIT)?;
-    if !lanes.is_empty() {
-        if o.shared == Some(false) || separate.is_some() || processes.is_some() || threads.is_some()
-        {
-            return Err(type_error(
-                "`lanes` wait in one shared gate's line: leave out `shared: false`, \
-                 `separateGates`, `processes` and `threads`",
-            ));
-        }
-        if o.lookups.is_some() {
-            return Err(type_error("Choose one of `lanes` and `lookups`"));
-        }
-    }
-    // Lanes are in a gate's line: with them, one shared gate is the default.
-    let shared = o.shared.unwrap_or(!lanes.is_empty());
-    let chosen = [
-        shared,
-        separate.is_some(),
-        processes.is_some(),
-        threads.is_some(),
-    ];
-    if chosen.iter().filter(|&&c| c).count() > 1 {
-        return Err(type_error(
-            "Choose one of `shared`, `separateGates`, `processes` and `threads`: one gate, one \
-             per process, processes sharing a store, or threads sharing memory",
-        ));
-    }
-    let coordination = match (shared, separate, processes, threads) {
-        (true, ..) => Coordination::Shared,
-        (_, Some(n), ..) => Coordination::Separate(n),
-        (_, _, Some(n), _) => Coordination::Fleet(n),
-        (.., Some(n)) => Coordination::Threads(n),
-        _ => Coordination::Independent,
-    };
+    let coordination = Coordination::asked(
+        o.shared,
+        [separate, processes, threads],
+        !lanes.is_empty(),
+        o.lookups.is_some(),
+    )
+    .map_err(type_error)?;
     let headers = match &o.headers {
         None => Headers::Never,
         Some(v) => match (v.as_bool(), v.as_string().as_deref()) {

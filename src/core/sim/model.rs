@@ -43,6 +43,50 @@ pub enum Coordination {
     Threads(u32),
 }
 
+impl Coordination {
+    /// What `simulate()` was asked for: one `shared` gate (the default with `lanes`, which wait
+    /// in its line), a gate per process of `separate` ones, processes sharing a store or
+    /// threads sharing memory (`[separate, processes, threads]`), at most one of them; else
+    /// a gate per worker. The error says what to leave out.
+    pub fn asked(
+        shared: Option<bool>,
+        [separate, processes, threads]: [Option<u32>; 3],
+        lanes: bool,
+        lookups: bool,
+    ) -> Result<Coordination, &'static str> {
+        let split = separate.is_some() || processes.is_some() || threads.is_some();
+        if lanes && (shared == Some(false) || split) {
+            return Err(
+                "`lanes` wait in one shared gate's line: leave out `shared: false`, \
+                 `separateGates`, `processes` and `threads`",
+            );
+        }
+        if lanes && lookups {
+            return Err("Choose one of `lanes` and `lookups`");
+        }
+        let shared = shared.unwrap_or(lanes);
+        let chosen = [
+            shared,
+            separate.is_some(),
+            processes.is_some(),
+            threads.is_some(),
+        ];
+        if chosen.iter().filter(|&&c| c).count() > 1 {
+            return Err(
+                "Choose one of `shared`, `separateGates`, `processes` and `threads`: one gate, \
+                 one per process, processes sharing a store, or threads sharing memory",
+            );
+        }
+        Ok(match (shared, separate, processes, threads) {
+            (true, ..) => Coordination::Shared,
+            (_, Some(n), ..) => Coordination::Separate(n),
+            (_, _, Some(n), _) => Coordination::Fleet(n),
+            (.., Some(n)) => Coordination::Threads(n),
+            _ => Coordination::Independent,
+        })
+    }
+}
+
 /// A scenario. [`SimOptions::default`] is the article's: eight workers, burst 2, 2 per second,
 /// `Retry-After: 1`, independent retries, ten attempts each, no retry budget.
 #[derive(Debug, Clone, PartialEq)]
@@ -559,5 +603,30 @@ fn start_worker(
     for n in 1..snapshots {
         index = world.start_after(index, call(snapshot(n)));
         worker_of.push(worker);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Coordination;
+
+    #[test]
+    fn one_arrangement_at_a_time_and_lanes_in_one_shared_line() {
+        let none = [None; 3];
+        let asked = Coordination::asked;
+        assert_eq!(
+            asked(None, none, false, false),
+            Ok(Coordination::Independent)
+        );
+        assert_eq!(asked(None, none, true, false), Ok(Coordination::Shared));
+        let fleet = [None, Some(3), None];
+        assert_eq!(asked(None, fleet, false, false), Ok(Coordination::Fleet(3)));
+        assert!(asked(Some(true), [Some(2), None, None], false, false).is_err());
+        let lanes = asked(None, [None, None, Some(2)], true, false);
+        assert!(lanes.unwrap_err().starts_with("`lanes` wait"));
+        assert_eq!(
+            asked(None, none, true, true),
+            Err("Choose one of `lanes` and `lookups`")
+        );
     }
 }
