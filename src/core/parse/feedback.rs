@@ -75,7 +75,7 @@ impl std::error::Error for FeedbackError {}
 /// Whether a response with this status is one whose `Retry-After` we honour: a 429 (slow
 /// down) or a 503 (come back later). On any other status it is ignored, so it can neither
 /// hold the gate nor fail a successful call.
-pub fn honours_retry_after(status: u16) -> bool {
+pub(crate) fn honours_retry_after(status: u16) -> bool {
     matches!(status, 429 | 503)
 }
 

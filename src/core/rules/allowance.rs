@@ -68,7 +68,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Accepts a finite number `>= min`; names `field` otherwise.
-pub fn at_least(
+pub(crate) fn at_least(
     field: &'static str,
     value: f64,
     min: f64,

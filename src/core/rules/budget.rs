@@ -30,7 +30,7 @@ impl BatchBudget {
     }
 
     /// Whether a retry may go now (nothing is spent).
-    pub fn can_withdraw(&self) -> bool {
+    pub(crate) fn can_withdraw(&self) -> bool {
         self.left > 0
     }
 
@@ -101,7 +101,7 @@ impl RefillingConfig {
 
 /// A pool of retry tokens that successes refill.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RefillingBudget {
+pub(crate) struct RefillingBudget {
     config: RefillingConfig,
     available: f64,
 }
@@ -126,7 +126,7 @@ impl RefillingBudget {
     }
 
     /// Tokens in the pool.
-    pub fn available(&self) -> f64 {
+    pub(crate) fn available(&self) -> f64 {
         self.available
     }
 
