@@ -28,10 +28,7 @@ pub fn object<T: DeserializeOwned>(
     prefix: &str,
 ) -> Result<T, JsValue> {
     if !is_object(value) {
-        return Err(type_error(&format!(
-            "Expected `{what}` to be an object, got {}",
-            describe(value)
-        )));
+        return Err(wrong(what, "an object", value));
     }
     let entries = entries(value);
     // serde reads a key, then its value: when the value fails, the last key read is at fault.
@@ -226,8 +223,16 @@ pub fn is_object(value: &JsValue) -> bool {
     value.is_object() && !js_sys::Array::is_array(value) && !value.is_function()
 }
 
+/// The error for `field` given a value of the wrong type: what it must be, and the type given.
+pub fn wrong(field: &str, expected: &str, value: &JsValue) -> JsValue {
+    type_error(&format!(
+        "Expected `{field}` to be {expected}, got {}",
+        describe(value)
+    ))
+}
+
 /// A short description of a value's type for error messages; never the value itself.
-pub fn describe(value: &JsValue) -> String {
+fn describe(value: &JsValue) -> String {
     if value.is_null() {
         "null".into()
     } else if js_sys::Array::is_array(value) {
@@ -251,10 +256,7 @@ fn field_error(prefix: &str, key: &str, given: &JsValue, error: Error) -> JsValu
     if let Some(items) = text.strip_prefix(HOLDING) {
         return type_error(&format!("Expected `{prefix}{key}` to hold {items}"));
     }
-    type_error(&format!(
-        "Expected `{prefix}{key}` to be {text}, got {}",
-        describe(given)
-    ))
+    wrong(&format!("{prefix}{key}"), &text, given)
 }
 
 /// An unknown key, with the keys `fields` that are known.

@@ -10,7 +10,7 @@ use super::errors::{config_error, range_error, type_error};
 use super::options::{integer, RateOptions};
 use super::shapes::to_js;
 use super::text::number;
-use crate::core::rules::allowance::{ConfigError, Rate};
+use crate::core::rules::allowance::Rate;
 use crate::core::rules::ranges::{COUNT, SIM_ATTEMPTS, SIM_CALLS, SIM_SPLIT};
 use crate::core::sim::server::Headers;
 use crate::core::sim::{self, ArticleGate, Coordination, Lookups, SimLane, SimOptions};
@@ -98,12 +98,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
             Some(false) => None,
             None => match v.as_f64() {
                 Some(n) => integer("separateGates", Some(n), SIM_SPLIT)?,
-                None => {
-                    return Err(type_error(&format!(
-                        "Expected `separateGates` to be a boolean or a number, got {}",
-                        de::describe(v)
-                    )))
-                }
+                None => return Err(de::wrong("separateGates", "a boolean or a number", v)),
             },
         },
     };
@@ -122,12 +117,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
             (Some(true), _) => Headers::Always,
             (Some(false), _) => Headers::Never,
             (_, Some("throttled")) => Headers::OnThrottle,
-            _ => {
-                return Err(type_error(&format!(
-                    "Expected `headers` to be a boolean or 'throttled', got {}",
-                    de::describe(v)
-                )))
-            }
+            _ => return Err(de::wrong("headers", "a boolean or 'throttled'", v)),
         },
     };
     let lookups = match &o.lookups {
@@ -148,12 +138,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
         Some(v) if v.is_null() => None,
         Some(v) => match v.as_f64() {
             Some(n) => integer("retryBudget", Some(n), COUNT)?,
-            None => {
-                return Err(type_error(&format!(
-                    "Expected `retryBudget` to be a number or null, got {}",
-                    de::describe(v)
-                )))
-            }
+            None => return Err(de::wrong("retryBudget", "a number or null", v)),
         },
     };
     let burst = o.burst.unwrap_or(defaults.rate.burst());
@@ -184,10 +169,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
 /// weight defaults to 1, its start to 0 ms, its workers' snapshots to the run's `snapshots`.
 fn sim_lanes(value: &JsValue, snapshots: u32) -> Result<Vec<SimLane>, JsValue> {
     if !js_sys::Array::is_array(value) {
-        return Err(type_error(&format!(
-            "Expected `lanes` to be an array, got {}",
-            de::describe(value)
-        )));
+        return Err(de::wrong("lanes", "an array", value));
     }
     let lanes: js_sys::Array = value.clone().unchecked_into();
     let mut read = Vec::new();
@@ -203,18 +185,9 @@ fn sim_lanes(value: &JsValue, snapshots: u32) -> Result<Vec<SimLane>, JsValue> {
             snapshots: count("snapshots", l.snapshots)?.unwrap_or(snapshots),
             start_ms: l.start_ms.unwrap_or(0.0),
         };
-        lane.validate().map_err(
-            |ConfigError::OutOfRange {
-                 field,
-                 expected,
-                 got,
-             }| {
-                range_error(&format!(
-                    "`{at}.{field}` must be {expected}, got {}",
-                    number(got)
-                ))
-            },
-        )?;
+        let within = format!("{at}.");
+        lane.validate()
+            .map_err(|e| range_error(&e.message_in(&within, number)))?;
         read.push(lane);
     }
     Ok(read)

@@ -65,12 +65,7 @@ impl RateOptions {
         };
         match value.as_string() {
             Some(text) if text == "auto" => return Ok(Allowance::Learned(None)),
-            Some(_) => {
-                return Err(type_error(&format!(
-                    "Expected `rate` to be 'auto' or {{ burst, perSecond }}, got {}",
-                    de::describe(&value)
-                )))
-            }
+            Some(_) => return Err(de::wrong("rate", "'auto' or { burst, perSecond }", &value)),
             None => {}
         }
         let (rate, learn) = RateOptions::read_with(&value, "rate")?;
@@ -306,10 +301,7 @@ fn retry(
         return Ok((Some(RetryPolicy::default()), Some(RefillingConfig::DEFAULT)));
     };
     if !de::is_object(&value) {
-        return Err(type_error(&format!(
-            "Expected `retry` to be a boolean or an object, got {}",
-            de::describe(&value)
-        )));
+        return Err(de::wrong("retry", "a boolean or an object", &value));
     }
     let r: RetryOptions = de::object(&value, "retry", "retry.")?;
     let d = RetryPolicy::default();
@@ -349,10 +341,7 @@ fn budget(value: Option<JsValue>) -> Result<Option<RefillingConfig>, JsValue> {
         return Ok(None);
     }
     if !de::is_object(&value) {
-        return Err(type_error(&format!(
-            "Expected `retry.budget` to be false or an object, got {}",
-            de::describe(&value)
-        )));
+        return Err(de::wrong("retry.budget", "false or an object", &value));
     }
     let b: BudgetOptions = de::object(&value, "retry.budget", "retry.budget.")?;
     RefillingConfig {

@@ -45,6 +45,11 @@ impl ConfigError {
     /// The message, with the offending number written by `number` (the bindings have
     /// JavaScript write it, as the caller would).
     pub fn message(&self, number: impl Fn(f64) -> String) -> String {
+        self.message_in("", number)
+    }
+
+    /// The message, its field named within the object at `at` (`lanes[1].`).
+    pub fn message_in(&self, at: &str, number: impl Fn(f64) -> String) -> String {
         let ConfigError::OutOfRange {
             field,
             expected,
@@ -52,7 +57,15 @@ impl ConfigError {
         } = self;
         // Pushed, not `concat`ed: the bindings' one copy of `join` is for Strings.
         let mut message = String::new();
-        for part in ["`", field, "` must be ", expected, ", got ", &number(*got)] {
+        for part in [
+            "`",
+            at,
+            field,
+            "` must be ",
+            expected,
+            ", got ",
+            &number(*got),
+        ] {
             message.push_str(part);
         }
         message
