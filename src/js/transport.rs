@@ -62,13 +62,7 @@ impl Transport {
                 Ok(driver.with(|g| figures::observed(g, &measured)))
             }));
         }
-        Ok(Transport {
-            wrapper,
-            config,
-            batch: None,
-            parked: RefCell::default(),
-            free: RefCell::default(),
-        })
+        Ok(Transport::of(wrapper, config, None))
     }
 
     /// `fetch(input, init)` through the credential's gate; always a promise.
@@ -169,17 +163,9 @@ impl Transport {
     pub fn batch(&self, options: JsValue) -> Result<Transport, JsValue> {
         let (deadline_ms, retry_budget) = options::batch(&options)?;
         driver().with(|g| g.hold(self.wrapper));
-        Ok(Transport {
-            wrapper: self.wrapper,
-            config: self.config.clone(),
-            batch: Some(Rc::new(RefCell::new(Batch::new(
-                clock::now(),
-                deadline_ms,
-                retry_budget,
-            )))),
-            parked: RefCell::default(),
-            free: RefCell::default(),
-        })
+        let batch = Batch::new(clock::now(), deadline_ms, retry_budget);
+        let batch = Some(Rc::new(RefCell::new(batch)));
+        Ok(Transport::of(self.wrapper, self.config.clone(), batch))
     }
 
     /// A `fetchImpl` on the same gates whose calls wait in a lane of their own, sharing the
@@ -201,13 +187,7 @@ impl Transport {
             ..(*self.config).clone()
         });
         this.add_wrapper(wrapper, &config);
-        Ok(Transport {
-            wrapper,
-            config,
-            batch: self.batch.clone(),
-            parked: RefCell::default(),
-            free: RefCell::default(),
-        })
+        Ok(Transport::of(wrapper, config, self.batch.clone()))
     }
 
     /// Live figures of every gate this wrapper has used.
@@ -255,6 +235,17 @@ fn settled(result: Result<JsValue, JsValue>) -> js_sys::Promise {
 }
 
 impl Transport {
+    /// A `fetchImpl` of `wrapper`, in `batch` if it is one's.
+    fn of(wrapper: WrapperId, config: Rc<Config>, batch: Option<Rc<RefCell<Batch>>>) -> Self {
+        Transport {
+            wrapper,
+            config,
+            batch,
+            parked: RefCell::default(),
+            free: RefCell::default(),
+        }
+    }
+
     /// Makes the call from the request's facts, or refuses it before it reaches a gate.
     fn start(
         &self,
