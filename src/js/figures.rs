@@ -13,23 +13,18 @@ use super::options::Config;
 use super::redis::RedisStore;
 use super::shapes::{to_js, Date, Learned};
 use super::shelf;
-use crate::core::authority::LOW_REMAINING;
 use crate::core::base::histogram::Histogram;
 use crate::core::base::map::Set;
 use crate::core::gate::figures::{Figures, RetryCounts};
-use crate::core::gates::memos::MEMOS;
 use crate::core::gates::profile::Keeping;
+use crate::core::gates::view::Limits;
 use crate::core::gates::{GateId, Gates, WrapperId};
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::allowance::{Allowance, Rate};
-use crate::core::rules::backoff::Backoff;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::fair::LaneId;
-use crate::core::rules::learn::BETA;
 use crate::core::rules::policy::{Reason, RetryPolicy};
-use crate::core::rules::quota::{QuotaState, SUSPICIOUS_RUN};
-use crate::core::rules::routes::{MAX_LIMITERS, MAX_ROUTES};
-use crate::core::rules::streak::TOLERATED;
+use crate::core::rules::quota::QuotaState;
 
 /// `stats()`.
 #[derive(Serialize)]
@@ -332,21 +327,6 @@ struct ShelfFacts {
     alone: usize,
 }
 
-/// The core's numbers `describe()` words: never written twice.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Limits {
-    low_remaining: f64,
-    suspicious_run: u32,
-    failures_tolerated: u32,
-    probe_base_ms: f64,
-    probe_cap_ms: f64,
-    learn_cut: f64,
-    max_routes: usize,
-    max_limiters: usize,
-    max_remembered: usize,
-}
-
 /// One gate's estimate, for `describe()`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -412,17 +392,7 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
                 name: &config.lane_name,
                 weight: lane.weight,
             }),
-        limits: Limits {
-            low_remaining: LOW_REMAINING,
-            suspicious_run: SUSPICIOUS_RUN,
-            failures_tolerated: TOLERATED,
-            probe_base_ms: Backoff::DEFAULT.base_ms(),
-            probe_cap_ms: Backoff::DEFAULT.cap_ms(),
-            learn_cut: BETA,
-            max_routes: MAX_ROUTES,
-            max_limiters: MAX_LIMITERS,
-            max_remembered: 2 * MEMOS,
-        },
+        limits: Limits::default(),
     };
     summary(&to_js(&facts))
 }
