@@ -40,6 +40,22 @@ pub fn field(fact: &Shared, number: &dyn Fn(f64) -> String) -> (String, String) 
     }
 }
 
+/// The arguments of `learned.lua` that put `facts` in the shared hash.
+pub fn put(facts: &[Shared], number: &dyn Fn(f64) -> String) -> Vec<String> {
+    let mut args = vec!["put".to_string()];
+    for fact in facts {
+        let (field, value) = field(fact, number);
+        args.extend([field, value]);
+    }
+    args
+}
+
+/// The facts of the shared hash as `learned.lua`'s `get` gives it: fields and values in turn.
+pub fn read_all(flat: &[String]) -> Vec<Shared> {
+    let pairs = flat.chunks_exact(2);
+    pairs.filter_map(|pair| read(&pair[0], &pair[1])).collect()
+}
+
 /// The fact a field and value of the shared hash hold; `None` for anything else.
 pub fn read(field: &str, value: &str) -> Option<Shared> {
     if field == "first" {
