@@ -8,3 +8,6 @@ pub mod store;
 
 #[cfg(target_arch = "wasm32")]
 pub mod js;
+
+#[cfg(all(target_arch = "wasm32", not(feature = "serde")))]
+compile_error!("the bindings hand the core's figures to JavaScript by serde: enable `serde`");

@@ -113,17 +113,14 @@ impl JsCall {
             set(&init, "headers", headers.into());
             (JsValue::from_str(&url), JsValue::from(init))
         });
-        JsCall {
+        let nothing = Call {
             input: JsValue::UNDEFINED,
             init: JsValue::UNDEFINED,
             signal: None,
-            config,
-            last: None,
-            timeout: 0.0,
-            split: false,
-            again: false,
+        };
+        JsCall {
             waiter: Waiter::Probe(request),
-            watch: None,
+            ..JsCall::new(nothing, &config, false)
         }
     }
 

@@ -11,7 +11,7 @@
 use std::cell::Cell;
 
 use serde::de::value::MapDeserializer;
-use serde::de::{DeserializeOwned, Deserializer, Error as _, Visitor};
+use serde::de::{DeserializeOwned, Deserializer, Error as _, IntoDeserializer, Visitor};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -28,20 +28,14 @@ pub fn object<T: DeserializeOwned>(
     prefix: &str,
 ) -> Result<T, JsValue> {
     if !is_object(value) {
-        return Err(type_error(&format!(
-            "Expected `{what}` to be an object, got {}",
-            describe(value)
-        )));
+        return Err(wrong(what, "an object", value));
     }
     let entries = entries(value);
     // serde reads a key, then its value: when the value fails, the last key read is at fault.
     let at = Cell::new(0);
     let pairs = entries.iter().enumerate().map(|(i, (key, value))| {
         at.set(i);
-        (
-            key.clone(),
-            serde_wasm_bindgen::Deserializer::from(value.clone()),
-        )
+        (key.clone(), Given(value.clone()))
     });
     let unknown = Cell::new(None);
     let checked = Checked {
@@ -109,6 +103,61 @@ impl<'de, M: Deserializer<'de, Error = Error>> Deserializer<'de> for Checked<'_,
     }
 }
 
+/// A field's value as given (never `undefined`: such a key counts as left out). serde reads it
+/// as the type of its field, `Option<f64>`, `Option<String>` or `Option<bool>`, refusing any
+/// other type with what was expected; a field with a reader below gets the value as it is.
+struct Given(JsValue);
+
+impl IntoDeserializer<'_, Error> for Given {
+    type Deserializer = Given;
+    fn into_deserializer(self) -> Given {
+        self
+    }
+}
+
+impl<'de> Deserializer<'de> for Given {
+    type Error = Error;
+
+    /// A value was given: `null` too, which is no number, string or boolean.
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        let given = self.0.as_f64();
+        visitor.visit_f64(given.ok_or_else(|| expected::<Error>("a number"))?)
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        let given = self.0.as_string();
+        visitor.visit_string(given.ok_or_else(|| expected::<Error>("a string"))?)
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        let given = self.0.as_bool();
+        visitor.visit_bool(given.ok_or_else(|| expected::<Error>("a boolean"))?)
+    }
+
+    /// serde-wasm-bindgen's `preserve` asks for its value as a tuple struct of its own.
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        serde_wasm_bindgen::Deserializer::from(self.0).deserialize_tuple_struct(name, len, visitor)
+    }
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        serde_wasm_bindgen::Deserializer::from(self.0).deserialize_any(visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 char str bytes byte_buf unit unit_struct
+        newtype_struct seq tuple map struct enum identifier ignored_any
+    }
+}
+
 // Each field's value is taken as the JavaScript value it is (serde-wasm-bindgen's `preserve`)
 // and its type checked here: serde-wasm-bindgen's own type errors would print the value.
 
@@ -127,33 +176,6 @@ fn expected<E: serde::de::Error>(what: &'static str) -> E {
 /// A field that must be given: `what` is its full name (`rate.burst`).
 pub fn required<T>(value: Option<T>, what: &str) -> Result<T, JsValue> {
     value.ok_or_else(|| type_error(&format!("`{what}` is required")))
-}
-
-/// A number field.
-#[inline(never)]
-pub fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    given(d)?
-        .as_f64()
-        .map(Some)
-        .ok_or_else(|| expected("a number"))
-}
-
-/// A string field.
-#[inline(never)]
-pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    given(d)?
-        .as_string()
-        .map(Some)
-        .ok_or_else(|| expected("a string"))
-}
-
-/// A boolean field.
-#[inline(never)]
-pub fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    given(d)?
-        .as_bool()
-        .map(Some)
-        .ok_or_else(|| expected("a boolean"))
 }
 
 /// A field kept as the JavaScript value it is, for the caller to look at (a nested object, a
@@ -201,8 +223,16 @@ pub fn is_object(value: &JsValue) -> bool {
     value.is_object() && !js_sys::Array::is_array(value) && !value.is_function()
 }
 
+/// The error for `field` given a value of the wrong type: what it must be, and the type given.
+pub fn wrong(field: &str, expected: &str, value: &JsValue) -> JsValue {
+    type_error(&format!(
+        "Expected `{field}` to be {expected}, got {}",
+        describe(value)
+    ))
+}
+
 /// A short description of a value's type for error messages; never the value itself.
-pub fn describe(value: &JsValue) -> String {
+fn describe(value: &JsValue) -> String {
     if value.is_null() {
         "null".into()
     } else if js_sys::Array::is_array(value) {
@@ -226,10 +256,7 @@ fn field_error(prefix: &str, key: &str, given: &JsValue, error: Error) -> JsValu
     if let Some(items) = text.strip_prefix(HOLDING) {
         return type_error(&format!("Expected `{prefix}{key}` to hold {items}"));
     }
-    type_error(&format!(
-        "Expected `{prefix}{key}` to be {text}, got {}",
-        describe(given)
-    ))
+    wrong(&format!("{prefix}{key}"), &text, given)
 }
 
 /// An unknown key, with the keys `fields` that are known.

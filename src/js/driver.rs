@@ -4,8 +4,8 @@
 //! happened with `performance.now()`, and keeps the one timer where the gates ask for it. It
 //! decides nothing.
 
-use std::cell::{Cell, OnceCell, RefCell};
-use std::rc::Rc;
+use std::cell::{Cell, RefCell};
+use std::rc::{Rc, Weak};
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -50,15 +50,15 @@ type ByLane = Vec<(Rc<str>, JsValue)>;
 pub struct Driver {
     gates: RefCell<Gates>,
     calls: RefCell<Mirror<JsCall>>,
-    timer: RefCell<Option<Timer>>,
+    timer: RefCell<Timer>,
     /// The sweep's timer, which does not keep the process alive.
-    sweeper: RefCell<Option<Timer>>,
+    sweeper: RefCell<Timer>,
     /// The signals of waiting calls, one listener per run of calls sharing one.
     watches: RefCell<Watches>,
     /// What those listeners call, with their watch's number.
-    on_abort: OnceCell<Closure<dyn FnMut(u32)>>,
+    on_abort: Closure<dyn FnMut(u32)>,
     /// What `attempt.js` calls when an attempt the driver started ends.
-    on_attempt: OnceCell<AttemptEnded>,
+    on_attempt: AttemptEnded,
     /// The stores, by the gates' numbers for them.
     stores: RefCell<Vec<Rc<RedisStore>>>,
     /// Each wrapper's configuration, for events about its gates.
@@ -74,19 +74,40 @@ pub struct Driver {
 }
 
 thread_local! {
-    static DRIVER: Rc<Driver> = Rc::new(Driver {
+    static DRIVER: Rc<Driver> = Rc::new_cyclic(|weak: &Weak<Driver>| {
+        // The callbacks reach the driver while it lives.
+        let live = |f: fn(&Rc<Driver>)| -> Box<dyn FnMut()> {
+            let weak = weak.clone();
+            Box::new(move || {
+                if let Some(driver) = weak.upgrade() {
+                    f(&driver);
+                }
+            })
+        };
+        let (abort, attempt) = (weak.clone(), weak.clone());
+        Driver {
         gates: RefCell::new(Gates::new(Box::new(JsHome))),
         calls: RefCell::new(Mirror::default()),
-        timer: RefCell::new(None),
-        sweeper: RefCell::new(None),
+        timer: RefCell::new(Timer::new(live(Driver::woken), true)),
+        sweeper: RefCell::new(Timer::new(live(Driver::swept), false)),
         watches: RefCell::new(Watches::default()),
-        on_abort: OnceCell::new(),
-        on_attempt: OnceCell::new(),
+        on_abort: Closure::new(move |watch| {
+            if let Some(driver) = abort.upgrade() {
+                driver.aborted(watch);
+            }
+        }),
+        on_attempt: Closure::new(move |id: f64, value, how, status, feedback: Option<String>| {
+            if let Some(driver) = attempt.upgrade() {
+                let how = How::from_js(how);
+                driver.attempted(id as CallRef, value, how, status, feedback.as_deref());
+            }
+        }),
         stores: RefCell::new(Vec::new()),
         configs: RefCell::new(Mirror::default()),
         answers: RefCell::new(Map::default()),
         attributes: RefCell::new(Mirror::default()),
         driving: Cell::new(false),
+        }
     });
 }
 
@@ -128,85 +149,6 @@ impl Driver {
         if self.with(|g| g.release(wrapper)) {
             self.configs.borrow_mut().remove(wrapper);
         }
-    }
-
-    /// The timer in `cell`, made the first time it is needed: it calls `fired` on the driver,
-    /// and keeps the process alive while armed if it `holds`.
-    fn timer<'a>(
-        self: &Rc<Self>,
-        cell: &'a RefCell<Option<Timer>>,
-        holds: bool,
-        fired: fn(&Rc<Driver>),
-    ) -> std::cell::RefMut<'a, Timer> {
-        let weak = Rc::downgrade(self);
-        std::cell::RefMut::map(cell.borrow_mut(), |timer| {
-            timer.get_or_insert_with(|| {
-                let callback = move || {
-                    if let Some(driver) = weak.upgrade() {
-                        fired(&driver);
-                    }
-                };
-                Timer::new(Box::new(callback), holds)
-            })
-        })
-    }
-
-    /// Arms the timer in `cell` for `due`, or disarms it when nothing is due.
-    fn set_timer(
-        self: &Rc<Self>,
-        cell: &RefCell<Option<Timer>>,
-        holds: bool,
-        fired: fn(&Rc<Driver>),
-        due: Option<Millis>,
-        now: Millis,
-    ) {
-        match due {
-            Some(due) => self.timer(cell, holds, fired).arm(due, now),
-            None => {
-                if let Some(timer) = cell.borrow_mut().as_mut() {
-                    timer.disarm();
-                }
-            }
-        }
-    }
-
-    /// What an abort listener of a waiting call calls, made when first needed.
-    fn on_abort(self: &Rc<Self>) -> &js_sys::Function {
-        let weak = Rc::downgrade(self);
-        self.on_abort
-            .get_or_init(|| {
-                Closure::<dyn FnMut(u32)>::new(move |watch| {
-                    if let Some(driver) = weak.upgrade() {
-                        driver.aborted(watch);
-                    }
-                })
-            })
-            .as_ref()
-            .unchecked_ref()
-    }
-
-    /// What `attempt.js` calls when an attempt the driver sent ends, made when first needed.
-    fn on_attempt(self: &Rc<Self>) -> &js_sys::Function {
-        let weak = Rc::downgrade(self);
-        self.on_attempt
-            .get_or_init(|| {
-                Closure::<dyn FnMut(f64, JsValue, u8, u16, Option<String>)>::new(
-                    move |id: f64, value, how, status, feedback: Option<String>| {
-                        if let Some(driver) = weak.upgrade() {
-                            let how = How::from_js(how);
-                            driver.attempted(
-                                id as CallRef,
-                                value,
-                                how,
-                                status,
-                                feedback.as_deref(),
-                            );
-                        }
-                    },
-                )
-            })
-            .as_ref()
-            .unchecked_ref()
     }
 
     /// Makes a call of `wrapper` and performs what follows at once. The caller then takes the
@@ -253,15 +195,22 @@ impl Driver {
         };
         js.waiter = Waiter::Promise(resolve, reject);
         if let Some(signal) = &js.signal {
-            let on_abort = self.on_abort();
+            let on_abort = self.on_abort.as_ref().unchecked_ref();
             js.watch = Some(self.watches.borrow_mut().add(signal, call, on_abort));
         }
         promise
     }
 
-    /// Sends the attempt of a call admitted while it was being started (not by the fast path).
-    pub fn send_now(self: &Rc<Self>, call: CallRef, timeout: Millis) {
-        self.send(call, timeout);
+    /// The promise of a call just started or just attempted, which the driver settles (an
+    /// attempt it was admitted to sent first), or what it already came to.
+    pub fn pending(
+        self: &Rc<Self>,
+        call: CallRef,
+    ) -> Result<js_sys::Promise, Result<JsValue, JsValue>> {
+        if let Some(timeout) = self.outcome(call)? {
+            self.send(call, timeout);
+        }
+        Ok(self.promise(call))
     }
 
     /// An attempt ended as `attempt.js` says (`status` and `feedback` are a response's: see
@@ -324,8 +273,8 @@ impl Driver {
         }
         self.driving.set(false);
         let (due, sweep) = self.with(|g| (g.poll_timeout(), g.sweep_timeout(now)));
-        self.set_timer(&self.timer, true, Driver::woken, due, now);
-        self.set_timer(&self.sweeper, false, Driver::swept, sweep, now);
+        set_timer(&self.timer, due, now);
+        set_timer(&self.sweeper, sweep, now);
     }
 
     fn perform(self: &Rc<Self>, action: Action) {
@@ -350,32 +299,22 @@ impl Driver {
             }
             Action::Dispose { call, read, gate } => {
                 let response = calls::last_response(&self.calls.borrow(), call);
-                let driver = self.clone();
-                spawn_local(async move {
-                    let read = match &response {
-                        Some(response) => body::discard(response, read).await,
-                        None => None,
-                    };
+                let discarded = async move { body::discard(&response?, read).await };
+                self.then(discarded, move |driver, now, read| {
                     let facts = read.map(|read| {
                         if driver.with(|g| g.keeps_answer(gate, &read.facts)) {
                             driver.answers.borrow_mut().insert(gate, read.kept);
                         }
                         read.facts
                     });
-                    driver.with(|g| g.disposed(clock::now(), call, facts));
-                    driver.drive();
+                    driver.with(|g| g.disposed(now, call, facts));
                 });
             }
             Action::ReadUsage { call } => {
                 let response = calls::last_response(&self.calls.borrow(), call);
-                let driver = self.clone();
-                spawn_local(async move {
-                    let usage = match &response {
-                        Some(response) => body::usage(response).await,
-                        None => None,
-                    };
-                    driver.with(|g| g.usage(clock::now(), call, usage));
-                    driver.drive();
+                let usage = async move { body::usage(&response?).await };
+                self.then(usage, move |driver, now, usage| {
+                    driver.with(|g| g.usage(now, call, usage));
                 });
             }
             Action::StartProbe { probe, origin } => {
@@ -397,11 +336,8 @@ impl Driver {
                     return;
                 };
                 let pending = store.run(store.key(&scope), &op, rate, budget, &process_id());
-                let driver = self.clone();
-                spawn_local(async move {
-                    let answer = pending.await.ok();
-                    driver.with(|g| g.store_answered(clock::now(), gate, id, answer));
-                    driver.drive();
+                self.then(pending, move |driver, now, answer| {
+                    driver.with(|g| g.store_answered(now, gate, id, answer.ok()));
                 });
             }
             Action::Share {
@@ -421,14 +357,8 @@ impl Driver {
                 let Some(store) = self.stores.borrow().get(store).cloned() else {
                     return;
                 };
-                let recall = store.recall(&credential);
-                let driver = Rc::downgrade(self);
-                spawn_local(async move {
-                    let facts = recall.await;
-                    if let Some(driver) = driver.upgrade() {
-                        driver.with(|g| g.recalled(clock::now(), gate, facts));
-                        driver.drive();
-                    }
+                self.then(store.recall(&credential), move |driver, now, facts| {
+                    driver.with(|g| g.recalled(now, gate, facts));
                 });
             }
             Action::Event {
@@ -452,8 +382,23 @@ impl Driver {
         }
     }
 
+    /// Awaits `work`, then `report`s what it came to, at the time it came, and performs what
+    /// follows.
+    fn then<T>(
+        self: &Rc<Self>,
+        work: impl std::future::Future<Output = T> + 'static,
+        report: impl FnOnce(&Driver, Millis, T) + 'static,
+    ) {
+        let driver = self.clone();
+        spawn_local(async move {
+            let done = work.await;
+            report(&driver, clock::now(), done);
+            driver.drive();
+        });
+    }
+
     /// Sends a call's attempt through `attempt.js`, which reports back to `on_attempt`.
-    fn send(self: &Rc<Self>, call: CallRef, timeout: Millis) {
+    pub fn send(self: &Rc<Self>, call: CallRef, timeout: Millis) {
         let mut calls = self.calls.borrow_mut();
         let Some(js) = calls.get_mut(call) else {
             return;
@@ -489,7 +434,7 @@ impl Driver {
         let Ok(fetch) = fetch else {
             return self.with(|g| g.failed(clock::now(), call, UNSENT));
         };
-        let settle = self.on_attempt();
+        let settle = self.on_attempt.as_ref().unchecked_ref();
         let _ = attempt::send(&fetch, &input, &init, timeout, settle, call as f64);
     }
 
@@ -545,10 +490,8 @@ impl Driver {
     }
 
     /// The timer in `cell` fired: the gates `handle` it now, then whatever follows is done.
-    fn fired(self: &Rc<Self>, cell: &RefCell<Option<Timer>>, handle: fn(&mut Gates, Millis)) {
-        if let Some(timer) = cell.borrow_mut().as_mut() {
-            timer.fired();
-        }
+    fn fired(self: &Rc<Self>, cell: &RefCell<Timer>, handle: fn(&mut Gates, Millis)) {
+        cell.borrow_mut().fired();
         let now = clock::now();
         self.with(|g| handle(g, now));
         self.drive_at(now);
@@ -615,5 +558,13 @@ impl Driver {
         for hook in hooks {
             hook.deliver(&scope, &event);
         }
+    }
+}
+
+/// Arms the timer in `cell` for `due`, or disarms it when nothing is due.
+fn set_timer(cell: &RefCell<Timer>, due: Option<Millis>, now: Millis) {
+    match due {
+        Some(due) => cell.borrow_mut().arm(due, now),
+        None => cell.borrow_mut().disarm(),
     }
 }

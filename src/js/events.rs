@@ -76,7 +76,7 @@ impl Events {
                 set(e, "answered", (*answered).into());
             }
             Event::Learned(estimate) => {
-                let learned = to_js(&Learned::from(*estimate));
+                let learned = to_js(&Learned(*estimate));
                 set(e, "learned", learned);
             }
             Event::NoRoom => {

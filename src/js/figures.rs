@@ -10,24 +10,21 @@ use wasm_bindgen::prelude::*;
 
 use super::clock;
 use super::options::Config;
-use super::shapes::{date, to_js, Learned};
+use super::redis::RedisStore;
+use super::shapes::{to_js, Date, Learned};
 use super::shelf;
-use crate::core::authority::LOW_REMAINING;
-use crate::core::base::histogram::{Histogram, BOUNDS_MS};
+use crate::core::base::histogram::Histogram;
 use crate::core::base::map::Set;
-use crate::core::gate::figures::Figures;
-use crate::core::gates::memos::MEMOS;
+use crate::core::gate::figures::{Figures, RetryCounts};
 use crate::core::gates::profile::Keeping;
+use crate::core::gates::view::Limits;
 use crate::core::gates::{GateId, Gates, WrapperId};
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::allowance::{Allowance, Rate};
-use crate::core::rules::backoff::Backoff;
+use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::fair::LaneId;
-use crate::core::rules::learn::{Estimate, BETA};
 use crate::core::rules::policy::{Reason, RetryPolicy};
-use crate::core::rules::quota::{QuotaState, SUSPICIOUS_RUN};
-use crate::core::rules::routes::{MAX_LIMITERS, MAX_ROUTES};
-use crate::core::rules::streak::TOLERATED;
+use crate::core::rules::quota::QuotaState;
 
 /// `stats()`.
 #[derive(Serialize)]
@@ -38,7 +35,7 @@ struct Stats<'a> {
     throttled: u64,
     retries: u64,
     abandoned: u64,
-    gates: Vec<GateStats<'a>>,
+    gates: Vec<GateStats>,
     lane: LaneStats<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     batch: Option<BatchFigures>,
@@ -66,8 +63,8 @@ struct BatchFigures {
 /// One gate in `stats().gates`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct GateStats<'a> {
-    scope: &'a str,
+struct GateStats {
+    scope: String,
     requests: u64,
     admitted: u64,
     waiting: usize,
@@ -80,52 +77,25 @@ struct GateStats<'a> {
     cooldown_until: f64,
     cooldown_remaining_ms: f64,
     slow: bool,
-    retries: Retries,
+    retries: RetryCounts,
     #[serde(serialize_with = "by_reason")]
     abandoned: [u64; Reason::ALL.len()],
     quota_rejected: u64,
     quota: Quota,
     retry_budget: Option<f64>,
-    rate: RateFigures,
+    rate: Rate,
     learned: Option<Learned>,
     store: Store,
-    admission_wait_ms: HistogramFigures,
-    backoff_ms: HistogramFigures,
-    last_feedback: Option<LastFeedback<'a>>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Retries {
-    throttled: u64,
-    server_error: u64,
-    network: u64,
-    timeout: u64,
+    admission_wait_ms: Histogram,
+    backoff_ms: Histogram,
+    last_feedback: Option<Feedback>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Quota {
     state: &'static str,
-    /// A `Date`, or `null`.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    period_end: JsValue,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RateFigures {
-    burst: f64,
-    per_second: f64,
-}
-
-impl From<Rate> for RateFigures {
-    fn from(rate: Rate) -> Self {
-        RateFigures {
-            burst: rate.burst(),
-            per_second: rate.per_second(),
-        }
-    }
+    period_end: Date,
 }
 
 #[derive(Serialize)]
@@ -141,59 +111,6 @@ struct Store {
     failures: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     up: Option<bool>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct HistogramFigures {
-    count: u64,
-    sum_ms: f64,
-    max_ms: f64,
-    bins: Vec<Bin>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Bin {
-    le_ms: f64,
-    count: u64,
-}
-
-impl From<&Histogram> for HistogramFigures {
-    fn from(h: &Histogram) -> Self {
-        let bounds = BOUNDS_MS.iter().copied().chain([f64::INFINITY]);
-        HistogramFigures {
-            count: h.count(),
-            sum_ms: h.sum(),
-            max_ms: h.max(),
-            bins: bounds
-                .zip(h.counts())
-                .map(|(le_ms, &count)| Bin { le_ms, count })
-                .collect(),
-        }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LastFeedback<'a> {
-    retry_after_ms: Option<f64>,
-    limit: Option<u64>,
-    remaining: Option<u64>,
-    reset_ms: Option<f64>,
-    limiter: Option<&'a str>,
-}
-
-impl<'a> From<&'a Feedback> for LastFeedback<'a> {
-    fn from(f: &'a Feedback) -> Self {
-        LastFeedback {
-            retry_after_ms: f.retry_after_ms,
-            limit: f.limit,
-            remaining: f.remaining,
-            reset_ms: f.reset_ms,
-            limiter: f.limiter.as_deref(),
-        }
-    }
 }
 
 /// Calls given up, by reason, in the order of [`Reason::ALL`].
@@ -214,15 +131,13 @@ pub fn stats(
     lane: &str,
     batch: Option<(f64, Option<u32>)>,
 ) -> JsValue {
-    let now = clock::now();
     let mut totals = gates.retired(wrapper);
     let mut waiting = 0;
-    let rows = rows(gates, now, gates.gates_of(wrapper));
-    let entries: Vec<GateStats> = rows.iter().map(|row| row.stats(now)).collect();
-    for row in &rows {
-        totals.absorb(&row.figures);
-        waiting += row.figures.waiting;
-    }
+    let ids = gates.gates_of(wrapper);
+    let entries = gate_stats(gates, ids, &mut |figures| {
+        totals.absorb(figures);
+        waiting += figures.waiting;
+    });
     let (line, figures, lane_waiting) = gates.lane_of(wrapper).unwrap_or_default();
     to_js(&Stats {
         admitted: totals.admitted,
@@ -230,7 +145,7 @@ pub fn stats(
         throttled: totals.throttled,
         retries: totals.retries.total(),
         abandoned: totals.abandoned.iter().sum(),
-        gates: entries,
+        gates: entries.into_iter().map(|(_, entry)| entry).collect(),
         lane: LaneStats {
             name: lane,
             weight: line.weight,
@@ -249,7 +164,7 @@ pub fn stats(
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Observed<'a> {
-    gates: Vec<GateStats<'a>>,
+    gates: Vec<GateStats>,
     lanes: Vec<LaneDepth<'a>>,
 }
 
@@ -257,7 +172,7 @@ struct Observed<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct LaneDepth<'a> {
-    scope: &'a str,
+    scope: String,
     lane: &'a str,
     waiting: usize,
 }
@@ -266,7 +181,6 @@ struct LaneDepth<'a> {
 /// made with a `meter` and its lanes, with their lanes' names): each gate any of them used,
 /// once, in full, and each of their lanes' calls waiting on it.
 pub fn observed(gates: &mut Gates, measured: &[(WrapperId, Rc<str>)]) -> JsValue {
-    let now = clock::now();
     let mut ids: Vec<GateId> = Vec::new();
     let mut seen: Set<GateId> = Set::default();
     let mut lanes: Vec<(LaneId, &str)> = Vec::new();
@@ -278,76 +192,50 @@ pub fn observed(gates: &mut Gates, measured: &[(WrapperId, Rc<str>)]) -> JsValue
             lanes.push((lane, name));
         }
     }
-    let rows = rows(gates, now, ids);
+    let entries = gate_stats(gates, ids, &mut |_| {});
     let gates = &*gates;
+    let depths = entries.iter().flat_map(|(gate, entry)| {
+        lanes.iter().map(move |&(lane, name)| LaneDepth {
+            scope: entry.scope.clone(),
+            lane: name,
+            waiting: gates.waiting_in(*gate, lane),
+        })
+    });
+    let lanes = depths.collect();
     to_js(&Observed {
-        gates: rows.iter().map(|row| row.stats(now)).collect(),
-        lanes: (rows.iter())
-            .flat_map(|row| {
-                lanes.iter().map(move |&(lane, name)| LaneDepth {
-                    scope: &row.scope,
-                    lane: name,
-                    waiting: gates.waiting_in(row.gate, lane),
-                })
-            })
-            .collect(),
+        gates: entries.into_iter().map(|(_, entry)| entry).collect(),
+        lanes,
     })
 }
 
-/// What `stats()` needs of a gate, owned, for [`GateStats`] to borrow.
-struct Row {
-    gate: GateId,
-    scope: String,
-    /// `memory`, or the store's identity.
-    kind: String,
-    /// In memory: whether the process's threads share it.
-    threads: Option<bool>,
-    figures: Figures,
-    rate: Rate,
-    learned: Option<Estimate>,
-    store: Option<(u64, u64, bool)>,
-    timer_armed: bool,
-}
-
-/// The rows of the gates of `ids` still known.
-fn rows(gates: &mut Gates, now: f64, ids: Vec<GateId>) -> Vec<Row> {
-    let mut rows = Vec::with_capacity(ids.len());
+/// The gates of `ids` still known, each in `stats().gates`'s shape, `each` shown its figures.
+fn gate_stats(
+    gates: &mut Gates,
+    ids: Vec<GateId>,
+    each: &mut dyn FnMut(&Figures),
+) -> Vec<(GateId, GateStats)> {
+    let now = clock::now();
+    let mut entries = Vec::with_capacity(ids.len());
     for gate in ids {
         let kind = match gates.keeping(gate) {
             Some((Keeping::Store(store), ..)) => gates.store_identity(store).unwrap_or_default(),
             _ => "memory",
         }
         .to_owned();
-        if let Some(view) = gates.view(now, gate) {
-            rows.push(Row {
-                gate,
-                scope: view.scope.as_str().to_owned(),
-                kind,
-                threads: matches!(view.keeping, Keeping::Memory { .. }).then_some(view.threads),
-                figures: view.figures,
-                rate: view.rate,
-                learned: view.learned,
-                store: view.store,
-                timer_armed: view.timer_armed,
-            });
-        }
-    }
-    rows
-}
-
-impl Row {
-    /// The gate in `stats().gates`.
-    fn stats(&self, now: f64) -> GateStats<'_> {
-        let f = &self.figures;
+        let Some(view) = gates.view(now, gate) else {
+            continue;
+        };
+        each(&view.figures);
+        let threads = matches!(view.keeping, Keeping::Memory { .. }).then_some(view.threads);
+        let f = view.figures;
         let (state, until) = match f.quota {
             Some(QuotaState::Probing) => ("probing", None),
             Some(QuotaState::Exhausted { until }) => ("exhausted", until),
             _ => ("open", None),
         };
-        let r = f.retries;
-        let counts = self.store;
-        GateStats {
-            scope: &self.scope,
+        let counts = view.store;
+        let entry = GateStats {
+            scope: view.scope.as_str().to_owned(),
             requests: f.requests,
             admitted: f.admitted,
             waiting: f.waiting,
@@ -356,37 +244,34 @@ impl Row {
             expired: f.expired,
             throttled: f.throttled,
             wakeups: f.wakeups,
-            timer_armed: self.timer_armed,
+            timer_armed: view.timer_armed,
             cooldown_until: f.cooldown_until,
             cooldown_remaining_ms: (f.cooldown_until - now).max(0.0),
             slow: f.slow,
-            retries: Retries {
-                throttled: r.throttled,
-                server_error: r.server_error,
-                network: r.network,
-                timeout: r.timeout,
-            },
+            retries: f.retries,
             abandoned: f.abandoned,
             quota_rejected: f.quota_rejected,
             quota: Quota {
                 state,
-                period_end: until.map_or(JsValue::NULL, date),
+                period_end: Date(until),
             },
             retry_budget: f.retry_budget,
-            rate: self.rate.into(),
-            learned: self.learned.map(Learned::from),
+            rate: view.rate,
+            learned: view.learned.map(Learned),
             store: Store {
-                kind: self.kind.clone(),
-                threads: self.threads,
+                kind,
+                threads,
                 calls: counts.map(|c| c.0),
                 failures: counts.map(|c| c.1),
                 up: counts.map(|c| c.2),
             },
-            admission_wait_ms: (&f.admission_wait).into(),
-            backoff_ms: (&f.backoff).into(),
-            last_feedback: f.last_feedback.as_ref().map(LastFeedback::from),
-        }
+            admission_wait_ms: f.admission_wait,
+            backoff_ms: f.backoff,
+            last_feedback: f.last_feedback,
+        };
+        entries.push((gate, entry));
     }
+    entries
 }
 
 #[wasm_bindgen(module = "/src/js/summary.js")]
@@ -399,20 +284,20 @@ extern "C" {
 #[serde(rename_all = "camelCase")]
 struct Facts<'a> {
     /// The allowance enforced, or learning's ceiling.
-    rate: Option<RateFigures>,
+    rate: Option<Rate>,
     learn: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    store: Option<String>,
+    store: Option<&'a RedisStore>,
     /// In memory, whether the process's threads share it.
     threads: bool,
     /// The memory the threads share, when they do.
     #[serde(skip_serializing_if = "Option::is_none")]
     shelf: Option<ShelfFacts>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    retry: Option<RetryFacts>,
+    retry: Option<&'a RetryPolicy>,
     waiting: Waiting,
     #[serde(skip_serializing_if = "Option::is_none")]
-    budget: Option<BudgetFacts>,
+    budget: Option<RefillingConfig>,
     metrics: bool,
     /// A lane's name and weight (none for a wrapper's own calls, lane 0).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -442,21 +327,6 @@ struct ShelfFacts {
     alone: usize,
 }
 
-/// The core's numbers `describe()` words: never written twice.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Limits {
-    low_remaining: f64,
-    suspicious_run: u32,
-    failures_tolerated: u32,
-    probe_base_ms: f64,
-    probe_cap_ms: f64,
-    learn_cut: f64,
-    max_routes: usize,
-    max_limiters: usize,
-    max_remembered: usize,
-}
-
 /// One gate's estimate, for `describe()`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -467,44 +337,9 @@ struct LearnedFacts {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct RetryFacts {
-    statuses: Vec<u16>,
-    methods: Vec<String>,
-    attempt_timeout_ms: f64,
-    cap_ms: f64,
-    base_ms: f64,
-    max_attempts: u32,
-    time_budget_ms: f64,
-}
-
-impl From<&RetryPolicy> for RetryFacts {
-    fn from(p: &RetryPolicy) -> Self {
-        RetryFacts {
-            statuses: p.rules.statuses().to_vec(),
-            methods: p.rules.methods().to_vec(),
-            attempt_timeout_ms: p.attempt_timeout_ms,
-            cap_ms: p.backoff.cap_ms(),
-            base_ms: p.backoff.base_ms(),
-            max_attempts: p.max_attempts,
-            time_budget_ms: p.time_budget_ms,
-        }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 struct Waiting {
     max_wait_ms: Option<f64>,
     max_waiting: Option<usize>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct BudgetFacts {
-    capacity: f64,
-    throttle_cost: f64,
-    transient_cost: f64,
-    success_refill: f64,
 }
 
 /// The checklist's configuration summary: what the next engineer tunes when the provider
@@ -524,7 +359,7 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
         if let Some(estimate) = view.learned {
             learned.push(LearnedFacts {
                 scope: view.scope.as_str().to_owned(),
-                learned: estimate.into(),
+                learned: Learned(estimate),
             });
         }
     }
@@ -535,24 +370,19 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
     let facts = Facts {
         learned,
         rate: match profile.allowance {
-            Allowance::Fixed(rate) | Allowance::Learned(Some(rate)) => Some(rate.into()),
+            Allowance::Fixed(rate) | Allowance::Learned(Some(rate)) => Some(rate),
             Allowance::Learned(None) => None,
         },
         learn: profile.learns(),
-        store: config.store.as_ref().map(|s| s.describe()),
+        store: config.store.as_deref(),
         threads,
         shelf,
-        retry: profile.policy.as_deref().map(RetryFacts::from),
+        retry: profile.policy.as_deref(),
         waiting: Waiting {
             max_wait_ms: profile.max_wait_ms,
             max_waiting: profile.max_waiting,
         },
-        budget: profile.budget.map(|b| BudgetFacts {
-            capacity: b.capacity,
-            throttle_cost: b.throttle_cost,
-            transient_cost: b.transient_cost,
-            success_refill: b.success_refill,
-        }),
+        budget: profile.budget,
         metrics: config.metrics.is_some(),
         lane: gates
             .lane_of(wrapper)
@@ -562,17 +392,7 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
                 name: &config.lane_name,
                 weight: lane.weight,
             }),
-        limits: Limits {
-            low_remaining: LOW_REMAINING,
-            suspicious_run: SUSPICIOUS_RUN,
-            failures_tolerated: TOLERATED,
-            probe_base_ms: Backoff::DEFAULT.base_ms(),
-            probe_cap_ms: Backoff::DEFAULT.cap_ms(),
-            learn_cut: BETA,
-            max_routes: MAX_ROUTES,
-            max_limiters: MAX_LIMITERS,
-            max_remembered: 2 * MEMOS,
-        },
+        limits: Limits::default(),
     };
     summary(&to_js(&facts))
 }

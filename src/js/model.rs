@@ -1,7 +1,7 @@
 //! The article's model for JavaScript: `simulate(options)`, which runs the production call
 //! machine on a virtual clock, and the article's `Gate` (the memory authority).
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -10,7 +10,7 @@ use super::errors::{config_error, range_error, type_error};
 use super::options::{integer, RateOptions};
 use super::shapes::to_js;
 use super::text::number;
-use crate::core::rules::allowance::{ConfigError, Rate};
+use crate::core::rules::allowance::Rate;
 use crate::core::rules::ranges::{COUNT, SIM_ATTEMPTS, SIM_CALLS, SIM_SPLIT};
 use crate::core::sim::server::Headers;
 use crate::core::sim::{self, ArticleGate, Coordination, Lookups, SimLane, SimOptions};
@@ -19,27 +19,19 @@ use crate::core::sim::{self, ArticleGate, Coordination, Lookups, SimLane, SimOpt
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct SimulateOptions {
-    #[serde(default, deserialize_with = "de::boolean")]
     shared: Option<bool>,
     /// `true`, `false` or a number of processes.
     #[serde(default, deserialize_with = "de::value")]
     separate_gates: Option<JsValue>,
-    #[serde(default, deserialize_with = "de::boolean")]
     always_reject: Option<bool>,
-    #[serde(default, deserialize_with = "de::number")]
     max_attempts: Option<f64>,
     /// A number, or `null` for none.
     #[serde(default, deserialize_with = "de::value")]
     retry_budget: Option<JsValue>,
-    #[serde(default, deserialize_with = "de::number")]
     workers: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     burst: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     per_second: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     retry_after_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::boolean")]
     learn: Option<bool>,
     /// `true` (every answer), `false` (none) or `'throttled'` (429s only).
     #[serde(default, deserialize_with = "de::value")]
@@ -48,16 +40,11 @@ struct SimulateOptions {
     #[serde(default, deserialize_with = "de::value")]
     lookups: Option<JsValue>,
     /// Processes sharing a store.
-    #[serde(default, deserialize_with = "de::number")]
     processes: Option<f64>,
     /// Threads of one process sharing memory.
-    #[serde(default, deserialize_with = "de::number")]
     threads: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     store_latency_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     snapshots: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     latency_ms: Option<f64>,
     /// `[{ name, weight, workers, snapshots, startMs }]`: lanes of workers on the shared gate.
     #[serde(default, deserialize_with = "de::value")]
@@ -68,92 +55,20 @@ struct SimulateOptions {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct LaneOptions {
-    #[serde(default, deserialize_with = "de::string")]
     name: Option<String>,
-    #[serde(default, deserialize_with = "de::number")]
     weight: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     workers: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     snapshots: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     start_ms: Option<f64>,
-}
-
-/// What `simulate()` returns.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Report {
-    attempts: usize,
-    rejected: usize,
-    completed: usize,
-    abandoned: usize,
-    last_attempt_ms: f64,
-    timeline: Vec<Entry>,
-    /// A learning run's estimates as they changed: `{ at, burst, perSecond, atLeast,
-    /// confidence }`.
-    learned: Vec<Estimated>,
-    /// With lookups, each limiter's attempts, 429s and when its last call was done.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    limiters: Vec<LimiterEntry>,
-    /// With lanes, each lane's figures (the wrapper's own workers first, as `default`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    lanes: Vec<LaneEntry>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LaneEntry {
-    name: String,
-    weight: f64,
-    /// Its workers are `firstWorker` to `firstWorker + workers - 1` in the timeline.
-    first_worker: u32,
-    workers: u32,
-    start_ms: f64,
-    calls: u64,
-    admitted: u64,
-    rejected: u64,
-    done_ms: f64,
-    mean_wait_ms: f64,
-    max_wait_ms: f64,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LimiterEntry {
-    name: String,
-    attempts: u64,
-    rejected: u64,
-    done_ms: f64,
 }
 
 /// `lookups: { calls, burst, perSecond }`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct LookupOptions {
-    #[serde(default, deserialize_with = "de::number")]
     calls: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     burst: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     per_second: Option<f64>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Estimated {
-    at: f64,
-    burst: Option<f64>,
-    per_second: f64,
-    at_least: f64,
-    confidence: f64,
-}
-
-#[derive(Serialize)]
-struct Entry {
-    at: f64,
-    worker: u32,
-    status: u16,
 }
 
 /// Runs the article's virtual-clock model and returns
@@ -162,60 +77,7 @@ struct Entry {
 pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
     let options = sim_options(&options)?;
     let r = sim::simulate(&options).map_err(config_error)?;
-    Ok(to_js(&Report {
-        attempts: r.attempts,
-        rejected: r.rejected,
-        completed: r.completed,
-        abandoned: r.abandoned,
-        last_attempt_ms: r.last_attempt_ms,
-        timeline: r
-            .timeline
-            .iter()
-            .map(|a| Entry {
-                at: a.at,
-                worker: a.worker,
-                status: a.status,
-            })
-            .collect(),
-        learned: r
-            .learned
-            .iter()
-            .map(|(at, e)| Estimated {
-                at: *at,
-                burst: e.burst,
-                per_second: e.per_second,
-                at_least: e.at_least,
-                confidence: e.confidence,
-            })
-            .collect(),
-        limiters: r
-            .limiters
-            .iter()
-            .map(|b| LimiterEntry {
-                name: b.name.clone(),
-                attempts: b.attempts,
-                rejected: b.rejected,
-                done_ms: b.done_ms,
-            })
-            .collect(),
-        lanes: r
-            .lanes
-            .iter()
-            .map(|l| LaneEntry {
-                name: l.name.clone(),
-                weight: l.weight,
-                first_worker: l.workers.start,
-                workers: l.workers.len() as u32,
-                start_ms: l.start_ms,
-                calls: l.calls,
-                admitted: l.admitted,
-                rejected: l.rejected,
-                done_ms: l.done_ms,
-                mean_wait_ms: l.mean_wait_ms,
-                max_wait_ms: l.max_wait_ms,
-            })
-            .collect(),
-    }))
+    Ok(to_js(&r))
 }
 
 fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
@@ -236,62 +98,26 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
             Some(false) => None,
             None => match v.as_f64() {
                 Some(n) => integer("separateGates", Some(n), SIM_SPLIT)?,
-                None => {
-                    return Err(type_error(&format!(
-                        "Expected `separateGates` to be a boolean or a number, got {}",
-                        de::describe(v)
-                    )))
-                }
+                None => return Err(de::wrong("separateGates", "a boolean or a number", v)),
             },
         },
     };
     let processes = integer("processes", o.processes, SIM_SPLIT)?;
     let threads = integer("threads", o.threads, SIM_SPLIT)?;
-    if !lanes.is_empty() {
-        if o.shared == Some(false) || separate.is_some() || processes.is_some() || threads.is_some()
-        {
-            return Err(type_error(
-                "`lanes` wait in one shared gate's line: leave out `shared: false`, \
-                 `separateGates`, `processes` and `threads`",
-            ));
-        }
-        if o.lookups.is_some() {
-            return Err(type_error("Choose one of `lanes` and `lookups`"));
-        }
-    }
-    // Lanes are in a gate's line: with them, one shared gate is the default.
-    let shared = o.shared.unwrap_or(!lanes.is_empty());
-    let chosen = [
-        shared,
-        separate.is_some(),
-        processes.is_some(),
-        threads.is_some(),
-    ];
-    if chosen.iter().filter(|&&c| c).count() > 1 {
-        return Err(type_error(
-            "Choose one of `shared`, `separateGates`, `processes` and `threads`: one gate, one \
-             per process, processes sharing a store, or threads sharing memory",
-        ));
-    }
-    let coordination = match (shared, separate, processes, threads) {
-        (true, ..) => Coordination::Shared,
-        (_, Some(n), ..) => Coordination::Separate(n),
-        (_, _, Some(n), _) => Coordination::Fleet(n),
-        (.., Some(n)) => Coordination::Threads(n),
-        _ => Coordination::Independent,
-    };
+    let coordination = Coordination::asked(
+        o.shared,
+        [separate, processes, threads],
+        !lanes.is_empty(),
+        o.lookups.is_some(),
+    )
+    .map_err(type_error)?;
     let headers = match &o.headers {
         None => Headers::Never,
         Some(v) => match (v.as_bool(), v.as_string().as_deref()) {
             (Some(true), _) => Headers::Always,
             (Some(false), _) => Headers::Never,
             (_, Some("throttled")) => Headers::OnThrottle,
-            _ => {
-                return Err(type_error(&format!(
-                    "Expected `headers` to be a boolean or 'throttled', got {}",
-                    de::describe(v)
-                )))
-            }
+            _ => return Err(de::wrong("headers", "a boolean or 'throttled'", v)),
         },
     };
     let lookups = match &o.lookups {
@@ -312,12 +138,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
         Some(v) if v.is_null() => None,
         Some(v) => match v.as_f64() {
             Some(n) => integer("retryBudget", Some(n), COUNT)?,
-            None => {
-                return Err(type_error(&format!(
-                    "Expected `retryBudget` to be a number or null, got {}",
-                    de::describe(v)
-                )))
-            }
+            None => return Err(de::wrong("retryBudget", "a number or null", v)),
         },
     };
     let burst = o.burst.unwrap_or(defaults.rate.burst());
@@ -348,10 +169,7 @@ fn sim_options(options: &JsValue) -> Result<SimOptions, JsValue> {
 /// weight defaults to 1, its start to 0 ms, its workers' snapshots to the run's `snapshots`.
 fn sim_lanes(value: &JsValue, snapshots: u32) -> Result<Vec<SimLane>, JsValue> {
     if !js_sys::Array::is_array(value) {
-        return Err(type_error(&format!(
-            "Expected `lanes` to be an array, got {}",
-            de::describe(value)
-        )));
+        return Err(de::wrong("lanes", "an array", value));
     }
     let lanes: js_sys::Array = value.clone().unchecked_into();
     let mut read = Vec::new();
@@ -367,18 +185,9 @@ fn sim_lanes(value: &JsValue, snapshots: u32) -> Result<Vec<SimLane>, JsValue> {
             snapshots: count("snapshots", l.snapshots)?.unwrap_or(snapshots),
             start_ms: l.start_ms.unwrap_or(0.0),
         };
-        lane.validate().map_err(
-            |ConfigError::OutOfRange {
-                 field,
-                 expected,
-                 got,
-             }| {
-                range_error(&format!(
-                    "`{at}.{field}` must be {expected}, got {}",
-                    number(got)
-                ))
-            },
-        )?;
+        let within = format!("{at}.");
+        lane.validate()
+            .map_err(|e| range_error(&e.message_in(&within, number)))?;
         read.push(lane);
     }
     Ok(read)

@@ -36,19 +36,14 @@ struct Options {
     retry: Option<JsValue>,
     #[serde(default, deserialize_with = "de::function")]
     on_event: Option<js_sys::Function>,
-    #[serde(default, deserialize_with = "de::string")]
     usage_url: Option<String>,
     #[serde(default, deserialize_with = "de::value")]
     store: Option<JsValue>,
-    #[serde(default, deserialize_with = "de::number")]
     max_wait_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     max_waiting: Option<f64>,
     #[serde(default, deserialize_with = "de::value")]
     meter: Option<JsValue>,
-    #[serde(default, deserialize_with = "de::boolean")]
     threads: Option<bool>,
-    #[serde(default, deserialize_with = "de::boolean")]
     typed_errors: Option<bool>,
 }
 
@@ -56,11 +51,8 @@ struct Options {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RateOptions {
-    #[serde(default, deserialize_with = "de::number")]
     burst: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     per_second: Option<f64>,
-    #[serde(default, deserialize_with = "de::boolean")]
     learn: Option<bool>,
 }
 
@@ -73,12 +65,7 @@ impl RateOptions {
         };
         match value.as_string() {
             Some(text) if text == "auto" => return Ok(Allowance::Learned(None)),
-            Some(_) => {
-                return Err(type_error(&format!(
-                    "Expected `rate` to be 'auto' or {{ burst, perSecond }}, got {}",
-                    de::describe(&value)
-                )))
-            }
+            Some(_) => return Err(de::wrong("rate", "'auto' or { burst, perSecond }", &value)),
             None => {}
         }
         let (rate, learn) = RateOptions::read_with(&value, "rate")?;
@@ -114,15 +101,10 @@ impl RateOptions {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RetryOptions {
-    #[serde(default, deserialize_with = "de::number")]
     max_attempts: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     time_budget_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     attempt_timeout_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     base_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     cap_ms: Option<f64>,
     #[serde(default, deserialize_with = "de::list")]
     statuses: Option<Vec<Status>>,
@@ -136,13 +118,9 @@ struct RetryOptions {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct BudgetOptions {
-    #[serde(default, deserialize_with = "de::number")]
     capacity: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     throttle_cost: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     transient_cost: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     success_refill: Option<f64>,
 }
 
@@ -150,15 +128,11 @@ struct BudgetOptions {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct LaneOptions {
-    #[serde(default, deserialize_with = "de::string")]
     name: Option<String>,
-    #[serde(default, deserialize_with = "de::number")]
     weight: Option<f64>,
     #[serde(default, deserialize_with = "de::value")]
     retry: Option<JsValue>,
-    #[serde(default, deserialize_with = "de::number")]
     max_wait_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     max_waiting: Option<f64>,
 }
 
@@ -166,9 +140,7 @@ struct LaneOptions {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct BatchOptions {
-    #[serde(default, deserialize_with = "de::number")]
     deadline_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     retry_budget: Option<f64>,
 }
 
@@ -329,10 +301,7 @@ fn retry(
         return Ok((Some(RetryPolicy::default()), Some(RefillingConfig::DEFAULT)));
     };
     if !de::is_object(&value) {
-        return Err(type_error(&format!(
-            "Expected `retry` to be a boolean or an object, got {}",
-            de::describe(&value)
-        )));
+        return Err(de::wrong("retry", "a boolean or an object", &value));
     }
     let r: RetryOptions = de::object(&value, "retry", "retry.")?;
     let d = RetryPolicy::default();
@@ -372,10 +341,7 @@ fn budget(value: Option<JsValue>) -> Result<Option<RefillingConfig>, JsValue> {
         return Ok(None);
     }
     if !de::is_object(&value) {
-        return Err(type_error(&format!(
-            "Expected `retry.budget` to be false or an object, got {}",
-            de::describe(&value)
-        )));
+        return Err(de::wrong("retry.budget", "false or an object", &value));
     }
     let b: BudgetOptions = de::object(&value, "retry.budget", "retry.budget.")?;
     RefillingConfig {

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
@@ -29,22 +29,17 @@ const BRAND: &str = "__oddsGateStore";
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct StoreOptions {
-    #[serde(default, deserialize_with = "de::string")]
     prefix: Option<String>,
-    #[serde(default, deserialize_with = "de::number")]
     timeout_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::string")]
     on_failure: Option<String>,
-    #[serde(default, deserialize_with = "de::number")]
     local_share: Option<f64>,
-    #[serde(default, deserialize_with = "de::number")]
     retry_ms: Option<f64>,
 }
 
 /// `redisStore(client, options?)`: describes a Redis store for `createFetch({ store })`.
 #[wasm_bindgen(js_name = redisStore)]
 pub fn redis_store(client: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
-    client_kind(&client)?;
+    check_client(&client)?;
     // Validate now, so a bad option fails where it was written; keep a copy, so changing the
     // object later changes nothing.
     settings(&options)?;
@@ -64,24 +59,25 @@ pub fn is_store(value: &JsValue) -> bool {
     get(value, BRAND).is_truthy()
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Client {
-    /// node-redis: `scriptLoad(src)`, `evalSha(sha, { keys, arguments })`.
-    NodeRedis,
-    /// ioredis: `script('LOAD', src)`, `evalsha(sha, numKeys, ...keys, ...args)`.
-    IoRedis,
+#[wasm_bindgen(module = "/src/js/redis.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = isClient)]
+    fn is_client(client: &JsValue) -> bool;
+    fn load(client: &JsValue, source: &str) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = evalSha)]
+    fn eval_sha(client: &JsValue, sha: &str, key: &str, args: &js_sys::Array) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = noScript)]
+    fn no_script(error: &JsValue) -> bool;
 }
 
-fn client_kind(client: &JsValue) -> Result<Client, JsValue> {
-    if get(client, "evalSha").is_function() && get(client, "scriptLoad").is_function() {
-        Ok(Client::NodeRedis)
-    } else if get(client, "evalsha").is_function() && get(client, "script").is_function() {
-        Ok(Client::IoRedis)
-    } else {
-        Err(type_error(
-            "Expected an ioredis or node-redis client (with script loading and evalsha)",
-        ))
+/// An ioredis or node-redis client, or the `TypeError` that says it is neither.
+fn check_client(client: &JsValue) -> Result<(), JsValue> {
+    if is_client(client) {
+        return Ok(());
     }
+    Err(type_error(
+        "Expected an ioredis or node-redis client (with script loading and evalsha)",
+    ))
 }
 
 fn settings(options: &JsValue) -> Result<(String, StoreSettings), JsValue> {
@@ -117,10 +113,12 @@ fn settings(options: &JsValue) -> Result<(String, StoreSettings), JsValue> {
     Ok((prefix, settings))
 }
 
-/// A connection to the shared store for the gates of one wrapper.
+/// A connection to the shared store for the gates of one wrapper; `describe()` words its
+/// prefix and settings.
+#[derive(Serialize)]
 pub struct RedisStore {
+    #[serde(skip)]
     client: JsValue,
-    kind: Client,
     prefix: String,
     settings: StoreSettings,
 }
@@ -130,8 +128,8 @@ impl RedisStore {
     pub fn from_descriptor(descriptor: &JsValue) -> Result<Rc<RedisStore>, JsValue> {
         let client = get(descriptor, "client");
         let (prefix, settings) = settings(&get(descriptor, "options"))?;
+        check_client(&client)?;
         Ok(Rc::new(RedisStore {
-            kind: client_kind(&client)?,
             client,
             prefix,
             settings,
@@ -153,25 +151,6 @@ impl RedisStore {
         self.settings
     }
 
-    /// One line for `describe()`.
-    pub fn describe(&self) -> String {
-        let s = &self.settings;
-        let fail = match s.on_failure {
-            OnFailure::Local => format!(
-                "each process admits alone at {}% of the allowance",
-                number(s.local_share * 100.0)
-            ),
-            OnFailure::Closed => "calls fail with GateAbandonedError (store-unavailable)".into(),
-        };
-        format!(
-            "shared across processes through Redis (keys {}:{{scope}}:gate, Redis TIME as the clock); \
-             if Redis does not answer within {} ms, {fail}, and Redis is asked again after {} ms",
-            self.prefix,
-            number(s.timeout_ms),
-            number(s.retry_ms)
-        )
-    }
-
     /// Runs `op` on `key` for a gate with `rate` and an optional budget capacity; `process`
     /// names this process's admissions. The gate bounds how long it waits for the answer.
     pub fn run(
@@ -183,24 +162,19 @@ impl RedisStore {
         process: &str,
     ) -> impl std::future::Future<Output = Result<StoreReply, JsValue>> + 'static {
         let args = store::args(op, rate, budget, None, process, &number);
-        let (client, kind) = (self.client.clone(), self.kind);
+        let client = self.client.clone();
         async move {
-            let reply = eval(&client, kind, Script::Gate, &key, &args).await?;
-            let code = js_sys::Reflect::get_u32(&reply, 0)?
-                .as_string()
-                .unwrap_or_default();
-            let field =
-                |i| js_sys::Reflect::get_u32(&reply, i).map(|v| v.as_string().unwrap_or_default());
-            let (value, extra, count, seq) = (field(1)?, field(2)?, field(3)?, field(4)?);
-            let answer = store::answer(&code, &value, &extra, &count, &seq).ok_or_else(|| {
-                type_error(&format!("Unexpected answer from the gate script: {code}"))
-            })?;
-            let stored = store::stored_rate(&field(5)?, &field(6)?);
-            let shares = store::shares(&field(7)?);
-            Ok(StoreReply {
-                answer,
-                stored,
-                shares,
+            let reply = eval(&client, Script::Gate, &key, &args).await?;
+            let field = |i| js_sys::Reflect::get_u32(&reply, i).map(|v| v.as_string());
+            let mut fields: [String; 8] = Default::default();
+            for (i, text) in (0..).zip(&mut fields) {
+                *text = field(i)?.unwrap_or_default();
+            }
+            store::reply(&fields).ok_or_else(|| {
+                type_error(&format!(
+                    "Unexpected answer from the gate script: {}",
+                    fields[0]
+                ))
             })
         }
     }
@@ -208,15 +182,11 @@ impl RedisStore {
     /// Tells the fleet `facts` about `credential`'s learning gates, nobody waiting: a store that
     /// does not answer only means the others learn for themselves.
     pub fn share(&self, credential: &Scope, facts: &[Shared]) {
-        let mut args = vec!["put".to_string()];
-        for fact in facts {
-            let (field, value) = store::field(fact, &number);
-            args.extend([field, value]);
-        }
+        let args = store::put(facts, &number);
         let key = store::learned_key(&self.prefix, credential);
-        let (client, kind) = (self.client.clone(), self.kind);
+        let client = self.client.clone();
         spawn_local(async move {
-            let _ = eval(&client, kind, Script::Learned, &key, &args).await;
+            let _ = eval(&client, Script::Learned, &key, &args).await;
         });
     }
 
@@ -226,10 +196,10 @@ impl RedisStore {
         credential: &Scope,
     ) -> impl std::future::Future<Output = Vec<Shared>> + 'static {
         let key = store::learned_key(&self.prefix, credential);
-        let (client, kind) = (self.client.clone(), self.kind);
+        let client = self.client.clone();
         async move {
             let args = ["get".to_string()];
-            let Ok(reply) = eval(&client, kind, Script::Learned, &key, &args).await else {
+            let Ok(reply) = eval(&client, Script::Learned, &key, &args).await else {
                 return Vec::new();
             };
             if !js_sys::Array::is_array(&reply) {
@@ -239,9 +209,7 @@ impl RedisStore {
                 .iter()
                 .map(|v| v.as_string().unwrap_or_default())
                 .collect();
-            flat.chunks_exact(2)
-                .filter_map(|pair| store::read(&pair[0], &pair[1]))
-                .collect()
+            store::read_all(&flat)
         }
     }
 }
@@ -269,13 +237,9 @@ thread_local! {
     static SHAS: RefCell<[Option<String>; 2]> = const { RefCell::new([None, None]) };
 }
 
-async fn load(client: &JsValue, kind: Client, script: Script) -> Result<String, JsValue> {
-    let source = JsValue::from_str(script.source());
-    let pending = match kind {
-        Client::NodeRedis => call(client, "scriptLoad", &[source])?,
-        Client::IoRedis => call(client, "script", &["LOAD".into(), source])?,
-    };
-    let sha = JsFuture::from(js_sys::Promise::resolve(&pending))
+/// Loads `script` into Redis: its SHA1, remembered.
+async fn load_script(client: &JsValue, script: Script) -> Result<String, JsValue> {
+    let sha = JsFuture::from(load(client, script.source()))
         .await?
         .as_string()
         .ok_or_else(|| type_error("SCRIPT LOAD did not return a SHA"))?;
@@ -286,57 +250,22 @@ async fn load(client: &JsValue, kind: Client, script: Script) -> Result<String, 
 /// Runs `script` on `key` with `args`, loading it first when Redis has not got it: the reply.
 async fn eval(
     client: &JsValue,
-    kind: Client,
     script: Script,
     key: &str,
     args: &[String],
 ) -> Result<JsValue, JsValue> {
+    let args: js_sys::Array = args.iter().map(JsValue::from).collect();
     let known = SHAS.with(|shas| shas.borrow()[script as usize].clone());
     let sha = match known {
         Some(sha) => sha,
-        None => load(client, kind, script).await?,
+        None => load_script(client, script).await?,
     };
-    match evalsha(client, kind, &sha, key, args).await {
-        Err(e) if is_noscript(&e) => {
+    match JsFuture::from(eval_sha(client, &sha, key, &args)).await {
+        Err(e) if no_script(&e) => {
             // Redis restarted and forgot the script: load it again, once.
-            let sha = load(client, kind, script).await?;
-            evalsha(client, kind, &sha, key, args).await
+            let sha = load_script(client, script).await?;
+            JsFuture::from(eval_sha(client, &sha, key, &args)).await
         }
         other => other,
     }
-}
-
-async fn evalsha(
-    client: &JsValue,
-    kind: Client,
-    sha: &str,
-    key: &str,
-    args: &[String],
-) -> Result<JsValue, JsValue> {
-    let strings = |items: &[String]| items.iter().map(JsValue::from).collect::<js_sys::Array>();
-    let pending = match kind {
-        Client::NodeRedis => {
-            let options = js_sys::Object::new();
-            js_sys::Reflect::set(&options, &"keys".into(), &strings(&[key.to_string()]))?;
-            js_sys::Reflect::set(&options, &"arguments".into(), &strings(args))?;
-            call(client, "evalSha", &[sha.into(), options.into()])?
-        }
-        Client::IoRedis => {
-            let mut all: Vec<JsValue> = vec![sha.into(), 1.into(), key.into()];
-            all.extend(args.iter().map(JsValue::from));
-            call(client, "evalsha", &all)?
-        }
-    };
-    JsFuture::from(js_sys::Promise::resolve(&pending)).await
-}
-
-fn call(target: &JsValue, method: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {
-    let f: js_sys::Function = get(target, method).dyn_into()?;
-    f.apply(target, &args.iter().collect::<js_sys::Array>())
-}
-
-fn is_noscript(error: &JsValue) -> bool {
-    get(error, "message")
-        .as_string()
-        .is_some_and(|m| m.as_bytes().windows(8).any(|w| w == b"NOSCRIPT")) // no str searcher
 }

@@ -1,7 +1,8 @@
 //! The JavaScript shapes more than one binding module hands out (`stats()`, `describe()`,
 //! `onEvent`, `simulate()`): a leaf, so those modules import it and never each other.
 
-use serde::Serialize;
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 use wasm_bindgen::JsValue;
 
 use super::clock;
@@ -15,32 +16,30 @@ pub fn to_js(value: &impl Serialize) -> JsValue {
         .unwrap_or(JsValue::NULL)
 }
 
-/// `stats().gates[i].learned`: what a learning gate has learned.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Learned {
-    burst: Option<f64>,
-    per_second: f64,
-    at_least: f64,
-    confidence: f64,
-    /// A `Date`, or `null`.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    last_throttle: JsValue,
-}
+/// `stats().gates[i].learned`: what a learning gate has learned, its last 429 a `Date`.
+pub struct Learned(pub Estimate);
 
-impl From<Estimate> for Learned {
-    fn from(e: Estimate) -> Self {
-        Learned {
-            burst: e.burst,
-            per_second: e.per_second,
-            at_least: e.at_least,
-            confidence: e.confidence,
-            last_throttle: e.last_throttle.map_or(JsValue::NULL, date),
-        }
+impl Serialize for Learned {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let e = &self.0;
+        let mut learned = s.serialize_struct("Learned", 5)?;
+        learned.serialize_field("burst", &e.burst)?;
+        learned.serialize_field("perSecond", &e.per_second)?;
+        learned.serialize_field("atLeast", &e.at_least)?;
+        learned.serialize_field("confidence", &e.confidence)?;
+        learned.serialize_field("lastThrottle", &Date(e.last_throttle))?;
+        learned.end()
     }
 }
 
-/// A time on the gate's clock as a `Date`.
-pub fn date(ms: f64) -> JsValue {
-    js_sys::Date::new(&clock::to_wall(ms).into()).into()
+/// A time on the gate's clock as a `Date`, or `null`.
+pub struct Date(pub Option<f64>);
+
+impl Serialize for Date {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let date = self.0.map_or(JsValue::NULL, |ms| {
+            js_sys::Date::new(&clock::to_wall(ms).into()).into()
+        });
+        serde_wasm_bindgen::preserve::serialize(&date, s)
+    }
 }

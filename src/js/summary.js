@@ -11,23 +11,28 @@ const LABELS = [
   ['quota', 'quota'], ['metrics', 'metrics'], ['learned', 'learned'],
 ];
 
+/** A Redis store, in one line. */
+const shared = ({ prefix, settings: s }) => `shared across processes through Redis (keys ${prefix}:{scope}:gate, Redis TIME as the clock); `
+  + `if Redis does not answer within ${s.timeoutMs} ms, ${s.onFailure === 'local' ? `each process admits alone at ${s.localShare * 100}% of the allowance` : 'calls fail with GateAbandonedError (store-unavailable)'}, `
+  + `and Redis is asked again after ${s.retryMs} ms`;
+
 /** The summary object, with its `text`. */
 export function summary({ rate, learn, store, threads, shelf, retry, budget, waiting, metrics, lane, learned, limits }) {
   const s = { rate, learn };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
-  s.store = store ?? (threads
+  s.store = store ? shared(store) : (threads
     ? 'in-process memory shared by every thread of the process (SharedArrayBuffer): one allowance per process, worker threads included; other processes have their own'
       + `; a slot per key, ${shelf.slots} now, at most ${shelf.most} (the table doubles while busy keys need more; an idle key's slot goes to the next)`
       + (shelf.alone ? `; ${shelf.alone} of this wrapper's keys found all ${shelf.most} busy and keep${shelf.alone === 1 ? 's' : ''} an allowance of their own in this thread (stats().gates[i].store.threads false)` : '')
     : 'in-process memory of this thread only (threads: false); other threads and processes have their own allowance');
-  const held = retry ? [retry.baseMs, retry.capMs] : [limits.probeBaseMs, limits.probeCapMs];
+  const held = retry ? [retry.backoff.baseMs, retry.backoff.capMs] : [limits.probeBaseMs, limits.probeCapMs];
   s.admission = `cooldown first, then token bucket; in call order (a retry keeps its place); one timer for every gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < ${limits.lowRemaining * 100}% of limit); failures in a row (5xx, network failures, timeouts) hold the whole gate as a cooldown, uniform(0, min(${held[1]} ms, ${held[0]} ms * 2^(n-1))) for the n-th that holds (Retry-After instead when given): each before the server's first answer, after it each past the first ${limits.failuresTolerated} of a run`;
   s.feedback = retry
     ? 'Retry-After (seconds or HTTP-date) on 429/503 is the shared cooldown, extended never shortened; X-RateLimit-* and IETF RateLimit/RateLimit-Policy read on every response'
     : 'Retry-After (seconds or HTTP-date) on a 429 is the shared cooldown, extended never shortened; its X-RateLimit-* recorded; other responses are not read';
   if (retry) {
-    s.retry = `on for ${retry.statuses.join(', ')} and network failures / per-attempt timeouts (${retry.attemptTimeoutMs} ms); methods ${retry.methods.join(', ')}, or any with an Idempotency-Key`;
-    s.backoff = `Retry-After exactly when given; otherwise full jitter: uniform(0, min(${retry.capMs} ms, ${retry.baseMs} ms * 2^n))`;
+    s.retry = `on for ${retry.rules.statuses.join(', ')} and network failures / per-attempt timeouts (${retry.attemptTimeoutMs} ms); methods ${retry.rules.methods.join(', ')}, or any with an Idempotency-Key`;
+    s.backoff = `Retry-After exactly when given; otherwise full jitter: uniform(0, min(${retry.backoff.capMs} ms, ${retry.backoff.baseMs} ms * 2^n))`;
     s.bounds = `${retry.maxAttempts} attempts per call, ${retry.timeBudgetMs} ms of retrying per call from its first send (never past the caller's AbortSignal)`;
   } else {
     s.retry = 'off: observe and admit only; the response goes back as it is';

@@ -62,13 +62,7 @@ impl Transport {
                 Ok(driver.with(|g| figures::observed(g, &measured)))
             }));
         }
-        Ok(Transport {
-            wrapper,
-            config,
-            batch: None,
-            parked: RefCell::default(),
-            free: RefCell::default(),
-        })
+        Ok(Transport::of(wrapper, config, None))
     }
 
     /// `fetch(input, init)` through the credential's gate; always a promise.
@@ -83,18 +77,13 @@ impl Transport {
             }
         }
         let facts = headers::request(&input, &init);
-        let (driver, call) = match self.start(input, init, facts, signal) {
-            Ok(started) => started,
-            Err(refused) => return Ok(settled(refused).into()),
-        };
-        Ok(match driver.outcome(call) {
-            Err(end) => settled(end).into(),
-            Ok(Some(timeout)) => {
-                driver.send_now(call, timeout);
-                driver.promise(call).into()
-            }
-            Ok(None) => driver.promise(call).into(),
-        })
+        let started = self.start(input, init, facts, signal);
+        Ok(
+            match started.and_then(|(driver, call)| driver.pending(call)) {
+                Ok(promise) => promise.into(),
+                Err(end) => settled(end).into(),
+            },
+        )
     }
 
     /// The package's fast path (`fast.js`), with a fetch to call: the request's `facts`
@@ -119,7 +108,7 @@ impl Transport {
             Err(end) => settled(end).into(),
             // A stream body is split before each attempt: the driver sends that one.
             Ok(Some(timeout)) if driver.splits(call) => {
-                driver.send_now(call, timeout);
+                driver.send(call, timeout);
                 driver.promise(call).into()
             }
             Ok(Some(0.0)) => JsValue::from(-f64::from(self.park(call)) - 1.0),
@@ -155,14 +144,7 @@ impl Transport {
             .ok_or_else(|| range_error("Unknown call handle"))?;
         let driver = driver();
         driver.attempted(call, value, How::from_js(how), status, feedback.as_deref());
-        match driver.outcome(call) {
-            Err(end) => end,
-            Ok(Some(timeout)) => {
-                driver.send_now(call, timeout);
-                Ok(driver.promise(call).into())
-            }
-            Ok(None) => Ok(driver.promise(call).into()),
-        }
+        driver.pending(call).map(JsValue::from).or_else(|end| end)
     }
 
     /// The `fetch` option, or undefined for the global `fetch`.
@@ -181,17 +163,9 @@ impl Transport {
     pub fn batch(&self, options: JsValue) -> Result<Transport, JsValue> {
         let (deadline_ms, retry_budget) = options::batch(&options)?;
         driver().with(|g| g.hold(self.wrapper));
-        Ok(Transport {
-            wrapper: self.wrapper,
-            config: self.config.clone(),
-            batch: Some(Rc::new(RefCell::new(Batch::new(
-                clock::now(),
-                deadline_ms,
-                retry_budget,
-            )))),
-            parked: RefCell::default(),
-            free: RefCell::default(),
-        })
+        let batch = Batch::new(clock::now(), deadline_ms, retry_budget);
+        let batch = Some(Rc::new(RefCell::new(batch)));
+        Ok(Transport::of(self.wrapper, self.config.clone(), batch))
     }
 
     /// A `fetchImpl` on the same gates whose calls wait in a lane of their own, sharing the
@@ -213,13 +187,7 @@ impl Transport {
             ..(*self.config).clone()
         });
         this.add_wrapper(wrapper, &config);
-        Ok(Transport {
-            wrapper,
-            config,
-            batch: self.batch.clone(),
-            parked: RefCell::default(),
-            free: RefCell::default(),
-        })
+        Ok(Transport::of(wrapper, config, self.batch.clone()))
     }
 
     /// Live figures of every gate this wrapper has used.
@@ -267,6 +235,17 @@ fn settled(result: Result<JsValue, JsValue>) -> js_sys::Promise {
 }
 
 impl Transport {
+    /// A `fetchImpl` of `wrapper`, in `batch` if it is one's.
+    fn of(wrapper: WrapperId, config: Rc<Config>, batch: Option<Rc<RefCell<Batch>>>) -> Self {
+        Transport {
+            wrapper,
+            config,
+            batch,
+            parked: RefCell::default(),
+            free: RefCell::default(),
+        }
+    }
+
     /// Makes the call from the request's facts, or refuses it before it reaches a gate.
     fn start(
         &self,

@@ -6,6 +6,7 @@
 use crate::core::authority::fair::{self, Fair, Shares};
 use crate::core::authority::order;
 use crate::core::authority::{AdmissionId, Answer, Op, Seen};
+use crate::core::gate::store_link::StoreReply;
 use crate::core::gates::fleet::Shared;
 use crate::core::gates::scope::Scope;
 use crate::core::parse::decimal;
@@ -37,6 +38,22 @@ pub fn field(fact: &Shared, number: &dyn Fn(f64) -> String) -> (String, String) 
             format!("{} {}", number(rate.burst()), number(rate.per_second())),
         ),
     }
+}
+
+/// The arguments of `learned.lua` that put `facts` in the shared hash.
+pub fn put(facts: &[Shared], number: &dyn Fn(f64) -> String) -> Vec<String> {
+    let mut args = vec!["put".to_string()];
+    for fact in facts {
+        let (field, value) = field(fact, number);
+        args.extend([field, value]);
+    }
+    args
+}
+
+/// The facts of the shared hash as `learned.lua`'s `get` gives it: fields and values in turn.
+pub fn read_all(flat: &[String]) -> Vec<Shared> {
+    let pairs = flat.chunks_exact(2);
+    pairs.filter_map(|pair| read(&pair[0], &pair[1])).collect()
 }
 
 /// The fact a field and value of the shared hash hold; `None` for anything else.
@@ -204,6 +221,17 @@ pub fn answer(code: &str, value: &str, extra: &str, count: &str, seq: &str) -> O
         "refused" => Answer::Refused(n),
         "quota" => Answer::QuotaSet(n),
         _ => return None,
+    })
+}
+
+/// The gate script's reply, its eight fields as text: the answer, the rate the store held
+/// before the operation and the fair order after it. `None` for an answer it never gives.
+pub fn reply(fields: &[String; 8]) -> Option<StoreReply> {
+    let [code, value, extra, count, seq, burst, ms_per_token, order] = fields;
+    Some(StoreReply {
+        answer: answer(code, value, extra, count, seq)?,
+        stored: stored_rate(burst, ms_per_token),
+        shares: shares(order),
     })
 }
 

@@ -4,7 +4,7 @@
 use crate::core::Millis;
 
 /// Upper bounds of the bins, in milliseconds; a last bin holds everything above.
-pub const BOUNDS_MS: [Millis; 14] = [
+pub(crate) const BOUNDS_MS: [Millis; 14] = [
     1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 5e3, 1e4, 6e4,
 ];
 
@@ -19,7 +19,7 @@ pub struct Histogram {
 
 impl Histogram {
     /// Adds one duration (negative ones count as 0).
-    pub fn record(&mut self, ms: Millis) {
+    pub(crate) fn record(&mut self, ms: Millis) {
         let ms = ms.max(0.0);
         let bin = BOUNDS_MS
             .iter()
@@ -31,24 +31,34 @@ impl Histogram {
         self.max = self.max.max(ms);
     }
 
-    /// Per-bin counts, the last for durations above every bound.
-    pub fn counts(&self) -> &[u64] {
-        &self.counts
-    }
-
     /// Durations recorded.
     pub fn count(&self) -> u64 {
         self.count
     }
+}
 
-    /// Their sum.
-    pub fn sum(&self) -> Millis {
-        self.sum
-    }
-
-    /// The longest.
-    pub fn max(&self) -> Millis {
-        self.max
+/// For JavaScript: `{ count, sumMs, maxMs, bins: [{ leMs, count }] }`, the last bin's bound
+/// `Infinity`.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Histogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Bin {
+            le_ms: Millis,
+            count: u64,
+        }
+        let bounds = BOUNDS_MS.iter().copied().chain([f64::INFINITY]);
+        let bins = bounds
+            .zip(self.counts)
+            .map(|(le_ms, count)| Bin { le_ms, count });
+        let mut h = s.serialize_struct("Histogram", 4)?;
+        h.serialize_field("count", &self.count)?;
+        h.serialize_field("sumMs", &self.sum)?;
+        h.serialize_field("maxMs", &self.max)?;
+        h.serialize_field("bins", &bins.collect::<Vec<_>>())?;
+        h.end()
     }
 }
 
@@ -62,11 +72,11 @@ mod tests {
         for ms in [0.0, 1.0, 1.5, 499.0, 500.0, 501.0, 1e6] {
             h.record(ms);
         }
-        assert_eq!(h.counts()[0], 2);
-        assert_eq!(h.counts()[1], 1);
-        assert_eq!(h.counts()[8], 2);
-        assert_eq!(h.counts()[9], 1);
-        assert_eq!(h.counts()[14], 1);
-        assert_eq!((h.count(), h.max()), (7, 1e6));
+        assert_eq!(h.counts[0], 2);
+        assert_eq!(h.counts[1], 1);
+        assert_eq!(h.counts[8], 2);
+        assert_eq!(h.counts[9], 1);
+        assert_eq!(h.counts[14], 1);
+        assert_eq!((h.count(), h.max), (7, 1e6));
     }
 }

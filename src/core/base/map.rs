@@ -6,10 +6,10 @@ use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A `HashMap` hashed with [`IdHasher`].
-pub type Map<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+pub(crate) type Map<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// A `HashSet` hashed with [`IdHasher`].
-pub type Set<T> = HashSet<T, BuildHasherDefault<IdHasher>>;
+pub(crate) type Set<T> = HashSet<T, BuildHasherDefault<IdHasher>>;
 
 /// One rotate, xor and multiply per word.
 #[derive(Default)]

@@ -60,7 +60,7 @@ impl<T> Segments<T> {
 }
 
 /// A number given out by a [`Slab`]: the slot in the low 32 bits, its generation above.
-pub type Id = u64;
+pub(crate) type Id = u64;
 
 #[derive(Debug, Clone)]
 struct Entry<T> {

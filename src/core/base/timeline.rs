@@ -28,7 +28,7 @@ impl Time for u64 {
 
 /// Items by when they are due, and at equal times by their tie-breaks.
 #[derive(Debug, Clone)]
-pub struct Timeline<T, At = Millis, Tie = u64> {
+pub(crate) struct Timeline<T, At = Millis, Tie = u64> {
     heap: BinaryHeap<Entry<T, At, Tie>>,
 }
 
@@ -73,7 +73,7 @@ impl<T, At: Time, Tie: Ord> Timeline<T, At, Tie> {
     }
 
     /// The first item, and its time.
-    pub fn peek(&self) -> Option<(At, &T)> {
+    pub(crate) fn peek(&self) -> Option<(At, &T)> {
         self.heap.peek().map(|e| (e.at, &e.item))
     }
 
@@ -93,7 +93,7 @@ impl<T, At: Time, Tie: Ord> Timeline<T, At, Tie> {
     }
 
     /// Keeps only the items `keep` says yes to.
-    pub fn retain(&mut self, mut keep: impl FnMut(At, &T) -> bool) {
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(At, &T) -> bool) {
         self.heap.retain(|e| keep(e.at, &e.item));
     }
 
@@ -103,7 +103,7 @@ impl<T, At: Time, Tie: Ord> Timeline<T, At, Tie> {
     }
 
     /// Every item, the first first.
-    pub fn into_ordered(self) -> impl Iterator<Item = T> {
+    pub(crate) fn into_ordered(self) -> impl Iterator<Item = T> {
         self.heap
             .into_sorted_vec()
             .into_iter()

@@ -9,6 +9,11 @@ use crate::core::Millis;
 
 /// Retries counted by what caused them.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct RetryCounts {
     /// After a 429.
     pub throttled: u64,

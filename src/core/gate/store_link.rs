@@ -20,6 +20,11 @@ use crate::core::Millis;
 
 /// What a gate does while the store cannot answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "lowercase")
+)]
 pub enum OnFailure {
     /// Admit alone at `localShare` of the allowance (a conservative share per process).
     Local,
@@ -29,6 +34,11 @@ pub enum OnFailure {
 
 /// How a gate uses its store.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct StoreSettings {
     /// How long an operation may take before the store counts as down.
     pub timeout_ms: Millis,

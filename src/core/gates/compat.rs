@@ -191,7 +191,7 @@ pub fn check(
 }
 
 /// Another thread's gate for `scope` holds `theirs`, which `profile` disagrees with.
-pub fn thread_mismatch(scope: &Scope, theirs: Settings, profile: &Profile) -> Mismatch {
+pub(crate) fn thread_mismatch(scope: &Scope, theirs: Settings, profile: &Profile) -> Mismatch {
     let learns = profile.learns();
     let kind = if theirs.learn != learns
         || (!learns && Allowance::Fixed(theirs.rate) != profile.allowance)

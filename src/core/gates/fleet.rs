@@ -42,7 +42,7 @@ impl Gates {
     /// What the fleet learned of `gate`'s credential: its first limiter (for the credential's
     /// own gate), the gate's estimate (taken when it has heard no answer of its own), and every
     /// route's limiter.
-    pub fn recalled(&mut self, now: Millis, gate: GateId, facts: Vec<Shared>) {
+    pub(crate) fn recalled(&mut self, now: Millis, gate: GateId, facts: Vec<Shared>) {
         let Some(entry) = self.entries.get_mut(gate) else {
             return;
         };

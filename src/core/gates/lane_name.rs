@@ -6,7 +6,7 @@ use crate::core::rules::allowance::ConfigError;
 use crate::core::rules::fair::LaneId;
 
 /// The longest name, in characters: a name is a metrics attribute, kept short.
-pub const MAX_CHARS: usize = 64;
+pub(crate) const MAX_CHARS: usize = 64;
 
 /// The name of every wrapper's own calls (lane 0, which they share).
 pub const DEFAULT: &str = "default";

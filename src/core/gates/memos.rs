@@ -9,7 +9,7 @@ use crate::core::rules::learn::Memo;
 
 /// What one forgotten gate left.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Kept {
+pub(crate) struct Kept {
     /// Its learner's estimate, if it learned and had heard an answer.
     pub learned: Option<Memo>,
     /// Tokens left in its retry budget, when it was not full: a budget refills only with
@@ -20,19 +20,19 @@ pub struct Kept {
 /// Memos kept per generation: when the young one is full it becomes the old one and the old
 /// one is dropped, so at most twice this many are kept (some 3 MB) and a key's memo lasts at
 /// least this many forgettings of other keys.
-pub const MEMOS: usize = 16_384;
+pub(crate) const MEMOS: usize = 16_384;
 
 /// What forgotten gates left, by their scope's [`print`](super::scope::Scope::print), in two
 /// generations (a key's is taken back out when its gate is made anew).
 #[derive(Default)]
-pub struct Memos {
+pub(crate) struct Memos {
     young: Map<Print, Kept>,
     old: Map<Print, Kept>,
 }
 
 impl Memos {
     /// Keeps `memo` for the scope printed `print`.
-    pub fn put(&mut self, print: Print, memo: Kept) {
+    pub(crate) fn put(&mut self, print: Print, memo: Kept) {
         if self.young.len() >= MEMOS {
             // The old generation's table becomes the young one, emptied: the two tables, once
             // grown, are reused rather than dropped and grown again among the gates.

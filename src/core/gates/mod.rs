@@ -56,11 +56,11 @@ pub type CallRef = Id;
 /// A wrapper's number.
 pub type WrapperId = Id;
 /// A credential's 128-bit keyed fingerprint (see [`fingerprint`]).
-pub type Print = (u64, u64);
+pub(crate) type Print = (u64, u64);
 
 /// Gates looked at for eviction each time a gate is made: enough to keep up with any stream of
 /// new keys, few enough to cost nothing.
-pub const SWEEP_PER_GATE: usize = 2;
+pub(crate) const SWEEP_PER_GATE: usize = 2;
 /// When no new gates come to sweep the old ones, a sweep runs this often while any gate is
 /// left (on a timer that does not keep the process alive)...
 pub const SWEEP_EVERY_MS: Millis = 10_000.0;
@@ -389,7 +389,7 @@ impl Gates {
     }
 
     /// The caller gave up on `call`: it leaves its gate. The driver settles it.
-    pub fn cancel(&mut self, now: Millis, call: CallRef) {
+    pub(crate) fn cancel(&mut self, now: Millis, call: CallRef) {
         let Some(&Placed {
             gate, call: local, ..
         }) = self.calls.get(call)
@@ -436,7 +436,7 @@ impl Gates {
     }
 
     /// The store answered operation `op` of `gate` (`None`: it failed or was too late).
-    pub fn store_answered(
+    pub(crate) fn store_answered(
         &mut self,
         now: Millis,
         gate: GateId,

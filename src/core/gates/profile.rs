@@ -15,7 +15,7 @@ use crate::core::Millis;
 /// A shared store's number among the gates' stores (see [`Gates::store`]).
 ///
 /// [`Gates::store`]: super::Gates::store
-pub type StoreId = usize;
+pub(crate) type StoreId = usize;
 
 /// Where a gate's state lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl Profile {
 
     /// The retry budget the wrapper brings to its gates: none when it does not retry (it joins
     /// a gate that has one, and gives none a budget), whatever it was configured with.
-    pub fn budget_used(&self) -> Option<RefillingConfig> {
+    pub(crate) fn budget_used(&self) -> Option<RefillingConfig> {
         self.policy.as_ref().and(self.budget)
     }
 

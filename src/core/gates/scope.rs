@@ -81,7 +81,7 @@ fn credential<'a>(
 /// (each byte step is a bijection of a lane's state, so two inputs that differ stay apart unless
 /// a later byte cancels the difference in both lanes). `keys` are the process's own random
 /// keys, so a fingerprint says nothing of the credential anywhere else.
-pub fn fingerprint(
+pub(crate) fn fingerprint(
     api_key: Option<&str>,
     authorization: Option<&str>,
     keys: (u64, u64),
@@ -93,7 +93,7 @@ pub fn fingerprint(
 impl Scope {
     /// The scope's keyed fingerprint (as [`fingerprint`] makes one of a credential): what a
     /// forgotten gate's estimate is kept under, in 16 bytes rather than the name's 40 or more.
-    pub fn print(&self, keys: (u64, u64)) -> (u64, u64) {
+    pub(crate) fn print(&self, keys: (u64, u64)) -> (u64, u64) {
         lanes(self.0.bytes(), keys)
     }
 }

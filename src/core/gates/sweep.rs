@@ -24,7 +24,7 @@ impl Gates {
 
     /// The sweep timer fired at `now`: forgets idle gates among a sixth of them (what follows
     /// comes from [`poll_action`](Self::poll_action)).
-    pub fn handle_sweep(&mut self, now: Millis) {
+    pub(crate) fn handle_sweep(&mut self, now: Millis) {
         if !self.sweep_due.is_some_and(|due| due <= now + EARLY_MS) {
             return;
         }

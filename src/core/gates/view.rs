@@ -2,17 +2,68 @@
 //! wrapper used, and the figures of those since forgotten (for `stats()`, `describe()`, the
 //! metrics, the simulator's reports and the tests).
 
+use super::memos::MEMOS;
 use super::profile::Keeping;
 use super::scope::Scope;
 use super::{GateId, Gates, LaneFigures, WrapperId};
+use crate::core::authority::LOW_REMAINING;
 use crate::core::gate::figures::Figures;
 use crate::core::gate::line::Lane;
 use crate::core::gate::Gate;
 use crate::core::rules::allowance::Rate;
+use crate::core::rules::backoff::Backoff;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::fair::LaneId;
 use crate::core::rules::learn::Estimate;
+use crate::core::rules::learn::BETA;
+use crate::core::rules::quota::SUSPICIOUS_RUN;
+use crate::core::rules::routes::{MAX_LIMITERS, MAX_ROUTES};
+use crate::core::rules::streak::TOLERATED;
 use crate::core::Millis;
+
+/// The numbers the core runs by that `describe()` words, so none is written twice.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
+pub struct Limits {
+    /// A `Remaining` below this share of the limit means someone else drains the key.
+    pub low_remaining: f64,
+    /// Bare 429s in a row that make the quota suspect.
+    pub suspicious_run: u32,
+    /// Failures of a run tolerated before they hold the gate, once it has had an answer.
+    pub failures_tolerated: u32,
+    /// The hold after failures, and between quota probes, without a retry policy's backoff.
+    pub probe_base_ms: Millis,
+    /// Its cap.
+    pub probe_cap_ms: Millis,
+    /// The share of its pace a learning gate keeps after a 429.
+    pub learn_cut: f64,
+    /// Routes per credential whose limiter is known.
+    pub max_routes: usize,
+    /// Gates per credential for limiters beside its own.
+    pub max_limiters: usize,
+    /// Forgotten gates' estimates kept per thread.
+    pub max_remembered: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            low_remaining: LOW_REMAINING,
+            suspicious_run: SUSPICIOUS_RUN,
+            failures_tolerated: TOLERATED,
+            probe_base_ms: Backoff::DEFAULT.base_ms(),
+            probe_cap_ms: Backoff::DEFAULT.cap_ms(),
+            learn_cut: BETA,
+            max_routes: MAX_ROUTES,
+            max_limiters: MAX_LIMITERS,
+            max_remembered: 2 * MEMOS,
+        }
+    }
+}
 
 /// What a gate looks like now, for `stats()` and `describe()`.
 #[derive(Debug, Clone)]

@@ -35,6 +35,11 @@ const MAX_LIMITER_LEN: usize = 64;
 
 /// The allowance feedback carried by one response.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct Feedback {
     /// The wait the server asked for, in milliseconds.
     pub retry_after_ms: Option<Millis>,
@@ -70,7 +75,7 @@ impl std::error::Error for FeedbackError {}
 /// Whether a response with this status is one whose `Retry-After` we honour: a 429 (slow
 /// down) or a 503 (come back later). On any other status it is ignored, so it can neither
 /// hold the gate nor fail a successful call.
-pub fn honours_retry_after(status: u16) -> bool {
+pub(crate) fn honours_retry_after(status: u16) -> bool {
     matches!(status, 429 | 503)
 }
 

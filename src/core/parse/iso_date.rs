@@ -14,7 +14,7 @@ use crate::core::Millis;
 const MAX_TIME: i64 = 8_640_000_000_000_000;
 
 /// Parses an ISO 8601 date or date-time into Unix milliseconds.
-pub fn parse_iso_date(text: &str) -> Option<Millis> {
+pub(crate) fn parse_iso_date(text: &str) -> Option<Millis> {
     let mut c = Cursor(text.as_bytes());
     let year = match c.one(b"+-") {
         Some(sign) => {

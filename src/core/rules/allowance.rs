@@ -8,6 +8,11 @@ pub const MIN_PER_SECOND: f64 = 1000.0 / 9_007_199_254_740_992.0;
 
 /// A token-bucket allowance: `burst` requests at once, refilled at `per_second`.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct Rate {
     burst: f64,
     per_second: f64,
@@ -40,6 +45,11 @@ impl ConfigError {
     /// The message, with the offending number written by `number` (the bindings have
     /// JavaScript write it, as the caller would).
     pub fn message(&self, number: impl Fn(f64) -> String) -> String {
+        self.message_in("", number)
+    }
+
+    /// The message, its field named within the object at `at` (`lanes[1].`).
+    pub fn message_in(&self, at: &str, number: impl Fn(f64) -> String) -> String {
         let ConfigError::OutOfRange {
             field,
             expected,
@@ -47,7 +57,15 @@ impl ConfigError {
         } = self;
         // Pushed, not `concat`ed: the bindings' one copy of `join` is for Strings.
         let mut message = String::new();
-        for part in ["`", field, "` must be ", expected, ", got ", &number(*got)] {
+        for part in [
+            "`",
+            at,
+            field,
+            "` must be ",
+            expected,
+            ", got ",
+            &number(*got),
+        ] {
             message.push_str(part);
         }
         message
@@ -63,7 +81,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Accepts a finite number `>= min`; names `field` otherwise.
-pub fn at_least(
+pub(crate) fn at_least(
     field: &'static str,
     value: f64,
     min: f64,

@@ -8,6 +8,11 @@ use crate::core::Millis;
 
 /// Full-jitter exponential backoff.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct Backoff {
     base_ms: Millis,
     cap_ms: Millis,

@@ -17,7 +17,7 @@ const SLACK: f64 = 1e-9;
 const WHOLE_TOKEN: f64 = 1.0 - SLACK;
 
 /// The longest an anchored refill waits for its response.
-pub const MAX_PAUSE_MS: Millis = 1_000.0;
+pub(crate) const MAX_PAUSE_MS: Millis = 1_000.0;
 
 /// What the server's count says of the tokens a learning gate holds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -109,7 +109,7 @@ impl TokenBucket {
     /// Whether a whole token was there by `at` (at most `now`), nobody having taken one since:
     /// what is there now less what can have refilled since (less still, if the refill was
     /// paused meanwhile).
-    pub fn had_token_by(&mut self, now: Millis, at: Millis) -> bool {
+    pub(crate) fn had_token_by(&mut self, now: Millis, at: Millis) -> bool {
         self.refill(now);
         self.tokens - (now - at).max(0.0) / self.interval() >= WHOLE_TOKEN
     }
@@ -126,7 +126,7 @@ impl TokenBucket {
 
     /// Spends one token if a whole one is there, as [`take`](Self::take). When the bucket was
     /// full, refilling pauses until [`resume`](Self::resume) and the answer is `Some(true)`.
-    pub fn take_anchored(&mut self, now: Millis) -> Option<bool> {
+    pub(crate) fn take_anchored(&mut self, now: Millis) -> Option<bool> {
         self.refill(now);
         let full = self.tokens >= self.rate.burst() - SLACK;
         if !self.take(now) {
@@ -148,7 +148,7 @@ impl TokenBucket {
 
     /// Never believe in more tokens than the server says are left (it is approximate, so this
     /// only ever lowers the count).
-    pub fn at_most(&mut self, now: Millis, tokens: f64) {
+    pub(crate) fn at_most(&mut self, now: Millis, tokens: f64) {
         self.refill(now);
         self.tokens = self.tokens.min(tokens);
     }
@@ -172,18 +172,18 @@ impl TokenBucket {
     }
 
     /// Halves the refill rate (`true`) or restores it.
-    pub fn set_slow(&mut self, now: Millis, slow: bool) {
+    pub(crate) fn set_slow(&mut self, now: Millis, slow: bool) {
         self.refill(now);
         self.slow = slow;
     }
 
     /// Whether the refill waits for an anchored admission's response.
-    pub fn is_paused(&self) -> bool {
+    pub(crate) fn is_paused(&self) -> bool {
         self.paused_at.is_some()
     }
 
     /// Whether the bucket refills at half rate.
-    pub fn is_slow(&self) -> bool {
+    pub(crate) fn is_slow(&self) -> bool {
         self.slow
     }
 
@@ -196,12 +196,12 @@ impl TokenBucket {
 
     /// When the waiter with `n` others ahead of it could be admitted, if nothing else changed:
     /// the time `n + 1` whole tokens will have been there.
-    pub fn nth_ready_at(&mut self, now: Millis, n: usize) -> Millis {
+    pub(crate) fn nth_ready_at(&mut self, now: Millis, n: usize) -> Millis {
         now + self.nth_wait(now, n)
     }
 
     /// How long until `n + 1` whole tokens, in whole milliseconds (0 when they are there).
-    pub fn nth_wait(&mut self, now: Millis, n: usize) -> Millis {
+    pub(crate) fn nth_wait(&mut self, now: Millis, n: usize) -> Millis {
         self.refill(now);
         let missing = n as f64 + 1.0 - self.tokens;
         if missing <= SLACK {

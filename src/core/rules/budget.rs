@@ -30,7 +30,7 @@ impl BatchBudget {
     }
 
     /// Whether a retry may go now (nothing is spent).
-    pub fn can_withdraw(&self) -> bool {
+    pub(crate) fn can_withdraw(&self) -> bool {
         self.left > 0
     }
 
@@ -47,6 +47,11 @@ impl BatchBudget {
 
 /// The settings of a [`RefillingBudget`].
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct RefillingConfig {
     /// Tokens when full (AWS: 500).
     pub capacity: f64,
@@ -96,7 +101,7 @@ impl RefillingConfig {
 
 /// A pool of retry tokens that successes refill.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RefillingBudget {
+pub(crate) struct RefillingBudget {
     config: RefillingConfig,
     available: f64,
 }
@@ -121,7 +126,7 @@ impl RefillingBudget {
     }
 
     /// Tokens in the pool.
-    pub fn available(&self) -> f64 {
+    pub(crate) fn available(&self) -> f64 {
         self.available
     }
 

@@ -10,7 +10,7 @@ use crate::core::Millis;
 
 /// Statuses that mean "this request is wrong", not "try later": never retried, whatever the
 /// configuration says.
-pub const NEVER_RETRIED: [u16; 5] = [400, 401, 403, 404, 422];
+pub(crate) const NEVER_RETRIED: [u16; 5] = [400, 401, 403, 404, 422];
 
 /// What one attempt came to.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -82,7 +82,7 @@ pub enum Kind {
 
 /// Whether an answer with this status took a token of the allowance: a 2xx or 3xx. Only these
 /// raise a learner's estimate.
-pub fn took_token(status: u16) -> bool {
+pub(crate) fn took_token(status: u16) -> bool {
     (200..400).contains(&status)
 }
 
@@ -91,7 +91,7 @@ pub fn took_token(status: u16) -> bool {
 /// answer without a status (0: what a custom fetch resolved with, or a status that could not
 /// be read) or a 1xx at its word: a refill or a kept answer let go costs little, an estimate
 /// raised on such evidence could cost 429s. A rejection has no status and is neither.
-pub fn not_refused(status: u16) -> bool {
+pub(crate) fn not_refused(status: u16) -> bool {
     status < 400
 }
 
@@ -105,6 +105,11 @@ pub fn valid_method(method: &str) -> bool {
 
 /// The retryable sets.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct RetryRules {
     statuses: Vec<u16>,
     methods: Vec<String>,
@@ -154,13 +159,13 @@ impl RetryRules {
 
     /// Whether a request may be sent more than once: an idempotent method or an
     /// `Idempotency-Key`, and a body that can be sent again.
-    pub fn may_replay(&self, method: &str, has_idempotency_key: bool, body: Body) -> bool {
+    pub(crate) fn may_replay(&self, method: &str, has_idempotency_key: bool, body: Body) -> bool {
         body != Body::OneShot
             && (has_idempotency_key || self.methods.iter().any(|m| m.eq_ignore_ascii_case(method)))
     }
 
     /// The kind of a failure worth retrying, or `None` when the outcome is final.
-    pub fn retryable(&self, outcome: Outcome) -> Option<Kind> {
+    pub(crate) fn retryable(&self, outcome: Outcome) -> Option<Kind> {
         match outcome {
             Outcome::Response { status: 429, .. } if self.statuses.contains(&429) => {
                 Some(Kind::Throttle)

@@ -14,10 +14,10 @@
 //! token each.
 
 /// A lane's number among the gates' lanes (0: a wrapper's own calls).
-pub type LaneId = u32;
+pub(crate) type LaneId = u32;
 
 /// Virtual time, in units of 2^-32 of a weight-1 admission.
-pub type Tag = u128;
+pub(crate) type Tag = u128;
 
 /// The most an admission costs: weights below 2^-21 are all alike, so that a cost is exact in an
 /// `f64` (and in `gate.lua`'s numbers).
@@ -39,7 +39,7 @@ pub fn start(next: Tag, clock: Tag) -> Tag {
 
 /// A head of a lane of `weight` starting at `start` is served: the new clock (its start) and the
 /// lane's next start, one turn later.
-pub fn serve(start: Tag, weight: f64) -> (Tag, Tag) {
+pub(crate) fn serve(start: Tag, weight: f64) -> (Tag, Tag) {
     (start, start + cost(weight))
 }
 

@@ -45,7 +45,7 @@ use crate::core::Millis;
 
 /// What a 429 leaves of the pace without the counts (with them, of a pace above the bound):
 /// a multiplicative decrease, as in CUBIC.
-pub const BETA: f64 = 0.7;
+pub(crate) const BETA: f64 = 0.7;
 /// A learning gate predicts admissions as if its allowance were this many times the pace it
 /// found: learning may find more, and a call refused for a deadline it could have met is a
 /// call lost.
@@ -68,15 +68,15 @@ const OPENING_PACE: f64 = 1.0;
 const UNPACED: f64 = 1_000_000.0;
 /// The fastest pace learning goes up to, per second: an allowance another thread or process
 /// says it learned beyond it (or beyond [`MAX_BURST`]) is garbage (a stored `1e300`), not a pace.
-pub const MAX_PACE: f64 = 10_000.0;
+pub(crate) const MAX_PACE: f64 = 10_000.0;
 /// The largest burst learning takes from a count.
-pub const MAX_BURST: f64 = 1_000_000.0;
+pub(crate) const MAX_BURST: f64 = 1_000_000.0;
 /// Marks kept to bound the rate from (the windows' starts).
 const MARKS: usize = 32;
 /// How long a bound holds: marks older than this no longer count.
-pub const HORIZON_MS: Millis = 30_000.0;
+pub(crate) const HORIZON_MS: Millis = 30_000.0;
 /// Contradictions between the counts and 429s before the counts are distrusted.
-pub const DOUBTS: u32 = 2;
+pub(crate) const DOUBTS: u32 = 2;
 /// A 429 while the count claims this many tokens or more distrusts the counts at once: not a
 /// token someone else took meanwhile, but a count of something else (a monthly quota's).
 const FAR_OFF: f64 = 10.0;
@@ -350,7 +350,7 @@ impl Learner {
 
     /// Whether an answer from limiter `named` is this gate's to learn from: the first limiter
     /// named is the gate's; an answer from another belongs to that limiter's gate.
-    pub fn owns(&mut self, named: Option<&str>) -> bool {
+    pub(crate) fn owns(&mut self, named: Option<&str>) -> bool {
         match (named, &self.limiter) {
             (None, _) => true,
             (Some(name), None) => {
@@ -368,7 +368,7 @@ impl Learner {
 
     /// Learning that goes on from `rate`, what another spender of the allowance has learned
     /// (ignored when no learning could have come to it).
-    pub fn adopt(&mut self, rate: Rate) {
+    pub(crate) fn adopt(&mut self, rate: Rate) {
         if !Learner::plausible(rate) {
             return;
         }
@@ -429,7 +429,7 @@ impl Learner {
     /// finds more: as fast as slow start could double, or at [`HOPE`] times a pace already
     /// found; `None` before there is a pace (one at a time, or a window), when nothing can
     /// be said.
-    pub fn soonest(&self, wait: Millis) -> Option<Millis> {
+    pub(crate) fn soonest(&self, wait: Millis) -> Option<Millis> {
         let pace = self.pace;
         match self.phase {
             Phase::Opening | Phase::Window { .. } => None,
@@ -487,7 +487,7 @@ impl Learner {
     /// The estimate at `now` when it differs from the one reported last (see
     /// [`Estimate::differs`]), which it becomes: a pace that creeps up a step per answer is
     /// news once it has moved a tenth.
-    pub fn news(&mut self, now: Millis) -> Option<Estimate> {
+    pub(crate) fn news(&mut self, now: Millis) -> Option<Estimate> {
         let estimate = self.estimate(now);
         let news = self.told.is_none_or(|told| estimate.differs(&told));
         news.then(|| {
@@ -571,7 +571,7 @@ impl Learner {
 
     /// The opening's one token, back after an attempt that took none (no answer, or one that
     /// took no token); none under a ceiling, whose own pace the opening follows.
-    pub fn opening_token(&self) -> Option<Count> {
+    pub(crate) fn opening_token(&self) -> Option<Count> {
         self.ceiling.is_none().then_some(Count::Exactly(1.0))
     }
 
@@ -587,7 +587,7 @@ impl Learner {
     /// Learns at `now` from an answer to a request another gate admitted (a route's scout
     /// that turned out to draw from this limiter): the kind of feedback and the capacity, not a
     /// count to set this gate's own requests against. Only before this gate's first answer.
-    pub fn hear(&mut self, now: Millis, s: &Sample) -> Option<Rate> {
+    pub(crate) fn hear(&mut self, now: Millis, s: &Sample) -> Option<Rate> {
         if !self.opening() {
             return None;
         }

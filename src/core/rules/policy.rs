@@ -39,7 +39,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, for figures keyed by reason.
-    pub const ALL: [Reason; 8] = [
+    pub(crate) const ALL: [Reason; 8] = [
         Reason::Attempts,
         Reason::TimeBudget,
         Reason::RetryBudget,
@@ -91,7 +91,7 @@ pub struct Abandoned {
 
 /// What to do after an attempt.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Hand the outcome to the caller as it is (a success, a final error, or a request that
     /// may not be replayed).
     Deliver,
@@ -125,6 +125,11 @@ pub struct Progress {
 
 /// Per-call limits and the rules they apply.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct RetryPolicy {
     /// Which failures are retried and which requests may be replayed.
     pub rules: RetryRules,
@@ -176,7 +181,7 @@ impl RetryPolicy {
 
     /// Decides what follows an attempt's `outcome` at `now`. Spends nothing: a retry is
     /// still subject to the budgets, which the gate charges.
-    pub fn decide(
+    pub(crate) fn decide(
         &self,
         call: &Progress,
         outcome: Outcome,

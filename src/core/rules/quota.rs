@@ -8,7 +8,7 @@ use crate::core::rules::classify::not_refused;
 use crate::core::Millis;
 
 /// Consecutive 429s without `Retry-After` that make us suspect the quota rather than the rate.
-pub const SUSPICIOUS_RUN: u32 = 3;
+pub(crate) const SUSPICIOUS_RUN: u32 = 3;
 
 /// Whether a 429 body's `code` or `detail` speaks of the monthly quota rather than the rate.
 pub fn looks_exhausted(code: Option<&str>, detail: Option<&str>) -> bool {
@@ -45,7 +45,7 @@ pub fn usage_url_for(request_url: &str) -> Option<String> {
 
 /// Whether a request asks about the account rather than spend it: `GET` of a path ending in
 /// `/usage` or `/limits`.
-pub fn asks_account(method: &str, url: &str) -> bool {
+pub(crate) fn asks_account(method: &str, url: &str) -> bool {
     let path = url.split(['?', '#']).next().unwrap_or_default();
     let path = path.trim_end_matches('/');
     method.eq_ignore_ascii_case("GET") && (path.ends_with("/usage") || path.ends_with("/limits"))
@@ -144,7 +144,7 @@ pub enum QuotaState {
 /// answer that did not confirm exhaustion (or no answer), no new probe starts for the backoff's
 /// ceiling (2 s, doubling with each such answer, up to 60 s), however many 429s come meanwhile.
 #[derive(Debug, Clone, PartialEq)]
-pub struct QuotaWatch {
+pub(crate) struct QuotaWatch {
     state: QuotaState,
     bare_429s: u32,
     /// Probes in a row that did not confirm exhaustion.
@@ -188,7 +188,7 @@ impl QuotaWatch {
     }
 
     /// A 429's body spoke of the quota. Returns true when a probe should start now.
-    pub fn suspect(&mut self, now: Millis) -> bool {
+    pub(crate) fn suspect(&mut self, now: Millis) -> bool {
         if self.state(now) != QuotaState::Open || now < self.next_probe_at {
             return false;
         }
@@ -199,7 +199,7 @@ impl QuotaWatch {
     /// The probe's answer at `now`: `Some` usage when `/usage` answered, `None` when it failed
     /// (the ordinary bounded retries carry on, and a later 429 may probe again, not sooner
     /// than the spacing).
-    pub fn probed(&mut self, now: Millis, usage: Option<Usage>) -> QuotaState {
+    pub(crate) fn probed(&mut self, now: Millis, usage: Option<Usage>) -> QuotaState {
         self.bare_429s = 0;
         self.state = match usage {
             Some(u) if u.exhausted() => {
@@ -240,14 +240,14 @@ impl QuotaWatch {
 /// quota took that one), or the quota is declared back; it goes with its gate. The driver holds
 /// the answer itself; this says which, and when it goes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QuotaAnswer {
+pub(crate) struct QuotaAnswer {
     kept: bool,
 }
 
 impl QuotaAnswer {
     /// A 429 read whole, whose body names the quota or not: whether it is kept now, in place
     /// of any kept before.
-    pub fn offer(&mut self, names_quota: bool) -> bool {
+    pub(crate) fn offer(&mut self, names_quota: bool) -> bool {
         let keep = names_quota || !self.kept;
         self.kept |= keep;
         keep

@@ -44,13 +44,13 @@ pub const STATUSES: Whole = Whole {
 
 /// `simulate()`'s workers, snapshots each, event lookups, and each lane's workers and
 /// snapshots; also its calls in all: a run small enough to finish in well under a second.
-pub const SIM_CALLS: Whole = Whole {
+pub(crate) const SIM_CALLS: Whole = Whole {
     min: 1.0,
     max: 100_000.0,
 };
 
 /// `simulate()`'s attempts per worker (`maxAttempts`).
-pub const SIM_ATTEMPTS: Whole = Whole {
+pub(crate) const SIM_ATTEMPTS: Whole = Whole {
     min: 1.0,
     max: 1_000.0,
 };

@@ -6,7 +6,7 @@ use crate::core::base::map::{Map, Set};
 
 /// Routes a credential remembers the limiter of; past this, new routes stay on the first limiter
 /// and send no scout.
-pub const MAX_ROUTES: usize = 256;
+pub(crate) const MAX_ROUTES: usize = 256;
 
 /// Gates a credential may have for limiters other than its first; the calls of a limiter past
 /// them go to the credential's own gate (a limiter name per resource must not grow memory with
@@ -30,7 +30,7 @@ pub enum Heard {
 ///
 /// [`CallSpec::scout`]: crate::core::gate::call::CallSpec::scout
 #[derive(Debug, Default)]
-pub struct Routes {
+pub(crate) struct Routes {
     /// Routes that draw from another limiter than the first, and that limiter.
     other: Map<String, String>,
     /// Routes an answer spoke for.
@@ -47,7 +47,7 @@ impl Routes {
 
     /// What a new call of `route` does: it scouts when no answer spoke for the route yet and no
     /// scout is out (one is out from now on); it waits behind the scout while one is out.
-    pub fn role(&mut self, route: &str) -> Role {
+    pub(crate) fn role(&mut self, route: &str) -> Role {
         if self.heard.contains(route) {
             return Role::Free;
         }
@@ -89,7 +89,7 @@ impl Routes {
 
 /// What a call does for its route (see [`Routes::role`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// Its route's limiter is known (or not tracked): it goes to its gate's line.
     Free,
     /// It goes first, to learn its route's limiter.
@@ -105,7 +105,7 @@ const MAX_ROUTE_LEN: usize = 200;
 /// segment that holds a digit (an id, a version) or is longer than 24 characters written `*`.
 /// `GET https://api.odds-api.net/v1/events/e1/odds/snapshot?x=1` is
 /// `GET /*/events/*/odds/snapshot`.
-pub fn route_of(method: &str, url: &str) -> String {
+pub(crate) fn route_of(method: &str, url: &str) -> String {
     let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
     let path = match after_scheme.find('/') {
         Some(at) if url.contains("://") => &after_scheme[at..],

@@ -18,7 +18,7 @@
 use crate::core::Millis;
 
 /// Failures in a row, once the server has answered, that hold nothing.
-pub const TOLERATED: u32 = 2;
+pub(crate) const TOLERATED: u32 = 2;
 
 /// A gate's run of failures.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,7 +57,7 @@ impl Streak {
 
     /// Another thread or process of the allowance heard the server answer (a learning gate
     /// took their estimate): a failure here is no longer all there is to know of the server.
-    pub fn answered_elsewhere(&mut self) {
+    pub(crate) fn answered_elsewhere(&mut self) {
         self.tolerated = TOLERATED;
     }
 

@@ -74,6 +74,27 @@ pub struct LaneReport {
     pub max_wait_ms: Millis,
 }
 
+/// For JavaScript: its workers as `firstWorker` and `workers` (how many), the rest as named.
+#[cfg(feature = "serde")]
+impl serde::Serialize for LaneReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut lane = s.serialize_struct("LaneReport", 11)?;
+        lane.serialize_field("name", &self.name)?;
+        lane.serialize_field("weight", &self.weight)?;
+        lane.serialize_field("firstWorker", &self.workers.start)?;
+        lane.serialize_field("workers", &self.workers.len())?;
+        lane.serialize_field("startMs", &self.start_ms)?;
+        lane.serialize_field("calls", &self.calls)?;
+        lane.serialize_field("admitted", &self.admitted)?;
+        lane.serialize_field("rejected", &self.rejected)?;
+        lane.serialize_field("doneMs", &self.done_ms)?;
+        lane.serialize_field("meanWaitMs", &self.mean_wait_ms)?;
+        lane.serialize_field("maxWaitMs", &self.max_wait_ms)?;
+        lane.end()
+    }
+}
+
 /// A group of workers: the wrapper's own, or a lane's, with the wrapper their calls go through.
 pub(super) struct Group {
     pub wrapper: WrapperId,

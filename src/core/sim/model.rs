@@ -43,6 +43,50 @@ pub enum Coordination {
     Threads(u32),
 }
 
+impl Coordination {
+    /// What `simulate()` was asked for: one `shared` gate (the default with `lanes`, which wait
+    /// in its line), a gate per process of `separate` ones, processes sharing a store or
+    /// threads sharing memory (`[separate, processes, threads]`), at most one of them; else
+    /// a gate per worker. The error says what to leave out.
+    pub fn asked(
+        shared: Option<bool>,
+        [separate, processes, threads]: [Option<u32>; 3],
+        lanes: bool,
+        lookups: bool,
+    ) -> Result<Coordination, &'static str> {
+        let split = separate.is_some() || processes.is_some() || threads.is_some();
+        if lanes && (shared == Some(false) || split) {
+            return Err(
+                "`lanes` wait in one shared gate's line: leave out `shared: false`, \
+                 `separateGates`, `processes` and `threads`",
+            );
+        }
+        if lanes && lookups {
+            return Err("Choose one of `lanes` and `lookups`");
+        }
+        let shared = shared.unwrap_or(lanes);
+        let chosen = [
+            shared,
+            separate.is_some(),
+            processes.is_some(),
+            threads.is_some(),
+        ];
+        if chosen.iter().filter(|&&c| c).count() > 1 {
+            return Err(
+                "Choose one of `shared`, `separateGates`, `processes` and `threads`: one gate, \
+                 one per process, processes sharing a store, or threads sharing memory",
+            );
+        }
+        Ok(match (shared, separate, processes, threads) {
+            (true, ..) => Coordination::Shared,
+            (_, Some(n), ..) => Coordination::Separate(n),
+            (_, _, Some(n), _) => Coordination::Fleet(n),
+            (.., Some(n)) => Coordination::Threads(n),
+            _ => Coordination::Independent,
+        })
+    }
+}
+
 /// A scenario. [`SimOptions::default`] is the article's: eight workers, burst 2, 2 per second,
 /// `Retry-After: 1`, independent retries, ten attempts each, no retry budget.
 #[derive(Debug, Clone, PartialEq)]
@@ -188,6 +232,7 @@ impl SimOptions {
 
 /// One attempt that reached the server.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Attempt {
     /// Virtual time of the attempt.
     pub at: Millis,
@@ -199,6 +244,11 @@ pub struct Attempt {
 
 /// What a run produced; the bindings hand it to JavaScript in the article's field names.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct SimReport {
     /// Attempts that reached the server.
     pub attempts: usize,
@@ -213,16 +263,47 @@ pub struct SimReport {
     /// Every attempt, in order.
     pub timeline: Vec<Attempt>,
     /// A learning run's estimates as they changed (the first gate's), in order.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "estimates"))]
     pub learned: Vec<(Millis, Estimate)>,
     /// With lookups: attempts and 429s of each limiter, and when its last call was
     /// done (snapshots first, then lookups).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Vec::is_empty"))]
     pub limiters: Vec<LimiterReport>,
     /// With lanes: each lane's figures, the wrapper's own workers first (if any).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Vec::is_empty"))]
     pub lanes: Vec<LaneReport>,
+}
+
+/// A learning run's estimates for JavaScript: `{ at, burst, perSecond, atLeast, confidence }`.
+#[cfg(feature = "serde")]
+fn estimates<S: serde::Serializer>(
+    learned: &[(Millis, Estimate)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    struct At<'a>(Millis, &'a Estimate);
+    impl serde::Serialize for At<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let At(at, e) = *self;
+            let mut entry = s.serialize_struct("Estimated", 5)?;
+            entry.serialize_field("at", &at)?;
+            entry.serialize_field("burst", &e.burst)?;
+            entry.serialize_field("perSecond", &e.per_second)?;
+            entry.serialize_field("atLeast", &e.at_least)?;
+            entry.serialize_field("confidence", &e.confidence)?;
+            entry.end()
+        }
+    }
+    s.collect_seq(learned.iter().map(|(at, estimate)| At(*at, estimate)))
 }
 
 /// One limiter's share of a run.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct LimiterReport {
     /// Its name.
     pub name: String,
@@ -522,5 +603,30 @@ fn start_worker(
     for n in 1..snapshots {
         index = world.start_after(index, call(snapshot(n)));
         worker_of.push(worker);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Coordination;
+
+    #[test]
+    fn one_arrangement_at_a_time_and_lanes_in_one_shared_line() {
+        let none = [None; 3];
+        let asked = Coordination::asked;
+        assert_eq!(
+            asked(None, none, false, false),
+            Ok(Coordination::Independent)
+        );
+        assert_eq!(asked(None, none, true, false), Ok(Coordination::Shared));
+        let fleet = [None, Some(3), None];
+        assert_eq!(asked(None, fleet, false, false), Ok(Coordination::Fleet(3)));
+        assert!(asked(Some(true), [Some(2), None, None], false, false).is_err());
+        let lanes = asked(None, [None, None, Some(2)], true, false);
+        assert!(lanes.unwrap_err().starts_with("`lanes` wait"));
+        assert_eq!(
+            asked(None, none, true, true),
+            Err("Choose one of `lanes` and `lookups`")
+        );
     }
 }

@@ -74,7 +74,7 @@ impl FakeStore {
     }
 
     /// What was shared about `credential`; `None` while down.
-    pub fn recall(&mut self, credential: &Scope) -> Option<Vec<Shared>> {
+    pub(crate) fn recall(&mut self, credential: &Scope) -> Option<Vec<Shared>> {
         self.ops += 1;
         (!self.down).then(|| self.learned.get(credential).cloned().unwrap_or_default())
     }

@@ -1,0 +1,27 @@
+// The two Redis clients a store takes, as one: node-redis (`scriptLoad(source)`,
+// `evalSha(sha, { keys, arguments })`) and ioredis (`script('LOAD', source)`,
+// `evalsha(sha, numKeys, ...keys, ...args)`). What either throws comes back as a rejection.
+
+const nodeRedis = (client) => typeof client?.evalSha === 'function' && typeof client.scriptLoad === 'function';
+
+/** Whether `client` is a node-redis or an ioredis client. */
+export function isClient(client) {
+  return nodeRedis(client) || (typeof client?.evalsha === 'function' && typeof client.script === 'function');
+}
+
+/** Loads the script `source`: its SHA1. */
+export async function load(client, source) {
+  return nodeRedis(client) ? client.scriptLoad(source) : client.script('LOAD', source);
+}
+
+/** Runs the script `sha` on `key` with `args` (strings): its reply. */
+export async function evalSha(client, sha, key, args) {
+  return nodeRedis(client)
+    ? client.evalSha(sha, { keys: [key], arguments: args })
+    : client.evalsha(sha, 1, key, ...args);
+}
+
+/** Whether a failure says Redis has not got the script (it restarted and forgot it). */
+export function noScript(error) {
+  return typeof error?.message === 'string' && error.message.includes('NOSCRIPT');
+}
