@@ -1,6 +1,6 @@
 // Lanes (issue #25): live odds before background refreshes on one key, against the fake Odds API
 // (per-key token bucket, 429 with Retry-After: 1; counts are server-side). Two cases, each run by
-// three contenders on the same work: odds-gate with one line (every call in call order),
+// three contenders on the same work: odds-gate with one queue (every call in call order),
 // odds-gate with lanes (background weight 1, live weight 9), and bottleneck with priorities
 // (live priority 0, background 9; its reservoir refilled as a token bucket, as in the
 // coordination benchmark).
@@ -11,7 +11,7 @@
 // - "fleet": four processes through one redis-server, each with both lanes saturated (50 live
 //   and 50 background calls at once, at burst 2, 20/s, X-RateLimit-* on 429s only): the shares
 //   of the first 100 calls done, by lane and by process (within a lane calls go by arrival,
-//   whichever process holds them); against the same processes with every call in one line.
+//   whichever process holds them); against the same processes with every call in one queue.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -26,7 +26,7 @@ const TIMEOUT_MS = 60_000;
 
 function contenders(createFetch) {
   return {
-    'odds-gate, one line': (rate) => {
+    'odds-gate, one queue': (rate) => {
       const f = createFetch({ rate });
       return { background: f, live: f };
     },
@@ -94,12 +94,12 @@ function fleetChild(job) {
 }
 
 /** Four processes sharing one key through Redis, each with 50 live and 50 background calls. */
-async function fleetOnce(redisPort, oneLine) {
+async function fleetOnce(redisPort, oneQueue) {
   const rate = { burst: 2, perSecond: 20 };
   // X-RateLimit-* on 429s only, as the API documents them.
   const api = await startFakeOddsApi({ ...rate, retryAfterSeconds: 1, rateLimitHeaders: 'throttled' });
   try {
-    const job = { store: 'redis', redisPort, rate, baseUrl: api.baseUrl, apiKey: `bench-fleet-lanes-${randomUUID()}`, lanes: { live: 50, background: 50 }, oneLine };
+    const job = { store: 'redis', redisPort, rate, baseUrl: api.baseUrl, apiKey: `bench-fleet-lanes-${randomUUID()}`, lanes: { live: 50, background: 50 }, oneQueue };
     const children = Array.from({ length: 4 }, () => fleetChild(job));
     await Promise.all(children.map((c) => c.ready));
     for (const c of children) c.go();
@@ -151,8 +151,8 @@ export async function run() {
   const redis = await startRedis();
   const rowsC = [];
   try {
-    for (const [name, oneLine] of [['odds-gate, lanes 1 : 9 in each process', false], ['odds-gate, one line in each process', true]]) {
-      const r = await fleetOnce(redis.port, oneLine);
+    for (const [name, oneQueue] of [['odds-gate, lanes 1 : 9 in each process', false], ['odds-gate, one queue in each process', true]]) {
+      const r = await fleetOnce(redis.port, oneQueue);
       rowsC.push([name, `${r.background} %`, r.perProcess.join(' / '), fix(r.liveS), fix(r.allS), `${r.ok} / ${r.attempts}`, r.rejected]);
     }
   } finally {
@@ -167,7 +167,7 @@ export async function run() {
     id: 'lanes',
     title: 'Lanes: live calls before background refreshes on one key',
     what: 'the fake Odds API (burst 2 at 2/s, Retry-After: 1 on 429s); 40 background calls queued at 0 s, 8 live calls at 1 s; seconds from the start until the last call of each kind was done; 200s / requests and 429s as the server counted them',
-    target: 'lanes: the live calls done within 7 s, the whole line <= 1.05 x the 23 s floor, 0 429s',
+    target: 'lanes: the live calls done within 7 s, the whole queue <= 1.05 x the 23 s floor, 0 429s',
     verdict: `${liveS <= 7 && wholeS <= 1.05 * 23 && lanes[5] === 0 ? 'met' : 'MISSED'} (live done at ${fix(liveS)} s, all at ${fix(wholeS)} s, ${lanes[5]} 429s)`,
     head: ['contender', 'live done (s)', 'background done (s)', 'all done (s, x floor)', '200s / requests', '429s'],
     rows: rowsA,

@@ -28,7 +28,7 @@ const mem = (pkg) => {
 const tally = (outcomes, skip) => Object.entries(outcomes.reduce((c, o) => ({ ...c, [o]: (c[o] ?? 0) + 1 }), {}))
   .filter(([k]) => k !== skip).map(([k, v]) => `${int(v)} ${k}`).join(', ') || '-';
 
-// Puts n calls in line, measures, then aborts them all (one shared signal, or one per call).
+// Puts n calls in the queue, measures, then aborts them all (one shared signal, or one per call).
 async function waiters({ variant, n, shared }) {
   const pkg = await loadPkg();
   const res = new Response('{}');

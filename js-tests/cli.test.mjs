@@ -397,7 +397,7 @@ test('simulate --lane: the issue\'s case, live calls done at 4.5 s beside 40 bac
   assert.match(r.stdout, /^odds-gate simulate: 48 workers in 2 lanes, one shared gate; /);
   assert.deepEqual(row(r.stdout, 'one shared gate'), [48, 0, 48, 0, 23000]);
   // Nine live admissions for each background one: all eight live ones go in a row from 1 s,
-  // and the line still ends at the allowance's floor (2 at once, then 46 at 2/s).
+  // and the queue still ends at the allowance's floor (2 at once, then 46 at 2/s).
   assert.deepEqual(laneRows(r.stdout), {
     background: [1, 40, 0, 40, 40, 0, 23000, 12962.5, 23000],
     live: [9, 8, 1000, 8, 8, 0, 4500, 1750, 3500],

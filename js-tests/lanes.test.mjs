@@ -1,5 +1,5 @@
 // Lanes, live: `fetchImpl.lane(options)` is another fetchImpl on the same gates whose calls wait
-// in a line of their own, sharing admissions by weight. Wiring only, with wide bounds: the
+// in a queue of their own, sharing admissions by weight. Wiring only, with wide bounds: the
 // shares themselves are the core's, tested on the virtual clock (tests/lanes.rs).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -61,7 +61,7 @@ test('across worker threads, live calls in one thread go before background calls
     const job = { mode: 'lanes', rate, baseUrl: api.baseUrl, apiKey: `lanes-${randomUUID()}`, background: 40, live: 8, delayMs: 500 };
     const { stdout } = await promisify(execFile)(process.execPath, [scenario, JSON.stringify(job)], { timeout: 120_000 });
     const done = JSON.parse(stdout).done;
-    // The threads follow one schedule: as in one thread above (one line across the threads
+    // The threads follow one schedule: as in one thread above (one queue across the threads
     // would have the live calls done last).
     assertLiveWentFirst(done, api);
   } finally {
@@ -117,7 +117,7 @@ test('simulate({ lanes }): the issue\'s case on the virtual clock, each lane\'s 
   assert.throws(() => simulate({ lanes: [{ weight: 2 }] }), { name: 'TypeError', message: /`lanes\[0\]\.workers` is required/ });
   assert.throws(() => simulate({ lanes: [{ workers: 1, name: '' }] }), { name: 'RangeError', message: /`lanes\[0\]\.name`/ });
   for (const other of [{ threads: 2 }, { processes: 2 }, { separateGates: 2 }, { shared: false }]) {
-    assert.throws(() => simulate({ lanes, ...other }), { name: 'TypeError', message: /`lanes` wait in one shared gate's line/ }, JSON.stringify(other));
+    assert.throws(() => simulate({ lanes, ...other }), { name: 'TypeError', message: /`lanes` wait in one shared gate's queue/ }, JSON.stringify(other));
   }
   assert.throws(() => simulate({ lanes, lookups: { calls: 1, burst: 1, perSecond: 1 } }), { name: 'TypeError', message: /`lanes` and `lookups`/ });
 });

@@ -49,7 +49,7 @@ test('retries spent after failures: the last rejection itself; typed: GateAbando
 test('refused before any answer: GateAbandonedError, with or without typedErrors', async () => {
   const slowOk = () => new Promise((r) => setTimeout(() => r(json(200, {})), 20));
   for (const typedErrors of [false, true]) {
-    // One token, then a line of one: maxWaiting refuses the third at once, maxWaitMs a wait.
+    // One token, then a queue of one: maxWaiting refuses the third at once, maxWaitMs a wait.
     const full = client({ rate: { burst: 1, perSecond: 5 }, maxWaiting: 1, typedErrors, fetch: slowOk });
     const ahead = [full.getOddsSnapshot('a'), full.getOddsSnapshot('b')];
     const [, queueFull] = await outcome(full.getOddsSnapshot('c'));

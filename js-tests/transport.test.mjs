@@ -109,8 +109,8 @@ test('10,000 concurrent calls all settle, in FIFO order, with one timer', async 
   const calls = Array.from({ length: n }, (_, i) => fetchImpl(`http://127.0.0.1/${i}`, init));
   // The burst went at once; tokens refilled while the loop ran let a few more through.
   assert.ok(fetchImpl.stats().waiting > n / 2, `${fetchImpl.stats().waiting} waiting`);
-  // One timer for the whole line, and one for the timeouts of every attempt in flight.
-  assert.equal(timeouts() - before, 2, 'one timer for the line, one for attempts in flight');
+  // One timer for the whole queue, and one for the timeouts of every attempt in flight.
+  assert.equal(timeouts() - before, 2, 'one timer for the queue, one for attempts in flight');
   const settled = await Promise.allSettled(calls);
   assert.equal(settled.filter((s) => s.status === 'fulfilled').length, n);
   assert.deepEqual(order, Array.from({ length: n }, (_, i) => i));
@@ -119,7 +119,7 @@ test('10,000 concurrent calls all settle, in FIFO order, with one timer', async 
   assert.equal(gate.waiting, 0);
   assert.equal(gate.timerArmed, false);
   assert.equal(timeouts(), before, 'no timer left once nobody waits');
-  console.log(`10,000 calls: ${gate.wakeups} wake-ups, peak line ${gate.peakWaiting}`);
+  console.log(`10,000 calls: ${gate.wakeups} wake-ups, peak queue ${gate.peakWaiting}`);
 });
 
 test('an already-aborted signal rejects before admission and spends no token', async () => {
@@ -136,7 +136,7 @@ test('an already-aborted signal rejects before admission and spends no token', a
   assert.equal(fetchImpl.stats().gates[0].admitted, 1);
 });
 
-test('aborting a waiting call rejects it at once, spends no token, and keeps the line in order', async () => {
+test('aborting a waiting call rejects it at once, spends no token, and keeps the queue in order', async () => {
   const order = [];
   const fetchImpl = createFetch({
     rate: { burst: 1, perSecond: 20 },
@@ -250,7 +250,7 @@ test('5,000 waiters sharing one AbortSignal are aborted at once, with one listen
   const settled = await Promise.allSettled(calls);
   process.off('warning', onWarning);
   assert.equal(settled.filter((s) => s.status === 'rejected' && s.reason.name === 'AbortError').length, n - 1);
-  assert.deepEqual(warnings, [], 'no MaxListenersExceededWarning: one listener for the whole line');
+  assert.deepEqual(warnings, [], 'no MaxListenersExceededWarning: one listener for the whole queue');
   const [gate] = fetchImpl.stats().gates;
   assert.deepEqual([gate.waiting, gate.cancelled, gate.timerArmed], [0, n - 1, false]);
 });
@@ -286,7 +286,7 @@ test('attempts in flight share one timer, and each still times out on time', asy
   assert.ok(q.ms < Math.min(...slowEnds.map((s) => s.ms)), 'the 100 ms attempt ended before the 400 ms ones');
   assert.equal(timeouts(), before, 'no timer holds the process once nothing is in flight');
 
-  // A call that waited in line (the bindings' path) and one admitted at once (the package's
+  // A call that waited in the queue (the bindings' path) and one admitted at once (the package's
   // fast path) share that one timer too.
   const quickOrHang = (url, init) => (url.endsWith('quick') ? Promise.resolve(new Response('{}')) : hang(url, init));
   const paced = createFetch({ rate: { burst: 2, perSecond: 1000 }, retry: { ...retry, attemptTimeoutMs: 400 }, fetch: quickOrHang });
@@ -299,7 +299,7 @@ test('attempts in flight share one timer, and each still times out on time', asy
       const fast = settledAt(paced('http://127.0.0.1/at-once', { headers })); // a full bucket again
       const [gate] = paced.stats().gates;
       assert.equal(gate.admitted, 4, 'all four admitted');
-      assert.equal(gate.waiting, 0, 'nobody waits in line');
+      assert.equal(gate.waiting, 0, 'nobody waits in the queue');
       assert.equal(timeouts() - before, 1, 'one timer for the attempts of both paths');
       return fast;
     }),
@@ -312,7 +312,7 @@ test('maxWaiting and maxWaitMs refuse at once, with their reasons, and spend no 
   const headers = { 'X-API-Key': freshKey() };
   const full = createFetch({ rate: { burst: 1, perSecond: 1 }, fetch: inner, maxWaiting: 1 });
   const first = full('http://127.0.0.1/a', { headers }); // admitted
-  const second = full('http://127.0.0.1/b', { headers }); // waits: the line holds one
+  const second = full('http://127.0.0.1/b', { headers }); // waits: the queue holds one
   await assert.rejects(full('http://127.0.0.1/c', { headers }),
     (err) => err instanceof GateAbandonedError && err.reason === 'queue-full' && err.attempts === 0);
   await Promise.all([first, second]);

@@ -30,7 +30,7 @@ export interface RetryOptions {
   maxAttempts?: number;
   /**
    * Per-call time budget for retrying, counted from the call's first send: no retry is
-   * admitted after it. Waiting in line for the first send is not retrying (see `maxWaitMs`).
+   * admitted after it. Waiting in the queue for the first send is not retrying (see `maxWaitMs`).
    * @default 60000
    */
   timeBudgetMs?: number;
@@ -107,14 +107,14 @@ export interface CreateFetchOptions {
    */
   typedErrors?: boolean;
   /**
-   * The longest a call may wait in line for its first admission: a call whose admission is
+   * The longest a call may wait in the queue for its first admission: a call whose admission is
    * predicted later than this is refused at once (`GateAbandonedError`, reason `queue-wait`,
    * attempts 0, no token spent), and a waiting call that a new cooldown pushes past it is let
    * go the same way. A finite number >= 0. @default none (a call waits its turn)
    */
   maxWaitMs?: number;
   /**
-   * The most calls that may wait in line: a call that would make the line longer is refused
+   * The most calls that may wait in the queue: a call that would make the queue longer is refused
    * at once (reason `queue-full`). An integer >= 0. @default none
    */
   maxWaiting?: number;
@@ -215,7 +215,7 @@ export interface BatchOptions {
 
 /**
  * A lane: another `fetchImpl` on the same gates (same credential, allowance, cooldown and retry
- * budget) whose calls wait in a line of their own. When several lanes have calls waiting on a
+ * budget) whose calls wait in a queue of their own. When several lanes have calls waiting on a
  * gate, its admissions go to them in proportion to their weights; a lane with nothing waiting
  * lends its share. Within one process's thread (see the README for threads and fleets).
  */
@@ -231,7 +231,7 @@ export interface LaneOptions {
   weight?: number;
   /** The lane's own retries (`false`: none, as for best-effort work); its retries draw on the wrapper's budget, so `retry.budget` is refused here. @default the wrapper's */
   retry?: boolean | Omit<RetryOptions, 'budget'>;
-  /** How long the lane's calls may wait in line. @default the wrapper's */
+  /** How long the lane's calls may wait in the queue. @default the wrapper's */
   maxWaitMs?: number;
   /** How many calls may wait before the lane's next is refused. @default the wrapper's */
   maxWaiting?: number;
@@ -291,7 +291,7 @@ export interface GateStats {
   admitted: number;
   waiting: number;
   peakWaiting: number;
-  /** Waiters that left the line without a token (aborted). */
+  /** Waiters that left the queue without a token (aborted). */
   cancelled: number;
   /** Calls let go because admission would come after their deadline. */
   expired: number;
@@ -351,7 +351,7 @@ export interface Description {
   backoff?: string;
   /** Present when retries are on. */
   bounds?: string;
-  /** How long a call may wait in line, and how long the line may be. */
+  /** How long a call may wait in the queue, and how long the queue may be. */
   waiting: string;
   /** Present on a lane: its name, its weight and what it means. */
   lane?: string;
@@ -489,7 +489,7 @@ export interface SimulatedLane {
   rejected: number;
   /** When its last call was done (settled), in ms. */
   doneMs: number;
-  /** Its admissions' mean and longest wait in line, in ms. */
+  /** Its admissions' mean and longest wait in the queue, in ms. */
   meanWaitMs: number;
   maxWaitMs: number;
 }

@@ -152,7 +152,7 @@ fn outcome(world: &World, s: Setup, calls: &[usize]) -> Outcome {
     }
 }
 
-/// 64 calls at once, 8 a spender (in one line each), the run.
+/// 64 calls at once, 8 a spender (in one queue each), the run.
 fn at_the_floor(s: Setup) -> (Outcome, f64) {
     let (mut world, wrappers) = world(s);
     let n = s.spenders.count();

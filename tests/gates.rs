@@ -933,7 +933,7 @@ fn a_call_number_is_not_given_again_before_its_settlement_is_handed_out() {
         url,
         batch: None,
     };
-    // Refused at once (the line may hold none): the first one's settlement is decided.
+    // Refused at once (the queue may hold none): the first one's settlement is decided.
     let first = gates.start(0.0, refuse, &request(SNAPSHOT)).unwrap().call;
     let second = gates.start(0.0, refuse, &request(SNAPSHOT)).unwrap().call;
     let slot = |id: u64| id & 0xffff_ffff;

@@ -1,4 +1,4 @@
-//! Lanes on one key, on the virtual clock: the line's start-time fair queuing (shares within one
+//! Lanes on one key, on the virtual clock: the queue's start-time fair queuing (shares within one
 //! token of the weights over any busy window, no lane starves, no token unused while anyone
 //! waits, the prediction `maxWaitMs` relies on), and the issue's own case through the
 //! production `Gates`: 40 background calls, then 8 live ones, at 2/s.
@@ -7,7 +7,7 @@
 use std::rc::Rc;
 
 use odds_gate::core::gate::action::End;
-use odds_gate::core::gate::line::{Lane, Line, Place};
+use odds_gate::core::gate::queue::{Lane, Place, Queue};
 use odds_gate::core::gate::store_link::StoreSettings;
 use odds_gate::core::gates::profile::{Keeping, Profile};
 use odds_gate::core::gates::{Gates, WrapperId};
@@ -96,22 +96,22 @@ fn background_then_live_on(
 }
 
 #[test]
-fn live_calls_go_before_a_queue_of_background_refreshes_and_the_line_stays_at_the_floor() {
+fn live_calls_go_before_a_queue_of_background_refreshes_and_the_queue_stays_at_the_floor() {
     // One line: the live calls wait behind all 40.
     let (live, all, rejected) = background_then_live(&[None, None]);
     assert_eq!(rejected, 0);
     assert_eq!(
         (live, all),
         (23_040.0, 23_040.0),
-        "one line: live and all done"
+        "one queue: live and all done"
     );
     // Lanes of weight 1 and 9: nine live calls for each background one once they come (the
     // live calls done at 4.54 s). The floor is 23 s (2 at once, then 46 at 2/s), and the last
-    // answer's 20 ms after its refill anchored on the one before (23.04 s, one line or lanes).
+    // answer's 20 ms after its refill anchored on the one before (23.04 s, one queue or lanes).
     let (live, all_laned, rejected) = background_then_live(&[Some(1.0), Some(9.0)]);
     assert_eq!(rejected, 0);
     assert_eq!(live, 4_540.0, "lanes: live done");
-    assert_eq!(all_laned, all, "the lanes cost the line nothing");
+    assert_eq!(all_laned, all, "the lanes cost the queue nothing");
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn a_background_lane_under_a_saturated_heavier_lane_gets_its_share() {
 
 /// `lines` threads of one process sharing memory (`Sharing::Threads`), or processes sharing a
 /// store 1 ms away, each with a background lane (weight 1) and a live lane (weight 9) on one
-/// key at `rate` that the server allows exactly: the world, and each line's (background, live)
+/// key at `rate` that the server allows exactly: the world, and each queue's (background, live)
 /// wrappers. Unnamed lanes are made in the same order everywhere; `named` ones ("background",
 /// "live") in the other order every other line.
 fn shared_world(
@@ -198,7 +198,7 @@ fn shared_world(
     (world, lanes)
 }
 
-/// Where the lines of [`shared_world`] share the key's state.
+/// Where the queues of [`shared_world`] share the key's state.
 #[derive(Debug, Clone, Copy)]
 enum Sharing {
     Threads,
@@ -207,7 +207,7 @@ enum Sharing {
 
 #[test]
 fn across_threads_and_processes_live_calls_of_one_go_before_background_refreshes_of_another() {
-    // Line 1 queues the 40 background calls, line 2 the 8 live ones a second later: the lines
+    // Queue 1 queues the 40 background calls, line 2 the 8 live ones a second later: the queues
     // follow one schedule, as the single line above does (4.54 s, 23.04 s in one process):
     // the same in threads, 3 ms later through a store 1 ms away.
     for (sharing, named, done) in [
@@ -236,7 +236,7 @@ fn four_threads_or_processes_with_two_lanes_each_share_by_the_weights() {
 }
 
 /// Four lines with 50 background and 50 live calls each: of the first 200 admissions, the
-/// background lanes' and each line's.
+/// background lanes' and each queue's.
 fn four_lines_saturated(sharing: Sharing, named: bool) -> (usize, Vec<usize>) {
     let rate = Rate::new(1.0, 10.0).unwrap();
     let (mut w, lanes) = shared_world(4, rate, sharing, named);
@@ -256,7 +256,7 @@ fn four_lines_saturated(sharing: Sharing, named: bool) -> (usize, Vec<usize>) {
     let first: Vec<usize> = w.log.sent.iter().take(200).map(|s| s.index).collect();
     assert_eq!(first.len(), 200);
     let slow = first.iter().filter(|i| background.contains(i)).count();
-    // Within a lane the lines' calls go by arrival, whichever line holds them.
+    // Within a lane the queues' calls go by arrival, whichever line holds them.
     let per_line = (0..4)
         .map(|l| first.iter().filter(|&&i| of_line[i] == l).count())
         .collect();
@@ -375,7 +375,7 @@ proptest! {
         (weights, ops) in ops()
     ) {
         let lane = |i: usize| Lane { id: i as u32 + 1, weight: weights[i] };
-        let mut line = Line::default();
+        let mut line = Queue::default();
         let mut waiting = vec![0usize; weights.len()];
         let mut of_call = Vec::new();
         // Per admission: the lane admitted, and which lanes had calls waiting just before.

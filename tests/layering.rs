@@ -10,8 +10,8 @@
 //! The check reads `src/core/**/*.rs` as tokens (comments, strings and doc links skipped) and
 //! finds the core paths each file names: `use` trees (`crate::core::..`, `super::..`,
 //! `self::..`, a child module's name), and the same paths written inline in code. A path goes
-//! to the file of its longest module prefix (`crate::core::gate::line::Lane` is
-//! `gate/line.rs`; `crate::core::gates::Gates` is `gates/mod.rs`). Inline `mod name { .. }`
+//! to the file of its longest module prefix (`crate::core::gate::queue::Lane` is
+//! `gate/queue.rs`; `crate::core::gates::Gates` is `gates/mod.rs`). Inline `mod name { .. }`
 //! blocks (tests) count as their file. Paths through `pub use` re-exports count where they are
 //! written, not where the item was first defined.
 #![cfg(not(target_arch = "wasm32"))]
@@ -350,22 +350,29 @@ fn folders_depend_one_way_and_no_two_files_import_each_other() {
 
 #[test]
 fn the_reader_finds_the_paths_the_core_writes() {
-    let modules: Vec<Vec<String>> = ["", "gate", "gate/line", "gate/call", "rules", "rules/learn"]
-        .iter()
-        .map(|m| {
-            m.split('/')
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect()
-        })
-        .collect();
+    let modules: Vec<Vec<String>> = [
+        "",
+        "gate",
+        "gate/queue",
+        "gate/call",
+        "rules",
+        "rules/learn",
+    ]
+    .iter()
+    .map(|m| {
+        m.split('/')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    })
+    .collect();
     let file = Source {
         name: "gate/mod.rs".into(),
         module: vec!["gate".into()],
         text: r##"
             //! Skipped: [`x`](crate::core::rules::learn), "crate::core::rules".
             use super::rules::{self, learn::{Learner as L, Sample}};
-            use line::*;
+            use queue::*;
             fn f() -> crate::core::Millis { let c = '"'; call::Stage::Done; Vec::<u8>::new(); 0.0 }
             fn g<'a>(r#type: &'a str) -> &'a str { let _ = r#"crate::core::sim"#; r#type }
             /* Skipped: crate::core::sim */
@@ -385,7 +392,7 @@ fn the_reader_finds_the_paths_the_core_writes() {
         ("rules", 3),
         ("rules::learn::Learner", 3),
         ("rules::learn::Sample", 3),
-        ("gate::line::*", 4),
+        ("gate::queue::*", 4),
         ("Millis", 5),
         ("gate::call::Stage::Done", 5),
         ("gate::*", 10),

@@ -212,7 +212,7 @@ fn a_call_that_waits_and_was_never_sent_can_be_withdrawn() {
 }
 
 #[test]
-fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
+fn a_scout_goes_first_and_its_route_waits_outside_the_queue_until_released() {
     let mut gate = learning_gate();
     let other = gate.start(0.0, CallSpec::default(), 3);
     let scout = CallSpec {
@@ -234,7 +234,7 @@ fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
     assert_eq!(
         gate.waiting(),
         2,
-        "the call behind the scout waits beside the line"
+        "the call behind the scout waits beside the queue"
     );
     // The scout failed: how it went is reported, and the held call may go on.
     gate.failed(
@@ -255,7 +255,7 @@ fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
     }
     assert!(reported);
     // Nothing says the server is up: the failure holds the gate (see `Streak`); then the
-    // opening's token, back at once, lets the next in line go (still one at a time).
+    // opening's token, back at once, lets the next in the queue go (still one at a time).
     assert!(!gate.in_flight(other));
     // Held for uniform(0, 2 s), the default backoff's first step.
     let held_until = gate.cooldown_until();
@@ -264,10 +264,10 @@ fn a_scout_goes_first_and_its_route_waits_outside_the_line_until_released() {
         "{held_until}"
     );
     while gate.poll_action(held_until).is_some() {}
-    assert!(gate.in_flight(other), "the next in line went out");
+    assert!(gate.in_flight(other), "the next in the queue went out");
     assert_eq!(gate.waiting(), 1, "the call behind the scout");
     gate.release(5.0, held);
-    assert_eq!(gate.waiting(), 1, "now in line");
+    assert_eq!(gate.waiting(), 1, "now in the queue");
     // A held call moved to another gate comes out as an ordinary call.
     let moved = gate.start(
         5.0,

@@ -12,7 +12,7 @@ use harness::{Harness, Reply};
 use odds_gate::core::base::random::Seeded;
 use odds_gate::core::gate::action::End;
 use odds_gate::core::gate::call::CallSpec;
-use odds_gate::core::gate::line::Lane;
+use odds_gate::core::gate::queue::Lane;
 use odds_gate::core::gate::{Gate, EARLY_MS};
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::backoff::Backoff;
@@ -157,7 +157,7 @@ fn run(s: &Scenario) -> Harness {
             max_waiting: None,
             // Every admission also reports its wait: the extra events must change nothing.
             reports_wait: true,
-            // Some calls scout their route, waiting at the front of the line: that must break
+            // Some calls scout their route, waiting at the front of the queue: that must break
             // none of these properties either.
             scout: plan.replayable && !plan.retry,
             account: false,

@@ -98,7 +98,7 @@ fn threads_draw_from_one_allowance_in_the_order_their_calls_came() {
         threads.push(gates);
     }
     let mut world = World::new(threads, Box::new(|_: Millis, _: &Attempt| Reply::ok()));
-    // Eight calls, alternating between the threads' lines, one a millisecond.
+    // Eight calls, alternating between the threads' queues, one a millisecond.
     for i in 0..8 {
         let p = i % 2;
         world.start_at(i as f64, Call::get(p, wrappers[p], "k", "http://api/v1/x"));

@@ -34,8 +34,8 @@ if (job.fetch === 'hang') {
   // order; once told to go (a line on stdin), job.lanes.background and job.lanes.live calls at
   // once; prints when each was done (performance.timeOrigin-based ms, comparable across
   // processes on one machine).
-  // job.oneLine: both kinds in the wrapper's own line (the benchmark's comparison).
-  const lanes = job.oneLine ? { background: fetchImpl, live: fetchImpl } : {
+  // job.oneQueue: both kinds in the wrapper's own queue (the benchmark's comparison).
+  const lanes = job.oneQueue ? { background: fetchImpl, live: fetchImpl } : {
     background: fetchImpl.lane({ weight: 1, name: 'background' }),
     live: fetchImpl.lane({ weight: 9, name: 'live' }),
   };

@@ -1,6 +1,6 @@
 // The lanes tests' one check of order: of 40 background calls and 8 live ones (queued after
 // them, in a heavier lane), the live calls are done while most background calls still wait, at
-// most 3 background calls among them (in one line the live calls would be done last; with
+// most 3 background calls among them (in one queue the live calls would be done last; with
 // equal weights about seven background calls come in among them).
 import assert from 'node:assert/strict';
 

@@ -10,7 +10,7 @@ const response = new Response('{}');
 
 if (how === 'from') {
   // A burst of 100: all but the first 100 calls queue. With a bucket of one, a token every
-  // 10 us and timers of a millisecond, the line would go at one call a timer (10 to 30 s here
+  // 10 us and timers of a millisecond, the queue would go at one call a timer (10 to 30 s here
   // on Node 24, idle between timers).
   const fetchImpl = createFetch({ rate: { burst: 100, perSecond: 1e5 }, fetch: async () => response });
   const calls = Array.from({ length: n }, () => fetchImpl(url, { headers: { 'X-API-Key': 'stress' } }));

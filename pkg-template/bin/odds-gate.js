@@ -38,7 +38,7 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
   --latency-ms N       from a request's arrival to its response's return (default 0)
   --lane NAME:WEIGHT:WORKERS[:START_MS]
                        a lane of WORKERS workers (from START_MS, default 0) whose calls wait in a
-                       line of their own on the shared gate, sharing its admissions by WEIGHT
+                       queue of their own on the shared gate, sharing its admissions by WEIGHT
                        (as fetchImpl.lane({ name, weight }) does); repeat it for each lane. With
                        lanes, --workers (default 0) are the wrapper's own, lane "default" of
                        weight 1; not with --independent, --separate-gates, --processes,
@@ -146,7 +146,7 @@ async function simulateCommand(argv) {
   }
   const lanes = flags.lanes?.map(laneFlag);
   if (lanes && coordination.length > 0) {
-    throw new UsageError(`\`--lane\` waits in the one shared gate's line: leave out ${coordination[0][1]}`);
+    throw new UsageError(`\`--lane\` waits in the one shared gate's queue: leave out ${coordination[0][1]}`);
   }
   if (lanes && flags.lookups !== undefined) {
     throw new UsageError('choose one of `--lane` and `--lookups`');

@@ -21,7 +21,7 @@ export function instruments(meter, boundsSeconds) {
   const gauge = (name, unit, description) => meter.createObservableGauge(name, { description, unit });
   return {
     meter,
-    wait: histogram('odds_gate.admission.wait_time', 'Time a call waited in its gate\'s line before it was let through'),
+    wait: histogram('odds_gate.admission.wait_time', 'Time a call waited in its gate\'s queue before it was let through'),
     backoff: histogram('odds_gate.retry.backoff', 'Backoff the gate chose before a retry (a server\'s Retry-After is the cooldown instead)'),
     requests: counter('odds_gate.requests', '{request}', 'Admissions asked for: first attempts and retries'),
     admissions: counter('odds_gate.admissions', '{request}', 'Attempts let through to the network (each spent a token)'),
@@ -29,7 +29,7 @@ export function instruments(meter, boundsSeconds) {
     retries: counter('odds_gate.retries', '{retry}', 'Retries, by cause'),
     abandoned: counter('odds_gate.abandoned', '{call}', 'Calls given up, by reason (never reported as success)'),
     quotaRejections: counter('odds_gate.quota.rejections', '{call}', 'Calls refused at once because the monthly quota is spent'),
-    queueDepth: gauge('odds_gate.queue.depth', '{call}', 'Calls waiting in the gate\'s line, by lane'),
+    queueDepth: gauge('odds_gate.queue.depth', '{call}', 'Calls waiting in the gate\'s queue, by lane'),
     cooldown: gauge('odds_gate.cooldown.remaining', 's', 'Time until the gate\'s cooldown (Retry-After) ends'),
     budget: gauge('odds_gate.retry_budget.tokens', '{token}', 'Tokens left in the gate\'s shared retry budget'),
   };

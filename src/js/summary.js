@@ -11,7 +11,7 @@ const LABELS = [
   ['quota', 'quota'], ['metrics', 'metrics'], ['learned', 'learned'],
 ];
 
-/** A Redis store, in one line. */
+/** A Redis store, in one queue. */
 const shared = ({ prefix, settings: s }) => `shared across processes through Redis (keys ${prefix}:{scope}:gate, Redis TIME as the clock); `
   + `if Redis does not answer within ${s.timeoutMs} ms, ${s.onFailure === 'local' ? `each process admits alone at ${s.localShare * 100}% of the allowance` : 'calls fail with GateAbandonedError (store-unavailable)'}, `
   + `and Redis is asked again after ${s.retryMs} ms`;
@@ -37,17 +37,17 @@ export function summary({ rate, learn, store, threads, shelf, retry, budget, wai
   } else {
     s.retry = 'off: observe and admit only; the response goes back as it is';
   }
-  const most = waiting.maxWaiting === null ? 'no limit to the line' : `at most ${waiting.maxWaiting} calls in line (more are refused: queue-full)`;
+  const most = waiting.maxWaiting === null ? 'no limit to the queue' : `at most ${waiting.maxWaiting} calls in the queue (more are refused: queue-full)`;
   s.waiting = waiting.maxWaitMs === null
-    ? `a call waits its turn however long the line (no maxWaitMs); ${most}`
+    ? `a call waits its turn however long the queue (no maxWaitMs); ${most}`
     : `a call predicted to wait more than ${waiting.maxWaitMs} ms is refused at once (queue-wait); ${most}`;
   if (lane !== undefined) {
-    s.lane = `lane "${lane.name}", of weight ${lane.weight}: its calls wait in a line of their own, and while other lanes' calls wait on the same gate the admissions go to the lanes in proportion to their weights (the wrapper's own calls: weight 1); a lane with nothing waiting lends its share`;
+    s.lane = `lane "${lane.name}", of weight ${lane.weight}: its calls wait in a queue of their own, and while other lanes' calls wait on the same gate the admissions go to the lanes in proportion to their weights (the wrapper's own calls: weight 1); a lane with nothing waiting lends its share`;
   }
   s.retryBudget = budget
     ? `shared per gate: ${budget.capacity} tokens, a 429 retry costs ${budget.throttleCost}, a transient one ${budget.transientCost}, success refunds the retry's cost (+${budget.successRefill} for a first-time success); batch({ retryBudget }) adds a fixed allowance per round`
     : 'none';
-  s.quota = `a 429 naming the quota, or ${limits.suspiciousRun} bare 429s in a row, triggers one GET /usage per gate, through its line (after an answer that confirms nothing, the next waits ${limits.probeBaseMs / 1000} s, doubling to ${limits.probeCapMs / 1000} s); nothing else in line is sent until it answers; used >= limit ends calls at once, unsent, with the server's quota 429 given again (x-odds-gate: quota-exhausted; QuotaExhaustedError with typedErrors) until the period ends or resetQuota(); GET /usage and /limits are never refused for the quota`;
+  s.quota = `a 429 naming the quota, or ${limits.suspiciousRun} bare 429s in a row, triggers one GET /usage per gate, through its queue (after an answer that confirms nothing, the next waits ${limits.probeBaseMs / 1000} s, doubling to ${limits.probeCapMs / 1000} s); nothing else in the queue is sent until it answers; used >= limit ends calls at once, unsent, with the server's quota 429 given again (x-odds-gate: quota-exhausted; QuotaExhaustedError with typedErrors) until the period ends or resetQuota(); GET /usage and /limits are never refused for the quota`;
   s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms, what was learned; onEvent: throttled, retry, abandoned, quota-probe, learned, store-down/up, shared-memory-full';
   if (metrics) s.metrics += '; OpenTelemetry: the odds_gate.* counters, gauges and histograms on the given meter';
   if (learn) {

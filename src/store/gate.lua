@@ -13,7 +13,7 @@
 -- hash from before, which then takes the rate it is called with), paused (when an anchored
 -- refill paused; absent when not), anchor (the admission whose response resumes it), cooldown,
 -- quota, slow (1/0), sent (requests admitted so far, every process's: the next one's number),
--- order (the order between the processes' lines: src/core/authority/order.rs's numbers, in its
+-- order (the order between the processes' queues: src/core/authority/order.rs's numbers, in its
 -- layout) and, with a budget, budget.
 -- Times are Redis-clock ms. Every answer is {code, number, number, number, number, burst, ms per
 -- token, fair order}, burst and ms per token the rate stored before the call, the fair order
@@ -129,7 +129,7 @@ local function retune(new_burst, new_per_token)
   tokens = math.min(tokens, burst)
 end
 
--- The order between the processes' lines (src/core/authority/order.rs and fair.rs): o[1], o[2]
+-- The order between the processes' queues (src/core/authority/order.rs and fair.rs): o[1], o[2]
 -- the fair clock (whole admissions, and units of 2^-32); four lanes of (lane + 1, next start in
 -- two numbers) from o[3]; eight claims of (who, lane + 1 or 0, arrival, when it asks next) from
 -- o[15]. Every number stays below 2^53, so a tag is exact. start_of, cost and admitted_in_order
@@ -219,9 +219,9 @@ if op == 'admit' then
   -- then as many tokens as are there, up to that many (the answer's fourth number; the fifth
   -- is the first one's number).
   -- ARGV[14] the asking process's number ("" to ask out of order), ARGV[15] how long its head
-  -- has waited, ARGV[16] its lane + 1 (0 at the front of its line), ARGV[17] the lane's weight,
+  -- has waited, ARGV[16] its lane + 1 (0 at the front of its queue), ARGV[17] the lane's weight,
   -- ARGV[18] and ARGV[19] how long a claim outlives its time, and how soon a head behind
-  -- another asks again, ARGV[20] how many wait in its line, itself included (Order::admit).
+  -- another asks again, ARGV[20] how many wait in its queue, itself included (Order::admit).
   if ARGV[8] == 'is' or ARGV[8] == 'max' then
     recount(ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[11]))
   else

@@ -1,4 +1,4 @@
-//! The monthly quota: bare 429s and a body naming the quota start the `/usage` probe, the line
+//! The monthly quota: bare 429s and a body naming the quota start the `/usage` probe, the queue
 //! stops for it, account calls pass, and probes that confirm nothing are spaced out.
 
 use odds_gate::core::gate::action::Action;
@@ -62,7 +62,7 @@ fn a_429_body_naming_the_quota_starts_the_probe_at_once() {
 
 #[test]
 fn the_line_stops_at_the_first_quota_answer_until_the_probe_has_spoken() {
-    // Burst 1 at 2/s: four calls wait in line behind the first, whose answer names the quota.
+    // Burst 1 at 2/s: four calls wait in the queue behind the first, whose answer names the quota.
     let quota = || {
         Reply::status(429, &[])
             .saying("quota_exceeded", "Monthly API credits exhausted")
@@ -85,7 +85,7 @@ fn the_line_stops_at_the_first_quota_answer_until_the_probe_has_spoken() {
             assert_eq!(sent, vec![false, true]);
             assert!((0..5).all(|i| h.end(i) == Some(End::Exhausted { until: None })));
         } else {
-            // Not spent: the line goes on behind the probe, in call order.
+            // Not spent: the queue goes on behind the probe, in call order.
             assert_eq!(sent[..2], [false, true]);
             assert_eq!(
                 h.sent().len(),
@@ -173,7 +173,7 @@ fn the_kept_quota_answer_is_given_again_until_the_quota_takes_an_answer_or_is_re
 }
 
 #[test]
-fn account_calls_pass_a_spent_quota_through_the_line() {
+fn account_calls_pass_a_spent_quota_through_the_queue() {
     // Three bare 429s; the probe finds the quota spent. Then a GET /usage (call 3) is admitted
     // and answered, while a snapshot (call 4) fails fast, unsent.
     let mut h = Harness::new(
@@ -202,10 +202,10 @@ fn account_calls_pass_a_spent_quota_through_the_line() {
     h.start_at(at, defaults());
     h.run();
     assert_eq!(h.end(3), Some(End::Deliver));
-    assert_eq!(h.attempts_of(3).len(), 1, "through the line, one token");
+    assert_eq!(h.attempts_of(3).len(), 1, "through the queue, one token");
     assert_eq!(h.end(4), Some(End::Exhausted { until: None }));
     assert!(h.attempts_of(4).is_empty());
-    // Calls waiting in line when the quota closes: the account call stays and goes.
+    // Calls waiting in the queue when the quota closes: the account call stays and goes.
     let mut h = Harness::new(
         gate(1.0, 1.0, None),
         Box::new(|_, i, _| match i {

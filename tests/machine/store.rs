@@ -1,4 +1,4 @@
-//! A gate whose state lives in a shared store: one round trip admits what the line can use,
+//! A gate whose state lives in a shared store: one round trip admits what the queue can use,
 //! cooldowns reach everyone, and a store that stops answering (open or closed).
 
 use odds_gate::core::authority::fair::Turn;
@@ -83,7 +83,7 @@ fn through_a_store_eight_workers_go_without_a_429() {
 }
 
 #[test]
-fn through_a_store_one_round_trip_admits_what_the_line_can_use() {
+fn through_a_store_one_round_trip_admits_what_the_queue_can_use() {
     let r = rate(10.0, 10.0);
     let gate = Gate::shared(
         r,

@@ -1,4 +1,4 @@
-//! Calls waiting in line: `maxWaitMs` and `maxWaiting` refusals, aborts, and when a gate is
+//! Calls waiting in the queue: `maxWaitMs` and `maxWaiting` refusals, aborts, and when a gate is
 //! idle.
 
 use super::*;
@@ -43,7 +43,7 @@ fn max_wait_lets_go_of_a_waiter_that_a_new_cooldown_makes_hopeless() {
 }
 
 #[test]
-fn max_waiting_refuses_a_call_that_would_make_the_line_longer() {
+fn max_waiting_refuses_a_call_that_would_make_the_queue_longer() {
     let mut h = Harness::new(gate(1.0, 1.0, None), server(1.0, 1.0));
     let spec = CallSpec {
         max_waiting: Some(2),

@@ -52,7 +52,7 @@ async fn a_429_with_retry_after_seconds_sets_the_cooldown_and_records_the_header
     assert_eq!(get(&gate, "timerArmed"), JsValue::FALSE);
 
     // Another wrapper on the same key is held by the same cooldown: with no deadline it waits
-    // (a token is there), and only its abort takes it out of line, without a fetch.
+    // (a token is there), and only its abort takes it out of the queue, without a fetch.
     let other_fake = FakeFetch::ok();
     let other = observer(2.0, 2.0, &other_fake);
     let controller = abort_controller();

@@ -13,7 +13,7 @@ async fn waiting_calls_go_in_order_at_the_configured_rate() {
     let pending: Vec<Promise> = (0..4)
         .map(|i| t.fetch_promise(format!("https://example.test/{i}").into(), init.clone()))
         .collect();
-    // The calls join the line synchronously, in call order, behind one timer.
+    // The calls join the queue synchronously, in call order, behind one timer.
     let gate = only_gate(&t);
     assert_eq!(num(&gate, "admitted"), 1.0);
     assert_eq!(num(&gate, "waiting"), 3.0);

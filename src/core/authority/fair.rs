@@ -1,10 +1,10 @@
-//! The fair order between lines that share one gate's state (the threads of a process, or the
+//! The fair order between queues that share one gate's state (the threads of a process, or the
 //! processes of a fleet through their store: see [`order`](super::order)): the virtual clock of
 //! [`fair`] queuing and each lane's next start, kept beside the state, so that the heads of
-//! every line are ordered by the one schedule a single line of all their calls would follow. A
-//! lane is the same lane in every line (lane 0, a wrapper's own calls; a named lane by its name;
-//! an unnamed one by the order its line made it); within a lane, heads go by arrival, whichever
-//! line holds them.
+//! every queue are ordered by the one schedule a single queue of all their calls would follow. A
+//! lane is the same lane in every queue (lane 0, a wrapper's own calls; a named lane by its name;
+//! an unnamed one by the order its queue made it); within a lane, heads go by arrival, whichever
+//! queue holds them.
 //!
 //! The words: the clock, then [`LANES`] lanes of (lane + 1, next start), 0 for none. A tag is
 //! kept in two words (its whole admissions and its fraction, in units of 2^-32), each exact in
@@ -21,20 +21,20 @@ pub const WORDS: usize = 2 + 3 * LANES;
 
 const LOW: Tag = 1 << 32;
 
-/// Which head asks for a token, for the order between the lines.
+/// Which head asks for a token, for the order between the queues.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Turn {
     /// When it came (the authority's clock).
     pub since: f64,
-    /// Its lane and the lane's weight; `None` at the front of its line (the quota's probe, a
+    /// Its lane and the lane's weight; `None` at the front of its queue (the quota's probe, a
     /// route's scout), which goes at the clock and spends no lane's turn.
     pub lane: Option<(LaneId, f64)>,
-    /// Calls waiting in its line, itself included: while more wait than go, the line keeps a
+    /// Calls waiting in its queue, itself included: while more wait than go, the queue keeps a
     /// claim for its next head (in this lane, from this arrival, until it asks).
     pub waiting: u32,
 }
 
-/// What the threads share of the order, as a line follows it: the clock and the lanes' next
+/// What the threads share of the order, as a queue follows it: the clock and the lanes' next
 /// starts.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Shares {
@@ -74,7 +74,7 @@ fn write(w: &mut [f64], tag: Tag) {
 pub(crate) struct Fair<'a>(pub &'a mut [f64]);
 
 impl Fair<'_> {
-    /// What a line follows.
+    /// What a queue follows.
     pub fn shares(&self) -> Shares {
         let mut shares = Shares {
             clock: read(&self.0[..2]),

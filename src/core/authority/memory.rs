@@ -183,7 +183,7 @@ impl MemoryAuthority {
             .max(self.bucket.nth_ready_at(now, ahead))
     }
 
-    /// Whether the head of the line could have gone by `at` (at most `now`): no cooldown then,
+    /// Whether the head of the queue could have gone by `at` (at most `now`): no cooldown then,
     /// and a token there.
     pub(crate) fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
         self.cooldown_until <= at && self.bucket.had_token_by(now, at)
@@ -318,7 +318,7 @@ impl Transitions for MemoryAuthority {
 }
 
 impl Immediate for MemoryAuthority {
-    /// One line, so first come is first served already.
+    /// One queue, so first come is first served already.
     fn admit(&mut self, now: Millis, id: AdmissionId, _turn: Turn, account: bool) -> Answer {
         self.apply(
             now,

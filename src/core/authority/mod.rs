@@ -1,5 +1,5 @@
 //! The admission authority: where a gate's shared state lives (token bucket, cooldown, pacing,
-//! retry budget, quota closure) and the only place it changes. A gate's line, its calls and its
+//! retry budget, quota closure) and the only place it changes. A gate's queue, its calls and its
 //! timer stay local to the process; whatever processes share goes through these operations.
 //!
 //! Every place the state lives applies the same operations ([`Transitions`]).
@@ -36,7 +36,7 @@ pub(crate) type AdmissionId = u64;
 pub enum Op {
     /// May the request numbered `id` go now, and up to `want - 1` more behind it (numbered
     /// `id + 1`, ...)? Quota closure first, then the cooldown, then as many tokens as are there,
-    /// up to `want`: a line waiting on a store takes what it can use in one round trip. A take
+    /// up to `want`: a queue waiting on a store takes what it can use in one round trip. A take
     /// from a full bucket pauses the refill until that request's response ([`Op::Resume`] of
     /// `id`), because the server's refill starts when the burst arrives.
     Admit {
@@ -50,7 +50,7 @@ pub enum Op {
         /// An account call (`GET /usage`, `/limits`): the quota's closure does not hold it,
         /// since it is how one checks the quota.
         account: bool,
-        /// The head of the line, for the order between the lines of several processes (see
+        /// The head of the queue, for the order between the queues of several processes (see
         /// [`order`]); `None` asks out of order (the memory authority always does).
         head: Option<Head>,
     },
@@ -85,15 +85,15 @@ pub enum Op {
     },
 }
 
-/// The head of a line asking a store for a token: how long it has waited (the store puts its
+/// The head of a queue asking a store for a token: how long it has waited (the store puts its
 /// arrival on its own clock) and its lane.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Head {
     /// Milliseconds since it came.
     pub waited_ms: Millis,
-    /// Its lane and the lane's weight (`None` at the front of its line).
+    /// Its lane and the lane's weight (`None` at the front of its queue).
     pub lane: Option<(LaneId, f64)>,
-    /// Calls waiting in its line, itself included (see [`Turn`]).
+    /// Calls waiting in its queue, itself included (see [`Turn`]).
     pub waiting: u32,
 }
 
@@ -200,23 +200,23 @@ pub trait Transitions {
 /// threads of the process share. Each is an authority a gate can hold (`gate::Authority`),
 /// asked directly, not through a store link.
 pub trait Immediate: Transitions {
-    /// May the head of the line (its `turn`: its arrival and lane) go now (an `account` call
+    /// May the head of the queue (its `turn`: its arrival and lane) go now (an `account` call
     /// past a spent quota)? [`Op::Admit`], plus whatever keeps the order fair between the
-    /// lines that share the state.
+    /// queues that share the state.
     fn admit(&mut self, now: Millis, id: AdmissionId, turn: Turn, account: bool) -> Answer;
-    /// The fair order the lines sharing the state keep, as the last admission found it (none
-    /// where no other line shares it).
+    /// The fair order the queues sharing the state keep, as the last admission found it (none
+    /// where no other queue shares it).
     fn shares(&self) -> Option<Shares> {
         None
     }
-    /// The allowance the lines sharing the state follow, where another of them may have set
-    /// it (none where no other line shares it).
+    /// The allowance the queues sharing the state follow, where another of them may have set
+    /// it (none where no other queue shares it).
     fn followed(&mut self) -> Option<Rate> {
         None
     }
     /// When the caller with `ahead` others in front of it could be admitted.
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis;
-    /// Whether the head of the line could have gone by `at` (at most `now`), had its wake-up
+    /// Whether the head of the queue could have gone by `at` (at most `now`), had its wake-up
     /// come on time. Where others share the state, nobody can say: no.
     fn ready_by(&mut self, _now: Millis, _at: Millis) -> bool {
         false

@@ -1,11 +1,11 @@
-//! The order between lines that share one gate's state: the threads of a process (in their
+//! The order between queues that share one gate's state: the threads of a process (in their
 //! slot) or the processes of a fleet (in `gate.lua`'s `order` field, the same numbers in the
-//! same layout). The head of each waiting line leaves a claim, and a token goes to the head the
+//! same layout). The head of each waiting queue leaves a claim, and a token goes to the head the
 //! fair order puts first ([`fair`]: the smallest start tag, then the earliest arrival),
-//! whichever line holds it; a head behind it waits until it has asked.
+//! whichever queue holds it; a head behind it waits until it has asked.
 //!
 //! The words: the fair order's, then [`CLAIMS`] claims of four (who, lane + 1 or 0 for the
-//! front, arrival, when it asks next), who 0 for none. More lines than that wait unordered.
+//! front, arrival, when it asks next), who 0 for none. More queues than that wait unordered.
 
 use super::fair::{self, Fair, Shares, Turn};
 use super::memory::MemoryAuthority;
@@ -14,17 +14,17 @@ use crate::core::rules::allowance::Rate;
 use crate::core::rules::fair::{LaneId, Tag};
 use crate::core::Millis;
 
-/// Heads of lines that can hold a claim at once.
+/// Heads of queues that can hold a claim at once.
 pub(crate) const CLAIMS: usize = 8;
 const CLAIM: usize = 4;
 /// Numbers the order takes.
 pub const WORDS: usize = fair::WORDS + CLAIM * CLAIMS;
 
-/// The longest a claim outlives its time: a line that emptied, or whose thread or process died,
+/// The longest a claim outlives its time: a queue that emptied, or whose thread or process died,
 /// holds the others back at most this long (and at most one token interval).
 pub(crate) const GRACE_MS: Millis = 250.0;
 
-/// Where a head goes among the lines: its start tag, its arrival, its line's number.
+/// Where a head goes among the queues: its start tag, its arrival, its queue's number.
 type Place = (Tag, f64, f64);
 
 /// How long a claim outlives its time at `rate`, and how soon a head behind another looks
@@ -38,13 +38,13 @@ pub(crate) fn timing(rate: Rate) -> (Millis, Millis) {
 /// An admission asked for in order: what [`Op::Admit`] carries, and who asks.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Ask {
-    /// The line's number (a thread's, a process's), not 0.
+    /// The queue's number (a thread's, a process's), not 0.
     pub who: f64,
     /// Its head's arrival (on the authority's clock) and lane.
     pub turn: Turn,
     /// The (first) admission's number.
     pub id: AdmissionId,
-    /// How many wait to go (a line waiting on a store takes what it can use in one trip).
+    /// How many wait to go (a queue waiting on a store takes what it can use in one trip).
     pub want: u32,
     /// What a recent response said, applied first.
     pub seen: Option<Seen>,
@@ -65,12 +65,12 @@ impl Order<'_> {
         self.0[fair::WORDS..].chunks_exact(CLAIM)
     }
 
-    /// What the lines follow of the order.
+    /// What the queues follow of the order.
     pub fn shares(&mut self) -> Shares {
         self.parts().0.shares()
     }
 
-    /// Whether any line holds a claim.
+    /// Whether any queue holds a claim.
     pub(crate) fn claimed(&self) -> bool {
         self.claims().any(|c| c[0] != 0.0)
     }
@@ -86,8 +86,8 @@ impl Order<'_> {
 
     /// May `ask`'s head go at `now`? The first head in the order among the claims (lapsed ones
     /// forgotten) gets the token: a head behind another waits until that one asks (`again`
-    /// at least), and leaves its claim. While other lines have claims, one token at a time.
-    /// The answer, and whether it is a wait for another line's head.
+    /// at least), and leaves its claim. While other queues have claims, one token at a time.
+    /// The answer, and whether it is a wait for another queue's head.
     pub fn admit(
         &mut self,
         authority: &mut MemoryAuthority,
@@ -130,8 +130,8 @@ impl Order<'_> {
                 for _ in 0..taken {
                     fair.admitted(&ask.turn);
                 }
-                // A line with more waiting keeps its place for its next head, which asks when
-                // the next token comes: another line asking first must not take that turn.
+                // A queue with more waiting keeps its place for its next head, which asks when
+                // the next token comes: another queue asking first must not take that turn.
                 match ask.turn.waiting > taken {
                     true => self.put(ask, now + next_ms),
                     false => self.remove(ask.who),
@@ -142,7 +142,7 @@ impl Order<'_> {
         (answer, false)
     }
 
-    /// Forgets claims whose line has not asked again within `grace` of when it said it would.
+    /// Forgets claims whose queue has not asked again within `grace` of when it said it would.
     fn expire(&mut self, now: Millis, grace: Millis) {
         for c in self.parts().1.chunks_exact_mut(CLAIM) {
             if c[0] != 0.0 && c[3] + grace < now {
@@ -151,7 +151,7 @@ impl Order<'_> {
         }
     }
 
-    /// Records (or updates) the asking line's claim, if there is room.
+    /// Records (or updates) the asking queue's claim, if there is room.
     fn put(&mut self, ask: &Ask, due: Millis) {
         let find = |who: f64| self.claims().position(|c| c[0] == who);
         let spot = find(ask.who).or_else(|| find(0.0));

@@ -1,5 +1,5 @@
 //! What `gate.lua` keeps for a gate, in Rust: the memory authority's state and the order between
-//! the lines of the processes that share it. The simulator's store runs it, and the parity test
+//! the queues of the processes that share it. The simulator's store runs it, and the parity test
 //! holds the script to it.
 
 use super::fair::{Shares, Turn};
@@ -19,7 +19,7 @@ pub struct StoreAuthority {
 }
 
 impl StoreAuthority {
-    /// A full bucket from `now`, with nobody in line.
+    /// A full bucket from `now`, with nobody in queue.
     pub fn new(rate: Rate, budget: Option<RefillingConfig>, now: Millis) -> Self {
         StoreAuthority {
             memory: MemoryAuthority::new(rate, budget, now),
@@ -38,7 +38,7 @@ impl StoreAuthority {
     }
 
     /// Applies `op` for the process numbered `who` (see [`claimant`](crate::store::claimant)):
-    /// an admission that names its line's head is judged in order (the gate's rate gives the
+    /// an admission that names its queue's head is judged in order (the gate's rate gives the
     /// claims' timing, as the script's arguments do).
     pub fn apply_for(&mut self, now: Millis, who: f64, rate: Rate, op: &Op) -> Answer {
         match *op {

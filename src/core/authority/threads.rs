@@ -1,9 +1,9 @@
-//! The admission authority shared by the threads of one process. Each thread keeps its own line
+//! The admission authority shared by the threads of one process. Each thread keeps its own queue
 //! and its one timer per gate; what they all draw from (the state the memory authority keeps for
 //! a lone thread) lives in a [`Slot`] of shared memory that one thread changes at a time. The
 //! transitions are the memory authority's own: a transaction loads the state from the slot's
 //! words, applies the operation and saves it back. What sharing adds is the
-//! [`order`] between the lines: the head of each waiting line leaves a claim, and
+//! [`order`] between the queues: the head of each waiting queue leaves a claim, and
 //! a token goes to the head the fair order puts first.
 //!
 //! A slot's words, in order: [`READY`] (1 once anything was saved), the gate's allowance and
@@ -310,9 +310,9 @@ impl Transitions for ThreadAuthority {
 }
 
 impl Immediate for ThreadAuthority {
-    /// A token goes to the head that goes first among the threads' lines (see
+    /// A token goes to the head that goes first among the threads' queues (see
     /// [`Order::admit`]); a claim not renewed within one token interval (at most
-    /// [`order::GRACE_MS`]) of its time lapses: its thread died, or its line emptied.
+    /// [`order::GRACE_MS`]) of its time lapses: its thread died, or its queue emptied.
     fn admit(&mut self, now: Millis, id: AdmissionId, turn: Turn, account: bool) -> Answer {
         let ask = Ask {
             who: f64::from(self.thread),

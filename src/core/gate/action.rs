@@ -22,7 +22,7 @@ pub enum Action {
         call: CallId,
         /// The attempt's time limit in whole milliseconds, or 0.
         timeout_ms: Millis,
-        /// How long it waited in line for this admission, in ms.
+        /// How long it waited in the queue for this admission, in ms.
         waited_ms: Millis,
     },
     /// Dispose of the last response's body, which nobody will see: drain it when small (its
@@ -39,7 +39,7 @@ pub enum Action {
         /// The probe.
         call: CallId,
     },
-    /// A `/usage` probe has joined the line: it sends `GET /usage` beside `origin`'s request,
+    /// A `/usage` probe has joined the queue: it sends `GET /usage` beside `origin`'s request,
     /// with `origin`'s credential. The driver prepares that request now.
     StartProbe {
         /// The probe's own call.
@@ -116,7 +116,7 @@ pub enum Event {
     Admitted {
         /// The call.
         call: CallId,
-        /// How long it waited in line, this visit.
+        /// How long it waited in the queue, this visit.
         wait_ms: Millis,
     },
     /// A 429 came back.

@@ -1,10 +1,10 @@
-//! Admission: the head of the line goes when the authority has a token for it (its own memory,
+//! Admission: the head of the queue goes when the authority has a token for it (its own memory,
 //! the threads' slot, or the store through its link), one head per poll; and the gate's one
 //! wake-up, for the head's token or deadline, a backoff's end, a store operation's time limit.
 
 use super::action::{Action, End, Event};
 use super::call::Stage;
-use super::line::Place;
+use super::queue::Place;
 use super::{Admission, Due, Gate, EARLY_MS, STORE_BATCH};
 use crate::core::rules::learn::Learner;
 
@@ -52,10 +52,10 @@ impl Gate {
         }
     }
 
-    /// Tries to admit the head of the line. True when that produced an action.
+    /// Tries to admit the head of the queue. True when that produced an action.
     pub(super) fn admit_head(&mut self, now: Millis) -> bool {
         let calls = &self.calls;
-        let Some(head) = self.line.front(|p| Gate::live(calls, p)) else {
+        let Some(head) = self.queue.front(|p| Gate::live(calls, p)) else {
             return false;
         };
         let Some(call) = self.calls.get(head.call) else {
@@ -68,13 +68,13 @@ impl Gate {
                 Stage::Queued { since, .. } => since,
                 _ => now,
             },
-            lane: call.lane_in_line().map(|id| (id, call.spec.lane.weight)),
-            waiting: self.line.len() as u32,
+            lane: call.lane_in_queue().map(|id| (id, call.spec.lane.weight)),
+            waiting: self.queue.len() as u32,
         };
         // A call let in because its token comes within `maxWaitMs` goes when it comes: a
         // wake-up that comes late (a busy event loop) turns it into no refusal after the wait.
         if deadline < now && !(reason == Reason::QueueWait && self.ready_by(now, deadline)) {
-            self.line.pass();
+            self.queue.pass();
             self.figures.expired += 1;
             self.give_up(now, head.call, reason);
             return true;
@@ -100,7 +100,7 @@ impl Gate {
         // many 429s as it took. It asks a store for one at a time.
         let want = match (&self.learner, account) {
             (Some(_), _) | (_, true) => 1,
-            (None, false) => self.line.len().clamp(1, STORE_BATCH),
+            (None, false) => self.queue.len().clamp(1, STORE_BATCH),
         };
         let learning = self.learner.is_some();
         let admission = self
@@ -119,7 +119,7 @@ impl Gate {
             } => {
                 self.next_admission += 1;
                 self.admit(now, head, id, anchor, seq);
-                self.line.follow(shares.as_ref());
+                self.queue.follow(shares.as_ref());
                 true
             }
             Admission::Answered {
@@ -130,7 +130,7 @@ impl Gate {
                 true
             }
             Admission::Answered { shares, .. } => {
-                self.line.follow(shares.as_ref());
+                self.queue.follow(shares.as_ref());
                 false
             }
         }
@@ -149,7 +149,7 @@ impl Gate {
         self.authority.ready_by(now, at)
     }
 
-    /// Lets the head of the line go: its attempt is sent now.
+    /// Lets the head of the queue go: its attempt is sent now.
     pub(super) fn admit(
         &mut self,
         now: Millis,
@@ -158,7 +158,7 @@ impl Gate {
         anchor: bool,
         seq: f64,
     ) {
-        self.line.pop();
+        self.queue.pop();
         let Some(call) = self.calls.get_mut(head.call) else {
             return;
         };
@@ -224,7 +224,7 @@ impl Gate {
             consider(deadline + EARLY_MS);
         }
         let calls = &self.calls;
-        let head = self.line.front(|p| Gate::live(calls, p));
+        let head = self.queue.front(|p| Gate::live(calls, p));
         if let Some(call) = head.and_then(|h| self.calls.get(h.call)) {
             let (deadline, _) = call.admission_deadline();
             if deadline.is_finite() {
@@ -232,11 +232,11 @@ impl Gate {
             }
         }
         let recalling = self.recalling(now);
-        if recalling && !self.line.is_empty() {
+        if recalling && !self.queue.is_empty() {
             consider(self.recalling_until);
         }
         let held = recalling || head.is_some_and(|h| self.held_for_probe(h.call));
-        if !self.line.is_empty() && !self.window_full() && !held {
+        if !self.queue.is_empty() && !self.window_full() && !held {
             if let Some(at) = self.authority.head_due(now) {
                 consider(at);
             }
@@ -247,14 +247,14 @@ impl Gate {
         }
         let shared = self.threads || link.is_some();
         let opening = self.learner.as_ref().is_some_and(Learner::opening);
-        if shared && opening && !self.line.is_empty() {
+        if shared && opening && !self.queue.is_empty() {
             // Another thread or process may hear the allowance's first answer: look again soon.
             consider(now + OPENING_RECHECK_MS);
         }
         due
     }
 
-    /// The gate's timer fired at `now`: backoffs that are over join the line again, store
+    /// The gate's timer fired at `now`: backoffs that are over join the queue again, store
     /// operations out of time count as failures. Admissions follow in
     /// [`poll_action`](Self::poll_action).
     pub fn handle_timeout(&mut self, now: Millis) {
@@ -279,11 +279,11 @@ impl Gate {
         self.let_go_past_deadlines(now);
         self.scouts_overdue(now);
         let calls = &self.calls;
-        self.line.compact(|p| Gate::live(calls, p));
+        self.queue.compact(|p| Gate::live(calls, p));
     }
 
     /// A route's scout that has had no answer for [`SCOUT_OVERDUE_MS`] scouts no more: the
-    /// calls behind it go into the line (as when a scout gets no answer at all), and the next
+    /// calls behind it go into the queue (as when a scout gets no answer at all), and the next
     /// call of its route scouts again, rather than all of them waiting out its time limit.
     fn scouts_overdue(&mut self, now: Millis) {
         let (overdue, out): (Vec<Due>, Vec<Due>) = std::mem::take(&mut self.scouts)
@@ -306,12 +306,12 @@ impl Gate {
         }
     }
 
-    /// Lets go of the calls in line whose deadline has passed, wherever they wait: a call
+    /// Lets go of the calls in the queue whose deadline has passed, wherever they wait: a call
     /// behind a head that may wait longer is not kept past its own. The head is left to
     /// [`admit_head`](Self::admit_head), which lets it go when its token came in time.
     fn let_go_past_deadlines(&mut self, now: Millis) {
         let calls = &self.calls;
-        let head = self.line.front(|p| Gate::live(calls, p)).map(|p| p.call);
+        let head = self.queue.front(|p| Gate::live(calls, p)).map(|p| p.call);
         while let Some((at, &call)) = self.deadlines.peek() {
             if at >= now {
                 break;
@@ -324,7 +324,7 @@ impl Gate {
             if !matches!(c.stage, Stage::Queued { .. }) || deadline >= now || head == Some(call) {
                 continue;
             }
-            self.line.left(c.lane_in_line());
+            self.queue.left(c.lane_in_queue());
             self.figures.expired += 1;
             self.give_up(now, call, reason);
         }

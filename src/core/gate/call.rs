@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::line::{Lane, Rank};
+use super::queue::{Lane, Rank};
 use crate::core::authority::AdmissionId;
 use crate::core::rules::batch::Batch;
 use crate::core::rules::classify::{Kind, Outcome};
@@ -24,7 +24,7 @@ pub struct CallSpec {
     /// Whether the request may be sent more than once (an idempotent method, or an
     /// `Idempotency-Key`, and a body that can be sent again).
     pub replayable: bool,
-    /// Refuse the call at once, and let it go from the line, when its admission is predicted
+    /// Refuse the call at once, and let it go from the queue, when its admission is predicted
     /// later than this long after it was made.
     pub max_wait_ms: Option<Millis>,
     /// Refuse the call at once when this many calls already wait.
@@ -35,7 +35,7 @@ pub struct CallSpec {
     /// [`Event::Admitted`]: super::action::Event::Admitted
     pub reports_wait: bool,
     /// The first call of a route no answer has named the limiter of: it waits at the
-    /// front of the line (for one token of this limiter, not behind everyone), and how it went
+    /// front of the queue (for one token of this limiter, not behind everyone), and how it went
     /// is reported ([`Action::Route`]) for the calls its route holds back.
     ///
     /// [`Action::Route`]: super::action::Action::Route
@@ -43,8 +43,8 @@ pub struct CallSpec {
     /// An account call (`GET /usage`, `/limits`): never refused for the quota, which it is how
     /// one checks, nor held while the quota's probe is out.
     pub account: bool,
-    /// Its route's scout is out: the call waits beside the line ([`Stage::BehindScout`]) until
-    /// the scout's answer lets it into this gate's line or moves it to its limiter's gate. It
+    /// Its route's scout is out: the call waits beside the queue ([`Stage::BehindScout`]) until
+    /// the scout's answer lets it into this gate's queue or moves it to its limiter's gate. It
     /// counts as waiting (`maxWaiting` judges it as it comes).
     pub behind_scout: bool,
     /// The lane it waits in, and the lane's share of the gate's admissions.
@@ -58,11 +58,11 @@ pub struct CallSpec {
 /// Where a call is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stage {
-    /// Waiting beside the line for its route's scout (see [`CallSpec::behind_scout`]).
+    /// Waiting beside the queue for its route's scout (see [`CallSpec::behind_scout`]).
     BehindScout,
-    /// In line (its `visit`-th time), since `since`.
+    /// In queue (its `visit`-th time), since `since`.
     Queued {
-        /// Which visit to the line this is.
+        /// Which visit to the queue this is.
         visit: u32,
         /// When it joined.
         since: Millis,
@@ -86,7 +86,7 @@ pub enum Stage {
     },
     /// Backing off until the time given.
     Sleeping {
-        /// When it joins the line again.
+        /// When it joins the queue again.
         until: Millis,
     },
     /// (The probe.) Its `/usage` body is being read.
@@ -124,7 +124,7 @@ pub struct Call {
     pub probe: bool,
     /// When it was made.
     pub started: Millis,
-    /// Its place in the call order: it keeps it when it comes back to the line.
+    /// Its place in the call order: it keeps it when it comes back to the queue.
     pub rank: Rank,
     /// When its first attempt went out.
     pub(crate) first_sent: Option<Millis>,
@@ -132,7 +132,7 @@ pub struct Call {
     pub(crate) last_sent: Millis,
     /// Attempts sent.
     pub attempts: u32,
-    /// Visits to the line so far.
+    /// Visits to the queue so far.
     pub(crate) visits: u32,
     /// The last response's status.
     pub(crate) last_status: Option<u16>,
@@ -149,7 +149,7 @@ pub struct Call {
     /// The gate's attempts still out when the latest went: numbered before it, the server may
     /// still have taken them after it.
     pub ahead: f64,
-    /// The latest attempt waited in line for its token (demand was above the pace).
+    /// The latest attempt waited in the queue for its token (demand was above the pace).
     pub waited: bool,
     /// Its latest answer, a 429 with no `Retry-After` the learner has not heard: it may be the
     /// monthly quota's, which says nothing of the rate (see `Gate::tell_learner`).
@@ -159,9 +159,9 @@ pub struct Call {
 }
 
 impl Call {
-    /// Where it waits in line: at the front (the quota's probe, a route's scout on its first
+    /// Where it waits in the queue: at the front (the quota's probe, a route's scout on its first
     /// visit), or in its lane.
-    pub(crate) fn lane_in_line(&self) -> Option<LaneId> {
+    pub(crate) fn lane_in_queue(&self) -> Option<LaneId> {
         let first = matches!(self.stage, Stage::Queued { visit: 1, .. });
         match self.probe || (self.spec.scout && first) {
             true => None,
@@ -169,7 +169,7 @@ impl Call {
         }
     }
 
-    /// A call made at `now`, not yet in line.
+    /// A call made at `now`, not yet in queue.
     pub fn new(spec: CallSpec, probe: bool, now: Millis, rank: Rank) -> Call {
         Call {
             spec,

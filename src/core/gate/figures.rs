@@ -49,11 +49,11 @@ pub struct Figures {
     pub requests: u64,
     /// Calls let through (each spent one token).
     pub admitted: u64,
-    /// Calls in line now.
+    /// Calls in queue now.
     pub waiting: usize,
-    /// The most calls ever in line at once.
+    /// The most calls ever in queue at once.
     pub peak_waiting: usize,
-    /// Calls that left the line, or their wait, because their caller aborted.
+    /// Calls that left the queue, or their wait, because their caller aborted.
     pub cancelled: u64,
     /// Calls let go because admission would come after their deadline.
     pub expired: u64,

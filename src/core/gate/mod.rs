@@ -1,4 +1,4 @@
-//! The gate: one credential's line of calls, and the machine that moves each call through it.
+//! The gate: one credential's queue of calls, and the machine that moves each call through it.
 //! Sans-IO, in the manner of quinn-proto: the driver hands in `now` and what happened (a call
 //! made, a response's status and headers, a failure, a body read, a store's answer, a timer),
 //! and asks what to do next ([`Gate::poll_action`]) and when to wake the gate
@@ -6,16 +6,16 @@
 //! classification, retries and their three bounds, budgets, quota, deadlines. The bindings, the
 //! simulator and the tests drive this same code.
 //!
-//! A call's path: it joins the line ([`Gate::start`]); at its turn the authority admits it and
+//! A call's path: it joins the queue ([`Gate::start`]); at its turn the authority admits it and
 //! the gate says [`Action::Send`]; the driver reports the response ([`Gate::responded`]) or the
 //! failure ([`Gate::failed`]); the gate observes the headers (cooldown, pacing, quota), asks the
 //! policy, and either settles the call ([`Action::Settle`]) or has the unseen body disposed of,
-//! charges the budgets, and sends the call back to the line, after its backoff if it has one.
+//! charges the budgets, and sends the call back to the queue, after its backoff if it has one.
 
 pub mod action;
 pub mod call;
 pub mod figures;
-pub mod line;
+pub mod queue;
 pub mod store_link;
 
 mod admit;
@@ -32,7 +32,7 @@ use std::collections::VecDeque;
 use self::action::{Action, End, Event, OpId};
 use self::call::{Call, CallSpec, Stage};
 use self::figures::Figures;
-use self::line::{Line, Place, Rank};
+use self::queue::{Place, Queue, Rank};
 use self::store_link::{StoreLink, StoreSettings};
 use crate::core::authority::fair::{Shares, Turn};
 use crate::core::authority::memory::MemoryAuthority;
@@ -59,23 +59,23 @@ pub type CallId = Id;
 /// is due now. So is a token due that soon, which spares a second wake-up a moment later.
 pub const EARLY_MS: Millis = 1.0;
 
-/// At most this many calls of a line waiting on a shared store are admitted by one round trip:
+/// At most this many calls of a queue waiting on a shared store are admitted by one round trip:
 /// a process with many calls in flight asks once for what they need, not once each. A call
 /// that leaves while its token is on the way loses that token, so the asks stay modest. (A
 /// learning gate asks for one at a time.)
 pub(crate) const STORE_BATCH: usize = 64;
 
-/// What the gate's authority says to the head of the line. Returned, never kept: boxing the
-/// lines' order would cost an allocation an admission.
+/// What the gate's authority says to the head of the queue. Returned, never kept: boxing the
+/// queues' order would cost an allocation an admission.
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Admission {
-    /// It answered at once; `shares` is the fair order of the lines sharing the state as
-    /// the admission left it (none where no other line shares it).
+    /// It answered at once; `shares` is the fair order of the queues sharing the state as
+    /// the admission left it (none where no other queue shares it).
     Answered {
         /// The answer.
         answer: Answer,
-        /// The lines' order.
+        /// The queues' order.
         shares: Option<Shares>,
     },
     /// It asked the store: the answer comes back with [`Gate::store_answered`].
@@ -101,8 +101,8 @@ pub(crate) struct Held {
 /// questions and never which one it holds; what only a store has (answers coming back,
 /// operations' time limits) it reaches through [`link`](Authority::link).
 pub(crate) trait Authority {
-    /// May the head of the line go now (its `turn`, an `account` call past a spent quota)?
-    /// `id` numbers the admission; `want` is how many of the line one round trip to a store
+    /// May the head of the queue go now (its `turn`, an `account` call past a spent quota)?
+    /// `id` numbers the admission; `want` is how many of the queue one round trip to a store
     /// may admit. A `learning` gate restarts a refill its admission paused at once: a
     /// learned pace already runs behind the server's refill.
     fn admit(
@@ -117,10 +117,10 @@ pub(crate) trait Authority {
     /// When the caller with `ahead` others in front of it could be admitted, as far as this
     /// process knows.
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis;
-    /// When the head of the line is next worth asking for (none while an admission is on
+    /// When the head of the queue is next worth asking for (none while an admission is on
     /// its way).
     fn head_due(&mut self, now: Millis) -> Option<Millis>;
-    /// Whether the head of the line could have gone by `at` (at most `now`), had its wake-up
+    /// Whether the head of the queue could have gone by `at` (at most `now`), had its wake-up
     /// come on time.
     fn ready_by(&mut self, now: Millis, at: Millis) -> bool;
     /// Whether every admission is refused now (a store down, and the gate fails closed).
@@ -278,7 +278,7 @@ pub struct Gate {
     authority: Box<dyn Authority>,
     rate: Rate,
     budget: Option<RefillingConfig>,
-    line: Line,
+    queue: Queue,
     calls: Slab<Call>,
     /// Calls in a backoff, by when it ends (equal times by call number).
     sleepers: Timeline<CallId>,
@@ -316,7 +316,7 @@ pub struct Gate {
     last_seq: f64,
     /// The next call's place in the call order, above every rank seen.
     arrivals: Rank,
-    /// Calls waiting beside the line for their routes' scouts.
+    /// Calls waiting beside the queue for their routes' scouts.
     behind_scout: usize,
     /// The most calls ever waiting at once.
     peak_waiting: usize,
@@ -327,7 +327,7 @@ pub struct Gate {
 impl std::fmt::Debug for Gate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gate")
-            .field("waiting", &self.line.len())
+            .field("waiting", &self.queue.len())
             .field("calls", &self.calls.len())
             .finish_non_exhaustive()
     }
@@ -393,7 +393,7 @@ impl Gate {
             authority,
             rate,
             budget,
-            line: Line::default(),
+            queue: Queue::default(),
             calls: Slab::default(),
             sleepers: Timeline::default(),
             deadlines: Timeline::default(),
@@ -445,9 +445,9 @@ impl Gate {
         self.authority.store_counts()
     }
 
-    /// Makes a call at `now`, `rank` in the call order (see [`Line`]). It joins the line at
+    /// Makes a call at `now`, `rank` in the call order (see [`Queue`]). It joins the queue at
     /// once, behind everyone already there who came before it, or is refused at once (spending
-    /// no token): the quota is spent, the store is down and the gate fails closed, the line is
+    /// no token): the quota is spent, the store is down and the gate fails closed, the queue is
     /// full, or its admission is predicted after its deadline.
     pub fn start(&mut self, now: Millis, spec: CallSpec, rank: Rank) -> CallId {
         self.arrivals = self.arrivals.max(rank + 1);
@@ -469,7 +469,7 @@ impl Gate {
         id
     }
 
-    /// Lets a call waiting for its route's scout (see [`CallSpec::behind_scout`]) join the line
+    /// Lets a call waiting for its route's scout (see [`CallSpec::behind_scout`]) join the queue
     /// at `now`.
     pub fn release(&mut self, now: Millis, call: CallId) {
         if self
@@ -493,14 +493,14 @@ impl Gate {
         id
     }
 
-    /// Calls waiting: in line, and beside it for their routes' scouts.
+    /// Calls waiting: in queue, and beside it for their routes' scouts.
     pub fn waiting(&self) -> usize {
-        self.line.len() + self.behind_scout
+        self.queue.len() + self.behind_scout
     }
 
-    /// Calls waiting in line in `lane`.
+    /// Calls waiting in the queue in `lane`.
     pub(crate) fn waiting_in(&self, lane: LaneId) -> usize {
-        self.line.waiting_in(lane)
+        self.queue.waiting_in(lane)
     }
 
     fn make(&mut self, now: Millis, spec: CallSpec, probe: bool) -> CallId {
@@ -509,7 +509,7 @@ impl Gate {
         self.calls.insert(Call::new(spec, probe, now, rank))
     }
 
-    /// Puts a call (new, or back from an attempt) in line, or settles it if it cannot be
+    /// Puts a call (new, or back from an attempt) in queue, or settles it if it cannot be
     /// admitted.
     fn join(&mut self, now: Millis, id: CallId) {
         let account = self.calls.get(id).is_some_and(|c| c.spec.account);
@@ -530,7 +530,7 @@ impl Gate {
         // A call back from an attempt goes ahead of those who came after it, which the count
         // of calls ahead of a newcomer would not know: it waits, and goes at its deadline.
         let newcomer = call.first_sent.is_none();
-        let ahead = self.line.ahead(call.spec.lane);
+        let ahead = self.queue.ahead(call.spec.lane);
         if deadline.is_finite() && newcomer && self.predict(now, ahead) > deadline {
             self.figures.expired += 1;
             return self.give_up(now, id, reason);
@@ -551,10 +551,10 @@ impl Gate {
         };
         // The quota's probe goes ahead of everyone (they wait for it); a route's scout goes to
         // the front.
-        match (call.probe, call.lane_in_line()) {
-            (true, _) => self.line.push_first(place),
-            (false, None) => self.line.push_front(place),
-            (false, Some(_)) => self.line.push(place, call.spec.lane),
+        match (call.probe, call.lane_in_queue()) {
+            (true, _) => self.queue.push_first(place),
+            (false, None) => self.queue.push_front(place),
+            (false, Some(_)) => self.queue.push(place, call.spec.lane),
         }
         self.peak_waiting = self.peak_waiting.max(self.waiting());
     }
@@ -581,27 +581,27 @@ impl Gate {
         }
     }
 
-    /// Whether `place` in line is still the live visit of a waiting call.
+    /// Whether `place` in queue is still the live visit of a waiting call.
     fn live(calls: &Slab<Call>, place: Place) -> bool {
         calls
             .get(place.call)
             .is_some_and(|c| matches!(c.stage, Stage::Queued { visit, .. } if visit == place.visit))
     }
 
-    /// The caller gave up on `call` (its signal aborted): it leaves the line, its backoff or
+    /// The caller gave up on `call` (its signal aborted): it leaves the queue, its backoff or
     /// whatever it waits for, spending nothing more. The driver settles it with the abort
     /// reason; the gate forgets it.
     pub(crate) fn cancel(&mut self, now: Millis, call: CallId) {
         let Some(c) = self.calls.get(call) else {
             return;
         };
-        let (scout, seq, from) = (c.spec.scout, c.seq.unwrap_or(0.0), c.lane_in_line());
+        let (scout, seq, from) = (c.spec.scout, c.seq.unwrap_or(0.0), c.lane_in_queue());
         self.tell_learner(now, call, None);
         let Some(c) = self.calls.get(call) else {
             return;
         };
         match c.stage {
-            Stage::Queued { .. } => self.line.left(from),
+            Stage::Queued { .. } => self.queue.left(from),
             Stage::BehindScout => self.behind_scout -= 1,
             Stage::Sending => {
                 self.resume(now, call);
@@ -623,7 +623,7 @@ impl Gate {
         self.calls.remove(call);
     }
 
-    /// Takes `call` out of the gate when it waits for its route's scout, or in line, and was
+    /// Takes `call` out of the gate when it waits for its route's scout, or in queue, and was
     /// never sent: its route turned out to draw from another limiter, whose gate takes
     /// it in ([`take_in`](Self::take_in)) as it is, neither a scout nor behind one any more.
     pub fn withdraw(&mut self, call: CallId) -> Option<Call> {
@@ -631,10 +631,10 @@ impl Gate {
         if c.probe || c.first_sent.is_some() {
             return None;
         }
-        let from = c.lane_in_line();
+        let from = c.lane_in_queue();
         match c.stage {
             Stage::Queued { .. } => {
-                self.line.left(from);
+                self.queue.left(from);
                 self.figures.requests = self.figures.requests.saturating_sub(1);
             }
             Stage::BehindScout => self.behind_scout -= 1,
@@ -704,12 +704,12 @@ impl Gate {
         self.actions.push_back(Action::Settle { call, end, again });
     }
 
-    /// Settles everyone in line, each as `end` says (the store failed closed, the quota is
+    /// Settles everyone in queue, each as `end` says (the store failed closed, the quota is
     /// spent).
     fn drain(&mut self, now: Millis, end: &dyn Fn(&Call) -> End) {
         let calls = &self.calls;
         let waiting: Vec<CallId> = self
-            .line
+            .queue
             .ordered(|p| Gate::live(calls, p))
             .into_iter()
             .map(|p| p.call)
@@ -718,7 +718,7 @@ impl Gate {
             let Some(c) = self.calls.get(call) else {
                 continue;
             };
-            let (end, from) = (end(c), c.lane_in_line());
+            let (end, from) = (end(c), c.lane_in_queue());
             if let End::Exhausted { .. } = end {
                 if c.spec.account {
                     // An account call is how one checks the quota: it stays.
@@ -726,11 +726,11 @@ impl Gate {
                 }
                 self.figures.quota_rejected += 1;
             }
-            self.line.left(from);
+            self.queue.left(from);
             self.settle(now, call, end);
         }
         let calls = &self.calls;
-        self.line.compact(|p| Gate::live(calls, p));
+        self.queue.compact(|p| Gate::live(calls, p));
     }
 
     /// Lets go of waiters that a new cooldown has made hopeless: their admission is now
@@ -738,7 +738,7 @@ impl Gate {
     fn expire_hopeless(&mut self, now: Millis) {
         let calls = &self.calls;
         let waiting: Vec<CallId> = self
-            .line
+            .queue
             .ordered(|p| Gate::live(calls, p))
             .into_iter()
             .map(|p| p.call)
@@ -749,9 +749,9 @@ impl Gate {
                 continue;
             };
             let (deadline, reason) = c.admission_deadline();
-            let from = c.lane_in_line();
+            let from = c.lane_in_queue();
             if self.predict(now, kept) > deadline {
-                self.line.left(from);
+                self.queue.left(from);
                 self.figures.expired += 1;
                 self.give_up(now, call, reason);
             } else {

@@ -1,5 +1,5 @@
 //! The monthly quota: one `GET /usage` probe at a time for the whole gate, admitted through the
-//! line like any call (so its own 429 sets the cooldown), spaced after an answer that confirmed
+//! queue like any call (so its own 429 sets the cooldown), spaced after an answer that confirmed
 //! nothing, and a terminal state once it confirms the quota is spent.
 
 use std::cell::RefCell;
@@ -13,7 +13,7 @@ use crate::core::rules::batch::Batch;
 use crate::core::rules::quota::{QuotaState, Usage};
 use crate::core::Millis;
 
-/// The probe's time limit, from joining the line to the end of its response.
+/// The probe's time limit, from joining the queue to the end of its response.
 pub(crate) const PROBE_BUDGET_MS: Millis = 30_000.0;
 
 /// How long a spent quota with no known period end stays closed in a shared store; the
@@ -53,7 +53,7 @@ impl Gate {
     }
 
     /// The probe is over: confirmed exhaustion closes the gate (here and, with a store, for
-    /// every process) and fails everyone in line; the calls that awaited the answer go on.
+    /// every process) and fails everyone in queue; the calls that awaited the answer go on.
     pub(super) fn finish_probe(&mut self, now: Millis, usage: Option<Usage>) {
         if self.probe.take().is_none() {
             return;
@@ -85,7 +85,7 @@ impl Gate {
     }
 
     /// The authority says the quota is closed for `ms` more (another process confirmed it):
-    /// everyone in line fails fast, and so will newcomers until then.
+    /// everyone in queue fails fast, and so will newcomers until then.
     pub(super) fn quota_closed(&mut self, now: Millis, ms: Millis) {
         let until = Some(now + ms);
         self.quota.close(until);

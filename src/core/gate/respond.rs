@@ -1,6 +1,6 @@
 //! What follows an attempt: the response's headers observed (cooldown, pacing, quota), the
 //! policy's verdict, the budgets charged, the unseen body disposed of, and the call settled or
-//! sent back to the line.
+//! sent back to the queue.
 
 use super::action::{Action, End, Event};
 use super::call::{Next, Stage};
@@ -30,7 +30,7 @@ struct Sent {
     seq: f64,
     /// The gate's attempts out when it went (see [`Call::ahead`](super::call::Call::ahead)).
     ahead: f64,
-    /// It waited in line for its token.
+    /// It waited in the queue for its token.
     waited: bool,
     /// It is its route's scout (see [`CallSpec::scout`](super::call::CallSpec::scout)).
     scout: bool,
@@ -306,7 +306,7 @@ impl Gate {
     /// wrapper's, the quota's probe), or none when the server gave its own delay, which holds
     /// the gate as it is. The hold is a cooldown: the allowance's one shared hold already
     /// reaches every thread and process (memory, the threads' slot, the store), is never
-    /// shortened, and keeps calls in line, where waiting spends no attempt. Each thread or
+    /// shortened, and keeps calls in the queue, where waiting spends no attempt. Each thread or
     /// process counts the failures its own requests meet.
     ///
     /// [`Streak`]: crate::core::rules::streak::Streak
@@ -364,7 +364,7 @@ impl Gate {
             ahead: sent.ahead,
             heard: self.last_seq,
             behind: self.behind(now, &sent),
-            backlogged: sent.waited || !self.line.is_empty() || self.behind_scout > 0,
+            backlogged: sent.waited || !self.queue.is_empty() || self.behind_scout > 0,
         };
         if sent.scout || !own {
             let call = sent.call;
@@ -590,7 +590,7 @@ impl Gate {
     }
 
     /// Carries a call on after its attempt: it waits for a running probe if it was throttled,
-    /// fails fast if the quota is spent, or gives up, or backs off and joins the line again.
+    /// fails fast if the quota is spent, or gives up, or backs off and joins the queue again.
     pub(super) fn proceed(&mut self, now: Millis, call: CallId, next: Next) {
         let Some(c) = self.calls.get_mut(call) else {
             return;

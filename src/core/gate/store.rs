@@ -39,8 +39,8 @@ impl Gate {
         match (purpose, answer) {
             (Purpose::Admit(id), Some(answer)) => {
                 self.store_admission(now, id, answer);
-                // The processes' lines follow one fair order (see `authority::order`).
-                self.line.follow(shares.as_ref());
+                // The processes' queues follow one fair order (see `authority::order`).
+                self.queue.follow(shares.as_ref());
             }
             (Purpose::Charge { call, cost }, answer) => {
                 let paid = match answer {
@@ -61,7 +61,7 @@ impl Gate {
         }
     }
 
-    /// The store's answer to an admission for the head of the line.
+    /// The store's answer to an admission for the head of the queue.
     fn store_admission(&mut self, now: Millis, id: u64, answer: Answer) {
         let Some(link) = self.authority.link() else {
             return;
@@ -80,13 +80,13 @@ impl Gate {
                 let mut given = 0;
                 while given < taken {
                     let calls = &self.calls;
-                    let Some(head) = self.line.front(|p| Gate::live(calls, p)) else {
+                    let Some(head) = self.queue.front(|p| Gate::live(calls, p)) else {
                         break;
                     };
                     let deadline = self.calls.get(head.call).map(|c| c.admission_deadline());
                     match deadline {
                         Some((deadline, reason)) if deadline < now => {
-                            self.line.pass();
+                            self.queue.pass();
                             self.figures.expired += 1;
                             self.give_up(now, head.call, reason);
                         }

@@ -88,7 +88,7 @@ impl StoreSettings {
 /// What an operation in flight is for.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Purpose {
-    /// Admitting the head of the line under this admission number.
+    /// Admitting the head of the queue under this admission number.
     Admit(AdmissionId),
     /// Charging `cost` for `call`'s retry.
     Charge {
@@ -109,7 +109,7 @@ pub struct StoreReply {
     pub answer: Answer,
     /// The allowance the store followed before the operation (`None` if it said none).
     pub stored: Option<Rate>,
-    /// The fair order between the processes' lines after it (`None` if it said none).
+    /// The fair order between the processes' queues after it (`None` if it said none).
     pub shares: Option<Shares>,
 }
 
@@ -302,7 +302,7 @@ impl StoreLink {
 
 impl Authority for StoreLink {
     /// While the store is down the fail-safe admits, at its share, and now and then the store
-    /// is asked again. Otherwise the store is asked for as many of the line as `want`, not a
+    /// is asked again. Otherwise the store is asked for as many of the queue as `want`, not a
     /// moment early: asking before its token is there costs a round trip for a "wait".
     fn admit(
         &mut self,

@@ -1,7 +1,7 @@
 //! What a lane is called in `stats()`, `describe()`, the metrics' `odds_gate.lane` attribute and
 //! the simulator's reports: the name its maker gave, or one the gates' lane number gives.
 
-use crate::core::gate::line::Lane;
+use crate::core::gate::queue::Lane;
 use crate::core::rules::allowance::ConfigError;
 use crate::core::rules::fair::LaneId;
 

@@ -39,7 +39,7 @@ use crate::core::base::timeline::Timeline;
 use crate::core::gate::action::{Action as GateAction, Event, OpId};
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
-use crate::core::gate::line::{Lane, Rank};
+use crate::core::gate::queue::{Lane, Rank};
 use crate::core::gate::store_link::{StoreReply, StoreSettings};
 use crate::core::gate::{BodyFacts, CallId, Gate};
 use crate::core::parse::feedback::Feedback;
@@ -73,7 +73,7 @@ pub const SWEEP_AT_LEAST: usize = 1_024;
 pub struct LaneFigures {
     /// Its calls admitted (first attempts and retries).
     pub admitted: u64,
-    /// How long they waited in line in all, in ms.
+    /// How long they waited in the queue in all, in ms.
     pub waited_ms: Millis,
     /// The longest of those waits, in ms.
     pub longest_ms: Millis,

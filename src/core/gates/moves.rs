@@ -1,6 +1,6 @@
 //! Limiters: what a call's answer said of its route's limiter, and the calls that move
 //! because of it. A call of a route heard from another limiter goes to that limiter's gate; the
-//! calls behind a route's scout go on once it answers (into the line of the gate it went
+//! calls behind a route's scout go on once it answers (into the queue of the gate it went
 //! through, or moved to their limiter's). A moved call is the same call, with the same
 //! [`CallRef`](super::CallRef), made when it was made: its `maxWaitMs` counts from then,
 //! `maxWaiting` judged it once, and it keeps its place in the call order.

@@ -8,7 +8,7 @@ use super::scope::Scope;
 use super::{GateId, Gates, LaneFigures, WrapperId};
 use crate::core::authority::LOW_REMAINING;
 use crate::core::gate::figures::Figures;
-use crate::core::gate::line::Lane;
+use crate::core::gate::queue::Lane;
 use crate::core::gate::Gate;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::backoff::Backoff;

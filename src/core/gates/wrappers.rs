@@ -10,7 +10,7 @@ use crate::core::authority::threads::{Settings, ThreadAuthority};
 use crate::core::base::map::{Map, Set};
 use crate::core::base::slab::Mirror;
 use crate::core::gate::figures::Figures;
-use crate::core::gate::line::Lane;
+use crate::core::gate::queue::Lane;
 use crate::core::gate::store_link::StoreSettings;
 use crate::core::gate::Gate;
 use crate::core::rules::allowance::Allowance;

@@ -1,12 +1,12 @@
 //! Fair queuing: the order in which lanes are served, one rule wherever their calls wait. A
-//! gate's line (`gate/line.rs`) follows it, and so does the order the lines of several threads
+//! gate's queue (`gate/queue.rs`) follows it, and so does the order the queues of several threads
 //! or processes share (`authority/fair.rs` keeps its clock and the lanes' next starts in their
 //! shared words); `src/store/gate.lua` is its Lua twin, held to it by `tests/parity.rs`.
 //!
 //! Start-time fair queuing: each lane's head is tagged with the virtual time its lane may start
 //! at ([`start`]), the smallest tag goes first, and serving it moves the virtual clock to that
 //! tag and the lane's next start `1 / weight` later ([`serve`]), in whole units of 2^-32 so that
-//! tags compare exactly and a prediction is the line's order. Start tags rather than deficit
+//! tags compare exactly and a prediction is the queue's order. Start tags rather than deficit
 //! round robin: one comparison per lane decides the head, no quantum to tune, and a lane with
 //! nothing waiting banks nothing (it comes back at the clock), so its share is lent to the
 //! others while it is away and no token is left unused while anyone waits. Over any window in

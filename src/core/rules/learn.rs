@@ -603,7 +603,7 @@ impl Learner {
         let opening = matches!(self.phase, Phase::Opening | Phase::Window { .. });
         // Until the counts prove their bucket refills, a count is a claim (the first answer's
         // may be a monthly quota's 9,999): it releases a window of requests, one more per
-        // success, not the whole line.
+        // success, not the whole queue.
         self.unconfirmed = match (self.unconfirmed, opening) {
             (None, true) => Some(2.0),
             (Some(size), _) => Some(size + 1.0),

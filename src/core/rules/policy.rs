@@ -33,7 +33,7 @@ pub enum Reason {
     StoreUnavailable,
     /// Admission was predicted later than `maxWaitMs` from the call.
     QueueWait,
-    /// The line already held `maxWaiting` calls.
+    /// The queue already held `maxWaiting` calls.
     QueueFull,
 }
 

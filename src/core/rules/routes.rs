@@ -90,7 +90,7 @@ impl Routes {
 /// What a call does for its route (see [`Routes::role`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
-    /// Its route's limiter is known (or not tracked): it goes to its gate's line.
+    /// Its route's limiter is known (or not tracked): it goes to its gate's queue.
     Free,
     /// It goes first, to learn its route's limiter.
     Scout,
@@ -182,7 +182,7 @@ mod tests {
         let mut routes = Routes::default();
         assert_eq!(routes.role("GET /*/odds"), Role::Scout);
         routes.heard("GET /*/odds", &Heard::Unnamed, None);
-        // Its next calls go in call order: none overtakes the line as a scout again.
+        // Its next calls go in call order: none overtakes the queue as a scout again.
         assert_eq!(routes.role("GET /*/odds"), Role::Free);
         assert_eq!(routes.limiter("GET /*/odds"), None);
     }

@@ -68,9 +68,9 @@ pub struct LaneReport {
     pub rejected: u64,
     /// When its last call was done (settled).
     pub done_ms: Millis,
-    /// Its admissions' mean wait in line, in ms.
+    /// Its admissions' mean wait in the queue, in ms.
     pub mean_wait_ms: Millis,
-    /// Their longest wait in line, in ms.
+    /// Their longest wait in the queue, in ms.
     pub max_wait_ms: Millis,
 }
 

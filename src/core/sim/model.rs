@@ -45,7 +45,7 @@ pub enum Coordination {
 
 impl Coordination {
     /// What `simulate()` was asked for: one `shared` gate (the default with `lanes`, which wait
-    /// in its line), a gate per process of `separate` ones, processes sharing a store or
+    /// in its queue), a gate per process of `separate` ones, processes sharing a store or
     /// threads sharing memory (`[separate, processes, threads]`), at most one of them; else
     /// a gate per worker. The error says what to leave out.
     pub fn asked(
@@ -57,7 +57,7 @@ impl Coordination {
         let split = separate.is_some() || processes.is_some() || threads.is_some();
         if lanes && (shared == Some(false) || split) {
             return Err(
-                "`lanes` wait in one shared gate's line: leave out `shared: false`, \
+                "`lanes` wait in one shared gate's queue: leave out `shared: false`, \
                  `separateGates`, `processes` and `threads`",
             );
         }

@@ -1,6 +1,6 @@
 //! The simulator's shared store: the store authority standing in for `gate.lua` (one state per
 //! gate, made on first use from what the operation carries, following the rate each operation
-//! carries as the script does, with the order between the processes' lines), and the learned
+//! carries as the script does, with the order between the processes' queues), and the learned
 //! facts of `learned.lua`, answering after a latency, or not at all while it is down.
 
 use crate::core::authority::store::StoreAuthority;

@@ -1,12 +1,12 @@
-//! The gate's line: calls waiting for admission. Calls come in lanes (a wrapper's `lane()`, each
+//! The gate's queue: calls waiting for admission. Calls come in lanes (a wrapper's `lane()`, each
 //! with a weight), and tokens go to the lanes' heads in the fair order of [`fair`]: the smallest
 //! start tag first, the earlier call on a tie.
 //!
 //! Within a lane a call keeps the place its arrival gave it: a retry that comes back from its
 //! attempt, or a call moved here from another limiter's gate, goes in ahead of every call of its
 //! lane that arrived after it. The quota's probe and a route's scout wait before every lane. A
-//! call that leaves early (aborted, let go) is only marked gone, and skipped when the line
-//! moves, so leaving costs nothing however long the line is.
+//! call that leaves early (aborted, let go) is only marked gone, and skipped when the queue
+//! moves, so leaving costs nothing however long the queue is.
 
 use std::collections::VecDeque;
 
@@ -33,7 +33,7 @@ impl Default for Lane {
     }
 }
 
-/// A place in line: the call, and which of its visits to the line this is (a retry joins again).
+/// A place in queue: the call, and which of its visits to the queue this is (a retry joins again).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Place {
     /// Its place in the call order.
@@ -55,7 +55,7 @@ enum Part {
 /// One lane's places, some of them stale: arrivals (calls joining for the first time, who come
 /// in call order by themselves) and returns (everyone else, ordered by rank).
 #[derive(Debug)]
-struct LaneLine {
+struct LaneQueue {
     lane: Lane,
     arrivals: VecDeque<Place>,
     /// By rank, then by call and visit.
@@ -65,9 +65,9 @@ struct LaneLine {
     finish: Tag,
 }
 
-impl LaneLine {
-    fn new(lane: Lane) -> LaneLine {
-        LaneLine {
+impl LaneQueue {
+    fn new(lane: Lane) -> LaneQueue {
+        LaneQueue {
             lane,
             arrivals: VecDeque::new(),
             returns: Timeline::default(),
@@ -123,22 +123,22 @@ impl LaneLine {
 /// The places: the front (the probe and scouts, first come, first served, before anyone), then
 /// the lanes, by start-time fair queuing.
 #[derive(Debug, Default)]
-pub struct Line {
+pub struct Queue {
     front: VecDeque<Place>,
     front_live: usize,
-    lanes: Vec<LaneLine>,
+    lanes: Vec<LaneQueue>,
     /// Virtual time: the start tag of the last lane head admitted.
     clock: Tag,
     live: usize,
 }
 
-impl Line {
+impl Queue {
     /// Joins `lane` at the place its rank gives it there.
     pub fn push(&mut self, place: Place, lane: Lane) {
         let index = match self.lanes.iter().position(|l| l.lane.id == lane.id) {
             Some(index) => index,
             None => {
-                self.lanes.push(LaneLine::new(lane));
+                self.lanes.push(LaneQueue::new(lane));
                 self.lanes.len() - 1
             }
         };
@@ -239,7 +239,7 @@ impl Line {
         self.lanes.retain(|l| l.live > 0 || l.finish > clock);
     }
 
-    /// A live place left the line from anywhere in it (it is skipped later): from the front, or
+    /// A live place left the queue from anywhere in it (it is skipped later): from the front, or
     /// from its lane.
     pub fn left(&mut self, from: Option<LaneId>) {
         match from.and_then(|id| self.lanes.iter_mut().find(|l| l.lane.id == id)) {
@@ -249,8 +249,8 @@ impl Line {
         self.live -= 1;
     }
 
-    /// Follows the order other threads' lines share with this one: the clock moves up to
-    /// theirs, and each lane starts no earlier than they say (what this line has not heard of
+    /// Follows the order other threads' queues share with this one: the clock moves up to
+    /// theirs, and each lane starts no earlier than they say (what this queue has not heard of
     /// yet, they admitted).
     pub fn follow(&mut self, shares: Option<&Shares>) {
         let Some(shares) = shares else {
@@ -339,7 +339,7 @@ impl Line {
 
     /// Drops stale places once they outnumber live ones, so marks cannot pile up.
     pub(crate) fn compact(&mut self, is_live: impl Fn(Place) -> bool) {
-        let stored = self.front.len() + self.lanes.iter().map(LaneLine::stored).sum::<usize>();
+        let stored = self.front.len() + self.lanes.iter().map(LaneQueue::stored).sum::<usize>();
         if stored > 2 * self.live + 64 {
             self.front.retain(|&p| is_live(p));
             for lane in &mut self.lanes {
@@ -368,92 +368,92 @@ mod tests {
 
     #[test]
     fn goes_in_order_and_skips_those_who_left() {
-        let mut line = Line::default();
+        let mut queue = Queue::default();
         for rank in 0..4 {
-            line.push(place(rank), Lane::default());
+            queue.push(place(rank), Lane::default());
         }
         let gone = [1u64, 2];
-        line.left(Some(0));
-        line.left(Some(0));
+        queue.left(Some(0));
+        queue.left(Some(0));
         let live = |p: Place| !gone.contains(&p.call);
-        assert_eq!(line.front(live).map(|p| p.call), Some(0));
-        line.pop();
-        assert_eq!(line.front(live).map(|p| p.call), Some(3));
-        line.pop();
-        assert!(line.is_empty());
-        assert_eq!(line.front(live), None);
-        line.push(place(7), Lane::default());
-        line.push_front(place(8));
-        assert_eq!(line.front(live).map(|p| p.call), Some(8));
-        assert_eq!(line.len(), 2);
+        assert_eq!(queue.front(live).map(|p| p.call), Some(0));
+        queue.pop();
+        assert_eq!(queue.front(live).map(|p| p.call), Some(3));
+        queue.pop();
+        assert!(queue.is_empty());
+        assert_eq!(queue.front(live), None);
+        queue.push(place(7), Lane::default());
+        queue.push_front(place(8));
+        assert_eq!(queue.front(live).map(|p| p.call), Some(8));
+        assert_eq!(queue.len(), 2);
     }
 
     #[test]
     fn a_call_that_comes_back_goes_ahead_of_those_who_came_after_it() {
-        let mut line = Line::default();
+        let mut queue = Queue::default();
         for rank in [2, 3, 5] {
-            line.push(place(rank), Lane::default());
+            queue.push(place(rank), Lane::default());
         }
         // Back from their attempts: 1 came first of all, 4 between 3 and 5.
-        line.push(place(4), Lane::default());
-        line.push(place(1), Lane::default());
-        let order: Vec<Rank> = line.ordered(|_| true).iter().map(|p| p.rank).collect();
+        queue.push(place(4), Lane::default());
+        queue.push(place(1), Lane::default());
+        let order: Vec<Rank> = queue.ordered(|_| true).iter().map(|p| p.rank).collect();
         assert_eq!(order, [1, 2, 3, 4, 5]);
         let mut taken = Vec::new();
-        while let Some(p) = line.front(|_| true) {
+        while let Some(p) = queue.front(|_| true) {
             taken.push(p.rank);
-            line.pop();
+            queue.pop();
         }
         assert_eq!(taken, [1, 2, 3, 4, 5]);
-        assert!(line.is_empty());
+        assert!(queue.is_empty());
     }
 
     #[test]
     fn lanes_share_by_weight_and_a_lane_that_comes_back_banks_nothing() {
-        let mut line = Line::default();
+        let mut queue = Queue::default();
         // 40 background calls (weight 1), then 8 live ones (weight 9).
         for rank in 0..40 {
-            line.push(place(rank), lane(1, 1.0));
+            queue.push(place(rank), lane(1, 1.0));
         }
         for rank in 40..48 {
-            line.push(place(rank), lane(2, 9.0));
+            queue.push(place(rank), lane(2, 9.0));
         }
         assert_eq!(
-            line.ahead(lane(2, 9.0)),
+            queue.ahead(lane(2, 9.0)),
             8 + 1,
             "one background call goes first"
         );
-        let predicted: Vec<Rank> = line.ordered(|_| true).iter().map(|p| p.rank).collect();
+        let predicted: Vec<Rank> = queue.ordered(|_| true).iter().map(|p| p.rank).collect();
         let mut taken = Vec::new();
-        while let Some(p) = line.front(|_| true) {
+        while let Some(p) = queue.front(|_| true) {
             taken.push(p.rank);
-            line.pop();
+            queue.pop();
         }
         assert_eq!(taken, predicted);
         // The background lane's first, then nine live for one background.
         assert_eq!(&taken[..10], &[0, 40, 41, 42, 43, 44, 45, 46, 47, 1]);
         assert_eq!(&taken[10..], (2..40).collect::<Vec<_>>());
         // Away while the other lane went on alone, the live lane comes back at the clock.
-        line.push(place(100), lane(1, 1.0));
-        line.push(place(101), lane(1, 1.0));
-        line.pop();
-        line.push(place(102), lane(2, 9.0));
-        assert_eq!(line.front(|_| true).map(|p| p.rank), Some(102));
+        queue.push(place(100), lane(1, 1.0));
+        queue.push(place(101), lane(1, 1.0));
+        queue.pop();
+        queue.push(place(102), lane(2, 9.0));
+        assert_eq!(queue.front(|_| true).map(|p| p.rank), Some(102));
     }
 
     #[test]
     fn a_head_let_go_without_a_token_spends_no_turn() {
-        let mut line = Line::default();
+        let mut queue = Queue::default();
         for rank in 0..3 {
-            line.push(place(rank), lane(1, 1.0));
+            queue.push(place(rank), lane(1, 1.0));
         }
-        line.push(place(3), lane(2, 1.0));
-        line.pop(); // 0: lane 1 has had its turn
-        assert_eq!(line.front(|_| true).map(|p| p.rank), Some(3));
-        line.pass(); // 3 let go: lane 2 spent nothing, and its next call has the turn
-        line.push(place(4), lane(2, 1.0));
-        assert_eq!(line.front(|_| true).map(|p| p.rank), Some(4));
-        line.pop();
-        assert_eq!(line.front(|_| true).map(|p| p.rank), Some(1));
+        queue.push(place(3), lane(2, 1.0));
+        queue.pop(); // 0: lane 1 has had its turn
+        assert_eq!(queue.front(|_| true).map(|p| p.rank), Some(3));
+        queue.pass(); // 3 let go: lane 2 spent nothing, and its next call has the turn
+        queue.push(place(4), lane(2, 1.0));
+        assert_eq!(queue.front(|_| true).map(|p| p.rank), Some(4));
+        queue.pop();
+        assert_eq!(queue.front(|_| true).map(|p| p.rank), Some(1));
     }
 }
