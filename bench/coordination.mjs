@@ -40,7 +40,7 @@ export async function run({ quick }) {
   const names = Object.keys(strats);
   const sizes = quick ? SIZES.slice(0, 2) : SIZES;
   const rounds = quick ? 1 : 2; // the naive strategies need up to 20 s per run at N >= 64
-  const results = new Map(); // `${n}|${name}` -> [{ attempts, rejected, completed, wallMs, gate }]
+  const results = new Map(); // `${n}|${name}` -> [{ attempts, throttled, completed, wallMs, gate }]
   for (let r = 0; r < rounds; r++) {
     for (const [n, rate] of sizes) {
       for (const name of rotate(names, r + n)) {
@@ -52,7 +52,7 @@ export async function run({ quick }) {
             workers: n, retryDelayMs: 1000, maxAttempts: 20, timeoutMs: TIMEOUT_MS })
             .catch(() => ({ wallMs: Infinity })); // timed out: stray workers stop retrying
           const srv = fake.stats(); // completed = 200s seen by the server (one per finished job)
-          out = { wallMs: out.wallMs, attempts: srv.attempts, rejected: srv.rejected, completed: srv.ok, gate: s.fetchImpl.stats?.().gates[0] };
+          out = { wallMs: out.wallMs, attempts: srv.attempts, throttled: srv.throttled, completed: srv.ok, gate: s.fetchImpl.stats?.().gates[0] };
         } finally {
           await s.close?.();
           await fake.close();
@@ -60,7 +60,7 @@ export async function run({ quick }) {
         const key = `${n}|${name}`;
         results.set(key, [...(results.get(key) ?? []), out]);
         console.error(`  coordination round ${r + 1}/${rounds} N=${n} ${name}: ${out.attempts} attempts, ` +
-          `${out.rejected} 429s, ${out.completed}/${n} done, ${fmtWall(out.wallMs / 1000)} s`);
+          `${out.throttled} 429s, ${out.completed}/${n} done, ${fmtWall(out.wallMs / 1000)} s`);
         await sleep(200);
       }
     }
@@ -76,13 +76,13 @@ export async function run({ quick }) {
       const rs = results.get(`${n}|${name}`);
       const wall = median(rs.map((x) => x.wallMs / 1000));
       rows.push([n, `burst ${rate.burst}, ${rate.perSecond}/s`, name,
-        fix(median(rs.map((x) => x.attempts / x.completed))), rs.map((x) => x.rejected).join('/'),
+        fix(median(rs.map((x) => x.attempts / x.completed))), rs.map((x) => x.throttled).join('/'),
         rs.map((x) => x.completed).join('/'), fmtWall(wall), fix(floorS), Number.isFinite(wall) ? fix(wall / floorS, 3) : '-']);
       if (name.startsWith('odds-gate')) {
-        const zero = rs.every((x) => x.rejected === 0);
+        const zero = rs.every((x) => x.throttled === 0);
         const fast = wall / floorS <= 1.02;
         met &&= zero && fast && rs.every((x) => x.completed === n);
-        verdicts.push(`N=${n}: 429s ${rs.map((x) => x.rejected).join('/')}, wall/floor ${fix(wall / floorS, 3)}`);
+        verdicts.push(`N=${n}: 429s ${rs.map((x) => x.throttled).join('/')}, wall/floor ${fix(wall / floorS, 3)}`);
         const g = rs.map((x) => x.gate);
         gateNotes.push(`N=${n}: gate admitted ${g.map((x) => x.admitted).join('/')}, wakeups ${g.map((x) => x.wakeups).join('/')}, ` +
           `throttled ${g.map((x) => x.throttled).join('/')}, retries ${g.map((x) => x.retries.throttled).join('/')}, ` +

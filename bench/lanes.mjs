@@ -67,7 +67,7 @@ async function runOnce(make, rate, plan) {
     await Promise.race([Promise.allSettled(calls), timeout]);
     clearTimeout(timer);
     const s = api.stats();
-    return { done, order, attempts: s.attempts, rejected: s.rejected, ok: s.ok };
+    return { done, order, attempts: s.attempts, throttled: s.throttled, ok: s.ok };
   } finally {
     await c.close?.();
     await api.close();
@@ -115,7 +115,7 @@ async function fleetOnce(redisPort, oneQueue) {
       allS: (done.at(-1).at - start) / 1000,
       ok: s.ok,
       attempts: s.attempts,
-      rejected: s.rejected,
+      throttled: s.throttled,
     };
   } finally {
     await api.close();
@@ -135,7 +135,7 @@ export async function run() {
     const r = await runOnce(make, firstRate, first);
     const whole = Math.max(last(r.done.live), last(r.done.background));
     rowsA.push([name, fix(last(r.done.live)), fix(last(r.done.background)), `${fix(whole)} (${fix(whole / 23)} x)`,
-      `${r.ok} / ${r.attempts}`, r.rejected]);
+      `${r.ok} / ${r.attempts}`, r.throttled]);
   }
   const satRate = { burst: 2, perSecond: 20 };
   const saturated = [
@@ -146,14 +146,14 @@ export async function run() {
   for (const [name, make] of Object.entries(all)) {
     const r = await runOnce(make, satRate, saturated);
     const share = r.order.slice(0, 100).filter((k) => k === 'background').length;
-    rowsB.push([name, `${share} %`, fix(last(r.done.live)), fix(last(r.done.background)), `${r.ok} / ${r.attempts}`, r.rejected]);
+    rowsB.push([name, `${share} %`, fix(last(r.done.live)), fix(last(r.done.background)), `${r.ok} / ${r.attempts}`, r.throttled]);
   }
   const redis = await startRedis();
   const rowsC = [];
   try {
     for (const [name, oneQueue] of [['odds-gate, lanes 1 : 9 in each process', false], ['odds-gate, one queue in each process', true]]) {
       const r = await fleetOnce(redis.port, oneQueue);
-      rowsC.push([name, `${r.background} %`, r.perProcess.join(' / '), fix(r.liveS), fix(r.allS), `${r.ok} / ${r.attempts}`, r.rejected]);
+      rowsC.push([name, `${r.background} %`, r.perProcess.join(' / '), fix(r.liveS), fix(r.allS), `${r.ok} / ${r.attempts}`, r.throttled]);
     }
   } finally {
     await redis.stop();

@@ -86,8 +86,8 @@ async function runRow(createFetch, row) {
     })));
     const server = fake.stats();
     made.forEach((m, i) => {
-      const k = server.byKey[m.label] ?? { attempts: 0, rejected: 0, ok: 0 };
-      m.out = { ...outs[i], attempts: k.attempts, rejected: k.rejected, ok: k.ok, missing: k.missing ?? 0, unavailable: k.unavailable ?? 0 };
+      const k = server.byKey[m.label] ?? { attempts: 0, throttled: 0, ok: 0 };
+      m.out = { ...outs[i], attempts: k.attempts, throttled: k.throttled, ok: k.ok, missing: k.missing ?? 0, unavailable: k.unavailable ?? 0 };
       if (m.impl.gate) {
         const g = m.impl.fetchImpl.stats().gates[0];
         m.out.gate = g && { admitted: g.admitted, throttled: g.throttled, retries: g.retries, rate: g.rate, learned: g.learned };
@@ -104,7 +104,7 @@ async function runRow(createFetch, row) {
   }
 }
 
-const pct = (o) => (o.attempts ? (100 * o.rejected) / o.attempts : NaN);
+const pct = (o) => (o.attempts ? (100 * o.throttled) / o.attempts : NaN);
 
 export async function run({ quick }) {
   const { createFetch } = await loadPkg();
@@ -116,7 +116,7 @@ export async function run({ quick }) {
     for (const m of r.made) {
       const o = m.out;
       console.error(`  learn-matrix ${row.name}, ${m.c.name}: ${o.done}/${callsOf(row)} done, ${o.attempts} attempts, ` +
-        `${o.rejected} 429s, ${o.timedOut ? `cut off at ${fix(capOf(row), 0)}` : fix(o.wallS)} s`);
+        `${o.throttled} 429s, ${o.timedOut ? `cut off at ${fix(capOf(row), 0)}` : fix(o.wallS)} s`);
     }
     await sleep(200);
   }
@@ -138,7 +138,7 @@ export async function run({ quick }) {
       const ratio = o.wallS / floorS;
       const wall = o.timedOut ? `> ${fix(capS, 0)}` : fix(o.wallS);
       const ratioText = o.timedOut ? `> ${fix(capS / floorS)}` : fix(ratio);
-      table.push([label, m.c.name, `${o.done} / ${n}`, o.attempts, o.rejected, fix(pct(o), 1), wall, fix(floorS), ratioText]);
+      table.push([label, m.c.name, `${o.done} / ${n}`, o.attempts, o.throttled, fix(pct(o), 1), wall, fix(floorS), ratioText]);
       const ok = !o.timedOut && o.done === n && pct(o) <= TARGET.maxPct && ratio <= maxRatio;
       if (m.c.name === LEARNING) {
         verdicts.push(`${ROWS.indexOf(row) + 1}: ${ok ? 'met' : 'MISSED'} (${o.done}/${n} done, ` +

@@ -152,8 +152,8 @@ async function runCase(list, rate, mode) {
     const outs = await Promise.all(live.map((m) => runContender(m.impl, { baseUrl: fake.baseUrl, apiKey: m.apiKey, capS, t0 })));
     const server = fake.stats();
     live.forEach((m, i) => {
-      const k = server.byKey[m.label] ?? { attempts: 0, rejected: 0, ok: 0 };
-      m.out = { ...outs[i], attempts: k.attempts, rejected: k.rejected, ok: k.ok };
+      const k = server.byKey[m.label] ?? { attempts: 0, throttled: 0, ok: 0 };
+      m.out = { ...outs[i], attempts: k.attempts, throttled: k.throttled, ok: k.ok };
       if (m.impl.gate) {
         const g = m.impl.fetchImpl.stats().gates[0];
         m.out.gate = g && { admitted: g.admitted, throttled: g.throttled, retries: g.retries?.throttled ?? g.retries, peakWaiting: g.peakWaiting };
@@ -249,13 +249,13 @@ export async function runTwoBuckets(createFetch) {
     // byBucket is the server's, across keys: per key and bucket, count the arrivals.
     const arrivalsFull = server.arrivals.length >= 10_000;
     made.forEach((m, i) => {
-      const per = { snapshot: { attempts: 0, rejected: 0, ok: 0 }, events: { attempts: 0, rejected: 0, ok: 0 } };
+      const per = { snapshot: { attempts: 0, throttled: 0, ok: 0 }, events: { attempts: 0, throttled: 0, ok: 0 } };
       for (const a of server.arrivals) {
         if (a.key !== m.label) continue;
         per[a.bucket].attempts++;
-        if (a.status === 429) per[a.bucket].rejected++; else per[a.bucket].ok++;
+        if (a.status === 429) per[a.bucket].throttled++; else per[a.bucket].ok++;
       }
-      const k = server.byKey[m.label] ?? { attempts: 0, rejected: 0, ok: 0 };
+      const k = server.byKey[m.label] ?? { attempts: 0, throttled: 0, ok: 0 };
       m.out = { ...outs[i], per, byKey: k, arrivalsFull };
       if (m.impl.gate) {
         m.out.gates = m.impl.fetchImpl.stats().gates.map((g) => ({
@@ -298,15 +298,15 @@ function twoTable(made) {
     const sLast = lastOf(o, 'snapshot');
     const ratio = eLast === Infinity ? `> ${fix(TWO_CAP_S / eFloor)}` : fix(eLast / eFloor);
     rows.push([m.c.name, s.done, e.done, `${o.per.snapshot.attempts} / ${o.per.events.attempts}`,
-      `${o.per.snapshot.rejected} / ${o.per.events.rejected}`, at(o, 'snapshot'), fix(sFloor), at(o, 'events'), fix(eFloor), ratio]);
-    const rejected = o.per.snapshot.rejected + o.per.events.rejected;
+      `${o.per.snapshot.throttled} / ${o.per.events.throttled}`, at(o, 'snapshot'), fix(sFloor), at(o, 'events'), fix(eFloor), ratio]);
+    const throttled = o.per.snapshot.throttled + o.per.events.throttled;
     const allDone = s.done === twoJobs(S) && e.done === twoJobs(E);
     const when = (last) => (last === Infinity ? `> ${TWO_CAP_S} s (cut off)` : `${fix(last)} s`);
     summary.set(m.c.name, {
       text: `lookups done at ${when(eLast)} (${ratio} x floor), snapshots at ${when(sLast)}, ` +
-        `${rejected} 429s (${o.per.snapshot.rejected} snapshot / ${o.per.events.rejected} events)` +
+        `${throttled} 429s (${o.per.snapshot.throttled} snapshot / ${o.per.events.throttled} events)` +
         `${allDone ? '' : `, ${s.done}/${twoJobs(S)} snapshots and ${e.done}/${twoJobs(E)} lookups done`}`,
-      ok: allDone && eLast / eFloor <= TWO_TARGET.maxRatio && rejected <= TWO_TARGET.max429,
+      ok: allDone && eLast / eFloor <= TWO_TARGET.maxRatio && throttled <= TWO_TARGET.max429,
     });
     const extra = [`first lookup done at ${fix(e.firstS ?? NaN)} s, first snapshot at ${fix(s.firstS ?? NaN)} s`];
     if (o.byKey.attempts !== o.per.snapshot.attempts + o.per.events.attempts) extra.push(`server byKey attempts ${o.byKey.attempts}`);
@@ -351,7 +351,7 @@ function twoTable(made) {
   };
 }
 
-const pct = (o) => (o.attempts ? (100 * o.rejected) / o.attempts : NaN);
+const pct = (o) => (o.attempts ? (100 * o.throttled) / o.attempts : NaN);
 const meets = (o, floorS, mode) => !o.timedOut && o.done === JOBS && pct(o) <= mode.maxPct && o.wallS / floorS <= mode.maxRatio;
 
 export async function run({ quick }) {
@@ -366,7 +366,7 @@ export async function run({ quick }) {
       for (const m of made) {
         const o = m.out;
         console.error(`  learn ${allowanceText(rate)}, ${mode.label}, ${m.c.name}: ` + (m.notBuilt ? 'not built'
-          : `${o.done}/${JOBS} done, ${o.attempts} attempts, ${o.rejected} 429s, ` +
+          : `${o.done}/${JOBS} done, ${o.attempts} attempts, ${o.throttled} 429s, ` +
             `${o.timedOut ? `cut off at ${fix(capOf(rate), 0)}` : fix(o.wallS)} s`));
       }
       await sleep(200);
@@ -377,7 +377,7 @@ export async function run({ quick }) {
   for (const m of two) {
     const o = m.out;
     console.error(`  learn two buckets, ${m.c.name}: ${o.kinds.snapshot.done} snapshots, ${o.kinds.events.done} lookups, ` +
-      `${o.per.snapshot.rejected} / ${o.per.events.rejected} 429s, ` +
+      `${o.per.snapshot.throttled} / ${o.per.events.throttled} 429s, ` +
       (o.timedOut ? `cut off at ${TWO_CAP_S} s` : `last snapshot ${fix(o.kinds.snapshot.lastS)} s, last lookup ${fix(o.kinds.events.lastS)} s`));
   }
 
@@ -398,7 +398,7 @@ export async function run({ quick }) {
         }
         const wall = o.timedOut ? `> ${fix(capS, 0)}` : fix(o.wallS);
         const ratio = o.timedOut ? `> ${fix(capS / floorS)}` : fix(o.wallS / floorS);
-        rows.push([allowanceText(rate), mode.label, m.c.name, o.done, o.attempts, o.rejected, fix(pct(o), 1), wall, fix(floorS), ratio]);
+        rows.push([allowanceText(rate), mode.label, m.c.name, o.done, o.attempts, o.throttled, fix(pct(o), 1), wall, fix(floorS), ratio]);
         const ok = meets(o, floorS, mode);
         if (ok) inBounds.get(m.c.name).push(allowanceText(rate));
         if (m.c.name === LEARNING) {

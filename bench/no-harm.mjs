@@ -109,7 +109,7 @@ const ROWS = [
     judge: ([o]) => ({ ok: allDone(o) && o.ratio <= T.plainRatio, text: `${o.done}/${o.calls} done, ${o.timedOut ? 'cut off' : `${fix(o.ratio)} x plain fetch`}` }),
   },
   {
-    id: 'j', figure: (o) => `${o.rejected} 429s`, judge: ([a, b]) => ({ ok: null, text: `${a.rejected} and ${b.rejected} 429s` }),
+    id: 'j', figure: (o) => `${o.throttled} 429s`, judge: ([a, b]) => ({ ok: null, text: `${a.throttled} and ${b.throttled} 429s` }),
     runs: [['no headers', false], ['counts on 429s only', 'throttled']].map(([what, rateLimitHeaders]) => ({
       label: `${what}, 8 SDK calls at once, burst 2 at 2/s`, burst: 2, perSecond: 2, calls: 8, kind: 'sdk', server: { rateLimitHeaders },
     })),
@@ -166,20 +166,20 @@ async function runRun(createFetch, run) {
     const server = fake.stats();
     return list.map((c) => {
       const mine = made.filter((m) => m.c === c);
-      const k = mine.map((m) => server.byKey[m.label] ?? { attempts: 0, rejected: 0, ok: 0 });
+      const k = mine.map((m) => server.byKey[m.label] ?? { attempts: 0, throttled: 0, ok: 0 });
       const sum = (f) => k.reduce((s, x) => s + (x[f] ?? 0), 0);
       const walls = mine.map((m) => m.out.wallS);
       const [m] = mine; // the records and errors are the first round's
       const o = {
         name: c.name, calls: run.calls * mine.length, capS: capOf(run), walls, wallS: median(walls),
         done: mine.reduce((s, x) => s + x.out.done, 0), timedOut: mine.some((x) => x.out.timedOut),
-        attempts: sum('attempts'), rejected: sum('rejected'), ok: sum('ok'), unavailable: sum('unavailable'), hung: sum('hung'),
+        attempts: sum('attempts'), throttled: sum('throttled'), ok: sum('ok'), unavailable: sum('unavailable'), hung: sum('hung'),
         records: m.out.records, errors: m.out.errors, failed: m.out.failed, stuck: mine.some((x) => x.out.stuck),
         arrivalsFull: server.arrivals.length >= 10_000,
         arrivals: server.arrivals.filter((a) => a.key === m.label), // `at`: ms on the server's clock
         startSkewMs: m.t0 - clockAt,
       };
-      o.pct = o.attempts ? (100 * o.rejected) / o.attempts : NaN;
+      o.pct = o.attempts ? (100 * o.throttled) / o.attempts : NaN;
       if (m.stats) {
         const s = m.stats;
         const l = s.gates[0]?.learned;
@@ -214,8 +214,8 @@ export async function run({ quick }) {
         const wall = o.timedOut ? `> ${fix(o.capS, 0)}` : fix(o.wallS);
         const ratio = !floorS ? '-' : o.timedOut ? `> ${fix(o.capS / floorS)}` : fix(o.ratio);
         const label = `${row.id}${row.runs.length > 1 ? i + 1 : ''}. ${spec.label}`;
-        table.push([label, o.name, `${o.done} / ${o.calls}`, o.attempts, o.rejected, fix(o.pct, 1), wall, floorS === null ? '-' : fix(floorS), ratio, row.figure(o)]);
-        console.error(`  no-harm ${label}, ${o.name}: ${o.done}/${o.calls} done, ${o.attempts} attempts, ${o.rejected} 429s, ${wall} s; ${row.figure(o)}`);
+        table.push([label, o.name, `${o.done} / ${o.calls}`, o.attempts, o.throttled, fix(o.pct, 1), wall, floorS === null ? '-' : fix(floorS), ratio, row.figure(o)]);
+        console.error(`  no-harm ${label}, ${o.name}: ${o.done}/${o.calls} done, ${o.attempts} attempts, ${o.throttled} 429s, ${wall} s; ${row.figure(o)}`);
         const extra = [];
         if (o.unavailable || o.hung) extra.push(`server 503s ${o.unavailable}, unanswered ${o.hung}, 200s ${o.ok}`);
         if (o.failed) extra.push(`${o.failed} call${o.failed === 1 ? '' : 's'} given up`);

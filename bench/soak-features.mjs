@@ -459,8 +459,8 @@ function print(r, end) {
     console.table(p.outcomes.map(([outcome, [s, e]]) => ({ outcome, snapshot: s, events: e, all: s + e })));
     const b = p.server.byBucket;
     const f = p.server.faults;
-    console.log(`server saw: ${Object.entries(b).map(([k, v]) => `${k} ${int(v.attempts)} requests, ${int(v.ok)} 200s, ${int(v.rejected)} 429s` +
-      ` (${v.attempts ? ((100 * v.rejected) / v.attempts).toFixed(1) : 0} %)`).join('; ')}; /usage ${p.server.usageCalls}`);
+    console.log(`server saw: ${Object.entries(b).map(([k, v]) => `${k} ${int(v.attempts)} requests, ${int(v.ok)} 200s, ${int(v.throttled)} 429s` +
+      ` (${v.attempts ? ((100 * v.throttled) / v.attempts).toFixed(1) : 0} %)`).join('; ')}; /usage ${p.server.usageCalls}`);
     console.log(`faults injected: ${f.resets} resets, ${f.unavailable} 503s, ${f.unavailableRetryAfter} 503s with Retry-After, ${f.slow} slow`);
     console.log(`onEvent: ${p.events.map(([k, v]) => `${k} ${int(v)}`).join(', ') || 'none'}`);
   }

@@ -35,7 +35,7 @@ try {
       jobs: processes * 8,
       completed: runs.reduce((n, r) => n + r.completed, 0),
       attempts: s.attempts,
-      '429s': s.rejected,
+      '429s': s.throttled,
       'wall (s)': ((performance.now() - started) / 1000).toFixed(1),
     });
   }

@@ -21,7 +21,7 @@ await new Promise((resolve) => metricsServer.listen(0, '127.0.0.1', resolve));
 try {
   const fetchImpl = createFetch({ rate, meter: provider.getMeter('odds-gate') });
   const run = await runWorkers({ fetchImpl, baseUrl: api.baseUrl, apiKey: `demo-${randomUUID()}` });
-  console.log(`eight workers: ${run.attempts} attempts, ${run.rejected} 429s, ${run.completed} completed\n`);
+  console.log(`eight workers: ${run.attempts} attempts, ${run.throttled} 429s, ${run.completed} completed\n`);
 
   const { port } = metricsServer.address();
   const scraped = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();

@@ -120,7 +120,7 @@ test('simulate: one shared gate by default, the article\'s admissions at 0, 0, 5
   const r = await cli(['simulate', '--workers', '8', '--burst', '2', '--per-second', '2', '--retry-after', '1']);
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(row(r.stdout, 'one shared gate'), [8, 0, 8, 0, 3000]);
-  assert.match(r.stdout, /attempts\s+rejected \(429\)\s+completed\s+abandoned\s+last attempt \(ms\)/);
+  assert.match(r.stdout, /attempts\s+throttled \(429\)\s+completed\s+abandoned\s+last attempt \(ms\)/);
   assert.match(r.stdout, /^admissions \(ms\): 0, 0, 500, 1000, 1500, 2000, 2500, 3000$/m);
   // Written to the default place, and the output says where.
   const svg = join(dir, 'odds-gate-timeline.svg');
@@ -129,14 +129,14 @@ test('simulate: one shared gate by default, the article\'s admissions at 0, 0, 5
   assert.ok(r.stdout.includes(svg), 'the absolute path is printed');
 });
 
-test('simulate --independent: 20 attempts, 12 rejected (the article\'s collision)', async () => {
+test('simulate --independent: 20 attempts, 12 throttled (the article\'s collision)', async () => {
   const r = await cli(['simulate', '--independent', '--svg', 'independent.svg']);
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(row(r.stdout, 'independent retries, no gate'), [20, 12, 8, 0, 3000]);
   assert.match(r.stdout, /worker 7 {2}0x {2}1000x {2}2000x {2}3000$/m);
 });
 
-test('simulate --separate-gates 2: 14 attempts, 6 rejected (one gate per process)', async () => {
+test('simulate --separate-gates 2: 14 attempts, 6 throttled (one gate per process)', async () => {
   const r = await cli(['simulate', '--separate-gates', '2', '--svg', 'two-gates.svg']);
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(row(r.stdout, '2 separate gates'), [14, 6, 8, 0, 3000]);
@@ -146,14 +146,14 @@ test('simulate --json gives the result with the options it ran', async () => {
   const r = await cli(['simulate', '--json', '--always-reject', '--max-attempts', '3', '--retry-budget', '4', '--svg=budget.svg']);
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout);
-  assert.deepEqual([out.attempts, out.rejected, out.completed, out.abandoned], [12, 12, 0, 8]);
+  assert.deepEqual([out.attempts, out.throttled, out.completed, out.abandoned], [12, 12, 0, 8]);
   assert.equal(out.options.retryAfterMs, 1000);
   assert.equal(out.svg, join(dir, 'budget.svg'));
   assert.equal(out.timeline.length, 12);
 });
 
 test('the SVG timeline is well-formed, with one lane per worker and a mark per attempt', async () => {
-  for (const [args, workers, attempts, rejected] of [
+  for (const [args, workers, attempts, throttled] of [
     [['--independent'], 8, 20, 12],
     [['--separate-gates', '2'], 8, 14, 6],
     [['--workers', '5', '--burst', '1', '--per-second', '4', '--retry-after', '0.5', '--independent'], 5, null, null],
@@ -177,13 +177,13 @@ test('the SVG timeline is well-formed, with one lane per worker and a mark per a
       result.timeline.map((a) => [a.at, a.worker, a.status]),
     );
     assert.ok(marks.every((e) => e.name === (e.attrs['data-status'] === '200' ? 'circle' : 'g')));
-    // Cooldowns shaded: none without a 429, some on a rejected worker's lane otherwise.
+    // Cooldowns shaded: none without a 429, some on a throttled worker's lane otherwise.
     const shaded = new Set(elements.filter((e) => e.attrs.class === 'cooldown').map((e) => Number(e.attrs['data-worker'])));
     for (const a of result.timeline) if (a.status === 429) assert.ok(shaded.has(a.worker), `lane ${a.worker} shaded`);
-    if (attempts !== null) assert.deepEqual([result.attempts, result.rejected], [attempts, rejected]);
+    if (attempts !== null) assert.deepEqual([result.attempts, result.throttled], [attempts, throttled]);
     assert.match(xml, /<title>[^<]*\d+ workers[^<]*<\/title>/);
     assert.match(xml, /virtual time \(ms\)/);
-    assert.match(xml, /429: rejected/);
+    assert.match(xml, /429: throttled/);
   }
 });
 
@@ -265,8 +265,8 @@ test('demo: the gate\'s row shows no 429, plain fetch collides', { timeout: 60_0
   const r = await cli(['demo'], { timeoutMs: 45_000 });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /attempts\s+429s\s+completed\s+wall \(s\)/);
-  const [attempts, rejected, completed, wall] = row(r.stdout, 'odds-gate shared gate');
-  assert.deepEqual([attempts, rejected, completed], [8, 0, 8]);
+  const [attempts, throttled, completed, wall] = row(r.stdout, 'odds-gate shared gate');
+  assert.deepEqual([attempts, throttled, completed], [8, 0, 8]);
   assert.ok(wall >= 2.9, `wall ${wall} s: the article's floor is 3.0 s`);
   const plain = row(r.stdout, 'plain fetch + fixed 1 s retry');
   assert.equal(plain[2], 8);
@@ -288,9 +288,9 @@ test('simulate --learn: the estimate, how soon it came near the truth, and its c
   assert.equal(blind.code, 0, blind.stderr);
   assert.match(blind.stdout, /429 \+ Retry-After only/);
   assert.match(blind.stdout, /burst not learned \(1 used\)/);
-  const [attempts, rejected, completed] = row(blind.stdout, 'one shared gate');
+  const [attempts, throttled, completed] = row(blind.stdout, 'one shared gate');
   assert.equal(completed, 200);
-  assert.ok(rejected <= 0.1 * attempts, `${rejected} of ${attempts}`);
+  assert.ok(throttled <= 0.1 * attempts, `${throttled} of ${attempts}`);
 });
 
 /** The rows of the per-limiter table: name -> [attempts, 429s, done at (ms)]. */
@@ -327,8 +327,8 @@ test('simulate --lookups: a second limiter, its own table rows, and a lane per l
   const out = JSON.parse(json.stdout);
   assert.deepEqual(out.options.lookups, { calls: 4, burst: 2, perSecond: 2 });
   assert.deepEqual(out.limiters, [
-    { name: 'snapshot', attempts: 8, rejected: 0, doneMs: 3000 },
-    { name: 'events', attempts: 4, rejected: 0, doneMs: 5000 },
+    { name: 'snapshot', attempts: 8, throttled: 0, doneMs: 3000 },
+    { name: 'events', attempts: 4, throttled: 0, doneMs: 5000 },
   ]);
 });
 
@@ -343,12 +343,12 @@ test('simulate --learn with lookups: --headers names the limiters on every answe
   assert.match(every.stdout, /last snapshot attempt 50000 ms, 1\.02 x the floor \(49000 ms for 100 calls\)/);
   assert.equal(every.stdout.split('\n').filter((l) => l.startsWith('  lookup ')).length, 40);
 
-  const throttled = await cli(['simulate', '--headers-on-429', ...common]);
-  assert.equal(throttled.code, 0, throttled.stderr);
-  assert.match(throttled.stdout, /the gates learn it \(X-RateLimit-\* on 429s only\)/);
-  const [, rejected, completed, abandoned] = row(throttled.stdout, 'one shared gate');
-  assert.deepEqual([rejected, completed, abandoned], [3, 140, 0]);
-  const b = limiters(throttled.stdout);
+  const on429 = await cli(['simulate', '--headers-on-429', ...common]);
+  assert.equal(on429.code, 0, on429.stderr);
+  assert.match(on429.stdout, /the gates learn it \(X-RateLimit-\* on 429s only\)/);
+  const [, throttled, completed, abandoned] = row(on429.stdout, 'one shared gate');
+  assert.deepEqual([throttled, completed, abandoned], [3, 140, 0]);
+  const b = limiters(on429.stdout);
   assert.deepEqual(b.snapshot.slice(0, 2), [103, 3]);
   assert.deepEqual(b.events.slice(0, 2), [40, 0]);
 });
@@ -428,7 +428,7 @@ test('simulate --lane: the issue\'s case, live calls done at 4.5 s beside 40 bac
     { name: 'background', weight: 1, workers: 40, startMs: 0 },
     { name: 'live', weight: 9, workers: 8, startMs: 1000 },
   ]);
-  assert.deepEqual(out.lanes.map((l) => [l.name, l.firstWorker, l.workers, l.doneMs, l.rejected]),
+  assert.deepEqual(out.lanes.map((l) => [l.name, l.firstWorker, l.workers, l.doneMs, l.throttled]),
     [['background', 0, 40, 23000, 0], ['live', 40, 8, 4500, 0]]);
 
   // The wrapper's own workers beside a lane are the `default` lane.

@@ -22,10 +22,10 @@ test('eight naive workers collide: >= 20 attempts, >= 12 429s, all complete', { 
   assert.equal(r.completed, 8);
   assert.equal(r.failed, 0);
   assert.ok(r.attempts >= 20, `attempts ${r.attempts}`);
-  assert.ok(r.rejected >= 12, `rejected ${r.rejected}`);
+  assert.ok(r.throttled >= 12, `throttled ${r.throttled}`);
   const s = api.stats(); // server saw exactly what the client sent
   assert.equal(s.attempts, r.attempts);
-  assert.equal(s.rejected, r.rejected);
+  assert.equal(s.throttled, r.throttled);
   assert.equal(s.ok, 8);
 });
 
@@ -40,8 +40,8 @@ test('different API keys keep independent buckets', async () => {
   await b.getOddsSnapshot('e2');
   await assert.rejects(b.getOddsSnapshot('e3'), { status: 429 });
   assert.deepEqual(api.stats().byKey, {
-    'key#1': { attempts: 3, rejected: 1, ok: 2 },
-    'key#2': { attempts: 3, rejected: 1, ok: 2 },
+    'key#1': { attempts: 3, throttled: 1, ok: 2 },
+    'key#2': { attempts: 3, throttled: 1, ok: 2 },
   });
   api.reset();
   assert.equal(api.stats().attempts, 0);
@@ -140,7 +140,7 @@ test('rateLimitHeaders: false sends no X-RateLimit-* on any route; a 429 keeps R
   assert.deepEqual(rateLimitHeaderNames(eventLimited), []);
   assert.equal(eventLimited.headers.get('retry-after'), '1');
   await eventLimited.text();
-  assert.deepEqual([api.stats().attempts, api.stats().rejected], [5, 2]);
+  assert.deepEqual([api.stats().attempts, api.stats().throttled], [5, 2]);
 
   const defaults = await start(FROZEN); // headers on by default, on both routes
   for (const path of ['/events/e1/odds/snapshot', '/events/e1']) {
@@ -180,7 +180,7 @@ test("rateLimitHeaders: 'throttled' sends X-RateLimit-* on 429s only, as the API
     ['1', '0', 'events'],
   );
   await eventLimited.text();
-  assert.deepEqual([api.stats().attempts, api.stats().rejected], [5, 2]);
+  assert.deepEqual([api.stats().attempts, api.stats().throttled], [5, 2]);
 
   await assert.rejects(startFakeOddsApi({ rateLimitHeaders: 'sometimes' }), TypeError);
 });
@@ -260,8 +260,8 @@ test('the events bucket defaults to burst 10 and shares the retryAfterSeconds', 
 test('byBucket counts each route; byKey, totals and arrivals count both', async () => {
   const api = await start({ ...FROZEN, events: { burst: 1, perSecond: 0.001 } });
   assert.deepEqual(api.stats().byBucket, {
-    snapshot: { attempts: 0, rejected: 0, ok: 0 },
-    events: { attempts: 0, rejected: 0, ok: 0 },
+    snapshot: { attempts: 0, throttled: 0, ok: 0 },
+    events: { attempts: 0, throttled: 0, ok: 0 },
   });
   const client = new OddsApiClient({ apiKey: 'b', baseUrl: api.baseUrl });
   const get = (path) => fetch(`${api.baseUrl}${path}`, { headers: { 'X-API-Key': 'b' } })
@@ -273,18 +273,18 @@ test('byBucket counts each route; byKey, totals and arrivals count both', async 
   await client.getUsage(); // not a bucket: counted in usageCalls only
   const s = api.stats();
   assert.deepEqual(s.byBucket, {
-    snapshot: { attempts: 3, rejected: 1, ok: 2 },
-    events: { attempts: 2, rejected: 1, ok: 1 },
+    snapshot: { attempts: 3, throttled: 1, ok: 2 },
+    events: { attempts: 2, throttled: 1, ok: 1 },
   });
-  assert.deepEqual(s.byKey, { 'key#1': { attempts: 5, rejected: 2, ok: 3 } });
-  assert.deepEqual([s.attempts, s.rejected, s.ok, s.usageCalls], [5, 2, 3, 1]);
+  assert.deepEqual(s.byKey, { 'key#1': { attempts: 5, throttled: 2, ok: 3 } });
+  assert.deepEqual([s.attempts, s.throttled, s.ok, s.usageCalls], [5, 2, 3, 1]);
   assert.deepEqual(s.arrivals.map((a) => [a.bucket, a.status]),
     [['events', 200], ['events', 429], ['snapshot', 200], ['snapshot', 200], ['snapshot', 429]]);
   assert.ok(s.arrivals.every((a) => a.key === 'key#1' && typeof a.at === 'number'));
   assert.equal((await client.getUsage()).api_credits_used, 3, 'credits count the 200s of both routes');
 
   api.reset(); // counters start again and buckets refill
-  assert.deepEqual(api.stats().byBucket.events, { attempts: 0, rejected: 0, ok: 0 });
+  assert.deepEqual(api.stats().byBucket.events, { attempts: 0, throttled: 0, ok: 0 });
   assert.equal(await get('/events/e'), 200);
 });
 
@@ -303,8 +303,8 @@ test('the monthly credits stop both routes', async () => {
     assert.equal((await res.json()).code, 'quota_exceeded');
   }
   assert.deepEqual(api.stats().byBucket, {
-    snapshot: { attempts: 3, rejected: 1, ok: 2 },
-    events: { attempts: 2, rejected: 1, ok: 1 },
+    snapshot: { attempts: 3, throttled: 1, ok: 2 },
+    events: { attempts: 2, throttled: 1, ok: 1 },
   });
 });
 
@@ -324,8 +324,8 @@ test('missingFirst and unavailableEvery answer 404 / 503 with the counts, take n
   assert.equal(a[3].retryAfter, null);
   assert.equal((await get('b')).status, 404); // per key
   const s = api.stats();
-  assert.deepEqual(s.byKey['key#1'], { attempts: 6, rejected: 1, ok: 2, missing: 2, unavailable: 1 });
-  assert.deepEqual(s.byKey['key#2'], { attempts: 1, rejected: 0, ok: 0, missing: 1 });
+  assert.deepEqual(s.byKey['key#1'], { attempts: 6, throttled: 1, ok: 2, missing: 2, unavailable: 1 });
+  assert.deepEqual(s.byKey['key#2'], { attempts: 1, throttled: 0, ok: 0, missing: 1 });
   assert.equal(s.missing, 3);
   assert.equal(s.byBucket.snapshot.unavailable, 1);
   assert.ok(!('missing' in s.byBucket.events));
@@ -392,8 +392,8 @@ test('outageMs: snapshots answer a bare 503 until outageMs after start or reset,
   for (const left of ['1', '0']) assert.deepEqual(await answer(api, '/events/e1/odds/snapshot'), [200, left, 'snapshot']);
   assert.equal((await answer(api, '/events/e1/odds/snapshot'))[0], 429);
   const s = api.stats();
-  assert.deepEqual(s.byKey['key#1'], { attempts: 5, rejected: 1, ok: 3, unavailable: 1 });
-  assert.deepEqual(s.byKey['key#2'], { attempts: 1, rejected: 0, ok: 0, unavailable: 1 });
+  assert.deepEqual(s.byKey['key#1'], { attempts: 5, throttled: 1, ok: 3, unavailable: 1 });
+  assert.deepEqual(s.byKey['key#2'], { attempts: 1, throttled: 0, ok: 0, unavailable: 1 });
   api.reset(); // the outage starts again
   assert.deepEqual(await answer(api, '/events/e1/odds/snapshot'), [503, null, null]);
 });
@@ -406,7 +406,7 @@ test('hangFirst: the first n snapshot requests per key are never answered; close
     assert.deepEqual(await answer(api, '/events/e1/odds/snapshot', key), [200, '1', 'snapshot']); // no token taken
   }
   const s = api.stats();
-  assert.deepEqual(s.byKey['key#1'], { attempts: 2, rejected: 0, ok: 1, hung: 1 });
+  assert.deepEqual(s.byKey['key#1'], { attempts: 2, throttled: 0, ok: 1, hung: 1 });
   assert.deepEqual(s.arrivals.map((a) => a.status), [null, 200, null, 200]);
 
   const held = await start({ ...FROZEN, hangFirst: 1 }); // closed here, and again (harmlessly) after all
@@ -444,6 +444,6 @@ test('bucketPerResource: a bucket per route and event id, named in X-RateLimit-B
   assert.deepEqual([await answer(api, '/events/e1'), await answer(api, '/events/e1'), await answer(api, '/events/e2')],
     [[200, '0', 'events:e1'], [429, '0', 'events:e1'], [200, '0', 'events:e2']]);
   const s = api.stats();
-  assert.deepEqual(s.byBucket.snapshot, { attempts: 6, rejected: 1, ok: 5 }); // the route's, summed
+  assert.deepEqual(s.byBucket.snapshot, { attempts: 6, throttled: 1, ok: 5 }); // the route's, summed
   assert.ok(s.arrivals.every((a) => a.bucket === 'snapshot' || a.bucket === 'events'));
 });

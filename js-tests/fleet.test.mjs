@@ -84,7 +84,7 @@ for (const [name, connect] of [
       const responses = await Promise.all(Array.from({ length: 8 }, (_, i) =>
         fetchImpl(`${api.baseUrl}/events/${i}/odds/snapshot`, { headers: { 'X-API-Key': key } })));
       assert.ok(responses.every((r) => r.status === 200));
-      assert.deepEqual([api.stats().attempts, api.stats().rejected], [8, 0]);
+      assert.deepEqual([api.stats().attempts, api.stats().throttled], [8, 0]);
       const { store } = fetchImpl.stats().gates[0];
       assert.equal(store.kind, 'redis:og');
       assert.ok(store.calls <= 16, `${store.calls} Redis calls for 8 admissions`);
@@ -139,7 +139,7 @@ test('8 processes x 8 workers share one allowance through Redis, unlike a gate p
         jobs: 64,
         completed: runs.reduce((n, r) => n + r.completed, 0),
         attempts: server.attempts,
-        rejected: server.rejected,
+        throttled: server.throttled,
         wallS: ((performance.now() - started) / 1000).toFixed(1),
       };
     }
@@ -148,8 +148,8 @@ test('8 processes x 8 workers share one allowance through Redis, unlike a gate p
     const shared = results.redis;
     assert.equal(shared.completed, 64);
     assert.ok(shared.attempts <= 1.01 * 64, `${shared.attempts} attempts for 64 jobs`);
-    assert.ok(shared.rejected <= 0.01 * shared.attempts, `${shared.rejected} 429s`);
-    assert.ok(results.memory.rejected > shared.rejected, 'a gate per process overruns the key');
+    assert.ok(shared.throttled <= 0.01 * shared.attempts, `${shared.throttled} 429s`);
+    assert.ok(results.memory.throttled > shared.throttled, 'a gate per process overruns the key');
   } finally {
     await api.close();
   }
@@ -185,14 +185,14 @@ test('4 processes learn one allowance together through Redis (no rate given)', a
   try {
     const { runs } = await runFleet({ store: 'redis', redisPort: redis.port, baseUrl: api.baseUrl, apiKey: freshKey(), rate: 'auto', workers: 10 }, 4);
     const server = api.stats();
-    console.log(`4 processes x 10 workers learning burst 5 at 10/s through Redis: ${server.attempts} attempts, ${server.rejected} 429s`);
+    console.log(`4 processes x 10 workers learning burst 5 at 10/s through Redis: ${server.attempts} attempts, ${server.throttled} 429s`);
     assert.equal(runs.reduce((n, r) => n + r.completed, 0), 40);
     // Wiring, in real time: the processes follow one estimate (0-5 429s alone, up to 11 with another
     // CI job on the same two cores, where a stalled event loop lets the server's bucket fill and
     // look like a pace too slow); the policy's figures are the virtual clock's
     // (tests/learn_matrix.rs, 2 processes: 0 429s). Four gates learning apart would each take
     // the whole allowance.
-    assert.ok(server.rejected <= 14, `${server.rejected} 429s in ${server.attempts} attempts`);
+    assert.ok(server.throttled <= 14, `${server.throttled} 429s in ${server.attempts} attempts`);
     for (const { gate } of runs) {
       assert.match(gate.store.kind, /^redis/);
       assert.equal(gate.learned.burst, 5, JSON.stringify(gate.learned));
@@ -234,7 +234,7 @@ test('calls waiting on Redis together are admitted by a few round trips, not one
     const responses = await Promise.all(Array.from({ length: 32 }, () => fetchImpl(`${api.baseUrl}/events/a/odds/snapshot`, { headers })));
     assert.deepEqual(responses.map((r) => r.status), Array(32).fill(200));
     await Promise.all(responses.map((r) => r.text()));
-    assert.deepEqual([api.stats().attempts, api.stats().rejected], [32, 0]);
+    assert.deepEqual([api.stats().attempts, api.stats().throttled], [32, 0]);
     const { admitted, gates: [gate] } = fetchImpl.stats();
     assert.equal(admitted, 32);
     assert.ok(gate.store.calls <= 8, `${gate.store.calls} Redis calls for 32 admissions`);

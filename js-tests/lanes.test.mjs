@@ -106,8 +106,8 @@ test("a lane's own limits: maxWaiting drops its work rather than queue it, the o
 test('simulate({ lanes }): the issue\'s case on the virtual clock, each lane\'s figures, and the options lanes refuse', () => {
   const lanes = [{ name: 'background', workers: 40 }, { name: 'live', weight: 9, workers: 8, startMs: 1000 }];
   const r = simulate({ lanes });
-  assert.deepEqual([r.attempts, r.rejected, r.completed, r.lastAttemptMs], [48, 0, 48, 23000]);
-  assert.deepEqual(r.lanes.map((l) => [l.name, l.weight, l.firstWorker, l.workers, l.calls, l.admitted, l.rejected, l.doneMs]),
+  assert.deepEqual([r.attempts, r.throttled, r.completed, r.lastAttemptMs], [48, 0, 48, 23000]);
+  assert.deepEqual(r.lanes.map((l) => [l.name, l.weight, l.firstWorker, l.workers, l.calls, l.admitted, l.throttled, l.doneMs]),
     [['background', 1, 0, 40, 40, 40, 0, 23000], ['live', 9, 40, 8, 8, 8, 0, 4500]]);
   assert.ok(r.lanes[1].maxWaitMs <= 3500 && r.lanes[0].meanWaitMs > 5 * r.lanes[1].meanWaitMs, JSON.stringify(r.lanes));
   // The wrapper's own workers are `default`; an unnamed lane is numbered by its place.

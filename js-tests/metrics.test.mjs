@@ -75,7 +75,7 @@ test('the meter gets counters, gauges and histograms that agree with stats(), ke
     const units = {
       'odds_gate.requests': '{request}',
       'odds_gate.admissions': '{request}',
-      'odds_gate.throttles': '{response}',
+      'odds_gate.throttled': '{response}',
       'odds_gate.retries': '{retry}',
       'odds_gate.abandoned': '{call}',
       'odds_gate.quota.rejections': '{call}',
@@ -105,7 +105,7 @@ test('the meter gets counters, gauges and histograms that agree with stats(), ke
     assert.equal(one('odds_gate.requests'), gate.requests);
     assert.equal(one('odds_gate.admissions'), gate.admitted);
     assert.equal(gate.admitted, 8); // 5 first attempts, 3 retries
-    assert.equal(one('odds_gate.throttles'), 1);
+    assert.equal(one('odds_gate.throttled'), 1);
     assert.deepEqual(byAttribute(metrics.get('odds_gate.retries'), 'odds_gate.retry.cause'),
       { throttled: 1, server_error: 2, network: 0, timeout: 0 });
     const abandoned = byAttribute(metrics.get('odds_gate.abandoned'), 'odds_gate.abandon.reason');
@@ -214,7 +214,7 @@ test('demo/prometheus.mjs serves the gate\'s metrics through the OTel Prometheus
   for (const line of [
     /^odds_gate_requests_total\{.*odds_gate_scope="key:[0-9a-f]{32}".*\} 8$/m,
     /^odds_gate_admissions_total\{.*\} 8$/m,
-    /^odds_gate_throttles_total\{.*\} 0$/m,
+    /^odds_gate_throttled_total\{.*\} 0$/m,
     /^odds_gate_admission_wait_time_count\{.*\} 8$/m,
     /^odds_gate_retries_total\{.*odds_gate_retry_cause="throttled".*\} 0$/m,
     /^odds_gate_queue_depth\{.*\} 0$/m,

@@ -96,7 +96,7 @@ test('installed: `exports`, `main`, `types` and `engines` work from a consumer m
       version: manifest.version,
       describe: fetchImpl.describe().text.split('\\n')[0],
       stats: typeof fetchImpl.stats().admitted,
-      sim: [sim.attempts, sim.rejected, sim.completed],
+      sim: [sim.attempts, sim.throttled, sim.completed],
       gateAdmits: new gate.Gate({ burst: 1, perSecond: 1 }).admitAt(0),
       errors: [err instanceof gate.OddsGateError, err.name, err.reason, gate.OddsGateError.is(err)],
       store: typeof gate.redisStore,
@@ -135,7 +135,7 @@ test('installed bin: node_modules/.bin/odds-gate simulate --independent --json',
     ['simulate', '--independent', '--json', '--svg', 'independent.svg'], { cwd: project.project, timeoutMs: 60_000 });
   assert.equal(r.code, 0, show(r));
   const out = JSON.parse(r.stdout);
-  assert.deepEqual([out.attempts, out.rejected, out.completed, out.abandoned, out.lastAttemptMs], [20, 12, 8, 0, 3000]);
+  assert.deepEqual([out.attempts, out.throttled, out.completed, out.abandoned, out.lastAttemptMs], [20, 12, 8, 0, 3000]);
   assert.equal(out.svg, join(project.project, 'independent.svg'));
   const svg = readFileSync(out.svg, 'utf8');
   assert.ok(/<svg[\s>]/.test(svg) && svg.trimEnd().endsWith('</svg>'), `${out.svg} is not an SVG document`);
@@ -236,9 +236,9 @@ test('the shipped eight-worker demo runs from the installed package', { timeout:
   const gated = rows.get('odds-gate shared gate');
   const plain = rows.get('plain fetch + fixed 1 s retry');
   assert.ok(gated && plain, `no demo table in:\n${r.stdout}`);
-  assert.deepEqual([gated.attempts, gated.rejected, gated.completed], [8, 0, 8], r.stdout);
+  assert.deepEqual([gated.attempts, gated.throttled, gated.completed], [8, 0, 8], r.stdout);
   assert.equal(plain.completed, 8, r.stdout);
-  assert.ok(plain.attempts > 8 && plain.rejected > 0, `plain fetch should collide:\n${r.stdout}`);
+  assert.ok(plain.attempts > 8 && plain.throttled > 0, `plain fetch should collide:\n${r.stdout}`);
   // The allowance's floor is (8 - 2) / 2 = 3 s; the upper bound only catches a hang.
   assert.ok(gated.wall >= 2.9 && gated.wall < 60, `gated wall ${gated.wall} s`);
 });

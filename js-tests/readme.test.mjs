@@ -139,7 +139,7 @@ const PREAMBLES = [
     // allowance is the block's `rate`).
     expect: (stats) => {
       assert.ok(stats.ok >= 1, `the fake API served ${stats.ok} snapshots`);
-      assert.equal(stats.rejected, 0, 'the gated calls collected 429s');
+      assert.equal(stats.throttled, 0, 'the gated calls collected 429s');
     },
   },
 ];
@@ -237,7 +237,7 @@ const OUTPUTS = [
 
       const gate = 'odds-gate shared gate';
       const plain = 'plain fetch + fixed 1 s retry';
-      const counts = (row) => [row.attempts, row.rejected, row.completed];
+      const counts = (row) => [row.attempts, row.throttled, row.completed];
       assert.deepEqual(counts(shown.get(gate)), counts(real.get(gate)), `the gated row:\n${r.stdout}`);
       // Plain fetch in real time: 20 attempts, 12 429s almost always, but a stall of a few hundred
       // ms between the retries lets one more through. The README's figures must be the
@@ -245,10 +245,10 @@ const OUTPUTS = [
       const { simulate } = await import(pathToFileURL(join(project.installed, 'index.js')).href);
       const [burst, perSecond, retryAfter] = footnote.slice(1).map(Number);
       const model = simulate({ burst, perSecond, retryAfterMs: retryAfter * 1000 });
-      assert.deepEqual(counts(shown.get(plain)), [model.attempts, model.rejected, model.completed], 'the README\'s plain row is not the article\'s');
+      assert.deepEqual(counts(shown.get(plain)), [model.attempts, model.throttled, model.completed], 'the README\'s plain row is not the article\'s');
       const p = real.get(plain);
       assert.equal(p.completed, model.completed, r.stdout);
-      assert.ok(p.rejected > 0 && p.attempts - p.rejected === p.completed, `plain fetch should collide:\n${r.stdout}`);
+      assert.ok(p.throttled > 0 && p.attempts - p.throttled === p.completed, `plain fetch should collide:\n${r.stdout}`);
       assert.ok(Math.abs(p.attempts - model.attempts) <= 4, `plain fetch made ${p.attempts} attempts, the article ${model.attempts}:\n${r.stdout}`);
       // Wall times: the README's respect the floor it states; the real run's only within wide bounds.
       const floor = (8 - burst) / perSecond;
@@ -318,9 +318,9 @@ const OUTPUTS = [
       // A gate per process: its counts vary run to run; the README's and the real run's both
       // overrun the key.
       for (const rows of [shown, real]) {
-        const [jobs, completed, attempts, rejected] = counts(pick(rows, 'a gate per process'));
+        const [jobs, completed, attempts, throttled] = counts(pick(rows, 'a gate per process'));
         assert.equal(jobs, Number(n) * 8);
-        assert.ok(completed <= jobs && attempts > jobs && rejected > 0, `a gate per process:\n${r.stdout}`);
+        assert.ok(completed <= jobs && attempts > jobs && throttled > 0, `a gate per process:\n${r.stdout}`);
       }
     },
   },

@@ -27,9 +27,9 @@ test('eight workers at the exact allowance: 8 attempts, no 429, all completed', 
   const results = await Promise.all(Array.from({ length: 8 }, (_, i) => client.getOddsSnapshot(`evt-${i}`)));
   const wallMs = performance.now() - started;
   const server = api.stats();
-  console.log(`exact allowance: ${server.attempts} attempts, ${server.rejected} 429s, ${wallMs.toFixed(0)} ms (floor 3000 ms)`);
+  console.log(`exact allowance: ${server.attempts} attempts, ${server.throttled} 429s, ${wallMs.toFixed(0)} ms (floor 3000 ms)`);
   assert.equal(results.length, 8);
-  assert.deepEqual([server.attempts, server.rejected], [8, 0]);
+  assert.deepEqual([server.attempts, server.throttled], [8, 0]);
 });
 
 test('a 429 is retried after exactly the server delay, through the same gate', async () => {

@@ -44,14 +44,14 @@ test('describe(): a Redis store in words, from its prefix and settings', () => {
 
 test('simulate(): the report, its estimates, lanes and limiters, in their order', () => {
   const learning = simulate({ learn: true, headers: true, workers: 4 });
-  assert.deepEqual(Object.keys(learning), ['attempts', 'rejected', 'completed', 'abandoned', 'lastAttemptMs', 'timeline', 'learned']);
+  assert.deepEqual(Object.keys(learning), ['attempts', 'throttled', 'completed', 'abandoned', 'lastAttemptMs', 'timeline', 'learned']);
   assert.deepEqual(Object.keys(learning.timeline[0]), ['at', 'worker', 'status']);
   assert.deepEqual(Object.keys(learning.learned[0]), ['at', 'burst', 'perSecond', 'atLeast', 'confidence']);
   const lanes = simulate({ lanes: [{ name: 'a', workers: 2 }], workers: 1 });
   assert.deepEqual(lanes.lanes[1], {
-    name: 'a', weight: 1, firstWorker: 1, workers: 2, startMs: 0, calls: 2, admitted: 2, rejected: 0, doneMs: 500,
+    name: 'a', weight: 1, firstWorker: 1, workers: 2, startMs: 0, calls: 2, admitted: 2, throttled: 0, doneMs: 500,
     meanWaitMs: 250, maxWaitMs: 500,
   });
   const lookups = simulate({ lookups: { calls: 2, burst: 1, perSecond: 1 } });
-  assert.deepEqual(lookups.limiters[0], { name: 'snapshot', attempts: 20, rejected: 12, doneMs: 3000 });
+  assert.deepEqual(lookups.limiters[0], { name: 'snapshot', attempts: 20, throttled: 12, doneMs: 3000 });
 });

@@ -36,14 +36,14 @@ test('eight workers: plain fetch collides, the shared gate does not', async () =
   const fetchImpl = createFetch({ rate });
   const gated = await runWorkers({ fetchImpl, baseUrl: api.baseUrl, apiKey });
   const gatedServer = api.stats();
-  console.log(`plain: ${plainServer.attempts} attempts, ${plainServer.rejected} 429s; ` +
-    `gated: ${gatedServer.attempts} attempts, ${gatedServer.rejected} 429s, ${gated.wallMs} ms`);
+  console.log(`plain: ${plainServer.attempts} attempts, ${plainServer.throttled} 429s; ` +
+    `gated: ${gatedServer.attempts} attempts, ${gatedServer.throttled} 429s, ${gated.wallMs} ms`);
   assert.equal(plain.completed, 8);
   assert.ok(plainServer.attempts >= 20, `plain made ${plainServer.attempts} attempts`);
   assert.equal(gated.completed, 8);
   // The refill after the burst is timed from its first response, as the server's is from its
   // arrival: at the exact allowance, no 429 at all.
-  assert.deepEqual([gatedServer.attempts, gatedServer.rejected], [8, 0]);
+  assert.deepEqual([gatedServer.attempts, gatedServer.throttled], [8, 0]);
   assert.equal(fetchImpl.stats().throttled, 0);
 });
 
@@ -58,7 +58,7 @@ test('two API keys keep independent allowances', async () => {
   const statuses = (await Promise.all(calls)).map((r) => r.status);
   assert.deepEqual(statuses, [200, 200, 200, 200]);
   assert.equal(fetchImpl.stats().gates.length, 2);
-  assert.equal(api.stats().rejected, 0);
+  assert.equal(api.stats().throttled, 0);
 });
 
 test('wrappers with the same allowance share one gate per credential; a different allowance is refused', async () => {

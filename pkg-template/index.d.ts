@@ -486,7 +486,7 @@ export interface SimulatedLane {
   /** Its attempts the gate let through. */
   admitted: number;
   /** Of those, 429s. */
-  rejected: number;
+  throttled: number;
   /** When its last call was done (settled), in ms. */
   doneMs: number;
   /** Its admissions' mean and longest wait in the queue, in ms. */
@@ -510,7 +510,7 @@ export interface SimulatedLimiter {
   /** Attempts it answered. */
   attempts: number;
   /** Of those, 429s. */
-  rejected: number;
+  throttled: number;
   /** When its last call was done (settled), in ms. */
   doneMs: number;
 }
@@ -523,7 +523,7 @@ export interface SimulatedAttempt {
 
 export interface SimulateResult {
   attempts: number;
-  rejected: number;
+  throttled: number;
   completed: number;
   /** Workers that gave up: never counted as completed. */
   abandoned: number;

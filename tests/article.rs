@@ -18,14 +18,14 @@ fn article(coordination: Coordination) -> SimOptions {
 #[test]
 fn independent_delays_repeat_the_collision() {
     let r = run(article(Coordination::Independent));
-    assert_eq!((r.attempts, r.rejected, r.completed), (20, 12, 8));
+    assert_eq!((r.attempts, r.throttled, r.completed), (20, 12, 8));
     assert_eq!(r.last_attempt_ms, 3000.0);
 }
 
 #[test]
 fn shared_admission_avoids_it() {
     let r = run(article(Coordination::Shared));
-    assert_eq!((r.attempts, r.rejected, r.completed), (8, 0, 8));
+    assert_eq!((r.attempts, r.throttled, r.completed), (8, 0, 8));
     assert_eq!(r.last_attempt_ms, 3000.0);
     let at: Vec<f64> = r.timeline.iter().map(|a| a.at).collect();
     assert_eq!(
@@ -37,7 +37,7 @@ fn shared_admission_avoids_it() {
 #[test]
 fn two_separate_gates_still_exceed_the_one_allowance() {
     let r = run(article(Coordination::Separate(2)));
-    assert_eq!((r.attempts, r.rejected, r.completed), (14, 6, 8));
+    assert_eq!((r.attempts, r.throttled, r.completed), (14, 6, 8));
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn options_beyond_the_article_work() {
         coordination: Coordination::Shared,
         ..SimOptions::default()
     });
-    assert_eq!((r.attempts, r.rejected, r.completed), (64, 0, 64));
+    assert_eq!((r.attempts, r.throttled, r.completed), (64, 0, 64));
     assert_eq!(r.last_attempt_ms, 5900.0);
 
     // Independent workers with a long Retry-After all finish later than with a short one.
@@ -107,7 +107,7 @@ fn options_beyond_the_article_work() {
 
     // Four separate gates (four processes) overrun the allowance more than two do (6 429s).
     let four = run(article(Coordination::Separate(4)));
-    assert_eq!((four.attempts, four.rejected, four.completed), (16, 8, 8));
+    assert_eq!((four.attempts, four.throttled, four.completed), (16, 8, 8));
 }
 
 #[test]

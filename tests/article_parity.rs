@@ -63,7 +63,7 @@ impl Gate {
     }
 }
 
-/// What a run gives: attempts, rejected, completed, abandoned, and (at, worker, status) each.
+/// What a run gives: attempts, throttled, completed, abandoned, and (at, worker, status) each.
 type Outcome = (usize, usize, usize, usize, Vec<(f64, u32, u16)>);
 
 /// The article's `simulate()`.
@@ -132,8 +132,8 @@ fn model(
         }
         schedule(&mut queue, at + 1000.0, worker, count + 1);
     }
-    let rejected = timeline.iter().filter(|t| t.2 == 429).count();
-    (timeline.len(), rejected, completed, abandoned, timeline)
+    let throttled = timeline.iter().filter(|t| t.2 == 429).count();
+    (timeline.len(), throttled, completed, abandoned, timeline)
 }
 
 #[test]
@@ -166,7 +166,7 @@ fn every_combination_of_the_articles_options_gives_the_articles_timeline() {
                         .collect();
                     let got = (
                         got.attempts,
-                        got.rejected,
+                        got.throttled,
                         got.completed,
                         got.abandoned,
                         timeline,

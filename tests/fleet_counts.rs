@@ -126,7 +126,7 @@ fn snapshot(wrappers: &[WrapperId], p: usize, n: usize) -> Call {
 #[derive(Debug, Clone, Copy)]
 struct Outcome {
     attempts: usize,
-    rejected: usize,
+    throttled: usize,
     completed: usize,
     calls: usize,
     /// When the last call was done.
@@ -140,12 +140,12 @@ fn outcome(world: &World, s: Setup, calls: &[usize]) -> Outcome {
     });
     let spent = world.log.sent.iter();
     let ours = spent.filter(|sent| sent.process < s.spenders.count());
-    let (attempts, rejected) = ours.fold((0, 0), |(a, r), sent| {
+    let (attempts, throttled) = ours.fold((0, 0), |(a, r), sent| {
         (a + 1, r + usize::from(sent.status == Some(429)))
     });
     Outcome {
         attempts,
-        rejected,
+        throttled,
         completed,
         calls: calls.len(),
         done_ms,
@@ -172,7 +172,7 @@ fn at_the_floor(s: Setup) -> (Outcome, f64) {
         s.server_ms,
         s.late_ms,
         o.attempts,
-        o.rejected,
+        o.throttled,
         o.completed,
         o.calls,
         o.done_ms
@@ -196,7 +196,7 @@ fn worst_at_the_floor(spenders: Spenders, headers: Headers) -> f64 {
                     ..article(spenders)
                 };
                 let (o, ratio) = at_the_floor(s);
-                assert_eq!((o.completed, o.rejected), (64, 0), "{s:?}: {o:?}");
+                assert_eq!((o.completed, o.throttled), (64, 0), "{s:?}: {o:?}");
                 worst = worst.max(ratio);
             }
         }
@@ -265,7 +265,7 @@ fn drained(s: Setup) -> (Outcome, bool, Option<bool>) {
     println!(
         "drained, {:?} {:?}: {} attempts, {} 429s, {}/{} done at {:.0} ms; at 6.1 s slow: \
          {slow}, at most 2 tokens: {low:?}",
-        s.spenders, s.headers, o.attempts, o.rejected, o.completed, o.calls, o.done_ms
+        s.spenders, s.headers, o.attempts, o.throttled, o.completed, o.calls, o.done_ms
     );
     (o, slow, low)
 }
@@ -288,7 +288,7 @@ fn a_key_drained_outside_the_gate_still_lowers_the_count_and_slows_it() {
         assert!(slow, "{spenders:?}: the refill halves");
         assert_ne!(low, Some(false), "{spenders:?}: the count comes down");
         assert_eq!(counted.completed, counted.calls);
-        assert_eq!(counted.rejected, counted_429s, "{counted:?}");
-        assert_eq!(blind.rejected, 8, "{blind:?}");
+        assert_eq!(counted.throttled, counted_429s, "{counted:?}");
+        assert_eq!(blind.throttled, 8, "{blind:?}");
     }
 }

@@ -91,15 +91,15 @@ fn background_then_live_on(
             })
             .fold(0.0, f64::max)
     };
-    let rejected = w.log.responses.iter().filter(|r| r.2 == 429).count();
-    (done(&live), done(&background).max(done(&live)), rejected)
+    let throttled = w.log.responses.iter().filter(|r| r.2 == 429).count();
+    (done(&live), done(&background).max(done(&live)), throttled)
 }
 
 #[test]
 fn live_calls_go_before_a_queue_of_background_refreshes_and_the_queue_stays_at_the_floor() {
     // One line: the live calls wait behind all 40.
-    let (live, all, rejected) = background_then_live(&[None, None]);
-    assert_eq!(rejected, 0);
+    let (live, all, throttled) = background_then_live(&[None, None]);
+    assert_eq!(throttled, 0);
     assert_eq!(
         (live, all),
         (23_040.0, 23_040.0),
@@ -108,8 +108,8 @@ fn live_calls_go_before_a_queue_of_background_refreshes_and_the_queue_stays_at_t
     // Lanes of weight 1 and 9: nine live calls for each background one once they come (the
     // live calls done at 4.54 s). The floor is 23 s (2 at once, then 46 at 2/s), and the last
     // answer's 20 ms after its refill anchored on the one before (23.04 s, one queue or lanes).
-    let (live, all_laned, rejected) = background_then_live(&[Some(1.0), Some(9.0)]);
-    assert_eq!(rejected, 0);
+    let (live, all_laned, throttled) = background_then_live(&[Some(1.0), Some(9.0)]);
+    assert_eq!(throttled, 0);
     assert_eq!(live, 4_540.0, "lanes: live done");
     assert_eq!(all_laned, all, "the lanes cost the queue nothing");
 }
@@ -217,8 +217,8 @@ fn across_threads_and_processes_live_calls_of_one_go_before_background_refreshes
         (Sharing::Store, true, (4_543.0, 23_043.0)),
     ] {
         let (w, lanes) = shared_world(2, Rate::new(2.0, 2.0).unwrap(), sharing, named);
-        let (live, all, rejected) = background_then_live_on(w, (0, lanes[0].0), (1, lanes[1].1));
-        assert_eq!(rejected, 0, "{sharing:?}");
+        let (live, all, throttled) = background_then_live_on(w, (0, lanes[0].0), (1, lanes[1].1));
+        assert_eq!(throttled, 0, "{sharing:?}");
         assert_eq!((live, all), done, "{sharing:?} {named}: live and all done");
     }
 }
@@ -251,8 +251,8 @@ fn four_lines_saturated(sharing: Sharing, named: bool) -> (usize, Vec<usize>) {
         }
     }
     w.run();
-    let rejected = w.log.responses.iter().filter(|r| r.2 == 429).count();
-    assert_eq!(rejected, 0, "{sharing:?}");
+    let throttled = w.log.responses.iter().filter(|r| r.2 == 429).count();
+    assert_eq!(throttled, 0, "{sharing:?}");
     let first: Vec<usize> = w.log.sent.iter().take(200).map(|s| s.index).collect();
     assert_eq!(first.len(), 200);
     let slow = first.iter().filter(|i| background.contains(i)).count();
@@ -287,13 +287,13 @@ fn simulate_runs_lanes_through_the_same_gates_and_reports_each_lane() {
     let r = simulate(&options).unwrap();
     // The same figures as the world above: live done at 4.54 s, all at 23.04 s, no 429.
     let (live, all, _) = background_then_live(&[Some(1.0), Some(9.0)]);
-    assert_eq!((r.attempts, r.rejected, r.completed), (48, 0, 48));
+    assert_eq!((r.attempts, r.throttled, r.completed), (48, 0, 48));
     let [background, urgent] = &r.lanes[..] else {
         panic!("two lanes: {:?}", r.lanes)
     };
     assert_eq!((urgent.name.as_str(), urgent.weight), ("live", 9.0));
     assert_eq!((urgent.workers.clone(), urgent.start_ms), (40..48, 1_000.0));
-    assert_eq!((urgent.calls, urgent.admitted, urgent.rejected), (8, 8, 0));
+    assert_eq!((urgent.calls, urgent.admitted, urgent.throttled), (8, 8, 0));
     assert_eq!((background.calls, background.admitted), (40, 40));
     assert_eq!(urgent.done_ms, live);
     assert_eq!(background.done_ms.max(urgent.done_ms), all);

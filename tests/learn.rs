@@ -52,26 +52,26 @@ fn ratio(r: &SimReport, burst: f64, per_second: f64) -> f64 {
     r.last_attempt_ms / floor_ms
 }
 
-/// Runs every allowance at several latencies; each run must stay within `max_rejected` (a
+/// Runs every allowance at several latencies; each run must stay within `max_throttled` (a
 /// share of attempts that are 429s) and `max_ratio` (wall time over the floor).
-fn check(headers: bool, max_rejected: f64, max_ratio: f64) {
+fn check(headers: bool, max_throttled: f64, max_ratio: f64) {
     let mut failed = Vec::new();
     for (burst, per_second) in ALLOWANCES {
         for latency_ms in LATENCIES {
             let r = run(burst, per_second, headers, latency_ms);
-            let rejected = r.rejected as f64 / r.attempts as f64;
+            let throttled = r.throttled as f64 / r.attempts as f64;
             let line = format!(
                 "burst {burst} at {per_second}/s, {latency_ms} ms: {} attempts, {} 429s \
                  ({:.1} %), wall {:.2} x floor, estimate {:?}",
                 r.attempts,
-                r.rejected,
-                100.0 * rejected,
+                r.throttled,
+                100.0 * throttled,
                 ratio(&r, burst, per_second),
                 r.learned.last().map(|(_, e)| e.per_second),
             );
             println!("{line}");
             assert_eq!(r.completed, 200, "{line}");
-            if rejected > max_rejected || ratio(&r, burst, per_second) > max_ratio {
+            if throttled > max_throttled || ratio(&r, burst, per_second) > max_ratio {
                 failed.push(line);
             }
         }
@@ -112,7 +112,7 @@ fn with_retry_after_only_the_live_tests_run_learns_8_per_second() {
         ..SimOptions::default()
     })
     .unwrap();
-    assert_eq!((r.attempts, r.rejected, r.completed), (45, 5, 40));
+    assert_eq!((r.attempts, r.throttled, r.completed), (45, 5, 40));
     let (_, learned) = r.learned.last().expect("an estimate");
     assert_eq!((learned.burst, learned.per_second), (None, 8.0));
 }

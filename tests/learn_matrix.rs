@@ -131,7 +131,7 @@ impl Failing {
 #[derive(Debug, Clone)]
 struct Outcome {
     attempts: usize,
-    rejected: usize,
+    throttled: usize,
     completed: usize,
     calls: usize,
     /// Attempts sent in the run's first second.
@@ -159,7 +159,7 @@ const TAIL: usize = 800;
 
 impl Outcome {
     fn share_429(&self) -> f64 {
-        self.rejected as f64 / self.attempts.max(1) as f64
+        self.throttled as f64 / self.attempts.max(1) as f64
     }
 
     /// The share of 429s among the last [`TAIL`] attempts.
@@ -176,7 +176,7 @@ impl Outcome {
         format!(
             "{:>4} attempts, {:>3} 429s ({:>4.1} %){tail}, {}/{} done",
             self.attempts,
-            self.rejected,
+            self.throttled,
             100.0 * self.share_429(),
             self.completed,
             self.calls
@@ -292,11 +292,11 @@ fn run(s: &Scenario, allowance: Allowance) -> Outcome {
         .find(|s| s.status == Some(200))
         .map_or(Millis::INFINITY, |s| s.at);
     let is_429 = |s: &&&odds_gate::core::sim::world::Sent| s.status == Some(429);
-    let (attempts, rejected) = (sent.len(), sent.iter().filter(is_429).count());
+    let (attempts, throttled) = (sent.len(), sent.iter().filter(is_429).count());
     let tail_rejected = sent.iter().rev().take(TAIL).filter(is_429).count();
     Outcome {
         attempts,
-        rejected,
+        throttled,
         completed,
         calls: snapshots.len() + lookups.len(),
         first_second,

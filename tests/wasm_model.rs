@@ -16,12 +16,12 @@ fn run(options: JsValue) -> JsValue {
     simulate(options).unwrap_or_else(|e| panic!("simulate refused valid options: {e:?}"))
 }
 
-/// `(attempts, rejected, completed, abandoned)`.
+/// `(attempts, throttled, completed, abandoned)`.
 #[track_caller]
 fn counts(report: &JsValue) -> (f64, f64, f64, f64) {
     (
         num(report, "attempts"),
-        num(report, "rejected"),
+        num(report, "throttled"),
         num(report, "completed"),
         num(report, "abandoned"),
     )
@@ -66,11 +66,11 @@ fn independent_retries_repeat_the_collision() {
         assert_eq!(num(&report, "lastAttemptMs"), 3000.0);
         let timeline: Array = get(&report, "timeline").unchecked_into();
         assert_eq!(timeline.length(), 20);
-        let rejected = timeline
+        let throttled = timeline
             .iter()
             .filter(|a| num(a, "status") == 429.0)
             .count();
-        assert_eq!(rejected, 12);
+        assert_eq!(throttled, 12);
     }
 }
 

@@ -192,10 +192,10 @@ createFetch({ rate: { burst: 2, perSecond: 2 }, maxWaitMs: '1s' });
 // ---- simulate() --------------------------------------------------------------------------------
 const sim = simulate();
 expectTrue<Equal<typeof sim, SimulateResult>>();
-const { attempts, rejected, completed, abandoned, lastAttemptMs, timeline } = simulate({
+const { attempts, throttled, completed, abandoned, lastAttemptMs, timeline } = simulate({
   shared: true, workers: 8, burst: 2, perSecond: 2, retryAfterMs: 1_000, maxAttempts: 10, retryBudget: null,
 });
-expectType<number>(attempts + rejected + completed + abandoned + lastAttemptMs);
+expectType<number>(attempts + throttled + completed + abandoned + lastAttemptMs);
 expectTrue<Equal<(typeof timeline)[number]['status'], 200 | 429>>();
 expectType<number>(timeline[0]!.at + timeline[0]!.worker);
 simulate({ separateGates: true });
@@ -216,7 +216,7 @@ expectTrue<Equal<typeof withLookups.limiters, [SimulatedLimiter, SimulatedLimite
 if (withLookups.limiters) {
   const [snapshotLimiter, eventsLimiter] = withLookups.limiters;
   expectTrue<Equal<typeof snapshotLimiter.name, 'snapshot' | 'events'>>();
-  expectType<number>(snapshotLimiter.attempts + snapshotLimiter.rejected + snapshotLimiter.doneMs + eventsLimiter.attempts);
+  expectType<number>(snapshotLimiter.attempts + snapshotLimiter.throttled + snapshotLimiter.doneMs + eventsLimiter.attempts);
 }
 // @ts-expect-error: a lookup allowance needs its calls, burst and perSecond
 simulate({ lookups: { calls: 4, burst: 2 } });

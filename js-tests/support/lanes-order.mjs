@@ -17,7 +17,7 @@ export const LANES_SERVER = { burst: 3, perSecond: 25 };
 export function assertLiveWentFirst(done, api) {
   assert.equal(done.length, 48);
   assert.deepEqual(new Set(done.map((d) => d.status)), new Set([200]));
-  assert.equal(api.stats().rejected, 0);
+  assert.equal(api.stats().throttled, 0);
   const kinds = done.map((d) => d.kind);
   const [first, last] = [kinds.indexOf('live'), kinds.lastIndexOf('live')];
   const among = kinds.slice(first, last).filter((kind) => kind === 'background').length;

@@ -90,13 +90,13 @@ export async function createTempProject(prefix = 'odds-gate-project-') {
 
 /**
  * The rows of the eight-worker demo's table (`odds-gate demo`, README's first table):
- * label -> { attempts, rejected, completed, wall }.
+ * label -> { attempts, throttled, completed, wall }.
  */
 export function demoRows(text) {
   const rows = new Map();
   for (const line of text.split('\n')) {
     const m = /^(\S.*?)\s{2,}(\d+)\s+(\d+)\s+(\d+)\s+(\d+(?:\.\d+)?)$/.exec(line.trimEnd());
-    if (m) rows.set(m[1], { attempts: +m[2], rejected: +m[3], completed: +m[4], wall: +m[5] });
+    if (m) rows.set(m[1], { attempts: +m[2], throttled: +m[3], completed: +m[4], wall: +m[5] });
   }
   return rows;
 }

@@ -252,14 +252,14 @@ async function simulateCommand(argv) {
       + ` (burst ${lookups.burst}, ${lookups.perSecond} per second)` : ''));
   out.push('');
   out.push(table(
-    ['scenario', 'attempts', 'rejected (429)', 'completed', 'abandoned', 'last attempt (ms)'],
-    [[label, result.attempts, result.rejected, result.completed, result.abandoned, result.lastAttemptMs]],
+    ['scenario', 'attempts', 'throttled (429)', 'completed', 'abandoned', 'last attempt (ms)'],
+    [[label, result.attempts, result.throttled, result.completed, result.abandoned, result.lastAttemptMs]],
   ));
   if (result.limiters) {
     out.push('');
     out.push(table(
       ['limiter', 'attempts', '429s', 'done at (ms)'],
-      result.limiters.map((b) => [b.name, b.attempts, b.rejected, b.doneMs]),
+      result.limiters.map((b) => [b.name, b.attempts, b.throttled, b.doneMs]),
     ));
   }
   if (result.lanes) {
@@ -267,7 +267,7 @@ async function simulateCommand(argv) {
     out.push('');
     out.push(table(
       ['lane', 'weight', 'workers', 'from (ms)', 'calls', 'admitted', '429s', 'done at (ms)', 'mean wait (ms)', 'max wait (ms)'],
-      result.lanes.map((l) => [l.name, l.weight, l.workers, l.startMs, l.calls, l.admitted, l.rejected, l.doneMs, ms(l.meanWaitMs), ms(l.maxWaitMs)]),
+      result.lanes.map((l) => [l.name, l.weight, l.workers, l.startMs, l.calls, l.admitted, l.throttled, l.doneMs, ms(l.meanWaitMs), ms(l.maxWaitMs)]),
     ));
     out.push(`all done at ${Math.max(...result.lanes.map((l) => l.doneMs))} ms`);
   }
@@ -323,8 +323,8 @@ function learning(options, result) {
   lines.push(`  estimate at the end: ${last ? `burst ${last.burst ?? 'not learned (1 used)'}, ${fixed(last.perSecond)} per second (at least ${fixed(last.atLeast)})` : 'none'}`
     + `; the server's: burst ${options.burst}, ${truth} per second`);
   lines.push(`  pace first within 10 % of the true rate: ${first ? `${first.at} ms` : 'never'}`);
-  lines.push(`  cost: ${plural(result.rejected, '429')} of ${plural(result.attempts, 'attempt')}`
-    + ` (${fixed((100 * result.rejected) / Math.max(1, result.attempts))} %); ${lastName} ${lastMs} ms`
+  lines.push(`  cost: ${plural(result.throttled, '429')} of ${plural(result.attempts, 'attempt')}`
+    + ` (${fixed((100 * result.throttled) / Math.max(1, result.attempts))} %); ${lastName} ${lastMs} ms`
     + (floorMs > 0 ? `, ${fixed(lastMs / floorMs)} x the floor (${fixed(floorMs)} ms for ${calls} calls)` : ''));
   const shown = result.learned.slice(0, 12).map((e) => `${e.at} ms: ${fixed(e.perSecond)}/s`);
   lines.push(`  estimates: ${shown.join(', ')}${result.learned.length > 12 ? `, ... (${result.learned.length - 12} more)` : ''}`);

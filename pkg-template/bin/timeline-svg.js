@@ -7,7 +7,7 @@
 const FONT = 'DejaVu Sans, Helvetica, Arial, sans-serif';
 const COLORS = {
   ok: '#1b7f3b',
-  rejected: '#d62728',
+  throttled: '#d62728',
   cooldown: '#f6b26b',
   cooldownEdge: '#d9822b',
   stripe: '#f4f6f8',
@@ -133,7 +133,7 @@ export function renderTimelineSvg(result, scenario) {
     + (scenario.retryBudget != null ? ` · retry budget ${scenario.retryBudget}` : '')
     + (scenario.alwaysReject ? ' · server rejects everything' : '')
     + (lookups ? ` · lookups: burst ${scenario.lookups.burst}, ${scenario.lookups.perSecond} per second` : '');
-  const totals = `${result.attempts} attempts · ${result.rejected} rejected (429) · ${result.completed} completed`
+  const totals = `${result.attempts} attempts · ${result.throttled} throttled (429) · ${result.completed} completed`
     + ` · ${result.abandoned} abandoned · last attempt at ${result.lastAttemptMs} ms`;
 
   push('<?xml version="1.0" encoding="UTF-8"?>');
@@ -153,7 +153,7 @@ export function renderTimelineSvg(result, scenario) {
   push(`<text x="${lx + 16}" y="${ly}">${esc(served)}</text>`);
   lx += weighted.length ? 240 : 104;
   push(cross(lx + 6, ly - 4, 5.5));
-  push(`<text x="${lx + 16}" y="${ly}">429: rejected</text>`);
+  push(`<text x="${lx + 16}" y="${ly}">429: throttled</text>`);
   lx += 112;
   push(`<rect x="${lx}" y="${ly - 11}" width="26" height="14" fill="${COLORS.cooldown}" fill-opacity="0.45" stroke="${COLORS.cooldownEdge}" stroke-width="0.8"/>`);
   const coolText = gateOf(0, scenario) !== null
@@ -216,7 +216,7 @@ export function renderTimelineSvg(result, scenario) {
     const cx = x(a.at);
     const cy = yMid(a.worker);
     const data = `class="attempt" data-worker="${a.worker}" data-at="${a.at}" data-status="${a.status}"`;
-    if (a.status === 429) push(cross(cx, cy, r, `${a.at} ms: worker ${a.worker} rejected (429)`, data));
+    if (a.status === 429) push(cross(cx, cy, r, `${a.at} ms: worker ${a.worker} throttled (429)`, data));
     else {
       const l = weightedOf(a.worker);
       const who = l ? `worker ${a.worker} (${l.name})` : `worker ${a.worker}`;
@@ -227,7 +227,7 @@ export function renderTimelineSvg(result, scenario) {
   if (laneH >= 12) {
     for (const [w, a] of last) {
       if (a.status !== 429) continue;
-      push(`<text x="${num(x(a.at) + r + 6)}" y="${num(yMid(w) + 4)}" fill="${COLORS.rejected}" font-size="11">abandoned</text>`);
+      push(`<text x="${num(x(a.at) + r + 6)}" y="${num(yMid(w) + 4)}" fill="${COLORS.throttled}" font-size="11">abandoned</text>`);
     }
   }
   push('</g>');
@@ -245,6 +245,6 @@ export function renderTimelineSvg(result, scenario) {
 function cross(cx, cy, r, tip, data = '') {
   const [x1, y1, x2, y2] = [num(cx - r), num(cy - r), num(cx + r), num(cy + r)];
   const t = tip ? `<title>${esc(tip)}</title>` : '';
-  return `<g ${data} stroke="${COLORS.rejected}" stroke-width="2.4" stroke-linecap="round">${t}`
+  return `<g ${data} stroke="${COLORS.throttled}" stroke-width="2.4" stroke-linecap="round">${t}`
     + `<line x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}"/><line x1="${x1}" y1="${y2}" x2="${x2}" y2="${y1}"/></g>`;
 }

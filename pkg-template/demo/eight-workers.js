@@ -12,7 +12,7 @@ const HEAD = ['', 'attempts', '429s', 'completed', 'wall (s)'];
 
 /**
  * Runs both scenarios one after the other and returns one row per scenario:
- * `{ label, attempts, rejected, completed, wallMs }` (attempts and 429s as the server counted
+ * `{ label, attempts, throttled, completed, wallMs }` (attempts and 429s as the server counted
  * them). Prints the table through `log` unless `log` is null.
  */
 export async function runDemo({ workers = 8, log = console.log } = {}) {
@@ -24,7 +24,7 @@ export async function runDemo({ workers = 8, log = console.log } = {}) {
     api.reset();
     const r = await runWorkers({ fetchImpl, baseUrl: api.baseUrl, apiKey, workers, retryDelayMs: 1000 });
     const s = api.stats(); // server-side: what actually hit the API
-    rows.push({ label, attempts: s.attempts, rejected: s.rejected, completed: r.completed, wallMs: r.wallMs });
+    rows.push({ label, attempts: s.attempts, throttled: s.throttled, completed: r.completed, wallMs: r.wallMs });
   };
 
   try {
@@ -40,7 +40,7 @@ export async function runDemo({ workers = 8, log = console.log } = {}) {
 
 /** The rows as the demo prints them. */
 export function formatTable(rows) {
-  const cells = rows.map((r) => [r.label, r.attempts, r.rejected, r.completed, (r.wallMs / 1000).toFixed(2)]);
+  const cells = rows.map((r) => [r.label, r.attempts, r.throttled, r.completed, (r.wallMs / 1000).toFixed(2)]);
   const widths = HEAD.map((h, i) => Math.max(h.length, ...cells.map((c) => String(c[i]).length)));
   const line = (c) => c.map((v, i) => (i === 0 ? String(v).padEnd(widths[i]) : String(v).padStart(widths[i]))).join('  ');
   return [

@@ -32,7 +32,7 @@
 // Precedence, per snapshot request: hangFirst, outageMs, the monthly credits, missingFirst,
 // unavailableEvery, the bucket.
 // stats().byKey[key] (and byBucket, and the totals) count attempts (every request of a route,
-// these included), rejected (429s) and ok (200s); `missing` (404s), `unavailable` (503s) and
+// these included), throttled (429s) and ok (200s); `missing` (404s), `unavailable` (503s) and
 // `hung` (requests never answered) appear once there is one. byBucket and arrivals name the
 // route's bucket (`snapshot`, `events`) even with bucketPerResource; a hung request's arrival has
 // status null.
@@ -92,7 +92,7 @@ export async function startFakeOddsApi(options = {}) {
     snapshot: { burst, perSecond },
     events: { burst: options.events?.burst ?? 10, perSecond: options.events?.perSecond ?? 10 },
   };
-  const emptyCounts = () => ({ attempts: 0, rejected: 0, ok: 0 });
+  const emptyCounts = () => ({ attempts: 0, throttled: 0, ok: 0 });
 
   let startedAt, buckets, seen, claimed, labels, stats, faults;
   const sockets = { opened: 0, open: 0, peakOpen: 0 };
@@ -104,7 +104,7 @@ export async function startFakeOddsApi(options = {}) {
     claimed = new Map(); // raw key -> snapshot answers that said claimRemaining's count
     labels = new Map(); // raw key -> 'key#N'; raw keys never leave this closure
     stats = {
-      attempts: 0, rejected: 0, ok: 0, faults: 0, usageCalls: 0, byKey: {},
+      attempts: 0, throttled: 0, ok: 0, faults: 0, usageCalls: 0, byKey: {},
       byBucket: { snapshot: emptyCounts(), events: emptyCounts() }, arrivals: [],
     };
     faults = [];
@@ -155,7 +155,7 @@ export async function startFakeOddsApi(options = {}) {
     const k = (stats.byKey[label] ??= emptyCounts());
     const q = stats.byBucket[bucket];
     stats.attempts++; k.attempts++; q.attempts++;
-    if (status === 429) { stats.rejected++; k.rejected++; q.rejected++; }
+    if (status === 429) { stats.throttled++; k.throttled++; q.throttled++; }
     else if (status in STATUS_FIELD) { // only with the opt-in quirks
       const field = STATUS_FIELD[status];
       for (const c of [stats, k, q]) c[field] = (c[field] ?? 0) + 1;

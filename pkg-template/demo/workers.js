@@ -9,7 +9,7 @@ export async function runWorkers({
   fetchImpl, baseUrl, apiKey, workers = 8, retryDelayMs = 1000, maxAttempts = 20, timeoutMs = 30000,
 }) {
   const client = new OddsApiClient({ apiKey, baseUrl, fetchImpl });
-  const counts = { attempts: 0, rejected: 0, completed: 0, failed: 0 };
+  const counts = { attempts: 0, throttled: 0, completed: 0, failed: 0 };
   const started = performance.now();
   let stopped = false; // set on timeout so stray workers stop retrying
 
@@ -22,7 +22,7 @@ export async function runWorkers({
         return;
       } catch (err) {
         if (!(err instanceof OddsApiError && err.status === 429)) break;
-        counts.rejected++;
+        counts.throttled++;
         if (n + 1 < maxAttempts) await sleep(retryDelayMs);
       }
     }

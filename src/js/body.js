@@ -36,7 +36,7 @@ export function giveAgain(kept, marker) {
   return new Response(kept.body.slice(), { status: kept.status, headers });
 }
 
-/** Cancels a body or a reader; a failed cancel (thrown or rejected) is ignored. */
+/** Cancels a body or a reader; a failed cancel (thrown or throttled) is ignored. */
 export function cancel(stream) {
   try {
     const pending = typeof stream?.cancel === 'function' ? stream.cancel() : undefined;

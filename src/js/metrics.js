@@ -25,7 +25,7 @@ export function instruments(meter, boundsSeconds) {
     backoff: histogram('odds_gate.retry.backoff', 'Backoff the gate chose before a retry (a server\'s Retry-After is the cooldown instead)'),
     requests: counter('odds_gate.requests', '{request}', 'Admissions asked for: first attempts and retries'),
     admissions: counter('odds_gate.admissions', '{request}', 'Attempts let through to the network (each spent a token)'),
-    throttles: counter('odds_gate.throttles', '{response}', '429 responses seen'),
+    throttled: counter('odds_gate.throttled', '{response}', '429 responses seen'),
     retries: counter('odds_gate.retries', '{retry}', 'Retries, by cause'),
     abandoned: counter('odds_gate.abandoned', '{call}', 'Calls given up, by reason (never reported as success)'),
     quotaRejections: counter('odds_gate.quota.rejections', '{call}', 'Calls refused at once because the monthly quota is spent'),
@@ -50,7 +50,7 @@ const CAUSES = [['throttled', 'throttled'], ['serverError', 'server_error'], ['n
  * per lane.
  */
 export function observe(m, read) {
-  const observables = [m.requests, m.admissions, m.throttles, m.retries, m.abandoned, m.quotaRejections, m.queueDepth, m.cooldown, m.budget];
+  const observables = [m.requests, m.admissions, m.throttled, m.retries, m.abandoned, m.quotaRejections, m.queueDepth, m.cooldown, m.budget];
   const callback = (result) => {
     const seen = read();
     if (seen === undefined) {
@@ -61,7 +61,7 @@ export function observe(m, read) {
       const at = { [SCOPE]: g.scope };
       result.observe(m.requests, g.requests, at);
       result.observe(m.admissions, g.admitted, at);
-      result.observe(m.throttles, g.throttled, at);
+      result.observe(m.throttled, g.throttled, at);
       for (const [field, cause] of CAUSES) result.observe(m.retries, g.retries[field], { ...at, 'odds_gate.retry.cause': cause });
       for (const [reason, count] of Object.entries(g.abandoned)) result.observe(m.abandoned, count, { ...at, 'odds_gate.abandon.reason': reason });
       result.observe(m.quotaRejections, g.quotaRejected, at);

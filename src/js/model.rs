@@ -72,7 +72,7 @@ struct LookupOptions {
 }
 
 /// Runs the article's virtual-clock model and returns
-/// `{ attempts, rejected, completed, abandoned, lastAttemptMs, timeline }`.
+/// `{ attempts, throttled, completed, abandoned, lastAttemptMs, timeline }`.
 #[wasm_bindgen]
 pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
     let options = sim_options(&options)?;

@@ -88,7 +88,7 @@ impl Gate {
         }
         self.follow_shared(now);
         if let Some(learner) = &self.learner {
-            // The pace grows between throttles by itself.
+            // The pace grows between 429s by itself.
             let rate = learner.rate(now);
             if rate != self.rate {
                 self.rate = rate;

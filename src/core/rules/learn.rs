@@ -449,7 +449,7 @@ impl Learner {
         self.distrusted
     }
 
-    /// The allowance admissions follow at `now` (the pace grows between throttles by itself).
+    /// The allowance admissions follow at `now` (the pace grows between 429s by itself).
     pub fn rate(&self, now: Millis) -> Rate {
         let (burst, pace) = match self.phase {
             Phase::Opening => (1.0, self.opening_pace()),
@@ -500,8 +500,8 @@ impl Learner {
     /// same overshoot, already answered: it cuts nothing more.
     pub fn observe(&mut self, now: Millis, s: &Sample) -> Lesson {
         let took = took_token(s.status);
-        let rejected = s.status == 429;
-        let fresh = rejected && self.last_throttle.is_none_or(|at| s.sent > at);
+        let throttled = s.status == 429;
+        let fresh = throttled && self.last_throttle.is_none_or(|at| s.sent > at);
         let rtt = now - s.sent;
         self.rtt = Some(self.rtt.map_or(rtt, |r| 0.8 * r + 0.2 * rtt));
         if took {
@@ -511,7 +511,7 @@ impl Learner {
             self.untaken_seqs.push(s.seq);
         }
         self.expire(now);
-        if self.phase == Phase::Opening && !took && !rejected {
+        if self.phase == Phase::Opening && !took && !throttled {
             // Nothing was taken: the opening's one token is back for the next request.
             return Lesson {
                 rate: self.rate(now),
@@ -530,7 +530,7 @@ impl Learner {
                 self.counted(now, limit, remaining, s);
                 Some((remaining - s.behind).max(0.0))
             }
-            Some((limit, _)) if rejected => {
+            Some((limit, _)) if throttled => {
                 self.burst = Some(limit.max(1.0));
                 let doubted = self.distrusted;
                 self.contradicted(now, s.seq);
@@ -1138,7 +1138,7 @@ mod tests {
         let mut learner = Learner::new(None);
         learner.observe(0.0, &sample(0.0, 200, None, 0.0));
         learner.observe(10.0, &sample(10.0, 429, None, 1.0));
-        let (mut now, mut rejected, mut from) = (10.0, 0, 0.0);
+        let (mut now, mut throttled, mut from) = (10.0, 0, 0.0);
         for seq in 2..requests {
             now += 1000.0 / learner.rate(now).per_second();
             let (status, _) = server.take(now);
@@ -1146,26 +1146,26 @@ mod tests {
                 from = now;
             }
             if status == 429 && seq >= requests - tail {
-                rejected += 1;
+                throttled += 1;
             }
             learner.observe(now, &sample(now, status, None, f64::from(seq)));
         }
         (
-            rejected,
-            f64::from(tail - rejected) / ((now - from) / 1000.0),
+            throttled,
+            f64::from(tail - throttled) / ((now - from) / 1000.0),
         )
     }
 
     #[test]
     fn without_counts_a_confirmed_rate_holds_and_probes_rarely() {
         for (burst, per_second) in [(10.0, 5.0), (2.0, 2.0), (1.0, 0.5), (50.0, 20.0)] {
-            let (rejected, rate) = backlogged(&mut Server::new(burst, per_second), 3_000, 2_000);
+            let (throttled, rate) = backlogged(&mut Server::new(burst, per_second), 3_000, 2_000);
             let ratio = rate / per_second;
             // Measured: 5-15 429s in 2,000 (at most 0.75 %), 0.92-1.00 x the true rate (0.92 for
             // a bucket of one, whose bounds are the loosest).
             assert!(
-                rejected <= 17,
-                "{rejected} 429s at {burst} @ {per_second}/s"
+                throttled <= 17,
+                "{throttled} 429s at {burst} @ {per_second}/s"
             );
             assert!(
                 (0.9..=1.01).contains(&ratio),

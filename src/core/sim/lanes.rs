@@ -65,7 +65,7 @@ pub struct LaneReport {
     /// Its attempts the gate let through.
     pub admitted: u64,
     /// Of those, answered 429.
-    pub rejected: u64,
+    pub throttled: u64,
     /// When its last call was done (settled).
     pub done_ms: Millis,
     /// Its admissions' mean wait in the queue, in ms.
@@ -87,7 +87,7 @@ impl serde::Serialize for LaneReport {
         lane.serialize_field("startMs", &self.start_ms)?;
         lane.serialize_field("calls", &self.calls)?;
         lane.serialize_field("admitted", &self.admitted)?;
-        lane.serialize_field("rejected", &self.rejected)?;
+        lane.serialize_field("throttled", &self.throttled)?;
         lane.serialize_field("doneMs", &self.done_ms)?;
         lane.serialize_field("meanWaitMs", &self.mean_wait_ms)?;
         lane.serialize_field("maxWaitMs", &self.max_wait_ms)?;
@@ -117,7 +117,7 @@ pub(super) fn report(world: &World, worker_of: &[u32], groups: &[Group]) -> Vec<
                     .is_some_and(|w| group.workers.contains(w))
             };
             let sent = world.log.sent.iter().filter(|s| mine(s.index));
-            let rejected = sent.filter(|s| s.status == Some(429)).count();
+            let throttled = sent.filter(|s| s.status == Some(429)).count();
             let done_ms = (world.log.settled.iter())
                 .filter(|(i, _)| mine(*i))
                 .map(|(_, (at, _))| *at)
@@ -134,7 +134,7 @@ pub(super) fn report(world: &World, worker_of: &[u32], groups: &[Group]) -> Vec<
                 start_ms: group.start_ms,
                 calls: (0..worker_of.len()).filter(|&i| mine(i)).count() as u64,
                 admitted: figures.admitted,
-                rejected: rejected as u64,
+                throttled: throttled as u64,
                 done_ms,
                 mean_wait_ms,
                 max_wait_ms: figures.longest_ms,

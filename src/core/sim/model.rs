@@ -252,8 +252,8 @@ pub struct Attempt {
 pub struct SimReport {
     /// Attempts that reached the server.
     pub attempts: usize,
-    /// Of those, rejected with 429.
-    pub rejected: usize,
+    /// Of those, throttled (429).
+    pub throttled: usize,
     /// Workers that got their snapshot.
     pub completed: usize,
     /// Workers that gave up (attempts or retry budget spent): never counted as success.
@@ -310,7 +310,7 @@ pub struct LimiterReport {
     /// Attempts it answered.
     pub attempts: u64,
     /// Of those, 429s.
-    pub rejected: u64,
+    pub throttled: u64,
     /// When its last call was done (settled).
     pub done_ms: Millis,
 }
@@ -524,7 +524,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     world.run();
     let mut report = SimReport {
         attempts: 0,
-        rejected: 0,
+        throttled: 0,
         completed: 0,
         abandoned: 0,
         last_attempt_ms: 0.0,
@@ -561,7 +561,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         for (name, lookups) in [("snapshot", false), ("events", true)] {
             let mine = |index: usize| index != usize::MAX && (index >= lookups_from) == lookups;
             let sent = world.log.sent.iter().filter(|s| mine(s.index));
-            let (attempts, rejected) = sent.fold((0, 0), |(a, r), s| {
+            let (attempts, throttled) = sent.fold((0, 0), |(a, r), s| {
                 (a + 1, r + u64::from(s.status == Some(429)))
             });
             let done_ms = world
@@ -574,7 +574,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
             report.limiters.push(LimiterReport {
                 name: name.into(),
                 attempts,
-                rejected,
+                throttled,
                 done_ms,
             });
         }
@@ -583,7 +583,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         report.lanes = lanes::report(&world, &worker_of, &groups);
     }
     report.attempts = report.timeline.len();
-    report.rejected = report.timeline.iter().filter(|a| a.status == 429).count();
+    report.throttled = report.timeline.iter().filter(|a| a.status == 429).count();
     report.last_attempt_ms = report.timeline.last().map_or(0.0, |a| a.at);
     Ok(report)
 }
