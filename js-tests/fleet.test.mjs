@@ -56,10 +56,10 @@ test('the Redis script makes the core gate\'s decisions: the article\'s shared-g
 
 test('the Redis script extends cooldowns but never shortens them, and keeps budget and quota', async () => {
   const run = gateScript(`og:{${randomUUID()}}:gate`);
-  await run('observe', 0, ['5000']);
-  await run('observe', 100, ['1000']);
+  await run('feedback', 0, ['5000']);
+  await run('feedback', 100, ['1000']);
   assert.deepEqual((await run('admit', 4999, ['a'])).slice(0, 2), ['wait', 1]);
-  await run('observe', 1000, ['8000']);
+  await run('feedback', 1000, ['8000']);
   assert.deepEqual((await run('admit', 5000, ['a'])).slice(0, 2), ['wait', 4000]);
   const reply = await ioredis.eval(script, 1, `og:{${randomUUID()}}:gate`, 'charge', '0', '2', '500', '1000', '12', '10', '0');
   assert.deepEqual(reply.slice(0, 2), ['charged', '2']);

@@ -300,7 +300,7 @@ export interface GateStats {
   /** Times the gate's one timer fired. */
   wakeups: number;
   timerArmed: boolean;
-  /** No admission before this time (a Retry-After, or failures in a row); 0 when never deferred. */
+  /** No admission before this time (a Retry-After, or failures in a row); 0 when there was none. */
   cooldownUntil: number;
   cooldownRemainingMs: number;
   /** Refilling at half rate: the server says the key is nearly spent by someone else. */
@@ -545,7 +545,7 @@ export class Gate {
   constructor(rate: Rate);
   /** Admits at `now` (spending a token) and returns `now`, or returns when to come back. */
   admitAt(now: number): number;
-  /** Holds admissions until `now + delayMs`; never shortens an existing hold. */
+  /** Holds admissions until `now + delayMs`; never shortens an existing cooldown. */
   defer(now: number, delayMs: number): void;
   readonly blockedUntil: number;
   free(): void;

@@ -748,7 +748,7 @@ fn the_grid() {
 /// `Retry-After` and no counts that takes no token.
 const OUTAGE_MS: Millis = 1_000.0;
 
-/// The seeds the tests of failing servers run: the gate's hold is a random draw (and so are
+/// The seeds the tests of failing servers run: the gate's cooldown is a random draw (and so are
 /// the failures of a server that fails at random), so one seed could pass by luck. The bounds
 /// are the worst of them, or of their mean.
 const SEEDS: std::ops::RangeInclusive<u64> = 1..=20;
@@ -809,7 +809,7 @@ fn restored(o: &Outcome) -> f64 {
 /// Checks an outage's runs: every call completes, at most `first_second` requests go in the
 /// first second (no answer yet: the gate holds after each failure, so the calls do not go one
 /// after another into the outage), and at most `attempts` in all (retries spent in the outage).
-fn outage_holds(spenders: Spenders, first_second: usize, attempts: usize) {
+fn outage_cooldown(spenders: Spenders, first_second: usize, attempts: usize) {
     for (allowance, o) in outage(spenders) {
         assert_eq!(o.completed, 64, "{allowance:?} {o:?}");
         assert!(o.first_second <= first_second, "{allowance:?} {o:?}");
@@ -825,17 +825,17 @@ fn outage_holds(spenders: Spenders, first_second: usize, attempts: usize) {
 
 #[test]
 fn an_outage_before_any_answer_holds_the_gate() {
-    outage_holds(Spenders::One, 3, 69);
+    outage_cooldown(Spenders::One, 3, 69);
 }
 
 #[test]
 fn an_outage_holds_eight_threads_as_one_gate() {
-    outage_holds(Spenders::Threads(8), 5, 74);
+    outage_cooldown(Spenders::Threads(8), 5, 74);
 }
 
 #[test]
 fn an_outage_holds_two_processes_through_the_store() {
-    outage_holds(Spenders::Fleet(2), 3, 69);
+    outage_cooldown(Spenders::Fleet(2), 3, 69);
 }
 
 #[test]
@@ -879,7 +879,7 @@ fn failing(spenders: Spenders, failing: Failing) -> [(f64, f64); 2] {
     })
 }
 
-// Without the hold (measured with it taken out): one answer in 7 a 503 at random, 1.09 x the
+// Without the cooldown (measured with it taken out): one answer in 7 a 503 at random, 1.09 x the
 // floor learning and 1.23 x fixed on one thread, 1.28 x and 1.28 x on 8 threads, 1.14 x and
 // 1.24 x on 2 processes; the server down from 5 s to 8 s, 15 requests while down (at the
 // allowance's 5/s), 14 learning.
@@ -909,7 +909,7 @@ fn a_server_that_fails_now_and_then_is_not_held() {
 fn an_outage_after_answers_holds_the_gate_from_its_third_failure() {
     // Measured: 8.3 requests while down learning and 8.35 fixed (one thread), 8.8 and 8.85 (2
     // processes). Over 8 threads each thread counts the failures its own requests meet, and a
-    // 3 s outage gives each fewer than three: 14 and 15, as without the hold.
+    // 3 s outage gives each fewer than three: 14 and 15, as without the cooldown.
     let down = Failing {
         at_random: 0.0,
         down: Some((5_000.0, 8_000.0)),

@@ -194,7 +194,7 @@ enum Step {
     Counted(bool, f64, usize),
     /// Resume the admission this many admissions back.
     Resume(usize),
-    Observe(Option<Millis>, Option<Counted>),
+    Feedback(Option<Millis>, Option<Counted>),
     Clear,
     Charge(f64, f64),
     Quota(Millis),
@@ -241,7 +241,7 @@ fn step() -> impl Strategy<Value = Step> {
         2 => (any::<bool>(), counts.clone(), 0usize..5)
             .prop_map(|(exactly, n, back)| Step::Counted(exactly, n, back)),
         2 => (0usize..4).prop_map(Step::Resume),
-        2 => (prop::option::of(0.0..5_000.0f64), seen).prop_map(|(c, r)| Step::Observe(c, r)),
+        2 => (prop::option::of(0.0..5_000.0f64), seen).prop_map(|(c, r)| Step::Feedback(c, r)),
         1 => Just(Step::Clear),
         2 => (prop::sample::select(vec![0.0, 5.0, 10.0]), prop::sample::select(vec![0.0, 1.0, 5.0, 10.0]))
             .prop_map(|(cost, refund)| Step::Charge(cost, refund)),
@@ -369,7 +369,7 @@ fn compare(
                     .nth(*back)
                     .map_or(u64::MAX, |&(id, _)| id),
             },
-            Step::Observe(cooldown_ms, seen) => Op::Observe {
+            Step::Feedback(cooldown_ms, seen) => Op::Feedback {
                 cooldown_ms: *cooldown_ms,
                 remaining: remaining(*seen, &numbers),
             },

@@ -168,11 +168,11 @@ fn what_one_thread_learns_holds_every_thread_on_its_own_clock() {
     let slot = Shared::new();
     let rate = settings(2.0, 2.0);
     let (mut a, mut b) = (join(&slot, rate, 1, 0.0), join(&slot, rate, 2, 1_000.0));
-    let hold = Op::Observe {
+    let cooldown = Op::Feedback {
         cooldown_ms: Some(5_000.0),
         remaining: None,
     };
-    a.apply(100.0, &hold);
+    a.apply(100.0, &cooldown);
     assert_eq!(a.cooldown_until(), 5_100.0);
     assert_eq!(b.cooldown_until(), 4_100.0, "B's clock reads 1 s more");
     assert_eq!(b.admit(4_000.0, 0, at(4_000.0), false), Answer::Wait(100.0));

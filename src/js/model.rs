@@ -217,7 +217,7 @@ impl ModelGate {
         Ok(self.gate.admit_at(finite("now", now)?))
     }
 
-    /// Holds admissions until `now + delayMs`; never shortens an existing hold.
+    /// Holds admissions until `now + delayMs`; never shortens an existing cooldown.
     pub fn defer(&mut self, now: f64, delay_ms: f64) -> Result<(), JsValue> {
         self.gate
             .defer(finite("now", now)?, delay_ms)

@@ -217,7 +217,7 @@ impl Transport {
     }
 
     /// Ends the cooldown on every gate this wrapper has used (for every process sharing them):
-    /// the way out of a hold nobody wants any more.
+    /// the way out of a cooldown nobody wants any more.
     #[wasm_bindgen(js_name = clearCooldown)]
     pub fn clear_cooldown(&self) {
         let driver = driver();

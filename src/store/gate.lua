@@ -3,7 +3,7 @@
 -- keep them in step, line for line; tests/parity.rs runs random operations through both and
 -- compares answers.
 -- KEYS[1]  the gate's hash, "og:{<scope>}:gate" (the scope is a hash tag: one Cluster slot)
--- ARGV[1]  operation: admit | resume | observe | clear | charge | quota
+-- ARGV[1]  operation: admit | resume | feedback | clear | charge | quota
 -- ARGV[2]  now in ms, or "" to use Redis TIME (tests pass a virtual clock)
 -- ARGV[3]  burst        ARGV[4] ms per token (the gate's rate now)     ARGV[5] max pause ms
 -- ARGV[6]  budget capacity ("" for no budget)
@@ -88,7 +88,7 @@ local function wait_ms()
   return math.max(math.ceil(missing * interval() - SLACK / 2 * interval()), 1)
 end
 
--- MemoryAuthority::observe's pacing: when we hold more tokens than the server can hold now
+-- MemoryAuthority::feedback's pacing: when we hold more tokens than the server can hold now
 -- (its count as of the answered request, plus one for whole tokens, plus the refill over the
 -- request's `age` ms, less the requests numbered above `heard`, the highest number heard of
 -- when the answer came, nil for none: they went after it), someone else is spending the key:
@@ -305,7 +305,7 @@ elseif op == 'resume' then
     resume(now)
   end
   answer = {'resumed', wait_ms(), 0}
-elseif op == 'observe' then
+elseif op == 'feedback' then
   -- ARGV[7] cooldown ms ("" for none), ARGV[8] limit, ARGV[9] remaining ("" for none),
   -- ARGV[10] the highest number heard of when its answer came ("" for none), ARGV[11] its
   -- request's age in ms.
@@ -314,10 +314,10 @@ elseif op == 'observe' then
   if limit and remaining then pace(limit, remaining, tonumber(ARGV[10]), tonumber(ARGV[11])) end
   local hold = tonumber(ARGV[7])
   if hold then cooldown = math.max(cooldown, now + hold) end
-  answer = {'observed', math.max(cooldown - now, 0), slow and 1 or 0}
+  answer = {'cooldown', math.max(cooldown - now, 0), slow and 1 or 0}
 elseif op == 'clear' then
   cooldown = 0
-  answer = {'observed', 0, slow and 1 or 0}
+  answer = {'cooldown', 0, slow and 1 or 0}
 elseif op == 'charge' then
   -- ARGV[7] a retry's cost, ARGV[8] refunds to credit first (successes since the last charge).
   local cost = tonumber(ARGV[7])

@@ -160,11 +160,11 @@ pub fn args(
             ("admit", extra)
         }
         Op::Resume { id } => ("resume", vec![admission_name(process, *id)]),
-        Op::Observe {
+        Op::Feedback {
             cooldown_ms,
             remaining,
         } => (
-            "observe",
+            "feedback",
             vec![
                 maybe(*cooldown_ms),
                 maybe(remaining.map(|r| r.limit as f64)),
@@ -212,7 +212,7 @@ pub fn answer(code: &str, value: &str, extra: &str, count: &str, seq: &str) -> O
         },
         "wait" => Answer::Wait(n),
         "exhausted" => Answer::Exhausted(n),
-        "observed" => Answer::Observed {
+        "cooldown" => Answer::Cooldown {
             cooldown_ms: n,
             slow: flag()?,
         },
@@ -290,19 +290,19 @@ mod tests {
             args(&admit, rate, None, None, "p", &text)[6..],
             ["p-1", "10", "0", "3", "41", "620.5", ""]
         );
-        let observe = Op::Observe {
+        let feedback = Op::Feedback {
             cooldown_ms: Some(1000.0),
             remaining: Some(Remaining {
                 heard: None,
                 ..counted
             }),
         };
-        let o = args(&observe, rate, None, None, "p", &text);
+        let o = args(&feedback, rate, None, None, "p", &text);
         assert_eq!(
             o,
-            ["observe", "", "2", "500", "1000", "", "1000", "10", "0", "", "620.5"]
+            ["feedback", "", "2", "500", "1000", "", "1000", "10", "0", "", "620.5"]
         );
-        let bare = Op::Observe {
+        let bare = Op::Feedback {
             cooldown_ms: None,
             remaining: None,
         };
@@ -332,8 +332,8 @@ mod tests {
             Some(Answer::Exhausted(9.0))
         );
         assert_eq!(
-            answer("observed", "0", "1", "1", "0"),
-            Some(Answer::Observed {
+            answer("cooldown", "0", "1", "1", "0"),
+            Some(Answer::Cooldown {
                 cooldown_ms: 0.0,
                 slow: true
             })
@@ -347,7 +347,7 @@ mod tests {
         assert_eq!(answer("wait", "inf", "0", "1", "0"), None);
         assert_eq!(answer("admitted", "0", "", "1", "0"), None);
         assert_eq!(answer("admitted", "2", "0", "1", "0"), None);
-        assert_eq!(answer("observed", "0", "yes", "1", "0"), None);
+        assert_eq!(answer("cooldown", "0", "yes", "1", "0"), None);
         // How many an admission took: a whole number, at least one.
         assert!(matches!(
             answer("admitted", "0", "0", "7", "0"),
@@ -385,7 +385,7 @@ mod tests {
         for op in [
             "'admit'",
             "'resume'",
-            "'observe'",
+            "'feedback'",
             "'clear'",
             "'charge'",
             "'quota'",

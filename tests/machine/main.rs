@@ -23,7 +23,7 @@ use odds_gate::core::rules::policy::{Reason, RetryPolicy};
 use odds_gate::core::Millis;
 
 mod budgets;
-mod holds;
+mod cooldowns;
 mod pacing;
 mod quota;
 mod retries;

@@ -198,7 +198,7 @@ impl MemoryAuthority {
         }
     }
 
-    fn observe(&mut self, now: Millis, cooldown_ms: Option<Millis>, seen: Option<Remaining>) {
+    fn feedback(&mut self, now: Millis, cooldown_ms: Option<Millis>, seen: Option<Remaining>) {
         if let Some(seen) = seen {
             let remaining = seen.remaining as f64;
             // Someone else spends the key when we believe in more tokens than the server can
@@ -228,7 +228,7 @@ impl MemoryAuthority {
     /// before it is judged).
     pub fn see(&mut self, now: Millis, seen: Option<Seen>) {
         match seen {
-            Some(Seen::Remaining(remaining)) => self.observe(now, None, Some(remaining)),
+            Some(Seen::Remaining(remaining)) => self.feedback(now, None, Some(remaining)),
             Some(Seen::Count(count, at)) => self.tune(now, self.bucket.rate(), Some((count, at))),
             None => {}
         }
@@ -281,19 +281,19 @@ impl Transitions for MemoryAuthority {
                 }
                 Answer::Resumed(self.wait_ms(now))
             }
-            Op::Observe {
+            Op::Feedback {
                 cooldown_ms,
                 remaining,
             } => {
-                self.observe(now, cooldown_ms, remaining);
-                Answer::Observed {
+                self.feedback(now, cooldown_ms, remaining);
+                Answer::Cooldown {
                     cooldown_ms: (self.cooldown_until - now).max(0.0),
                     slow: self.bucket.is_slow(),
                 }
             }
             Op::ClearCooldown => {
                 self.cooldown_until = 0.0;
-                Answer::Observed {
+                Answer::Cooldown {
                     cooldown_ms: 0.0,
                     slow: self.bucket.is_slow(),
                 }
@@ -384,8 +384,8 @@ mod tests {
         )
     }
 
-    fn hold(ms: Millis) -> Op {
-        Op::Observe {
+    fn cooldown(ms: Millis) -> Op {
+        Op::Feedback {
             cooldown_ms: Some(ms),
             remaining: None,
         }
@@ -480,11 +480,11 @@ mod tests {
     #[test]
     fn a_cooldown_is_checked_before_the_tokens_and_never_shortened() {
         let mut a = article();
-        a.apply(0.0, &hold(5_000.0));
-        a.apply(100.0, &hold(1_000.0));
+        a.apply(0.0, &cooldown(5_000.0));
+        a.apply(100.0, &cooldown(1_000.0));
         assert_eq!(a.cooldown_until(), 5_000.0);
         assert_eq!(admit(&mut a, 1_999.0, 1), Answer::Wait(3_001.0));
-        a.apply(1_000.0, &hold(8_000.0));
+        a.apply(1_000.0, &cooldown(8_000.0));
         assert_eq!(a.cooldown_until(), 9_000.0);
         assert!(matches!(admit(&mut a, 9_000.0, 1), Answer::Admitted { .. }));
     }
@@ -492,7 +492,7 @@ mod tests {
     #[test]
     fn the_servers_remaining_lowers_the_count_and_slows_a_drained_key() {
         let mut a = MemoryAuthority::new(Rate::new(20.0, 10.0).unwrap(), None, 0.0);
-        let seen = |remaining| Op::Observe {
+        let seen = |remaining| Op::Feedback {
             cooldown_ms: None,
             remaining: Some(Remaining {
                 limit: 20,
@@ -503,7 +503,7 @@ mod tests {
         };
         assert_eq!(
             a.apply(0.0, &seen(1)),
-            Answer::Observed {
+            Answer::Cooldown {
                 cooldown_ms: 0.0,
                 slow: true
             }
@@ -581,7 +581,7 @@ mod tests {
         let mut before = start();
         before.apply(
             50.0,
-            &Op::Observe {
+            &Op::Feedback {
                 cooldown_ms: None,
                 remaining: Some(Remaining {
                     limit: 10,
@@ -656,7 +656,7 @@ mod tests {
         a.apply(0.0, &Op::Resume { id: 1 });
         assert!(!a.idle(400.0));
         assert!(a.idle(500.0));
-        a.apply(500.0, &hold(100.0));
+        a.apply(500.0, &cooldown(100.0));
         assert!(!a.idle(599.0) && a.idle(600.0));
     }
 }

@@ -62,13 +62,13 @@ pub enum Op {
     /// What a response said of the allowance: a cooldown to hold (extended, never shortened),
     /// and the server's count of what is left, which lowers ours when someone else is draining
     /// the key (see [`Remaining`]) and halves the refill below 10% of the limit.
-    Observe {
+    Feedback {
         /// Hold every admission this long from now.
         cooldown_ms: Option<Millis>,
         /// `X-RateLimit-Limit` and `-Remaining`, when both came.
         remaining: Option<Remaining>,
     },
-    /// End the cooldown now: the documented way out of a hold nobody wants any more.
+    /// End the cooldown now: the documented way out of a cooldown nobody wants any more.
     ClearCooldown,
     /// Spend a retry's cost from the shared retry budget, after crediting `refund` (successes
     /// seen since the last charge).
@@ -100,7 +100,7 @@ pub struct Head {
 /// What a recent response said of the tokens, riding along with the next admission.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Seen {
-    /// The remaining count, which paces the bucket as [`Op::Observe`] does.
+    /// The remaining count, which paces the bucket as [`Op::Feedback`] does.
     Remaining(Remaining),
     /// A learning gate's count of the tokens the key held when the server answered the request
     /// numbered `at` (see [`Answer::Admitted`]'s `seq`): the authority takes the requests
@@ -170,9 +170,9 @@ pub enum Answer {
     Wait(Millis),
     /// The quota is closed for this many more milliseconds.
     Exhausted(Millis),
-    /// An observation was recorded: the cooldown now ends this many milliseconds from now (0:
+    /// Feedback was recorded: the cooldown now ends this many milliseconds from now (0:
     /// none), and whether the refill runs at half rate.
-    Observed {
+    Cooldown {
         /// Milliseconds of cooldown left.
         cooldown_ms: Millis,
         /// Half-rate refill.

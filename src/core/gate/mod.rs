@@ -133,7 +133,7 @@ pub(crate) trait Authority {
     fn held(&mut self) -> Held;
     /// Applies an operation nobody waits on.
     fn tell(&mut self, now: Millis, op: Op);
-    /// Records what a response said of the allowance ([`Op::Observe`]); `heard` is the
+    /// Records what a response said of the allowance ([`Op::Feedback`]); `heard` is the
     /// highest request number the gate had heard of by then.
     fn observe(
         &mut self,
@@ -233,7 +233,7 @@ impl<T: Immediate> Authority for T {
         remaining: Option<Remaining>,
         _heard: f64,
     ) {
-        let op = Op::Observe {
+        let op = Op::Feedback {
             cooldown_ms,
             remaining,
         };
@@ -765,7 +765,7 @@ impl Gate {
         self.authority.cooldown_until()
     }
 
-    /// Ends the cooldown now, for every process sharing the gate: the way out of a hold nobody
+    /// Ends the cooldown now, for every process sharing the gate: the way out of a cooldown nobody
     /// wants any more (say, a `Retry-After` of years).
     pub fn clear_cooldown(&mut self, now: Millis) {
         self.tell(now, Op::ClearCooldown);

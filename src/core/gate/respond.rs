@@ -91,7 +91,7 @@ impl Gate {
             Err(_) => {
                 // Too long to represent: hold for the longest we can, and fail the call loudly
                 // rather than wait less than the server asked.
-                self.failure_hold(now, call, status >= 500, true);
+                self.failure_cooldown(now, call, status >= 500, true);
                 self.resume(now, call);
                 let rest = |name: &str| (name != "retry-after").then(|| header(name)).flatten();
                 let feedback = parse_feedback(&rest, wall_now).unwrap_or_default();
@@ -119,9 +119,9 @@ impl Gate {
         let scout = c.spec.scout;
         let counted = feedback.limit.zip(feedback.remaining);
         let limiter = self.learner.as_ref().and(feedback.limiter.clone());
-        let hold = self.failure_hold(now, call, status >= 500, retry_after_ms.is_some());
+        let cooldown = self.failure_cooldown(now, call, status >= 500, retry_after_ms.is_some());
         self.resume(now, call);
-        self.observe(now, call, status, feedback, hold);
+        self.observe(now, call, status, feedback, cooldown);
         let sent = Sent {
             call,
             at: sent,
@@ -173,8 +173,8 @@ impl Gate {
         let (probe, seq, scout) = (c.probe, c.seq.unwrap_or(0.0), c.spec.scout);
         // A request that cannot be made says nothing of the server.
         if failure.outcome() != Outcome::Invalid {
-            let hold = self.failure_hold(now, call, true, false);
-            self.observed(now, hold, None);
+            let cooldown = self.failure_cooldown(now, call, true, false);
+            self.observed(now, cooldown, None);
         }
         self.unanswered(now, seq);
         if scout {
@@ -287,7 +287,7 @@ impl Gate {
 
     /// Holds every admission for `cooldown_ms` from `now` (extended, never shortened) and
     /// paces the bucket by the server's `remaining` count, wherever the state lives: what
-    /// an answer said of the allowance ([`Op::Observe`]), or a run of failures' hold.
+    /// an answer said of the allowance ([`Op::Feedback`]), or a run of failures' cooldown.
     fn observed(&mut self, now: Millis, cooldown_ms: Option<Millis>, remaining: Option<Remaining>) {
         if cooldown_ms.is_none() && remaining.is_none() {
             return;
@@ -301,16 +301,16 @@ impl Gate {
     }
 
     /// Counts `call`'s attempt in the gate's run of failures ([`Streak`]): a `failure`
-    /// lengthens it, anything else ends it. The hold the failure calls for: full jitter under
+    /// lengthens it, anything else ends it. The cooldown the failure calls for: full jitter under
     /// the call's backoff (the default one for a call with no retry policy: a `retry: false`
     /// wrapper's, the quota's probe), or none when the server gave its own delay, which holds
-    /// the gate as it is. The hold is a cooldown: the allowance's one shared hold already
+    /// the gate as it is. It is the cooldown: the allowance's one shared cooldown already
     /// reaches every thread and process (memory, the threads' slot, the store), is never
     /// shortened, and keeps calls in the queue, where waiting spends no attempt. Each thread or
     /// process counts the failures its own requests meet.
     ///
     /// [`Streak`]: crate::core::rules::streak::Streak
-    fn failure_hold(
+    fn failure_cooldown(
         &mut self,
         now: Millis,
         call: CallId,

@@ -246,7 +246,7 @@ impl StoreLink {
             self.stored = reply.stored;
         }
         match reply.answer {
-            Answer::Observed {
+            Answer::Cooldown {
                 cooldown_ms: _,
                 slow,
             } => self.slow = slow,
@@ -315,7 +315,7 @@ impl Authority for StoreLink {
     ) -> Admission {
         if self.alone() {
             if self.ping_due(now) {
-                let ping = Op::Observe {
+                let ping = Op::Feedback {
                     cooldown_ms: None,
                     remaining: None,
                 };
@@ -405,7 +405,7 @@ impl Authority for StoreLink {
         remaining: Option<Remaining>,
         heard: f64,
     ) {
-        let op = Op::Observe {
+        let op = Op::Feedback {
             cooldown_ms,
             remaining,
         };

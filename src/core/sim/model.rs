@@ -359,7 +359,7 @@ impl ArticleGate {
     /// end earlier.
     pub fn defer(&mut self, now: Millis, delay_ms: Millis) -> Result<(), ConfigError> {
         let delay_ms = at_least("delayMs", delay_ms, 0.0, "a finite number >= 0")?;
-        let op = Op::Observe {
+        let op = Op::Feedback {
             cooldown_ms: Some(delay_ms),
             remaining: None,
         };

@@ -122,9 +122,9 @@ fn a_run_holds_for_the_servers_retry_after_instead_and_never_past_the_cap() {
     let mut now = answered(&mut g, 0.0, once(100.0, 250.0), Some(200), None);
     for _ in 0..12 {
         now = answered(&mut g, now + 10.0, once(100.0, 250.0), Some(504), None);
-        assert!(g.cooldown_until() < now + 250.0, "capMs caps the hold");
+        assert!(g.cooldown_until() < now + 250.0, "capMs caps the cooldown");
     }
-    // A 503's Retry-After is the hold, exactly: not jittered, not capped.
+    // A 503's Retry-After is the cooldown, exactly: not jittered, not capped.
     now = answered(
         &mut g,
         now + 10.0,
