@@ -16,7 +16,7 @@ use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::policy::RetryPolicy;
 use odds_gate::core::sim::home::{Shelf, SimHome};
 use odds_gate::core::sim::server::{Allowances, Headers, Limiter};
-use odds_gate::core::sim::world::{Call, World};
+use odds_gate::core::sim::world::{SimCall, World};
 use odds_gate::core::Millis;
 
 /// Who shares the allowance.
@@ -117,9 +117,9 @@ fn world(s: Setup) -> (World, Vec<WrapperId>) {
 }
 
 /// A snapshot call numbered `n` by spender `p` (the one past the spenders: the outsider).
-fn snapshot(wrappers: &[WrapperId], p: usize, n: usize) -> Call {
+fn snapshot(wrappers: &[WrapperId], p: usize, n: usize) -> SimCall {
     let url = format!("http://api/v1/events/e{p}-{n}/odds/snapshot");
-    Call::get(p, wrappers[p], "key", &url)
+    SimCall::get(p, wrappers[p], "key", &url)
 }
 
 /// What the spenders' attempts gave.

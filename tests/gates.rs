@@ -20,8 +20,8 @@ use odds_gate::core::rules::classify::Body;
 use odds_gate::core::rules::policy::{Reason, RetryPolicy};
 use odds_gate::core::rules::routes::MAX_LIMITERS;
 use odds_gate::core::sim::home::{Shelf, SimHome};
-use odds_gate::core::sim::server::{Attempt, Reply, Server};
-use odds_gate::core::sim::world::{Call, World};
+use odds_gate::core::sim::server::{Arrival, Reply, Server};
+use odds_gate::core::sim::world::{SimCall, World};
 use odds_gate::core::Millis;
 
 const KEY: &str = "key-1";
@@ -70,7 +70,7 @@ fn from(bucket: &str, latency: Millis) -> Reply {
 
 /// Snapshots answered from `snapshot`, event lookups from `events`, after `latency` ms.
 fn two_buckets(latency: Millis) -> impl Server {
-    move |_: Millis, a: &Attempt| match a.url.contains("/odds/") {
+    move |_: Millis, a: &Arrival| match a.url.contains("/odds/") {
         true => from("snapshot", latency),
         false => from("events", latency),
     }
@@ -83,10 +83,10 @@ fn credential() -> Scope {
 #[test]
 fn a_route_heard_from_another_bucket_moves_the_calls_behind_its_scout_there() {
     let (mut w, wrapper) = world(learning(), two_buckets(50.0));
-    w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     // The snapshot's answer named its bucket; then six lookups of a route nobody heard from.
     for i in 0..6 {
-        w.start_at(100.0, Call::get(0, wrapper, KEY, &lookup(i)));
+        w.start_at(100.0, SimCall::get(0, wrapper, KEY, &lookup(i)));
     }
     w.run();
     assert!((0..7).all(|i| w.log.settled[&i].1 == End::Deliver));
@@ -105,7 +105,7 @@ fn a_route_heard_from_another_bucket_moves_the_calls_behind_its_scout_there() {
     both.sort_unstable();
     assert_eq!(known, both, "the wrapper knows both");
     // Later lookups of the route go straight to their bucket's gate.
-    let later = w.start_at(w.now + 1_000.0, Call::get(0, wrapper, KEY, &lookup(9)));
+    let later = w.start_at(w.now + 1_000.0, SimCall::get(0, wrapper, KEY, &lookup(9)));
     w.run();
     assert_eq!(w.log.settled[&later].1, End::Deliver);
     let gates = &mut w.processes[0].gates;
@@ -115,7 +115,7 @@ fn a_route_heard_from_another_bucket_moves_the_calls_behind_its_scout_there() {
 #[test]
 fn a_moved_call_keeps_its_max_wait_from_when_it_was_made() {
     let mut lookups = 0;
-    let server = move |_: Millis, a: &Attempt| {
+    let server = move |_: Millis, a: &Arrival| {
         if a.url.contains("/odds/") {
             return from("snapshot", 10.0);
         }
@@ -137,9 +137,9 @@ fn a_moved_call_keeps_its_max_wait_from_when_it_was_made() {
         ..learning()
     };
     let (mut w, wrapper) = world(profile, server);
-    w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     for i in 0..5 {
-        w.start_at(20.0, Call::get(0, wrapper, KEY, &lookup(i)));
+        w.start_at(20.0, SimCall::get(0, wrapper, KEY, &lookup(i)));
     }
     w.run();
     // Moved at 920 ms; the 429 at 1020 holds the events gate until 2020, past 20 + 1500: the
@@ -172,7 +172,7 @@ fn max_waiting_holds_for_a_route_nobody_has_heard_from() {
     };
     let (mut w, wrapper) = world(profile, two_buckets(100.0));
     for _ in 0..20 {
-        w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+        w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     }
     w.run();
     // The scout went at once; three waited behind it; the other sixteen were refused at once.
@@ -195,10 +195,10 @@ fn a_scout_whose_caller_gives_up_frees_its_route() {
     // route's next call must not wait behind a scout that is gone (it waited for ever: the
     // scout's end was dropped with the call).
     let (mut w, wrapper) = world(learning(), two_buckets(100.0));
-    w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
-    let scout = w.start_at(200.0, Call::get(0, wrapper, KEY, &lookup(1)));
+    w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
+    let scout = w.start_at(200.0, SimCall::get(0, wrapper, KEY, &lookup(1)));
     w.abort_at(250.0, scout);
-    let next = w.start_at(400.0, Call::get(0, wrapper, KEY, &lookup(2)));
+    let next = w.start_at(400.0, SimCall::get(0, wrapper, KEY, &lookup(2)));
     w.run();
     assert!(w.log.aborted.contains_key(&scout));
     assert_eq!(w.log.settled[&next].1, End::Deliver);
@@ -213,10 +213,10 @@ fn a_learning_gate_under_a_ceiling_takes_back_no_token_the_ceiling_has_not_refil
     let ceiling = Rate::new(1.0, 1.0).unwrap();
     let (mut w, wrapper) = world(
         profile(Allowance::Learned(Some(ceiling))),
-        |_: Millis, _: &Attempt| Reply::status(503, &[]).after(5.0),
+        |_: Millis, _: &Arrival| Reply::status(503, &[]).after(5.0),
     );
     for _ in 0..3 {
-        w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+        w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     }
     w.run_until(2_500.0);
     // Two in 2.5 s (measured: the failure's hold, a random draw, sends the second at 1.14 s),
@@ -244,11 +244,11 @@ fn max_wait_admits_a_call_within_it_or_refuses_it_at_once_even_when_timers_fire_
         };
         let mut gates = Gates::new(Box::new(home));
         let wrapper = gates.wrapper(profile);
-        let server = |_: Millis, _: &Attempt| Reply::ok();
+        let server = |_: Millis, _: &Arrival| Reply::ok();
         let mut w = World::new(vec![gates], Box::new(server));
         w.timer_late_ms = late;
         for _ in 0..10 {
-            w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+            w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
         }
         w.run();
         let sent: Vec<Millis> = w.log.sent.iter().map(|s| s.at).collect();
@@ -274,7 +274,7 @@ fn max_wait_admits_a_call_within_it_or_refuses_it_at_once_even_when_timers_fire_
 #[test]
 fn calls_keep_call_order_where_the_api_names_no_bucket() {
     // Counts on every answer, no bucket's name: every route draws from one allowance.
-    let server = |_: Millis, _: &Attempt| {
+    let server = |_: Millis, _: &Arrival| {
         Reply::status(
             200,
             &[("x-ratelimit-limit", "2"), ("x-ratelimit-remaining", "0")],
@@ -283,13 +283,13 @@ fn calls_keep_call_order_where_the_api_names_no_bucket() {
     };
     let (mut w, wrapper) = world(learning(), server);
     for _ in 0..20 {
-        w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+        w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     }
     // Ten late calls, each of a route of its own, while the backlog waits.
     for i in 0..10 {
         w.start_at(
             500.0,
-            Call::get(0, wrapper, KEY, &format!("http://api/v1/r{i}/x")),
+            SimCall::get(0, wrapper, KEY, &format!("http://api/v1/r{i}/x")),
         );
     }
     w.run();
@@ -304,17 +304,17 @@ fn calls_keep_call_order_where_the_api_names_no_bucket() {
 #[test]
 fn every_gate_a_move_makes_is_the_wrappers() {
     // Each route's answers come from a bucket of its own.
-    let server = |_: Millis, a: &Attempt| {
+    let server = |_: Millis, a: &Arrival| {
         let bucket = a.url.rsplit('/').nth(1).unwrap_or("x").to_owned();
         from(&bucket, 10.0)
     };
     let (mut w, wrapper) = world(learning(), server);
-    w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     for name in ["alpha", "beta", "gamma", "delta", "epsilon"] {
         for _ in 0..3 {
             w.start_at(
                 100.0,
-                Call::get(0, wrapper, KEY, &format!("http://api/v1/{name}/x")),
+                SimCall::get(0, wrapper, KEY, &format!("http://api/v1/{name}/x")),
             );
         }
     }
@@ -335,7 +335,7 @@ fn a_limiter_name_per_resource_makes_no_more_limiter_gates_than_the_cap() {
     // after another: past the cap, their calls go to the credential's gate. Bursts of 1,000
     // let them all go within half a second, before any of those gates has its token back (an
     // idle one would be forgotten).
-    let server = |_: Millis, a: &Attempt| {
+    let server = |_: Millis, a: &Arrival| {
         let id = a.url.rsplit('/').next().unwrap_or("x");
         Reply::status(
             200,
@@ -348,9 +348,9 @@ fn a_limiter_name_per_resource_makes_no_more_limiter_gates_than_the_cap() {
         .after(1.0)
     };
     let (mut w, wrapper) = world(learning(), server);
-    let mut last = w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    let mut last = w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     for i in 0..200 {
-        last = w.start_after(last, Call::get(0, wrapper, KEY, &lookup(i)));
+        last = w.start_after(last, SimCall::get(0, wrapper, KEY, &lookup(i)));
     }
     w.run();
     assert!((0..201).all(|i| w.log.settled[&i].1 == End::Deliver));
@@ -373,17 +373,20 @@ fn a_limiter_name_per_resource_makes_no_more_limiter_gates_than_the_cap() {
 fn idle_gates_are_forgotten_and_their_figures_stay_in_the_totals() {
     let (mut w, wrapper) = world(
         profile(Allowance::Fixed(Rate::ARTICLE)),
-        |_: Millis, _: &Attempt| Reply::ok().after(10.0),
+        |_: Millis, _: &Arrival| Reply::ok().after(10.0),
     );
     for k in 0..50 {
-        w.start_at(0.0, Call::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
+        w.start_at(0.0, SimCall::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
     }
     w.run();
     assert_eq!(w.processes[0].gates.len(), 50);
     // Later every bucket is full again: new keys' gates sweep the old ones away.
     let later = w.now + 2_000.0;
     for k in 50..100 {
-        w.start_at(later, Call::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
+        w.start_at(
+            later,
+            SimCall::get(0, wrapper, &format!("key-{k}"), SNAPSHOT),
+        );
     }
     w.run();
     assert!((0..100).all(|i| w.log.settled[&i].1 == End::Deliver));
@@ -396,7 +399,7 @@ fn idle_gates_are_forgotten_and_their_figures_stay_in_the_totals() {
         .sum();
     assert_eq!(live + gates.retired(wrapper).admitted, 100);
     // A forgotten key is made anew as it was.
-    let again = w.start_at(w.now, Call::get(0, wrapper, "key-0", SNAPSHOT));
+    let again = w.start_at(w.now, SimCall::get(0, wrapper, "key-0", SNAPSHOT));
     w.run();
     assert_eq!(w.log.settled[&again].1, End::Deliver);
 }
@@ -406,8 +409,8 @@ fn idle_learning_gates_are_forgotten_and_a_returning_key_goes_on_from_its_estima
     let (mut w, wrapper) = world(learning(), two_buckets(5.0));
     let events = credential().in_limiter("events");
     // The key learns both limiters: burst 10 each, its lookups' route drawing from `events`.
-    w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
-    w.start_at(100.0, Call::get(0, wrapper, KEY, &lookup(0)));
+    w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
+    w.start_at(100.0, SimCall::get(0, wrapper, KEY, &lookup(0)));
     w.run();
     let gates = &mut w.processes[0].gates;
     let before = |gates: &mut Gates, scope: &Scope| {
@@ -420,7 +423,10 @@ fn idle_learning_gates_are_forgotten_and_a_returning_key_goes_on_from_its_estima
     // Once their buckets are full again, other keys' gates sweep both away.
     let at = w.now + 20_000.0;
     for k in 0..60 {
-        w.start_at(at, Call::get(0, wrapper, &format!("other-{k}"), SNAPSHOT));
+        w.start_at(
+            at,
+            SimCall::get(0, wrapper, &format!("other-{k}"), SNAPSHOT),
+        );
     }
     w.run();
     let gates = &w.processes[0].gates;
@@ -429,7 +435,7 @@ fn idle_learning_gates_are_forgotten_and_a_returning_key_goes_on_from_its_estima
     // The key returns with a lookup: its routes went with its gates, so the lookup scouts on the
     // credential's gate, which starts from its estimate (not from the opening's one token).
     let at = w.now + 20_000.0;
-    let back = w.start_at(at, Call::get(0, wrapper, KEY, &lookup(1)));
+    let back = w.start_at(at, SimCall::get(0, wrapper, KEY, &lookup(1)));
     w.run_until(at + 1.0);
     let gates = &mut w.processes[0].gates;
     let key = gates.find(&credential()).expect("made anew");
@@ -451,7 +457,7 @@ fn idle_learning_gates_are_forgotten_and_a_returning_key_goes_on_from_its_estima
 fn with_no_new_gates_a_timed_sweep_forgets_idle_gates_a_sixth_at_least_at_a_time() {
     let (mut w, wrapper) = world(learning(), two_buckets(5.0));
     for k in 0..3_000 {
-        w.start_at(0.0, Call::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
+        w.start_at(0.0, SimCall::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
     }
     // Only the sweep timer is left once every call is done: it holds nothing open.
     w.run();
@@ -481,7 +487,7 @@ fn with_no_new_gates_a_timed_sweep_forgets_idle_gates_a_sixth_at_least_at_a_time
     assert_eq!(done, 5.0, "every call answered at once, in 5 ms");
     // A returning key goes on from its estimate (burst 10), not from one token.
     let at = w.now + 1.0;
-    let back = w.start_at(at, Call::get(0, wrapper, "key-7", SNAPSHOT));
+    let back = w.start_at(at, SimCall::get(0, wrapper, "key-7", SNAPSHOT));
     w.run_until(at + 1.0);
     let gates = &mut w.processes[0].gates;
     let gate = gates
@@ -498,12 +504,12 @@ fn a_timed_sweep_keeps_a_gate_until_it_is_idle() {
     // two sweeps.
     let (mut w, wrapper) = world(
         profile(Allowance::Fixed(Rate::ARTICLE)),
-        |_: Millis, a: &Attempt| match a.number {
+        |_: Millis, a: &Arrival| match a.number {
             1 => Reply::status(429, &[("retry-after", "25")]).after(5.0),
             _ => Reply::ok().after(5.0),
         },
     );
-    let call = w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    let call = w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     w.run_until(21_000.0);
     assert!(
         w.processes[0].gates.find(&credential()).is_some(),
@@ -525,9 +531,9 @@ fn a_gate_whose_retries_spent_its_budget_is_forgotten_and_its_key_finds_the_budg
             budget: Some(RefillingConfig::DEFAULT),
             ..profile(Allowance::Fixed(Rate::ARTICLE))
         },
-        |_: Millis, _: &Attempt| Reply::status(503, &[]).after(5.0),
+        |_: Millis, _: &Arrival| Reply::status(503, &[]).after(5.0),
     );
-    let first = w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    let first = w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     w.run();
     assert!(matches!(w.log.settled[&first].1, End::Abandoned { .. }));
     let gates = &mut w.processes[0].gates;
@@ -546,7 +552,7 @@ fn a_gate_whose_retries_spent_its_budget_is_forgotten_and_its_key_finds_the_budg
     assert!(w.processes[0].gates.find(&credential()).is_none());
     // The key returns: its budget is what was left, not full again.
     let at = w.now;
-    w.start_at(at, Call::get(0, wrapper, KEY, SNAPSHOT));
+    w.start_at(at, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     w.run_until(at + 1.0);
     let gates = &mut w.processes[0].gates;
     let gate = gates.find(&credential()).expect("made anew");
@@ -567,16 +573,19 @@ fn idle_gates_in_a_store_are_forgotten_after_successes_too() {
         budget: Some(RefillingConfig::DEFAULT),
         ..profile(Allowance::Fixed(Rate::ARTICLE))
     });
-    let server = |_: Millis, _: &Attempt| Reply::ok().after(10.0);
+    let server = |_: Millis, _: &Arrival| Reply::ok().after(10.0);
     let mut w = World::new(vec![gates], Box::new(server));
     w.store.latency = 1.0;
     for k in 0..50 {
-        w.start_at(0.0, Call::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
+        w.start_at(0.0, SimCall::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
     }
     w.run();
     let later = w.now + 2_000.0;
     for k in 50..100 {
-        w.start_at(later, Call::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
+        w.start_at(
+            later,
+            SimCall::get(0, wrapper, &format!("key-{k}"), SNAPSHOT),
+        );
     }
     w.run();
     assert!((0..100).all(|i| w.log.settled[&i].1 == End::Deliver));
@@ -602,12 +611,12 @@ fn a_learning_gate_made_anew_in_a_store_keeps_the_fleets_pace_there() {
     }
     let mut w = World::new(processes, Box::new(two_buckets(20.0)));
     w.store.latency = 1.0;
-    w.start_at(0.0, Call::get(0, wrappers[0], KEY, SNAPSHOT));
+    w.start_at(0.0, SimCall::get(0, wrappers[0], KEY, SNAPSHOT));
     w.run();
     let learned = w.store.gates[&credential()].memory.rate();
     assert_eq!(learned.burst(), 10.0);
     let at = w.now + 1_000.0;
-    let later = w.start_at(at, Call::get(1, wrappers[1], KEY, SNAPSHOT));
+    let later = w.start_at(at, SimCall::get(1, wrappers[1], KEY, SNAPSHOT));
     w.run_until(at + 5.0);
     let stored = w.store.gates[&credential()].memory.rate();
     assert_eq!(stored, learned, "the store's pace");
@@ -619,10 +628,10 @@ fn a_learning_gate_made_anew_in_a_store_keeps_the_fleets_pace_there() {
 fn a_first_request_whose_caller_gives_up_gives_the_opening_token_back() {
     // The server answers after 300 ms; the first call's caller gives up at 50 ms. The next
     // call goes at once, not when the opening's slow token (one per 30 s) comes back.
-    let (mut w, wrapper) = world(learning(), |_: Millis, _: &Attempt| from("snapshot", 300.0));
-    let first = w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    let (mut w, wrapper) = world(learning(), |_: Millis, _: &Arrival| from("snapshot", 300.0));
+    let first = w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     w.abort_at(50.0, first);
-    let next = w.start_at(100.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+    let next = w.start_at(100.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     w.run();
     assert_eq!(w.log.settled[&next].1, End::Deliver);
     let sent: Vec<Millis> = w.log.sent.iter().map(|s| s.at).collect();
@@ -639,9 +648,9 @@ fn wrappers_that_disagree_about_a_credential_are_refused_naming_both_sides() {
         budget: Some(RefillingConfig::DEFAULT),
         ..profile(Allowance::Fixed(Rate::ARTICLE))
     });
-    let mut w = World::new(vec![gates], Box::new(|_: Millis, _: &Attempt| Reply::ok()));
+    let mut w = World::new(vec![gates], Box::new(|_: Millis, _: &Arrival| Reply::ok()));
     for wrapper in [fixed, other, learner, retrying] {
-        w.start_at(0.0, Call::get(0, wrapper, KEY, SNAPSHOT));
+        w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     }
     w.run();
     let message = |i: usize| match &w.log.refused[&i] {
@@ -678,9 +687,9 @@ fn threads_that_disagree_about_a_credential_are_refused_too() {
         }));
         threads.push(gates);
     }
-    let mut w = World::new(threads, Box::new(|_: Millis, _: &Attempt| Reply::ok()));
-    w.start_at(0.0, Call::get(0, wrappers[0], KEY, SNAPSHOT));
-    w.start_at(1.0, Call::get(1, wrappers[1], KEY, SNAPSHOT));
+    let mut w = World::new(threads, Box::new(|_: Millis, _: &Arrival| Reply::ok()));
+    w.start_at(0.0, SimCall::get(0, wrappers[0], KEY, SNAPSHOT));
+    w.start_at(1.0, SimCall::get(1, wrappers[1], KEY, SNAPSHOT));
     w.run();
     assert_eq!(w.log.settled[&0].1, End::Deliver);
     let Refused::Mismatch(m) = &w.log.refused[&1] else {
@@ -707,9 +716,9 @@ fn a_fleet_starts_from_what_its_gates_learned() {
     let mut w = World::new(processes, Box::new(two_buckets(20.0)));
     w.store.latency = 1.0;
     // The first process learns both buckets.
-    w.start_at(0.0, Call::get(0, wrappers[0], KEY, SNAPSHOT));
+    w.start_at(0.0, SimCall::get(0, wrappers[0], KEY, SNAPSHOT));
     for i in 0..3 {
-        w.start_at(100.0, Call::get(0, wrappers[0], KEY, &lookup(i)));
+        w.start_at(100.0, SimCall::get(0, wrappers[0], KEY, &lookup(i)));
     }
     w.run();
     let learned = &w.store.learned[&credential()];
@@ -720,8 +729,8 @@ fn a_fleet_starts_from_what_its_gates_learned() {
         .any(|f| matches!(f, Shared::Estimate(scope, _) if scope == credential().as_str())));
     // The second starts later: its lookups go straight to their bucket's gate, no scout.
     let start = w.now + 1_000.0;
-    w.start_at(start, Call::get(1, wrappers[1], KEY, SNAPSHOT));
-    let later = w.start_at(start + 10.0, Call::get(1, wrappers[1], KEY, &lookup(7)));
+    w.start_at(start, SimCall::get(1, wrappers[1], KEY, SNAPSHOT));
+    let later = w.start_at(start + 10.0, SimCall::get(1, wrappers[1], KEY, &lookup(7)));
     w.run();
     assert_eq!(w.log.settled[&later].1, End::Deliver);
     let gates = &mut w.processes[1].gates;
@@ -834,7 +843,7 @@ mod random_traffic {
                 all.push(gates);
             }
             let mut next = 0;
-            let server = move |_: Millis, a: &Attempt| {
+            let server = move |_: Millis, a: &Arrival| {
                 let (kind, latency, remaining) = replies[next % replies.len()];
                 next += 1;
                 let route = ["/r0/", "/r1/"].iter().position(|r| a.url.contains(r)).unwrap_or(2);
@@ -845,7 +854,7 @@ mod random_traffic {
             for (i, plan) in plans.iter().enumerate() {
                 let p = i % processes;
                 let url = format!("http://api/v1/r{}/x", plan.route);
-                let index = w.start_at(plan.at, Call::get(p, wrappers[p][plan.key], &format!("key-{}", plan.key), &url));
+                let index = w.start_at(plan.at, SimCall::get(p, wrappers[p][plan.key], &format!("key-{}", plan.key), &url));
                 if let Some(after) = plan.abort {
                     w.abort_at(plan.at + after, index);
                 }

@@ -15,7 +15,7 @@ use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::policy::RetryPolicy;
 use odds_gate::core::sim::home::{Shelf, SimHome};
 use odds_gate::core::sim::server::{Allowances, Limiter};
-use odds_gate::core::sim::world::{Call, World};
+use odds_gate::core::sim::world::{SimCall, World};
 use odds_gate::core::sim::{simulate, Coordination, SimLane, SimOptions};
 use odds_gate::core::Millis;
 use proptest::prelude::*;
@@ -76,10 +76,15 @@ fn background_then_live_on(
     live: (usize, WrapperId),
 ) -> (Millis, Millis, usize) {
     let background: Vec<usize> = (0..40)
-        .map(|_| w.start_at(0.0, Call::get(background.0, background.1, "key", SNAPSHOT)))
+        .map(|_| {
+            w.start_at(
+                0.0,
+                SimCall::get(background.0, background.1, "key", SNAPSHOT),
+            )
+        })
         .collect();
     let live: Vec<usize> = (0..8)
-        .map(|_| w.start_at(1_000.0, Call::get(live.0, live.1, "key", SNAPSHOT)))
+        .map(|_| w.start_at(1_000.0, SimCall::get(live.0, live.1, "key", SNAPSHOT)))
         .collect();
     w.run();
     let done = |calls: &[usize]| {
@@ -119,8 +124,8 @@ fn a_background_lane_under_a_saturated_heavier_lane_gets_its_share() {
     let rate = Rate::new(1.0, 10.0).unwrap();
     let (mut w, lanes) = world(rate, &[Some(1.0), Some(9.0)]);
     for _ in 0..200 {
-        w.start_at(0.0, Call::get(0, lanes[1], "key", SNAPSHOT));
-        w.start_at(0.0, Call::get(0, lanes[0], "key", SNAPSHOT));
+        w.start_at(0.0, SimCall::get(0, lanes[1], "key", SNAPSHOT));
+        w.start_at(0.0, SimCall::get(0, lanes[0], "key", SNAPSHOT));
     }
     // Of the first 100 admissions, the background lane's are every tenth.
     w.run();
@@ -245,8 +250,8 @@ fn four_lines_saturated(sharing: Sharing, named: bool) -> (usize, Vec<usize>) {
     for k in 0..50 {
         for (line, &(slow, fast)) in lanes.iter().enumerate() {
             let at = (k * 4 + line) as f64 * 0.01;
-            w.start_at(at, Call::get(line, fast, "key", SNAPSHOT));
-            background.push(w.start_at(at, Call::get(line, slow, "key", SNAPSHOT)));
+            w.start_at(at, SimCall::get(line, fast, "key", SNAPSHOT));
+            background.push(w.start_at(at, SimCall::get(line, slow, "key", SNAPSHOT)));
             of_line.extend([line, line]);
         }
     }

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use harness::{Harness, Reply};
 use odds_gate::core::base::random::Seeded;
-use odds_gate::core::gate::action::{Action, End, Event};
+use odds_gate::core::gate::action::{End, Event, GateAction};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::Gate;
 use odds_gate::core::rules::allowance::Rate;
@@ -247,7 +247,7 @@ fn a_scout_goes_first_and_its_route_waits_outside_the_queue_until_released() {
     let mut reported = false;
     while let Some(action) = gate.poll_action(5.0) {
         reported |= action
-            == Action::Route {
+            == GateAction::Route {
                 call: scout,
                 heard: Heard::Nothing,
                 answer: None,

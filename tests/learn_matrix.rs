@@ -18,9 +18,9 @@ use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::policy::{Reason, RetryPolicy};
 use odds_gate::core::sim::home::{Shelf, SimHome};
 use odds_gate::core::sim::server::{
-    Allowances, Attempt, Counts, Headers, Limiter, Quirks, Reply, Server,
+    Allowances, Arrival, Counts, Headers, Limiter, Quirks, Reply, Server,
 };
-use odds_gate::core::sim::world::{Call, World};
+use odds_gate::core::sim::world::{SimCall, World};
 use odds_gate::core::Millis;
 
 /// Who spends the allowance.
@@ -110,7 +110,7 @@ impl Failing {
     fn wrap(self, mut server: Allowances, seed: u64) -> Box<dyn Server> {
         let mut random = Seeded::new(seed);
         let latency = server.latency_ms;
-        Box::new(move |now: Millis, attempt: &Attempt| {
+        Box::new(move |now: Millis, attempt: &Arrival| {
             let down = self
                 .down
                 .is_some_and(|(from, until)| (from..until).contains(&now));
@@ -243,7 +243,7 @@ fn run(s: &Scenario, allowance: Allowance) -> Outcome {
     world.reach_ms = s.reach_ms;
     let get = |worker: usize, url: String| {
         let p = worker % processes;
-        Call::get(p, wrappers[p], "key", &url)
+        SimCall::get(p, wrappers[p], "key", &url)
     };
     let mut snapshots = Vec::new();
     for w in 0..s.workers {

@@ -9,7 +9,7 @@ use odds_gate::core::authority::fair::Turn;
 use odds_gate::core::authority::threads::{vacant, Settings, Slot, ThreadAuthority, WORDS};
 use odds_gate::core::authority::{Answer, Immediate, Op, Transitions};
 use odds_gate::core::base::random::Seeded;
-use odds_gate::core::gate::action::{Action, End, Event};
+use odds_gate::core::gate::action::{End, Event, GateAction};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::Gate;
 use odds_gate::core::gates::profile::{Keeping, Profile, Request};
@@ -21,8 +21,8 @@ use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::classify::Body;
 use odds_gate::core::rules::policy::Reason;
 use odds_gate::core::sim::home::{Shelf, SimHome};
-use odds_gate::core::sim::server::{Attempt, Reply};
-use odds_gate::core::sim::world::{Call, World};
+use odds_gate::core::sim::server::{Arrival, Reply};
+use odds_gate::core::sim::world::{SimCall, World};
 use odds_gate::core::Millis;
 
 /// A slot behind a mutex: what the bindings do with `Atomics` over a `SharedArrayBuffer`,
@@ -97,11 +97,14 @@ fn threads_draw_from_one_allowance_in_the_order_their_calls_came() {
         wrappers.push(gates.wrapper(profile.clone()));
         threads.push(gates);
     }
-    let mut world = World::new(threads, Box::new(|_: Millis, _: &Attempt| Reply::ok()));
+    let mut world = World::new(threads, Box::new(|_: Millis, _: &Arrival| Reply::ok()));
     // Eight calls, alternating between the threads' queues, one a millisecond.
     for i in 0..8 {
         let p = i % 2;
-        world.start_at(i as f64, Call::get(p, wrappers[p], "k", "http://api/v1/x"));
+        world.start_at(
+            i as f64,
+            SimCall::get(p, wrappers[p], "k", "http://api/v1/x"),
+        );
     }
     world.run();
     let order: Vec<usize> = world.log.sent.iter().map(|s| s.index).collect();
@@ -342,10 +345,10 @@ fn a_waiting_call_goes_at_its_deadline_when_another_thread_took_its_token() {
     let due = gate.poll_timeout(100.0).expect("a wake-up");
     assert_eq!(due, 151.0, "wakes at the deadline");
     gate.handle_timeout(due);
-    let ends: Vec<Action> = std::iter::from_fn(|| gate.poll_action(due)).collect();
+    let ends: Vec<GateAction> = std::iter::from_fn(|| gate.poll_action(due)).collect();
     assert!(
         ends.iter().any(
-            |a| matches!(a, Action::Settle { end: End::Abandoned { abandoned, .. }, .. }
+            |a| matches!(a, GateAction::Settle { end: End::Abandoned { abandoned, .. }, .. }
             if abandoned.reason == Reason::QueueWait)
         ),
         "{ends:?}"
@@ -375,12 +378,12 @@ fn a_key_the_shared_memory_has_no_room_for_is_each_threads_and_says_so_once() {
         wrappers.push(gates.wrapper(profile.clone()));
         threads.push(gates);
     }
-    let mut world = World::new(threads, Box::new(|_: Millis, _: &Attempt| Reply::ok()));
+    let mut world = World::new(threads, Box::new(|_: Millis, _: &Arrival| Reply::ok()));
     let mut keys = Vec::new();
     for key in ["a", "b"] {
         for i in 0..8 {
             let p = i % 2;
-            let index = world.start_at(0.0, Call::get(p, wrappers[p], key, "http://api/v1/x"));
+            let index = world.start_at(0.0, SimCall::get(p, wrappers[p], key, "http://api/v1/x"));
             keys.push((index, key));
         }
     }

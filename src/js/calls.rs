@@ -37,7 +37,7 @@ pub enum Waiter {
 }
 
 /// What a caller's `fetch(input, init)` brings besides its facts.
-pub struct Call {
+pub struct CallArgs {
     /// `fetch`'s arguments.
     pub input: JsValue,
     /// `fetch`'s arguments.
@@ -73,7 +73,7 @@ pub struct JsCall {
 
 impl JsCall {
     /// A call being started: its caller picks up what it comes to before it returns.
-    pub fn new(call: Call, config: &Rc<Config>, split: bool) -> JsCall {
+    pub fn new(call: CallArgs, config: &Rc<Config>, split: bool) -> JsCall {
         JsCall {
             input: call.input,
             init: call.init,
@@ -113,7 +113,7 @@ impl JsCall {
             set(&init, "headers", headers.into());
             (JsValue::from_str(&url), JsValue::from(init))
         });
-        let nothing = Call {
+        let nothing = CallArgs {
             input: JsValue::UNDEFINED,
             init: JsValue::UNDEFINED,
             signal: None,

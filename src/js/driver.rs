@@ -13,7 +13,7 @@ use wasm_bindgen_futures::spawn_local;
 
 use super::attempt::{self, global_fetch, How};
 use super::body;
-use super::calls::{self, Call, JsCall, Waiter};
+use super::calls::{self, CallArgs, JsCall, Waiter};
 use super::clock;
 use super::errors::{abort_reason, range_error};
 use super::events::Events;
@@ -158,7 +158,7 @@ impl Driver {
         wrapper: WrapperId,
         config: &Rc<Config>,
         request: &Request,
-        call: Call,
+        call: CallArgs,
     ) -> Result<CallRef, Refused> {
         let now = clock::now();
         let started = self.with(|g| g.start(now, wrapper, request));

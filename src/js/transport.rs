@@ -7,7 +7,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 use super::attempt::{global_fetch, How};
-use super::calls::Call;
+use super::calls::CallArgs;
 use super::clock;
 use super::driver::{driver, Driver};
 use super::errors::{abort_reason, range_error, type_error};
@@ -269,7 +269,7 @@ impl Transport {
             url: &url,
             batch: self.batch.clone(),
         };
-        let call = Call {
+        let call = CallArgs {
             input,
             init,
             signal,

@@ -12,7 +12,7 @@ use odds_gate::core::gates::profile::Keeping;
 use odds_gate::core::gates::scope::Scope;
 use odds_gate::core::gates::{CallRef, GateId, Gates};
 use odds_gate::core::sim::home::SimHome;
-use odds_gate::core::sim::server::Attempt;
+use odds_gate::core::sim::server::Arrival;
 pub use odds_gate::core::sim::server::Reply;
 #[allow(unused_imports)]
 pub use odds_gate::core::sim::store::FakeStore;
@@ -54,7 +54,7 @@ impl Harness {
             None => Keeping::Memory { threads: false },
         };
         let gate = gates.insert(scope.clone(), gate, keeping);
-        let server = move |now: Millis, a: &Attempt| server(now, a.index, a.number);
+        let server = move |now: Millis, a: &Arrival| server(now, a.index, a.number);
         let mut world = World::new(vec![gates], Box::new(server));
         world.sweeps = false;
         Harness { world, gate, scope }

@@ -1,7 +1,7 @@
 //! Failures that hold the whole gate (see `Streak`) and cooldowns: before any answer, the third
 //! in a row, the server's delay instead, and a `Retry-After` too large to hold.
 
-use odds_gate::core::gate::action::Action;
+use odds_gate::core::gate::action::GateAction;
 use odds_gate::core::parse::feedback::{Feedback, MAX_DELAY_MS};
 use odds_gate::core::rules::classify::Failure;
 
@@ -22,7 +22,7 @@ fn answered(
     let call = gate.start(now, spec, rank);
     while let Some(action) = gate.poll_action(now) {
         assert!(
-            !matches!(action, Action::Send { call: c, .. } if c != call),
+            !matches!(action, GateAction::Send { call: c, .. } if c != call),
             "only the new call goes"
         );
     }
@@ -38,7 +38,7 @@ fn answered(
         None => gate.failed(now, call, NETWORK),
     }
     while let Some(action) = gate.poll_action(now) {
-        if let Action::Dispose { call, .. } = action {
+        if let GateAction::Dispose { call, .. } = action {
             gate.disposed(now, call, None);
         }
     }

@@ -1,7 +1,7 @@
 //! The monthly quota: bare 429s and a body naming the quota start the `/usage` probe, the queue
 //! stops for it, account calls pass, and probes that confirm nothing are spaced out.
 
-use odds_gate::core::gate::action::Action;
+use odds_gate::core::gate::action::GateAction;
 use odds_gate::core::gate::{BodyFacts, CallId};
 use odds_gate::core::parse::feedback::Feedback;
 use odds_gate::core::rules::quota::Usage;
@@ -98,7 +98,7 @@ fn the_line_stops_at_the_first_quota_answer_until_the_probe_has_spoken() {
 }
 
 /// Every action `gate` has at `now`, in order.
-fn actions(gate: &mut Gate, now: Millis) -> Vec<Action> {
+fn actions(gate: &mut Gate, now: Millis) -> Vec<GateAction> {
     std::iter::from_fn(|| gate.poll_action(now)).collect()
 }
 
@@ -110,24 +110,29 @@ fn the_kept_quota_answer_is_given_again_until_the_quota_takes_an_answer_or_is_re
         detail: None,
     };
     let call = g.start(0.0, defaults(), 0);
-    assert!(matches!(actions(&mut g, 0.0)[..], [Action::Send { .. }]));
+    assert!(matches!(
+        actions(&mut g, 0.0)[..],
+        [GateAction::Send { .. }]
+    ));
     g.responded_with(1.0, call, 429, Feedback::default());
     assert!(matches!(
         actions(&mut g, 1.0)[..],
-        [.., Action::Dispose { read: true, .. }]
+        [.., GateAction::Dispose { read: true, .. }]
     ));
     // The driver read the 429 whole: the gate keeps it, and the body starts the probe.
     assert!(g.keeps_answer(&names_quota));
     g.disposed(2.0, call, Some(names_quota.clone()));
     let probe = match actions(&mut g, 2.0)[..] {
-        [Action::StartProbe { probe, .. }, Action::Send { call: sent, .. }] if sent == probe => {
+        [GateAction::StartProbe { probe, .. }, GateAction::Send { call: sent, .. }]
+            if sent == probe =>
+        {
             probe
         }
         ref other => panic!("{other:?}"),
     };
     // The probe's own 200 spends no quota: the answer stays.
     g.responded_with(3.0, probe, 200, Feedback::default());
-    assert!(!actions(&mut g, 3.0).contains(&Action::DropAnswer));
+    assert!(!actions(&mut g, 3.0).contains(&GateAction::DropAnswer));
     let spent = Usage {
         used: 5.0,
         limit: 5.0,
@@ -135,9 +140,9 @@ fn the_kept_quota_answer_is_given_again_until_the_quota_takes_an_answer_or_is_re
     };
     g.usage(4.0, probe, Some(spent));
     let exhausted = End::Exhausted { until: None };
-    let settled = |actions: Vec<Action>| -> Vec<(CallId, End, bool)> {
+    let settled = |actions: Vec<GateAction>| -> Vec<(CallId, End, bool)> {
         let settle = |a| match a {
-            Action::Settle { call, end, again } => Some((call, end, again)),
+            GateAction::Settle { call, end, again } => Some((call, end, again)),
             _ => None,
         };
         actions.into_iter().filter_map(settle).collect()
@@ -159,7 +164,7 @@ fn the_kept_quota_answer_is_given_again_until_the_quota_takes_an_answer_or_is_re
         [(late, exhausted, true), (typed, exhausted, false)]
     );
     g.reset_quota(6.0);
-    assert_eq!(actions(&mut g, 6.0), [Action::DropAnswer]);
+    assert_eq!(actions(&mut g, 6.0), [GateAction::DropAnswer]);
     // A 429 that names nothing is kept when none is; the quota's next answer lets it go.
     let mut g = gate(10.0, 10.0, None);
     assert!(g.keeps_answer(&BodyFacts::default()));
@@ -168,7 +173,7 @@ fn the_kept_quota_answer_is_given_again_until_the_quota_takes_an_answer_or_is_re
     actions(&mut g, 0.0);
     g.responded_with(1.0, call, 200, Feedback::default());
     let after = actions(&mut g, 1.0);
-    assert_eq!(after[0], Action::DropAnswer);
+    assert_eq!(after[0], GateAction::DropAnswer);
     assert_eq!(settled(after), [(call, End::Deliver, false)]);
 }
 

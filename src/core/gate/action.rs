@@ -13,7 +13,7 @@ pub(crate) type OpId = u64;
 
 /// One thing to do.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Action {
+pub enum GateAction {
     /// Send the call's request now. `timeout_ms`: abort the attempt after this long and report
     /// it as timed out; 0 for no limit (the request goes out untouched). Report the outcome
     /// with `responded` or `failed`.

@@ -2,7 +2,7 @@
 //! the threads' slot, or the store through its link), one head per poll; and the gate's one
 //! wake-up, for the head's token or deadline, a backoff's end, a store operation's time limit.
 
-use super::action::{Action, End, Event};
+use super::action::{End, Event, GateAction};
 use super::call::Stage;
 use super::queue::Place;
 use super::{Admission, Due, Gate, EARLY_MS, STORE_BATCH};
@@ -35,13 +35,13 @@ impl Gate {
     /// What the gate already decided and has not handed out, without admitting anyone: the
     /// driver takes it before it makes a call here, whose number may be one an ended call's
     /// settlement still names.
-    pub fn decided(&mut self) -> Option<Action> {
+    pub fn decided(&mut self) -> Option<GateAction> {
         self.actions.pop_front()
     }
 
     /// The next thing to do, or `None` when there is nothing until the next event or
     /// [`poll_timeout`](Self::poll_timeout). Admissions happen here, one head at a time.
-    pub fn poll_action(&mut self, now: Millis) -> Option<Action> {
+    pub fn poll_action(&mut self, now: Millis) -> Option<GateAction> {
         loop {
             if let Some(action) = self.actions.pop_front() {
                 return Some(action);
@@ -187,12 +187,12 @@ impl Gate {
         }
         let timeout_ms = call.send(now);
         if let Some(wait_ms) = reports_wait {
-            self.actions.push_back(Action::Event(Event::Admitted {
+            self.actions.push_back(GateAction::Event(Event::Admitted {
                 call: head.call,
                 wait_ms,
             }));
         }
-        self.actions.push_back(Action::Send {
+        self.actions.push_back(GateAction::Send {
             call: head.call,
             timeout_ms,
             waited_ms: wait_ms.unwrap_or(0.0),
@@ -298,7 +298,7 @@ impl Gate {
                 c.spec.scout = false;
             }
             let (heard, answer) = (Heard::Nothing, None);
-            self.actions.push_back(Action::Route {
+            self.actions.push_back(GateAction::Route {
                 call,
                 heard,
                 answer,

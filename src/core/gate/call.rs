@@ -36,9 +36,9 @@ pub struct CallSpec {
     pub reports_wait: bool,
     /// The first call of a route no answer has named the limiter of: it waits at the
     /// front of the queue (for one token of this limiter, not behind everyone), and how it went
-    /// is reported ([`Action::Route`]) for the calls its route holds back.
+    /// is reported ([`GateAction::Route`]) for the calls its route holds back.
     ///
-    /// [`Action::Route`]: super::action::Action::Route
+    /// [`GateAction::Route`]: super::action::GateAction::Route
     pub scout: bool,
     /// An account call (`GET /usage`, `/limits`): never refused for the quota, which it is how
     /// one checks, nor held while the quota's probe is out.

@@ -1,7 +1,7 @@
 //! A gate that learns its allowance from the answers (see [`Learner`]): what it was told,
 //! what it learned, and what a fleet tells it.
 
-use super::action::{Action, Event};
+use super::action::{Event, GateAction};
 use super::Gate;
 use crate::core::rules::allowance::{Allowance, Rate};
 use crate::core::rules::learn::{Estimate, Learner, Memo, Sample};
@@ -87,7 +87,7 @@ impl Gate {
         self.authority.tune(now, rate, None);
         if let Some(estimate) = news {
             self.actions
-                .push_back(Action::Event(Event::Learned(estimate)));
+                .push_back(GateAction::Event(Event::Learned(estimate)));
         }
     }
 

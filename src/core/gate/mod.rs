@@ -7,9 +7,9 @@
 //! simulator and the tests drive this same code.
 //!
 //! A call's path: it joins the queue ([`Gate::start`]); at its turn the authority admits it and
-//! the gate says [`Action::Send`]; the driver reports the response ([`Gate::responded`]) or the
+//! the gate says [`GateAction::Send`]; the driver reports the response ([`Gate::responded`]) or the
 //! failure ([`Gate::failed`]); the gate observes the headers (cooldown, pacing, quota), asks the
-//! policy, and either settles the call ([`Action::Settle`]) or has the unseen body disposed of,
+//! policy, and either settles the call ([`GateAction::Settle`]) or has the unseen body disposed of,
 //! charges the budgets, and sends the call back to the queue, after its backoff if it has one.
 
 pub mod action;
@@ -29,7 +29,7 @@ mod store;
 
 use std::collections::VecDeque;
 
-use self::action::{Action, End, Event, OpId};
+use self::action::{End, Event, GateAction, OpId};
 use self::call::{Call, CallSpec, Stage};
 use self::figures::Figures;
 use self::queue::{Place, Queue, Rank};
@@ -288,7 +288,7 @@ pub struct Gate {
     deadlines: Timeline<CallId>,
     /// Routes' scouts out, and when each is overdue (a handful at most: one per route).
     scouts: Vec<Due>,
-    actions: VecDeque<Action>,
+    actions: VecDeque<GateAction>,
     next_admission: AdmissionId,
     quota: QuotaWatch,
     /// Whether the driver keeps a 429 to give again to the calls the spent quota refuses.
@@ -362,7 +362,7 @@ impl Gate {
     /// A gate in this thread's memory, made for wrappers that share it with the process's
     /// threads when the memory they share had no room for its key: it says so, once.
     pub(crate) fn no_room(mut self) -> Gate {
-        self.actions.push_back(Action::Event(Event::NoRoom));
+        self.actions.push_back(GateAction::Event(Event::NoRoom));
         self
     }
 
@@ -371,7 +371,7 @@ impl Gate {
         self.threads
     }
 
-    /// A gate whose state lives in a shared store, reached with [`Action::Store`].
+    /// A gate whose state lives in a shared store, reached with [`GateAction::Store`].
     pub fn shared(
         rate: Rate,
         budget: Option<RefillingConfig>,
@@ -613,7 +613,7 @@ impl Gate {
         if scout {
             // The calls behind it wait no more.
             let (heard, answer) = (Heard::Nothing, None);
-            self.actions.push_back(Action::Route {
+            self.actions.push_back(GateAction::Route {
                 call,
                 heard,
                 answer,
@@ -678,7 +678,7 @@ impl Gate {
         if self.calls.get(call).is_some_and(|c| c.spec.scout) {
             // Whatever became of it, the calls behind it wait no more.
             let (heard, answer) = (Heard::Nothing, None);
-            self.actions.push_back(Action::Route {
+            self.actions.push_back(GateAction::Route {
                 call,
                 heard,
                 answer,
@@ -693,7 +693,7 @@ impl Gate {
             }
         } else if let End::Abandoned { abandoned, .. } = end {
             self.figures.abandoned[abandoned.reason.index()] += 1;
-            self.actions.push_back(Action::Event(Event::Abandoned {
+            self.actions.push_back(GateAction::Event(Event::Abandoned {
                 call,
                 reason: abandoned.reason,
                 attempts: abandoned.attempts,
@@ -701,7 +701,8 @@ impl Gate {
         }
         let again =
             matches!(end, End::Exhausted { .. }) && !c.spec.typed_errors && self.answer.kept();
-        self.actions.push_back(Action::Settle { call, end, again });
+        self.actions
+            .push_back(GateAction::Settle { call, end, again });
     }
 
     /// Settles everyone in queue, each as `end` says (the store failed closed, the quota is
@@ -776,7 +777,7 @@ impl Gate {
     pub fn reset_quota(&mut self, now: Millis) {
         self.quota.reset();
         if self.answer.reset() {
-            self.actions.push_back(Action::DropAnswer);
+            self.actions.push_back(GateAction::DropAnswer);
         }
         self.tell(now, Op::Quota { ms: 0.0 });
     }
@@ -790,7 +791,7 @@ impl Gate {
     /// Hands the driver the operations the authority queued for the store, in order.
     fn flush(&mut self) {
         while let Some((id, op)) = self.authority.outgoing() {
-            self.actions.push_back(Action::Store { id, op });
+            self.actions.push_back(GateAction::Store { id, op });
         }
     }
 

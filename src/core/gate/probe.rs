@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::action::{Action, End, Event};
+use super::action::{End, Event, GateAction};
 use super::call::{CallSpec, Stage};
 use super::{CallId, Gate};
 use crate::core::authority::Op;
@@ -35,7 +35,8 @@ impl Gate {
         };
         let probe = self.make(now, spec, true);
         self.probe = Some(probe);
-        self.actions.push_back(Action::StartProbe { probe, origin });
+        self.actions
+            .push_back(GateAction::StartProbe { probe, origin });
         self.join(now, probe);
     }
 
@@ -61,7 +62,7 @@ impl Gate {
         let state = self.quota.probed(now, usage);
         let exhausted = matches!(state, QuotaState::Exhausted { .. });
         self.hear_untold(now, !exhausted);
-        self.actions.push_back(Action::Event(Event::QuotaProbe {
+        self.actions.push_back(GateAction::Event(Event::QuotaProbe {
             exhausted,
             answered: usage.is_some(),
         }));

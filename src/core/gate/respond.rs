@@ -2,7 +2,7 @@
 //! policy's verdict, the budgets charged, the unseen body disposed of, and the call settled or
 //! sent back to the queue.
 
-use super::action::{Action, End, Event};
+use super::action::{End, Event, GateAction};
 use super::call::{Next, Stage};
 use super::{CallId, Gate};
 use crate::core::authority::{Op, Remaining};
@@ -112,7 +112,7 @@ impl Gate {
         let probe = c.probe;
         let spends = !probe && !c.spec.account;
         if self.answer.answered(spends, status) {
-            self.actions.push_back(Action::DropAnswer);
+            self.actions.push_back(GateAction::DropAnswer);
         }
         let retry_after_ms = feedback.retry_after_ms;
         let (seq, ahead, waited, sent) = (c.seq.unwrap_or(0.0), c.ahead, c.waited, c.last_sent);
@@ -146,7 +146,7 @@ impl Gate {
         if probe {
             if status == 200 {
                 c.stage = Stage::ReadingUsage;
-                self.actions.push_back(Action::ReadUsage { call });
+                self.actions.push_back(GateAction::ReadUsage { call });
             } else {
                 self.dispose(now, call, Next::ProbeDone);
             }
@@ -179,7 +179,7 @@ impl Gate {
         self.unanswered(now, seq);
         if scout {
             let (heard, answer) = (Heard::Nothing, None);
-            self.actions.push_back(Action::Route {
+            self.actions.push_back(GateAction::Route {
                 call,
                 heard,
                 answer,
@@ -274,7 +274,7 @@ impl Gate {
         let has_retry_after = feedback.retry_after_ms.is_some();
         if status == 429 {
             self.figures.throttled += 1;
-            self.actions.push_back(Action::Event(Event::Throttled {
+            self.actions.push_back(GateAction::Event(Event::Throttled {
                 call,
                 retry_after_ms: feedback.retry_after_ms,
             }));
@@ -370,7 +370,7 @@ impl Gate {
             let call = sent.call;
             let heard = limiter.map_or(Heard::Unnamed, Heard::Limiter);
             let answer = (!own).then_some(sample);
-            self.actions.push_back(Action::Route {
+            self.actions.push_back(GateAction::Route {
                 call,
                 heard,
                 answer,
@@ -399,7 +399,7 @@ impl Gate {
         self.authority.tune(now, lesson.rate, tokens);
         if let Some(estimate) = news {
             self.actions
-                .push_back(Action::Event(Event::Learned(estimate)));
+                .push_back(GateAction::Event(Event::Learned(estimate)));
             if !self.deadlines.is_empty() {
                 // What the gate can promise changed: calls it can no longer admit in time go
                 // now, not at their deadline.
@@ -556,7 +556,7 @@ impl Gate {
         }
         let read = c.last_status == Some(429) && !c.probe;
         c.stage = Stage::Disposing { next };
-        self.actions.push_back(Action::Dispose { call, read });
+        self.actions.push_back(GateAction::Dispose { call, read });
     }
 
     /// A 429 of this gate's, read whole, said `body`: whether the driver keeps it to give again
@@ -621,7 +621,7 @@ impl Gate {
                 if !server_delay {
                     self.figures.backoff.record(delay_ms);
                 }
-                self.actions.push_back(Action::Event(Event::Retry {
+                self.actions.push_back(GateAction::Event(Event::Retry {
                     call,
                     attempt: attempts + 1,
                     delay_ms,

@@ -1,6 +1,6 @@
 //! Answers from the shared store, matched to what each operation was for.
 
-use super::action::{Action, Event};
+use super::action::{Event, GateAction};
 use super::admit::OPENING_RECHECK_MS;
 use super::call::Stage;
 use super::store_link::{Purpose, StoreReply};
@@ -31,7 +31,7 @@ impl Gate {
             } else {
                 Event::StoreDown
             };
-            self.actions.push_back(Action::Event(event));
+            self.actions.push_back(GateAction::Event(event));
         }
         let Some(purpose) = purpose else {
             return;

@@ -15,7 +15,7 @@ use crate::core::Millis;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Send the call's request now; report with `responded` or `failed` (see the gate's
-    /// [`Send`](crate::core::gate::action::Action::Send)).
+    /// [`Send`](crate::core::gate::action::GateAction::Send)).
     Send {
         /// The call.
         call: CallRef,

@@ -36,7 +36,7 @@ use self::scope::{fingerprint, sendable, Scope};
 use crate::core::base::map::{Map, Set};
 use crate::core::base::slab::{Id, Mirror, Slab};
 use crate::core::base::timeline::Timeline;
-use crate::core::gate::action::{Action as GateAction, Event, OpId};
+use crate::core::gate::action::{Event, GateAction, OpId};
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
 use crate::core::gate::queue::{Lane, Rank};

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use super::home::{Shelf, SimHome};
 use super::lanes::{self, Group, LaneReport, SimLane};
 use super::server::{Allowances, Headers, Limiter};
-use super::world::{Call, World};
+use super::world::{SimCall, World};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::{AdmissionId, Answer, Op, Transitions};
 use crate::core::gate::action::{End, Event};
@@ -470,9 +470,9 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         deadline: Millis::INFINITY,
         budget: options.retry_budget.map(BatchBudget::new),
     }));
-    let call = |process: usize, wrapper: WrapperId, key: &str, url: String| Call {
+    let call = |process: usize, wrapper: WrapperId, key: &str, url: String| SimCall {
         batch: Some(batch.clone()),
-        ..Call::get(process, wrapper, key, &url)
+        ..SimCall::get(process, wrapper, key, &url)
     };
     let mut worker_of = Vec::new();
     for worker in 0..options.workers {
@@ -595,7 +595,7 @@ fn start_worker(
     worker_of: &mut Vec<u32>,
     worker: u32,
     (at, snapshots): (Millis, u32),
-    call: impl Fn(String) -> Call,
+    call: impl Fn(String) -> SimCall,
 ) {
     let snapshot = |n: u32| format!("http://sim/v1/events/e{worker}-{n}/odds/snapshot");
     let mut index = world.start_at(at, call(snapshot(0)));

@@ -94,7 +94,7 @@ impl Reply {
 
 /// One attempt as the server sees it.
 #[derive(Debug, Clone, Copy)]
-pub struct Attempt<'a> {
+pub struct Arrival<'a> {
     /// The process that sent it.
     pub process: usize,
     /// The call's number in the order calls were started.
@@ -112,11 +112,11 @@ pub struct Attempt<'a> {
 /// Answers attempts.
 pub trait Server {
     /// The reply to `attempt`, sent at `now`.
-    fn reply(&mut self, now: Millis, attempt: &Attempt) -> Reply;
+    fn reply(&mut self, now: Millis, attempt: &Arrival) -> Reply;
 }
 
-impl<F: FnMut(Millis, &Attempt) -> Reply> Server for F {
-    fn reply(&mut self, now: Millis, attempt: &Attempt) -> Reply {
+impl<F: FnMut(Millis, &Arrival) -> Reply> Server for F {
+    fn reply(&mut self, now: Millis, attempt: &Arrival) -> Reply {
         self(now, attempt)
     }
 }
@@ -236,7 +236,7 @@ impl Allowances {
 }
 
 impl Server for Allowances {
-    fn reply(&mut self, now: Millis, attempt: &Attempt) -> Reply {
+    fn reply(&mut self, now: Millis, attempt: &Arrival) -> Reply {
         let Some((limiter, bucket)) = self
             .limiters
             .iter_mut()

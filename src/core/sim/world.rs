@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::server::{Attempt, Reply, Server};
+use super::server::{Arrival, Reply, Server};
 use super::store::FakeStore;
 use crate::core::base::indexed::Indexed;
 use crate::core::base::slab::Mirror;
@@ -38,7 +38,7 @@ const MAX_STEPS: usize = 20_000_000;
 
 /// A call to make: who makes it and what it sends.
 #[derive(Debug, Clone)]
-pub struct Call {
+pub struct SimCall {
     /// The process that makes it.
     pub process: usize,
     /// Its wrapper there.
@@ -55,10 +55,10 @@ pub struct Call {
     pub body: Body,
 }
 
-impl Call {
+impl SimCall {
     /// A `GET` of `url` with `key`, by `wrapper` of `process`.
-    pub fn get(process: usize, wrapper: WrapperId, key: &str, url: &str) -> Call {
-        Call {
+    pub fn get(process: usize, wrapper: WrapperId, key: &str, url: &str) -> SimCall {
+        SimCall {
             process,
             wrapper,
             key: key.to_owned(),
@@ -73,7 +73,7 @@ impl Call {
 /// How a call started: on a wrapper (routed by the gates), or straight on a gate.
 #[derive(Debug, Clone)]
 enum How {
-    Wrapper(Call),
+    Wrapper(SimCall),
     Gate(usize, GateId, crate::core::gate::call::CallSpec),
 }
 
@@ -143,7 +143,7 @@ pub struct Process {
     probes: Mirror<()>,
     bodies: Mirror<BodyFacts>,
     /// Each call's index and request.
-    calls: Mirror<(usize, Rc<Call>)>,
+    calls: Mirror<(usize, Rc<SimCall>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -248,7 +248,7 @@ impl World {
     }
 
     /// Makes `call` at `at`; its index.
-    pub fn start_at(&mut self, at: Millis, call: Call) -> usize {
+    pub fn start_at(&mut self, at: Millis, call: SimCall) -> usize {
         self.schedule_start(at, How::Wrapper(call))
     }
 
@@ -265,7 +265,7 @@ impl World {
 
     /// Makes `call` as soon as the `index`-th call ends (one worker's calls, one after
     /// another); its index.
-    pub fn start_after(&mut self, index: usize, call: Call) -> usize {
+    pub fn start_after(&mut self, index: usize, call: SimCall) -> usize {
         let next = self.starts.len();
         self.starts.push(How::Wrapper(call));
         self.calls.push(None);
@@ -454,7 +454,7 @@ impl World {
                 let made = self.processes[p].gates.start_on(now, gate, spec);
                 if let Some(call) = made {
                     self.calls[index] = Some((p, call));
-                    let request = Rc::new(Call::get(p, 0, "", ""));
+                    let request = Rc::new(SimCall::get(p, 0, "", ""));
                     self.processes[p].calls.insert(call, (index, request));
                 }
                 Some(p)
@@ -658,14 +658,14 @@ impl World {
             .calls
             .get(call)
             .cloned()
-            .unwrap_or((usize::MAX, Rc::new(Call::get(p, 0, "", ""))));
+            .unwrap_or((usize::MAX, Rc::new(SimCall::get(p, 0, "", ""))));
         let reply = if probe {
             match self.usage {
                 Some(_) => Reply::ok(),
                 None => Reply::status(500, &[]),
             }
         } else {
-            let attempt = Attempt {
+            let attempt = Arrival {
                 process: p,
                 index,
                 number,
