@@ -3,7 +3,7 @@
 // refills during the run: none of their slots can be given to another key), then all four
 // spend one more key, a new one, at 5/s against the fake Odds API. Each row runs in a fresh
 // process (`node bench/slots.mjs <keys> [most]`): the shared memory is the process's. The last
-// row holds the table at its first 16,384 slots (shelf.js's test-only size), as it was before
+// row holds the table at its first 16,384 slots (shared_memory.js's test-only size), as it was before
 // it could grow: what falls back, and what says so.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -47,7 +47,7 @@ async function worker() {
 
 /** One row, in this process: `keys` busy keys across the threads, then the new key. */
 async function row(keys, most) {
-  if (most) setEnvironmentData('odds-gate/shelf/v3/size', [16384, most]);
+  if (most) setEnvironmentData('odds-gate/shared-memory/v3/size', [16384, most]);
   await import(pkg); // the main thread first: the threads inherit its shared memory
   const api = await startFakeOddsApi(HOT);
   const hotKey = `hot-${randomUUID()}`;

@@ -111,7 +111,7 @@ if (ROLE === '--server') {
 // One thread of the client: its wrappers, and what it does when asked.
 async function thread({ index, port, redisPort }) {
   const { loadPkg } = await import('./lib/util.mjs');
-  const pkg = await loadPkg(); // in the main thread, before the workers start: they inherit its shelf
+  const pkg = await loadPkg(); // in the main thread, before the workers start: they inherit its shared memory
   const base = `http://127.0.0.1:${port}/v1`;
   let events = new Map();
   const onEvent = (e) => events.set(e.type, (events.get(e.type) ?? 0) + 1);

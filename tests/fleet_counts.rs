@@ -14,7 +14,7 @@ use odds_gate::core::gates::{Gates, WrapperId};
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::policy::RetryPolicy;
-use odds_gate::core::sim::home::{Shelf, SimHome};
+use odds_gate::core::sim::home::{SharedMemory, SimHome};
 use odds_gate::core::sim::server::{Allowances, Headers, Limiter};
 use odds_gate::core::sim::world::{SimCall, World};
 use odds_gate::core::Millis;
@@ -64,13 +64,16 @@ fn article(spenders: Spenders) -> Setup {
 /// The spenders' wrappers at a fixed rate, and one more process at the end: someone outside
 /// the gate (a gate that never holds a call nor retries: plain fetch, near enough).
 fn world(s: Setup) -> (World, Vec<WrapperId>) {
-    let shelf = Shelf::default();
+    let shared_memory = SharedMemory::default();
     let mut all = Vec::new();
     let mut wrappers = Vec::new();
     for p in 0..s.spenders.count() {
         let seed = 1 + 100 * p as u64;
         let (home, keeping) = match s.spenders {
-            Spenders::Threads(_) => (SimHome::sharing(seed, p as u32 + 1, shelf.clone()), None),
+            Spenders::Threads(_) => (
+                SimHome::sharing(seed, p as u32 + 1, shared_memory.clone()),
+                None,
+            ),
             Spenders::Fleet(_) => (SimHome::alone(seed), Some(())),
         };
         let mut gates = Gates::new(Box::new(home));

@@ -19,7 +19,7 @@ use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::classify::Body;
 use odds_gate::core::rules::policy::{Reason, RetryPolicy};
 use odds_gate::core::rules::routes::MAX_LIMITERS;
-use odds_gate::core::sim::home::{Shelf, SimHome};
+use odds_gate::core::sim::home::{SharedMemory, SimHome};
 use odds_gate::core::sim::server::{Arrival, Reply, Server};
 use odds_gate::core::sim::world::{SimCall, World};
 use odds_gate::core::Millis;
@@ -239,7 +239,7 @@ fn max_wait_admits_a_call_within_it_or_refuses_it_at_once_even_when_timers_fire_
             ..profile(Allowance::Fixed(Rate::ARTICLE))
         };
         let home = match threads {
-            true => SimHome::sharing(1, 1, Shelf::default()),
+            true => SimHome::sharing(1, 1, SharedMemory::default()),
             false => SimHome::alone(1),
         };
         let mut gates = Gates::new(Box::new(home));
@@ -672,14 +672,14 @@ fn wrappers_that_disagree_about_a_credential_are_refused_naming_both_sides() {
 
 #[test]
 fn threads_that_disagree_about_a_credential_are_refused_too() {
-    let shelf = Shelf::default();
+    let shared_memory = SharedMemory::default();
     let mut threads = Vec::new();
     let mut wrappers = Vec::new();
     for (thread, rate) in [(1, Rate::ARTICLE), (2, Rate::new(5.0, 5.0).unwrap())] {
         let mut gates = Gates::new(Box::new(SimHome::sharing(
             thread.into(),
             thread,
-            shelf.clone(),
+            shared_memory.clone(),
         )));
         wrappers.push(gates.wrapper(Profile {
             keeping: Keeping::Memory { threads: true },

@@ -13,7 +13,7 @@ use odds_gate::core::gates::profile::{Keeping, Profile};
 use odds_gate::core::gates::{Gates, WrapperId};
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::policy::RetryPolicy;
-use odds_gate::core::sim::home::{Shelf, SimHome};
+use odds_gate::core::sim::home::{SharedMemory, SimHome};
 use odds_gate::core::sim::server::{Allowances, Limiter};
 use odds_gate::core::sim::world::{SimCall, World};
 use odds_gate::core::sim::{simulate, Coordination, SimLane, SimOptions};
@@ -159,13 +159,13 @@ fn shared_world(
     sharing: Sharing,
     named: bool,
 ) -> (World, Vec<(WrapperId, WrapperId)>) {
-    let shelf = Shelf::default();
+    let shared_memory = SharedMemory::default();
     let mut processes = Vec::new();
     let mut lanes = Vec::new();
     for line in 1..=lines {
         let (mut gates, keeping) = match sharing {
             Sharing::Threads => {
-                let home = SimHome::sharing(line.into(), line, shelf.clone());
+                let home = SimHome::sharing(line.into(), line, shared_memory.clone());
                 (
                     Gates::new(Box::new(home)),
                     Keeping::Memory { threads: true },

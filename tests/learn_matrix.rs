@@ -16,7 +16,7 @@ use odds_gate::core::parse::feedback::Feedback;
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::policy::{Reason, RetryPolicy};
-use odds_gate::core::sim::home::{Shelf, SimHome};
+use odds_gate::core::sim::home::{SharedMemory, SimHome};
 use odds_gate::core::sim::server::{
     Allowances, Arrival, Counts, Headers, Limiter, Quirks, Reply, Server,
 };
@@ -189,13 +189,13 @@ fn run(s: &Scenario, allowance: Allowance) -> Outcome {
         Spenders::One => 1,
         Spenders::Threads(n) | Spenders::Fleet(n) => n,
     };
-    let shelf = Shelf::default();
+    let shared_memory = SharedMemory::default();
     let mut all = Vec::new();
     let mut wrappers = Vec::new();
     for p in 0..processes {
         let seed = s.seed + 100 * p as u64;
         let home = match s.spenders {
-            Spenders::Threads(_) => SimHome::sharing(seed, p as u32 + 1, shelf.clone()),
+            Spenders::Threads(_) => SimHome::sharing(seed, p as u32 + 1, shared_memory.clone()),
             _ => SimHome::alone(seed),
         };
         let mut gates = Gates::new(Box::new(home));

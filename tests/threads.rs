@@ -20,7 +20,7 @@ use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::classify::Body;
 use odds_gate::core::rules::policy::Reason;
-use odds_gate::core::sim::home::{Shelf, SimHome};
+use odds_gate::core::sim::home::{SharedMemory, SimHome};
 use odds_gate::core::sim::server::{Arrival, Reply};
 use odds_gate::core::sim::world::{SimCall, World};
 use odds_gate::core::Millis;
@@ -75,7 +75,7 @@ fn admitted(answer: Answer) -> bool {
 #[test]
 fn threads_draw_from_one_allowance_in_the_order_their_calls_came() {
     // Two threads sharing memory, on the simulator's clock, every answer a 200 at once.
-    let shelf = Shelf::default();
+    let shared_memory = SharedMemory::default();
     let profile = Profile {
         allowance: Allowance::Fixed(Rate::ARTICLE),
         budget: None,
@@ -92,7 +92,7 @@ fn threads_draw_from_one_allowance_in_the_order_their_calls_came() {
         let mut gates = Gates::new(Box::new(SimHome::sharing(
             thread.into(),
             thread,
-            shelf.clone(),
+            shared_memory.clone(),
         )));
         wrappers.push(gates.wrapper(profile.clone()));
         threads.push(gates);
@@ -357,9 +357,9 @@ fn a_waiting_call_goes_at_its_deadline_when_another_thread_took_its_token() {
 
 #[test]
 fn a_key_the_shared_memory_has_no_room_for_is_each_threads_and_says_so_once() {
-    // Two threads on a shelf with room for one key: "a" takes it, "b" finds none. Four calls
+    // Two threads on a shared memory with room for one key: "a" takes it, "b" finds none. Four calls
     // per thread on each key, every answer a 200 at once.
-    let shelf = Shelf::default();
+    let shared_memory = SharedMemory::default();
     let profile = Profile {
         allowance: Allowance::Fixed(Rate::ARTICLE),
         budget: None,
@@ -373,7 +373,7 @@ fn a_key_the_shared_memory_has_no_room_for_is_each_threads_and_says_so_once() {
     let mut threads = Vec::new();
     let mut wrappers = Vec::new();
     for thread in 1..=2 {
-        let home = SimHome::sharing(thread.into(), thread, shelf.clone()).with_room(1);
+        let home = SimHome::sharing(thread.into(), thread, shared_memory.clone()).with_room(1);
         let mut gates = Gates::new(Box::new(home));
         wrappers.push(gates.wrapper(profile.clone()));
         threads.push(gates);
@@ -408,7 +408,7 @@ fn a_key_the_shared_memory_has_no_room_for_is_each_threads_and_says_so_once() {
 #[test]
 fn stats_show_which_gates_the_threads_share() {
     let mut gates = Gates::new(Box::new(
-        SimHome::sharing(1, 1, Shelf::default()).with_room(1),
+        SimHome::sharing(1, 1, SharedMemory::default()).with_room(1),
     ));
     let wrapper = gates.wrapper(Profile {
         allowance: Allowance::Fixed(Rate::ARTICLE),

@@ -5,7 +5,7 @@ use wasm_bindgen::JsValue;
 
 use super::props::set;
 use super::shapes::{to_js, Learned};
-use super::shelf;
+use super::shared_memory;
 use crate::core::gate::action::Event;
 
 /// Builds and delivers events when a hook is set; costs nothing when it is not.
@@ -80,7 +80,7 @@ impl Events {
                 set(e, "learned", learned);
             }
             Event::NoRoom => {
-                let (_, most) = shelf::size().unwrap_or_default();
+                let (_, most) = shared_memory::size().unwrap_or_default();
                 set(e, "slots", most.into());
             }
             Event::Admitted { .. } | Event::StoreDown | Event::StoreUp => {}

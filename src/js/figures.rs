@@ -12,7 +12,7 @@ use super::clock;
 use super::options::Config;
 use super::redis::RedisStore;
 use super::shapes::{to_js, Date, Learned};
-use super::shelf;
+use super::shared_memory;
 use crate::core::base::histogram::Histogram;
 use crate::core::base::map::Set;
 use crate::core::gate::figures::{Figures, RetryCounts};
@@ -292,7 +292,7 @@ struct Facts<'a> {
     threads: bool,
     /// The memory the threads share, when they do.
     #[serde(skip_serializing_if = "Option::is_none")]
-    shelf: Option<ShelfFacts>,
+    shared_memory: Option<SharedMemoryFacts>,
     #[serde(skip_serializing_if = "Option::is_none")]
     retry: Option<&'a RetryPolicy>,
     waiting: Waiting,
@@ -319,7 +319,7 @@ struct LaneFacts<'a> {
 /// The table in the memory the threads share, for `describe()`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ShelfFacts {
+struct SharedMemoryFacts {
     /// Its slots now, and the most it grows to: one per key.
     slots: u32,
     most: u32,
@@ -364,9 +364,9 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
         }
     }
     let threads = config.threads && gates.shares_memory();
-    let shelf = shelf::size()
+    let shared_memory = shared_memory::size()
         .filter(|_| threads)
-        .map(|(slots, most)| ShelfFacts { slots, most, alone });
+        .map(|(slots, most)| SharedMemoryFacts { slots, most, alone });
     let facts = Facts {
         learned,
         rate: match profile.allowance {
@@ -376,7 +376,7 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
         learn: profile.learns(),
         store: config.store.as_deref(),
         threads,
-        shelf,
+        shared_memory,
         retry: profile.policy.as_deref(),
         waiting: Waiting {
             max_wait_ms: profile.max_wait_ms,

@@ -1,9 +1,9 @@
 //! Where the gates run, as the core needs to know it: the operating system's randomness, the
-//! shelf the process's threads share (a slot per key), this thread's number and clock offset,
+//! shared memory the process's threads share (a slot per key), this thread's number and clock offset,
 //! and the process's fingerprint keys.
 
 use super::random::{fingerprint_keys, OsRandom};
-use super::shelf::{self, ShelfSlot};
+use super::shared_memory::{self, SharedMemorySlot};
 use crate::core::authority::threads::Slot;
 use crate::core::base::random::Random;
 use crate::core::gates::home::Home;
@@ -18,17 +18,21 @@ impl Home for JsHome {
         Box::new(OsRandom)
     }
     fn slot(&mut self, scope: &Scope) -> Option<Box<dyn Slot>> {
-        let slot = ShelfSlot::find(shelf::current()?, scope, shelf::clock_offset())?;
+        let slot = SharedMemorySlot::find(
+            shared_memory::current()?,
+            scope,
+            shared_memory::clock_offset(),
+        )?;
         Some(Box::new(slot))
     }
     fn shares_memory(&self) -> bool {
-        shelf::current().is_some()
+        shared_memory::current().is_some()
     }
     fn thread(&self) -> u32 {
-        shelf::thread_number()
+        shared_memory::thread_number()
     }
     fn offset(&self) -> Millis {
-        shelf::clock_offset()
+        shared_memory::clock_offset()
     }
     fn keys(&mut self) -> (u64, u64) {
         fingerprint_keys()

@@ -22,7 +22,7 @@ mod random;
 mod redis;
 mod replay;
 mod shapes;
-mod shelf;
+mod shared_memory;
 mod text;
 mod timer;
 mod transport;

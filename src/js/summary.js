@@ -1,6 +1,6 @@
 // describe(): the checklist's configuration summary, worded here from the facts the bindings
 // pass (`rate` (null when learned without a ceiling), `learn`, `threads`, `waiting`, `metrics`,
-// the core's `limits`, and `store`, `retry`, `budget`, `shelf` (the threads' table), `lane` (a
+// the core's `limits`, and `store`, `retry`, `budget`, `sharedMemory` (the threads' table), `lane` (a
 // lane's name and weight) when there),
 // so the sentences live in JavaScript rather than in the wasm module. `text` is one line per
 // field, under the labels the checklist uses.
@@ -17,13 +17,13 @@ const shared = ({ prefix, settings: s }) => `shared across processes through Red
   + `and Redis is asked again after ${s.retryMs} ms`;
 
 /** The summary object, with its `text`. */
-export function summary({ rate, learn, store, threads, shelf, retry, budget, waiting, metrics, lane, learned, limits }) {
+export function summary({ rate, learn, store, threads, sharedMemory, retry, budget, waiting, metrics, lane, learned, limits }) {
   const s = { rate, learn };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
   s.store = store ? shared(store) : (threads
     ? 'in-process memory shared by every thread of the process (SharedArrayBuffer): one allowance per process, worker threads included; other processes have their own'
-      + `; a slot per key, ${shelf.slots} now, at most ${shelf.most} (the table doubles while busy keys need more; an idle key's slot goes to the next)`
-      + (shelf.alone ? `; ${shelf.alone} of this wrapper's keys found all ${shelf.most} busy and keep${shelf.alone === 1 ? 's' : ''} an allowance of their own in this thread (stats().gates[i].store.threads false)` : '')
+      + `; a slot per key, ${sharedMemory.slots} now, at most ${sharedMemory.most} (the table doubles while busy keys need more; an idle key's slot goes to the next)`
+      + (sharedMemory.alone ? `; ${sharedMemory.alone} of this wrapper's keys found all ${sharedMemory.most} busy and keep${sharedMemory.alone === 1 ? 's' : ''} an allowance of their own in this thread (stats().gates[i].store.threads false)` : '')
     : 'in-process memory of this thread only (threads: false); other threads and processes have their own allowance');
   const held = retry ? [retry.backoff.baseMs, retry.backoff.capMs] : [limits.probeBaseMs, limits.probeCapMs];
   s.admission = `cooldown first, then token bucket; in call order (a retry keeps its place); one timer for every gate; refill after a burst timed from its first response; half rate while others drain the key (remaining < ${limits.lowRemaining * 100}% of limit); failures in a row (5xx, network failures, timeouts) hold the whole gate as a cooldown, uniform(0, min(${held[1]} ms, ${held[0]} ms * 2^(n-1))) for the n-th that holds (Retry-After instead when given): each before the server's first answer, after it each past the first ${limits.failuresTolerated} of a run`;

@@ -13,15 +13,15 @@ use crate::core::gates::scope::Scope;
 use crate::core::Millis;
 
 /// The memory several simulated threads share: each key's slot.
-pub type Shelf = Rc<RefCell<Map<Scope, Box<[f64; WORDS]>>>>;
+pub type SharedMemory = Rc<RefCell<Map<Scope, Box<[f64; WORDS]>>>>;
 
-/// A simulated thread: seeded randomness, and a shelf when it shares one with others.
+/// A simulated thread: seeded randomness, and a shared memory when it shares one with others.
 #[derive(Debug, Clone)]
 pub struct SimHome {
     seed: u64,
     thread: u32,
-    shelf: Option<Shelf>,
-    /// The most keys the shelf holds.
+    shared_memory: Option<SharedMemory>,
+    /// The most keys the shared memory holds.
     room: usize,
 }
 
@@ -31,38 +31,38 @@ impl SimHome {
         SimHome {
             seed,
             thread: 1,
-            shelf: None,
+            shared_memory: None,
             room: usize::MAX,
         }
     }
 
-    /// Thread `thread` (1 and up) of the threads sharing `shelf`.
-    pub fn sharing(seed: u64, thread: u32, shelf: Shelf) -> SimHome {
+    /// Thread `thread` (1 and up) of the threads sharing `shared_memory`.
+    pub fn sharing(seed: u64, thread: u32, shared_memory: SharedMemory) -> SimHome {
         SimHome {
             seed,
             thread,
-            shelf: Some(shelf),
+            shared_memory: Some(shared_memory),
             room: usize::MAX,
         }
     }
 
-    /// The same thread, on a shelf with room for `keys` keys (every thread sharing it must say
+    /// The same thread, on a shared memory with room for `keys` keys (every thread sharing it must say
     /// the same): a key past them gets no slot.
     pub fn with_room(self, keys: usize) -> SimHome {
         SimHome { room: keys, ..self }
     }
 }
 
-/// A key's slot on a simulated shelf.
+/// A key's slot on a simulated shared memory.
 struct SimSlot {
-    shelf: Shelf,
+    shared_memory: SharedMemory,
     scope: Scope,
 }
 
 impl Slot for SimSlot {
     fn transact(&mut self, f: &mut dyn FnMut(&mut [f64; WORDS]) -> bool, _: bool) -> bool {
-        let mut shelf = self.shelf.borrow_mut();
-        let words = shelf
+        let mut shared_memory = self.shared_memory.borrow_mut();
+        let words = shared_memory
             .entry(self.scope.clone())
             .or_insert_with(|| Box::new([0.0; WORDS]));
         let mut copy = **words;
@@ -80,9 +80,9 @@ impl Home for SimHome {
         Box::new(Seeded::new(seed))
     }
     fn slot(&mut self, scope: &Scope) -> Option<Box<dyn Slot>> {
-        let shelf = self.shelf.clone()?;
+        let shared_memory = self.shared_memory.clone()?;
         {
-            let mut keys = shelf.borrow_mut();
+            let mut keys = shared_memory.borrow_mut();
             if !keys.contains_key(scope) && keys.len() >= self.room {
                 return None;
             }
@@ -90,12 +90,12 @@ impl Home for SimHome {
                 .or_insert_with(|| Box::new([0.0; WORDS]));
         }
         Some(Box::new(SimSlot {
-            shelf,
+            shared_memory,
             scope: scope.clone(),
         }))
     }
     fn shares_memory(&self) -> bool {
-        self.shelf.is_some()
+        self.shared_memory.is_some()
     }
     fn thread(&self) -> u32 {
         self.thread

@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::home::{Shelf, SimHome};
+use super::home::{SharedMemory, SimHome};
 use super::lanes::{self, Group, LaneReport, SimLane};
 use super::server::{Allowances, Headers, Limiter};
 use super::world::{SimCall, World};
@@ -392,7 +392,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         Coordination::Fleet(n) | Coordination::Threads(n) => n as usize,
         _ => 1,
     };
-    let shelf: Shelf = Rc::default();
+    let shared_memory: SharedMemory = Rc::default();
     let keeping = match options.coordination {
         Coordination::Fleet(_) => Keeping::Store(0),
         Coordination::Threads(_) => Keeping::Memory { threads: true },
@@ -423,7 +423,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         let seed = 1 + 1_000 * p as u64;
         let home: Box<dyn Home> = match options.coordination {
             Coordination::Threads(_) => {
-                Box::new(SimHome::sharing(seed, p as u32 + 1, shelf.clone()))
+                Box::new(SimHome::sharing(seed, p as u32 + 1, shared_memory.clone()))
             }
             _ => Box::new(SimHome::alone(seed)),
         };

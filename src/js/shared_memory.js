@@ -1,21 +1,21 @@
-// The shelf: the memory every thread of the process shares, where the gates' states live so one
+// The shared memory: the memory every thread of the process shares, where the gates' states live so one
 // key has one allowance in every worker thread. This file is the one place its layout, its locks
-// and how threads find it are defined; the Rust side (shelf.rs) only asks for a slot, holds it,
+// and how threads find it are defined; the Rust side (shared_memory.rs) only asks for a slot, holds it,
 // copies words in and out, and lets go.
 //
-// Finding it. The first copy of the package to load in a thread takes the shelf its parent
+// Finding it. The first copy of the package to load in a thread takes the shared memory its parent
 // handed down (worker_threads environment data, copied into every Worker made after it was set)
 // or makes one, sets it as environment data for the threads it will start, and says so on a
-// BroadcastChannel. Threads that made shelves of their own before they heard of each other keep
+// BroadcastChannel. Threads that made shared memories of their own before they heard of each other keep
 // the best: the main thread's, else the oldest (a random number breaks ties). A thread that hears
-// of a better shelf marks its old one superseded, moves to the better one and brings every key's
+// of a better shared memory marks its old one superseded, moves to the better one and brings every key's
 // state along, once (merge in threads.rs); a thread that hears of a worse one answers with its
-// own. A gate still naming a superseded shelf finds its slot on the current one at its next
+// own. A gate still naming a superseded shared memory finds its slot on the current one at its next
 // transaction (an admission waits until its thread has heard where that is).
 //
-// Messages arrive only as a thread's event loop turns, so a thread that made its own shelf
+// Messages arrive only as a thread's event loop turns, so a thread that made its own shared memory
 // admits nothing until SETTLE_MS passed and its loop turned: time for the threads already there
-// to answer (a shelf heard of meanwhile may not be the best yet), or, when its shelf is the
+// to answer (a shared memory heard of meanwhile may not be the best yet), or, when its shared memory is the
 // better, to bring what they spent over (a thread moves every key it holds as soon as it hears).
 // The main thread need not wait when it loads the package in the first EARLY_MS of the process,
 // nor later when Node's diagnostic report says it has started no worker thread (see `alone`).
@@ -53,7 +53,7 @@ import {
 } from 'node:worker_threads';
 
 const MAGIC = 0x0dd59a7e;
-const NAME = 'odds-gate/shelf/v3';
+const NAME = 'odds-gate/shared-memory/v3';
 const WORDS = 63;
 const SLOTS = 16384;
 // 16 times that: 262 MB of address space reserved, the memory itself only as the table grows.
@@ -68,19 +68,19 @@ const TABLE_LOCK = 10;
 const LEASE_MS = 100;
 const SPINS = 64;
 
-// A thread that made its own shelf admits nothing until this long after it said so (and its
+// A thread that made its own shared memory admits nothing until this long after it said so (and its
 // event loop turned since): threads still starting up answer slowly.
 const SETTLE_MS = 200;
 const EARLY_MS = 100;
 
-let shelf = null;
+let sharedMemory = null;
 let channel = null;
-// Set by the module (shelf.rs): moves every key's state from one shelf to another.
+// Set by the module (shared_memory.rs): moves every key's state from one shared memory to another.
 let mover = null;
 export function onMove(move) {
   mover = move;
 }
-// Whether this thread may admit: its event loop turned SETTLE_MS after it made its shelf.
+// Whether this thread may admit: its event loop turned SETTLE_MS after it made its shared memory.
 let turned = true;
 
 const sharedNow = () => performance.timeOrigin + performance.now();
@@ -118,7 +118,7 @@ function usable(sab) {
   );
 }
 
-// How shelf `a` ranks against shelf `b`: < 0 better (the main thread's, else made first), 0 the
+// How shared memory `a` ranks against shared memory `b`: < 0 better (the main thread's, else made first), 0 the
 // same memory (each message brings its own SharedArrayBuffer object for it).
 function rank(a, b) {
   const [fa, fb] = [new Float64Array(a, 0, 4), new Float64Array(b, 0, 4)];
@@ -128,27 +128,27 @@ function rank(a, b) {
 
 function hear(sab) {
   if (!usable(sab)) return;
-  const order = rank(sab, shelf.sab);
+  const order = rank(sab, sharedMemory.sab);
   if (order === 0) return;
   if (order < 0) {
-    const old = shelf;
+    const old = sharedMemory;
     Atomics.store(old.ints, SUPERSEDED, 1);
     adopt(sab);
-    // The gates of this module move what they spent on the old shelf now, not at their next
+    // The gates of this module move what they spent on the old shared memory now, not at their next
     // transaction: a thread that does not wake for a while must not hide it meanwhile.
-    mover?.(old, shelf);
+    mover?.(old, sharedMemory);
   } else {
-    channel.postMessage(shelf.sab);
+    channel.postMessage(sharedMemory.sab);
   }
 }
 
 function adopt(sab) {
-  shelf = { sab, ints: null, f64: null };
-  fit(shelf, -1);
+  sharedMemory = { sab, ints: null, f64: null };
+  fit(sharedMemory, -1);
   setEnvironmentData(NAME, sab);
 }
 
-// Makes the shelf's views reach slot i (-1: the header), as far as the buffer has grown.
+// Makes the shared memory's views reach slot i (-1: the header), as far as the buffer has grown.
 function fit(s, i) {
   if (s.ints === null || HEAD_BYTES + (i + 1) * SLOT_BYTES > s.ints.byteLength) {
     const bytes = s.sab.byteLength;
@@ -179,20 +179,20 @@ function start() {
   channel.onmessage = (event) => hear(event.data);
   // Never what keeps the process alive.
   channel.unref();
-  channel.postMessage(shelf.sab);
+  channel.postMessage(sharedMemory.sab);
 }
 
-// The shelf threads share now, as this thread heard it; null where memory cannot
+// The shared memory threads share now, as this thread heard it; null where memory cannot
 // be shared (the gates then stay the thread's own). What others said arrives as the event loop
 // turns (a BroadcastChannel cannot be read synchronously).
 export function current() {
-  return channel ? shelf : null;
+  return channel ? sharedMemory : null;
 }
 
 try {
   start();
 } catch {
-  shelf = null;
+  sharedMemory = null;
   channel = null;
 }
 
@@ -221,7 +221,7 @@ export function grow(s) {
 export const settled = () => turned || (turned = alone());
 
 // Whether this is the main thread of a process with no other thread, asked once, at the first
-// admission that would wait to settle: then no shelf made elsewhere can exist to hear of (every
+// admission that would wait to settle: then no shared memory made elsewhere can exist to hear of (every
 // other thread is a worker the main thread started, or one of theirs), and waiting SETTLE_MS
 // would only delay the first call. Node's diagnostic report lists the workers the main thread
 // started (2-6 ms to make; its network section is left out, which would look up host names,
@@ -265,8 +265,8 @@ const live = (held) => (held >> 1) & 3;
 // The buffer a hold writes into: one of the two that are not live, by the sequence's parity.
 const target = (held) => (live(held) + 1 + ((held >> 3) & 1)) % 3;
 
-// Holds slot i (-1: the table): the lock word held; -1 when the shelf was superseded and
-// `force` is false (the caller moves to the current shelf first); -2 when the slot no longer
+// Holds slot i (-1: the table): the lock word held; -1 when the shared memory was superseded and
+// `force` is false (the caller moves to the current shared memory first); -2 when the slot no longer
 // belongs to key (high, low) (it was idle and another key took it; 0, 0 checks nothing).
 function hold(s, i, force, high, low) {
   fit(s, i);

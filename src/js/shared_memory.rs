@@ -1,4 +1,4 @@
-//! A gate's [`Slot`] on the shelf the process's threads share (`shelf.js` defines the memory,
+//! A gate's [`Slot`] on the shared memory the process's threads share (`shared_memory.js` defines the memory,
 //! its locks and how threads find it): the slot for a key is found, or claimed, under the
 //! table's lock; a transaction holds the slot, copies its live words in, and copies what changed
 //! out to a spare buffer that becomes live when the hold is let go.
@@ -11,63 +11,63 @@ use crate::core::authority::threads::{merge, vacant, Slot, READY, WORDS};
 use crate::core::gates::scope::Scope;
 use crate::core::Millis;
 
-#[wasm_bindgen(module = "/src/js/shelf.js")]
+#[wasm_bindgen(module = "/src/js/shared_memory.js")]
 extern "C" {
-    /// The shelf object (`{ sab, ints, f64 }`).
+    /// The shared memory object (`{ sab, ints, f64 }`).
     #[derive(Clone)]
-    pub type Shelf;
+    pub type SharedMemory;
     #[wasm_bindgen(js_name = current)]
-    fn shelf_now() -> Option<Shelf>;
+    fn shared_memory_now() -> Option<SharedMemory>;
     #[wasm_bindgen(js_name = words)]
-    fn shelf_words() -> u32;
+    fn shared_memory_words() -> u32;
     #[wasm_bindgen(js_name = thread)]
     fn thread_id() -> f64;
     #[wasm_bindgen(js_name = useMemory)]
     fn use_memory(memory: &JsValue);
     #[wasm_bindgen(js_name = onMove)]
-    fn on_move(mover: &Closure<dyn FnMut(Shelf, Shelf)>);
-    fn used(s: &Shelf) -> Vec<u32>;
+    fn on_move(mover: &Closure<dyn FnMut(SharedMemory, SharedMemory)>);
+    fn used(s: &SharedMemory) -> Vec<u32>;
     fn settled() -> bool;
-    fn first(s: &Shelf) -> u32;
-    fn slots(s: &Shelf) -> u32;
-    fn most(s: &Shelf) -> u32;
-    fn grow(s: &Shelf) -> bool;
-    fn enter(s: &Shelf, i: u32, force: bool, high: i32, low: i32, to: u32) -> i32;
-    fn leave(s: &Shelf, i: u32, held: i32, from: i32) -> bool;
+    fn first(s: &SharedMemory) -> u32;
+    fn slots(s: &SharedMemory) -> u32;
+    fn most(s: &SharedMemory) -> u32;
+    fn grow(s: &SharedMemory) -> bool;
+    fn enter(s: &SharedMemory, i: u32, force: bool, high: i32, low: i32, to: u32) -> i32;
+    fn leave(s: &SharedMemory, i: u32, held: i32, from: i32) -> bool;
     #[wasm_bindgen(js_name = holdTable)]
-    fn hold_table(s: &Shelf) -> i32;
+    fn hold_table(s: &SharedMemory) -> i32;
     #[wasm_bindgen(js_name = releaseTable)]
-    fn release_table(s: &Shelf, held: i32);
+    fn release_table(s: &SharedMemory, held: i32);
     #[wasm_bindgen(js_name = keyHigh)]
-    fn key_high(s: &Shelf, i: u32) -> i32;
+    fn key_high(s: &SharedMemory, i: u32) -> i32;
     #[wasm_bindgen(js_name = keyLow)]
-    fn key_low(s: &Shelf, i: u32) -> i32;
+    fn key_low(s: &SharedMemory, i: u32) -> i32;
     #[wasm_bindgen(js_name = setKey)]
-    fn set_key(s: &Shelf, i: u32, high: i32, low: i32);
+    fn set_key(s: &SharedMemory, i: u32, high: i32, low: i32);
 }
 
-/// `enter` found the shelf superseded.
+/// `enter` found the shared memory superseded.
 const SUPERSEDED: i32 = -1;
 /// `enter` found the slot given to another key.
 const TAKEN: i32 = -2;
 
-/// The shelf threads share now, if memory can be shared here (and the JavaScript side agrees on
+/// The shared memory threads share now, if memory can be shared here (and the JavaScript side agrees on
 /// the size of a slot).
-pub fn current() -> Option<Shelf> {
+pub fn current() -> Option<SharedMemory> {
     thread_local!(static WIRED: () = {
         use_memory(&wasm_bindgen::memory());
-        // Lives as long as the module: the shelf may move at any time.
-        let mover = Closure::<dyn FnMut(Shelf, Shelf)>::new(move_all);
+        // Lives as long as the module: the shared memory may move at any time.
+        let mover = Closure::<dyn FnMut(SharedMemory, SharedMemory)>::new(move_all);
         on_move(&mover);
         mover.forget();
     });
     WIRED.with(|_| ());
-    shelf_now().filter(|_| shelf_words() as usize == WORDS)
+    shared_memory_now().filter(|_| shared_memory_words() as usize == WORDS)
 }
 
 /// Moves what every key spent on `old` to its slot on `new`, once (the slots on `old` are left
 /// fresh): this thread just heard that the threads share `new` now.
-fn move_all(old: Shelf, new: Shelf) {
+fn move_all(old: SharedMemory, new: SharedMemory) {
     let now = clock::now() + clock_offset();
     for i in used(&old) {
         let key = (key_high(&old, i), key_low(&old, i));
@@ -80,23 +80,23 @@ fn move_all(old: Shelf, new: Shelf) {
 
 /// Takes the state out of slot `i` (when it is still `key`'s), leaving it fresh, so what it
 /// holds moves exactly once.
-fn take_out(shelf: &Shelf, i: u32, key: Key) -> Option<[f64; WORDS]> {
+fn take_out(shared_memory: &SharedMemory, i: u32, key: Key) -> Option<[f64; WORDS]> {
     let mut words = [0.0; WORDS];
-    let held = enter_into(shelf, i, true, key, &mut words);
+    let held = enter_into(shared_memory, i, true, key, &mut words);
     let fresh = [0.0; WORDS];
-    (held >= 0 && leave(shelf, i, held, index_of(&fresh) as i32)).then_some(words)
+    (held >= 0 && leave(shared_memory, i, held, index_of(&fresh) as i32)).then_some(words)
 }
 
 /// Merges `from` (a state taken out elsewhere) into slot `j`, `key`'s.
-fn bring(shelf: &Shelf, j: u32, key: Key, from: &[f64; WORDS], now: Millis) {
+fn bring(shared_memory: &SharedMemory, j: u32, key: Key, from: &[f64; WORDS], now: Millis) {
     loop {
         let mut into = [0.0; WORDS];
-        let held = enter_into(shelf, j, true, key, &mut into);
+        let held = enter_into(shared_memory, j, true, key, &mut into);
         if held < 0 {
             return;
         }
         merge(&mut into, from, now);
-        if leave(shelf, j, held, index_of(&into) as i32) {
+        if leave(shared_memory, j, held, index_of(&into) as i32) {
             return;
         }
     }
@@ -132,30 +132,40 @@ fn index_of(words: &[f64; WORDS]) -> u32 {
 }
 
 /// One transaction's hold on slot `i`, copying its live words into `words`.
-fn enter_into(shelf: &Shelf, i: u32, force: bool, key: Key, words: &mut [f64; WORDS]) -> i32 {
-    enter(shelf, i, force, key.0, key.1, index_of(words))
+fn enter_into(
+    shared_memory: &SharedMemory,
+    i: u32,
+    force: bool,
+    key: Key,
+    words: &mut [f64; WORDS],
+) -> i32 {
+    enter(shared_memory, i, force, key.0, key.1, index_of(words))
 }
 
-/// A gate's slot on the shelf.
-pub struct ShelfSlot {
-    shelf: Shelf,
+/// A gate's slot on the shared memory.
+pub struct SharedMemorySlot {
+    shared_memory: SharedMemory,
     index: u32,
     key: Key,
     offset: Millis,
     /// This thread may admit (it has had time to hear of the others).
     settled: bool,
-    /// The state kept in this thread alone, when the shelf had no room for the key.
+    /// The state kept in this thread alone, when the shared memory had no room for the key.
     alone: Option<Box<[f64; WORDS]>>,
 }
 
-impl ShelfSlot {
-    /// The slot for `scope` on `shelf`, claimed if the key has none: a never-used slot or one
+impl SharedMemorySlot {
+    /// The slot for `scope` on `shared_memory`, claimed if the key has none: a never-used slot or one
     /// whose state holds nothing worth keeping. `None` when the probed slots are all busy.
-    pub fn find(shelf: Shelf, scope: &Scope, offset: Millis) -> Option<ShelfSlot> {
+    pub fn find(
+        shared_memory: SharedMemory,
+        scope: &Scope,
+        offset: Millis,
+    ) -> Option<SharedMemorySlot> {
         let key = key(scope);
-        let index = locate(&shelf, key, clock::now() + offset)?;
-        Some(ShelfSlot {
-            shelf,
+        let index = locate(&shared_memory, key, clock::now() + offset)?;
+        Some(SharedMemorySlot {
+            shared_memory,
             index,
             key,
             offset,
@@ -164,20 +174,21 @@ impl ShelfSlot {
         })
     }
 
-    /// Moves to the key's slot on the shelf the threads share now, bringing this slot's state.
-    /// False when this thread has not yet heard which shelf replaced this one.
+    /// Moves to the key's slot on the shared memory the threads share now, bringing this slot's state.
+    /// False when this thread has not yet heard which shared memory replaced this one.
     fn rehome(&mut self) -> bool {
-        let Some(shelf) = current().filter(|s| !js_sys::Object::is(s, &self.shelf)) else {
+        let Some(shared_memory) = current().filter(|s| !js_sys::Object::is(s, &self.shared_memory))
+        else {
             return false;
         };
-        let from = take_out(&self.shelf, self.index, self.key);
+        let from = take_out(&self.shared_memory, self.index, self.key);
         let now = clock::now() + self.offset;
-        match locate(&shelf, self.key, now) {
+        match locate(&shared_memory, self.key, now) {
             Some(index) => {
                 if let Some(from) = &from {
-                    bring(&shelf, index, self.key, from, now);
+                    bring(&shared_memory, index, self.key, from, now);
                 }
-                (self.shelf, self.index) = (shelf, index);
+                (self.shared_memory, self.index) = (shared_memory, index);
             }
             None => self.alone = Some(Box::new(from.unwrap_or([0.0; WORDS]))),
         }
@@ -188,71 +199,74 @@ impl ShelfSlot {
     /// it was worth keeping).
     fn refind(&mut self) {
         let now = clock::now() + self.offset;
-        match locate(&self.shelf, self.key, now) {
+        match locate(&self.shared_memory, self.key, now) {
             Some(index) => self.index = index,
             None => self.alone = Some(Box::new([0.0; WORDS])),
         }
     }
 }
 
-/// The slot of `key` on `shelf`, claiming one if it has none (see [`table`]). Under the table's
+/// The slot of `key` on `shared_memory`, claiming one if it has none (see [`table`]). Under the table's
 /// lock, so two threads never claim two slots for one key.
-fn locate(shelf: &Shelf, key: Key, now: Millis) -> Option<u32> {
-    let held = hold_table(shelf);
-    let index = table::locate(&mut Held { shelf, now }, key);
-    release_table(shelf, held);
+fn locate(shared_memory: &SharedMemory, key: Key, now: Millis) -> Option<u32> {
+    let held = hold_table(shared_memory);
+    let index = table::locate(&mut Held { shared_memory, now }, key);
+    release_table(shared_memory, held);
     index
 }
 
-/// The shelf's table, its lock held, at `now` on the shared clock.
+/// The shared memory's table, its lock held, at `now` on the shared clock.
 struct Held<'a> {
-    shelf: &'a Shelf,
+    shared_memory: &'a SharedMemory,
     now: Millis,
 }
 
 impl Table for Held<'_> {
     fn first(&self) -> u32 {
-        first(self.shelf)
+        first(self.shared_memory)
     }
     fn slots(&self) -> u32 {
-        slots(self.shelf)
+        slots(self.shared_memory)
     }
     fn key(&self, i: u32) -> Key {
-        (key_high(self.shelf, i), key_low(self.shelf, i))
+        (
+            key_high(self.shared_memory, i),
+            key_low(self.shared_memory, i),
+        )
     }
     /// Its state holds nothing worth keeping.
     fn vacant(&mut self, i: u32) -> bool {
         let mut words = [0.0; WORDS];
-        let held = enter_into(self.shelf, i, true, (0, 0), &mut words);
+        let held = enter_into(self.shared_memory, i, true, (0, 0), &mut words);
         let idle = vacant(&mut words, self.now);
-        leave(self.shelf, i, held, -1);
+        leave(self.shared_memory, i, held, -1);
         idle
     }
     fn give(&mut self, i: u32, key: Key) {
-        give(self.shelf, i, key);
+        give(self.shared_memory, i, key);
     }
     fn grow(&mut self) -> bool {
-        grow(self.shelf)
+        grow(self.shared_memory)
     }
 }
 
-/// The slots on the shelf the threads share now, and the most it can grow to: `None` where
+/// The slots on the shared memory the threads share now, and the most it can grow to: `None` where
 /// memory cannot be shared.
 pub fn size() -> Option<(u32, u32)> {
     current().map(|s| (slots(&s), most(&s)))
 }
 
 /// Gives slot `i` to `key`, fresh (held, so a gate still naming it sees the change at once).
-fn give(shelf: &Shelf, i: u32, key: Key) {
+fn give(shared_memory: &SharedMemory, i: u32, key: Key) {
     let mut words = [0.0; WORDS];
-    let held = enter_into(shelf, i, true, (0, 0), &mut words);
-    set_key(shelf, i, key.0, key.1);
+    let held = enter_into(shared_memory, i, true, (0, 0), &mut words);
+    set_key(shared_memory, i, key.0, key.1);
     let fresh = [0.0; WORDS];
     debug_assert_eq!(fresh[READY], 0.0);
-    leave(shelf, i, held, index_of(&fresh) as i32);
+    leave(shared_memory, i, held, index_of(&fresh) as i32);
 }
 
-impl Slot for ShelfSlot {
+impl Slot for SharedMemorySlot {
     fn transact(&mut self, f: &mut dyn FnMut(&mut [f64; WORDS]) -> bool, admission: bool) -> bool {
         if admission && !self.settled {
             // Once this thread may admit, it may for good.
@@ -268,7 +282,7 @@ impl Slot for ShelfSlot {
                 return true;
             }
             let mut words = [0.0; WORDS];
-            let held = enter_into(&self.shelf, self.index, force, self.key, &mut words);
+            let held = enter_into(&self.shared_memory, self.index, force, self.key, &mut words);
             match held {
                 // Moved, or (not told where yet) an admission waits and the rest go on here.
                 SUPERSEDED if self.rehome() => {}
@@ -278,7 +292,7 @@ impl Slot for ShelfSlot {
                 _ => {
                     let wrote = f(&mut words);
                     let from = if wrote { index_of(&words) as i32 } else { -1 };
-                    if leave(&self.shelf, self.index, held, from) {
+                    if leave(&self.shared_memory, self.index, held, from) {
                         return true;
                     }
                 }
