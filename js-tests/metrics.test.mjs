@@ -64,7 +64,7 @@ test('the meter gets counters, gauges and histograms that agree with stats(), ke
   const call = (path) => fetchImpl(`http://127.0.0.1:9/${path}`, { headers });
   try {
     const results = await Promise.allSettled(['ok', 'flaky', 'down', 'busy', 'ok'].map(call));
-    // `/down` is given up after its two 503s: its caller gets the last one, as fetch would.
+    // `/down` is abandoned after its two 503s: its caller gets the last one, as fetch would.
     assert.deepEqual(results.map((r) => r.value.status), [200, 200, 503, 200, 200]);
 
     const metrics = await otel.collect();

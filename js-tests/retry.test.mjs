@@ -64,7 +64,7 @@ test('503 bursts and connection resets are recovered within the attempt bound', 
   assert.equal(gate.retries.serverError + gate.retries.network, 4);
   assert.deepEqual([api.stats().faults, api.stats().ok], [4, 2]);
 
-  // Three in a row: given up, with the last 503 as fetch gave it (the SDK throws its own error)...
+  // Three in a row: abandoned, with the last 503 as fetch gave it (the SDK throws its own error)...
   api.inject({ status: 503 }, { status: 503 }, { status: 503 });
   const c = await snapshot(fetchImpl, key, 'c');
   assert.deepEqual([c.status, c.bodyUsed], [503, false]);

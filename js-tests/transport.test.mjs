@@ -273,7 +273,7 @@ test('attempts in flight share one timer, and each still times out on time', asy
   const quickCall = settledAt(quick('http://127.0.0.1/x', { headers: { 'X-API-Key': freshKey() } }));
   assert.equal(timeouts() - before, 1, 'still one timer');
   const q = await quickCall;
-  // Given up as fetch with a timeout signal would have: with the attempt's TimeoutError.
+  // Abandoned as fetch with a timeout signal would have: with the attempt's TimeoutError.
   assert.equal(q.err.name, 'TimeoutError');
   assert.ok(q.ms >= 95, `the 100 ms attempt ended after ${q.ms.toFixed(0)} ms`);
   const slowEnds = await Promise.all(slowCalls);

@@ -19,7 +19,7 @@ export class OddsGateError extends Error {
 }
 OddsGateError.prototype.name = 'OddsGateError';
 
-/** A call given up: `reason`, `attempts`, last `status`, last `retryAfterMs`. Never success. */
+/** A call abandoned: `reason`, `attempts`, last `status`, last `retryAfterMs`. Never success. */
 export class GateAbandonedError extends OddsGateError {}
 GateAbandonedError.prototype.name = 'GateAbandonedError';
 

@@ -188,11 +188,11 @@ export class OddsGateError extends Error {
   static is(value: unknown): value is OddsGateError;
 }
 
-/** A call given up: never a success. */
+/** A call abandoned: never a success. */
 export class GateAbandonedError extends OddsGateError {
   readonly name: 'GateAbandonedError';
   readonly reason: AbandonReason;
-  /** Attempts actually sent (0 when given up before sending). */
+  /** Attempts actually sent (0 when abandoned before sending). */
   readonly attempts: number;
   /** The last response's status, if one arrived. */
   readonly status: number | null;
@@ -293,8 +293,8 @@ export interface GateStats {
   peakWaiting: number;
   /** Waiters that left the queue without a token (aborted). */
   cancelled: number;
-  /** Calls let go because admission would come after their deadline. */
-  expired: number;
+  /** Calls abandoned in the queue because admission would come after their deadline. */
+  abandonedInQueue: number;
   /** 429 responses observed. */
   throttled: number;
   /** Times the gate's one timer fired. */

@@ -1,5 +1,5 @@
 //! Errors as JavaScript sees them: built-in `TypeError`/`RangeError` for bad input, what
-//! `fetch` itself rejects with for an abort, and the package's own classes for a call given up
+//! `fetch` itself rejects with for an abort, and the package's own classes for a call abandoned
 //! or a spent quota. Messages never contain a credential.
 //!
 //! The package's classes are written in JavaScript (`pkg-template/errors.js`) and registered at
@@ -73,7 +73,7 @@ fn build(
     error
 }
 
-/// `GateAbandonedError`: the call was given up, with why and how far it got; `cause` is the
+/// `GateAbandonedError`: the call was abandoned, with why and how far it got; `cause` is the
 /// last attempt's rejection when it ended without a response.
 pub fn abandoned_error(a: Abandoned, cause: Option<JsValue>) -> JsValue {
     let fields = js_sys::Object::new();

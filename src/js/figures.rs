@@ -70,7 +70,7 @@ struct GateStats {
     waiting: usize,
     peak_waiting: usize,
     cancelled: u64,
-    expired: u64,
+    abandoned_in_queue: u64,
     throttled: u64,
     wakeups: u64,
     timer_armed: bool,
@@ -113,7 +113,7 @@ struct Store {
     up: Option<bool>,
 }
 
-/// Calls given up, by reason, in the order of [`Reason::ALL`].
+/// Calls abandoned, by reason, in the order of [`Reason::ALL`].
 fn by_reason<S: Serializer>(counts: &[u64; Reason::ALL.len()], s: S) -> Result<S::Ok, S::Error> {
     let mut map = s.serialize_map(Some(counts.len()))?;
     for (reason, count) in Reason::ALL.iter().zip(counts) {
@@ -241,7 +241,7 @@ fn gate_stats(
             waiting: f.waiting,
             peak_waiting: f.peak_waiting,
             cancelled: f.cancelled,
-            expired: f.expired,
+            abandoned_in_queue: f.abandoned_in_queue,
             throttled: f.throttled,
             wakeups: f.wakeups,
             timer_armed: view.timer_armed,

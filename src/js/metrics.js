@@ -27,7 +27,7 @@ export function instruments(meter, boundsSeconds) {
     admissions: counter('odds_gate.admissions', '{request}', 'Attempts let through to the network (each spent a token)'),
     throttled: counter('odds_gate.throttled', '{response}', '429 responses seen'),
     retries: counter('odds_gate.retries', '{retry}', 'Retries, by cause'),
-    abandoned: counter('odds_gate.abandoned', '{call}', 'Calls given up, by reason (never reported as success)'),
+    abandoned: counter('odds_gate.abandoned', '{call}', 'Calls abandoned, by reason (never reported as success)'),
     quotaRejections: counter('odds_gate.quota.rejections', '{call}', 'Calls refused at once because the monthly quota is spent'),
     queueDepth: gauge('odds_gate.queue.depth', '{call}', 'Calls waiting in the gate\'s queue, by lane'),
     cooldown: gauge('odds_gate.cooldown.remaining', 's', 'Time until the gate\'s cooldown (Retry-After) ends'),

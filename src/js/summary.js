@@ -48,7 +48,7 @@ export function summary({ rate, learn, store, threads, sharedMemory, retry, budg
     ? `shared per gate: ${budget.capacity} tokens, a 429 retry costs ${budget.throttleCost}, a transient one ${budget.transientCost}, success refunds the retry's cost (+${budget.successRefill} for a first-time success); batch({ retryBudget }) adds a fixed allowance per round`
     : 'none';
   s.quota = `a 429 naming the quota, or ${limits.suspiciousRun} bare 429s in a row, triggers one GET /usage per gate, through its queue (after an answer that confirms nothing, the next waits ${limits.probeBaseMs / 1000} s, doubling to ${limits.probeCapMs / 1000} s); nothing else in the queue is sent until it answers; used >= limit ends calls at once, unsent, with the server's quota 429 given again (x-odds-gate: quota-exhausted; QuotaExhaustedError with typedErrors) until the period ends or resetQuota(); GET /usage and /limits are never refused for the quota`;
-  s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, expired, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms, what was learned; onEvent: throttled, retry, abandoned, quota-probe, learned, store-down/up, shared-memory-full';
+  s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, abandonedInQueue, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms, what was learned; onEvent: throttled, retry, abandoned, quota-probe, learned, store-down/up, shared-memory-full';
   if (metrics) s.metrics += '; OpenTelemetry: the odds_gate.* counters, gauges and histograms on the given meter';
   if (learn) {
     const round = (n) => Number(n.toFixed(3));

@@ -99,7 +99,7 @@ async fn a_429_with_retry_after_seconds_sets_the_cooldown_and_records_the_header
     assert_abandoned(&error, "queue-wait", 0, "predicted late");
     assert_eq!(hurried_fake.count(), 0);
     let gate = only_gate(&hurried);
-    assert_eq!(num(&gate, "expired"), 1.0);
+    assert_eq!(num(&gate, "abandonedInQueue"), 1.0);
     assert_eq!(num(&get(&gate, "abandoned"), "queue-wait"), 1.0);
     assert_eq!(num(&gate, "waiting"), 0.0);
     assert_eq!(num(&gate, "admitted"), 1.0);
@@ -253,7 +253,7 @@ async fn a_retry_after_too_large_to_hold_rejects_with_a_range_error() {
     let feedback = get(&only_gate(&t), "lastFeedback");
     assert_eq!(num(&feedback, "retryAfterMs"), 9_007_199_254_740_000.0);
 
-    // ...and with retries, given up at once because it outlasts the call's time budget: the
+    // ...and with retries, abandoned at once because it outlasts the call's time budget: the
     // 429 itself comes back, body unread...
     let original = response(429, "", &[("Retry-After", "9007199254740")]);
     let fake = FakeFetch::always(&original);

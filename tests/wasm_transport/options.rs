@@ -320,7 +320,7 @@ async fn no_error_message_or_figure_repeats_a_raw_key() {
         .expect_err("a second retry budget for one key is refused");
     assert_range_error(&error, "retry budget", "budget mismatch");
     messages.push(message(&error));
-    // And a call given up.
+    // And a call abandoned.
     let refusing = FakeFetch::new(|_, _| Ok(Promise::reject(&"down".into()).into()));
     let d = transport_with(
         2.0,
@@ -334,7 +334,7 @@ async fn no_error_message_or_figure_repeats_a_raw_key() {
     let other_key = fresh_key("secret-abandoned");
     let error = call(&d, "https://example.test/d", &key_init(&other_key))
         .await
-        .expect_err("given up");
+        .expect_err("abandoned");
     assert_abandoned(&error, "attempts", 2, "abandoned");
     assert!(!message(&error).contains(&other_key));
     messages.push(message(&error));

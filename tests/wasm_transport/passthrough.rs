@@ -105,7 +105,7 @@ async fn an_inner_fetch_rejection_reaches_the_caller_unchanged() {
     assert_eq!(num(&t.stats().unwrap(), "retries"), 0.0);
 
     // With retries on, a rejection is a network failure: retried through the gate, and after
-    // the third attempt given up, never a success: with the third rejection itself, as fetch
+    // the third attempt abandoned, never a success: with the third rejection itself, as fetch
     // would have rejected...
     let thrown = failure.clone();
     let fake = FakeFetch::new(move |_, _| Ok(Promise::reject(&thrown).into()));
@@ -116,7 +116,7 @@ async fn an_inner_fetch_rejection_reaches_the_caller_unchanged() {
         &key_init(&fresh_key("reject-as-is")),
     )
     .await
-    .expect_err("given up");
+    .expect_err("abandoned");
     assert!(
         Object::is(&error, &failure),
         "the failure itself: {error:?}"
@@ -134,7 +134,7 @@ async fn an_inner_fetch_rejection_reaches_the_caller_unchanged() {
         &key_init(&fresh_key("reject-retry")),
     )
     .await
-    .expect_err("given up");
+    .expect_err("abandoned");
     assert_abandoned(&error, "attempts", 3, "retried rejection");
     assert!(Object::is(&get(&error, "cause"), &failure));
     assert!(get(&error, "status").is_null(), "no response ever came");

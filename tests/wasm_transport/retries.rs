@@ -216,7 +216,7 @@ async fn the_inner_fetch_gets_a_copy_of_init_with_a_signal_of_its_own() {
     )
     .await
     .expect_err("every attempt timed out");
-    // Given up as fetch with a timeout signal would have: with the last TimeoutError.
+    // Abandoned as fetch with a timeout signal would have: with the last TimeoutError.
     assert_eq!(
         get(&error, "name").as_string().as_deref(),
         Some("TimeoutError"),

@@ -88,7 +88,7 @@ pub enum End {
     /// With its last attempt's result as it is: the response (body unread), or the inner
     /// fetch's rejection.
     Deliver,
-    /// Given up. With `as_is`, the caller gets what the last attempt came to, as fetch would
+    /// Abandoned. With `as_is`, the caller gets what the last attempt came to, as fetch would
     /// have given it: its response (body unread) or its rejection; without, a
     /// `GateAbandonedError`, whose cause is the last attempt's rejection when `cause`.
     Abandoned {
@@ -137,7 +137,7 @@ pub enum Event {
         /// The wait is the server's `Retry-After`.
         server_delay: bool,
     },
-    /// A call was given up.
+    /// A call was abandoned.
     Abandoned {
         /// The call.
         call: CallId,

@@ -75,7 +75,7 @@ impl Gate {
         // wake-up that comes late (a busy event loop) turns it into no refusal after the wait.
         if deadline < now && !(reason == Reason::QueueWait && self.ready_by(now, deadline)) {
             self.queue.pass();
-            self.figures.expired += 1;
+            self.figures.abandoned_in_queue += 1;
             self.give_up(now, head.call, reason);
             return true;
         }
@@ -325,7 +325,7 @@ impl Gate {
                 continue;
             }
             self.queue.left(c.lane_in_queue());
-            self.figures.expired += 1;
+            self.figures.abandoned_in_queue += 1;
             self.give_up(now, call, reason);
         }
     }

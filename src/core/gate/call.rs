@@ -49,7 +49,7 @@ pub struct CallSpec {
     pub behind_scout: bool,
     /// The lane it waits in, and the lane's share of the gate's admissions.
     pub lane: Lane,
-    /// `typedErrors`: given up, it ends with a `GateAbandonedError`, not with what its last
+    /// `typedErrors`: abandoned, it ends with a `GateAbandonedError`, not with what its last
     /// attempt came to (its response, body unread, or its rejection) as fetch would; refused
     /// for the spent quota, with a `QuotaExhaustedError`, never the quota's 429 again.
     pub typed_errors: bool,
@@ -255,13 +255,13 @@ impl Call {
                 .is_some_and(|p| self.attempts < p.max_attempts)
     }
 
-    /// Whether the call, given up, ends with what its last attempt came to rather than with a
+    /// Whether the call, abandoned, ends with what its last attempt came to rather than with a
     /// typed error.
     pub(crate) fn gives_up_as_is(&self) -> bool {
         self.spec.policy.is_some() && !self.spec.typed_errors
     }
 
-    /// How the call is given up for `reason`, with what it got to.
+    /// How the call is abandoned for `reason`, with what it got to.
     pub fn abandoned(&self, reason: Reason) -> Abandoned {
         Abandoned {
             reason,

@@ -55,8 +55,8 @@ pub struct Figures {
     pub peak_waiting: usize,
     /// Calls that left the queue, or their wait, because their caller aborted.
     pub cancelled: u64,
-    /// Calls let go because admission would come after their deadline.
-    pub expired: u64,
+    /// Calls abandoned in the queue because admission would come after their deadline.
+    pub abandoned_in_queue: u64,
     /// 429s observed.
     pub throttled: u64,
     /// Times the gate was woken by its timer.
@@ -69,7 +69,7 @@ pub struct Figures {
     pub(crate) last_feedback: Option<Feedback>,
     /// Retries by cause.
     pub retries: RetryCounts,
-    /// Calls given up, by [`Reason::index`].
+    /// Calls abandoned, by [`Reason::index`].
     pub abandoned: [u64; Reason::ALL.len()],
     /// Calls refused because the quota is spent.
     pub(crate) quota_rejected: u64,
@@ -90,7 +90,7 @@ impl Figures {
         self.requests += other.requests;
         self.admitted += other.admitted;
         self.cancelled += other.cancelled;
-        self.expired += other.expired;
+        self.abandoned_in_queue += other.abandoned_in_queue;
         self.throttled += other.throttled;
         self.wakeups += other.wakeups;
         self.retries.throttled += other.retries.throttled;

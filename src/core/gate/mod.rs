@@ -532,7 +532,7 @@ impl Gate {
         let newcomer = call.first_sent.is_none();
         let ahead = self.queue.ahead(call.spec.lane);
         if deadline.is_finite() && newcomer && self.predict(now, ahead) > deadline {
-            self.figures.expired += 1;
+            self.figures.abandoned_in_queue += 1;
             return self.give_up(now, id, reason);
         }
         let Some(call) = self.calls.get_mut(id) else {
@@ -753,7 +753,7 @@ impl Gate {
             let from = c.lane_in_queue();
             if self.predict(now, kept) > deadline {
                 self.queue.left(from);
-                self.figures.expired += 1;
+                self.figures.abandoned_in_queue += 1;
                 self.give_up(now, call, reason);
             } else {
                 kept += 1;
@@ -839,7 +839,7 @@ impl Gate {
 }
 
 impl End {
-    /// `call` given up for `reason`, with what it got to: as it is when its last attempt
+    /// `call` abandoned for `reason`, with what it got to: as it is when its last attempt
     /// failed and the policy gives up as fetch does (a response's body is disposed of by now).
     fn abandoned_by(call: &Call, reason: Reason) -> End {
         End::Abandoned {

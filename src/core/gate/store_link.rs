@@ -236,7 +236,7 @@ impl StoreLink {
         Some(purpose)
     }
 
-    /// The store answered `id`: what it was for (`None` if it had been given up on), and
+    /// The store answered `id`: what it was for (`None` if it had been abandoned), and
     /// whether the store is back up after being down.
     pub(super) fn answered(&mut self, id: OpId, reply: &StoreReply) -> (Option<Purpose>, bool) {
         let Some(purpose) = self.take(id) else {

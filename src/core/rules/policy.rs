@@ -16,7 +16,7 @@ use crate::core::rules::backoff::Backoff;
 use crate::core::rules::classify::{Kind, Outcome, RetryRules};
 use crate::core::Millis;
 
-/// Why a call was given up. Giving up is never success.
+/// Why a call was abandoned. Abandoning is never success.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Reason {
     /// The call's attempts are spent.
@@ -76,7 +76,7 @@ impl fmt::Display for Reason {
     }
 }
 
-/// A call given up, with what a caller needs to decide what to do next.
+/// A call abandoned, with what a caller needs to decide what to do next.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Abandoned {
     /// Why.
