@@ -197,7 +197,7 @@ test('the shared retry budget drains in an outage and stops retries across calls
   });
   const key = freshKey();
   const settled = await Promise.allSettled(Array.from({ length: 10 }, () => fetchImpl('http://127.0.0.1/x', { headers: { 'X-API-Key': key } })));
-  assert.equal(calls, 13, 'ten first attempts and three retries the pool could pay for');
+  assert.equal(calls, 13, 'ten first attempts and three retries the budget could pay for');
   assert.equal(fetchImpl.stats().gates[0].abandoned['retry-budget'], 10);
   assert.ok(settled.every((s) => s.value?.status === 503), 'each caller gets its last 503');
   assert.equal(fetchImpl.stats().gates[0].retryBudget, 0);

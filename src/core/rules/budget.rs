@@ -4,9 +4,9 @@
 //!
 //! Two shapes. [`BatchBudget`] is the article's: a fixed allowance of retries for one round of
 //! work, never replenished. [`RefillingBudget`] is for a long-running service, after AWS SDK
-//! "standard" retry mode: a pool of 500 tokens; a throttling retry costs 5, a transient one
+//! "standard" retry mode: a budget of 500 tokens; a throttling retry costs 5, a transient one
 //! (5xx, network, timeout) 10; a call that succeeds after retrying refunds what its last retry
-//! cost, and a call that succeeds first time adds 1. A healthy service refills the pool; a
+//! cost, and a call that succeeds first time adds 1. A healthy service refills the budget; a
 //! sustained outage drains it and retries stop until successes return.
 
 use crate::core::rules::allowance::{at_least, ConfigError};
@@ -99,7 +99,7 @@ impl RefillingConfig {
     }
 }
 
-/// A pool of retry tokens that successes refill.
+/// A budget of retry tokens that successes refill.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RefillingBudget {
     config: RefillingConfig,
@@ -107,7 +107,7 @@ pub(crate) struct RefillingBudget {
 }
 
 impl RefillingBudget {
-    /// A full pool.
+    /// A full budget.
     pub fn new(config: RefillingConfig) -> Self {
         RefillingBudget {
             config,
@@ -115,7 +115,7 @@ impl RefillingBudget {
         }
     }
 
-    /// A pool holding `available` tokens (as a shared slot saved it).
+    /// A budget holding `available` tokens (as a shared slot saved it).
     pub fn holding(config: RefillingConfig, available: f64) -> Self {
         RefillingBudget { config, available }
     }
@@ -125,7 +125,7 @@ impl RefillingBudget {
         self.config
     }
 
-    /// Tokens in the pool.
+    /// Tokens in the budget.
     pub(crate) fn available(&self) -> f64 {
         self.available
     }
@@ -135,7 +135,7 @@ impl RefillingBudget {
         self.available = (self.available + amount).min(self.config.capacity);
     }
 
-    /// Spends `cost` if the pool has it; false (and nothing spent) otherwise.
+    /// Spends `cost` if the budget has it; false (and nothing spent) otherwise.
     pub fn spend(&mut self, cost: f64) -> bool {
         if self.available < cost {
             return false;
@@ -169,7 +169,7 @@ mod tests {
             retries += 1;
         }
         assert_eq!(retries, 50);
-        // Throttling retries are cheaper, but the pool is empty for them too.
+        // Throttling retries are cheaper, but the budget is empty for them too.
         assert!(!b.spend(config.cost(Kind::Throttle)));
         assert_eq!(b.available(), 0.0, "a refused spend spends nothing");
     }
