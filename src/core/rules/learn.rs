@@ -92,16 +92,16 @@ const CONFIRM: f64 = 1.25;
 /// Where a confirmed pace holds between the bound (0) and the pace of the 429 (1): a pace above
 /// the true rate drains the bucket and meets a 429 at the next, narrower, pair.
 const WITHIN: f64 = 0.5;
-/// Successes at a confirmed pace before it probes above it, and between probes: a probe that
+/// Successes at a confirmed pace before it tries above it, and between trials: a trial that
 /// finds the limit costs a 429, so about one attempt in this many is one once learning has
 /// settled.
 const HOLD: u32 = 100;
-/// ... and at least this long: a fast key's probes cost it a `Retry-After` each.
+/// ... and at least this long: a fast key's trials cost it a `Retry-After` each.
 const HOLD_MS: Millis = 20_000.0;
-/// A probe's first step above the confirmed pace; each probe that finds no limit doubles it, up
-/// to [`MAX_PROBE`], so an allowance that grew is found in a few probes.
-const FIRST_PROBE: f64 = 0.02;
-const MAX_PROBE: f64 = 0.5;
+/// A trial's first step above the confirmed pace; each trial that finds no limit doubles it, up
+/// to [`MAX_TRIAL`], so an allowance that grew is found in a few trials.
+const FIRST_TRIAL: f64 = 0.02;
+const MAX_TRIAL: f64 = 0.5;
 /// Without counts, marks (all 429s) hold this long: a confirmed pace holds for [`HOLD`]
 /// successes, and the 429s on either side of it bound the rate best. A 429 at the proven bound
 /// itself (the allowance dropped, or someone else spends the key) clears them sooner.
@@ -120,13 +120,13 @@ enum Phase {
     SlowStart { count: f64 },
     /// No counts, the rate not pinned yet: after `wait` more successes, each success raises the
     /// pace by `step`; each 429 cuts it.
-    Probing { step: f64, wait: u32 },
+    Climbing { step: f64, wait: u32 },
     /// No counts, the rate pinned between the bound the 429s prove and the pace of the last 429:
-    /// the pace holds for `hold` more successes and until `until`, then probes `probe` above
-    /// it; `held` is the pace that last held a whole hold (0: none yet), which a probe's 429
+    /// the pace holds for `hold` more successes and until `until`, then tries `trial` above
+    /// it; `held` is the pace that last held a whole hold (0: none yet), which a trial's 429
     /// goes back to.
     Settled {
-        probe: f64,
+        trial: f64,
         hold: u32,
         until: Millis,
         held: f64,
@@ -139,7 +139,7 @@ impl Phase {
     /// Settled at `now` at a confirmed pace, or one taken from elsewhere.
     fn settled(now: Millis) -> Phase {
         Phase::Settled {
-            probe: FIRST_PROBE,
+            trial: FIRST_TRIAL,
             hold: HOLD,
             until: now + HOLD_MS,
             held: 0.0,
@@ -147,8 +147,8 @@ impl Phase {
     }
 
     /// Searching from a 429, by `step` a success once the pace has held a little.
-    fn probing(step: f64) -> Phase {
-        Phase::Probing {
+    fn climbing(step: f64) -> Phase {
+        Phase::Climbing {
             step,
             wait: SEARCH_HOLD,
         }
@@ -387,7 +387,7 @@ impl Learner {
             return;
         }
         match self.phase {
-            Phase::Counted | Phase::Probing { .. } | Phase::Settled { .. } => {
+            Phase::Counted | Phase::Climbing { .. } | Phase::Settled { .. } => {
                 self.pace = shared.per_second();
                 if shared.burst() > 1.0 {
                     self.burst = Some(shared.burst());
@@ -683,7 +683,7 @@ impl Learner {
         if s.status == 429 && !fresh {
             return;
         }
-        if took && matches!(self.phase, Phase::Probing { .. } | Phase::Settled { .. }) {
+        if took && matches!(self.phase, Phase::Climbing { .. } | Phase::Settled { .. }) {
             // Empty at each 429 kept, holding at least nothing now: the same bound.
             let mark = self.mark(now, 0.0, s);
             self.at_least = self.bound(&mark).max(self.at_least);
@@ -705,13 +705,13 @@ impl Learner {
                     false => Phase::SlowStart { count },
                 };
             }
-            (Phase::Probing { step, wait }, false) if took => {
+            (Phase::Climbing { step, wait }, false) if took => {
                 self.phase = match wait {
                     0 => {
                         self.pace *= 1.0 + step;
-                        Phase::Probing { step, wait }
+                        Phase::Climbing { step, wait }
                     }
-                    _ => Phase::Probing {
+                    _ => Phase::Climbing {
                         step,
                         wait: wait - 1,
                     },
@@ -719,7 +719,7 @@ impl Learner {
             }
             (
                 Phase::Settled {
-                    probe,
+                    trial,
                     hold,
                     until,
                     held,
@@ -730,18 +730,18 @@ impl Learner {
                 let hold = hold.saturating_sub(1);
                 self.phase = match hold == 0 && now >= until {
                     true => {
-                        // A whole hold without a 429: this pace holds; probe above it.
+                        // A whole hold without a 429: this pace holds; try above it.
                         let held = self.pace;
-                        self.pace *= 1.0 + probe;
+                        self.pace *= 1.0 + trial;
                         Phase::Settled {
-                            probe: (probe * 2.0).min(MAX_PROBE),
+                            trial: (trial * 2.0).min(MAX_TRIAL),
                             hold: HOLD,
                             until: now + HOLD_MS,
                             held,
                         }
                     }
                     false => Phase::Settled {
-                        probe,
+                        trial,
                         hold,
                         until,
                         held,
@@ -764,7 +764,7 @@ impl Learner {
                 }
                 self.at_least = self.bound(&mark).max(self.best_bound());
                 self.remember(mark);
-                let searched = matches!(phase, Phase::Probing { .. } | Phase::Settled { .. });
+                let searched = matches!(phase, Phase::Climbing { .. } | Phase::Settled { .. });
                 let confirmed = searched && !dropped && pace <= CONFIRM * self.at_least;
                 let (pace, next) = match phase {
                     // The 429s pin the rate between the bound and this pace: hold between them, and
@@ -782,12 +782,12 @@ impl Learner {
                         (START_PACE, Phase::SlowStart { count: 0.0 })
                     }
                     // Slow start overshot by at most its last doubling.
-                    Phase::SlowStart { .. } => (pace / 2.0, Phase::probing(FIRST_STEP)),
-                    Phase::Probing { step, .. } => {
-                        (pace * BETA, Phase::probing((step / 2.0).max(MIN_STEP)))
+                    Phase::SlowStart { .. } => (pace / 2.0, Phase::climbing(FIRST_STEP)),
+                    Phase::Climbing { step, .. } => {
+                        (pace * BETA, Phase::climbing((step / 2.0).max(MIN_STEP)))
                     }
                     Phase::Settled { .. } | Phase::Counted => {
-                        (pace * BETA, Phase::probing(FIRST_STEP))
+                        (pace * BETA, Phase::climbing(FIRST_STEP))
                     }
                 };
                 self.pace = pace.max(self.at_least).max(MIN_PACE);
@@ -842,7 +842,7 @@ impl Learner {
     fn expire(&mut self, now: Millis) {
         let before = self.marks.len();
         let horizon = match self.phase {
-            Phase::Probing { .. } | Phase::Settled { .. } => BLIND_HORIZON_MS,
+            Phase::Climbing { .. } | Phase::Settled { .. } => BLIND_HORIZON_MS,
             _ => HORIZON_MS,
         };
         while self.marks.front().is_some_and(|m| now - m.at > horizon) {

@@ -31,7 +31,9 @@ impl Learner {
         let (window, counted) = match self.phase {
             Phase::Opening => return None,
             Phase::Window { size } => (size as f32, false),
-            Phase::SlowStart { .. } | Phase::Probing { .. } | Phase::Settled { .. } => (0.0, false),
+            Phase::SlowStart { .. } | Phase::Climbing { .. } | Phase::Settled { .. } => {
+                (0.0, false)
+            }
             Phase::Counted => (0.0, true),
         };
         Some(Memo {
@@ -46,7 +48,7 @@ impl Learner {
 
     /// Goes on at `now` from `memo`, what this key's forgotten gate had learned, when nothing
     /// was learned here yet (another thread's estimate, adopted already, is fresher). Without
-    /// counts it probes on from the pace by the smallest step, as after [`adopt`](Self::adopt).
+    /// counts it climbs on from the pace by the smallest step, as after [`adopt`](Self::adopt).
     pub fn resume(&mut self, now: Millis, memo: &Memo) {
         if !self.opening() {
             return;
