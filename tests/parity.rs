@@ -430,9 +430,15 @@ fn compare(
                 .map_err(|e| format!("step {i} at {now}: {op:?} answered Wait({ms}): {e}"))?;
             tally.predicted += 1;
         }
-        if let (Op::Admit { id, .. }, Answer::Admitted { seq, taken, .. }) = (&op, a) {
+        if let (
+            Op::Admit { id, .. },
+            Answer::Admitted {
+                seq, admissions, ..
+            },
+        ) = (&op, a)
+        {
             admitted.push((*id, process));
-            numbers.extend((0..taken).map(|k| seq + f64::from(k)));
+            numbers.extend((0..admissions).map(|k| seq + f64::from(k)));
         }
         answers.push(a);
         tally.ops += 1;

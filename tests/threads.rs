@@ -279,7 +279,7 @@ fn a_slot_is_vacant_once_its_state_is_as_good_as_new() {
         Answer::Admitted {
             anchor: true,
             next_ms: 100.0,
-            taken: 1,
+            admissions: 1,
             seq: 1.0
         }
     );

@@ -272,14 +272,14 @@ if op == 'admit' then
     if tokens >= 1 - SLACK then
       tokens = tokens - 1
       if full then paused = now; anchor = ARGV[7] end
-      local taken = 1
-      while taken < want and tokens >= 1 - SLACK do
+      local admissions = 1
+      while admissions < want and tokens >= 1 - SLACK do
         tokens = tokens - 1
-        taken = taken + 1
+        admissions = admissions + 1
       end
       local seq = sent
-      sent = sent + taken
-      answer = {'admitted', full and 1 or 0, wait_ms(), taken, seq}
+      sent = sent + admissions
+      answer = {'admitted', full and 1 or 0, wait_ms(), admissions, seq}
     else
       answer = {'wait', wait_ms(), 0}
     end

@@ -207,7 +207,7 @@ pub fn answer(code: &str, value: &str, extra: &str, count: &str, seq: &str) -> O
                 _ => return None,
             },
             next_ms: decimal::parse(extra).filter(|n| n.is_finite())?,
-            taken: count.parse().ok().filter(|&n| n >= 1)?,
+            admissions: count.parse().ok().filter(|&n| n >= 1)?,
             seq: decimal::parse(seq).filter(|n| n.is_finite() && *n >= 0.0)?,
         },
         "wait" => Answer::Wait(n),
@@ -319,7 +319,7 @@ mod tests {
             Some(Answer::Admitted {
                 anchor: true,
                 next_ms: 500.0,
-                taken: 1,
+                admissions: 1,
                 seq: 41.0
             })
         );
@@ -351,7 +351,7 @@ mod tests {
         // How many an admission took: a whole number, at least one.
         assert!(matches!(
             answer("admitted", "0", "0", "7", "0"),
-            Some(Answer::Admitted { taken: 7, .. })
+            Some(Answer::Admitted { admissions: 7, .. })
         ));
         for count in ["0", "1.5", "-1", "", "many"] {
             assert_eq!(answer("admitted", "0", "0", count, "0"), None, "{count}");

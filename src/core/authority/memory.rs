@@ -256,17 +256,17 @@ impl Transitions for MemoryAuthority {
                             if anchor {
                                 self.anchor = Some(id);
                             }
-                            let mut taken = 1;
-                            while taken < want && self.bucket.take(now) {
-                                taken += 1;
+                            let mut admissions = 1;
+                            while admissions < want && self.bucket.take(now) {
+                                admissions += 1;
                             }
                             let seq = self.sent;
-                            self.sent += f64::from(taken);
+                            self.sent += f64::from(admissions);
                             let next_ms = self.wait_ms(now);
                             Answer::Admitted {
                                 anchor,
                                 next_ms,
-                                taken,
+                                admissions,
                                 seq,
                             }
                         }
@@ -399,7 +399,7 @@ mod tests {
             Answer::Admitted {
                 anchor: true,
                 next_ms: 0.0,
-                taken: 1,
+                admissions: 1,
                 seq: 0.0
             }
         );
@@ -408,7 +408,7 @@ mod tests {
             Answer::Admitted {
                 anchor: false,
                 next_ms: 500.0,
-                taken: 1,
+                admissions: 1,
                 seq: 1.0
             }
         );
@@ -431,7 +431,7 @@ mod tests {
             Answer::Admitted {
                 anchor: true,
                 next_ms: 0.0,
-                taken: 3,
+                admissions: 3,
                 seq: 0.0
             }
         );
@@ -441,7 +441,7 @@ mod tests {
             Answer::Admitted {
                 anchor: false,
                 next_ms: 500.0,
-                taken: 2,
+                admissions: 2,
                 seq: 3.0
             }
         );
@@ -460,7 +460,7 @@ mod tests {
             Answer::Admitted {
                 anchor: false,
                 next_ms: 500.0,
-                taken: 2,
+                admissions: 2,
                 seq: 5.0
             }
         );
@@ -548,7 +548,7 @@ mod tests {
             Answer::Admitted {
                 anchor: false,
                 next_ms: 499.0,
-                taken: 1,
+                admissions: 1,
                 seq: 3.0
             }
         );

@@ -36,7 +36,7 @@ pub(crate) type AdmissionId = u64;
 pub enum Op {
     /// May the request numbered `id` go now, and up to `want - 1` more behind it (numbered
     /// `id + 1`, ...)? Quota closure first, then the cooldown, then as many tokens as are there,
-    /// up to `want`: a queue waiting on a store takes what it can use in one round trip. A take
+    /// up to `want`: a queue waiting on a store takes what it can use in one round trip. An admission
     /// from a full bucket pauses the refill until that request's response ([`Op::Resume`] of
     /// `id`), because the server's refill starts when the burst arrives.
     Admit {
@@ -152,7 +152,7 @@ pub(crate) const LOW_REMAINING: f64 = 0.1;
 /// never compare their clock with another process's.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Answer {
-    /// Admitted, `taken` of them (at least 1, at most the `want` asked). `anchor`: the first
+    /// Admitted, `admissions` of them (at least 1, at most the `want` asked). `anchor`: the first
     /// admission paused the refill (report its response with [`Op::Resume`]); `next_ms`: when
     /// the next token will be there (0: now); `seq`: the first one's number among every request
     /// this state ever admitted (the others follow it), whoever asked.
@@ -162,7 +162,7 @@ pub enum Answer {
         /// Milliseconds until the next token.
         next_ms: Millis,
         /// How many requests may go.
-        taken: u32,
+        admissions: u32,
         /// The first one's number.
         seq: f64,
     },

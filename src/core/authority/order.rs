@@ -125,14 +125,18 @@ impl Order<'_> {
         let answer = authority.apply(now, &op);
         match answer {
             Answer::Wait(ms) => self.put(ask, now + ms),
-            Answer::Admitted { taken, next_ms, .. } => {
+            Answer::Admitted {
+                admissions,
+                next_ms,
+                ..
+            } => {
                 let mut fair = self.parts().0;
-                for _ in 0..taken {
+                for _ in 0..admissions {
                     fair.admitted(&ask.turn);
                 }
                 // A queue with more waiting keeps its place for its next head, which asks when
                 // the next token comes: another queue asking first must not take that turn.
-                match ask.turn.waiting > taken {
+                match ask.turn.waiting > admissions {
                     true => self.put(ask, now + next_ms),
                     false => self.remove(ask.who),
                 }

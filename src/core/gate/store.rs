@@ -70,7 +70,7 @@ impl Gate {
             Answer::Admitted {
                 anchor,
                 next_ms,
-                taken,
+                admissions,
                 seq,
             } => {
                 link.ready_at = now + next_ms;
@@ -78,7 +78,7 @@ impl Gate {
                 // now, the first (the one that may anchor the refill) to the first of them. With
                 // nobody to take it, a paused refill restarts at once.
                 let mut given = 0;
-                while given < taken {
+                while given < admissions {
                     let calls = &self.calls;
                     let Some(head) = self.queue.front(|p| Gate::live(calls, p)) else {
                         break;
