@@ -19,7 +19,7 @@ use odds_gate::core::rules::classify::Failure;
 use odds_gate::core::rules::learn::{Estimate, MIN_PACE};
 use odds_gate::core::rules::policy::RetryPolicy;
 use odds_gate::core::rules::quota::Usage;
-use odds_gate::core::rules::routes::Heard;
+use odds_gate::core::rules::routes::LimiterFeedback;
 use odds_gate::core::sim::server::Headers;
 use odds_gate::core::sim::{simulate, Coordination, SimOptions, SimReport};
 
@@ -249,7 +249,7 @@ fn a_scout_goes_first_and_its_route_waits_outside_the_queue_until_released() {
         reported |= action
             == GateAction::Route {
                 call: scout,
-                heard: Heard::Nothing,
+                heard: LimiterFeedback::Nothing,
                 answer: None,
             };
     }

@@ -5,7 +5,7 @@ use super::CallId;
 use crate::core::authority::Op;
 use crate::core::rules::learn::{Estimate, Sample};
 use crate::core::rules::policy::{Abandoned, Reason};
-use crate::core::rules::routes::Heard;
+use crate::core::rules::routes::LimiterFeedback;
 use crate::core::Millis;
 
 /// A store operation's number, to match its answer.
@@ -61,7 +61,7 @@ pub enum GateAction {
         /// The call.
         call: CallId,
         /// What its answer said.
-        heard: Heard,
+        heard: LimiterFeedback,
         /// The answer, when another limiter's gate is to learn from it.
         answer: Option<Sample>,
     },

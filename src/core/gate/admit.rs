@@ -28,7 +28,7 @@ fn calls_scouting(
 use crate::core::authority::fair::Turn;
 use crate::core::authority::{AdmissionId, Answer};
 use crate::core::rules::policy::Reason;
-use crate::core::rules::routes::Heard;
+use crate::core::rules::routes::LimiterFeedback;
 use crate::core::Millis;
 
 impl Gate {
@@ -297,7 +297,7 @@ impl Gate {
             if let Some(c) = self.calls.get_mut(call) {
                 c.spec.scout = false;
             }
-            let (heard, answer) = (Heard::Nothing, None);
+            let (heard, answer) = (LimiterFeedback::Nothing, None);
             self.actions.push_back(GateAction::Route {
                 call,
                 heard,

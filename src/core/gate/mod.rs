@@ -48,7 +48,7 @@ use crate::core::rules::fair::LaneId;
 use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::Reason;
 use crate::core::rules::quota::{QuotaAnswer, QuotaState, QuotaWatch};
-use crate::core::rules::routes::Heard;
+use crate::core::rules::routes::LimiterFeedback;
 use crate::core::rules::streak::Streak;
 use crate::core::Millis;
 
@@ -612,7 +612,7 @@ impl Gate {
         }
         if scout {
             // The calls behind it wait no more.
-            let (heard, answer) = (Heard::Nothing, None);
+            let (heard, answer) = (LimiterFeedback::Nothing, None);
             self.actions.push_back(GateAction::Route {
                 call,
                 heard,
@@ -677,7 +677,7 @@ impl Gate {
         self.tell_learner(now, call, None);
         if self.calls.get(call).is_some_and(|c| c.spec.scout) {
             // Whatever became of it, the calls behind it wait no more.
-            let (heard, answer) = (Heard::Nothing, None);
+            let (heard, answer) = (LimiterFeedback::Nothing, None);
             self.actions.push_back(GateAction::Route {
                 call,
                 heard,

@@ -14,7 +14,7 @@ use crate::core::rules::classify::{not_refused, Failure, Outcome};
 use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::{Reason, Verdict};
 use crate::core::rules::quota::{looks_exhausted, QuotaState};
-use crate::core::rules::routes::Heard;
+use crate::core::rules::routes::LimiterFeedback;
 use crate::core::Millis;
 
 /// Requests that went this close together may reach the server in either order (connections
@@ -178,7 +178,7 @@ impl Gate {
         }
         self.unanswered(now, seq);
         if scout {
-            let (heard, answer) = (Heard::Nothing, None);
+            let (heard, answer) = (LimiterFeedback::Nothing, None);
             self.actions.push_back(GateAction::Route {
                 call,
                 heard,
@@ -368,7 +368,7 @@ impl Gate {
         };
         if sent.scout || !own {
             let call = sent.call;
-            let heard = limiter.map_or(Heard::Unnamed, Heard::Limiter);
+            let heard = limiter.map_or(LimiterFeedback::Unnamed, LimiterFeedback::Limiter);
             let answer = (!own).then_some(sample);
             self.actions.push_back(GateAction::Route {
                 call,

@@ -6,7 +6,7 @@ use super::profile::StoreId;
 use super::scope::Scope;
 use super::{Action, GateId, Gates};
 use crate::core::rules::allowance::Rate;
-use crate::core::rules::routes::Heard;
+use crate::core::rules::routes::LimiterFeedback;
 use crate::core::Millis;
 
 /// One fact the learning gates of a credential share.
@@ -63,7 +63,7 @@ impl Gates {
         let routes = self.routes.entry(credential).or_default();
         for fact in facts {
             if let Shared::Route(route, limiter) = fact {
-                let heard = Heard::Limiter(limiter);
+                let heard = LimiterFeedback::Limiter(limiter);
                 routes.heard(&route, &heard, first.as_deref());
             }
         }

@@ -46,7 +46,7 @@ use crate::core::parse::feedback::Feedback;
 use crate::core::rules::classify::{Body, Failure};
 use crate::core::rules::fair::LaneId;
 use crate::core::rules::quota::{asks_account, Usage};
-use crate::core::rules::routes::{route_of, Heard, Role, Routes};
+use crate::core::rules::routes::{route_of, LimiterFeedback, Role, Routes};
 use crate::core::Millis;
 
 /// A gate's number among the gates.
@@ -400,7 +400,7 @@ impl Gates {
             // A scout's end frees its route now, while the call is still known: the gate's own
             // word of it comes once the call is gone, and the route's later calls would wait
             // for ever behind a scout that is no more.
-            self.routed(now, gate, local, Heard::Nothing, None);
+            self.routed(now, gate, local, LimiterFeedback::Nothing, None);
         }
         if let Some(entry) = self.entries.get_mut(gate) {
             entry.gate.cancel(now, local);

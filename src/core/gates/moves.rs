@@ -10,7 +10,7 @@ use super::profile::Keeping;
 use super::{GateId, Gates};
 use crate::core::gate::CallId;
 use crate::core::rules::learn::Sample;
-use crate::core::rules::routes::Heard;
+use crate::core::rules::routes::LimiterFeedback;
 use crate::core::Millis;
 
 impl Gates {
@@ -21,7 +21,7 @@ impl Gates {
         now: Millis,
         gate: GateId,
         call: CallId,
-        heard: Heard,
+        heard: LimiterFeedback,
         answer: Option<Sample>,
     ) {
         let Some(entry) = self.entries.get(gate) else {
@@ -43,7 +43,7 @@ impl Gates {
         let before = routes.limiter(&route).map(str::to_owned);
         routes.heard(&route, &heard, first.as_deref());
         let target = routes.limiter(&route).map(str::to_owned);
-        if let (Heard::Limiter(limiter), Keeping::Store(store)) = (&heard, keeping) {
+        if let (LimiterFeedback::Limiter(limiter), Keeping::Store(store)) = (&heard, keeping) {
             if before.as_ref() != Some(limiter) && first.as_ref() != Some(limiter) {
                 let fact = Shared::Route(route.to_string(), limiter.clone());
                 self.share(store, &credential, vec![fact]);

@@ -15,7 +15,7 @@ pub const MAX_LIMITERS: usize = 16;
 
 /// What a call's answer said of its route's limiter.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Heard {
+pub enum LimiterFeedback {
     /// It came from this limiter (`X-RateLimit-Bucket`).
     Limiter(String),
     /// An answer that named no limiter: the route draws from the gate it was sent through.
@@ -64,12 +64,12 @@ impl Routes {
     /// What an answer to a call of `route` said of its limiter (`first` is the credential's
     /// first limiter, when known). An answer that names none keeps the route where it went; no
     /// answer lets the next call scout again.
-    pub fn heard(&mut self, route: &str, heard: &Heard, first: Option<&str>) {
+    pub fn heard(&mut self, route: &str, heard: &LimiterFeedback, first: Option<&str>) {
         self.scouting.remove(route);
         let limiter = match heard {
-            Heard::Nothing => return,
-            Heard::Unnamed => None,
-            Heard::Limiter(limiter) => Some(limiter.as_str()),
+            LimiterFeedback::Nothing => return,
+            LimiterFeedback::Unnamed => None,
+            LimiterFeedback::Limiter(limiter) => Some(limiter.as_str()),
         };
         if self.heard.len() < MAX_ROUTES {
             self.heard.insert(route.to_owned());
@@ -157,21 +157,33 @@ mod tests {
             Role::BehindScout,
             "one scout at a time"
         );
-        routes.heard(events, &Heard::Nothing, Some("snapshot"));
+        routes.heard(events, &LimiterFeedback::Nothing, Some("snapshot"));
         assert_eq!(
             routes.role(events),
             Role::Scout,
             "a failed scout's successor"
         );
-        routes.heard(events, &Heard::Limiter("events".into()), Some("snapshot"));
+        routes.heard(
+            events,
+            &LimiterFeedback::Limiter("events".into()),
+            Some("snapshot"),
+        );
         assert_eq!(routes.limiter(events), Some("events"));
         assert_eq!(routes.role(events), Role::Free, "heard: no more scouts");
         assert_eq!(routes.limiter("GET /*/usage"), None);
         // The route moved to the first limiter: it draws from the credential's gate again.
-        routes.heard(events, &Heard::Limiter("snapshot".into()), Some("snapshot"));
+        routes.heard(
+            events,
+            &LimiterFeedback::Limiter("snapshot".into()),
+            Some("snapshot"),
+        );
         assert_eq!(routes.limiter(events), None);
         for i in 0..MAX_ROUTES + 10 {
-            routes.heard(&format!("GET /r{i}"), &Heard::Limiter("other".into()), None);
+            routes.heard(
+                &format!("GET /r{i}"),
+                &LimiterFeedback::Limiter("other".into()),
+                None,
+            );
         }
         assert_eq!(routes.other.len(), MAX_ROUTES);
         assert_eq!(routes.role("GET /new"), Role::Free, "bounded");
@@ -181,7 +193,7 @@ mod tests {
     fn an_answer_that_names_no_bucket_ends_the_scouting_for_good() {
         let mut routes = Routes::default();
         assert_eq!(routes.role("GET /*/odds"), Role::Scout);
-        routes.heard("GET /*/odds", &Heard::Unnamed, None);
+        routes.heard("GET /*/odds", &LimiterFeedback::Unnamed, None);
         // Its next calls go in call order: none overtakes the queue as a scout again.
         assert_eq!(routes.role("GET /*/odds"), Role::Free);
         assert_eq!(routes.limiter("GET /*/odds"), None);
