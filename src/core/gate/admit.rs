@@ -96,7 +96,7 @@ impl Gate {
             }
         }
         let id = self.next_admission;
-        // A learning gate's bucket is a guess: taken in one go, a guess too high costs as
+        // A learning gate's bucket is an estimate: taken in one go, an estimate too high costs as
         // many 429s as it took. It asks a store for one at a time.
         let want = match (&self.learner, account) {
             (Some(_), _) | (_, true) => 1,

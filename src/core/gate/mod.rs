@@ -565,7 +565,7 @@ impl Gate {
     }
 
     /// When the caller with `ahead` others in front of it could be admitted, as far as this
-    /// process knows. A learning gate's pace is a guess that may grow: it predicts as fast as
+    /// process knows. A learning gate's pace is an estimate that may grow: it predicts as fast as
     /// learning could go (see [`Learner::soonest`]), and before it has a pace (one at a time,
     /// or a window) only its cooldown makes a call hopeless.
     fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
