@@ -16,7 +16,7 @@ test('stats(): a gate\'s figures, its estimate, histograms and last feedback, in
   assert.deepEqual(Object.keys(stats), ['admitted', 'waiting', 'throttled', 'retries', 'abandoned', 'gates', 'lane']);
   const [gate] = stats.gates;
   assert.deepEqual(Object.keys(gate), [
-    'scope', 'requests', 'admitted', 'waiting', 'peakWaiting', 'cancelled', 'expired', 'throttled', 'wakeups',
+    'scope', 'requests', 'admitted', 'waiting', 'peakWaiting', 'cancelled', 'abandonedInQueue', 'throttled', 'wakeups',
     'timerArmed', 'cooldownUntil', 'cooldownRemainingMs', 'slow', 'retries', 'abandoned', 'quotaRejected', 'quota',
     'retryBudget', 'rate', 'learned', 'store', 'admissionWaitMs', 'backoffMs', 'lastFeedback',
   ]);
