@@ -11,7 +11,7 @@ use super::clock;
 use super::errors::{abandoned_error, quota_error, range_error};
 use super::headers;
 use super::options::Config;
-use super::props::{get, set};
+use super::props::get;
 use super::replay;
 use crate::core::base::slab::Mirror;
 use crate::core::gate::action::End;
@@ -100,18 +100,8 @@ impl JsCall {
             .clone()
             .or_else(|| usage_url_for(&request_url));
         let request = url.map(|url| {
-            let headers = js_sys::Object::new();
-            set(&headers, "Accept", "application/json".into());
-            if let Some(key) = credential.api_key {
-                set(&headers, "X-API-Key", key.into());
-            }
-            if let Some(auth) = credential.authorization {
-                set(&headers, "Authorization", auth.into());
-            }
-            let init = js_sys::Object::new();
-            set(&init, "method", "GET".into());
-            set(&init, "headers", headers.into());
-            (JsValue::from_str(&url), JsValue::from(init))
+            let init = headers::usage_init(credential.api_key, credential.authorization);
+            (JsValue::from_str(&url), init)
         });
         let nothing = CallArgs {
             input: JsValue::UNDEFINED,

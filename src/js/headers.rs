@@ -29,6 +29,9 @@ extern "C" {
     /// `headers.get(name)` on a `Headers`-like object (case-insensitive by contract).
     #[wasm_bindgen(js_name = headerValue)]
     pub fn header_value(headers: &JsValue, name: &JsValue) -> Option<String>;
+    /// The `/usage` probe's `init`: a `GET` for JSON with the credential's headers.
+    #[wasm_bindgen(js_name = usageInit)]
+    pub fn usage_init(api_key: Option<String>, authorization: Option<String>) -> JsValue;
     #[wasm_bindgen(js_name = useFeedbackNames)]
     fn use_feedback_names(list: &str);
 }

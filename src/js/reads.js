@@ -67,6 +67,14 @@ export function callerSignal(input, init) {
   return undefined;
 }
 
+/** The `/usage` probe's init: `GET`, asking for JSON, with the caller's credential headers that were sent. */
+export function usageInit(key, auth) {
+  const headers = { Accept: 'application/json' };
+  if (key !== undefined) headers['X-API-Key'] = key;
+  if (auth !== undefined) headers.Authorization = auth;
+  return { method: 'GET', headers };
+}
+
 // The feedback headers the core reads, by lower-case name: their index in its list.
 let feedbackNames = new Map();
 /** Takes the core's list of feedback header names (comma-separated), once per thread. */
