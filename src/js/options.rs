@@ -114,16 +114,6 @@ struct RetryOptions {
     budget: Option<JsValue>,
 }
 
-/// `retry.budget: { ... }`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct BudgetOptions {
-    capacity: Option<f64>,
-    throttle_cost: Option<f64>,
-    transient_cost: Option<f64>,
-    success_refill: Option<f64>,
-}
-
 /// `lane({ name, weight, retry, maxWaitMs, maxWaiting })`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -333,9 +323,8 @@ fn retry(
 
 /// `retry.budget`: `false` (none), left out (the default), or an object.
 fn budget(value: Option<JsValue>) -> Result<Option<RefillingConfig>, JsValue> {
-    let d = RefillingConfig::DEFAULT;
     let Some(value) = value else {
-        return Ok(Some(d));
+        return Ok(Some(RefillingConfig::DEFAULT));
     };
     if value == JsValue::FALSE {
         return Ok(None);
@@ -343,16 +332,8 @@ fn budget(value: Option<JsValue>) -> Result<Option<RefillingConfig>, JsValue> {
     if !de::is_object(&value) {
         return Err(de::wrong("retry.budget", "false or an object", &value));
     }
-    let b: BudgetOptions = de::object(&value, "retry.budget", "retry.budget.")?;
-    RefillingConfig {
-        capacity: b.capacity.unwrap_or(d.capacity),
-        throttle_cost: b.throttle_cost.unwrap_or(d.throttle_cost),
-        transient_cost: b.transient_cost.unwrap_or(d.transient_cost),
-        success_refill: b.success_refill.unwrap_or(d.success_refill),
-    }
-    .validate()
-    .map(Some)
-    .map_err(config_error)
+    let b: RefillingConfig = de::object(&value, "retry.budget", "retry.budget.")?;
+    b.validate().map(Some).map_err(config_error)
 }
 
 /// A whole number in `range`, when given.

@@ -45,12 +45,13 @@ impl BatchBudget {
     }
 }
 
-/// The settings of a [`RefillingBudget`].
+/// The settings of a [`RefillingBudget`]. Read as `retry.budget`, a field left out is
+/// [`RefillingConfig::DEFAULT`]'s.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(
     feature = "serde",
-    derive(serde::Serialize),
-    serde(rename_all = "camelCase")
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "camelCase", default)
 )]
 pub struct RefillingConfig {
     /// Tokens when full (AWS: 500).
@@ -61,6 +62,12 @@ pub struct RefillingConfig {
     pub transient_cost: f64,
     /// Added by a call that succeeds on its first attempt (AWS: 1).
     pub success_refill: f64,
+}
+
+impl Default for RefillingConfig {
+    fn default() -> Self {
+        RefillingConfig::DEFAULT
+    }
 }
 
 impl RefillingConfig {
