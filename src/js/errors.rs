@@ -3,27 +3,29 @@
 //! or a spent quota. Messages never contain a credential.
 //!
 //! The package's classes are written in JavaScript (`pkg-template/errors.js`) and registered at
-//! load time, so `instanceof` works against the very classes the package exports. Without
-//! registration (the wasm tests) a plain `Error` with the same `name` and fields is made.
-
-use std::cell::RefCell;
+//! load time with `classes.js`, which makes them (or, unregistered, as in the wasm tests, a
+//! plain `Error` with the same `name` and fields).
 
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
 use super::props::set;
 use super::text::number;
 use crate::core::rules::allowance::ConfigError;
 use crate::core::rules::policy::Abandoned;
 
-thread_local! {
-    static CLASSES: RefCell<Option<(js_sys::Function, js_sys::Function)>> = const { RefCell::new(None) };
+#[wasm_bindgen(module = "/src/js/classes.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = keepClasses)]
+    fn keep_classes(abandoned: js_sys::Function, quota: js_sys::Function);
+    /// The package's error `name` with `message` and `fields`.
+    #[wasm_bindgen(js_name = packageError)]
+    fn package_error(name: &str, message: &str, fields: &js_sys::Object) -> JsValue;
 }
 
 /// Registers the package's `GateAbandonedError` and `QuotaExhaustedError` classes.
 #[wasm_bindgen(js_name = registerErrors)]
 pub fn register_errors(abandoned: js_sys::Function, quota: js_sys::Function) {
-    CLASSES.with(|c| *c.borrow_mut() = Some((abandoned, quota)));
+    keep_classes(abandoned, quota);
 }
 
 /// A `TypeError`: the value has the wrong type or is missing.
@@ -57,22 +59,6 @@ pub fn dom_exception(message: &str, name: &str) -> JsValue {
         .unwrap_or_else(|e| e)
 }
 
-fn build(
-    class: Option<js_sys::Function>,
-    name: &str,
-    message: &str,
-    fields: &js_sys::Object,
-) -> JsValue {
-    let args = js_sys::Array::of2(&JsValue::from_str(message), fields);
-    if let Some(error) = class.and_then(|c| js_sys::Reflect::construct(&c, &args).ok()) {
-        return error;
-    }
-    let error: JsValue = js_sys::Error::new(message).into();
-    set(&error, "name", name.into());
-    let _ = js_sys::Object::assign(error.unchecked_ref(), fields);
-    error
-}
-
 /// `GateAbandonedError`: the call was abandoned, with why and how far it got; `cause` is the
 /// last attempt's rejection when it ended without a response.
 pub fn abandoned_error(a: Abandoned, cause: Option<JsValue>) -> JsValue {
@@ -99,8 +85,7 @@ pub fn abandoned_error(a: Abandoned, cause: Option<JsValue>) -> JsValue {
         "odds-gate gave up on the request ({}) after {} attempt(s){status}",
         a.reason, a.attempts
     );
-    let class = CLASSES.with(|c| c.borrow().as_ref().map(|(a, _)| a.clone()));
-    build(class, "GateAbandonedError", &message, &fields)
+    package_error("GateAbandonedError", &message, &fields)
 }
 
 /// `QuotaExhaustedError`: the key's monthly quota is spent; `periodEnd` is a `Date` when known.
@@ -118,6 +103,5 @@ pub fn quota_error(period_end_wall: Option<f64>) -> JsValue {
     let message = format!(
         "The API key's monthly quota is spent ({until}); calls fail fast instead of waiting"
     );
-    let class = CLASSES.with(|c| c.borrow().as_ref().map(|(_, q)| q.clone()));
-    build(class, "QuotaExhaustedError", &message, &fields)
+    package_error("QuotaExhaustedError", &message, &fields)
 }
