@@ -1,7 +1,7 @@
 // Folds wasm-bindgen's snippets (our src/js/*.js, copied to <pkg>/snippets/) into odds_gate.js,
-// so importing the package loads three JS modules instead of eleven: on a cold start every module
-// is a resolve, a file read and a compile in Node's loader (about 4.5 ms for the eight snippets on
-// Node 20 and 24). Each snippet becomes a function scope, evaluated in the order ES module
+// so importing the package loads three JS modules instead of one per snippet: on a cold start
+// every module is a resolve, a file read and a compile in Node's loader (about 4.5 ms for eight
+// snippets on Node 20 and 24). Each snippet becomes a function scope, evaluated in the order ES module
 // evaluation would have run it, that hands its exports to the import sites; node: imports become
 // namespace imports at the top of the file. It understands only the forms our snippets use and
 // stops on anything else.
