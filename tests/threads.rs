@@ -439,3 +439,61 @@ fn stats_show_which_gates_the_threads_share() {
     assert!(shared(&mut gates, "a"));
     assert!(!shared(&mut gates, "b"));
 }
+
+#[test]
+fn a_head_held_for_another_threads_head_is_let_go_at_its_deadline() {
+    // A claim of another thread's head, ahead in the order, holds this thread's head up to its
+    // deadline while a token sits in memory: the head is let go at its deadline (the token was
+    // the other head's), each wake-up later than the one before. It used to count as ready by
+    // its deadline and ask again, its timer re-armed for that past deadline at the same instant
+    // for as long as the claim held (on the virtual clock: forever, "the run did not end").
+    let slot = Shared::new();
+    // A token a second: a claim lapses 250 ms past its time, a head behind it looks every 20.
+    let rate = settings(2.0, 1.0);
+    let mut gate = Gate::threaded(join(&slot, rate, 1, 0.0), Box::new(Seeded::new(1)));
+    let mut other = join(&slot, rate, 2, 0.0);
+    // The other thread's head takes a token with one more call behind it: its claim keeps the
+    // next token's turn for its next head; then that thread stalls.
+    let behind = Turn {
+        waiting: 2,
+        ..at(0.0)
+    };
+    assert!(admitted(other.admit(0.0, 0, behind, false)));
+    other.apply(0.0, &Op::Resume { id: 0 });
+    let spec = CallSpec {
+        max_wait_ms: Some(150.0),
+        ..CallSpec::default()
+    };
+    // A token is there when it joins at 10, so it waits, with its deadline at 160.
+    gate.start(10.0, spec, 0);
+    assert!(gate.poll_action(10.0).is_none());
+    let mut now = 10.0;
+    let mut actions = Vec::new();
+    for _ in 0..20 {
+        let due = gate
+            .poll_timeout(now)
+            .expect("a wake-up while the call waits");
+        assert!(due > now, "a wake-up at {due}, not after {now}");
+        now = due;
+        gate.handle_timeout(now);
+        actions.extend(std::iter::from_fn(|| gate.poll_action(now)));
+        if actions
+            .iter()
+            .any(|a| matches!(a, GateAction::Settle { .. }))
+        {
+            break;
+        }
+    }
+    assert_eq!(now, 161.0, "let go at its deadline's wake-up, 1 ms past it");
+    assert!(
+        !actions.iter().any(|a| matches!(a, GateAction::Send { .. })),
+        "{actions:?}"
+    );
+    assert!(
+        actions.iter().any(
+            |a| matches!(a, GateAction::Settle { end: End::Abandoned { abandoned, .. }, .. }
+            if abandoned.reason == Reason::QueueWait)
+        ),
+        "{actions:?}"
+    );
+}

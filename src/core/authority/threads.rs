@@ -354,7 +354,12 @@ impl Immediate for ThreadAuthority {
         Some(Immediate::rate(self))
     }
 
+    /// Not while the order held the token for another thread's head that came first: by `at`
+    /// it was not this head's to take.
     fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
+        if self.yield_until > at {
+            return false;
+        }
         let at = at + self.offset;
         self.with(now, |a, _, t| (a.ready_by(t, at), false))
     }
