@@ -742,7 +742,7 @@ fn a_fleet_starts_from_what_its_gates_learned() {
 
 mod random_traffic {
     use super::*;
-    use odds_gate::core::gate::EARLY_MS;
+    use odds_gate::core::gate::early::EARLY_MS;
     use odds_gate::core::rules::backoff::Backoff;
     use odds_gate::core::rules::learn::MIN_PACE;
     use proptest::prelude::*;

@@ -8,7 +8,7 @@
 use super::fleet::Shared;
 use super::profile::Keeping;
 use super::{GateId, Gates};
-use crate::core::gate::CallId;
+use crate::core::gate::ids::CallId;
 use crate::core::rules::learn::Sample;
 use crate::core::rules::routes::LimiterFeedback;
 use crate::core::Millis;

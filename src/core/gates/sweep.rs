@@ -7,8 +7,8 @@
 use super::memos::Kept;
 use super::profile::Keeping;
 use super::{Action, Gates, SWEEP_AT_LEAST, SWEEP_EVERY_MS};
+use crate::core::gate::early::EARLY_MS;
 use crate::core::gate::Gate;
-use crate::core::gate::EARLY_MS;
 use crate::core::Millis;
 
 impl Gates {

@@ -2,7 +2,7 @@
 //! is the earliest live one. A wake-up that changed before it came is skipped when it comes up.
 
 use super::{GateId, Gates};
-use crate::core::gate::EARLY_MS;
+use crate::core::gate::early::EARLY_MS;
 use crate::core::Millis;
 
 impl Gates {
