@@ -9,8 +9,9 @@ use std::rc::Rc;
 
 use odds_gate::core::gate::action::End;
 use odds_gate::core::gate::store_link::StoreSettings;
+use odds_gate::core::gates::ids::WrapperId;
 use odds_gate::core::gates::profile::{Keeping, Profile};
-use odds_gate::core::gates::{Gates, WrapperId};
+use odds_gate::core::gates::Gates;
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::policy::RetryPolicy;

@@ -9,10 +9,12 @@ use std::rc::Rc;
 
 use odds_gate::core::gate::action::{End, Event};
 use odds_gate::core::gate::store_link::StoreSettings;
+use odds_gate::core::gates::action::{Action, Refused};
 use odds_gate::core::gates::fleet::Shared;
+use odds_gate::core::gates::ids::WrapperId;
 use odds_gate::core::gates::profile::{Keeping, Profile, Request};
 use odds_gate::core::gates::scope::Scope;
-use odds_gate::core::gates::{Action, Gates, Refused, WrapperId, SWEEP_AT_LEAST, SWEEP_EVERY_MS};
+use odds_gate::core::gates::{Gates, SWEEP_AT_LEAST, SWEEP_EVERY_MS};
 use odds_gate::core::parse::feedback::Feedback;
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::budget::RefillingConfig;
@@ -742,7 +744,7 @@ fn a_fleet_starts_from_what_its_gates_learned() {
 
 mod random_traffic {
     use super::*;
-    use odds_gate::core::gate::EARLY_MS;
+    use odds_gate::core::gate::early::EARLY_MS;
     use odds_gate::core::rules::backoff::Backoff;
     use odds_gate::core::rules::learn::MIN_PACE;
     use proptest::prelude::*;
@@ -949,7 +951,7 @@ fn a_call_number_is_not_given_again_before_its_settlement_is_handed_out() {
     assert_ne!(slot(first), slot(second));
     let settled: Vec<u64> = std::iter::from_fn(|| gates.poll_action(0.0))
         .filter_map(|a| match a {
-            odds_gate::core::gates::Action::Settle { call, .. } => Some(call),
+            odds_gate::core::gates::action::Action::Settle { call, .. } => Some(call),
             _ => None,
         })
         .collect();

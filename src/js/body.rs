@@ -9,7 +9,7 @@ use wasm_bindgen_futures::JsFuture;
 use super::clock;
 use super::headers::header_value;
 use super::props::get;
-use crate::core::gate::BodyFacts;
+use crate::core::gate::respond::BodyFacts;
 use crate::core::rules::quota::Usage;
 
 #[wasm_bindgen(module = "/src/js/body.js")]

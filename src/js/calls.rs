@@ -15,7 +15,7 @@ use super::props::get;
 use super::replay;
 use crate::core::base::slab::Mirror;
 use crate::core::gate::action::End;
-use crate::core::gates::CallRef;
+use crate::core::gates::ids::CallRef;
 use crate::core::rules::quota::usage_url_for;
 use crate::core::Millis;
 

@@ -29,8 +29,10 @@ use super::watch::Watches;
 use crate::core::base::map::Map;
 use crate::core::base::slab::Mirror;
 use crate::core::gate::action::Event;
+use crate::core::gates::action::{Action, Refused, Started};
+use crate::core::gates::ids::{CallRef, GateId, WrapperId};
 use crate::core::gates::profile::{Request, StoreId};
-use crate::core::gates::{Action, CallRef, GateId, Gates, Refused, Started, WrapperId};
+use crate::core::gates::Gates;
 use crate::core::rules::classify::Failure;
 use crate::core::Millis;
 

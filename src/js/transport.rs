@@ -16,9 +16,10 @@ use super::headers::{self, Credential};
 use super::options::{self, Config};
 use super::text::number;
 use super::Exported;
+use crate::core::gates::action::Refused;
+use crate::core::gates::ids::{CallRef, WrapperId};
 use crate::core::gates::lane_name;
 use crate::core::gates::profile::Request;
-use crate::core::gates::{CallRef, Refused, WrapperId};
 use crate::core::rules::batch::Batch;
 use crate::core::rules::classify::Body;
 

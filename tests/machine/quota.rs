@@ -2,7 +2,8 @@
 //! stops for it, account calls pass, and probes that confirm nothing are spaced out.
 
 use odds_gate::core::gate::action::GateAction;
-use odds_gate::core::gate::{BodyFacts, CallId};
+use odds_gate::core::gate::ids::CallId;
+use odds_gate::core::gate::respond::BodyFacts;
 use odds_gate::core::parse::feedback::Feedback;
 use odds_gate::core::rules::quota::Usage;
 

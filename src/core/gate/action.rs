@@ -1,7 +1,7 @@
 //! What the gate asks its driver to do. The gate decides; the driver (the bindings, the
 //! simulator, a test) performs each action and reports back what happened.
 
-use super::CallId;
+use super::ids::CallId;
 use crate::core::authority::Op;
 use crate::core::rules::learn::{Estimate, Sample};
 use crate::core::rules::policy::{Abandoned, Reason};

@@ -3,9 +3,12 @@
 //! wake-up, for the head's token or deadline, a backoff's end, a store operation's time limit.
 
 use super::action::{End, Event, GateAction};
+use super::authority::Admission;
 use super::call::Stage;
+use super::early::EARLY_MS;
+use super::ids::CallId;
 use super::queue::Place;
-use super::{Admission, Due, Gate, EARLY_MS, STORE_BATCH};
+use super::{Due, Gate, STORE_BATCH};
 use crate::core::rules::learn::Learner;
 
 /// How often a learning gate that shares its allowance and has heard no answer yet looks for
@@ -17,10 +20,7 @@ pub(super) const OPENING_RECHECK_MS: Millis = 100.0;
 const SCOUT_OVERDUE_MS: Millis = 1_000.0;
 
 /// Whether `call` is a route's scout whose attempt is out.
-fn calls_scouting(
-    calls: &crate::core::base::slab::Slab<super::call::Call>,
-    call: super::CallId,
-) -> bool {
+fn calls_scouting(calls: &crate::core::base::slab::Slab<super::call::Call>, call: CallId) -> bool {
     calls
         .get(call)
         .is_some_and(|c| c.spec.scout && c.stage == Stage::Sending)
@@ -139,7 +139,7 @@ impl Gate {
     /// Whether `head` waits for the quota's probe: from the answer that raised the suspicion
     /// to the probe's end, nothing but account calls is sent (each other would likely be one
     /// more quota 429).
-    fn held_for_probe(&self, head: super::CallId) -> bool {
+    fn held_for_probe(&self, head: CallId) -> bool {
         let account = self.calls.get(head).is_some_and(|c| c.spec.account);
         self.probe.is_some_and(|probe| probe != head) && !account
     }

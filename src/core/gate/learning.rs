@@ -4,7 +4,8 @@
 use super::action::{Event, GateAction};
 use super::Gate;
 use crate::core::rules::allowance::{Allowance, Rate};
-use crate::core::rules::learn::{Estimate, Learner, Memo, Sample};
+use crate::core::rules::learn::memo::Memo;
+use crate::core::rules::learn::{Estimate, Learner, Sample};
 use crate::core::Millis;
 
 impl Gate {

@@ -7,7 +7,8 @@ use std::rc::Rc;
 
 use super::action::{End, Event, GateAction};
 use super::call::{CallSpec, Stage};
-use super::{CallId, Gate};
+use super::ids::CallId;
+use super::Gate;
 use crate::core::authority::Op;
 use crate::core::rules::batch::Batch;
 use crate::core::rules::quota::{QuotaState, Usage};

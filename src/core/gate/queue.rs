@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use super::CallId;
+use super::ids::CallId;
 use crate::core::authority::fair::Shares;
 use crate::core::base::timeline::Timeline;
 use crate::core::rules::fair::{self, cost, LaneId, Tag};

@@ -4,7 +4,8 @@
 
 use super::action::{End, Event, GateAction};
 use super::call::{Next, Stage};
-use super::{CallId, Gate};
+use super::ids::CallId;
+use super::Gate;
 use crate::core::authority::{Op, Remaining};
 use crate::core::parse::feedback::{
     honours_retry_after, parse_feedback, skim_feedback, Feedback, MAX_DELAY_MS,

@@ -3,9 +3,9 @@
 
 use super::compat::Mismatch;
 use super::fleet::Shared;
+use super::ids::{CallRef, GateId, WrapperId};
 use super::profile::StoreId;
 use super::scope::Scope;
-use super::{CallRef, GateId, WrapperId};
 use crate::core::authority::Op;
 use crate::core::gate::action::{End, Event, OpId};
 use crate::core::rules::allowance::Rate;

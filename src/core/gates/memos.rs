@@ -3,9 +3,9 @@
 //! with the budget it had left, and a process that sees a stream of new keys keeps at most
 //! [`MEMOS`] of them twice over.
 
-use super::Print;
+use super::scope::Print;
 use crate::core::base::map::Map;
-use crate::core::rules::learn::Memo;
+use crate::core::rules::learn::memo::Memo;
 
 /// What one forgotten gate left.
 #[derive(Debug, Clone, PartialEq, Default)]

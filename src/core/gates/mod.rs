@@ -11,6 +11,7 @@ pub mod action;
 pub mod compat;
 pub mod fleet;
 pub mod home;
+pub mod ids;
 pub mod lane_name;
 pub mod memos;
 pub mod profile;
@@ -18,45 +19,37 @@ pub mod scope;
 pub mod view;
 
 mod moves;
+mod sharing;
 mod sweep;
 mod wake;
 mod wrappers;
 
-pub use self::action::{Action, Refused, Started};
-pub use self::view::GateView;
-
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use self::fleet::Shared;
+use self::action::{Action, Refused, Started};
 use self::home::Home;
+use self::ids::{CallRef, GateId, WrapperId};
 use self::memos::Memos;
 use self::profile::{Keeping, Profile, Request};
-use self::scope::{fingerprint, sendable, Scope};
+use self::scope::{fingerprint, sendable, Print, Scope};
 use crate::core::base::map::{Map, Set};
-use crate::core::base::slab::{Id, Mirror, Slab};
+use crate::core::base::slab::{Mirror, Slab};
 use crate::core::base::timeline::Timeline;
 use crate::core::gate::action::{Event, GateAction, OpId};
 use crate::core::gate::call::CallSpec;
 use crate::core::gate::figures::Figures;
+use crate::core::gate::ids::CallId;
 use crate::core::gate::queue::{Lane, Rank};
+use crate::core::gate::respond::BodyFacts;
 use crate::core::gate::store_link::{StoreReply, StoreSettings};
-use crate::core::gate::{BodyFacts, CallId, Gate};
+use crate::core::gate::Gate;
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::classify::{Body, Failure};
 use crate::core::rules::fair::LaneId;
 use crate::core::rules::quota::{asks_account, Usage};
 use crate::core::rules::routes::{route_of, LimiterFeedback, Role, Routes};
 use crate::core::Millis;
-
-/// A gate's number among the gates.
-pub type GateId = Id;
-/// A call's number, the driver's handle on it wherever it goes.
-pub type CallRef = Id;
-/// A wrapper's number.
-pub type WrapperId = Id;
-/// A credential's 128-bit keyed fingerprint (see [`fingerprint`]).
-pub(crate) type Print = (u64, u64);
 
 /// Gates looked at for eviction each time a gate is made: enough to keep up with any stream of
 /// new keys, few enough to cost nothing.
@@ -567,12 +560,7 @@ impl Gates {
                     None => entry.users.iter().map(|&(w, _)| w).collect(),
                 };
                 if let (Event::Learned(_), Keeping::Store(store)) = (&event, entry.keeping) {
-                    let estimate = Shared::Estimate(entry.scope.as_str().into(), entry.gate.rate());
-                    self.share(
-                        store,
-                        &entry_credential(&self.entries, gate),
-                        vec![estimate],
-                    );
+                    self.share_learned(store, gate);
                 }
                 let event = match call {
                     Some(call) => event.renumbered(call),
@@ -598,11 +586,4 @@ impl Gates {
         };
         self.actions.extend(action);
     }
-}
-
-/// The credential of `gate`'s scope.
-fn entry_credential(entries: &Slab<Entry>, gate: GateId) -> Scope {
-    entries
-        .get(gate)
-        .map_or_else(Scope::anonymous, |e| e.scope.credential())
 }

@@ -6,9 +6,10 @@
 //! `maxWaiting` judged it once, and it keeps its place in the call order.
 
 use super::fleet::Shared;
+use super::ids::{CallRef, GateId};
 use super::profile::Keeping;
-use super::{GateId, Gates};
-use crate::core::gate::CallId;
+use super::Gates;
+use crate::core::gate::ids::CallId;
 use crate::core::rules::learn::Sample;
 use crate::core::rules::routes::LimiterFeedback;
 use crate::core::Millis;
@@ -69,7 +70,7 @@ impl Gates {
             return;
         };
         let calls = &self.calls;
-        let waiting: Vec<(CallId, super::CallRef)> = entry
+        let waiting: Vec<(CallId, CallRef)> = entry
             .refs
             .iter()
             .filter(|&(local, r)| {

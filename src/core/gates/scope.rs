@@ -75,6 +75,9 @@ fn credential<'a>(
     }
 }
 
+/// A credential's 128-bit keyed fingerprint (see [`fingerprint`]).
+pub(crate) type Print = (u64, u64);
+
 /// A keyed 128-bit fingerprint of a credential (two 64-bit lanes with keys of their own), for
 /// finding the gate a wrapper already holds without a SHA-256 on every call. Equal whenever
 /// [`Scope::of`] is; for two different credentials, equal only by a chance of about 2^-112

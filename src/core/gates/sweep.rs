@@ -4,11 +4,12 @@
 //! learning gate from the estimate its memo kept (in a store, from the fleet's). A credential
 //! none of whose gates is left forgets its routes too: its next calls scout again.
 
+use super::action::Action;
 use super::memos::Kept;
 use super::profile::Keeping;
-use super::{Action, Gates, SWEEP_AT_LEAST, SWEEP_EVERY_MS};
+use super::{Gates, SWEEP_AT_LEAST, SWEEP_EVERY_MS};
+use crate::core::gate::early::EARLY_MS;
 use crate::core::gate::Gate;
-use crate::core::gate::EARLY_MS;
 use crate::core::Millis;
 
 impl Gates {

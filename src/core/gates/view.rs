@@ -2,10 +2,11 @@
 //! wrapper used, and the figures of those since forgotten (for `stats()`, `describe()`, the
 //! metrics, the simulator's reports and the tests).
 
+use super::ids::{CallRef, GateId, WrapperId};
 use super::memos::MEMOS;
 use super::profile::Keeping;
 use super::scope::Scope;
-use super::{GateId, Gates, LaneFigures, WrapperId};
+use super::{Gates, LaneFigures};
 use crate::core::authority::LOW_REMAINING;
 use crate::core::gate::figures::Figures;
 use crate::core::gate::queue::Lane;
@@ -141,7 +142,7 @@ impl Gates {
     }
 
     /// The gate `call` is at now (a moved call's new one).
-    pub fn gate_of(&self, call: super::CallRef) -> Option<GateId> {
+    pub fn gate_of(&self, call: CallRef) -> Option<GateId> {
         self.calls.get(call).map(|placed| placed.gate)
     }
 

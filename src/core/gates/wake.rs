@@ -1,8 +1,9 @@
 //! One timer for every gate: each gate's next wake-up is kept in a heap, and the gates' wake-up
 //! is the earliest live one. A wake-up that changed before it came is skipped when it comes up.
 
-use super::{GateId, Gates};
-use crate::core::gate::EARLY_MS;
+use super::ids::GateId;
+use super::Gates;
+use crate::core::gate::early::EARLY_MS;
 use crate::core::Millis;
 
 impl Gates {

@@ -2,10 +2,12 @@
 //! batches), its stores, and the gate of a scope, made from the profile on first use or checked
 //! against it (see [`compat`](super::compat)).
 
+use super::action::{Action, Refused};
+use super::ids::{GateId, WrapperId};
 use super::profile::{Keeping, Profile, StoreId};
-use super::scope::Scope;
+use super::scope::{Print, Scope};
 use super::{compat, lane_name};
-use super::{Action, Entry, GateId, Gates, Print, Refused, Wrapper, WrapperId, SWEEP_PER_GATE};
+use super::{Entry, Gates, Wrapper, SWEEP_PER_GATE};
 use crate::core::authority::threads::{Settings, ThreadAuthority};
 use crate::core::base::map::{Map, Set};
 use crate::core::base::slab::Mirror;

@@ -32,9 +32,7 @@
 //! allowance is one token, the next a long while later. A configured allowance stays a
 //! ceiling: learning only goes below it.
 
-mod memo;
-
-pub use self::memo::Memo;
+pub mod memo;
 
 use std::collections::VecDeque;
 

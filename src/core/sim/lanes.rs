@@ -6,7 +6,8 @@
 use std::ops::Range;
 
 use super::world::World;
-use crate::core::gates::{lane_name, WrapperId};
+use crate::core::gates::ids::WrapperId;
+use crate::core::gates::lane_name;
 use crate::core::rules::allowance::{at_least, positive, ConfigError};
 use crate::core::rules::ranges::SIM_CALLS;
 use crate::core::Millis;

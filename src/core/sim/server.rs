@@ -4,7 +4,7 @@
 //! 429, and rate-limit headers on every answer, on 429s only, or never.
 
 use crate::core::base::map::Map;
-use crate::core::gate::BodyFacts;
+use crate::core::gate::respond::BodyFacts;
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::TokenBucket;

@@ -1,0 +1,212 @@
+//! The link as the gate's authority: each question the gate asks any authority, answered by
+//! the store (later, through an operation) or, while the store is down, by the fail-safe.
+//! A part of the link, so that it reaches the link's own state; the link itself needs nothing
+//! of the trait.
+
+use super::{OnFailure, Purpose, StoreLink};
+use crate::core::authority::fair::Turn;
+use crate::core::authority::{AdmissionId, Head, Op, Remaining, Seen, Transitions};
+use crate::core::gate::action::OpId;
+use crate::core::gate::authority::{Admission, Authority, Held};
+use crate::core::gate::ids::CallId;
+use crate::core::rules::allowance::Rate;
+use crate::core::rules::bucket::Count;
+use crate::core::rules::budget::RefillingConfig;
+use crate::core::Millis;
+
+impl Authority for StoreLink {
+    /// While the store is down the fail-safe admits, at its share, and now and then the store
+    /// is asked again. Otherwise the store is asked for as many of the queue as `want`, not a
+    /// moment early: asking before its token is there costs a round trip for a "wait".
+    fn admit(
+        &mut self,
+        now: Millis,
+        id: AdmissionId,
+        turn: Turn,
+        want: u32,
+        learning: bool,
+        account: bool,
+    ) -> Admission {
+        if self.alone() {
+            if self.ping_due(now) {
+                let ping = Op::Feedback {
+                    cooldown_ms: None,
+                    remaining: None,
+                };
+                self.send(now, Purpose::Tell, ping);
+            }
+            let fallback = &mut self.fallback;
+            return Authority::admit(fallback, now, id, turn, want, learning, account);
+        }
+        if self.admitting || now < self.ready_at {
+            return Admission::NotYet;
+        }
+        let seen = self.seen.take().map(|(seen, at)| seen.aged(now - at));
+        let op = Op::Admit {
+            id,
+            want,
+            seen,
+            account,
+            head: Some(Head {
+                waited_ms: now - turn.since,
+                lane: turn.lane,
+                waiting: turn.waiting,
+            }),
+        };
+        self.send(now, Purpose::Admit(id), op);
+        self.asked_with = self.rate;
+        Admission::Asked
+    }
+
+    fn predict(&mut self, now: Millis, ahead: usize) -> Millis {
+        match self.alone() {
+            true => Authority::predict(&mut self.fallback, now, ahead),
+            false => self.estimate(now, ahead),
+        }
+    }
+
+    fn head_due(&mut self, now: Millis) -> Option<Millis> {
+        if self.alone() {
+            let fallback = Authority::predict(&mut self.fallback, now, 0);
+            return Some(fallback.min(self.retry_at));
+        }
+        (!self.admitting).then(|| self.estimate(now, 0))
+    }
+
+    /// Where others share the state, nobody can say: no, unless the fail-safe admits alone.
+    fn ready_by(&mut self, now: Millis, at: Millis) -> bool {
+        self.alone() && Authority::ready_by(&mut self.fallback, now, at)
+    }
+
+    fn refusing(&self, now: Millis) -> bool {
+        self.down && self.settings.on_failure == OnFailure::Closed && now < self.retry_at
+    }
+
+    fn cooldown_until(&mut self) -> Millis {
+        let fallback = Authority::cooldown_until(&mut self.fallback);
+        self.cooldown_until.max(fallback)
+    }
+
+    fn held(&mut self) -> Held {
+        if self.alone() {
+            return self.fallback.held();
+        }
+        Held {
+            cooldown_until: self.cooldown_until,
+            slow: self.slow,
+            retry_budget: self.budget_left,
+        }
+    }
+
+    /// The fail-safe hears it too, should the store go down; the store, unless it is down.
+    fn tell(&mut self, now: Millis, op: Op) {
+        self.fallback.apply(now, &op);
+        if let Op::ClearCooldown = op {
+            self.cooldown_until = 0.0;
+        }
+        if !self.down {
+            self.send(now, Purpose::Tell, op);
+        }
+    }
+
+    /// A cooldown is told at once, so every process holds; a remaining count paces
+    /// admissions, so it rides along with the next one rather than cost a round trip of its
+    /// own.
+    fn observe(
+        &mut self,
+        now: Millis,
+        cooldown_ms: Option<Millis>,
+        remaining: Option<Remaining>,
+        heard: f64,
+    ) {
+        let op = Op::Feedback {
+            cooldown_ms,
+            remaining,
+        };
+        // The fail-safe holds too, should the store go down during the cooldown.
+        self.fallback.apply(now, &op);
+        if let Some(ms) = cooldown_ms {
+            self.cooldown_until = self.cooldown_until.max(now + ms);
+        }
+        if cooldown_ms.is_none() {
+            let heard = Some(heard);
+            self.seen = remaining.map(|r| (Seen::Remaining(Remaining { heard, ..r }), now));
+        } else if !self.down {
+            self.seen = None;
+            self.send(now, Purpose::Tell, op);
+        }
+    }
+
+    /// With the store up, a success's refund rides along with the next charge: it costs no
+    /// round trip.
+    fn credit(&mut self, now: Millis, refund: f64) {
+        match self.alone() {
+            true => Authority::credit(&mut self.fallback, now, refund),
+            false => self.refunds += refund,
+        }
+    }
+
+    fn charge(&mut self, now: Millis, call: CallId, cost: f64) -> Option<bool> {
+        if self.alone() {
+            return Some(self.charge_alone(now, cost));
+        }
+        let refund = std::mem::take(&mut self.refunds);
+        self.send(
+            now,
+            Purpose::Charge { call, cost },
+            Op::Charge { cost, refund },
+        );
+        None
+    }
+
+    /// The store hears the allowance with the next operation of any kind (each carries it;
+    /// `gate.lua` refills at the old one up to then, as `TokenBucket::retune` does) and the
+    /// count with the next admission; the fail-safe follows the allowance at its share.
+    fn tune(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>) {
+        let faster = rate.per_second() > self.rate.per_second();
+        self.rate = rate;
+        let share = self.settings.local_rate(rate);
+        Authority::tune(&mut self.fallback, now, share, None);
+        if let Some((count, at)) = count {
+            self.seen = Some((Seen::Count(count, at), now));
+        }
+        if faster || count.is_some() {
+            // The store's last wait was for the old allowance: ask again.
+            self.ready_at = f64::NEG_INFINITY;
+        }
+    }
+
+    fn shared_rate(&mut self) -> Option<Rate> {
+        self.stored.take()
+    }
+
+    fn install_budget(&mut self, config: RefillingConfig) {
+        Authority::install_budget(&mut self.fallback, config);
+        self.budget_left.get_or_insert(config.capacity);
+    }
+
+    /// The store keeps the budget.
+    fn local_budget_left(&mut self) -> Option<f64> {
+        None
+    }
+
+    fn cap_budget(&mut self, _left: f64) {}
+
+    /// Success refunds not yet carried to the store go with the gate: the shared budget only
+    /// ever errs low (fewer retries), and a gate kept for them would never go.
+    fn idle(&mut self, now: Millis) -> bool {
+        self.next_deadline().is_none() && Authority::idle(&mut self.fallback, now)
+    }
+
+    fn outgoing(&mut self) -> Option<(OpId, Op)> {
+        self.outbox.pop_front()
+    }
+
+    fn store_counts(&self) -> Option<(u64, u64, bool)> {
+        Some((self.calls, self.failures, !self.down))
+    }
+
+    fn link(&mut self) -> Option<&mut StoreLink> {
+        Some(self)
+    }
+}
