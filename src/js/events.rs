@@ -4,9 +4,10 @@
 use wasm_bindgen::JsValue;
 
 use super::props::set;
-use super::shapes::{to_js, Learned};
+use super::shapes::{to_js, Date};
 use super::shared_memory;
 use crate::core::gate::action::Event;
+use crate::core::gates::report::Learned;
 
 /// Builds and delivers events when a hook is set; costs nothing when it is not.
 #[derive(Clone, Default, PartialEq)]
@@ -76,7 +77,7 @@ impl Events {
                 set(e, "answered", (*answered).into());
             }
             Event::Learned(estimate) => {
-                let learned = to_js(&Learned(*estimate));
+                let learned = to_js(&Learned::new(*estimate, Date));
                 set(e, "learned", learned);
             }
             Event::NoRoom => {

@@ -1,12 +1,10 @@
 //! The JavaScript shapes more than one binding module hands out (`stats()`, `describe()`,
 //! `onEvent`, `simulate()`): a leaf, so those modules import it and never each other.
 
-use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use wasm_bindgen::JsValue;
 
 use super::clock;
-use crate::core::rules::learn::Estimate;
 
 /// Plain objects, `null` for an absent value: what `JSON.stringify` would also print.
 #[inline(never)]
@@ -14,22 +12,6 @@ pub fn to_js(value: &impl Serialize) -> JsValue {
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
         .unwrap_or(JsValue::NULL)
-}
-
-/// `stats().gates[i].learned`: what a learning gate has learned, its last 429 a `Date`.
-pub struct Learned(pub Estimate);
-
-impl Serialize for Learned {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let e = &self.0;
-        let mut learned = s.serialize_struct("Learned", 5)?;
-        learned.serialize_field("burst", &e.burst)?;
-        learned.serialize_field("perSecond", &e.per_second)?;
-        learned.serialize_field("atLeast", &e.at_least)?;
-        learned.serialize_field("confidence", &e.confidence)?;
-        learned.serialize_field("lastThrottle", &Date(e.last_throttle))?;
-        learned.end()
-    }
 }
 
 /// A time on the gate's clock as a `Date`, or `null`.

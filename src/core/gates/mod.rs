@@ -15,6 +15,8 @@ pub mod ids;
 pub mod lane_name;
 pub mod memos;
 pub mod profile;
+#[cfg(feature = "serde")]
+pub mod report;
 pub mod scope;
 pub mod view;
 
