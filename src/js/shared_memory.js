@@ -37,13 +37,19 @@
 //      16 + b * WORDS * 8: buffer b of 3, WORDS f64 each (the core's threads::WORDS)
 //
 // Locking. A lock is one i32: bit 0 held, bits 1-2 the buffer that holds the live state, bits
-// 3-30 a sequence number that counts holds. A thread holds a slot by compare-and-swap (seq + 1,
-// held), copies the live buffer out, writes its new state into the buffer the sequence number's
-// parity picks among the two others, and lets go by compare-and-swap to (that buffer live, not
+// 3-28 a sequence number that counts holds, bits 29-30 the quarantined buffer + 1 (0: none). A
+// thread holds a slot by compare-and-swap (seq + 1, held), copies the live buffer out, writes its
+// new state into a spare buffer (one of the two not live: the one not quarantined, else the one
+// the sequence number's parity picks) and lets go by compare-and-swap to (that buffer live, not
 // held); a read lets go with the same buffer live. A hold that lasts LEASE_MS unchanged is taken
-// over (its thread died or was terminated in it): the taker writes into the other spare buffer,
-// and the stalled holder's late let-go fails, so it runs its transaction again. Nothing a dead
-// thread did half-way is ever live. The table lock (for claiming a slot) works the same way.
+// over (its thread died, was terminated, or is stalled in it): the taker quarantines the buffer
+// the stalled holder writes into and so writes into the other spare, and the stalled holder's
+// late let-go fails, so it runs its transaction again. A holder copies its words only after it
+// saw its hold still held, so a stalled one copies nothing once taken over, and while it may
+// still be copying (it was taken over mid-copy) no writer targets its buffer: the quarantine stays
+// until the next take-over (a dead thread never lifts it; two buffers are enough for holds that
+// are not taken over). Nothing a dead or stalled thread did half-way is ever live. The table lock
+// (for claiming a slot) works the same way.
 import {
   BroadcastChannel,
   getEnvironmentData,
@@ -53,7 +59,7 @@ import {
 } from 'node:worker_threads';
 
 const MAGIC = 0x0dd59a7e;
-const NAME = 'odds-gate/shared-memory/v3';
+const NAME = 'odds-gate/shared-memory/v4';
 const WORDS = 63;
 const SLOTS = 16384;
 // 16 times that: 262 MB of address space reserved, the memory itself only as the table grows.
@@ -261,9 +267,16 @@ const wasmWords = () => (heap?.length ? heap : (heap = new Float64Array(memory.b
 const lockAt = (i) => (i < 0 ? TABLE_LOCK : (HEAD_BYTES + i * SLOT_BYTES) / 4);
 // The f64 index of buffer b of slot i.
 const bufferAt = (i, b) => (HEAD_BYTES + i * SLOT_BYTES + 16) / 8 + b * WORDS;
+// A lock word's sequence number and quarantined buffer (see "Locking").
+const SEQ = 0x1ffffff8;
+const QUARANTINE = 0x60000000;
 const live = (held) => (held >> 1) & 3;
-// The buffer a hold writes into: one of the two that are not live, by the sequence's parity.
-const target = (held) => (live(held) + 1 + ((held >> 3) & 1)) % 3;
+// The buffer a hold writes into: one of the two that are not live, the one not quarantined, else
+// by the sequence's parity (buffer numbers add up to 3).
+function target(held) {
+  const q = (held & QUARANTINE) >> 29;
+  return q ? 3 - live(held) - (q - 1) : (live(held) + 1 + ((held >> 3) & 1)) % 3;
+}
 
 // Holds slot i (-1: the table): the lock word held; -1 when the shared memory was superseded and
 // `force` is false (the caller moves to the current shared memory first); -2 when the slot no longer
@@ -277,11 +290,13 @@ function hold(s, i, force, high, low) {
   for (let spins = 0; ; ) {
     if (!force && Atomics.load(ints, SUPERSEDED) !== 0) return -1;
     if ((seen & 1) === 0 || (since >= 0 && performance.now() - since > LEASE_MS)) {
-      const next = ((seen + 8) & 0x7ffffff8) | (seen & 6) | 1;
+      // Taking over: the stalled holder may yet copy into its buffer.
+      const quarantine = seen & 1 ? (target(seen) + 1) << 29 : seen & QUARANTINE;
+      const next = (((seen & SEQ) + 8) & SEQ) | quarantine | (seen & 6) | 1;
       const was = Atomics.compareExchange(ints, at, seen, next);
       if (was === seen) {
         if ((high | low) === 0 || (ints[at + 1] === high && ints[at + 2] === low)) return next;
-        release(s, i, next, false);
+        release(s, i, next, live(next));
         return -2;
       }
       [seen, since, spins] = [was, -1, 0];
@@ -302,12 +317,12 @@ function hold(s, i, force, high, low) {
   }
 }
 
-// Lets go of a hold; with `wrote`, its buffer becomes the live one. False when the hold was
+// Lets go of a hold with `buffer` live (the hold's target when it wrote). False when the hold was
 // taken over meanwhile: nothing it wrote counts.
-function release(s, i, held, wrote) {
+function release(s, i, held, buffer) {
   const ints = s.ints;
   const at = lockAt(i);
-  const next = (held & ~7) | ((wrote ? target(held) : live(held)) << 1);
+  const next = (held & ~7) | (buffer << 1);
   const ok = Atomics.compareExchange(ints, at, held, next) === held;
   if (Atomics.load(ints, at + 3) !== 0) Atomics.notify(ints, at);
   return ok;
@@ -328,15 +343,17 @@ export function enter(s, i, force, high, low, to) {
 }
 
 // Copies the module's words at f64 index `from` (-1: nothing written) to the slot's spare buffer
-// and lets go; false when the hold was taken over meanwhile (nothing it wrote counts).
+// and lets go; false when the hold was taken over meanwhile (nothing it wrote counts, and once it
+// was taken over it copies nothing: a later writer may have made its buffer live).
 export function leave(s, i, held, from) {
-  if (from >= 0) {
-    const w = wasmWords();
-    const f = s.f64;
-    const to = bufferAt(i, target(held));
-    for (let k = 0; k < WORDS; k++) f[to + k] = w[from + k];
-  }
-  return release(s, i, held, from >= 0);
+  if (from < 0) return release(s, i, held, live(held));
+  if (Atomics.load(s.ints, lockAt(i)) !== held) return false;
+  const w = wasmWords();
+  const f = s.f64;
+  const b = target(held);
+  const to = bufferAt(i, b);
+  for (let k = 0; k < WORDS; k++) f[to + k] = w[from + k];
+  return release(s, i, held, b);
 }
 
 // The slots some key ever used.
@@ -361,4 +378,4 @@ export function setKey(s, i, high, low) {
   s.ints[at + 2] = low;
 }
 export const holdTable = (s) => hold(s, -1, true, 0, 0);
-export const releaseTable = (s, held) => release(s, -1, held, false);
+export const releaseTable = (s, held) => release(s, -1, held, live(held));
