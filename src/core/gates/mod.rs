@@ -412,7 +412,7 @@ impl Gates {
         Some(f(&entry.gate, placed.call))
     }
 
-    /// The caller's signal aborted: `call` leaves its gate as [`cancel`](Self::cancel) says,
+    /// The caller's signal aborted: `call` leaves its gate as `cancel` says,
     /// unless its attempt is out, which ends through the signal itself (and is then
     /// cancelled). Whether it left: the driver settles it.
     pub fn abort(&mut self, now: Millis, call: CallRef) -> bool {
