@@ -11,6 +11,8 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 cargo clippy --target wasm32-unknown-unknown --all-targets -- -D warnings
+# The core's docs link only to what they show (no links to private items).
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 step "core (native cargo test)"
 cargo test
 # The store's parity tests need a redis-server (scripts/setup.sh installs it): ignored by a plain

@@ -501,6 +501,24 @@ fn with_no_new_gates_a_timed_sweep_forgets_idle_gates_a_sixth_at_least_at_a_time
 }
 
 #[test]
+fn a_timed_sweep_reaches_every_idle_gate_within_a_minute_however_many_there_are() {
+    // 12,000 idle gates: each of a minute's six sweeps looks at a sixth of those there when the
+    // minute began (2,000), not a sixth of those left, which would leave 12,000 x (5/6)^6 (4,019)
+    // after the minute.
+    let (mut w, wrapper) = world(learning(), two_buckets(5.0));
+    for k in 0..12_000 {
+        w.start_at(0.0, SimCall::get(0, wrapper, &format!("key-{k}"), SNAPSHOT));
+    }
+    w.run();
+    assert_eq!(w.processes[0].gates.len(), 12_000);
+    for sweep in 1..=6 {
+        w.run_until(f64::from(sweep) * SWEEP_EVERY_MS + 1.0);
+        let left = 12_000 - 2_000 * sweep as usize;
+        assert_eq!(w.processes[0].gates.len(), left, "after sweep {sweep}");
+    }
+}
+
+#[test]
 fn a_timed_sweep_keeps_a_gate_until_it_is_idle() {
     // A 429 with Retry-After: 25 keeps the key's call waiting (and its gate cooling down) past
     // two sweeps.

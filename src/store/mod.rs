@@ -88,7 +88,7 @@ pub fn admission_name(process: &str, id: AdmissionId) -> String {
 }
 
 /// The number a process's claims go by in the order between the fleet's queues (see
-/// [`Order`](crate::core::authority::order::Order)): its id's FNV-1a hash, in 52 bits, not 0.
+/// `Order`): its id's FNV-1a hash, in 52 bits, not 0.
 pub fn claimant(process: &str) -> f64 {
     let hash = process.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)

@@ -6,7 +6,7 @@
 //! an unnamed one by the order its queue made it); within a lane, heads go by arrival, whichever
 //! queue holds them.
 //!
-//! The words: the clock, then [`LANES`] lanes of (lane + 1, next start), 0 for none. A tag is
+//! The words: the clock, then `LANES` lanes of (lane + 1, next start), 0 for none. A tag is
 //! kept in two words (its whole admissions and its fraction, in units of 2^-32), each exact in
 //! an `f64` for the first 2^53 admissions of a gate. A lane whose next start the clock has
 //! passed banks nothing, so its place is free; when every place holds a lane that is ahead, a

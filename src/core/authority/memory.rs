@@ -154,7 +154,7 @@ impl MemoryAuthority {
     /// Whether nothing here is worth keeping but the retry budget: a full bucket that is not
     /// paused, no cooldown or quota closure left. A gate in this state can be forgotten and
     /// made anew later with no difference to anyone, its budget put back as it was (see
-    /// [`cap_budget`](Self::cap_budget)): a budget refills only with successes, so a gate kept
+    /// `cap_budget`): a budget refills only with successes, so a gate kept
     /// until it is full again may never go. Nor is a slow refill a reason to keep it: a full
     /// bucket has nothing left to refill, and the answers to its next burst (the same burst
     /// either way) say again whether the key runs low.

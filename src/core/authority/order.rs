@@ -4,7 +4,7 @@
 //! fair order puts first ([`fair`]: the smallest start tag, then the earliest arrival),
 //! whichever queue holds it; a head behind it waits until it has asked.
 //!
-//! The words: the fair order's, then [`CLAIMS`] claims of four (who, lane + 1 or 0 for the
+//! The words: the fair order's, then `CLAIMS` claims of four (who, lane + 1 or 0 for the
 //! front, arrival, when it asks next), who 0 for none. More queues than that wait unordered.
 
 use super::fair::{self, Fair, Shares, Turn};

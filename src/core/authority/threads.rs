@@ -6,7 +6,7 @@
 //! [`order`] between the queues: the head of each waiting queue leaves a claim, and
 //! a token goes to the head the fair order puts first.
 //!
-//! A slot's words, in order: [`READY`] (1 once anything was saved), the gate's allowance and
+//! A slot's words, in order: `READY` (1 once anything was saved), the gate's allowance and
 //! retry budget settings (the first thread's; the others must agree), the memory authority's
 //! state, then the order (the fair order's clock and lanes, and the heads' claims).
 
@@ -311,8 +311,8 @@ impl Transitions for ThreadAuthority {
 
 impl Immediate for ThreadAuthority {
     /// A token goes to the head that goes first among the threads' queues (see
-    /// [`Order::admit`]); a claim not renewed within one token interval (at most
-    /// [`order::GRACE_MS`]) of its time lapses: its thread died, or its queue emptied.
+    /// `Order::admit`); a claim not renewed within one token interval (at most
+    /// `order::GRACE_MS`) of its time lapses: its thread died, or its queue emptied.
     fn admit(&mut self, now: Millis, id: AdmissionId, turn: Turn, account: bool) -> Answer {
         let ask = Ask {
             who: f64::from(self.thread),

@@ -68,7 +68,7 @@ struct Entry<T> {
     value: Option<T>,
 }
 
-/// Values by [`Id`], with slots reused.
+/// Values by `Id`, with slots reused.
 #[derive(Debug, Clone)]
 pub struct Slab<T> {
     entries: Segments<Entry<T>>,

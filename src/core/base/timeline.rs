@@ -8,7 +8,7 @@ use std::collections::BinaryHeap;
 
 use crate::core::Millis;
 
-/// What a [`Timeline`] orders by: virtual milliseconds, or a place in call order.
+/// What a `Timeline` orders by: virtual milliseconds, or a place in call order.
 pub trait Time: Copy {
     /// The order of two times (a total one: milliseconds by [`f64::total_cmp`]).
     fn order(self, other: Self) -> Ordering;

@@ -74,7 +74,7 @@ pub enum GateAction {
         /// How.
         end: End,
         /// It ends for the spent quota and gets the gate's kept answer again (see
-        /// [`QuotaAnswer`](crate::core::rules::quota::QuotaAnswer)), as it does without
+        /// `QuotaAnswer`), as it does without
         /// `typedErrors`.
         again: bool,
     },

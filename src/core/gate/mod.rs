@@ -417,7 +417,7 @@ impl Gate {
 
     /// Takes `call` out of the gate when it waits for its route's scout, or in queue, and was
     /// never sent: its route turned out to draw from another limiter, whose gate takes
-    /// it in ([`take_in`](Self::take_in)) as it is, neither a scout nor behind one any more.
+    /// it in (`take_in`) as it is, neither a scout nor behind one any more.
     pub fn withdraw(&mut self, call: CallId) -> Option<Call> {
         let c = self.calls.get(call)?;
         if c.probe || c.first_sent.is_some() {

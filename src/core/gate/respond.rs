@@ -561,10 +561,8 @@ impl Gate {
     }
 
     /// A 429 of this gate's, read whole, said `body`: whether the driver keeps it to give again
-    /// to the calls the spent quota refuses (see [`QuotaAnswer`]). Asked whether or not its
-    /// call is still there.
-    ///
-    /// [`QuotaAnswer`]: crate::core::rules::quota::QuotaAnswer
+    /// to the calls the spent quota refuses (see `rules::quota::QuotaAnswer`). Asked whether
+    /// or not its call is still there.
     pub fn keeps_answer(&mut self, body: &BodyFacts) -> bool {
         self.answer.offer(body.names_quota())
     }

@@ -3,7 +3,7 @@
 //! While the store does not answer, the link admits through a fail-safe of its own (a share of
 //! the allowance, in memory) or refuses, as configured, and asks the store again after
 //! `retryMs`. The gate asks it what it asks any authority
-//! ([`Authority`](super::authority::Authority), answered in `answers.rs`); the fail-safe is the
+//! (`Authority`, answered in `answers.rs`); the fail-safe is the
 //! link's alone.
 
 use std::collections::{HashMap, VecDeque};

@@ -1,5 +1,5 @@
 //! The rules between wrappers that share a credential: one allowance per credential, one place
-//! its state lives, one retry budget (the one each wrapper brings, [`Profile::budget_used`]:
+//! its state lives, one retry budget (the one each wrapper brings, `Profile::budget_used`:
 //! the first that brings one gives a budget-less gate its budget). A wrapper that disagrees is
 //! refused with a [`Mismatch`], whose message names both sides and what to do.
 

@@ -11,7 +11,7 @@ pub(crate) const MAX_CHARS: usize = 64;
 /// The name of every wrapper's own calls (lane 0, which they share).
 pub const DEFAULT: &str = "default";
 
-/// Accepts a name of 1 to [`MAX_CHARS`] characters; names `field` otherwise (with the length
+/// Accepts a name of 1 to `MAX_CHARS` characters; names `field` otherwise (with the length
 /// given).
 pub fn check(field: &'static str, name: &str) -> Result<(), ConfigError> {
     let chars = name.chars().count();

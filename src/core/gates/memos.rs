@@ -1,7 +1,7 @@
 //! What forgotten gates leave behind, per scope, in a table of bounded size: a learning gate's
 //! estimate, and a retry budget not full again. A key that returns starts from its estimate and
 //! with the budget it had left, and a process that sees a stream of new keys keeps at most
-//! [`MEMOS`] of them twice over.
+//! `MEMOS` of them twice over.
 
 use super::scope::Print;
 use crate::core::base::map::Map;

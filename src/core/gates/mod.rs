@@ -129,6 +129,9 @@ pub struct Gates {
     sweep: VecDeque<GateId>,
     /// When the next timed sweep is due (set while any gate is left).
     sweep_due: Option<Millis>,
+    /// The timed sweeps' round: gates each looks at (a sixth of those there when the round
+    /// began, or more if more came), and the sweeps left in it.
+    sweep_round: (usize, u32),
     /// What forgotten gates in this thread's memory left: estimates, budgets not full.
     memos: Memos,
     calls: Slab<Placed>,
@@ -162,6 +165,7 @@ impl Gates {
             limiters: Map::default(),
             sweep: VecDeque::new(),
             sweep_due: None,
+            sweep_round: (0, 0),
             memos: Memos::default(),
             calls: Slab::default(),
             wrappers: Slab::default(),
@@ -412,7 +416,7 @@ impl Gates {
         Some(f(&entry.gate, placed.call))
     }
 
-    /// The caller's signal aborted: `call` leaves its gate as [`cancel`](Self::cancel) says,
+    /// The caller's signal aborted: `call` leaves its gate as `cancel` says,
     /// unless its attempt is out, which ends through the signal itself (and is then
     /// cancelled). Whether it left: the driver settles it.
     pub fn abort(&mut self, now: Millis, call: CallRef) -> bool {

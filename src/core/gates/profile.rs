@@ -37,7 +37,7 @@ pub struct Profile {
     pub allowance: Allowance,
     /// The gates' shared retry budget as configured (`retry.budget`; `None` for none), which
     /// its lanes inherit: its calls draw on it only if it retries (see
-    /// [`budget_used`](Self::budget_used)).
+    /// `budget_used`).
     pub budget: Option<RefillingConfig>,
     /// Where the gates' state lives.
     pub keeping: Keeping,

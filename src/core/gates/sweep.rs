@@ -18,19 +18,30 @@ impl Gates {
     pub fn sweep_timeout(&mut self, now: Millis) -> Option<Millis> {
         if self.sweep.is_empty() {
             self.sweep_due = None;
+            self.sweep_round = (0, 0);
             return None;
         }
         Some(*self.sweep_due.get_or_insert(now + SWEEP_EVERY_MS))
     }
 
     /// The sweep timer fired at `now`: forgets idle gates among a sixth of them (what follows
-    /// comes from [`poll_action`](Self::poll_action)).
+    /// comes from [`poll_action`](Self::poll_action)). A sixth of those there when the round
+    /// of six sweeps began, not of those left: as the idle go, a sixth of the rest would look
+    /// at fewer each time, and never reach the last of them within the minute.
     pub(crate) fn handle_sweep(&mut self, now: Millis) {
         if !self.sweep_due.is_some_and(|due| due <= now + EARLY_MS) {
             return;
         }
         self.sweep_due = None;
-        let n = self.sweep.len().div_ceil(6).max(SWEEP_AT_LEAST);
+        let (each, left) = &mut self.sweep_round;
+        if *left == 0 {
+            (*each, *left) = (0, 6);
+        }
+        *left -= 1;
+        *each = (*each)
+            .max(self.sweep.len().div_ceil(6))
+            .max(SWEEP_AT_LEAST);
+        let n = *each;
         self.evict_idle(now, n);
     }
 

@@ -3,5 +3,6 @@
 
 pub mod decimal;
 pub mod feedback;
+pub mod freshness;
 pub mod http_date;
 pub mod iso_date;

@@ -5,7 +5,7 @@
 //! - *Anchored refill.* A server's bucket starts refilling when the first request of a burst
 //!   *arrives*, which is later than when we admitted it. So a take from a full bucket can pause
 //!   refilling until that request's response comes back (the latest moment it can have
-//!   arrived); the pause ends by itself after [`MAX_PAUSE_MS`] so a lost response costs little.
+//!   arrived); the pause ends by itself after `MAX_PAUSE_MS` so a lost response costs little.
 //! - *Slow mode.* Refill at half the rate while the server says the key is nearly spent.
 
 use crate::core::rules::allowance::Rate;

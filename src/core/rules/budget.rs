@@ -3,7 +3,7 @@
 //! a little during an outage and multiplying the load.
 //!
 //! Two shapes. [`BatchBudget`] is the article's: a fixed allowance of retries for one round of
-//! work, never replenished. [`RefillingBudget`] is for a long-running service, after AWS SDK
+//! work, never replenished. `RefillingBudget` is for a long-running service, after AWS SDK
 //! "standard" retry mode: a budget of 500 tokens; a throttling retry costs 5, a transient one
 //! (5xx, network, timeout) 10; a call that succeeds after retrying refunds what its last retry
 //! cost, and a call that succeeds first time adds 1. A healthy service refills the budget; a
@@ -45,7 +45,7 @@ impl BatchBudget {
     }
 }
 
-/// The settings of a [`RefillingBudget`]. Read as `retry.budget`, a field left out is
+/// The settings of a `RefillingBudget`. Read as `retry.budget`, a field left out is
 /// [`RefillingConfig::DEFAULT`]'s.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(

@@ -5,7 +5,7 @@
 //!
 //! Start-time fair queuing: each lane's head is tagged with the virtual time its lane may start
 //! at ([`start`]), the smallest tag goes first, and serving it moves the virtual clock to that
-//! tag and the lane's next start `1 / weight` later ([`serve`]), in whole units of 2^-32 so that
+//! tag and the lane's next start `1 / weight` later (`serve`), in whole units of 2^-32 so that
 //! tags compare exactly and a prediction is the queue's order. Start tags rather than deficit
 //! round robin: one comparison per lane decides the head, no quantum to tune, and a lane with
 //! nothing waiting banks nothing (it comes back at the clock), so its share is lent to the

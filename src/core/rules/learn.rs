@@ -1,7 +1,7 @@
 //! Learning a key's allowance from the API itself, for a gate nobody told the allowance.
 //!
 //! What an answer can say, and what each is worth:
-//! - Only an answer that took a token (a 2xx or 3xx: [`took_token`]) can raise the estimate.
+//! - Only an answer that took a token (a 2xx or 3xx: `took_token`) can raise the estimate.
 //!   A 429 says the server's bucket was empty; a 404 of a missing event, a 5xx, take nothing
 //!   and teach nothing but the counts they carry.
 //! - `X-RateLimit-Limit` is the bucket's capacity: it becomes the burst. A `Remaining` above it
@@ -14,17 +14,17 @@
 //!   Requests do not reach the server in the order they were numbered, so `j` counts only
 //!   when it went after `i`'s answer came, `taken` only the requests surely taken between,
 //!   and `dt` is the longest the two can lie apart (from `i`'s sending to `j`'s answer).
-//!   The best bound over the last [`HORIZON_MS`] is the estimate, so a bound proven before the
+//!   The best bound over the last `HORIZON_MS` is the estimate, so a bound proven before the
 //!   allowance dropped expires.
 //! - The remaining count also says how many tokens are there: the gate's bucket is set to it,
 //!   less the requests admitted after the one it answered (the authority knows those).
 //! - Counts that keep claiming room while 429s come (a monthly quota's, or a stuck number) are
-//!   distrusted for good after [`DOUBTS`] contradictions: the gate learns as without them.
+//!   distrusted for good after `DOUBTS` contradictions: the gate learns as without them.
 //! - Without counts, like TCP: after the first answer the requests in flight grow by one per
 //!   answer that took a token (so they double each round trip) and nothing else paces them, so
 //!   a server that never limits is not slowed. The first 429 ends that: the pace starts again
 //!   at one per second and doubles each second until the next 429 (slow start), which halves
-//!   it; from then on each 429 cuts it to [`BETA`] (CUBIC's factor) and each success raises it a
+//!   it; from then on each 429 cuts it to `BETA` (CUBIC's factor) and each success raises it a
 //!   step, never below the bound the successes between 429s prove. A 429 that names the limit
 //!   gives the burst.
 //!

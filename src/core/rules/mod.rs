@@ -7,6 +7,7 @@ pub mod backoff;
 pub mod batch;
 pub mod bucket;
 pub mod budget;
+pub mod cache;
 pub mod classify;
 pub mod fair;
 pub mod learn;

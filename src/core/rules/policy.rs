@@ -50,7 +50,7 @@ impl Reason {
         Reason::QueueFull,
     ];
 
-    /// The reason's place in [`Reason::ALL`], for figures kept by reason.
+    /// The reason's place in `Reason::ALL`, for figures kept by reason.
     pub fn index(self) -> usize {
         self as usize
     }

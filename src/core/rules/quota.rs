@@ -110,7 +110,7 @@ impl Usage {
 
     /// Reads `/usage`'s JSON: its numbers through `number` (see
     /// [`from_fields`](Self::from_fields)), and `period_end_utc` through `text` (an ISO 8601
-    /// time, see [`parse_iso_date`]), moved from Unix time onto the gate's clock by `from_wall`.
+    /// time, see `parse_iso_date`), moved from Unix time onto the gate's clock by `from_wall`.
     pub fn read(
         number: impl Fn(&str) -> Option<f64>,
         text: impl Fn(&str) -> Option<String>,

@@ -8,7 +8,7 @@
 //! 429 too: the server is up; its pace is the learner's and the cooldown's business).
 //!
 //! Before the server's first answer, every failure holds: nothing says the server is up. Once
-//! it has answered, the first [`TOLERATED`] failures in a row hold nothing, so a server that
+//! it has answered, the first `TOLERATED` failures in a row hold nothing, so a server that
 //! fails now and then costs no hold: where one answer in 7 is a 503 at random, two come in a
 //! row every 49 requests, and holding from the second slowed 128 calls at 5/s from 1.09 to
 //! 1.15 times the allowance's floor learning (1.23 to 1.30 at the fixed rate) on the virtual

@@ -48,7 +48,7 @@ impl Learner {
 
     /// Goes on at `now` from `memo`, what this key's forgotten gate had learned, when nothing
     /// was learned here yet (another thread's estimate, adopted already, is fresher). Without
-    /// counts it climbs on from the pace by the smallest step, as after [`adopt`](Self::adopt).
+    /// counts it climbs on from the pace by the smallest step, as after `adopt`.
     pub fn resume(&mut self, now: Millis, memo: &Memo) {
         if !self.opening() {
             return;

@@ -1,0 +1,351 @@
+//! One request per snapshot (`createFetch({ cache })`): which answers are kept and for how long,
+//! which calls join a request already in flight, which are answered from a kept entry (fresh,
+//! or stale instead of refused), and which entries go when the bytes run out. The index only:
+//! the bindings hold the bytes, known here by an [`EntryId`] and their length.
+//!
+//! A key `K` is what makes two GETs identical (the credential's scope, the URL, `Accept`): an
+//! entry is only ever found under its own key, so a credential never sees another's. A caller
+//! `C` is a call waiting for a request's answer.
+
+use std::collections::BTreeMap;
+use std::hash::Hash;
+
+use crate::core::base::map::Map;
+use crate::core::parse::freshness::Freshness;
+use crate::core::rules::allowance::{at_least, ConfigError};
+use crate::core::Millis;
+
+/// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CacheConfig {
+    /// The bytes every entry together may hold.
+    pub max_bytes: f64,
+    /// The largest body kept; a larger one is passed on, not kept.
+    pub max_entry_bytes: f64,
+    /// The lifetime of an answer nothing else gives one (0: calls in flight share one request,
+    /// nothing is kept).
+    pub default_ttl_ms: Millis,
+    /// How long past its lifetime an entry may still answer a call the gate would refuse or
+    /// hold past a cooldown.
+    pub stale_for_ms: Millis,
+}
+
+impl CacheConfig {
+    /// `cache: true`.
+    pub const DEFAULT: CacheConfig = CacheConfig {
+        max_bytes: 16.0 * 1024.0 * 1024.0,
+        max_entry_bytes: 1024.0 * 1024.0,
+        default_ttl_ms: 0.0,
+        stale_for_ms: 10.0 * 60_000.0,
+    };
+
+    /// The configuration, or the first field out of its range.
+    pub fn validate(self) -> Result<Self, ConfigError> {
+        at_least(
+            "cache.maxBytes",
+            self.max_bytes,
+            1.0,
+            "a finite number >= 1",
+        )?;
+        at_least(
+            "cache.maxEntryBytes",
+            self.max_entry_bytes,
+            1.0,
+            "a finite number >= 1",
+        )?;
+        if self.max_entry_bytes > self.max_bytes {
+            return Err(ConfigError::OutOfRange {
+                field: "cache.maxEntryBytes",
+                expected: "a finite number no larger than cache.maxBytes",
+                got: self.max_entry_bytes,
+            });
+        }
+        at_least(
+            "cache.defaultTtlMs",
+            self.default_ttl_ms,
+            0.0,
+            "a finite number >= 0",
+        )?;
+        at_least(
+            "cache.staleForMs",
+            self.stale_for_ms,
+            0.0,
+            "a finite number >= 0",
+        )?;
+        Ok(self)
+    }
+}
+
+/// How long an answer is fresh: what its headers say, else its JSON body's `ttl_seconds`
+/// (the API's own guidance), else `default_ttl_ms`; `None` when it must not be kept
+/// (`no-store`, or a `ttl_seconds` that is not a finite number >= 0).
+pub fn lifetime(
+    headers: Freshness,
+    ttl_seconds: Option<f64>,
+    default_ttl_ms: Millis,
+) -> Option<Millis> {
+    match headers {
+        Freshness::NoStore => None,
+        Freshness::For(ms) => Some(ms),
+        Freshness::Unsaid => match ttl_seconds {
+            Some(s) if s.is_finite() && s >= 0.0 => Some(s * 1_000.0),
+            Some(_) => None,
+            None => Some(default_ttl_ms),
+        },
+    }
+}
+
+/// An entry's number: the bindings keep its bytes under it.
+pub type EntryId = u64;
+
+/// What [`Cache::lookup`] decided for a call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Lookup {
+    /// Answer with this entry, `age_ms` old: no request, no token.
+    Fresh {
+        /// The entry.
+        entry: EntryId,
+        /// Its age now.
+        age_ms: Millis,
+    },
+    /// A request for the same key is in flight: wait for its answer.
+    Joined,
+    /// Send the request (through the gate); the calls that join it wait for its answer.
+    Lead,
+}
+
+/// How a request in flight ended, for [`Cache::landed`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Landed {
+    /// A 200 whose body is `bytes` long, fresh for `lifetime` (see [`lifetime`]); kept if it
+    /// may be and fits.
+    Ok {
+        /// The body's length.
+        bytes: f64,
+        /// How long it is fresh; `None`: not kept.
+        lifetime: Option<Millis>,
+    },
+    /// Anything else: an error, another status, a body too large to copy. Nothing kept.
+    Other,
+}
+
+/// What the bindings do once a request in flight has landed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settled<C> {
+    /// The calls still waiting for it, its leader first if it still waits: each gets the
+    /// answer.
+    pub waiting: Vec<C>,
+    /// The entry the answer is kept as, if it is.
+    pub kept: Option<EntryId>,
+    /// Entries to drop (replaced, or least recently used past `max_bytes`).
+    pub dropped: Vec<EntryId>,
+}
+
+/// The cache's figures (`stats().cache`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CacheFigures {
+    /// Entries kept now.
+    pub entries: usize,
+    /// Their bytes.
+    pub bytes: f64,
+    /// Calls answered by a fresh entry.
+    pub hits: u64,
+    /// Calls that joined a request in flight.
+    pub coalesced: u64,
+    /// Calls answered by a stale entry instead of refused or held.
+    pub stale: u64,
+    /// Entries dropped for room.
+    pub evictions: u64,
+}
+
+impl CacheFigures {
+    /// Requests the cache saved: each call it answered or joined to another's request.
+    pub fn requests_saved(&self) -> u64 {
+        self.hits + self.coalesced + self.stale
+    }
+}
+
+/// A kept answer.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    id: EntryId,
+    bytes: f64,
+    stored_at: Millis,
+    fresh_until: Millis,
+    /// Its place in the order of use (the key of `Cache::order`).
+    used: u64,
+}
+
+/// The index of kept answers and requests in flight.
+#[derive(Debug)]
+pub struct Cache<K, C> {
+    config: CacheConfig,
+    entries: Map<K, Entry>,
+    /// Keys by last use, least recent first.
+    order: BTreeMap<u64, K>,
+    uses: u64,
+    next_id: EntryId,
+    /// Requests in flight, with the calls waiting for each (its leader first, while it waits).
+    flights: Map<K, Vec<C>>,
+    figures: CacheFigures,
+}
+
+impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
+    /// An empty cache.
+    pub fn new(config: CacheConfig) -> Self {
+        Cache {
+            config,
+            entries: Map::default(),
+            order: BTreeMap::new(),
+            uses: 0,
+            next_id: 1,
+            flights: Map::default(),
+            figures: CacheFigures::default(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> CacheConfig {
+        self.config
+    }
+
+    /// What `caller`, a GET for `key` at `now`, does: answer from a fresh entry, join the
+    /// request in flight, or lead a new one.
+    pub fn lookup(&mut self, now: Millis, key: &K, caller: C) -> Lookup {
+        if let Some(e) = self.entries.get(key).copied() {
+            if now < e.fresh_until {
+                self.touch(key, e.used);
+                self.figures.hits += 1;
+                return Lookup::Fresh {
+                    entry: e.id,
+                    age_ms: now - e.stored_at,
+                };
+            }
+        }
+        match self.flights.get_mut(key) {
+            Some(joined) => {
+                joined.push(caller);
+                self.figures.coalesced += 1;
+                Lookup::Joined
+            }
+            None => {
+                self.flights.insert(key.clone(), vec![caller]);
+                Lookup::Lead
+            }
+        }
+    }
+
+    /// An entry for `key` no older than its lifetime and `stale_for_ms` past it, to answer a
+    /// call the gate would refuse or hold past a cooldown, with its age; counted as served.
+    pub fn stale(&mut self, now: Millis, key: &K) -> Option<(EntryId, Millis)> {
+        let e = self.entries.get(key).copied()?;
+        if now > e.fresh_until + self.config.stale_for_ms {
+            return None;
+        }
+        self.touch(key, e.used);
+        self.figures.stale += 1;
+        Some((e.id, now - e.stored_at))
+    }
+
+    /// The request in flight for `key` has landed at `now`: who else gets its answer, and what
+    /// is kept and dropped.
+    pub fn landed(&mut self, now: Millis, key: &K, landed: Landed) -> Settled<C> {
+        let waiting = self.flights.remove(key).unwrap_or_default();
+        let mut settled = Settled {
+            waiting,
+            kept: None,
+            dropped: Vec::new(),
+        };
+        let Landed::Ok {
+            bytes,
+            lifetime: Some(lifetime),
+        } = landed
+        else {
+            return settled;
+        };
+        if lifetime <= 0.0 && self.config.stale_for_ms <= 0.0 {
+            return settled;
+        }
+        if bytes > self.config.max_entry_bytes {
+            return settled;
+        }
+        if let Some(old) = self.remove(key) {
+            settled.dropped.push(old);
+        }
+        while self.figures.bytes + bytes > self.config.max_bytes {
+            let Some((_, oldest)) = self.order.first_key_value() else {
+                break;
+            };
+            let oldest = oldest.clone();
+            if let Some(id) = self.remove(&oldest) {
+                self.figures.evictions += 1;
+                settled.dropped.push(id);
+            }
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.uses += 1;
+        self.order.insert(self.uses, key.clone());
+        self.entries.insert(
+            key.clone(),
+            Entry {
+                id,
+                bytes,
+                stored_at: now,
+                fresh_until: now + lifetime,
+                used: self.uses,
+            },
+        );
+        self.figures.entries += 1;
+        self.figures.bytes += bytes;
+        settled.kept = Some(id);
+        settled
+    }
+
+    /// `caller` no longer waits for the request for `key` (its signal aborted). True when
+    /// nobody does any more: the request is cancelled (while anyone waits, it goes on, its
+    /// leader's abort included).
+    pub fn leave(&mut self, key: &K, caller: &C) -> bool {
+        let Some(waiting) = self.flights.get_mut(key) else {
+            return false;
+        };
+        waiting.retain(|c| c != caller);
+        let nobody = waiting.is_empty();
+        if nobody {
+            self.flights.remove(key);
+        }
+        nobody
+    }
+
+    /// Drops every entry past its stale time at `now`; returns their ids.
+    pub fn sweep(&mut self, now: Millis) -> Vec<EntryId> {
+        let stale_for = self.config.stale_for_ms;
+        let old: Vec<K> = (self.entries.iter())
+            .filter(|(_, e)| now > e.fresh_until + stale_for)
+            .map(|(k, _)| k.clone())
+            .collect();
+        old.iter().filter_map(|k| self.remove(k)).collect()
+    }
+
+    /// The figures now.
+    pub fn figures(&self) -> CacheFigures {
+        self.figures
+    }
+
+    fn touch(&mut self, key: &K, used: u64) {
+        self.order.remove(&used);
+        self.uses += 1;
+        self.order.insert(self.uses, key.clone());
+        if let Some(e) = self.entries.get_mut(key) {
+            e.used = self.uses;
+        }
+    }
+
+    fn remove(&mut self, key: &K) -> Option<EntryId> {
+        let e = self.entries.remove(key)?;
+        self.order.remove(&e.used);
+        self.figures.entries -= 1;
+        self.figures.bytes -= e.bytes;
+        Some(e.id)
+    }
+}

@@ -1,0 +1,341 @@
+//! The cache's rules (#36) on the virtual clock: which answers are kept and for how long, which
+//! calls join a request in flight or are answered from an entry, which entries go when the
+//! bytes run out, and the polling load the issue measures (32 workers, 10 snapshots, a
+//! `ttl_seconds` of 5) against its ideal of one request per snapshot per lifetime.
+#![cfg(not(target_arch = "wasm32"))]
+
+use odds_gate::core::parse::freshness::Freshness;
+use odds_gate::core::rules::allowance::ConfigError;
+use odds_gate::core::rules::cache::{lifetime, Cache, CacheConfig, Landed, Lookup};
+use odds_gate::core::Millis;
+use proptest::prelude::*;
+
+/// (credential, URL): what makes two GETs the same here.
+type Key = (&'static str, String);
+
+fn key(credential: &'static str, n: u32) -> Key {
+    (credential, format!("/v1/events/e{n}/odds/snapshot"))
+}
+
+fn cache(config: CacheConfig) -> Cache<Key, u32> {
+    Cache::new(config)
+}
+
+fn ok(bytes: f64, lifetime: Millis) -> Landed {
+    Landed::Ok {
+        bytes,
+        lifetime: Some(lifetime),
+    }
+}
+
+#[test]
+fn a_lifetime_comes_from_the_headers_then_ttl_seconds_then_the_default() {
+    assert_eq!(
+        lifetime(Freshness::For(3_000.0), Some(5.0), 1.0),
+        Some(3_000.0)
+    );
+    assert_eq!(lifetime(Freshness::NoStore, Some(5.0), 1.0), None);
+    assert_eq!(lifetime(Freshness::Unsaid, Some(5.0), 1.0), Some(5_000.0));
+    assert_eq!(lifetime(Freshness::Unsaid, Some(-1.0), 1.0), None);
+    assert_eq!(lifetime(Freshness::Unsaid, Some(f64::NAN), 1.0), None);
+    assert_eq!(lifetime(Freshness::Unsaid, None, 250.0), Some(250.0));
+}
+
+#[test]
+fn bad_options_name_the_field() {
+    let field = |c: CacheConfig| match c.validate() {
+        Err(ConfigError::OutOfRange { field, .. }) => field,
+        Ok(_) => "accepted",
+    };
+    let d = CacheConfig::DEFAULT;
+    assert_eq!(field(d), "accepted");
+    let bad = CacheConfig {
+        max_bytes: 0.0,
+        ..d
+    };
+    assert_eq!(field(bad), "cache.maxBytes");
+    let bad = CacheConfig {
+        max_entry_bytes: f64::INFINITY,
+        ..d
+    };
+    assert_eq!(field(bad), "cache.maxEntryBytes");
+    let bad = CacheConfig {
+        max_entry_bytes: d.max_bytes + 1.0,
+        ..d
+    };
+    assert_eq!(field(bad), "cache.maxEntryBytes");
+    let bad = CacheConfig {
+        default_ttl_ms: -1.0,
+        ..d
+    };
+    assert_eq!(field(bad), "cache.defaultTtlMs");
+    let bad = CacheConfig {
+        stale_for_ms: f64::NAN,
+        ..d
+    };
+    assert_eq!(field(bad), "cache.staleForMs");
+}
+
+#[test]
+fn identical_gets_in_flight_share_one_request_and_each_caller_gets_its_answer() {
+    let mut c = cache(CacheConfig::DEFAULT);
+    let k = key("a", 1);
+    assert_eq!(c.lookup(0.0, &k, 0), Lookup::Lead);
+    for caller in 1..32 {
+        assert_eq!(c.lookup(1.0, &k, caller), Lookup::Joined);
+    }
+    // Another credential's identical URL is another request.
+    assert_eq!(c.lookup(1.0, &key("b", 1), 99), Lookup::Lead);
+    let settled = c.landed(50.0, &k, ok(1_000.0, 5_000.0));
+    assert_eq!(settled.waiting, (0..32).collect::<Vec<_>>());
+    assert!(settled.kept.is_some() && settled.dropped.is_empty());
+    assert_eq!(c.figures().coalesced, 31);
+    assert_eq!(c.figures().requests_saved(), 31);
+}
+
+#[test]
+fn a_kept_answer_is_fresh_for_its_lifetime_then_stale_for_stale_for_ms() {
+    let config = CacheConfig {
+        stale_for_ms: 1_000.0,
+        ..CacheConfig::DEFAULT
+    };
+    let mut c = cache(config);
+    let k = key("a", 1);
+    c.lookup(0.0, &k, 0);
+    let id = c.landed(100.0, &k, ok(10.0, 5_000.0)).kept.unwrap();
+    assert_eq!(
+        c.lookup(5_099.0, &k, 1),
+        Lookup::Fresh {
+            entry: id,
+            age_ms: 4_999.0
+        }
+    );
+    // At its lifetime's end it is no longer fresh: a new request leads...
+    assert_eq!(c.lookup(5_100.0, &k, 2), Lookup::Lead);
+    // ...and the old entry may still answer a call the gate would refuse, until stale_for_ms.
+    assert_eq!(c.stale(6_100.0, &k), Some((id, 6_000.0)));
+    assert_eq!(c.stale(6_101.0, &k), None);
+    let f = c.figures();
+    assert_eq!((f.hits, f.stale, f.coalesced), (1, 1, 0));
+    assert_eq!(f.requests_saved(), 2);
+}
+
+#[test]
+fn nothing_is_kept_that_may_not_be_or_does_not_fit() {
+    let config = CacheConfig {
+        max_bytes: 100.0,
+        max_entry_bytes: 50.0,
+        ..CacheConfig::DEFAULT
+    };
+    let mut c = cache(config);
+    let cases = [
+        Landed::Other,
+        Landed::Ok {
+            bytes: 10.0,
+            lifetime: None,
+        },
+        ok(51.0, 5_000.0),
+    ];
+    for (n, landed) in cases.into_iter().enumerate() {
+        let k = key("a", n as u32);
+        c.lookup(0.0, &k, 0);
+        c.lookup(0.0, &k, 1);
+        let settled = c.landed(1.0, &k, landed);
+        assert_eq!(
+            settled.waiting,
+            vec![0, 1],
+            "{landed:?}: every caller answered"
+        );
+        assert_eq!(settled.kept, None, "{landed:?}");
+        assert_eq!(c.lookup(2.0, &k, 2), Lookup::Lead, "{landed:?}");
+    }
+    assert_eq!(c.figures().entries, 0);
+    // With no lifetime and no stale use, an answer is shared in flight only.
+    let mut c = cache(CacheConfig {
+        stale_for_ms: 0.0,
+        ..config
+    });
+    let k = key("a", 9);
+    c.lookup(0.0, &k, 0);
+    assert_eq!(c.landed(1.0, &k, ok(10.0, 0.0)).kept, None);
+}
+
+#[test]
+fn entries_go_least_recently_used_first_when_the_bytes_run_out() {
+    let config = CacheConfig {
+        max_bytes: 100.0,
+        max_entry_bytes: 50.0,
+        ..CacheConfig::DEFAULT
+    };
+    let mut c = cache(config);
+    let mut ids = Vec::new();
+    for n in 0..2 {
+        let k = key("a", n);
+        c.lookup(0.0, &k, n);
+        ids.push(c.landed(0.0, &k, ok(40.0, 60_000.0)).kept.unwrap());
+    }
+    // Entry 0 is used again, so entry 1 is the least recent when entry 2 needs room.
+    assert!(matches!(
+        c.lookup(1.0, &key("a", 0), 7),
+        Lookup::Fresh { .. }
+    ));
+    c.lookup(2.0, &key("a", 2), 8);
+    let settled = c.landed(2.0, &key("a", 2), ok(40.0, 60_000.0));
+    assert_eq!(settled.dropped, vec![ids[1]]);
+    let f = c.figures();
+    assert_eq!((f.entries, f.bytes, f.evictions), (2, 80.0, 1));
+    // A new answer for a kept key replaces its entry (not an eviction).
+    c.lookup(70_000.0, &key("a", 0), 9);
+    let settled = c.landed(70_000.0, &key("a", 0), ok(10.0, 60_000.0));
+    assert_eq!(settled.dropped, vec![ids[0]]);
+    assert_eq!(c.figures().evictions, 1);
+    assert_eq!(c.sweep(70_000.0 + 60_000.0 + 600_001.0).len(), 2);
+    assert_eq!((c.figures().entries, c.figures().bytes), (0, 0.0));
+}
+
+#[test]
+fn a_request_goes_on_while_anyone_waits_for_it() {
+    let mut c = cache(CacheConfig::DEFAULT);
+    let k = key("a", 1);
+    c.lookup(0.0, &k, 0);
+    c.lookup(0.0, &k, 1);
+    c.lookup(0.0, &k, 2);
+    assert!(!c.leave(&k, &0), "the leader aborts: two still wait");
+    assert!(!c.leave(&k, &2));
+    assert_eq!(c.landed(5.0, &k, ok(1.0, 1_000.0)).waiting, vec![1]);
+    // When the last caller leaves, the request is cancelled and the next call leads anew.
+    let k = key("a", 2);
+    c.lookup(0.0, &k, 3);
+    c.lookup(0.0, &k, 4);
+    assert!(!c.leave(&k, &3));
+    assert!(c.leave(&k, &4));
+    assert_eq!(c.lookup(1.0, &k, 5), Lookup::Lead);
+}
+
+/// The issue's polling load: `workers` poll `snapshots` URLs every `every_ms` (offset per
+/// worker) for `for_ms`; a request takes `latency_ms`; answers carry `ttl_ms`. Returns the
+/// requests sent and the longest a caller waited.
+fn poll(
+    workers: u32,
+    snapshots: u32,
+    every_ms: Millis,
+    for_ms: Millis,
+    ttl_ms: Millis,
+) -> (u32, Millis) {
+    let latency_ms = 120.0;
+    let mut c = cache(CacheConfig::DEFAULT);
+    let mut landing: Vec<(Millis, Key)> = Vec::new();
+    let mut sent_at: Vec<(u32, Millis)> = Vec::new();
+    let (mut requests, mut longest) = (0, 0.0_f64);
+    let mut caller = 0;
+    let step = every_ms / f64::from(workers);
+    let mut now = 0.0;
+    while now < for_ms {
+        landing.sort_by(|a, b| a.0.total_cmp(&b.0));
+        while landing.first().is_some_and(|(at, _)| *at <= now) {
+            let (at, k) = landing.remove(0);
+            for waiting in c.landed(at, &k, ok(2_000.0, ttl_ms)).waiting {
+                let asked = sent_at.iter().find(|(c, _)| *c == waiting).unwrap().1;
+                longest = longest.max(at - asked);
+            }
+        }
+        // Worker w polls at w * step + k * every_ms.
+        for w in 0..workers {
+            let phase = (now - f64::from(w) * step).rem_euclid(every_ms);
+            if phase != 0.0 || now < f64::from(w) * step {
+                continue;
+            }
+            for s in 0..snapshots {
+                let k = key("a", s);
+                caller += 1;
+                sent_at.push((caller, now));
+                if c.lookup(now, &k, caller) == Lookup::Lead {
+                    requests += 1;
+                    landing.push((now + latency_ms, k));
+                }
+            }
+        }
+        now += step;
+    }
+    (requests, longest)
+}
+
+#[test]
+fn polling_makes_one_request_per_snapshot_per_lifetime() {
+    let (requests, longest) = poll(32, 10, 500.0, 60_000.0, 5_000.0);
+    // The ideal: one request per snapshot per lifetime (plus the first), 10 * 12.
+    let ideal = 10.0 * (60_000.0 / 5_000.0);
+    let ratio = f64::from(requests) / ideal;
+    println!("requests {requests} (ideal {ideal}), {ratio:.3}x; longest wait {longest} ms");
+    // Each lifetime starts when its answer lands (120 ms after it was asked), and the next
+    // poll after it runs out asks anew: 5,000 + 120 ms a round, 12 rounds in 60 s.
+    assert_eq!(requests, 120);
+    // A caller waits at most one request's latency: fresh entries answer at once.
+    assert_eq!(longest, 120.0);
+}
+
+proptest! {
+    /// Whatever happens, the bytes kept stay within `max_bytes`, the figures match the entries,
+    /// and every caller is answered exactly once: from an entry, with its request, or never
+    /// because it left.
+    #[test]
+    fn every_caller_is_answered_once_and_the_bytes_stay_bounded(
+        ops in proptest::collection::vec((0u8..4, 0u32..4, 0u32..3_000, 1u32..400), 1..300)
+    ) {
+        let config = CacheConfig { max_bytes: 1_000.0, max_entry_bytes: 400.0, stale_for_ms: 500.0, ..CacheConfig::DEFAULT };
+        let mut c = cache(config);
+        let mut now = 0.0;
+        let mut next = 0u32;
+        let mut waiting: Vec<(Key, u32)> = Vec::new();
+        let mut answered = std::collections::HashSet::new();
+        let mut kept = std::collections::HashMap::new();
+        for (op, k, dt, n) in ops {
+            now += f64::from(dt);
+            let k = key("a", k);
+            match op {
+                0 | 1 => {
+                    next += 1;
+                    match c.lookup(now, &k, next) {
+                        Lookup::Fresh { entry, age_ms } => {
+                            prop_assert!(kept.values().any(|&id| id == entry));
+                            prop_assert!(age_ms >= 0.0);
+                            prop_assert!(answered.insert(next));
+                        }
+                        _ => waiting.push((k, next)),
+                    }
+                }
+                2 => {
+                    let settled = c.landed(now, &k, ok(f64::from(n), f64::from(n) * 3.0));
+                    for caller in settled.waiting {
+                        prop_assert!(answered.insert(caller), "answered twice");
+                        waiting.retain(|(_, w)| *w != caller);
+                    }
+                    for id in settled.dropped {
+                        kept.retain(|_, v| *v != id);
+                    }
+                    if let Some(id) = settled.kept {
+                        kept.insert(k.clone(), id);
+                    }
+                }
+                _ => {
+                    if let Some(i) = waiting.iter().position(|(w, _)| *w == k) {
+                        let (k, caller) = waiting.remove(i);
+                        c.leave(&k, &caller);
+                        answered.insert(caller);
+                    }
+                }
+            }
+            let f = c.figures();
+            prop_assert!(f.bytes <= config.max_bytes);
+            prop_assert_eq!(f.entries, kept.len());
+        }
+        // Whoever still waits leads or joined a request in flight: it lands once for them.
+        let keys: std::collections::HashSet<Key> = waiting.iter().map(|(k, _)| k.clone()).collect();
+        for k in keys {
+            for caller in c.landed(now, &k, Landed::Other).waiting {
+                prop_assert!(answered.insert(caller), "answered twice");
+            }
+        }
+        prop_assert_eq!(answered.len() as u32, next);
+    }
+}
