@@ -98,9 +98,10 @@ pub struct CreditBucket {
 
 impl CreditBucket {
     /// The bucket a first reading at `now` makes; `None` when the reading has no period end
-    /// (there is nothing to pace to). It starts full: a key's first calls (after a start, a
-    /// new period) go at once as an hour of light demand would, and full is at most 5 % of the
-    /// credits left, so a restart cannot spend the month.
+    /// (there is nothing to pace to). It starts holding one refresh's refill (at most full):
+    /// light demand's first calls (after a start, a new period) go at once, while what is
+    /// spent before the next reading corrects the bucket stays one interval's worth, even for
+    /// calls whose cost is not learned yet, or a process restarting often.
     pub fn start(spread: Spread, now: Millis, usage: Usage) -> Option<CreditBucket> {
         let mut bucket = CreditBucket {
             spread,
@@ -117,7 +118,7 @@ impl CreditBucket {
             read_used: usage.used,
         };
         bucket.repace(now);
-        bucket.tokens = bucket.cap();
+        bucket.tokens = bucket.cap().min(bucket.rate * spread.refresh_ms);
         Some(bucket)
     }
 
@@ -127,31 +128,32 @@ impl CreditBucket {
     }
 
     /// A reading came at `now`: the bucket follows the server's `used` (plus what this process
-    /// took since the reading was sent) and repaces. A new period (a later end) starts over,
-    /// full. Returns what the server counted since the last reading, by this process's
-    /// reckoning of the calls in flight: the delta [`Costs::learn`] wants (`None` across a
-    /// period's turn).
-    pub fn read(&mut self, now: Millis, usage: Usage) -> Option<f64> {
+    /// took since the reading was sent) and repaces; `costs` learn from what the server
+    /// counted since the last reading, and say what this process's calls cost of it (by what
+    /// they learned, or as taken when more: a user that counts no calls has only that). A new
+    /// period (a later end) starts over.
+    pub fn read(&mut self, now: Millis, usage: Usage, costs: &mut Costs) {
         let used = usage.used + self.taken_since_sent;
         if usage.period_end.is_some_and(|end| end > self.period_end) {
-            *self = CreditBucket::start(self.spread, now, Usage { used, ..usage })?;
-            return None;
+            costs.learn(None);
+            if let Some(fresh) = CreditBucket::start(self.spread, now, Usage { used, ..usage }) {
+                *self = fresh;
+            }
+            return;
         }
         let delta = used - self.read_used;
+        let ours = costs.learn(Some(delta)).max(self.used - self.read_used);
         self.refill(now);
         let seen = now - self.read_at;
-        self.others = if seen > 0.0 {
-            (used - self.used).max(0.0) / seen
-        } else {
-            self.others
-        };
+        if seen > 0.0 {
+            self.others = (delta - ours).max(0.0) / seen;
+        }
         self.limit = usage.limit;
         self.used = used;
         self.read_used = used;
         self.read_at = now;
         self.taken_since_sent = 0.0;
         self.repace(now);
-        Some(delta)
     }
 
     /// Spends `cost` credits of the spread at `now`, or says when they will be there (a whole
@@ -312,33 +314,43 @@ impl Costs {
         }
     }
 
-    /// A reading's delta (from [`CreditBucket::read`]; `None` forgets the calls counted, as
-    /// across a period's turn) over the calls counted since the last one.
-    pub fn learn(&mut self, delta: Option<f64>) {
+    /// Learns from a reading's delta (`None` forgets the calls counted, as across a period's
+    /// turn) over the calls counted since the last one. Returns what those calls cost, by
+    /// what is known now.
+    fn learn(&mut self, delta: Option<f64>) -> f64 {
         let calls = std::mem::take(&mut self.calls);
         let Some(delta) = delta else {
-            return;
+            return 0.0;
         };
         let mut left = delta;
-        let mut unknown = Vec::new();
-        for (route, n) in calls {
-            match self.stated_cost(&route) {
+        let (mut thought, mut unknown) = (0.0, 0.0);
+        for (route, &n) in &calls {
+            match self.stated_cost(route) {
                 Some(credits) => left -= credits * f64::from(n),
-                None => unknown.push((route, f64::from(n))),
+                None => {
+                    thought += self.cost(route) * f64::from(n);
+                    unknown += f64::from(n);
+                }
             }
         }
         let left = left.max(0.0);
-        let thought: f64 = unknown.iter().map(|(r, n)| self.cost(r) * n).sum();
-        for (route, n) in unknown {
+        for route in calls.keys() {
+            if self.stated_cost(route).is_some() {
+                continue;
+            }
             let cost = if thought > 0.0 {
-                self.cost(&route) * left / thought
+                self.cost(route) * left / thought
             } else {
-                left / n
+                left / unknown
             };
-            if self.learned.len() < MAX_ROUTES || self.learned.contains_key(&route) {
-                self.learned.insert(route, cost);
+            if self.learned.len() < MAX_ROUTES || self.learned.contains_key(route) {
+                self.learned.insert(route.clone(), cost);
             }
         }
+        calls
+            .iter()
+            .map(|(route, &n)| self.cost(route) * f64::from(n))
+            .sum()
     }
 
     fn stated_cost(&self, route: &str) -> Option<f64> {
@@ -378,9 +390,16 @@ mod tests {
         }
     }
 
-    /// 1000 credits, 50 kept, 950 over 950 hours: one credit an hour, an hour's burst.
+    /// Read every hour.
+    const HOURLY: Spread = Spread {
+        refresh_ms: HOUR,
+        ..Spread::DEFAULT
+    };
+
+    /// 1000 credits, 50 kept, 950 over 950 hours: one credit an hour, an hour's burst, starting
+    /// full.
     fn hourly() -> CreditBucket {
-        CreditBucket::start(Spread::DEFAULT, 0.0, usage(0.0, 1000.0, 950.0 * HOUR)).unwrap()
+        CreditBucket::start(HOURLY, 0.0, usage(0.0, 1000.0, 950.0 * HOUR)).unwrap()
     }
 
     #[test]
@@ -448,7 +467,15 @@ mod tests {
     }
 
     #[test]
-    fn starts_full_and_waits_exactly_for_the_refill() {
+    fn starts_with_one_refreshs_refill() {
+        let mut b = CreditBucket::start(Spread::DEFAULT, 0.0, usage(0.0, 1000.0, 950.0 * HOUR));
+        let b = b.as_mut().unwrap();
+        assert_eq!(b.take(0.0, 0.25), Ok(()), "a quarter of an hour's refill");
+        assert_eq!(b.take(0.0, 0.25), Err(HOUR / 4.0));
+    }
+
+    #[test]
+    fn waits_exactly_for_the_refill() {
         let mut b = hourly();
         assert!((b.per_ms() * HOUR - 1.0).abs() < 1e-12);
         assert_eq!(b.take(0.0, 1.0), Ok(()), "an hour's refill, full");
@@ -464,7 +491,7 @@ mod tests {
         let mut b = CreditBucket::start(
             Spread {
                 reserve: 0.0,
-                ..Spread::DEFAULT
+                ..HOURLY
             },
             0.0,
             usage(0.0, 100.0, 10.0 * HOUR),
@@ -488,7 +515,7 @@ mod tests {
         let end = 950.0 * HOUR;
         let mut b = hourly();
         b.sent();
-        b.read(HOUR, usage(950.0, 1000.0, end));
+        b.read(HOUR, usage(950.0, 1000.0, end), &mut Costs::default());
         assert_eq!(b.per_ms(), 0.0);
         assert_eq!(b.take(HOUR, 1.0), Err(Millis::INFINITY));
         assert_eq!(b.take_reserved(HOUR, 49.0), Ok(()));
@@ -507,7 +534,11 @@ mod tests {
         b.take(0.0, 1.0).unwrap();
         assert_eq!(b.take_reserved(0.0, 10.0), Ok(()));
         b.sent();
-        b.read(HOUR, usage(11.0, 1000.0, 950.0 * HOUR));
+        b.read(
+            HOUR,
+            usage(11.0, 1000.0, 950.0 * HOUR),
+            &mut Costs::default(),
+        );
         assert!(
             (b.per_ms() * HOUR - 1.0).abs() < 1e-12,
             "{}",
@@ -522,9 +553,10 @@ mod tests {
         b.sent();
         b.take(HOUR, 1.0).unwrap();
         // The server counted the first call, not the second.
-        assert_eq!(
-            b.read(HOUR + 5.0, usage(1.0, 1000.0, 950.0 * HOUR)),
-            Some(2.0)
+        b.read(
+            HOUR + 5.0,
+            usage(1.0, 1000.0, 950.0 * HOUR),
+            &mut Costs::default(),
         );
         assert_eq!(b.used(), 2.0);
         let alone = (950.0 - 2.0) / (949.0 * HOUR - 5.0);
@@ -539,19 +571,34 @@ mod tests {
         // The server counted 5 more than this process took in 10 hours: half a credit an hour
         // elsewhere.
         let reading = usage(6.0, 1000.0, 950.0 * HOUR);
-        assert_eq!(b.read(10.0 * HOUR, reading), Some(6.0));
+        b.read(10.0 * HOUR, reading, &mut Costs::default());
         let alone = (950.0 - 6.0) / 940.0;
         let per_hour = b.per_ms() * HOUR;
         assert!((per_hour - (alone - 0.5)).abs() < 1e-9, "{per_hour}");
     }
 
     #[test]
-    fn a_later_period_end_starts_over_full() {
+    fn a_learned_cost_is_no_one_elses_spending() {
+        let mut b = hourly();
+        let mut costs = Costs::default();
+        b.take(0.0, costs.cost("GET /*/history")).unwrap();
+        costs.called("GET /*/history");
+        b.sent();
+        // The call cost 5: this process's, by what was learned.
+        b.read(HOUR, usage(5.0, 1000.0, 950.0 * HOUR), &mut costs);
+        assert_eq!(costs.cost("GET /*/history"), 5.0);
+        let alone = (950.0 - 5.0) / 949.0;
+        let per_hour = b.per_ms() * HOUR;
+        assert!((per_hour - alone).abs() < 1e-9, "{per_hour}");
+    }
+
+    #[test]
+    fn a_later_period_end_starts_over() {
         let mut b = hourly();
         b.take(0.0, 1.0).unwrap();
         b.sent();
         let next = usage(0.0, 2000.0, 1900.0 * HOUR);
-        assert_eq!(b.read(950.0 * HOUR, next), None);
+        b.read(950.0 * HOUR, next, &mut Costs::default());
         assert_eq!((b.used(), b.limit()), (0.0, 2000.0));
         assert_eq!(b.take(950.0 * HOUR, 1.0), Ok(()));
     }
@@ -573,7 +620,11 @@ mod tests {
         assert_eq!(costs.cost("GET /*/bets"), 1.0, "another method");
         assert_eq!(costs.cost("POST /*/bets"), 2.0);
         costs.called("GET /*/events/*/odds/history");
-        costs.learn(Some(40.0));
+        assert_eq!(
+            costs.learn(Some(40.0)),
+            5.0,
+            "the call costs what is stated"
+        );
         assert_eq!(
             costs.cost("GET /*/events/*/odds/history"),
             5.0,
@@ -589,16 +640,16 @@ mod tests {
             costs.called(a);
         }
         costs.called("GET /*/usage");
-        costs.learn(Some(20.0));
+        assert_eq!(costs.learn(Some(20.0)), 20.0);
         assert_eq!(costs.cost(a), 5.0);
         // Two routes: thought to cost 5 + 1, the server counted 12: both doubled.
         costs.called(a);
         costs.called(b);
-        costs.learn(Some(12.0));
+        assert_eq!(costs.learn(Some(12.0)), 12.0);
         assert_eq!((costs.cost(a), costs.cost(b)), (10.0, 2.0));
         costs.called(b);
         costs.learn(None);
-        costs.learn(Some(7.0));
+        assert_eq!(costs.learn(Some(7.0)), 0.0, "no calls counted");
         assert_eq!(
             costs.cost(b),
             2.0,
