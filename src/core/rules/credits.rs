@@ -266,8 +266,9 @@ impl CreditBucket {
 /// those in order.
 ///
 /// Learning: the rule's user counts the calls it sends per route ([`called`](Self::called)) and
-/// hands over each reading's delta ([`learn`](Self::learn)). What the stated routes cost comes
-/// off the delta; what is left is the other routes'. One route called in the interval: its cost
+/// hands the costs to each reading ([`CreditBucket::read`]), which has them learn from what the
+/// server counted since the last one (its delta). What the stated routes cost comes off the
+/// delta; what is left is the other routes'. One route called in the interval: its cost
 /// is what is left over its calls. Several: their costs are all scaled by what is left over
 /// what they were thought to cost, so their sum is right but not their ratio, until an interval
 /// calls one of them alone. Another process spending the same key reads as a higher cost here
