@@ -1,6 +1,6 @@
 //! What the gate decides: allowances, the token bucket, backoff, budgets, classification,
-//! the retry policy, the quota and its spread over the month, learning, refresh rounds, runs of
-//! failures, the fair order of lanes, and the ranges of the options.
+//! the retry policy, the quota and its spread over the month, what is cached, learning,
+//! refresh rounds, runs of failures, the fair order of lanes, and the ranges of the options.
 
 pub mod allowance;
 pub mod backoff;
