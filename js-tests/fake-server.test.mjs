@@ -447,3 +447,185 @@ test('bucketPerResource: a bucket per route and event id, named in X-RateLimit-B
   assert.deepEqual(s.byBucket.snapshot, { attempts: 6, throttled: 1, ok: 5 }); // the route's, summed
   assert.ok(s.arrivals.every((a) => a.bucket === 'snapshot' || a.bucket === 'events'));
 });
+
+const snapshotOf = async (api, id = 'e1', key = 'k') => {
+  const res = await fetch(`${api.baseUrl}/events/${id}/odds/snapshot`, { headers: { 'X-API-Key': key } });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, body: JSON.parse(text) };
+};
+const usageOf = async (api, key = 'k') => (await fetch(`${api.baseUrl}/usage`, { headers: { 'X-API-Key': key } })).json();
+// Every malformed value of `name` makes startFakeOddsApi throw a TypeError naming it.
+const rejectsEach = async (name, bads) => {
+  for (const bad of bads) {
+    await assert.rejects(startFakeOddsApi({ [name]: bad }), (err) => err instanceof TypeError && err.message.startsWith(`${name}:`), `${name}: ${String(bad)}`);
+  }
+};
+
+test('ttlSeconds: every snapshot 200 carries ttl_seconds and as_of_ts_ms; nothing else does; malformed values throw', async () => {
+  const api = await start({ ...FROZEN, ttlSeconds: 2.5, events: { burst: 1, perSecond: 0.001 } });
+  const before = Date.now();
+  const ok = await snapshotOf(api);
+  assert.equal(ok.status, 200);
+  assert.equal(ok.body.ttl_seconds, 2.5);
+  assert.ok(Number.isSafeInteger(ok.body.as_of_ts_ms) && ok.body.as_of_ts_ms >= before && ok.body.as_of_ts_ms <= Date.now());
+  assert.equal(ok.body.event_id, 'e1');
+  assert.equal(ok.headers.get('cache-control'), null); // only with cacheControl
+  assert.equal((await snapshotOf(api)).body.ttl_seconds, 2.5);
+  const limited = await snapshotOf(api); // a 429 is no snapshot
+  assert.equal(limited.status, 429);
+  assert.ok(!('ttl_seconds' in limited.body) && !('as_of_ts_ms' in limited.body));
+  const event = await (await fetch(`${api.baseUrl}/events/e1`)).json();
+  assert.ok(!('ttl_seconds' in event));
+  assert.equal((await snapshotOf(await start({ ...FROZEN, ttlSeconds: 0 }))).body.ttl_seconds, 0);
+
+  const plain = await snapshotOf(await start(FROZEN)); // the default body is unchanged
+  assert.deepEqual(Object.keys(plain.body), ['event_id', 'bookmakers', 'fetched_at']);
+  await rejectsEach('ttlSeconds', [-1, Number.NaN, Infinity, '5', true]);
+});
+
+test('cacheControl: sent on snapshot 200s only; malformed values throw', async () => {
+  const api = await start({ ...FROZEN, cacheControl: 'max-age=5, public', events: { burst: 1, perSecond: 0.001 } });
+  const statuses = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await snapshotOf(api);
+    statuses.push([r.status, r.headers.get('cache-control')]);
+  }
+  assert.deepEqual(statuses, [[200, 'max-age=5, public'], [200, 'max-age=5, public'], [429, null]]);
+  const event = await fetch(`${api.baseUrl}/events/e1`);
+  assert.equal(event.status, 200);
+  assert.equal(event.headers.get('cache-control'), null);
+  await event.text();
+  const usage = await fetch(`${api.baseUrl}/usage`);
+  assert.equal(usage.headers.get('cache-control'), null);
+  await usage.text();
+  await rejectsEach('cacheControl', [5, '', ' max-age=5', 'max-age=5\r\nX-Evil: 1', ['max-age=5']]);
+});
+
+test('snapshotBytes: a filler pads the snapshot body to n bytes; malformed values throw', async () => {
+  const big = await snapshotOf(await start({ ...FROZEN, snapshotBytes: 1 << 20, ttlSeconds: 5 }));
+  assert.equal(big.status, 200);
+  assert.equal(Buffer.byteLength(big.text), 1 << 20);
+  assert.match(big.body.filler, /^x+$/);
+  assert.deepEqual([big.body.event_id, big.body.ttl_seconds], ['e1', 5]);
+  const small = await snapshotOf(await start({ ...FROZEN, snapshotBytes: 0 })); // no less than its fields
+  assert.equal(small.body.filler, '');
+  const plain = Buffer.byteLength((await snapshotOf(await start(FROZEN))).text);
+  assert.ok(Buffer.byteLength(small.text) <= plain + 20);
+  await rejectsEach('snapshotBytes', [-1, 1.5, '1000', Infinity]);
+});
+
+test('billingPeriodMs: credits per period; a spent key gets the quota 429 until period_end_utc, then has credits again', { timeout: 30000 }, async () => {
+  const api = await start({ burst: 10, perSecond: 0.001, creditLimit: 2, billingPeriodMs: 1500, events: { burst: 10, perSecond: 0.001 } });
+  const first = await usageOf(api);
+  assert.equal(first.api_credits_used, 0);
+  assert.equal(first.api_credits_limit, 2);
+  assert.match(first.period_start_utc, /Z$/);
+  assert.match(first.period_end_utc, /Z$/);
+  // Spend the period: a snapshot and a lookup, then both routes refused as the quota.
+  // The rollover may come between two calls on a loaded machine: try again in the next period.
+  let spentIn = null;
+  for (let tries = 0; tries < 5 && spentIn === null; tries++) {
+    const { period_start_utc: from, period_end_utc: end } = await usageOf(api);
+    assert.equal(Date.parse(end) - Date.parse(from), 1500);
+    const statuses = [(await snapshotOf(api)).status, (await fetch(`${api.baseUrl}/events/e1`, { headers: { 'X-API-Key': 'k' } }).then((r) => r.text().then(() => r.status)))];
+    const refused = await snapshotOf(api);
+    const after = await usageOf(api);
+    if (after.period_start_utc !== from) { await sleep(Math.max(0, Date.parse(after.period_end_utc) - Date.now()) + 50); continue; }
+    assert.deepEqual(statuses, [200, 200]);
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.code, 'quota_exceeded');
+    assert.equal(after.api_credits_used, 2);
+    assert.equal((await usageOf(api, 'other')).api_credits_used, 0); // per key
+    spentIn = after;
+  }
+  assert.ok(spentIn, 'spent within one period');
+  // Wait until that period's end has passed: the key has its credits again.
+  await sleep(Math.max(0, Date.parse(spentIn.period_end_utc) - Date.now()) + 200);
+  const next = await usageOf(api);
+  assert.ok(Date.parse(next.period_start_utc) >= Date.parse(spentIn.period_end_utc));
+  assert.equal((Date.parse(next.period_start_utc) - Date.parse(first.period_start_utc)) % 1500, 0, 'periods back to back');
+  assert.equal(next.api_credits_used, 0);
+  const back = await snapshotOf(api);
+  assert.equal(back.status, 200);
+  assert.ok(!('credits' in api.stats().byKey['key#1'])); // no credits count without costs
+
+  api.reset(); // a period starts again
+  const fresh = await usageOf(api);
+  assert.equal(fresh.api_credits_used, 0);
+  assert.ok(Date.parse(fresh.period_start_utc) >= Date.parse(next.period_start_utc));
+  await rejectsEach('billingPeriodMs', [999, 0, 1500.5, '1500', -1000]);
+});
+
+test('without billingPeriodMs /v1/usage says what it said, with period_start_utc: the server\'s start or reset', async () => {
+  const began = Date.now();
+  const api = await start({ burst: 10, perSecond: 0.001, creditLimit: 2 });
+  for (let i = 0; i < 2; i++) assert.equal((await snapshotOf(api)).status, 200);
+  const usage = await usageOf(api);
+  assert.deepEqual(Object.keys(usage), ['api_credits_used', 'api_credits_limit', 'period_start_utc', 'period_end_utc']);
+  assert.deepEqual([usage.api_credits_used, usage.api_credits_limit], [2, 2]);
+  const periodStart = Date.parse(usage.period_start_utc);
+  assert.ok(periodStart >= began && periodStart <= Date.now());
+  const end = Date.parse(usage.period_end_utc) - Date.now();
+  assert.ok(end > 30 * 86400e3 - 60e3 && end <= 30 * 86400e3, `period_end_utc ${usage.period_end_utc}`);
+  assert.equal((await snapshotOf(api)).body.code, 'quota_exceeded');
+  assert.equal((await usageOf(api)).api_credits_used, 2); // the 429 spent nothing
+  assert.equal(api.stats().credits, undefined); // no credits count without costs
+  assert.deepEqual(api.stats().byKey['key#1'], { attempts: 3, throttled: 1, ok: 2 });
+  await sleep(20);
+  api.reset();
+  const after = await usageOf(api);
+  assert.equal(after.api_credits_used, 0);
+  assert.ok(Date.parse(after.period_start_utc) > periodStart);
+});
+
+test('costs: a 200 costs its route\'s credits; a call the credits left cannot pay gets the quota 429; malformed values throw', async () => {
+  const api = await start({ burst: 10, perSecond: 0.001, creditLimit: 10, costs: { snapshot: 4 }, events: { burst: 10, perSecond: 0.001 } });
+  const lookup = async (key = 'k') => {
+    const res = await fetch(`${api.baseUrl}/events/e1`, { headers: { 'X-API-Key': key } });
+    return [res.status, (await res.json()).code];
+  };
+  assert.equal((await snapshotOf(api)).status, 200); // 4
+  assert.equal((await snapshotOf(api)).status, 200); // 8
+  const refused = await snapshotOf(api); // 2 left: a snapshot's 4 can't be paid
+  assert.deepEqual([refused.status, refused.body.code], [429, 'quota_exceeded']);
+  assert.deepEqual(await lookup(), [200, undefined]); // an event lookup costs the default 1: 9
+  assert.deepEqual(await lookup(), [200, undefined]); // 10
+  assert.deepEqual(await lookup(), [429, 'quota_exceeded']);
+  assert.equal((await usageOf(api)).api_credits_used, 10);
+  assert.deepEqual(await lookup('other'), [200, undefined]);
+  const s = api.stats();
+  assert.deepEqual(s.byKey['key#1'], { attempts: 6, throttled: 2, ok: 4, credits: 10 });
+  assert.deepEqual(s.byKey['key#2'], { attempts: 1, throttled: 0, ok: 1, credits: 1 });
+  assert.deepEqual([s.ok, s.credits], [5, 11]);
+
+  // Free calls never run out; fractional costs add up; a rate-limit 429 costs nothing.
+  const free = await start({ ...FROZEN, creditLimit: 1, costs: { snapshot: 0, events: 0.5 } });
+  assert.deepEqual([(await snapshotOf(free)).status, (await snapshotOf(free)).status, (await snapshotOf(free)).body.code], [200, 200, 'rate_limited']);
+  for (let i = 0; i < 2; i++) assert.equal((await fetch(`${free.baseUrl}/events/e1`, { headers: { 'X-API-Key': 'k' } }).then((r) => r.text().then(() => r.status))), 200);
+  assert.equal((await usageOf(free)).api_credits_used, 1);
+  assert.deepEqual([free.stats().credits, free.stats().byKey['key#1'].credits], [1, 1]);
+  free.reset(); // counters start again
+  assert.equal(free.stats().credits, 0);
+  await rejectsEach('costs', [5, [], { snapshot: -1 }, { events: '2' }, { snapshot: Infinity }, { search: 1 }]);
+});
+
+test('billingPeriodMs with costs: a period\'s credits come back whole; stats().credits counts over the server\'s life', { timeout: 30000 }, async () => {
+  const api = await start({ burst: 10, perSecond: 0.001, creditLimit: 5, billingPeriodMs: 1500, costs: { snapshot: 5 } });
+  let spent = null;
+  for (let tries = 0; tries < 5 && spent === null; tries++) {
+    const { period_start_utc: from } = await usageOf(api);
+    const statuses = [(await snapshotOf(api)).status, (await snapshotOf(api)).status];
+    const after = await usageOf(api);
+    if (after.period_start_utc !== from) { await sleep(Math.max(0, Date.parse(after.period_end_utc) - Date.now()) + 50); continue; }
+    assert.deepEqual(statuses, [200, 429]);
+    assert.equal(after.api_credits_used, 5);
+    spent = after;
+  }
+  assert.ok(spent, 'spent within one period');
+  await sleep(Math.max(0, Date.parse(spent.period_end_utc) - Date.now()) + 200);
+  assert.equal((await snapshotOf(api)).status, 200);
+  assert.equal((await usageOf(api)).api_credits_used, 5);
+  const s = api.stats();
+  assert.equal(s.credits, 5 * s.ok);
+  assert.ok(s.ok >= 2);
+});

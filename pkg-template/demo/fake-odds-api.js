@@ -5,7 +5,23 @@
 // { burst, perSecond }). rateLimitHeaders says where X-RateLimit-Limit, -Remaining and -Bucket
 // go: true (the default) on every answer, 'throttled' on rate-limit 429s only (as the API's
 // OpenAPI documents them), false on none (a 429 then says only Retry-After). The monthly
-// credits (creditLimit) count the 200s of both routes.
+// credits (creditLimit) count the 200s of both routes; a call the key's credits left cannot pay
+// answers 429 { code: 'quota_exceeded' }. GET /v1/usage answers the caller's key's
+// api_credits_used, api_credits_limit, period_start_utc and period_end_utc (ISO 8601, `Z`).
+// Billing and caching, as the real API has them (all off by default; a malformed one throws a
+// TypeError naming it):
+// - billingPeriodMs: n (an integer >= 1000): creditLimit is per period; periods start when the
+//   server starts (or is reset) and follow each other back to back, and a key's credits are back
+//   when its period ends. /usage says the current period's. Without it, the credits count over
+//   the server's life (since start or reset, period_start_utc) and period_end_utc is 30 days on.
+// - costs: { snapshot, events } (numbers >= 0, each optional, default 1): the credits a 200 of
+//   that route costs; api_credits_used sums them. With it, stats().byKey[key].credits and
+//   stats().credits count the credits spent (over the server's life, not per period).
+// - ttlSeconds: n (a number >= 0): every snapshot 200's body carries ttl_seconds: n and
+//   as_of_ts_ms (the server's Date.now() when it made the snapshot).
+// - cacheControl: a string ('max-age=5'): sent as Cache-Control on every snapshot 200.
+// - snapshotBytes: n (an integer >= 0): a snapshot 200's body carries a `filler` string of 'x's
+//   that makes it n bytes (or no more than it must be, when its fields alone take more).
 // Opt-in quirks of real servers (all off by default; a malformed one throws a TypeError naming
 // it), counted per key over its snapshot requests (429s included):
 // - missingFirst: n: the first n snapshot requests answer 404 { detail: 'Event not found' } and
@@ -29,8 +45,8 @@
 // - bucketPerResource: true: every event id has its own bucket per route at the same allowance
 //   (a limiter per resource), and X-RateLimit-Bucket names it: `snapshot:{id}`, `events:{id}`
 //   (the id as the path spells it). A bucket is kept per key and id the server has seen.
-// Precedence, per snapshot request: hangFirst, outageMs, the monthly credits, missingFirst,
-// unavailableEvery, the bucket.
+// Precedence, per snapshot request: hangFirst, outageMs, the monthly credits (this period's, with
+// billingPeriodMs; the cost of a 200, with costs), missingFirst, unavailableEvery, the bucket.
 // stats().byKey[key] (and byBucket, and the totals) count attempts (every request of a route,
 // these included), throttled (429s) and ok (200s); `missing` (404s), `unavailable` (503s) and
 // `hung` (requests never answered) appear once there is one. byBucket and arrivals name the
@@ -88,28 +104,63 @@ export async function startFakeOddsApi(options = {}) {
     && Number.isFinite(change.burst) && change.burst >= 1 && Number.isFinite(change.perSecond) && change.perSecond > 0)) {
     throw new TypeError(`change: expected { atMs >= 0, burst >= 1, perSecond > 0 }, got ${JSON.stringify(change) ?? String(change)}`);
   }
+  const billingPeriodMs = integerOption('billingPeriodMs', options.billingPeriodMs, 1000);
+  const costs = options.costs ?? null;
+  const cost = (v) => v === undefined || (Number.isFinite(v) && v >= 0);
+  if (costs !== null && !(typeof costs === 'object' && !Array.isArray(costs)
+    && Object.keys(costs).every((k) => k === 'snapshot' || k === 'events') && cost(costs.snapshot) && cost(costs.events))) {
+    throw new TypeError(`costs: expected { snapshot, events } (numbers >= 0, each optional), got ${JSON.stringify(costs) ?? String(costs)}`);
+  }
+  const costOf = { snapshot: costs?.snapshot ?? 1, events: costs?.events ?? 1 };
+  const ttlSeconds = options.ttlSeconds ?? null;
+  if (ttlSeconds !== null && !(Number.isFinite(ttlSeconds) && ttlSeconds >= 0)) {
+    throw new TypeError(`ttlSeconds: expected a number >= 0, got ${String(ttlSeconds)}`);
+  }
+  const cacheControl = options.cacheControl ?? null;
+  // A header value node:http would send as it is: visible ASCII and inner spaces, nothing else.
+  if (cacheControl !== null && !(typeof cacheControl === 'string' && /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(cacheControl))) {
+    throw new TypeError(`cacheControl: expected a header value such as 'max-age=5', got ${JSON.stringify(cacheControl) ?? String(cacheControl)}`);
+  }
+  const snapshotBytes = integerOption('snapshotBytes', options.snapshotBytes, 0);
   const limits = {
     snapshot: { burst, perSecond },
     events: { burst: options.events?.burst ?? 10, perSecond: options.events?.perSecond ?? 10 },
   };
   const emptyCounts = () => ({ attempts: 0, throttled: 0, ok: 0 });
 
-  let startedAt, buckets, seen, claimed, labels, stats, faults;
+  let startedAt, startedAtUtc, buckets, seen, claimed, labels, spent, stats, faults;
   const sockets = { opened: 0, open: 0, peakOpen: 0 };
   const clear = () => {
     startedAt = performance.now();
+    startedAtUtc = Date.now(); // periods are on the wall clock, the one period_end_utc is read on
     // bucket -> raw key (and, with bucketPerResource, the id) -> { tokens, last }
     buckets = { snapshot: new Map(), events: new Map() };
     seen = new Map(); // raw key -> snapshot requests so far (hangFirst, missingFirst, unavailableEvery)
     claimed = new Map(); // raw key -> snapshot answers that said claimRemaining's count
     labels = new Map(); // raw key -> 'key#N'; raw keys never leave this closure
+    spent = new Map(); // raw key -> { start, credits }: its credits spent in the period from start
     stats = {
       attempts: 0, throttled: 0, ok: 0, faults: 0, usageCalls: 0, byKey: {},
       byBucket: { snapshot: emptyCounts(), events: emptyCounts() }, arrivals: [],
     };
+    if (costs) stats.credits = 0;
     faults = [];
   };
   clear();
+
+  // The billing period now: [start, end) in Unix ms (the server's life, 30 days on, without
+  // billingPeriodMs).
+  const period = () => {
+    const now = Date.now();
+    if (billingPeriodMs === null) return { start: startedAtUtc, end: now + 30 * 86400e3 };
+    const start = startedAtUtc + Math.floor(Math.max(0, now - startedAtUtc) / billingPeriodMs) * billingPeriodMs;
+    return { start, end: start + billingPeriodMs };
+  };
+  // The credits the key has spent in the current period.
+  const creditsUsed = (raw, start) => {
+    const s = spent.get(raw);
+    return s && s.start === start ? s.credits : 0;
+  };
 
   const labelFor = (raw) => {
     if (!labels.has(raw)) labels.set(raw, `key#${labels.size + 1}`);
@@ -151,15 +202,20 @@ export async function startFakeOddsApi(options = {}) {
     return { limit: burst, left };
   };
 
-  const record = (label, status, bucket) => {
-    const k = (stats.byKey[label] ??= emptyCounts());
+  // `raw`: the key, its 200 charged to it in the period `start`.
+  const record = (label, status, bucket, raw, start) => {
+    const k = (stats.byKey[label] ??= costs ? { ...emptyCounts(), credits: 0 } : emptyCounts());
     const q = stats.byBucket[bucket];
     stats.attempts++; k.attempts++; q.attempts++;
     if (status === 429) { stats.throttled++; k.throttled++; q.throttled++; }
     else if (status in STATUS_FIELD) { // only with the opt-in quirks
       const field = STATUS_FIELD[status];
       for (const c of [stats, k, q]) c[field] = (c[field] ?? 0) + 1;
-    } else { stats.ok++; k.ok++; q.ok++; }
+    } else {
+      stats.ok++; k.ok++; q.ok++;
+      spent.set(raw, { start, credits: creditsUsed(raw, start) + costOf[bucket] });
+      if (costs) { stats.credits += costOf[bucket]; k.credits += costOf[bucket]; }
+    }
     if (stats.arrivals.length < MAX_ARRIVALS) {
       stats.arrivals.push({ at: Math.round((performance.now() - startedAt) * 10) / 10, key: label, status, bucket });
     }
@@ -202,10 +258,13 @@ export async function startFakeOddsApi(options = {}) {
 
     if (req.method === 'GET' && path === '/v1/usage') {
       stats.usageCalls++;
+      labelFor(raw); // a key asking first is numbered first, as before
+      const { start, end } = period();
       return send(res, 200, {
-        api_credits_used: stats.byKey[labelFor(raw)]?.ok ?? 0,
+        api_credits_used: creditsUsed(raw, start),
         api_credits_limit: creditLimit,
-        period_end_utc: new Date(Date.now() + 30 * 86400e3).toISOString(),
+        period_start_utc: new Date(start).toISOString(),
+        period_end_utc: new Date(end).toISOString(),
       });
     }
     if (!match && !event) return send(res, 404, { detail: 'Not found' });
@@ -222,7 +281,8 @@ export async function startFakeOddsApi(options = {}) {
       record(label, 503, bucket);
       return send(res, 503, { detail: 'Service unavailable' });
     }
-    if ((stats.byKey[label]?.ok ?? 0) >= creditLimit) {
+    const { start } = period(); // the period this request is charged to, if it succeeds
+    if (creditsUsed(raw, start) + costOf[bucket] > creditLimit) {
       record(label, 429, bucket);
       return send(res, 429, { detail: 'Monthly API credits exhausted', code: 'quota_exceeded' });
     }
@@ -252,7 +312,7 @@ export async function startFakeOddsApi(options = {}) {
       if (retryAfterSeconds !== null) rl['Retry-After'] = String(retryAfterSeconds);
       return send(res, 429, { detail: 'Rate limit exceeded', code: 'rate_limited', request_id: randomUUID() }, rl);
     }
-    record(label, 200, bucket);
+    record(label, 200, bucket, raw, start);
     if (event) {
       const eventId = decodeURIComponent(id);
       return send(res, 200, {
@@ -260,13 +320,20 @@ export async function startFakeOddsApi(options = {}) {
         commence_time: new Date(Math.ceil(Date.now() / 3600e3) * 3600e3 + 86400e3).toISOString(),
       }, rl);
     }
-    return send(res, 200, {
+    const snapshot = {
       event_id: decodeURIComponent(match[1]),
       bookmakers: [
         { key: 'fakebook', markets: [{ key: 'h2h', outcomes: [{ name: 'Home', price: 1.91 }, { name: 'Away', price: 1.95 }] }] },
       ],
       fetched_at: new Date().toISOString(),
-    }, rl);
+    };
+    if (ttlSeconds !== null) Object.assign(snapshot, { ttl_seconds: ttlSeconds, as_of_ts_ms: Date.now() });
+    if (snapshotBytes !== null) {
+      snapshot.filler = '';
+      snapshot.filler = 'x'.repeat(Math.max(0, snapshotBytes - Buffer.byteLength(JSON.stringify(snapshot))));
+    }
+    if (cacheControl !== null) rl['Cache-Control'] = cacheControl;
+    return send(res, 200, snapshot, rl);
   }
 
   await new Promise((resolve, reject) => {
