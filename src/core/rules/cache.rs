@@ -7,7 +7,6 @@
 //! entry is only ever found under its own key, so a credential never sees another's. A caller
 //! `C` is a call waiting for a request's answer.
 
-use std::collections::BTreeMap;
 use std::hash::Hash;
 
 use crate::core::base::map::Map;
@@ -17,6 +16,11 @@ use crate::core::Millis;
 
 /// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }`.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct CacheConfig {
     /// The bytes every entry together may hold.
     pub max_bytes: f64,
@@ -172,8 +176,16 @@ struct Entry {
     bytes: f64,
     stored_at: Millis,
     fresh_until: Millis,
-    /// Its place in the order of use (the key of `Cache::order`).
+    /// Its place in the order of use.
     used: u64,
+}
+
+/// A request in flight: the call that leads it (sends it through the gate), and the calls
+/// waiting for its answer (the leader first, while it waits).
+#[derive(Debug)]
+struct Flight<C> {
+    leader: C,
+    waiting: Vec<C>,
 }
 
 /// The index of kept answers and requests in flight.
@@ -181,22 +193,20 @@ struct Entry {
 pub struct Cache<K, C> {
     config: CacheConfig,
     entries: Map<K, Entry>,
-    /// Keys by last use, least recent first.
-    order: BTreeMap<u64, K>,
+    /// Uses so far: an entry's last is its place in the order of use.
     uses: u64,
     next_id: EntryId,
-    /// Requests in flight, with the calls waiting for each (its leader first, while it waits).
-    flights: Map<K, Vec<C>>,
+    /// Requests in flight.
+    flights: Map<K, Flight<C>>,
     figures: CacheFigures,
 }
 
-impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
+impl<K: Hash + Eq + Clone, C: Copy + PartialEq> Cache<K, C> {
     /// An empty cache.
     pub fn new(config: CacheConfig) -> Self {
         Cache {
             config,
             entries: Map::default(),
-            order: BTreeMap::new(),
             uses: 0,
             next_id: 1,
             flights: Map::default(),
@@ -214,7 +224,7 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
     pub fn lookup(&mut self, now: Millis, key: &K, caller: C) -> Lookup {
         if let Some(e) = self.entries.get(key).copied() {
             if now < e.fresh_until {
-                self.touch(key, e.used);
+                self.touch(key);
                 self.figures.hits += 1;
                 return Lookup::Fresh {
                     entry: e.id,
@@ -223,13 +233,17 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
             }
         }
         match self.flights.get_mut(key) {
-            Some(joined) => {
-                joined.push(caller);
+            Some(flight) => {
+                flight.waiting.push(caller);
                 self.figures.coalesced += 1;
                 Lookup::Joined
             }
             None => {
-                self.flights.insert(key.clone(), vec![caller]);
+                let flight = Flight {
+                    leader: caller,
+                    waiting: vec![caller],
+                };
+                self.flights.insert(key.clone(), flight);
                 Lookup::Lead
             }
         }
@@ -242,20 +256,28 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
         if now > e.fresh_until + self.config.stale_for_ms {
             return None;
         }
-        self.touch(key, e.used);
+        self.touch(key);
         self.figures.stale += 1;
         Some((e.id, now - e.stored_at))
     }
 
-    /// The request in flight for `key` has landed at `now`: who else gets its answer, and what
-    /// is kept and dropped.
-    pub fn landed(&mut self, now: Millis, key: &K, landed: Landed) -> Settled<C> {
-        let waiting = self.flights.remove(key).unwrap_or_default();
+    /// The request `leader` led for `key` has landed at `now`: who gets its answer, and what
+    /// is kept and dropped. A request cancelled because nobody waited for it (see
+    /// [`leave`](Self::leave)) settles nothing, even if a new one for `key` is in flight.
+    pub fn landed(&mut self, now: Millis, key: &K, leader: C, landed: Landed) -> Settled<C> {
         let mut settled = Settled {
-            waiting,
+            waiting: Vec::new(),
             kept: None,
             dropped: Vec::new(),
         };
+        match self.flights.get(key) {
+            Some(flight) if flight.leader == leader => {}
+            _ => return settled,
+        }
+        settled.waiting = self
+            .flights
+            .remove(key)
+            .map_or_else(Vec::new, |f| f.waiting);
         let Landed::Ok {
             bytes,
             lifetime: Some(lifetime),
@@ -272,11 +294,14 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
         if let Some(old) = self.remove(key) {
             settled.dropped.push(old);
         }
+        // The least recently used go first: a look through the entries, once per answer kept
+        // (a heap or a list in use order would cost more code than the few thousand entries
+        // that fit in `max_bytes` cost time).
         while self.figures.bytes + bytes > self.config.max_bytes {
-            let Some((_, oldest)) = self.order.first_key_value() else {
+            let oldest = self.entries.iter().min_by_key(|(_, e)| e.used);
+            let Some(oldest) = oldest.map(|(k, _)| k.clone()) else {
                 break;
             };
-            let oldest = oldest.clone();
             if let Some(id) = self.remove(&oldest) {
                 self.figures.evictions += 1;
                 settled.dropped.push(id);
@@ -285,7 +310,6 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
         let id = self.next_id;
         self.next_id += 1;
         self.uses += 1;
-        self.order.insert(self.uses, key.clone());
         self.entries.insert(
             key.clone(),
             Entry {
@@ -302,19 +326,16 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
         settled
     }
 
-    /// `caller` no longer waits for the request for `key` (its signal aborted). True when
-    /// nobody does any more: the request is cancelled (while anyone waits, it goes on, its
+    /// `caller` no longer waits for the request for `key` (its signal aborted). When nobody
+    /// does any more, the leader of the request to cancel (while anyone waits, it goes on, its
     /// leader's abort included).
-    pub fn leave(&mut self, key: &K, caller: &C) -> bool {
-        let Some(waiting) = self.flights.get_mut(key) else {
-            return false;
-        };
-        waiting.retain(|c| c != caller);
-        let nobody = waiting.is_empty();
-        if nobody {
-            self.flights.remove(key);
+    pub fn leave(&mut self, key: &K, caller: C) -> Option<C> {
+        let flight = self.flights.get_mut(key)?;
+        flight.waiting.retain(|&c| c != caller);
+        if !flight.waiting.is_empty() {
+            return None;
         }
-        nobody
+        self.flights.remove(key).map(|f| f.leader)
     }
 
     /// Drops every entry past its stale time at `now`; returns their ids.
@@ -332,10 +353,8 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
         self.figures
     }
 
-    fn touch(&mut self, key: &K, used: u64) {
-        self.order.remove(&used);
+    fn touch(&mut self, key: &K) {
         self.uses += 1;
-        self.order.insert(self.uses, key.clone());
         if let Some(e) = self.entries.get_mut(key) {
             e.used = self.uses;
         }
@@ -343,7 +362,6 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
 
     fn remove(&mut self, key: &K) -> Option<EntryId> {
         let e = self.entries.remove(key)?;
-        self.order.remove(&e.used);
         self.figures.entries -= 1;
         self.figures.bytes -= e.bytes;
         Some(e.id)
