@@ -200,16 +200,16 @@ fn a_request_goes_on_while_anyone_waits_for_it() {
     c.lookup(0.0, &k, 0);
     c.lookup(0.0, &k, 1);
     c.lookup(0.0, &k, 2);
-    assert_eq!(c.leave(&k, 0), None, "the leader aborts: two still wait");
-    assert_eq!(c.leave(&k, 2), None);
+    assert_eq!(c.leave(0), None, "the leader aborts: two still wait");
+    assert_eq!(c.leave(2), None);
     assert_eq!(c.landed(5.0, &k, 0, ok(1.0, 1_000.0)).waiting, vec![1]);
     // When the last caller leaves, the request (led by 3) is cancelled and the next call leads
     // anew; the cancelled one's landing settles nothing of the new one's.
     let k = key("a", 2);
     c.lookup(0.0, &k, 3);
     c.lookup(0.0, &k, 4);
-    assert_eq!(c.leave(&k, 3), None);
-    assert_eq!(c.leave(&k, 4), Some(3));
+    assert_eq!(c.leave(3), None);
+    assert_eq!(c.leave(4), Some(3));
     assert_eq!(c.lookup(1.0, &k, 5), Lookup::Lead);
     c.lookup(1.0, &k, 6);
     let stale = c.landed(2.0, &k, 3, ok(1.0, 1_000.0));
@@ -331,7 +331,7 @@ proptest! {
                 _ => {
                     if let Some(i) = waiting.iter().position(|(w, _)| *w == k) {
                         let (k, caller) = waiting.remove(i);
-                        if c.leave(&k, caller).is_some() {
+                        if c.leave(caller).is_some() {
                             leaders.remove(&k);
                         }
                         answered.insert(caller);

@@ -2,12 +2,13 @@
 //! `de.rs`) checks every field's type and refuses unknown keys; the core checks ranges. Either
 //! way the error names the field.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
-use super::cache::{self, CacheIndex};
+use super::cache;
 use super::de::{self, Item};
 use super::errors::{config_error, range_error, type_error};
 use super::events::Events;
@@ -19,7 +20,7 @@ use crate::core::gates::profile::{Keeping, LaneAsks, Profile, StoreId};
 use crate::core::rules::allowance::{at_least, positive, Allowance, Rate};
 use crate::core::rules::backoff::Backoff;
 use crate::core::rules::budget::RefillingConfig;
-use crate::core::rules::cache::CacheConfig;
+use crate::core::rules::cache::{Cache, CacheConfig};
 use crate::core::rules::classify::{valid_method, RetryRules};
 use crate::core::rules::policy::RetryPolicy;
 use crate::core::rules::quota::valid_usage_url;
@@ -223,7 +224,8 @@ pub fn config(
         }
     };
     let metrics = o.meter.map(|m| Metrics::new(&m).map(Rc::new)).transpose()?;
-    let cache = cache_config(o.cache)?.map(CacheIndex::new);
+    let cache =
+        cache_config(o.cache)?.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
     let threads = o.threads.unwrap_or(true);
     let profile = Profile {
         allowance,
@@ -353,16 +355,13 @@ fn cache_config(value: Option<JsValue>) -> Result<Option<CacheConfig>, JsValue> 
         return Err(de::wrong("cache", "a boolean or an object", &value));
     }
     let c: CacheOptions = de::object(&value, "cache", "cache.")?;
-    let d = CacheConfig::DEFAULT;
-    let config = CacheConfig {
-        max_bytes: c.max_bytes.unwrap_or(d.max_bytes),
-        max_entry_bytes: c
-            .max_entry_bytes
-            .unwrap_or(d.max_entry_bytes.min(c.max_bytes.unwrap_or(d.max_bytes))),
-        default_ttl_ms: c.default_ttl_ms.unwrap_or(d.default_ttl_ms),
-        stale_for_ms: c.stale_for_ms.unwrap_or(d.stale_for_ms),
-    };
-    config.validate().map(Some).map_err(config_error)
+    let given = [
+        c.max_bytes,
+        c.max_entry_bytes,
+        c.default_ttl_ms,
+        c.stale_for_ms,
+    ];
+    CacheConfig::given(given).map(Some).map_err(config_error)
 }
 
 /// `retry.budget`: `false` (none), left out (the default), or an object.

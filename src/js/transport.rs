@@ -202,7 +202,7 @@ impl Transport {
             )
         });
         let lane = &self.config.lane_name;
-        let cache = self.cache().map(|c| c.borrow().figures());
+        let cache = self.cache().map(|c| c.borrow().0.figures());
         Ok(driver().with(|g| figures::stats(g, self.wrapper, lane, (batch, cache))))
     }
 

@@ -10,7 +10,7 @@
 use std::hash::Hash;
 
 use crate::core::base::map::Map;
-use crate::core::parse::freshness::Freshness;
+use crate::core::parse::freshness::{freshness, CacheHeaders, Freshness};
 use crate::core::rules::allowance::{at_least, ConfigError};
 use crate::core::Millis;
 
@@ -42,6 +42,22 @@ impl CacheConfig {
         default_ttl_ms: 0.0,
         stale_for_ms: 10.0 * 60_000.0,
     };
+
+    /// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }` as given (`None`: left
+    /// out), the defaults filling in (`maxEntryBytes` at most `maxBytes`), checked.
+    pub fn given(
+        [max_bytes, max_entry_bytes, default_ttl_ms, stale_for_ms]: [Option<f64>; 4],
+    ) -> Result<Self, ConfigError> {
+        let d = CacheConfig::DEFAULT;
+        let max_bytes = max_bytes.unwrap_or(d.max_bytes);
+        CacheConfig {
+            max_bytes,
+            max_entry_bytes: max_entry_bytes.unwrap_or(d.max_entry_bytes.min(max_bytes)),
+            default_ttl_ms: default_ttl_ms.unwrap_or(d.default_ttl_ms),
+            stale_for_ms: stale_for_ms.unwrap_or(d.stale_for_ms),
+        }
+        .validate()
+    }
 
     /// The configuration, or the first field out of its range.
     pub fn validate(self) -> Result<Self, ConfigError> {
@@ -133,6 +149,27 @@ pub enum Landed {
     Other,
 }
 
+impl Landed {
+    /// A response of `status` (0: none) whose body, `bytes` long, was copied whole (`copied`),
+    /// with its caching `headers` and its JSON body's `ttl_seconds`, received at `wall_now`
+    /// (Unix ms); `default_ttl_ms` for a 200 that says no lifetime.
+    pub fn of(
+        (status, bytes, copied): (u16, f64, bool),
+        headers: CacheHeaders<'_>,
+        ttl_seconds: Option<f64>,
+        wall_now: Millis,
+        default_ttl_ms: Millis,
+    ) -> Landed {
+        match status == 200 && copied {
+            true => Landed::Ok {
+                bytes,
+                lifetime: lifetime(freshness(headers, wall_now), ttl_seconds, default_ttl_ms),
+            },
+            false => Landed::Other,
+        }
+    }
+}
+
 /// What the bindings do once a request in flight has landed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settled<C> {
@@ -196,12 +233,13 @@ pub struct Cache<K, C> {
     /// Uses so far: an entry's last is its place in the order of use.
     uses: u64,
     next_id: EntryId,
-    /// Requests in flight.
+    /// Requests in flight, and what each call waiting for one asked for.
     flights: Map<K, Flight<C>>,
+    asked: Map<C, K>,
     figures: CacheFigures,
 }
 
-impl<K: Hash + Eq + Clone, C: Copy + PartialEq> Cache<K, C> {
+impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
     /// An empty cache.
     pub fn new(config: CacheConfig) -> Self {
         Cache {
@@ -210,6 +248,7 @@ impl<K: Hash + Eq + Clone, C: Copy + PartialEq> Cache<K, C> {
             uses: 0,
             next_id: 1,
             flights: Map::default(),
+            asked: Map::default(),
             figures: CacheFigures::default(),
         }
     }
@@ -235,6 +274,7 @@ impl<K: Hash + Eq + Clone, C: Copy + PartialEq> Cache<K, C> {
         match self.flights.get_mut(key) {
             Some(flight) => {
                 flight.waiting.push(caller);
+                self.asked.insert(caller, key.clone());
                 self.figures.coalesced += 1;
                 Lookup::Joined
             }
@@ -244,6 +284,7 @@ impl<K: Hash + Eq + Clone, C: Copy + PartialEq> Cache<K, C> {
                     waiting: vec![caller],
                 };
                 self.flights.insert(key.clone(), flight);
+                self.asked.insert(caller, key.clone());
                 Lookup::Lead
             }
         }
@@ -270,6 +311,7 @@ impl<K: Hash + Eq + Clone, C: Copy + PartialEq> Cache<K, C> {
             kept: None,
             dropped: Vec::new(),
         };
+        self.asked.remove(&leader);
         match self.flights.get(key) {
             Some(flight) if flight.leader == leader => {}
             _ => return settled,
@@ -278,6 +320,9 @@ impl<K: Hash + Eq + Clone, C: Copy + PartialEq> Cache<K, C> {
             .flights
             .remove(key)
             .map_or_else(Vec::new, |f| f.waiting);
+        for caller in &settled.waiting {
+            self.asked.remove(caller);
+        }
         let Landed::Ok {
             bytes,
             lifetime: Some(lifetime),
@@ -326,16 +371,17 @@ impl<K: Hash + Eq + Clone, C: Copy + PartialEq> Cache<K, C> {
         settled
     }
 
-    /// `caller` no longer waits for the request for `key` (its signal aborted). When nobody
+    /// `caller` no longer waits for the request it asked for (its signal aborted). When nobody
     /// does any more, the leader of the request to cancel (while anyone waits, it goes on, its
     /// leader's abort included).
-    pub fn leave(&mut self, key: &K, caller: C) -> Option<C> {
-        let flight = self.flights.get_mut(key)?;
+    pub fn leave(&mut self, caller: C) -> Option<C> {
+        let key = self.asked.remove(&caller)?;
+        let flight = self.flights.get_mut(&key)?;
         flight.waiting.retain(|&c| c != caller);
         if !flight.waiting.is_empty() {
             return None;
         }
-        self.flights.remove(key).map(|f| f.leader)
+        self.flights.remove(&key).map(|f| f.leader)
     }
 
     /// Drops every entry past its stale time at `now`; returns their ids.
