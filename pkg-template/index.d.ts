@@ -100,6 +100,16 @@ export interface CreateFetchOptions {
    */
   threads?: boolean;
   /**
+   * One request per snapshot: identical GETs without a body (same credential, URL and `Accept`)
+   * in flight share one request (one token, one credit; every caller gets its own `Response`,
+   * the leader the inner fetch's own), and a 200 is answered again without a request for its
+   * lifetime: `Cache-Control` (`no-store`, `no-cache`, `max-age`), `Expires` and `Age`, else its
+   * JSON body's `ttl_seconds`, else `defaultTtlMs`. Answers from the cache carry
+   * `x-odds-gate-cache: hit | coalesced` and an `Age`. `true` for the defaults. One process;
+   * shared by the wrapper's lanes and batches. @default none
+   */
+  cache?: boolean | CacheOptions;
+  /**
    * When the gate stops retrying, reject with a `GateAbandonedError` rather than give the
    * caller what the last attempt came to as fetch would (its `Response`, body unread, or its
    * rejection); and refuse calls for a spent quota with a `QuotaExhaustedError` rather than the
@@ -316,6 +326,32 @@ export interface GateStats {
   backoffMs: DurationHistogram;
 }
 
+export interface CacheOptions {
+  /** The bytes of every kept body together; the least recently used go first. @default 16777216 (16 MiB) */
+  maxBytes?: number;
+  /** The largest body kept (callers that joined a larger one's request send their own). At most `maxBytes`. @default 1048576 (1 MiB) */
+  maxEntryBytes?: number;
+  /** The lifetime of a 200 that says none; 0 shares requests in flight only. @default 0 */
+  defaultTtlMs?: number;
+  /** How long past its lifetime an entry is kept (for stale answers, not served yet). @default 600000 */
+  staleForMs?: number;
+}
+
+/** `stats().cache`: what the wrapper's cache holds and saved. */
+export interface CacheStats {
+  entries: number;
+  bytes: number;
+  /** Calls answered by a fresh entry. */
+  hits: number;
+  /** Calls that joined a request in flight. */
+  coalesced: number;
+  stale: number;
+  /** Entries dropped for room. */
+  evictions: number;
+  /** hits + coalesced + stale. */
+  requestsSaved: number;
+}
+
 export interface Stats {
   admitted: number;
   waiting: number;
@@ -324,6 +360,8 @@ export interface Stats {
   abandoned: number;
   /** Present on a batch's fetchImpl. */
   batch?: { remainingMs: number; retriesLeft: number | null };
+  /** Present with `cache`. */
+  cache?: CacheStats;
   /** Every gate this wrapper has used, most recently used first. */
   gates: GateStats[];
   /**
@@ -357,6 +395,8 @@ export interface Description {
   lane?: string;
   retryBudget: string;
   quota: string;
+  /** Present with `cache`: what is cached and for how long. */
+  cache?: string;
   metrics: string;
   /** All of the above as readable text. */
   text: string;

@@ -86,7 +86,7 @@ fn identical_gets_in_flight_share_one_request_and_each_caller_gets_its_answer() 
     }
     // Another credential's identical URL is another request.
     assert_eq!(c.lookup(1.0, &key("b", 1), 99), Lookup::Lead);
-    let settled = c.landed(50.0, &k, ok(1_000.0, 5_000.0));
+    let settled = c.landed(50.0, &k, 0, ok(1_000.0, 5_000.0));
     assert_eq!(settled.waiting, (0..32).collect::<Vec<_>>());
     assert!(settled.kept.is_some() && settled.dropped.is_empty());
     assert_eq!(c.figures().coalesced, 31);
@@ -102,7 +102,7 @@ fn a_kept_answer_is_fresh_for_its_lifetime_then_stale_for_stale_for_ms() {
     let mut c = cache(config);
     let k = key("a", 1);
     c.lookup(0.0, &k, 0);
-    let id = c.landed(100.0, &k, ok(10.0, 5_000.0)).kept.unwrap();
+    let id = c.landed(100.0, &k, 0, ok(10.0, 5_000.0)).kept.unwrap();
     assert_eq!(
         c.lookup(5_099.0, &k, 1),
         Lookup::Fresh {
@@ -140,7 +140,7 @@ fn nothing_is_kept_that_may_not_be_or_does_not_fit() {
         let k = key("a", n as u32);
         c.lookup(0.0, &k, 0);
         c.lookup(0.0, &k, 1);
-        let settled = c.landed(1.0, &k, landed);
+        let settled = c.landed(1.0, &k, 0, landed);
         assert_eq!(
             settled.waiting,
             vec![0, 1],
@@ -157,7 +157,7 @@ fn nothing_is_kept_that_may_not_be_or_does_not_fit() {
     });
     let k = key("a", 9);
     c.lookup(0.0, &k, 0);
-    assert_eq!(c.landed(1.0, &k, ok(10.0, 0.0)).kept, None);
+    assert_eq!(c.landed(1.0, &k, 0, ok(10.0, 0.0)).kept, None);
 }
 
 #[test]
@@ -172,7 +172,7 @@ fn entries_go_least_recently_used_first_when_the_bytes_run_out() {
     for n in 0..2 {
         let k = key("a", n);
         c.lookup(0.0, &k, n);
-        ids.push(c.landed(0.0, &k, ok(40.0, 60_000.0)).kept.unwrap());
+        ids.push(c.landed(0.0, &k, n, ok(40.0, 60_000.0)).kept.unwrap());
     }
     // Entry 0 is used again, so entry 1 is the least recent when entry 2 needs room.
     assert!(matches!(
@@ -180,13 +180,13 @@ fn entries_go_least_recently_used_first_when_the_bytes_run_out() {
         Lookup::Fresh { .. }
     ));
     c.lookup(2.0, &key("a", 2), 8);
-    let settled = c.landed(2.0, &key("a", 2), ok(40.0, 60_000.0));
+    let settled = c.landed(2.0, &key("a", 2), 8, ok(40.0, 60_000.0));
     assert_eq!(settled.dropped, vec![ids[1]]);
     let f = c.figures();
     assert_eq!((f.entries, f.bytes, f.evictions), (2, 80.0, 1));
     // A new answer for a kept key replaces its entry (not an eviction).
     c.lookup(70_000.0, &key("a", 0), 9);
-    let settled = c.landed(70_000.0, &key("a", 0), ok(10.0, 60_000.0));
+    let settled = c.landed(70_000.0, &key("a", 0), 9, ok(10.0, 60_000.0));
     assert_eq!(settled.dropped, vec![ids[0]]);
     assert_eq!(c.figures().evictions, 1);
     assert_eq!(c.sweep(70_000.0 + 60_000.0 + 600_001.0).len(), 2);
@@ -200,16 +200,21 @@ fn a_request_goes_on_while_anyone_waits_for_it() {
     c.lookup(0.0, &k, 0);
     c.lookup(0.0, &k, 1);
     c.lookup(0.0, &k, 2);
-    assert!(!c.leave(&k, &0), "the leader aborts: two still wait");
-    assert!(!c.leave(&k, &2));
-    assert_eq!(c.landed(5.0, &k, ok(1.0, 1_000.0)).waiting, vec![1]);
-    // When the last caller leaves, the request is cancelled and the next call leads anew.
+    assert_eq!(c.leave(0), None, "the leader aborts: two still wait");
+    assert_eq!(c.leave(2), None);
+    assert_eq!(c.landed(5.0, &k, 0, ok(1.0, 1_000.0)).waiting, vec![1]);
+    // When the last caller leaves, the request (led by 3) is cancelled and the next call leads
+    // anew; the cancelled one's landing settles nothing of the new one's.
     let k = key("a", 2);
     c.lookup(0.0, &k, 3);
     c.lookup(0.0, &k, 4);
-    assert!(!c.leave(&k, &3));
-    assert!(c.leave(&k, &4));
+    assert_eq!(c.leave(3), None);
+    assert_eq!(c.leave(4), Some(3));
     assert_eq!(c.lookup(1.0, &k, 5), Lookup::Lead);
+    c.lookup(1.0, &k, 6);
+    let stale = c.landed(2.0, &k, 3, ok(1.0, 1_000.0));
+    assert!(stale.waiting.is_empty() && stale.kept.is_none());
+    assert_eq!(c.landed(3.0, &k, 5, ok(1.0, 1_000.0)).waiting, vec![5, 6]);
 }
 
 /// The polling load: `workers` poll `snapshots` URLs every `every_ms` (offset per
@@ -224,7 +229,7 @@ fn poll(
 ) -> (u32, Millis) {
     let latency_ms = 120.0;
     let mut c = cache(CacheConfig::DEFAULT);
-    let mut landing: Vec<(Millis, Key)> = Vec::new();
+    let mut landing: Vec<(Millis, Key, u32)> = Vec::new();
     let mut sent_at: Vec<(u32, Millis)> = Vec::new();
     let (mut requests, mut longest) = (0, 0.0_f64);
     let mut caller = 0;
@@ -232,9 +237,9 @@ fn poll(
     let mut now = 0.0;
     while now < for_ms {
         landing.sort_by(|a, b| a.0.total_cmp(&b.0));
-        while landing.first().is_some_and(|(at, _)| *at <= now) {
-            let (at, k) = landing.remove(0);
-            for waiting in c.landed(at, &k, ok(2_000.0, ttl_ms)).waiting {
+        while landing.first().is_some_and(|(at, ..)| *at <= now) {
+            let (at, k, leader) = landing.remove(0);
+            for waiting in c.landed(at, &k, leader, ok(2_000.0, ttl_ms)).waiting {
                 let asked = sent_at.iter().find(|(c, _)| *c == waiting).unwrap().1;
                 longest = longest.max(at - asked);
             }
@@ -251,7 +256,7 @@ fn poll(
                 sent_at.push((caller, now));
                 if c.lookup(now, &k, caller) == Lookup::Lead {
                     requests += 1;
-                    landing.push((now + latency_ms, k));
+                    landing.push((now + latency_ms, k, caller));
                 }
             }
         }
@@ -287,6 +292,7 @@ proptest! {
         let mut now = 0.0;
         let mut next = 0u32;
         let mut waiting: Vec<(Key, u32)> = Vec::new();
+        let mut leaders: std::collections::HashMap<Key, u32> = std::collections::HashMap::new();
         let mut answered = std::collections::HashSet::new();
         let mut kept = std::collections::HashMap::new();
         for (op, k, dt, n) in ops {
@@ -301,11 +307,16 @@ proptest! {
                             prop_assert!(age_ms >= 0.0);
                             prop_assert!(answered.insert(next));
                         }
-                        _ => waiting.push((k, next)),
+                        Lookup::Lead => {
+                            leaders.insert(k.clone(), next);
+                            waiting.push((k, next));
+                        }
+                        Lookup::Joined => waiting.push((k, next)),
                     }
                 }
                 2 => {
-                    let settled = c.landed(now, &k, ok(f64::from(n), f64::from(n) * 3.0));
+                    let Some(leader) = leaders.remove(&k) else { continue };
+                    let settled = c.landed(now, &k, leader, ok(f64::from(n), f64::from(n) * 3.0));
                     for caller in settled.waiting {
                         prop_assert!(answered.insert(caller), "answered twice");
                         waiting.retain(|(_, w)| *w != caller);
@@ -320,7 +331,9 @@ proptest! {
                 _ => {
                     if let Some(i) = waiting.iter().position(|(w, _)| *w == k) {
                         let (k, caller) = waiting.remove(i);
-                        c.leave(&k, &caller);
+                        if c.leave(caller).is_some() {
+                            leaders.remove(&k);
+                        }
                         answered.insert(caller);
                     }
                 }
@@ -332,7 +345,8 @@ proptest! {
         // Whoever still waits leads or joined a request in flight: it lands once for them.
         let keys: std::collections::HashSet<Key> = waiting.iter().map(|(k, _)| k.clone()).collect();
         for k in keys {
-            for caller in c.landed(now, &k, Landed::Other).waiting {
+            let Some(&leader) = leaders.get(&k) else { continue };
+            for caller in c.landed(now, &k, leader, Landed::Other).waiting {
                 prop_assert!(answered.insert(caller), "answered twice");
             }
         }

@@ -106,6 +106,10 @@ createFetch({ rate: { burst: 1, perSecond: 1 }, meter: { createHistogram: () => 
 createFetch({ rate: { burst: 1, perSecond: 1 }, retry: false });
 createFetch({ rate: { burst: 1, perSecond: 1 }, retry: true });
 createFetch({ typedErrors: true });
+createFetch({ cache: true });
+expectType<number | undefined>(createFetch({ cache: { maxBytes: 1 << 20, defaultTtlMs: 5_000 } }).stats().cache?.requestsSaved);
+// @ts-expect-error cache options are numbers
+createFetch({ cache: { maxBytes: "1MB" } });
 // @ts-expect-error typedErrors is a boolean
 createFetch({ typedErrors: "yes" });
 createFetch({ rate: { burst: 1, perSecond: 1 }, retry: { budget: false } });

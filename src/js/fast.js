@@ -5,8 +5,14 @@
 import { attempt } from './attempt.js';
 import { requestFacts, callerSignal } from './reads.js';
 
-/** `transport`'s gated fetch: `(input, init) => Promise<Response>`. */
+/** `transport`'s gated fetch, behind its cache when it has one (cache.js): `(input, init) => Promise<Response>`. */
 export function gated(transport) {
+  const send = gate(transport);
+  const cached = transport.cacheWrapper();
+  return cached === undefined ? send : cached(transport, send);
+}
+
+function gate(transport) {
   const inner = transport.innerFetch();
   const settle = (handle, value, how, status, feedback) => transport.settle(handle, value, how, status, feedback);
   return (input, init) => {

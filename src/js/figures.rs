@@ -13,16 +13,17 @@ use super::shared_memory;
 use crate::core::gates::ids::WrapperId;
 use crate::core::gates::report::Setting;
 use crate::core::gates::Gates;
+use crate::core::rules::cache::CacheFigures;
 
 /// `stats()` of `wrapper`, whose calls wait in the lane called `lane`; for a batch, its time
-/// (ms) and retries left.
+/// (ms) and retries left; its cache's figures.
 pub fn stats(
     gates: &mut Gates,
     wrapper: WrapperId,
     lane: &str,
-    batch: Option<(f64, Option<u32>)>,
+    extra: (Option<(f64, Option<u32>)>, Option<CacheFigures>),
 ) -> JsValue {
-    to_js(&gates.stats(clock::now(), wrapper, lane, batch, Date))
+    to_js(&gates.stats(clock::now(), wrapper, lane, extra, Date))
 }
 
 /// What the meter observes for the wrappers sharing its instruments (`measured`: a wrapper
@@ -46,6 +47,7 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
         shared_memory: shared_memory::size(),
         metrics: config.metrics.is_some(),
         lane_name: &config.lane_name,
+        cache: config.cache.as_ref().map(|c| c.borrow().0.config()),
     };
     match gates.facts(clock::now(), wrapper, setting, Date) {
         Some(facts) => summary(&to_js(&facts)),

@@ -5,6 +5,7 @@
 mod abort;
 mod attempt;
 mod body;
+mod cache;
 mod calls;
 mod clock;
 mod de;

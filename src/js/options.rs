@@ -2,11 +2,13 @@
 //! `de.rs`) checks every field's type and refuses unknown keys; the core checks ranges. Either
 //! way the error names the field.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
+use super::cache;
 use super::de::{self, Item};
 use super::errors::{config_error, range_error, type_error};
 use super::events::Events;
@@ -18,6 +20,7 @@ use crate::core::gates::profile::{Keeping, LaneAsks, Profile, StoreId};
 use crate::core::rules::allowance::{at_least, positive, Allowance, Rate};
 use crate::core::rules::backoff::Backoff;
 use crate::core::rules::budget::RefillingConfig;
+use crate::core::rules::cache::{Cache, CacheConfig};
 use crate::core::rules::classify::{valid_method, RetryRules};
 use crate::core::rules::policy::RetryPolicy;
 use crate::core::rules::quota::valid_usage_url;
@@ -45,6 +48,18 @@ struct Options {
     meter: Option<JsValue>,
     threads: Option<bool>,
     typed_errors: Option<bool>,
+    #[serde(default, deserialize_with = "de::value")]
+    cache: Option<JsValue>,
+}
+
+/// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CacheOptions {
+    max_bytes: Option<f64>,
+    max_entry_bytes: Option<f64>,
+    default_ttl_ms: Option<f64>,
+    stale_for_ms: Option<f64>,
 }
 
 /// `rate: { burst, perSecond }`.
@@ -173,6 +188,8 @@ pub struct Config {
     /// The name of the lane its calls wait in (`stats().lane.name`, and the metrics'
     /// `odds_gate.lane`): `default` for a wrapper's own calls.
     pub lane_name: Rc<str>,
+    /// Its cache, shared with its lanes and batches (`cache` option).
+    pub cache: Option<cache::Shared>,
 }
 
 /// Reads `createFetch(options)`: the wrapper's JavaScript side, and what it asks of the gates,
@@ -207,6 +224,8 @@ pub fn config(
         }
     };
     let metrics = o.meter.map(|m| Metrics::new(&m).map(Rc::new)).transpose()?;
+    let cache =
+        cache_config(o.cache)?.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
     let threads = o.threads.unwrap_or(true);
     let profile = Profile {
         allowance,
@@ -229,6 +248,7 @@ pub fn config(
         metrics,
         threads,
         lane_name: lane_name::DEFAULT.into(),
+        cache,
     };
     Ok((config, profile))
 }
@@ -319,6 +339,29 @@ fn retry(
     .validate()
     .map_err(config_error)?;
     Ok((Some(policy), budget(r.budget)?))
+}
+
+/// `cache`: `true` (the defaults), `false` or left out (none), or an object.
+fn cache_config(value: Option<JsValue>) -> Result<Option<CacheConfig>, JsValue> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    match value.as_bool() {
+        Some(true) => return Ok(Some(CacheConfig::DEFAULT)),
+        Some(false) => return Ok(None),
+        None => {}
+    }
+    if !de::is_object(&value) {
+        return Err(de::wrong("cache", "a boolean or an object", &value));
+    }
+    let c: CacheOptions = de::object(&value, "cache", "cache.")?;
+    let given = [
+        c.max_bytes,
+        c.max_entry_bytes,
+        c.default_ttl_ms,
+        c.stale_for_ms,
+    ];
+    CacheConfig::given(given).map(Some).map_err(config_error)
 }
 
 /// `retry.budget`: `false` (none), left out (the default), or an object.

@@ -1,14 +1,14 @@
 // describe(): the checklist's configuration summary, worded here from the facts the bindings
 // pass (`rate` (null when learned without a ceiling), `learn`, `threads`, `waiting`, `metrics`,
 // the core's `limits`, and `store`, `retry`, `budget`, `sharedMemory` (the threads' table), `lane` (a
-// lane's name and weight) when there),
+// lane's name and weight), `cache` (its settings) when there),
 // so the sentences live in JavaScript rather than in the wasm module. `text` is one line per
 // field, under the labels the checklist uses.
 
 const LABELS = [
   ['scope', 'scope'], ['store', 'store'], ['admission', 'admission'], ['feedback', 'feedback'],
   ['retry', 'retry'], ['backoff', 'backoff'], ['bounds', 'bounds'], ['waiting', 'waiting'], ['lane', 'lane'], ['retryBudget', 'retry budget'],
-  ['quota', 'quota'], ['metrics', 'metrics'], ['learned', 'learned'],
+  ['quota', 'quota'], ['cache', 'cache'], ['metrics', 'metrics'], ['learned', 'learned'],
 ];
 
 /** A Redis store, in one queue. */
@@ -17,7 +17,7 @@ const shared = ({ prefix, settings: s }) => `shared across processes through Red
   + `and Redis is asked again after ${s.retryMs} ms`;
 
 /** The summary object, with its `text`. */
-export function summary({ rate, learn, store, threads, sharedMemory, retry, budget, waiting, metrics, lane, learned, limits }) {
+export function summary({ rate, learn, store, threads, sharedMemory, retry, budget, waiting, metrics, lane, learned, limits, cache }) {
   const s = { rate, learn };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
   s.store = store ? shared(store) : (threads
@@ -48,6 +48,11 @@ export function summary({ rate, learn, store, threads, sharedMemory, retry, budg
     ? `shared per gate: ${budget.capacity} tokens, a 429 retry costs ${budget.throttleCost}, a transient one ${budget.transientCost}, success refunds the retry's cost (+${budget.successRefill} for a first-time success); batch({ retryBudget }) adds a fixed allowance per round`
     : 'none';
   s.quota = `a 429 naming the quota, or ${limits.suspiciousRun} bare 429s in a row, triggers one GET /usage per gate, through its queue (after an answer that confirms nothing, the next waits ${limits.probeBaseMs / 1000} s, doubling to ${limits.probeCapMs / 1000} s); nothing else in the queue is sent until it answers; used >= limit ends calls at once, unsent, with the server's quota 429 given again (x-odds-gate: quota-exhausted; QuotaExhaustedError with typedErrors) until the period ends or resetQuota(); GET /usage and /limits are never refused for the quota`;
+  if (cache) {
+    s.cache = 'one request per snapshot in this process: a GET without a body identical to one in flight (credential, URL, Accept) joins it; '
+      + `a 200 is answered again without a request while fresh, for its Cache-Control (no-store, no-cache, max-age), else Expires and Age, else its JSON body's ttl_seconds, else ${cache.defaultTtlMs} ms; `
+      + `bodies up to ${cache.maxEntryBytes} bytes kept, ${cache.maxBytes} in all, least recently used first out; answers from it carry x-odds-gate-cache: hit | coalesced and an Age`;
+  }
   s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, abandonedInQueue, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms, what was learned; onEvent: throttled, retry, abandoned, quota-probe, learned, store-down/up, shared-memory-full';
   if (metrics) s.metrics += '; OpenTelemetry: the odds_gate.* counters, gauges and histograms on the given meter';
   if (learn) {

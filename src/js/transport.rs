@@ -7,6 +7,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 use super::attempt::{global_fetch, How};
+use super::cache;
 use super::calls::CallArgs;
 use super::clock;
 use super::driver::{driver, Driver};
@@ -201,7 +202,8 @@ impl Transport {
             )
         });
         let lane = &self.config.lane_name;
-        Ok(driver().with(|g| figures::stats(g, self.wrapper, lane, batch)))
+        let cache = self.cache().map(|c| c.borrow().0.figures());
+        Ok(driver().with(|g| figures::stats(g, self.wrapper, lane, (batch, cache))))
     }
 
     /// The configuration summary, as an object with a `text` rendering.
@@ -236,6 +238,11 @@ fn settled(result: Result<JsValue, JsValue>) -> js_sys::Promise {
 }
 
 impl Transport {
+    /// The wrapper's cache, if it caches.
+    pub(super) fn cache(&self) -> Option<&cache::Shared> {
+        self.config.cache.as_ref()
+    }
+
     /// A `fetchImpl` of `wrapper`, in `batch` if it is one's.
     fn of(wrapper: WrapperId, config: Rc<Config>, batch: Option<Rc<RefCell<Batch>>>) -> Self {
         Transport {

@@ -13,6 +13,7 @@ use crate::core::gate::figures::{Figures, RetryCounts};
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::allowance::{Allowance, Rate};
 use crate::core::rules::budget::RefillingConfig;
+use crate::core::rules::cache::{CacheConfig, CacheFigures};
 use crate::core::rules::fair::LaneId;
 use crate::core::rules::learn::Estimate;
 use crate::core::rules::policy::{Reason, RetryPolicy};
@@ -33,6 +34,35 @@ pub struct Stats<'a, D> {
     lane: LaneStats<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     batch: Option<BatchStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache: Option<CacheStats>,
+}
+
+/// `stats().cache`, for a wrapper with a cache.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CacheStats {
+    entries: usize,
+    bytes: f64,
+    hits: u64,
+    coalesced: u64,
+    stale: u64,
+    evictions: u64,
+    requests_saved: u64,
+}
+
+impl From<CacheFigures> for CacheStats {
+    fn from(f: CacheFigures) -> Self {
+        CacheStats {
+            entries: f.entries,
+            bytes: f.bytes,
+            hits: f.hits,
+            coalesced: f.coalesced,
+            stale: f.stale,
+            evictions: f.evictions,
+            requests_saved: f.requests_saved(),
+        }
+    }
 }
 
 /// `stats().lane`: the wrapper's lane and its calls' admissions.
@@ -194,6 +224,8 @@ pub struct Facts<'a, D, S> {
     learned: Vec<LearnedFacts<D>>,
     /// The core's own numbers the sentences name.
     limits: Limits,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache: Option<CacheConfig>,
 }
 
 /// What the bindings tell [`Gates::facts`] of where a wrapper runs.
@@ -208,6 +240,8 @@ pub struct Setting<'a, S> {
     pub metrics: bool,
     /// Its lane's name.
     pub lane_name: &'a str,
+    /// Its cache's settings, if it caches.
+    pub cache: Option<CacheConfig>,
 }
 
 /// A lane, for `describe()`.
@@ -248,13 +282,13 @@ struct Waiting {
 impl Gates {
     /// `stats()` of `wrapper`, whose calls wait in the lane called `lane`, at `now`: totals
     /// over its gates (and over those since forgotten), then each live gate in full, most
-    /// recently used first; for a batch, its time (ms) and retries left.
+    /// recently used first; for a batch, its time (ms) and retries left; its cache's figures.
     pub fn stats<'a, D>(
         &mut self,
         now: Millis,
         wrapper: WrapperId,
         lane: &'a str,
-        batch: Option<(Millis, Option<u32>)>,
+        (batch, cache): (Option<(Millis, Option<u32>)>, Option<CacheFigures>),
         date: fn(Option<Millis>) -> D,
     ) -> Stats<'a, D> {
         let mut totals = self.retired(wrapper);
@@ -283,6 +317,7 @@ impl Gates {
                 remaining_ms,
                 retries_left,
             }),
+            cache: cache.map(CacheStats::from),
         }
     }
 
@@ -442,6 +477,7 @@ impl Gates {
                 weight: lane.weight,
             }),
             limits: Limits::default(),
+            cache: setting.cache,
         })
     }
 }

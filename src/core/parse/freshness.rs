@@ -83,17 +83,23 @@ pub fn freshness(h: CacheHeaders<'_>, wall_now: Millis) -> Freshness {
 /// Delta-seconds (ASCII digits, optionally quoted) in ms; a value too large to matter is
 /// capped at a year rather than refused.
 fn seconds(text: &str) -> Option<Millis> {
+    const YEAR_S: u64 = 365 * 86_400;
     let text = text.trim();
     let text = text
         .strip_prefix('"')
         .and_then(|t| t.strip_suffix('"'))
         .unwrap_or(text);
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+    if text.is_empty() {
         return None;
     }
-    const YEAR_S: f64 = 365.0 * 86_400.0;
-    let s = text.parse::<f64>().ok()?.min(YEAR_S);
-    Some(s * 1_000.0)
+    let mut s: u64 = 0;
+    for b in text.bytes() {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        s = (s * 10 + u64::from(b - b'0')).min(YEAR_S);
+    }
+    Some(s as f64 * 1_000.0)
 }
 
 #[cfg(test)]

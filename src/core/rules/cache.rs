@@ -7,16 +7,20 @@
 //! entry is only ever found under its own key, so a credential never sees another's. A caller
 //! `C` is a call waiting for a request's answer.
 
-use std::collections::BTreeMap;
 use std::hash::Hash;
 
 use crate::core::base::map::Map;
-use crate::core::parse::freshness::Freshness;
+use crate::core::parse::freshness::{freshness, CacheHeaders, Freshness};
 use crate::core::rules::allowance::{at_least, ConfigError};
 use crate::core::Millis;
 
 /// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }`.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct CacheConfig {
     /// The bytes every entry together may hold.
     pub max_bytes: f64,
@@ -38,6 +42,22 @@ impl CacheConfig {
         default_ttl_ms: 0.0,
         stale_for_ms: 10.0 * 60_000.0,
     };
+
+    /// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }` as given (`None`: left
+    /// out), the defaults filling in (`maxEntryBytes` at most `maxBytes`), checked.
+    pub fn given(
+        [max_bytes, max_entry_bytes, default_ttl_ms, stale_for_ms]: [Option<f64>; 4],
+    ) -> Result<Self, ConfigError> {
+        let d = CacheConfig::DEFAULT;
+        let max_bytes = max_bytes.unwrap_or(d.max_bytes);
+        CacheConfig {
+            max_bytes,
+            max_entry_bytes: max_entry_bytes.unwrap_or(d.max_entry_bytes.min(max_bytes)),
+            default_ttl_ms: default_ttl_ms.unwrap_or(d.default_ttl_ms),
+            stale_for_ms: stale_for_ms.unwrap_or(d.stale_for_ms),
+        }
+        .validate()
+    }
 
     /// The configuration, or the first field out of its range.
     pub fn validate(self) -> Result<Self, ConfigError> {
@@ -129,6 +149,27 @@ pub enum Landed {
     Other,
 }
 
+impl Landed {
+    /// A response of `status` (0: none) whose body, `bytes` long, was copied whole (`copied`),
+    /// with its caching `headers` and its JSON body's `ttl_seconds`, received at `wall_now`
+    /// (Unix ms); `default_ttl_ms` for a 200 that says no lifetime.
+    pub fn of(
+        (status, bytes, copied): (u16, f64, bool),
+        headers: CacheHeaders<'_>,
+        ttl_seconds: Option<f64>,
+        wall_now: Millis,
+        default_ttl_ms: Millis,
+    ) -> Landed {
+        match status == 200 && copied {
+            true => Landed::Ok {
+                bytes,
+                lifetime: lifetime(freshness(headers, wall_now), ttl_seconds, default_ttl_ms),
+            },
+            false => Landed::Other,
+        }
+    }
+}
+
 /// What the bindings do once a request in flight has landed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settled<C> {
@@ -172,8 +213,16 @@ struct Entry {
     bytes: f64,
     stored_at: Millis,
     fresh_until: Millis,
-    /// Its place in the order of use (the key of `Cache::order`).
+    /// Its place in the order of use.
     used: u64,
+}
+
+/// A request in flight: the call that leads it (sends it through the gate), and the calls
+/// waiting for its answer (the leader first, while it waits).
+#[derive(Debug)]
+struct Flight<C> {
+    leader: C,
+    waiting: Vec<C>,
 }
 
 /// The index of kept answers and requests in flight.
@@ -181,25 +230,25 @@ struct Entry {
 pub struct Cache<K, C> {
     config: CacheConfig,
     entries: Map<K, Entry>,
-    /// Keys by last use, least recent first.
-    order: BTreeMap<u64, K>,
+    /// Uses so far: an entry's last is its place in the order of use.
     uses: u64,
     next_id: EntryId,
-    /// Requests in flight, with the calls waiting for each (its leader first, while it waits).
-    flights: Map<K, Vec<C>>,
+    /// Requests in flight, and what each call waiting for one asked for.
+    flights: Map<K, Flight<C>>,
+    asked: Map<C, K>,
     figures: CacheFigures,
 }
 
-impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
+impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
     /// An empty cache.
     pub fn new(config: CacheConfig) -> Self {
         Cache {
             config,
             entries: Map::default(),
-            order: BTreeMap::new(),
             uses: 0,
             next_id: 1,
             flights: Map::default(),
+            asked: Map::default(),
             figures: CacheFigures::default(),
         }
     }
@@ -214,7 +263,7 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
     pub fn lookup(&mut self, now: Millis, key: &K, caller: C) -> Lookup {
         if let Some(e) = self.entries.get(key).copied() {
             if now < e.fresh_until {
-                self.touch(key, e.used);
+                self.touch(key);
                 self.figures.hits += 1;
                 return Lookup::Fresh {
                     entry: e.id,
@@ -223,13 +272,19 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
             }
         }
         match self.flights.get_mut(key) {
-            Some(joined) => {
-                joined.push(caller);
+            Some(flight) => {
+                flight.waiting.push(caller);
+                self.asked.insert(caller, key.clone());
                 self.figures.coalesced += 1;
                 Lookup::Joined
             }
             None => {
-                self.flights.insert(key.clone(), vec![caller]);
+                let flight = Flight {
+                    leader: caller,
+                    waiting: vec![caller],
+                };
+                self.flights.insert(key.clone(), flight);
+                self.asked.insert(caller, key.clone());
                 Lookup::Lead
             }
         }
@@ -242,20 +297,32 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
         if now > e.fresh_until + self.config.stale_for_ms {
             return None;
         }
-        self.touch(key, e.used);
+        self.touch(key);
         self.figures.stale += 1;
         Some((e.id, now - e.stored_at))
     }
 
-    /// The request in flight for `key` has landed at `now`: who else gets its answer, and what
-    /// is kept and dropped.
-    pub fn landed(&mut self, now: Millis, key: &K, landed: Landed) -> Settled<C> {
-        let waiting = self.flights.remove(key).unwrap_or_default();
+    /// The request `leader` led for `key` has landed at `now`: who gets its answer, and what
+    /// is kept and dropped. A request cancelled because nobody waited for it (see
+    /// [`leave`](Self::leave)) settles nothing, even if a new one for `key` is in flight.
+    pub fn landed(&mut self, now: Millis, key: &K, leader: C, landed: Landed) -> Settled<C> {
         let mut settled = Settled {
-            waiting,
+            waiting: Vec::new(),
             kept: None,
             dropped: Vec::new(),
         };
+        self.asked.remove(&leader);
+        match self.flights.get(key) {
+            Some(flight) if flight.leader == leader => {}
+            _ => return settled,
+        }
+        settled.waiting = self
+            .flights
+            .remove(key)
+            .map_or_else(Vec::new, |f| f.waiting);
+        for caller in &settled.waiting {
+            self.asked.remove(caller);
+        }
         let Landed::Ok {
             bytes,
             lifetime: Some(lifetime),
@@ -272,11 +339,14 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
         if let Some(old) = self.remove(key) {
             settled.dropped.push(old);
         }
+        // The least recently used go first: a look through the entries, once per answer kept
+        // (a heap or a list in use order would cost more code than the few thousand entries
+        // that fit in `max_bytes` cost time).
         while self.figures.bytes + bytes > self.config.max_bytes {
-            let Some((_, oldest)) = self.order.first_key_value() else {
+            let oldest = self.entries.iter().min_by_key(|(_, e)| e.used);
+            let Some(oldest) = oldest.map(|(k, _)| k.clone()) else {
                 break;
             };
-            let oldest = oldest.clone();
             if let Some(id) = self.remove(&oldest) {
                 self.figures.evictions += 1;
                 settled.dropped.push(id);
@@ -285,7 +355,6 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
         let id = self.next_id;
         self.next_id += 1;
         self.uses += 1;
-        self.order.insert(self.uses, key.clone());
         self.entries.insert(
             key.clone(),
             Entry {
@@ -302,19 +371,17 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
         settled
     }
 
-    /// `caller` no longer waits for the request for `key` (its signal aborted). True when
-    /// nobody does any more: the request is cancelled (while anyone waits, it goes on, its
+    /// `caller` no longer waits for the request it asked for (its signal aborted). When nobody
+    /// does any more, the leader of the request to cancel (while anyone waits, it goes on, its
     /// leader's abort included).
-    pub fn leave(&mut self, key: &K, caller: &C) -> bool {
-        let Some(waiting) = self.flights.get_mut(key) else {
-            return false;
-        };
-        waiting.retain(|c| c != caller);
-        let nobody = waiting.is_empty();
-        if nobody {
-            self.flights.remove(key);
+    pub fn leave(&mut self, caller: C) -> Option<C> {
+        let key = self.asked.remove(&caller)?;
+        let flight = self.flights.get_mut(&key)?;
+        flight.waiting.retain(|&c| c != caller);
+        if !flight.waiting.is_empty() {
+            return None;
         }
-        nobody
+        self.flights.remove(&key).map(|f| f.leader)
     }
 
     /// Drops every entry past its stale time at `now`; returns their ids.
@@ -332,10 +399,8 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
         self.figures
     }
 
-    fn touch(&mut self, key: &K, used: u64) {
-        self.order.remove(&used);
+    fn touch(&mut self, key: &K) {
         self.uses += 1;
-        self.order.insert(self.uses, key.clone());
         if let Some(e) = self.entries.get_mut(key) {
             e.used = self.uses;
         }
@@ -343,7 +408,6 @@ impl<K: Hash + Eq + Clone, C: PartialEq> Cache<K, C> {
 
     fn remove(&mut self, key: &K) -> Option<EntryId> {
         let e = self.entries.remove(key)?;
-        self.order.remove(&e.used);
         self.figures.entries -= 1;
         self.figures.bytes -= e.bytes;
         Some(e.id)

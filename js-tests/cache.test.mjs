@@ -1,0 +1,174 @@
+// createFetch({ cache }) wired through the package, in one process (#36): identical GETs in
+// flight share one request, fresh answers are served for their lifetime without a request,
+// callers' aborts, bodies too big to keep, and the option's errors. The rules themselves are
+// tested on the virtual clock (tests/cache.rs); these tests check the wiring against the fake API
+// (a real node:http server on 127.0.0.1) and a stub inner fetch.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { randomUUID } from 'node:crypto';
+import { createFetch } from '../pkg/index.js';
+import { startFakeOddsApi } from './support/fake-odds-api.mjs';
+
+const MARK = 'x-odds-gate-cache';
+const rate = { burst: 2, perSecond: 2 };
+const marks = (responses) => responses.map((r) => r.headers.get(MARK));
+// A credential of its own per test: one credential has one allowance in the process.
+const key = () => ({ 'X-API-Key': randomUUID() });
+const count = (list) => list.reduce((m, k) => ({ ...m, [k]: (m[k] ?? 0) + 1 }), {});
+
+test('32 identical GETs at once make one request: the leader gets its own response, the others copies', async () => {
+  const api = await startFakeOddsApi({ ...rate, ttlSeconds: 2 });
+  try {
+    const fetchImpl = createFetch({ rate, cache: true });
+    const url = `${api.baseUrl}/events/e1/odds/snapshot`;
+    const headers = key();
+    const responses = await Promise.all(Array.from({ length: 32 }, () => fetchImpl(url, { headers })));
+    const bodies = await Promise.all(responses.map((r) => r.text()));
+    assert.equal(api.stats().attempts, 1);
+    assert.deepEqual(count(marks(responses)), { null: 1, coalesced: 31 });
+    assert.ok(responses.every((r) => r.status === 200));
+    assert.equal(new Set(bodies).size, 1);
+    assert.equal(JSON.parse(bodies[0]).ttl_seconds, 2);
+    const { cache } = fetchImpl.stats();
+    assert.deepEqual(cache, { entries: 1, bytes: Buffer.byteLength(bodies[0]), hits: 0, coalesced: 31, stale: 0, evictions: 0, requestsSaved: 31 });
+  } finally {
+    await api.close();
+  }
+});
+
+test('a fresh answer is served for its ttl_seconds without a request, then asked for again', async () => {
+  const api = await startFakeOddsApi({ ...rate, ttlSeconds: 1 });
+  try {
+    const fetchImpl = createFetch({ rate, cache: true });
+    const url = `${api.baseUrl}/events/e1/odds/snapshot`;
+    const init = { headers: key() };
+    const first = await fetchImpl(url, init);
+    const body = await first.text();
+    // The copy of the answer is read after the caller has it: until then a call joins it.
+    for (let i = 0; i < 100 && fetchImpl.stats().cache.entries === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    const hit = await fetchImpl(url, init);
+    assert.equal(hit.headers.get(MARK), 'hit');
+    assert.equal(hit.headers.get('age'), '0');
+    assert.equal(await hit.text(), body);
+    // A lane of the same wrapper reads the same cache.
+    const lane = fetchImpl.lane({ name: 'live' });
+    assert.equal((await lane(url, init)).headers.get(MARK), 'hit');
+    assert.equal(api.stats().attempts, 1);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const later = await fetchImpl(url, init);
+    assert.equal(later.headers.get(MARK), null);
+    assert.notEqual(await later.text(), body, 'a new snapshot');
+    assert.equal(api.stats().attempts, 2);
+    assert.equal(fetchImpl.stats().cache.hits, 2);
+  } finally {
+    await api.close();
+  }
+});
+
+test('Cache-Control decides before ttl_seconds: no-store keeps nothing, max-age keeps longer', async () => {
+  for (const [cacheControl, requests] of [['no-store', 3], ['max-age=60', 1]]) {
+    const api = await startFakeOddsApi({ ...rate, burst: 5, ttlSeconds: 0, cacheControl });
+    try {
+      const fetchImpl = createFetch({ rate: { burst: 5, perSecond: 2 }, cache: true });
+      const headers = key();
+      for (let i = 0; i < 3; i++) {
+        await (await fetchImpl(`${api.baseUrl}/events/e1/odds/snapshot`, { headers })).text();
+        // Its copy is read after the caller has the answer, and a call joins it until then.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.equal(api.stats().attempts, requests, cacheControl);
+    } finally {
+      await api.close();
+    }
+  }
+});
+
+test('a credential never sees another credential\'s entry, an Accept another Accept\'s, and only GETs are cached', async () => {
+  const sent = [];
+  const fetch = async (input, init) => {
+    sent.push(init.method ?? 'GET');
+    return new Response('{"ttl_seconds":60}', { headers: { 'content-type': 'application/json' } });
+  };
+  const fetchImpl = createFetch({ rate: { burst: 10, perSecond: 10 }, fetch, cache: true });
+  const url = 'http://127.0.0.1:9/v1/events/e1/odds/snapshot';
+  const settled = async (response) => {
+    await response.text();
+    for (let i = 0; i < 100 && fetchImpl.stats().cache.entries < 1; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    return response.headers.get(MARK);
+  };
+  const call = async (headers, method) => settled(await fetchImpl(url, { method, headers }));
+  const [k1, k2] = [key(), key()];
+  assert.equal(await call(k1), null);
+  assert.equal(await call(k1), 'hit');
+  assert.equal(await call(k2), null);
+  assert.equal(await call({ ...k1, Accept: 'text/csv' }), null);
+  assert.equal(await call(k1, 'DELETE'), null);
+  assert.equal(await call(k1, 'DELETE'), null);
+  assert.deepEqual(sent, ['GET', 'GET', 'GET', 'DELETE', 'DELETE']);
+});
+
+test('a caller that aborts leaves the others served; when all abort, the request is cancelled', async () => {
+  const signals = [];
+  let answer;
+  const fetch = (input, init) => {
+    signals.push(init.signal);
+    return new Promise((resolve, reject) => {
+      answer = () => resolve(new Response('{"ttl_seconds":60}', { headers: { 'content-type': 'application/json' } }));
+      init.signal.addEventListener('abort', () => reject(init.signal.reason));
+    });
+  };
+  const fetchImpl = createFetch({ rate: { burst: 10, perSecond: 10 }, fetch, cache: true });
+  const url = 'http://127.0.0.1:9/v1/events/e1/odds/snapshot';
+  const controllers = [0, 1, 2].map(() => new AbortController());
+  const headers = key();
+  const calls = controllers.map((c) => fetchImpl(url, { headers, signal: c.signal }));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(signals.length, 1);
+  controllers[0].abort(new Error('leader gone'));
+  controllers[2].abort(new Error('third gone'));
+  await assert.rejects(calls[0], /leader gone/);
+  await assert.rejects(calls[2], /third gone/);
+  assert.equal(signals[0].aborted, false, 'one caller still waits');
+  answer();
+  const served = await calls[1];
+  assert.equal(served.headers.get(MARK), 'coalesced');
+  assert.equal(await served.text(), '{"ttl_seconds":60}');
+  // Every caller of another request aborts: it is cancelled.
+  const other = 'http://127.0.0.1:9/v1/events/e2/odds/snapshot';
+  const gone = [0, 1].map(() => new AbortController());
+  const both = gone.map((c) => fetchImpl(other, { headers, signal: c.signal }));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(signals.length, 2);
+  gone.forEach((c) => c.abort(new Error('gone')));
+  await Promise.all(both.map((p) => assert.rejects(p, /gone/)));
+  assert.equal(signals[1].aborted, true);
+});
+
+test('a body larger than maxEntryBytes is not kept: the callers that joined its request send their own', async () => {
+  const api = await startFakeOddsApi({ burst: 10, perSecond: 10, ttlSeconds: 60, snapshotBytes: 3_000 });
+  try {
+    const fetchImpl = createFetch({ rate: { burst: 10, perSecond: 10 }, cache: { maxEntryBytes: 1_000 } });
+    const url = `${api.baseUrl}/events/e1/odds/snapshot`;
+    const headers = key();
+    const responses = await Promise.all(Array.from({ length: 4 }, () => fetchImpl(url, { headers })));
+    const bodies = await Promise.all(responses.map((r) => r.text()));
+    assert.ok(bodies.every((b) => b.length === 3_000));
+    assert.deepEqual(marks(responses), [null, null, null, null]);
+    assert.equal(api.stats().attempts, 4);
+    assert.equal(fetchImpl.stats().cache.entries, 0);
+  } finally {
+    await api.close();
+  }
+});
+
+test('bad cache options get typed errors naming the option', () => {
+  assert.throws(() => createFetch({ cache: 'yes' }), { name: 'TypeError', message: 'Expected `cache` to be a boolean or an object, got string' });
+  assert.throws(() => createFetch({ cache: { maxBytes: 0 } }), { name: 'RangeError', message: '`cache.maxBytes` must be a finite number >= 1, got 0' });
+  assert.throws(() => createFetch({ cache: { maxBytes: 10, maxEntryBytes: 20 } }), { name: 'RangeError', message: /`cache\.maxEntryBytes`/ });
+  assert.throws(() => createFetch({ cache: { ttl: 5 } }), { name: 'TypeError', message: /^Unknown option `cache\.ttl`; known options: maxBytes, maxEntryBytes, defaultTtlMs, staleForMs/ });
+  assert.throws(() => createFetch({ cache: { staleForMs: 'long' } }), { name: 'TypeError', message: 'Expected `cache.staleForMs` to be a number, got string' });
+  assert.equal(createFetch({ cache: false }).stats().cache, undefined);
+  assert.equal(createFetch().describe().cache, undefined);
+  const { cache } = createFetch({ cache: { defaultTtlMs: 5_000, maxEntryBytes: 1_000 } }).describe();
+  assert.match(cache, /else 5000 ms; bodies up to 1000 bytes kept, 16777216 in all/);
+});

@@ -1,0 +1,182 @@
+// One request per snapshot (`createFetch({ cache })`), the JavaScript side. The core decides
+// (cache.rs asks its rules which GETs join a request in flight, which a fresh entry answers,
+// how long an answer is kept and which entries go); this file keeps the entries' bytes, makes
+// every caller its own Response, and passes aborts on. A call that is not a GET without a body
+// goes to the gate as it is.
+import { requestFacts, callerSignal } from './reads.js';
+
+const MARK = 'x-odds-gate-cache';
+const isObject = (v) => v !== null && typeof v === 'object';
+
+/** The Accept header of a fetch(input, init) call ('' when none). */
+function acceptOf(input, init) {
+  const headers = isObject(init) && init.headers !== undefined ? init.headers : isObject(input) ? input.headers : undefined;
+  if (!isObject(headers)) return '';
+  if (typeof headers.get === 'function') return headers.get('accept') ?? '';
+  const pairs = Array.isArray(headers) ? headers : Object.entries(headers);
+  for (const pair of pairs) {
+    if (isObject(pair) && typeof pair[0] === 'string' && pair[0].toLowerCase() === 'accept') return String(pair[1]);
+  }
+  return '';
+}
+
+/** `response`'s status, headers and whole body, read from a clone (the caller's is left unread); null when its body is longer than `limit` bytes or cannot be read. */
+async function copyOf(clone, limit) {
+  const copy = { status: clone.status, statusText: clone.statusText, headers: [...clone.headers], chunks: [], bytes: 0 };
+  if (clone.body === null) return copy;
+  const reader = clone.body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return copy;
+      copy.bytes += value.byteLength;
+      if (copy.bytes > limit) {
+        reader.cancel().catch(() => {});
+        return null;
+      }
+      copy.chunks.push(value);
+    }
+  } catch {
+    return null;
+  }
+}
+
+/** A JSON body's `ttl_seconds`, when it is JSON and says one. */
+function ttlOf(copy, body) {
+  const type = copy.headers.find(([name]) => name === 'content-type')?.[1] ?? '';
+  if (!type.includes('json')) return Promise.resolve(undefined);
+  return body.text().then((text) => {
+    try {
+      const ttl = JSON.parse(text)?.ttl_seconds;
+      return typeof ttl === 'number' ? ttl : undefined;
+    } catch {
+      return undefined;
+    }
+  });
+}
+
+/** A caller's own Response of an answer the cache holds, marked with how it came (`hit`, `coalesced`) and its age. */
+function answer(kept, mark, now) {
+  const headers = new Headers(kept.headers);
+  headers.set(MARK, mark);
+  headers.set('age', String(kept.age + Math.floor(Math.max(0, now - kept.at) / 1000)));
+  return new Response(kept.body, { status: kept.status, statusText: kept.statusText, headers });
+}
+
+/** The cache's JavaScript side, one for every wrapper sharing the transport's cache. */
+function sideOf(transport) {
+  let side = transport.cacheSide();
+  if (side === undefined) {
+    side = { entries: new Map(), waiters: new Map(), requests: new Map(), last: 0 };
+    transport.setCacheSide(side);
+  }
+  return side;
+}
+
+/** `send` (the wrapper's gated fetch) behind the transport's cache. */
+export function cached(transport, send) {
+  const limit = transport.cacheEntryBytes();
+  const side = sideOf(transport);
+  const { entries, waiters, requests } = side;
+
+  // The waiter `id` gets its answer (`how` does it) once, unless it left.
+  const take = (id) => {
+    const w = waiters.get(id);
+    if (w === undefined) return undefined;
+    waiters.delete(id);
+    w.signal?.removeEventListener('abort', w.onAbort);
+    return w;
+  };
+
+  const leave = (id, reason) => {
+    const w = take(id);
+    if (w === undefined) return;
+    w.reject(reason);
+    const cancel = transport.cacheLeave(id);
+    if (cancel >= 0) requests.get(cancel)?.abort(reason);
+  };
+
+  // The request `id` leads has landed as `response` (or failed with `error`): who else waited
+  // gets a copy (or, when its body could not be copied, sends its own), and what is kept is kept.
+  const landed = async (id, facts, accept, response, error) => {
+    let copy = null;
+    let body = null;
+    let ttl;
+    if (response !== undefined) {
+      let clone;
+      try {
+        clone = response.clone();
+      } catch {
+        clone = undefined;
+      }
+      const leader = take(id);
+      // A leader that left never sees its response: its body goes (the copy reads on).
+      if (leader !== undefined) leader.resolve(response);
+      else response.body?.cancel().catch(() => {});
+      copy = clone === undefined ? null : await copyOf(clone, limit);
+      if (copy !== null) {
+        body = new Blob(copy.chunks);
+        if (copy.status === 200) ttl = await ttlOf(copy, body);
+      }
+    }
+    const header = (name) => copy?.headers.find(([n]) => n === name)?.[1];
+    const out = transport.cacheLanded(id, facts, accept, copy?.status ?? 0, copy?.bytes ?? 0, copy !== null,
+      header('cache-control'), header('expires'), header('date'), header('age'), ttl);
+    const now = performance.now();
+    for (let i = 0; i < out[1]; i++) entries.delete(out[2 + i]);
+    const kept = copy === null ? null : {
+      status: copy.status, statusText: copy.statusText, headers: copy.headers, body, at: now,
+      age: Number.parseInt(header('age') ?? '0', 10) || 0,
+    };
+    if (out[0] > 0 && kept !== null) entries.set(out[0], kept);
+    for (let i = 2 + out[1]; i < out.length; i++) {
+      const w = take(out[i]);
+      if (w === undefined) continue;
+      if (response === undefined) w.reject(error);
+      else if (kept !== null) w.resolve(answer(kept, 'coalesced', now));
+      else send(w.input, w.init).then(w.resolve, w.reject);
+    }
+  };
+
+  const lead = (id, input, init, facts, accept) => {
+    // The request goes out under a signal of its own: it goes on while anyone waits for it.
+    const controller = new AbortController();
+    requests.set(id, controller);
+    const own = Object.assign({}, isObject(init) ? init : undefined, { signal: controller.signal });
+    let sent;
+    try {
+      sent = send(input, own);
+    } catch (error) {
+      sent = Promise.reject(error); // refused at once: whoever joined hears the same
+    }
+    sent.then(
+      (response) => landed(id, facts, accept, response),
+      (error) => landed(id, facts, accept, undefined, error),
+    ).finally(() => requests.delete(id));
+  };
+
+  return (input, init) => {
+    const signal = callerSignal(input, init);
+    if (signal?.aborted) return send(input, init);
+    side.last = side.last >= 0xfffffffe ? 1 : side.last + 1;
+    const id = side.last;
+    const facts = requestFacts(input, init);
+    const accept = acceptOf(input, init);
+    const step = transport.cacheLookup(facts, accept, id);
+    if (step === -2) return send(input, init);
+    if (step > 0) {
+      const kept = entries.get(step);
+      if (kept !== undefined) return Promise.resolve(answer(kept, 'hit', performance.now()));
+      return send(input, init);
+    }
+    return new Promise((resolve, reject) => {
+      const w = { resolve, reject, input, init, signal, onAbort: undefined };
+      if (signal) {
+        w.onAbort = () => leave(id, signal.reason);
+        signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      waiters.set(id, w);
+      if (step === -1) lead(id, input, init, facts, accept);
+    });
+  };
+}

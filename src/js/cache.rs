@@ -1,0 +1,147 @@
+//! `createFetch({ cache })`: the wrapper's cache (the core's `rules::cache` decides), and what
+//! `cache.js`, which keeps the entries' bytes and the callers' promises, asks of it. Calls are
+//! known here by `cache.js`'s numbers.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use wasm_bindgen::prelude::*;
+
+use super::clock;
+use super::headers;
+use super::transport::Transport;
+use super::Exported;
+use crate::core::gates::scope::Scope;
+use crate::core::parse::freshness::CacheHeaders;
+use crate::core::rules::cache::{Cache, Landed, Lookup};
+use crate::core::rules::classify::Body;
+
+#[wasm_bindgen(module = "/src/js/cache.js")]
+extern "C" {
+    #[wasm_bindgen(thread_local_v2, js_name = cached)]
+    static CACHED: js_sys::Function;
+}
+
+/// What makes two GETs the same: the credential (its scope, a hash), the URL and `Accept`.
+type Key = (Scope, String, String);
+
+/// A wrapper's cache, shared by its lanes and batches, with `cache.js`'s side of it (made on
+/// first use).
+pub type Shared = Rc<RefCell<(Cache<Key, u32>, JsValue)>>;
+
+#[wasm_bindgen]
+impl Transport {
+    /// `cache.js`'s `cached(transport, send)`, for a wrapper that caches; else undefined.
+    #[wasm_bindgen(js_name = cacheWrapper)]
+    pub fn cache_wrapper(&self) -> Exported {
+        Ok(match self.cache() {
+            Some(_) => CACHED.with(Clone::clone).into(),
+            None => JsValue::UNDEFINED,
+        })
+    }
+
+    /// `cache.js`'s side of the cache (undefined until it gives one).
+    #[wasm_bindgen(js_name = cacheSide)]
+    pub fn cache_side(&self) -> Exported {
+        Ok(self
+            .cache()
+            .map_or(JsValue::UNDEFINED, |c| c.borrow().1.clone()))
+    }
+
+    /// Keeps `side` as `cache.js`'s side of the cache.
+    #[wasm_bindgen(js_name = setCacheSide)]
+    pub fn set_cache_side(&self, side: JsValue) {
+        if let Some(c) = self.cache() {
+            c.borrow_mut().1 = side;
+        }
+    }
+
+    /// The largest body kept (`cache.maxEntryBytes`): `cache.js` copies no more.
+    #[wasm_bindgen(js_name = cacheEntryBytes)]
+    pub fn cache_entry_bytes(&self) -> f64 {
+        self.cache()
+            .map_or(0.0, |c| c.borrow().0.config().max_entry_bytes)
+    }
+
+    /// Call `waiter` with the request's `facts` (`reads.js`) and `Accept`: -2 when it is not
+    /// cached (not a GET, or it has a body), -1 when it leads a request, 0 when it joined one
+    /// in flight, or the fresh entry that answers it.
+    #[wasm_bindgen(js_name = cacheLookup)]
+    pub fn cache_lookup(&self, facts: &str, accept: &str, waiter: u32) -> f64 {
+        let (Some(cache), Some(key)) = (self.cache(), key(facts, accept)) else {
+            return -2.0;
+        };
+        match cache.borrow_mut().0.lookup(clock::now(), &key, waiter) {
+            Lookup::Fresh { entry, .. } => entry as f64,
+            Lookup::Joined => 0.0,
+            Lookup::Lead => -1.0,
+        }
+    }
+
+    /// The request `leader` led (for the same `facts` and `accept`) has landed: a response of
+    /// `status` (0: none) whose body, `bytes` long, was copied whole (`copied`), with its
+    /// caching headers and its JSON body's `ttl_seconds`. Returns `[kept entry or 0, n, n
+    /// entries to drop..., calls to answer...]`.
+    #[wasm_bindgen(js_name = cacheLanded)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn cache_landed(
+        &self,
+        leader: u32,
+        facts: &str,
+        accept: &str,
+        status: u16,
+        bytes: f64,
+        copied: bool,
+        cache_control: Option<String>,
+        expires: Option<String>,
+        date: Option<String>,
+        age: Option<String>,
+        ttl_seconds: Option<f64>,
+    ) -> Vec<f64> {
+        let (Some(cache), Some(key)) = (self.cache(), key(facts, accept)) else {
+            return vec![0.0, 0.0];
+        };
+        let headers = CacheHeaders {
+            cache_control: cache_control.as_deref(),
+            expires: expires.as_deref(),
+            date: date.as_deref(),
+            age: age.as_deref(),
+        };
+        let cache = &mut cache.borrow_mut().0;
+        let default = cache.config().default_ttl_ms;
+        let landed = Landed::of(
+            (status, bytes, copied),
+            headers,
+            ttl_seconds,
+            clock::wall_now(),
+            default,
+        );
+        let settled = cache.landed(clock::now(), &key, leader, landed);
+        let mut out = vec![
+            settled.kept.unwrap_or(0) as f64,
+            settled.dropped.len() as f64,
+        ];
+        out.extend(settled.dropped.iter().map(|&id| id as f64));
+        out.extend(settled.waiting.iter().map(|&w| f64::from(w)));
+        out
+    }
+
+    /// Call `waiter` no longer waits (its signal aborted): the leader of the request to
+    /// cancel when nobody waits for it any more, else -1.
+    #[wasm_bindgen(js_name = cacheLeave)]
+    pub fn cache_leave(&self, waiter: u32) -> f64 {
+        let left = self.cache().and_then(|c| c.borrow_mut().0.leave(waiter));
+        left.map_or(-1.0, f64::from)
+    }
+}
+
+/// The key of a GET without a body, from the request's `facts` (`reads.js`) and `Accept`.
+fn key(facts: &str, accept: &str) -> Option<Key> {
+    let (credential, method, body, url) = headers::facts(facts);
+    if method != "GET" || body != Body::None {
+        return None;
+    }
+    let key = credential.api_key.as_deref();
+    let scope = Scope::of(key, credential.authorization.as_deref());
+    Some((scope, url, accept.to_owned()))
+}
