@@ -161,6 +161,22 @@ test('a body larger than maxEntryBytes is not kept: the callers that joined its 
   }
 });
 
+test('callers that joined a request answered without a body (204) get their own 204', async () => {
+  let sent = 0;
+  const fetch = async () => {
+    sent++;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    return new Response(null, { status: 204 });
+  };
+  const fetchImpl = createFetch({ rate: { burst: 10, perSecond: 10 }, fetch, cache: true });
+  const headers = key();
+  const responses = await Promise.all([0, 1, 2].map(() => fetchImpl('http://127.0.0.1:9/v1/events/e1/odds/snapshot', { headers })));
+  assert.equal(sent, 1);
+  assert.deepEqual(responses.map((r) => r.status), [204, 204, 204]);
+  assert.deepEqual(marks(responses), [null, 'coalesced', 'coalesced']);
+  assert.equal(responses[1].body, null);
+});
+
 test('bad cache options get typed errors naming the option', () => {
   assert.throws(() => createFetch({ cache: 'yes' }), { name: 'TypeError', message: 'Expected `cache` to be a boolean or an object, got string' });
   assert.throws(() => createFetch({ cache: { maxBytes: 0 } }), { name: 'RangeError', message: '`cache.maxBytes` must be a finite number >= 1, got 0' });

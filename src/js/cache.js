@@ -55,12 +55,16 @@ function ttlOf(copy, body) {
   });
 }
 
+// Statuses whose Response has no body (the constructor refuses one).
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
 /** A caller's own Response of an answer the cache holds, marked with how it came (`hit`, `coalesced`) and its age. */
 function answer(kept, mark, now) {
   const headers = new Headers(kept.headers);
   headers.set(MARK, mark);
   headers.set('age', String(kept.age + Math.floor(Math.max(0, now - kept.at) / 1000)));
-  return new Response(kept.body, { status: kept.status, statusText: kept.statusText, headers });
+  const body = NULL_BODY.has(kept.status) ? null : kept.body;
+  return new Response(body, { status: kept.status, statusText: kept.statusText, headers });
 }
 
 /** The cache's JavaScript side, one for every wrapper sharing the transport's cache. */
@@ -133,8 +137,14 @@ export function cached(transport, send) {
       const w = take(out[i]);
       if (w === undefined) continue;
       if (response === undefined) w.reject(error);
-      else if (kept !== null) w.resolve(answer(kept, 'coalesced', now));
-      else send(w.input, w.init).then(w.resolve, w.reject);
+      else if (kept === null) send(w.input, w.init).then(w.resolve, w.reject);
+      else {
+        try {
+          w.resolve(answer(kept, 'coalesced', now));
+        } catch (failed) {
+          w.reject(failed); // settled all the same, and the others after it too
+        }
+      }
     }
   };
 
