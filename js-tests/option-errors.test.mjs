@@ -1,9 +1,9 @@
 // The exact error, class and message, for each option whose meaning the core decides and the
-// bindings only read (simulate(), createFetch(), lane(), batch(), Gate): the words a caller
+// bindings only read (simulate(), createFetch(), lane(), batch(), Gate, redisStore()): the words a caller
 // reads must not change when a decision moves between the two.
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { Gate, simulate, createFetch } from '../pkg/index.js';
+import { Gate, simulate, createFetch, redisStore } from '../pkg/index.js';
 
 const whole = (field, from, to, got) => `Expected \`${field}\` to be an integer from ${from} to ${to}, got ${got}`;
 const lane = (more) => ({ lanes: [{ workers: 1, ...more }] });
@@ -67,4 +67,22 @@ test("createFetch(), lane(), batch() and Gate word their whole numbers and requi
   for (const [make, name, message] of cases) {
     assert.throws(make, { name, message }, make.toString());
   }
+});
+
+test("redisStore()'s options are refused in the same words", () => {
+  const client = { evalsha() {}, script() {} };
+  const cases = [
+    [{ prefix: '' }, 'TypeError', 'Expected `prefix` to be a non-empty string without braces'],
+    [{ prefix: 'a{b}' }, 'TypeError', 'Expected `prefix` to be a non-empty string without braces'],
+    [{ prefix: 3 }, 'TypeError', 'Expected `prefix` to be a string, got number'],
+    [{ onFailure: 'maybe' }, 'TypeError', "Expected `onFailure` to be 'local' or 'closed'"],
+    [{ timeoutMs: 0 }, 'RangeError', '`timeoutMs` must be a finite number greater than 0, got 0'],
+    [{ retryMs: -1 }, 'RangeError', '`retryMs` must be a finite number greater than 0, got -1'],
+    [{ localShare: 2 }, 'RangeError', '`localShare` must be a number greater than 0 and at most 1, got 2'],
+    [{ ttl: 1 }, 'TypeError', 'Unknown option `redisStore options.ttl`; known options: prefix, timeoutMs, onFailure, localShare, retryMs'],
+  ];
+  for (const [options, name, message] of cases) {
+    assert.throws(() => redisStore(client, options), { name, message }, JSON.stringify(options));
+  }
+  assert.throws(() => redisStore({}), { name: 'TypeError', message: 'Expected an ioredis or node-redis client (with script loading and evalsha)' });
 });

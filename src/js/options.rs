@@ -24,7 +24,7 @@ use crate::core::rules::cache::{Cache, CacheConfig};
 use crate::core::rules::classify::{valid_method, RetryRules};
 use crate::core::rules::policy::RetryPolicy;
 use crate::core::rules::quota::valid_usage_url;
-use crate::core::rules::ranges::{Whole, ATTEMPTS, COUNT, STATUSES};
+use crate::core::rules::ranges::{ATTEMPTS, COUNT, STATUSES};
 use crate::core::Millis;
 
 /// `createFetch(options)` as given.
@@ -83,32 +83,29 @@ impl RateOptions {
             Some(_) => return Err(de::wrong("rate", "'auto' or { burst, perSecond }", &value)),
             None => {}
         }
-        let (rate, learn) = RateOptions::read_with(&value, "rate")?;
+        let (rate, learn) = RateOptions::read_with(&value)?;
         Ok(match learn {
             true => Allowance::Learned(Some(rate)),
             false => Allowance::Fixed(rate),
         })
     }
 
-    /// Reads and checks `{ burst, perSecond }` named `what`.
-    pub fn read(value: &JsValue, what: &str) -> Result<Rate, JsValue> {
-        let (rate, learn) = RateOptions::read_with(value, what)?;
-        if learn {
-            return Err(type_error(&format!(
-                "`{what}.learn` is for createFetch's `rate` only"
-            )));
+    /// Reads and checks `rate: { burst, perSecond }`.
+    pub fn read(value: &JsValue) -> Result<Rate, JsValue> {
+        match RateOptions::read_with(value)? {
+            (_, true) => Err(type_error("`rate.learn` is for createFetch's `rate` only")),
+            (rate, false) => Ok(rate),
         }
-        Ok(rate)
     }
 
-    /// Reads `{ burst, perSecond, learn? }` named `what`.
-    fn read_with(value: &JsValue, what: &str) -> Result<(Rate, bool), JsValue> {
-        let prefix = format!("{what}.");
-        let given: RateOptions = de::object(value, what, &prefix)?;
-        let burst = de::required(given.burst, &format!("{prefix}burst"))?;
-        let per_second = de::required(given.per_second, &format!("{prefix}perSecond"))?;
-        let rate = Rate::new(burst, per_second).map_err(config_error)?;
-        Ok((rate, given.learn.unwrap_or(false)))
+    /// Reads `rate: { burst, perSecond, learn? }`.
+    fn read_with(value: &JsValue) -> Result<(Rate, bool), JsValue> {
+        let given: RateOptions = de::object(value, "rate", "rate.")?;
+        let rate = Rate::given(
+            [given.burst, given.per_second],
+            ["rate.burst", "rate.perSecond"],
+        );
+        Ok((rate.map_err(config_error)?, given.learn.unwrap_or(false)))
     }
 }
 
@@ -262,7 +259,10 @@ fn limits(
         .map(|ms| at_least("maxWaitMs", ms, 0.0, "a finite number >= 0"))
         .transpose()
         .map_err(config_error)?;
-    let max_waiting = integer("maxWaiting", max_waiting, COUNT)?.map(|n| n as usize);
+    let max_waiting = COUNT
+        .given("maxWaiting", max_waiting)
+        .map_err(config_error)?;
+    let max_waiting = max_waiting.map(|n| n as usize);
     Ok((max_wait_ms, max_waiting))
 }
 
@@ -331,7 +331,8 @@ fn retry(
     let policy = RetryPolicy {
         rules: RetryRules::new(statuses, methods).map_err(config_error)?,
         backoff,
-        max_attempts: integer("retry.maxAttempts", r.max_attempts, ATTEMPTS)?
+        max_attempts: (ATTEMPTS.given("retry.maxAttempts", r.max_attempts))
+            .map_err(config_error)?
             .unwrap_or(d.max_attempts),
         time_budget_ms: r.time_budget_ms.unwrap_or(d.time_budget_ms),
         attempt_timeout_ms: r.attempt_timeout_ms.unwrap_or(d.attempt_timeout_ms),
@@ -379,26 +380,11 @@ fn budget(value: Option<JsValue>) -> Result<Option<RefillingConfig>, JsValue> {
     b.validate().map(Some).map_err(config_error)
 }
 
-/// A whole number in `range`, when given.
-pub fn integer(field: &str, n: Option<f64>, range: Whole) -> Result<Option<u32>, JsValue> {
-    let Some(n) = n else {
-        return Ok(None);
-    };
-    let refused = || {
-        range_error(&format!(
-            "Expected `{field}` to be an integer from {} to {}, got {}",
-            number(range.min),
-            number(range.max),
-            number(n)
-        ))
-    };
-    range.holds(n).map(Some).ok_or_else(refused)
-}
-
 /// `batch({ deadlineMs, retryBudget })`: the round's length and its retry allowance.
 pub fn batch(options: &JsValue) -> Result<(Millis, Option<u32>), JsValue> {
     let b: BatchOptions = de::object(options, "batch options", "")?;
     let deadline_ms = de::required(b.deadline_ms, "deadlineMs")?;
     let deadline_ms = positive("deadlineMs", deadline_ms).map_err(config_error)?;
-    Ok((deadline_ms, integer("retryBudget", b.retry_budget, COUNT)?))
+    let retry_budget = COUNT.given("retryBudget", b.retry_budget);
+    Ok((deadline_ms, retry_budget.map_err(config_error)?))
 }

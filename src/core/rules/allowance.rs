@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use super::ranges::Whole;
+
 /// The slowest refill a rate may have: one token per 2^53 ms.
 pub const MIN_PER_SECOND: f64 = 1000.0 / 9_007_199_254_740_992.0;
 
@@ -27,7 +29,8 @@ pub enum Allowance {
     Learned(Option<Rate>),
 }
 
-/// Why a configuration value was refused. Every variant names the field it is about.
+/// Why a configuration value was refused. Every variant names the field it is about, but
+/// [`ConfigError::Clash`], which names the options that clash.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConfigError {
     /// The value is not a finite number inside the field's range.
@@ -39,33 +42,88 @@ pub enum ConfigError {
         /// What was given.
         got: f64,
     },
+    /// The value is not a whole number in `range`.
+    NotWhole {
+        /// The option's name as the caller wrote it.
+        field: &'static str,
+        /// What would have been accepted.
+        range: Whole,
+        /// What was given.
+        got: f64,
+    },
+    /// A field that must be given was left out (a type error to the caller).
+    Missing {
+        /// The option's name as the caller wrote it.
+        field: &'static str,
+    },
+    /// Options that cannot be given together (a type error to the caller): what to leave out.
+    Clash(&'static str),
+    /// The error of an item of a list (`lanes[1].weight`).
+    Item {
+        /// The list's name.
+        list: &'static str,
+        /// The item's place in it, from 0.
+        index: usize,
+        /// What is wrong with the item.
+        error: Box<ConfigError>,
+    },
 }
 
 impl ConfigError {
     /// The message, with the offending number written by `number` (the bindings have
     /// JavaScript write it, as the caller would).
     pub fn message(&self, number: impl Fn(f64) -> String) -> String {
-        self.message_in("", number)
+        self.message_in("", &number)
+    }
+
+    /// Whether the caller gave a wrong shape (a field missing, options that clash) rather
+    /// than a value out of range: a `TypeError` in JavaScript, where the others are
+    /// `RangeError`s.
+    pub fn is_shape(&self) -> bool {
+        match self {
+            ConfigError::Missing { .. } | ConfigError::Clash(_) => true,
+            ConfigError::Item { error, .. } => error.is_shape(),
+            _ => false,
+        }
     }
 
     /// The message, its field named within the object at `at` (`lanes[1].`).
-    pub fn message_in(&self, at: &str, number: impl Fn(f64) -> String) -> String {
-        let ConfigError::OutOfRange {
-            field,
-            expected,
-            got,
-        } = self;
+    fn message_in(&self, at: &str, number: &dyn Fn(f64) -> String) -> String {
         // Pushed, not `concat`ed: the bindings' one copy of `join` is for Strings.
         let mut message = String::new();
-        for part in [
-            "`",
-            at,
-            field,
-            "` must be ",
-            expected,
-            ", got ",
-            &number(*got),
-        ] {
+        let parts: &[&str] = match self {
+            ConfigError::OutOfRange {
+                field,
+                expected,
+                got,
+            } => &[
+                "`",
+                at,
+                field,
+                "` must be ",
+                expected,
+                ", got ",
+                &number(*got),
+            ],
+            ConfigError::NotWhole { field, range, got } => &[
+                "Expected `",
+                at,
+                field,
+                "` to be an integer from ",
+                &number(range.min),
+                " to ",
+                &number(range.max),
+                ", got ",
+                &number(*got),
+            ],
+            ConfigError::Missing { field } => &["`", at, field, "` is required"],
+            ConfigError::Clash(what) => &[what],
+            ConfigError::Item { list, index, error } => {
+                let within = format!("{at}{list}[{index}].");
+                return error.message_in(&within, number);
+            }
+        };
+        for part in parts {
             message.push_str(part);
         }
         message
@@ -118,6 +176,17 @@ impl Rate {
         Rate::named(burst, per_second, ["rate.burst", "rate.perSecond"])
     }
 
+    /// `{ burst, perSecond }` as given (`None`: left out), both required, named `fields`.
+    pub fn given(
+        [burst, per_second]: [Option<f64>; 2],
+        fields: [&'static str; 2],
+    ) -> Result<Rate, ConfigError> {
+        let missing = |field| ConfigError::Missing { field };
+        let burst = burst.ok_or(missing(fields[0]))?;
+        let per_second = per_second.ok_or(missing(fields[1]))?;
+        Rate::named(burst, per_second, fields)
+    }
+
     /// As [`Rate::new`], with the caller's names for the two fields in its errors.
     pub fn named(
         burst: f64,
@@ -160,6 +229,22 @@ impl Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_given_needs_both_fields() {
+        let fields = ["lookups.burst", "lookups.perSecond"];
+        assert_eq!(
+            Rate::given([Some(2.0), Some(2.0)], fields),
+            Ok(Rate::ARTICLE)
+        );
+        let missing = Rate::given([Some(2.0), None], fields).unwrap_err();
+        assert_eq!(missing.to_string(), "`lookups.perSecond` is required");
+        assert!(missing.is_shape());
+        let low = Rate::given([Some(0.5), None], fields).unwrap_err();
+        assert_eq!(low.to_string(), "`lookups.perSecond` is required");
+        let low = Rate::given([Some(0.5), Some(1.0)], fields).unwrap_err();
+        assert!(!low.is_shape(), "{low}");
+    }
 
     #[test]
     fn accepts_the_articles_allowance() {
