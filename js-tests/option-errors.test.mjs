@@ -53,6 +53,9 @@ test("simulate()'s errors name the field in the caller's words, as a TypeError o
 
 test("createFetch(), lane(), batch() and Gate word their whole numbers and required fields the same way", () => {
   const cases = [
+    [() => createFetch({ usageUrl: '/usage' }), 'TypeError', 'Expected `usageUrl` to be an absolute http: or https: URL'],
+    [() => createFetch({ usageUrl: 'https://a b/usage' }), 'TypeError', 'Expected `usageUrl` to be an absolute http: or https: URL'],
+    [() => createFetch({ maxWaitMs: -1 }), 'RangeError', '`maxWaitMs` must be a finite number >= 0, got -1'],
     [() => createFetch({ maxWaiting: 1.5 }), 'RangeError', whole('maxWaiting', 0, 1000000000, 1.5)],
     [() => createFetch({ retry: { maxAttempts: 0 } }), 'RangeError', whole('retry.maxAttempts', 1, 100, 0)],
     [() => createFetch({ rate: { burst: 2 } }), 'TypeError', '`rate.perSecond` is required'],
@@ -61,6 +64,10 @@ test("createFetch(), lane(), batch() and Gate word their whole numbers and requi
     [() => createFetch().lane({ weight: 0 }), 'RangeError', 'Expected `weight` to be a positive finite number, got 0'],
     [() => createFetch().batch({ deadlineMs: 10, retryBudget: 0.5 }), 'RangeError', whole('retryBudget', 0, 1000000000, 0.5)],
     [() => createFetch().batch({ retryBudget: 1 }), 'TypeError', '`deadlineMs` is required'],
+    [() => createFetch().lane({ weight: Infinity }), 'RangeError', 'Expected `weight` to be a positive finite number, got Infinity'],
+    [() => new Gate({ burst: 2, perSecond: 2 }).admitAt(NaN), 'RangeError', 'Expected `now` to be a finite number, got NaN'],
+    [() => new Gate({ burst: 2, perSecond: 2 }).defer(-Infinity, 1), 'RangeError', 'Expected `now` to be a finite number, got -Infinity'],
+    [() => new Gate({ burst: 2, perSecond: 2 }).defer(0, -1), 'RangeError', '`delayMs` must be a finite number >= 0, got -1'],
     [() => new Gate({ burst: 2 }), 'TypeError', '`rate.perSecond` is required'],
     [() => new Gate({ burst: 2, perSecond: 2, learn: true }), 'TypeError', "`rate.learn` is for createFetch's `rate` only"],
   ];

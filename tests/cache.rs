@@ -45,6 +45,7 @@ fn a_lifetime_comes_from_the_headers_then_ttl_seconds_then_the_default() {
 fn bad_options_name_the_field() {
     let field = |c: CacheConfig| match c.validate() {
         Err(ConfigError::OutOfRange { field, .. }) => field,
+        Err(other) => panic!("not a range error: {other}"),
         Ok(_) => "accepted",
     };
     let d = CacheConfig::DEFAULT;

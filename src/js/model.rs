@@ -6,10 +6,10 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::de;
-use super::errors::{config_error, range_error};
+use super::errors::config_error;
 use super::options::RateOptions;
 use super::shapes::to_js;
-use super::text::number;
+use crate::core::rules::allowance::finite;
 use crate::core::sim::{self, ArticleGate, HeadersGiven, LaneGiven, SimGiven, SimOptions, Split};
 
 /// `simulate(options)` as given.
@@ -139,13 +139,15 @@ impl ModelGate {
     /// Admits at `now` and returns `now`, or returns when to come back (spending nothing).
     #[wasm_bindgen(js_name = admitAt)]
     pub fn admit_at(&mut self, now: f64) -> Result<f64, JsValue> {
-        Ok(self.gate.admit_at(finite("now", now)?))
+        Ok(self
+            .gate
+            .admit_at(finite("now", now).map_err(config_error)?))
     }
 
     /// Holds admissions until `now + delayMs`; never shortens an existing cooldown.
     pub fn defer(&mut self, now: f64, delay_ms: f64) -> Result<(), JsValue> {
         self.gate
-            .defer(finite("now", now)?, delay_ms)
+            .defer(finite("now", now).map_err(config_error)?, delay_ms)
             .map_err(config_error)
     }
 
@@ -153,16 +155,5 @@ impl ModelGate {
     #[wasm_bindgen(getter, js_name = blockedUntil)]
     pub fn blocked_until(&self) -> f64 {
         self.gate.blocked_until()
-    }
-}
-
-fn finite(field: &str, value: f64) -> Result<f64, JsValue> {
-    if value.is_finite() {
-        Ok(value)
-    } else {
-        Err(range_error(&format!(
-            "Expected `{field}` to be a finite number, got {}",
-            number(value)
-        )))
     }
 }

@@ -10,21 +10,19 @@ use wasm_bindgen::prelude::*;
 
 use super::cache;
 use super::de::{self, Item};
-use super::errors::{config_error, range_error, type_error};
+use super::errors::{config_error, type_error};
 use super::events::Events;
 use super::metrics::Metrics;
 use super::redis::{is_store, RedisStore};
-use super::text::number;
 use crate::core::gates::lane_name;
-use crate::core::gates::profile::{Keeping, LaneAsks, Profile, StoreId};
-use crate::core::rules::allowance::{at_least, positive, Allowance, Rate};
-use crate::core::rules::backoff::Backoff;
+use crate::core::gates::profile::{limits, Keeping, LaneAsks, Profile, StoreId};
+use crate::core::rules::allowance::{positive, Allowance, Rate};
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{Cache, CacheConfig};
-use crate::core::rules::classify::{valid_method, RetryRules};
-use crate::core::rules::policy::RetryPolicy;
-use crate::core::rules::quota::valid_usage_url;
-use crate::core::rules::ranges::{ATTEMPTS, COUNT, STATUSES};
+use crate::core::rules::classify::valid_method;
+use crate::core::rules::policy::{RetryGiven, RetryPolicy};
+use crate::core::rules::quota::usage_url;
+use crate::core::rules::ranges::{COUNT, STATUSES};
 use crate::core::Millis;
 
 /// `createFetch(options)` as given.
@@ -202,15 +200,8 @@ pub fn config(
     };
     let allowance = RateOptions::allowance(o.rate)?;
     let (retry, budget) = retry(o.retry)?;
-    if o.usage_url
-        .as_deref()
-        .is_some_and(|url| !valid_usage_url(url))
-    {
-        return Err(type_error(
-            "Expected `usageUrl` to be an absolute http: or https: URL",
-        ));
-    }
-    let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting)?;
+    let usage_url = usage_url(o.usage_url).map_err(config_error)?;
+    let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting).map_err(config_error)?;
     let store = match o.store {
         None => None,
         Some(store) if is_store(&store) => Some(RedisStore::from_descriptor(&store)?),
@@ -241,29 +232,13 @@ pub fn config(
         store,
         fetch: o.fetch,
         events: Events::new(o.on_event),
-        usage_url: o.usage_url,
+        usage_url,
         metrics,
         threads,
         lane_name: lane_name::DEFAULT.into(),
         cache,
     };
     Ok((config, profile))
-}
-
-/// `maxWaitMs` and `maxWaiting`, checked.
-fn limits(
-    max_wait_ms: Option<f64>,
-    max_waiting: Option<f64>,
-) -> Result<(Option<Millis>, Option<usize>), JsValue> {
-    let max_wait_ms = max_wait_ms
-        .map(|ms| at_least("maxWaitMs", ms, 0.0, "a finite number >= 0"))
-        .transpose()
-        .map_err(config_error)?;
-    let max_waiting = COUNT
-        .given("maxWaiting", max_waiting)
-        .map_err(config_error)?;
-    let max_waiting = max_waiting.map(|n| n as usize);
-    Ok((max_wait_ms, max_waiting))
 }
 
 /// `lane(options)`: what the lane asks beside its wrapper's profile (see [`Profile::lane`]), its
@@ -277,13 +252,7 @@ pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsVal
     if let Some(name) = &o.name {
         lane_name::check("name", name).map_err(config_error)?;
     }
-    let weight = o.weight.unwrap_or(1.0);
-    positive("weight", weight).map_err(|_| {
-        range_error(&format!(
-            "Expected `weight` to be a positive finite number, got {}",
-            number(weight)
-        ))
-    })?;
+    let weight = LaneAsks::weight(o.weight).map_err(config_error)?;
     let mut asks = LaneAsks::default();
     if let Some(value) = o.retry {
         if de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true) {
@@ -294,7 +263,8 @@ pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsVal
         }
         asks.policy = Some(retry(Some(value))?.0.map(Rc::new));
     }
-    (asks.max_wait_ms, asks.max_waiting) = limits(o.max_wait_ms, o.max_waiting)?;
+    (asks.max_wait_ms, asks.max_waiting) =
+        limits(o.max_wait_ms, o.max_waiting).map_err(config_error)?;
     Ok((asks, weight, o.name.map(Rc::from)))
 }
 
@@ -314,31 +284,16 @@ fn retry(
         return Err(de::wrong("retry", "a boolean or an object", &value));
     }
     let r: RetryOptions = de::object(&value, "retry", "retry.")?;
-    let d = RetryPolicy::default();
-    let backoff = Backoff::new(
-        r.base_ms.unwrap_or(d.backoff.base_ms()),
-        r.cap_ms.unwrap_or(d.backoff.cap_ms()),
-    )
-    .map_err(config_error)?;
-    let statuses = r.statuses.map_or_else(
-        || d.rules.statuses().to_vec(),
-        |s| s.into_iter().map(|s| s.0).collect(),
-    );
-    let methods = r.methods.map_or_else(
-        || d.rules.methods().to_vec(),
-        |m| m.into_iter().map(|m| m.0).collect(),
-    );
-    let policy = RetryPolicy {
-        rules: RetryRules::new(statuses, methods).map_err(config_error)?,
-        backoff,
-        max_attempts: (ATTEMPTS.given("retry.maxAttempts", r.max_attempts))
-            .map_err(config_error)?
-            .unwrap_or(d.max_attempts),
-        time_budget_ms: r.time_budget_ms.unwrap_or(d.time_budget_ms),
-        attempt_timeout_ms: r.attempt_timeout_ms.unwrap_or(d.attempt_timeout_ms),
-    }
-    .validate()
-    .map_err(config_error)?;
+    let policy = RetryGiven {
+        max_attempts: r.max_attempts,
+        time_budget_ms: r.time_budget_ms,
+        attempt_timeout_ms: r.attempt_timeout_ms,
+        base_ms: r.base_ms,
+        cap_ms: r.cap_ms,
+        statuses: r.statuses.map(|s| s.into_iter().map(|s| s.0).collect()),
+        methods: r.methods.map(|m| m.into_iter().map(|m| m.0).collect()),
+    };
+    let policy = policy.policy().map_err(config_error)?;
     Ok((Some(policy), budget(r.budget)?))
 }
 

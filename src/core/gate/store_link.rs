@@ -9,6 +9,9 @@
 use std::collections::{HashMap, VecDeque};
 
 mod answers;
+mod given;
+
+pub use self::given::StoreGiven;
 
 use super::action::OpId;
 use super::ids::CallId;

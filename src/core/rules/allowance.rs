@@ -29,12 +29,21 @@ pub enum Allowance {
     Learned(Option<Rate>),
 }
 
-/// Why a configuration value was refused. Every variant names the field it is about, but
-/// [`ConfigError::Clash`], which names the options that clash.
+/// Why a configuration value was refused. Every variant names the field it is about
+/// ([`ConfigError::Shape`] in its own words).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConfigError {
     /// The value is not a finite number inside the field's range.
     OutOfRange {
+        /// The option's name as the caller wrote it.
+        field: &'static str,
+        /// What would have been accepted.
+        expected: &'static str,
+        /// What was given.
+        got: f64,
+    },
+    /// The value is not what the field takes, worded "Expected `field` to be ...".
+    NotA {
         /// The option's name as the caller wrote it.
         field: &'static str,
         /// What would have been accepted.
@@ -56,8 +65,9 @@ pub enum ConfigError {
         /// The option's name as the caller wrote it.
         field: &'static str,
     },
-    /// Options that cannot be given together (a type error to the caller): what to leave out.
-    Clash(&'static str),
+    /// A value of a kind the field does not take, or options that cannot be given together,
+    /// worded whole (a type error to the caller): what to give or leave out.
+    Shape(&'static str),
     /// The error of an item of a list (`lanes[1].weight`).
     Item {
         /// The list's name.
@@ -76,12 +86,12 @@ impl ConfigError {
         self.message_in("", &number)
     }
 
-    /// Whether the caller gave a wrong shape (a field missing, options that clash) rather
-    /// than a value out of range: a `TypeError` in JavaScript, where the others are
+    /// Whether the caller gave a wrong shape (a field missing, a value of the wrong kind,
+    /// options that clash) rather than a value out of range: a `TypeError` in JavaScript, where the others are
     /// `RangeError`s.
     pub fn is_shape(&self) -> bool {
         match self {
-            ConfigError::Missing { .. } | ConfigError::Clash(_) => true,
+            ConfigError::Missing { .. } | ConfigError::Shape(_) => true,
             ConfigError::Item { error, .. } => error.is_shape(),
             _ => false,
         }
@@ -105,6 +115,19 @@ impl ConfigError {
                 ", got ",
                 &number(*got),
             ],
+            ConfigError::NotA {
+                field,
+                expected,
+                got,
+            } => &[
+                "Expected `",
+                at,
+                field,
+                "` to be ",
+                expected,
+                ", got ",
+                &number(*got),
+            ],
             ConfigError::NotWhole { field, range, got } => &[
                 "Expected `",
                 at,
@@ -117,7 +140,7 @@ impl ConfigError {
                 &number(*got),
             ],
             ConfigError::Missing { field } => &["`", at, field, "` is required"],
-            ConfigError::Clash(what) => &[what],
+            ConfigError::Shape(what) => &[what],
             ConfigError::Item { list, index, error } => {
                 let within = format!("{at}{list}[{index}].");
                 return error.message_in(&within, number);
@@ -153,6 +176,18 @@ pub(crate) fn at_least(
             expected,
             got: value,
         })
+    }
+}
+
+/// Accepts a finite number; names `field` otherwise.
+pub fn finite(field: &'static str, value: f64) -> Result<f64, ConfigError> {
+    match value.is_finite() {
+        true => Ok(value),
+        false => Err(ConfigError::NotA {
+            field,
+            expected: "a finite number",
+            got: value,
+        }),
     }
 }
 
@@ -229,6 +264,16 @@ impl Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_that_is_not_finite_is_named() {
+        assert_eq!(finite("now", -1.0), Ok(-1.0));
+        let refused = finite("now", f64::NAN).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "Expected `now` to be a finite number, got NaN"
+        );
+    }
 
     #[test]
     fn a_rate_given_needs_both_fields() {

@@ -14,6 +14,7 @@ use crate::core::base::random::Random;
 use crate::core::rules::allowance::{at_least, ConfigError};
 use crate::core::rules::backoff::Backoff;
 use crate::core::rules::classify::{Kind, Outcome, RetryRules};
+use crate::core::rules::ranges::ATTEMPTS;
 use crate::core::Millis;
 
 /// Why a call was abandoned. Abandoning is never success.
@@ -155,6 +156,50 @@ impl Default for RetryPolicy {
     }
 }
 
+/// `retry: { ... }`'s fields as given (`None`: left out), the lists' items already of their
+/// kind (status codes, method names).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RetryGiven {
+    /// [`RetryPolicy::max_attempts`].
+    pub max_attempts: Option<f64>,
+    /// [`RetryPolicy::time_budget_ms`].
+    pub time_budget_ms: Option<f64>,
+    /// [`RetryPolicy::attempt_timeout_ms`].
+    pub attempt_timeout_ms: Option<f64>,
+    /// The backoff's base.
+    pub base_ms: Option<f64>,
+    /// The backoff's cap.
+    pub cap_ms: Option<f64>,
+    /// The statuses retried.
+    pub statuses: Option<Vec<u16>>,
+    /// The methods replayed.
+    pub methods: Option<Vec<String>>,
+}
+
+impl RetryGiven {
+    /// The policy asked for: [`RetryPolicy::default`]'s where left out, each field checked.
+    pub fn policy(self) -> Result<RetryPolicy, ConfigError> {
+        let d = RetryPolicy::default();
+        let backoff = Backoff::new(
+            self.base_ms.unwrap_or(d.backoff.base_ms()),
+            self.cap_ms.unwrap_or(d.backoff.cap_ms()),
+        )?;
+        let rules = RetryRules::new(
+            (self.statuses).unwrap_or_else(|| d.rules.statuses().to_vec()),
+            (self.methods).unwrap_or_else(|| d.rules.methods().to_vec()),
+        )?;
+        let max_attempts = ATTEMPTS.given("retry.maxAttempts", self.max_attempts)?;
+        RetryPolicy {
+            rules,
+            backoff,
+            max_attempts: max_attempts.unwrap_or(d.max_attempts),
+            time_budget_ms: self.time_budget_ms.unwrap_or(d.time_budget_ms),
+            attempt_timeout_ms: self.attempt_timeout_ms.unwrap_or(d.attempt_timeout_ms),
+        }
+        .validate()
+    }
+}
+
 impl RetryPolicy {
     /// Checks the limits; each error names its option.
     pub fn validate(self) -> Result<Self, ConfigError> {
@@ -226,6 +271,34 @@ impl RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_retry_given_fills_in_the_defaults_and_checks_each_field() {
+        assert_eq!(RetryGiven::default().policy(), Ok(RetryPolicy::default()));
+        let given = RetryGiven {
+            max_attempts: Some(5.0),
+            statuses: Some(vec![503]),
+            ..RetryGiven::default()
+        };
+        let policy = given.policy().unwrap();
+        assert_eq!(
+            (policy.max_attempts, policy.rules.statuses()),
+            (5, &[503][..])
+        );
+        let refused = |given: RetryGiven| given.policy().unwrap_err().to_string();
+        let half = RetryGiven {
+            max_attempts: Some(1.5),
+            ..RetryGiven::default()
+        };
+        let expected = "Expected `retry.maxAttempts` to be an integer from 1 to 100, got 1.5";
+        assert_eq!(refused(half), expected);
+        let budget = RetryGiven {
+            time_budget_ms: Some(0.0),
+            ..RetryGiven::default()
+        };
+        let expected = "`retry.timeBudgetMs` must be a finite number >= 1, got 0";
+        assert_eq!(refused(budget), expected);
+    }
     use crate::core::base::random::Seeded;
 
     fn status(status: u16, retry_after_ms: Option<Millis>) -> Outcome {

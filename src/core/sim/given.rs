@@ -132,7 +132,7 @@ impl SimGiven {
             !lanes.is_empty(),
             self.lookups.is_some(),
         )
-        .map_err(ConfigError::Clash)?;
+        .map_err(ConfigError::Shape)?;
         let lookups = self.lookups.map(LookupsGiven::lookups).transpose()?;
         let retry_budget = COUNT.given("retryBudget", self.retry_budget)?;
         let workers = match lanes.is_empty() {
