@@ -9,9 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 
 mod answers;
-mod given;
-
-pub use self::given::StoreGiven;
+pub mod given;
 
 use super::action::OpId;
 use super::ids::CallId;

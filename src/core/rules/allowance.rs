@@ -3,8 +3,6 @@
 
 use std::fmt;
 
-use super::ranges::Whole;
-
 /// The slowest refill a rate may have: one token per 2^53 ms.
 pub const MIN_PER_SECOND: f64 = 1000.0 / 9_007_199_254_740_992.0;
 
@@ -51,12 +49,14 @@ pub enum ConfigError {
         /// What was given.
         got: f64,
     },
-    /// The value is not a whole number in `range`.
+    /// The value is not a whole number from `min` to `max`.
     NotWhole {
         /// The option's name as the caller wrote it.
         field: &'static str,
-        /// What would have been accepted.
-        range: Whole,
+        /// The least accepted.
+        min: f64,
+        /// The most accepted.
+        max: f64,
         /// What was given.
         got: f64,
     },
@@ -128,14 +128,19 @@ impl ConfigError {
                 ", got ",
                 &number(*got),
             ],
-            ConfigError::NotWhole { field, range, got } => &[
+            ConfigError::NotWhole {
+                field,
+                min,
+                max,
+                got,
+            } => &[
                 "Expected `",
                 at,
                 field,
                 "` to be an integer from ",
-                &number(range.min),
+                &number(*min),
                 " to ",
-                &number(range.max),
+                &number(*max),
                 ", got ",
                 &number(*got),
             ],
