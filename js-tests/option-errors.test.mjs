@@ -93,3 +93,34 @@ test("redisStore()'s options are refused in the same words", () => {
   }
   assert.throws(() => redisStore({}), { name: 'TypeError', message: 'Expected an ioredis or node-redis client (with script loading and evalsha)' });
 });
+
+test('retry, retry.budget and cache: what a flag means, and what is refused', () => {
+  const off = 'off: observe and admit only; the response goes back as it is';
+  const said = (options) => {
+    const d = createFetch(options).describe();
+    return [d.retry === off ? 'off' : 'on', d.retryBudget.startsWith('shared per gate: ') ? d.retryBudget.split(' ')[3] : d.retryBudget, d.cache === undefined ? 'no cache' : 'cache'];
+  };
+  assert.deepEqual(said({}), ['on', '500', 'no cache']);
+  assert.deepEqual(said({ retry: true, cache: false }), ['on', '500', 'no cache']);
+  assert.deepEqual(said({ retry: false, cache: true }), ['off', 'none', 'cache']);
+  assert.deepEqual(said({ retry: {}, cache: {} }), ['on', '500', 'cache']);
+  assert.deepEqual(said({ retry: { budget: false } }), ['on', 'none', 'no cache']);
+  assert.deepEqual(said({ retry: { budget: { capacity: 5 } } }), ['on', '5', 'no cache']);
+  const cases = [
+    [{ retry: 'yes' }, 'TypeError', 'Expected `retry` to be a boolean or an object, got string'],
+    [{ retry: null }, 'TypeError', 'Expected `retry` to be a boolean or an object, got null'],
+    [{ retry: { budget: true } }, 'TypeError', 'Expected `retry.budget` to be false or an object, got boolean'],
+    [{ retry: { budget: 3 } }, 'TypeError', 'Expected `retry.budget` to be false or an object, got number'],
+    [{ retry: { budget: { capacity: 0 } } }, 'RangeError', '`retry.budget.capacity` must be a finite number >= 1, got 0'],
+    [{ retry: { baseMs: -1 } }, 'RangeError', /^`retry\.baseMs`/],
+    [{ cache: [] }, 'TypeError', 'Expected `cache` to be a boolean or an object, got an array'],
+  ];
+  for (const [options, name, message] of cases) {
+    assert.throws(() => createFetch(options), { name, message }, JSON.stringify(options));
+  }
+  assert.throws(() => createFetch().lane({ retry: { budget: false } }), {
+    name: 'TypeError',
+    message: "A lane's retries draw on its wrapper's retry budget: set `retry.budget` in createFetch, not in lane()",
+  });
+  assert.throws(() => createFetch().lane({ retry: 1 }), { name: 'TypeError', message: 'Expected `retry` to be a boolean or an object, got number' });
+});
