@@ -7,6 +7,7 @@
 use odds_gate::core::parse::freshness::Freshness;
 use odds_gate::core::rules::allowance::ConfigError;
 use odds_gate::core::rules::cache::{lifetime, Cache, CacheConfig, Landed, Lookup};
+use odds_gate::core::rules::toggle::Toggle;
 use odds_gate::core::Millis;
 use proptest::prelude::*;
 
@@ -39,6 +40,20 @@ fn a_lifetime_comes_from_the_headers_then_ttl_seconds_then_the_default() {
     assert_eq!(lifetime(Freshness::Unsaid, Some(-1.0), 1.0), None);
     assert_eq!(lifetime(Freshness::Unsaid, Some(f64::NAN), 1.0), None);
     assert_eq!(lifetime(Freshness::Unsaid, None, 250.0), Some(250.0));
+}
+
+#[test]
+fn cache_true_is_the_defaults_false_or_left_out_none() {
+    assert_eq!(CacheConfig::toggled(None), Ok(None));
+    assert_eq!(CacheConfig::toggled(Some(Toggle::Flag(false))), Ok(None));
+    let defaults = Some(CacheConfig::DEFAULT);
+    assert_eq!(CacheConfig::toggled(Some(Toggle::Flag(true))), Ok(defaults));
+    assert_eq!(
+        CacheConfig::toggled(Some(Toggle::Given([None; 4]))),
+        Ok(defaults)
+    );
+    let small = CacheConfig::toggled(Some(Toggle::Given([Some(10.0), None, None, None])));
+    assert_eq!(small.unwrap().map(|c| c.max_entry_bytes), Some(10.0));
 }
 
 #[test]

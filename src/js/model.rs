@@ -130,10 +130,9 @@ impl ModelGate {
     /// `new Gate({ burst, perSecond })`.
     #[wasm_bindgen(constructor)]
     pub fn new(rate: JsValue) -> Result<ModelGate, JsValue> {
-        let rate = RateOptions::read(&rate)?;
-        Ok(ModelGate {
-            gate: ArticleGate::new(rate),
-        })
+        let (rate, learn) = RateOptions::read(&rate)?;
+        let gate = ArticleGate::given(rate, learn).map_err(config_error)?;
+        Ok(ModelGate { gate })
     }
 
     /// Admits at `now` and returns `now`, or returns when to come back (spending nothing).

@@ -20,9 +20,10 @@ use crate::core::rules::allowance::{positive, Allowance, Rate};
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{Cache, CacheConfig};
 use crate::core::rules::classify::valid_method;
-use crate::core::rules::policy::{RetryGiven, RetryPolicy};
+use crate::core::rules::policy::RetryGiven;
 use crate::core::rules::quota::usage_url;
 use crate::core::rules::ranges::{COUNT, STATUSES};
+use crate::core::rules::toggle::Toggle;
 use crate::core::Millis;
 
 /// `createFetch(options)` as given.
@@ -70,34 +71,21 @@ pub struct RateOptions {
 }
 
 impl RateOptions {
-    /// Reads `rate`: left out or `'auto'` (learned from the responses), `{ burst, perSecond }`
-    /// (enforced as given), or that with `learn: true` (learned, never above it).
+    /// Reads `rate`: left out, `'auto'` or `{ burst, perSecond, learn? }`.
     fn allowance(value: Option<JsValue>) -> Result<Allowance, JsValue> {
-        let Some(value) = value.filter(|v| !v.is_undefined()) else {
-            return Ok(Allowance::Learned(None));
+        let rate = match value.filter(|v| !v.is_undefined()) {
+            None => None,
+            Some(value) => match value.as_string() {
+                Some(text) if text == "auto" => None,
+                Some(_) => return Err(de::wrong("rate", "'auto' or { burst, perSecond }", &value)),
+                None => Some(RateOptions::read(&value)?),
+            },
         };
-        match value.as_string() {
-            Some(text) if text == "auto" => return Ok(Allowance::Learned(None)),
-            Some(_) => return Err(de::wrong("rate", "'auto' or { burst, perSecond }", &value)),
-            None => {}
-        }
-        let (rate, learn) = RateOptions::read_with(&value)?;
-        Ok(match learn {
-            true => Allowance::Learned(Some(rate)),
-            false => Allowance::Fixed(rate),
-        })
+        Ok(Allowance::given(rate))
     }
 
-    /// Reads and checks `rate: { burst, perSecond }`.
-    pub fn read(value: &JsValue) -> Result<Rate, JsValue> {
-        match RateOptions::read_with(value)? {
-            (_, true) => Err(type_error("`rate.learn` is for createFetch's `rate` only")),
-            (rate, false) => Ok(rate),
-        }
-    }
-
-    /// Reads `rate: { burst, perSecond, learn? }`.
-    fn read_with(value: &JsValue) -> Result<(Rate, bool), JsValue> {
+    /// Reads and checks `rate: { burst, perSecond, learn? }`, and whether it learns.
+    pub fn read(value: &JsValue) -> Result<(Rate, bool), JsValue> {
         let given: RateOptions = de::object(value, "rate", "rate.")?;
         let rate = Rate::given(
             [given.burst, given.per_second],
@@ -199,7 +187,7 @@ pub fn config(
         false => de::object(options, "options", "")?,
     };
     let allowance = RateOptions::allowance(o.rate)?;
-    let (retry, budget) = retry(o.retry)?;
+    let (retry, budget) = RetryGiven::toggled(retry(o.retry)?).map_err(config_error)?;
     let usage_url = usage_url(o.usage_url).map_err(config_error)?;
     let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting).map_err(config_error)?;
     let store = match o.store {
@@ -212,8 +200,17 @@ pub fn config(
         }
     };
     let metrics = o.meter.map(|m| Metrics::new(&m).map(Rc::new)).transpose()?;
-    let cache =
-        cache_config(o.cache)?.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
+    let cache = de::toggle(o.cache, "cache", |value| {
+        let c: CacheOptions = de::object(value, "cache", "cache.")?;
+        Ok([
+            c.max_bytes,
+            c.max_entry_bytes,
+            c.default_ttl_ms,
+            c.stale_for_ms,
+        ])
+    })?;
+    let cache = CacheConfig::toggled(cache).map_err(config_error)?;
+    let cache = cache.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
     let threads = o.threads.unwrap_or(true);
     let profile = Profile {
         allowance,
@@ -261,78 +258,40 @@ pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsVal
                  createFetch, not in lane()",
             ));
         }
-        asks.policy = Some(retry(Some(value))?.0.map(Rc::new));
+        let (policy, _) = RetryGiven::toggled(retry(Some(value))?).map_err(config_error)?;
+        asks.policy = Some(policy.map(Rc::new));
     }
     (asks.max_wait_ms, asks.max_waiting) =
         limits(o.max_wait_ms, o.max_waiting).map_err(config_error)?;
     Ok((asks, weight, o.name.map(Rc::from)))
 }
 
-/// `retry`: `false` (observe and admit only), `true` or left out (the defaults), or an object.
-fn retry(
-    value: Option<JsValue>,
-) -> Result<(Option<RetryPolicy>, Option<RefillingConfig>), JsValue> {
-    let value = match value.as_ref().and_then(JsValue::as_bool) {
-        Some(false) => return Ok((None, None)),
-        Some(true) => None,
-        None => value,
-    };
-    let Some(value) = value else {
-        return Ok((Some(RetryPolicy::default()), Some(RefillingConfig::DEFAULT)));
-    };
-    if !de::is_object(&value) {
-        return Err(de::wrong("retry", "a boolean or an object", &value));
-    }
-    let r: RetryOptions = de::object(&value, "retry", "retry.")?;
-    let policy = RetryGiven {
-        max_attempts: r.max_attempts,
-        time_budget_ms: r.time_budget_ms,
-        attempt_timeout_ms: r.attempt_timeout_ms,
-        base_ms: r.base_ms,
-        cap_ms: r.cap_ms,
-        statuses: r.statuses.map(|s| s.into_iter().map(|s| s.0).collect()),
-        methods: r.methods.map(|m| m.into_iter().map(|m| m.0).collect()),
-    };
-    let policy = policy.policy().map_err(config_error)?;
-    Ok((Some(policy), budget(r.budget)?))
+/// `retry` as given: a flag or its fields.
+fn retry(value: Option<JsValue>) -> Result<Option<Toggle<RetryGiven>>, JsValue> {
+    de::toggle(value, "retry", |value| {
+        let r: RetryOptions = de::object(value, "retry", "retry.")?;
+        Ok(RetryGiven {
+            max_attempts: r.max_attempts,
+            time_budget_ms: r.time_budget_ms,
+            attempt_timeout_ms: r.attempt_timeout_ms,
+            base_ms: r.base_ms,
+            cap_ms: r.cap_ms,
+            statuses: r.statuses.map(|s| s.into_iter().map(|s| s.0).collect()),
+            methods: r.methods.map(|m| m.into_iter().map(|m| m.0).collect()),
+            budget: r.budget.map(budget).transpose()?,
+        })
+    })
 }
 
-/// `cache`: `true` (the defaults), `false` or left out (none), or an object.
-fn cache_config(value: Option<JsValue>) -> Result<Option<CacheConfig>, JsValue> {
-    let Some(value) = value else {
-        return Ok(None);
-    };
-    match value.as_bool() {
-        Some(true) => return Ok(Some(CacheConfig::DEFAULT)),
-        Some(false) => return Ok(None),
-        None => {}
-    }
-    if !de::is_object(&value) {
-        return Err(de::wrong("cache", "a boolean or an object", &value));
-    }
-    let c: CacheOptions = de::object(&value, "cache", "cache.")?;
-    let given = [
-        c.max_bytes,
-        c.max_entry_bytes,
-        c.default_ttl_ms,
-        c.stale_for_ms,
-    ];
-    CacheConfig::given(given).map(Some).map_err(config_error)
-}
-
-/// `retry.budget`: `false` (none), left out (the default), or an object.
-fn budget(value: Option<JsValue>) -> Result<Option<RefillingConfig>, JsValue> {
-    let Some(value) = value else {
-        return Ok(Some(RefillingConfig::DEFAULT));
-    };
+/// `retry.budget` as given: `false` (`None`) or its fields.
+fn budget(value: JsValue) -> Result<Option<RefillingConfig>, JsValue> {
     if value == JsValue::FALSE {
         return Ok(None);
     }
     if !de::is_object(&value) {
         return Err(de::wrong("retry.budget", "false or an object", &value));
     }
-    let b: RefillingConfig = de::object(&value, "retry.budget", "retry.budget.")?;
-    b.validate().map(Some).map_err(config_error)
+    de::object(&value, "retry.budget", "retry.budget.").map(Some)
 }
 
 /// `batch({ deadlineMs, retryBudget })`: the round's length and its retry allowance.

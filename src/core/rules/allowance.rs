@@ -27,6 +27,18 @@ pub enum Allowance {
     Learned(Option<Rate>),
 }
 
+impl Allowance {
+    /// `rate` as given, with its `learn`: left out or `'auto'` (`None`) is learned from the
+    /// answers; a rate is enforced as given, or with `learn: true` learned and never above it.
+    pub fn given(rate: Option<(Rate, bool)>) -> Allowance {
+        match rate {
+            None => Allowance::Learned(None),
+            Some((rate, true)) => Allowance::Learned(Some(rate)),
+            Some((rate, false)) => Allowance::Fixed(rate),
+        }
+    }
+}
+
 /// Why a configuration value was refused. Every variant names the field it is about
 /// ([`ConfigError::Shape`] in its own words).
 #[derive(Debug, Clone, PartialEq)]
@@ -269,6 +281,17 @@ impl Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_given_is_enforced_unless_it_learns() {
+        let r = Rate::ARTICLE;
+        assert_eq!(Allowance::given(None), Allowance::Learned(None));
+        assert_eq!(Allowance::given(Some((r, false))), Allowance::Fixed(r));
+        assert_eq!(
+            Allowance::given(Some((r, true))),
+            Allowance::Learned(Some(r))
+        );
+    }
 
     #[test]
     fn a_number_that_is_not_finite_is_named() {

@@ -12,6 +12,7 @@ use std::hash::Hash;
 use crate::core::base::map::Map;
 use crate::core::parse::freshness::{freshness, CacheHeaders, Freshness};
 use crate::core::rules::allowance::{at_least, ConfigError};
+use crate::core::rules::toggle::Toggle;
 use crate::core::Millis;
 
 /// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }`.
@@ -42,6 +43,16 @@ impl CacheConfig {
         default_ttl_ms: 0.0,
         stale_for_ms: 10.0 * 60_000.0,
     };
+
+    /// `cache` as given: `true` (the defaults), `false` or left out (none), or its fields
+    /// ([`CacheConfig::given`]).
+    pub fn toggled(given: Option<Toggle<[Option<f64>; 4]>>) -> Result<Option<Self>, ConfigError> {
+        match given {
+            None | Some(Toggle::Flag(false)) => Ok(None),
+            Some(Toggle::Flag(true)) => Ok(Some(CacheConfig::DEFAULT)),
+            Some(Toggle::Given(fields)) => CacheConfig::given(fields).map(Some),
+        }
+    }
 
     /// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }` as given (`None`: left
     /// out), the defaults filling in (`maxEntryBytes` at most `maxBytes`), checked.

@@ -13,8 +13,10 @@ use std::fmt;
 use crate::core::base::random::Random;
 use crate::core::rules::allowance::{at_least, ConfigError};
 use crate::core::rules::backoff::Backoff;
+use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::classify::{Kind, Outcome, RetryRules};
 use crate::core::rules::ranges::ATTEMPTS;
+use crate::core::rules::toggle::Toggle;
 use crate::core::Millis;
 
 /// Why a call was abandoned. Abandoning is never success.
@@ -174,9 +176,31 @@ pub struct RetryGiven {
     pub statuses: Option<Vec<u16>>,
     /// The methods replayed.
     pub methods: Option<Vec<String>>,
+    /// The retry budget: `Some(None)` for `false` (none).
+    pub budget: Option<Option<RefillingConfig>>,
 }
 
 impl RetryGiven {
+    /// `retry` as given: `false` (no retries and no budget: the gate observes and admits
+    /// only), `true` or left out (the defaults), or its fields (the budget's default where
+    /// left out). Each field checked, the policy's before the budget's.
+    pub fn toggled(
+        given: Option<Toggle<RetryGiven>>,
+    ) -> Result<(Option<RetryPolicy>, Option<RefillingConfig>), ConfigError> {
+        let mut given = match given {
+            Some(Toggle::Flag(false)) => return Ok((None, None)),
+            Some(Toggle::Flag(true)) | None => RetryGiven::default(),
+            Some(Toggle::Given(given)) => given,
+        };
+        let budget = given.budget.take();
+        let policy = given.policy()?;
+        let budget = match budget {
+            None => Some(RefillingConfig::DEFAULT),
+            Some(budget) => budget.map(RefillingConfig::validate).transpose()?,
+        };
+        Ok((Some(policy), budget))
+    }
+
     /// The policy asked for: [`RetryPolicy::default`]'s where left out, each field checked.
     pub fn policy(self) -> Result<RetryPolicy, ConfigError> {
         let d = RetryPolicy::default();
@@ -271,6 +295,33 @@ impl RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_false_is_no_retries_and_no_budget_true_the_defaults() {
+        let defaults = (Some(RetryPolicy::default()), Some(RefillingConfig::DEFAULT));
+        assert_eq!(RetryGiven::toggled(None), Ok(defaults.clone()));
+        assert_eq!(RetryGiven::toggled(Some(Toggle::Flag(true))), Ok(defaults));
+        assert_eq!(
+            RetryGiven::toggled(Some(Toggle::Flag(false))),
+            Ok((None, None))
+        );
+        let no_budget = RetryGiven {
+            budget: Some(None),
+            ..RetryGiven::default()
+        };
+        let (policy, budget) = RetryGiven::toggled(Some(Toggle::Given(no_budget))).unwrap();
+        assert_eq!((policy, budget), (Some(RetryPolicy::default()), None));
+        let bad = RetryGiven {
+            budget: Some(Some(RefillingConfig {
+                capacity: 0.0,
+                ..RefillingConfig::DEFAULT
+            })),
+            ..RetryGiven::default()
+        };
+        let refused = RetryGiven::toggled(Some(Toggle::Given(bad))).unwrap_err();
+        let expected = "`retry.budget.capacity` must be a finite number >= 1, got 0";
+        assert_eq!(refused.to_string(), expected);
+    }
 
     #[test]
     fn a_retry_given_fills_in_the_defaults_and_checks_each_field() {
