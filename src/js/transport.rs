@@ -21,8 +21,10 @@ use crate::core::gates::action::Refused;
 use crate::core::gates::ids::{CallRef, WrapperId};
 use crate::core::gates::lane_name;
 use crate::core::gates::profile::Request;
+use crate::core::gates::scope::Scope;
 use crate::core::rules::batch::Batch;
 use crate::core::rules::classify::Body;
+use crate::core::Millis;
 
 /// A gated `fetch`. The package's `createFetch` wraps it in a plain function.
 #[wasm_bindgen]
@@ -241,6 +243,12 @@ impl Transport {
     /// The wrapper's cache, if it caches.
     pub(super) fn cache(&self) -> Option<&cache::Shared> {
         self.config.cache.as_ref()
+    }
+
+    /// Whether this wrapper's gate for `scope` would hold a GET of `url` at `now` past a
+    /// cooldown, or refuse it for a spent quota (the cache then answers from a stale entry).
+    pub(super) fn holds(&self, now: Millis, scope: &Scope, url: &str) -> bool {
+        driver().with(|g| g.holds(now, self.wrapper, scope, url))
     }
 
     /// A `fetchImpl` of `wrapper`, in `batch` if it is one's.
