@@ -57,13 +57,16 @@ impl Transport {
         if let Some(metrics) = &config.metrics {
             // Its lanes share its instruments: the meter sees their gates as long as any lives.
             let instruments = Rc::downgrade(metrics);
+            let cache = config.cache.as_ref().map(Rc::downgrade);
             metrics.observe(Closure::new(move || {
                 let Some(metrics) = instruments.upgrade() else {
                     return Ok(JsValue::UNDEFINED);
                 };
                 let driver = driver();
                 let measured = driver.measured_by(&metrics);
-                Ok(driver.with(|g| figures::observed(g, &measured)))
+                let cache = cache.as_ref().and_then(|c| c.upgrade());
+                let cache = cache.map(|c| c.borrow().0.figures());
+                Ok(driver.with(|g| figures::observed(g, &measured, cache)))
             }));
         }
         Ok(Transport::of(wrapper, config, None))
