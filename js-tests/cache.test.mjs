@@ -293,4 +293,6 @@ test('bad cache options get typed errors naming the option', () => {
   assert.equal(createFetch().describe().cache, undefined);
   const { cache } = createFetch({ cache: { defaultTtlMs: 5_000, maxEntryBytes: 1_000 } }).describe();
   assert.match(cache, /else 5000 ms; bodies up to 1000 bytes kept, 16777216 in all/);
+  assert.match(cache, /an entry answers for 600000 ms more the calls the gate would hold in a cooldown or refuse/);
+  assert.match(createFetch({ cache: { staleForMs: 0 } }).describe().cache, /no stale answers/);
 });
