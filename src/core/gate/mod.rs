@@ -554,8 +554,8 @@ impl Gate {
     }
 
     /// Whether a new call at `now` would be held past a cooldown or refused for a spent quota
-    /// (never an `account` call, see [`asks_account`](crate::core::rules::quota::asks_account)):
-    /// what lets a cache answer it from a stale entry without waiting.
+    /// (never an `account` call, `GET /usage` or `/limits`): what lets a cache answer it from
+    /// a stale entry without waiting.
     pub fn holds(&mut self, now: Millis, account: bool) -> bool {
         let spent = matches!(self.quota.state(now), QuotaState::Exhausted { .. });
         (spent && !account) || self.cooldown_until() > now
