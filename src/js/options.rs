@@ -223,9 +223,10 @@ pub fn config(
             ))
         }
     };
-    let metrics = o.meter.map(|m| Metrics::new(&m).map(Rc::new)).transpose()?;
     let cache =
         cache_config(o.cache)?.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
+    let caches = cache.is_some();
+    let metrics = (o.meter.map(|m| Metrics::new(&m, caches).map(Rc::new))).transpose()?;
     let threads = o.threads.unwrap_or(true);
     let profile = Profile {
         allowance,
