@@ -217,7 +217,8 @@ pub struct Settled<C> {
     pub waiting: Vec<C>,
     /// The entry the answer is kept as, if it is.
     pub kept: Option<EntryId>,
-    /// Entries to drop (replaced, or least recently used past `max_bytes`).
+    /// Entries to drop (replaced, past their stale time, or least recently used past
+    /// `max_bytes`).
     pub dropped: Vec<EntryId>,
 }
 
@@ -395,6 +396,9 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
             Some(flight) if flight.leader == leader => {}
             _ => return settled,
         }
+        // Entries past their stale time go at each landing: memory follows the entries that
+        // can still answer, with no timer of its own (nothing lands, nothing grows).
+        settled.dropped = self.sweep(now);
         settled.waiting = self
             .flights
             .remove(key)
@@ -464,7 +468,7 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
     }
 
     /// Drops every entry past its stale time at `now`; returns their ids.
-    pub fn sweep(&mut self, now: Millis) -> Vec<EntryId> {
+    fn sweep(&mut self, now: Millis) -> Vec<EntryId> {
         let stale_for = self.config.stale_for_ms;
         let old: Vec<K> = (self.entries.iter())
             .filter(|(_, e)| now > e.fresh_until + stale_for)
