@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { randomUUID } from 'node:crypto';
-import { createFetch } from '../pkg/index.js';
+import { createFetch, QuotaExhaustedError } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 
 const MARK = 'x-odds-gate-cache';
@@ -177,6 +177,112 @@ test('callers that joined a request answered without a body (204) get their own 
   assert.equal(responses[1].body, null);
 });
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// The copy of an answer is read after its caller has it: wait until the cache holds `n`.
+const kept = async (fetchImpl, n) => {
+  for (let i = 0; i < 200 && fetchImpl.stats().cache.entries < n; i++) await sleep(5);
+  assert.equal(fetchImpl.stats().cache.entries, n);
+};
+
+test('stale instead of refused: once the quota is spent, a kept snapshot answers every GET of it, the others get the refusal', async () => {
+  for (const typedErrors of [true, false]) {
+    const api = await startFakeOddsApi({ ...rate, ttlSeconds: 1, creditLimit: 2 });
+    try {
+      const fetchImpl = createFetch({ rate, typedErrors, cache: true });
+      const headers = key();
+      const url = (n) => `${api.baseUrl}/events/e${n}/odds/snapshot`;
+      const bodies = [await (await fetchImpl(url(1), { headers })).text(), await (await fetchImpl(url(2), { headers })).text()];
+      await kept(fetchImpl, 2);
+      await sleep(1_100); // past their ttl_seconds: no longer fresh
+      // The credits are spent: the leaders' requests get the quota's 429, the gate finds the
+      // quota spent and refuses them, and every caller waiting gets the stale copy instead.
+      const first = await Promise.all([fetchImpl(url(1), { headers }), fetchImpl(url(1), { headers }), fetchImpl(url(2), { headers })]);
+      assert.deepEqual(marks(first), ['stale', 'stale', 'stale'], `typedErrors ${typedErrors}`);
+      assert.ok(first.every((r) => r.status === 200 && Number(r.headers.get('age')) >= 1));
+      assert.deepEqual(await Promise.all(first.map((r) => r.text())), [bodies[0], bodies[0], bodies[1]]);
+      const sent = api.stats().attempts;
+      // From now on the gate knows: a kept snapshot is answered at once, without a request...
+      const again = await fetchImpl(url(2), { headers });
+      assert.equal(again.headers.get(MARK), 'stale');
+      assert.equal(await again.text(), bodies[1]);
+      // ...and one the cache never kept gets the refusal.
+      if (typedErrors) await assert.rejects(fetchImpl(url(3), { headers }), QuotaExhaustedError);
+      else {
+        const refused = await fetchImpl(url(3), { headers });
+        assert.equal(refused.status, 429);
+        assert.equal(refused.headers.get('x-odds-gate'), 'quota-exhausted');
+        assert.equal(refused.headers.get(MARK), null);
+        await refused.text();
+      }
+      assert.equal(api.stats().attempts, sent, 'nothing more was sent');
+      const { cache } = fetchImpl.stats();
+      assert.equal(cache.stale, 4);
+      assert.equal(cache.requestsSaved, cache.hits + cache.coalesced + 4);
+    } finally {
+      await api.close();
+    }
+  }
+});
+
+test('stale instead of held: during a Retry-After cooldown a GET past its entry\'s ttl is answered at once, with no request', async () => {
+  const api = await startFakeOddsApi({ ...rate, ttlSeconds: 1 });
+  const stop = new AbortController();
+  try {
+    const fetchImpl = createFetch({ rate, cache: true });
+    const headers = key();
+    const url = (n) => `${api.baseUrl}/events/e${n}/odds/snapshot`;
+    const body = await (await fetchImpl(url(1), { headers })).text();
+    await kept(fetchImpl, 1);
+    await sleep(1_100);
+    // Another snapshot's answer is a 429 with Retry-After 30: the gate cools down for 30 s.
+    api.inject({ status: 429, retryAfter: 30 });
+    const cooling = fetchImpl(url(2), { headers, signal: stop.signal }).catch((error) => error);
+    for (let i = 0; i < 200 && fetchImpl.stats().gates[0]?.throttled !== 1; i++) await sleep(5);
+    assert.ok(fetchImpl.stats().gates[0].cooldownRemainingMs > 20_000);
+    const sent = api.stats().attempts;
+    const started = performance.now();
+    const answer = await Promise.race([fetchImpl(url(1), { headers, signal: stop.signal }), sleep(3_000).then(() => 'held')]);
+    const tookMs = performance.now() - started;
+    assert.notEqual(answer, 'held', 'held for the cooldown');
+    assert.equal(answer.headers.get(MARK), 'stale');
+    assert.ok(Number(answer.headers.get('age')) >= 1);
+    assert.equal(await answer.text(), body);
+    assert.ok(tookMs < 1_000, `answered in ${tookMs} ms`);
+    assert.equal(api.stats().attempts, sent, 'no request reached the API');
+    assert.equal(fetchImpl.stats().cache.stale, 1);
+    stop.abort();
+    await cooling;
+  } finally {
+    stop.abort();
+    await api.close();
+  }
+});
+
+test('a credential never gets another credential\'s stale entry', async () => {
+  const api = await startFakeOddsApi({ ...rate, ttlSeconds: 1, creditLimit: 1 });
+  try {
+    const fetchImpl = createFetch({ rate, typedErrors: true, cache: true });
+    const [a, b] = [key(), key()];
+    const url = (n) => `${api.baseUrl}/events/e${n}/odds/snapshot`;
+    const body = await (await fetchImpl(url(1), { headers: a })).text();
+    await (await fetchImpl(url(2), { headers: b })).text();
+    await kept(fetchImpl, 2);
+    await sleep(1_100);
+    // Both keys' credits are spent. A's snapshot e1 is answered from A's entry...
+    const stale = await fetchImpl(url(1), { headers: a });
+    assert.equal(stale.headers.get(MARK), 'stale');
+    assert.equal(await stale.text(), body);
+    // ...B's e1 is refused: the same URL, but B never kept it.
+    await assert.rejects(fetchImpl(url(1), { headers: b }), QuotaExhaustedError);
+    await assert.rejects(fetchImpl(url(1), { headers: b }), QuotaExhaustedError);
+    // B's own e2 is B's.
+    assert.equal((await fetchImpl(url(2), { headers: b })).headers.get(MARK), 'stale');
+    assert.equal(fetchImpl.stats().cache.stale, 2);
+  } finally {
+    await api.close();
+  }
+});
+
 test('bad cache options get typed errors naming the option', () => {
   assert.throws(() => createFetch({ cache: 'yes' }), { name: 'TypeError', message: 'Expected `cache` to be a boolean or an object, got string' });
   assert.throws(() => createFetch({ cache: { maxBytes: 0 } }), { name: 'RangeError', message: '`cache.maxBytes` must be a finite number >= 1, got 0' });
@@ -187,4 +293,6 @@ test('bad cache options get typed errors naming the option', () => {
   assert.equal(createFetch().describe().cache, undefined);
   const { cache } = createFetch({ cache: { defaultTtlMs: 5_000, maxEntryBytes: 1_000 } }).describe();
   assert.match(cache, /else 5000 ms; bodies up to 1000 bytes kept, 16777216 in all/);
+  assert.match(cache, /an entry answers for 600000 ms more the calls the gate would hold in a cooldown or refuse/);
+  assert.match(createFetch({ cache: { staleForMs: 0 } }).describe().cache, /no stale answers/);
 });

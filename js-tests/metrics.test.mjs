@@ -185,6 +185,61 @@ test("a lane's calls are measured with its `odds_gate.lane`, the wrapper's own w
   }
 });
 
+test('a wrapper with a cache reports stats().cache as odds_gate.cache.* counters and gauges, one series each, with no scope', async () => {
+  const otel = inMemoryMeter();
+  const apiKey = `secret-${randomUUID()}`;
+  // /a is fresh for 60 s; /b is kept past its lifetime at once (stale); /busy starts a 30 s cooldown.
+  const inner = async (input) => {
+    const path = new URL(String(input)).pathname;
+    if (path === '/busy') return new Response('no', { status: 429, headers: { 'Retry-After': '30' } });
+    const cacheControl = path === '/a' ? 'max-age=60' : 'max-age=0';
+    return new Response('{"odds":[]}', { headers: { 'content-type': 'application/json', 'cache-control': cacheControl } });
+  };
+  const fetchImpl = createFetch({ rate: { burst: 5, perSecond: 50 }, meter: otel.meter, cache: true, fetch: inner });
+  const lane = fetchImpl.lane({ name: 'live' });
+  const headers = { 'X-API-Key': apiKey };
+  const call = (f, path, init) => f(`http://127.0.0.1:9/${path}`, { headers, ...init });
+  const settle = async (done) => {
+    for (let i = 0; i < 200 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.ok(done());
+  };
+  const busy = new AbortController();
+  try {
+    await Promise.all([call(fetchImpl, 'a'), call(fetchImpl, 'a'), call(lane, 'a')]); // 1 request, 2 coalesced
+    await settle(() => fetchImpl.stats().cache.entries === 1);
+    await Promise.all([call(fetchImpl, 'a'), call(lane, 'a'), call(lane, 'a')]); // 3 hits
+    await call(fetchImpl, 'b');
+    await settle(() => fetchImpl.stats().cache.entries === 2);
+    const cooling = call(fetchImpl, 'busy', { signal: busy.signal }).catch(() => {});
+    await settle(() => fetchImpl.stats().gates[0].throttled === 1);
+    assert.equal((await call(lane, 'b')).headers.get('x-odds-gate-cache'), 'stale');
+    busy.abort();
+    await cooling;
+
+    const metrics = await otel.collect();
+    const { cache } = fetchImpl.stats();
+    assert.deepEqual(cache, { entries: 2, bytes: cache.bytes, hits: 3, coalesced: 2, stale: 1, evictions: 0, requestsSaved: 6 });
+    const instruments = {
+      'odds_gate.cache.entries': ['entries', '{entry}'],
+      'odds_gate.cache.bytes': ['bytes', 'By'],
+      'odds_gate.cache.hits': ['hits', '{call}'],
+      'odds_gate.cache.coalesced': ['coalesced', '{call}'],
+      'odds_gate.cache.stale': ['stale', '{call}'],
+      'odds_gate.cache.evictions': ['evictions', '{entry}'],
+      'odds_gate.cache.requests_saved': ['requestsSaved', '{request}'],
+    };
+    for (const [name, [field, unit]] of Object.entries(instruments)) {
+      const metric = metrics.get(name);
+      assert.equal(metric?.descriptor.unit, unit, name);
+      assert.deepEqual(points(metric).map((p) => [p.value, p.attributes]), [[cache[field], {}]], name);
+    }
+    assert.equal(points(metrics.get('odds_gate.cache.hits'))[0].value, 3);
+  } finally {
+    busy.abort();
+    await otel.shutdown();
+  }
+});
+
 test('a wrapper without a meter costs the meter nothing, and a meter is checked at the boundary', async () => {
   const otel = inMemoryMeter();
   try {

@@ -104,9 +104,10 @@ export interface CreateFetchOptions {
    * in flight share one request (one token, one credit; every caller gets its own `Response`,
    * the leader the inner fetch's own), and a 200 is answered again without a request for its
    * lifetime: `Cache-Control` (`no-store`, `no-cache`, `max-age`), `Expires` and `Age`, else its
-   * JSON body's `ttl_seconds`, else `defaultTtlMs`. Answers from the cache carry
-   * `x-odds-gate-cache: hit | coalesced` and an `Age`. `true` for the defaults. One process;
-   * shared by the wrapper's lanes and batches. @default none
+   * JSON body's `ttl_seconds`, else `defaultTtlMs`. Past it, an entry answers for `staleForMs`
+   * more the calls the gate would hold in a cooldown or refuse (a spent quota, say). Answers
+   * from the cache carry `x-odds-gate-cache: hit | coalesced | stale` and an `Age`. `true` for
+   * the defaults. One process; shared by the wrapper's lanes and batches. @default none
    */
   cache?: boolean | CacheOptions;
   /**
@@ -333,7 +334,12 @@ export interface CacheOptions {
   maxEntryBytes?: number;
   /** The lifetime of a 200 that says none; 0 shares requests in flight only. @default 0 */
   defaultTtlMs?: number;
-  /** How long past its lifetime an entry is kept (for stale answers, not served yet). @default 600000 */
+  /**
+   * How long past its lifetime an entry is kept to answer, marked `x-odds-gate-cache: stale`,
+   * the calls the gate would hold in a cooldown or refuse (spent quota, `queue-wait`,
+   * `queue-full`, `deadline`, `store-unavailable`, `retry-after-exceeds-deadline`); 0: never.
+   * @default 600000
+   */
   staleForMs?: number;
 }
 
@@ -345,6 +351,7 @@ export interface CacheStats {
   hits: number;
   /** Calls that joined a request in flight. */
   coalesced: number;
+  /** Calls answered by a stale entry instead of the gate's refusal or cooldown. */
   stale: number;
   /** Entries dropped for room. */
   evictions: number;

@@ -6,7 +6,8 @@
 
 use odds_gate::core::parse::freshness::Freshness;
 use odds_gate::core::rules::allowance::ConfigError;
-use odds_gate::core::rules::cache::{lifetime, Cache, CacheConfig, Landed, Lookup};
+use odds_gate::core::rules::cache::{lifetime, Cache, CacheConfig, Landed, Lookup, Refusal};
+use odds_gate::core::rules::policy::Reason;
 use odds_gate::core::rules::toggle::Toggle;
 use odds_gate::core::Millis;
 use proptest::prelude::*;
@@ -20,6 +21,16 @@ fn key(credential: &'static str, n: u32) -> Key {
 
 fn cache(config: CacheConfig) -> Cache<Key, u32> {
     Cache::new(config)
+}
+
+/// The gate would let the call through now: no stale answer.
+fn open() -> bool {
+    false
+}
+
+/// The gate would hold the call past a cooldown, or refuse it for a spent quota.
+fn held() -> bool {
+    true
 }
 
 fn ok(bytes: f64, lifetime: Millis) -> Landed {
@@ -96,12 +107,12 @@ fn bad_options_name_the_field() {
 fn identical_gets_in_flight_share_one_request_and_each_caller_gets_its_answer() {
     let mut c = cache(CacheConfig::DEFAULT);
     let k = key("a", 1);
-    assert_eq!(c.lookup(0.0, &k, 0), Lookup::Lead);
+    assert_eq!(c.lookup(0.0, &k, 0, open), Lookup::Lead);
     for caller in 1..32 {
-        assert_eq!(c.lookup(1.0, &k, caller), Lookup::Joined);
+        assert_eq!(c.lookup(1.0, &k, caller, open), Lookup::Joined);
     }
     // Another credential's identical URL is another request.
-    assert_eq!(c.lookup(1.0, &key("b", 1), 99), Lookup::Lead);
+    assert_eq!(c.lookup(1.0, &key("b", 1), 99, open), Lookup::Lead);
     let settled = c.landed(50.0, &k, 0, ok(1_000.0, 5_000.0));
     assert_eq!(settled.waiting, (0..32).collect::<Vec<_>>());
     assert!(settled.kept.is_some() && settled.dropped.is_empty());
@@ -117,23 +128,106 @@ fn a_kept_answer_is_fresh_for_its_lifetime_then_stale_for_stale_for_ms() {
     };
     let mut c = cache(config);
     let k = key("a", 1);
-    c.lookup(0.0, &k, 0);
+    c.lookup(0.0, &k, 0, open);
     let id = c.landed(100.0, &k, 0, ok(10.0, 5_000.0)).kept.unwrap();
+    // Fresh, the gate is not even asked.
+    let never = || -> bool { panic!("a fresh entry asks nothing of the gate") };
     assert_eq!(
-        c.lookup(5_099.0, &k, 1),
+        c.lookup(5_099.0, &k, 1, never),
         Lookup::Fresh {
             entry: id,
             age_ms: 4_999.0
         }
     );
-    // At its lifetime's end it is no longer fresh: a new request leads...
-    assert_eq!(c.lookup(5_100.0, &k, 2), Lookup::Lead);
-    // ...and the old entry may still answer a call the gate would refuse, until stale_for_ms.
-    assert_eq!(c.stale(6_100.0, &k), Some((id, 6_000.0)));
-    assert_eq!(c.stale(6_101.0, &k), None);
+    // At its lifetime's end it is no longer fresh: while the gate lets calls through, a new
+    // request leads...
+    assert_eq!(c.lookup(5_100.0, &k, 2, open), Lookup::Lead);
+    // ...and while the gate would hold or refuse one, the old entry answers at once, with no
+    // request (not even joining the one in flight), until stale_for_ms past its lifetime.
+    assert_eq!(
+        c.lookup(6_100.0, &k, 3, held),
+        Lookup::Stale {
+            entry: id,
+            age_ms: 6_000.0
+        }
+    );
+    assert_eq!(c.lookup(6_101.0, &k, 4, held), Lookup::Joined);
     let f = c.figures();
-    assert_eq!((f.hits, f.stale, f.coalesced), (1, 1, 0));
-    assert_eq!(f.requests_saved(), 2);
+    assert_eq!((f.hits, f.stale, f.coalesced), (1, 1, 1));
+    assert_eq!(f.requests_saved(), 3);
+    // A key with no entry has nothing stale to give, however the gate stands.
+    assert_eq!(c.lookup(6_101.0, &key("a", 2), 5, held), Lookup::Lead);
+    assert_eq!(c.lookup(0.0, &key("b", 1), 6, held), Lookup::Lead);
+}
+
+#[test]
+fn the_gates_own_refusals_are_answered_stale_and_nothing_else_is() {
+    use Reason::*;
+    let serves = |r: Refusal| r.serves_stale();
+    assert!(serves(Refusal::Quota));
+    for reason in [
+        QueueWait,
+        QueueFull,
+        Deadline,
+        StoreUnavailable,
+        RetryAfterExceedsDeadline,
+    ] {
+        assert!(serves(Refusal::Abandoned(reason)), "{reason}");
+    }
+    for reason in [Attempts, TimeBudget, RetryBudget] {
+        assert!(!serves(Refusal::Abandoned(reason)), "{reason}");
+    }
+    // Every reason JavaScript sees is read back as itself.
+    for name in [
+        "attempts",
+        "time-budget",
+        "retry-budget",
+        "deadline",
+        "retry-after-exceeds-deadline",
+        "store-unavailable",
+        "queue-wait",
+        "queue-full",
+    ] {
+        assert_eq!(Reason::named(name).map(Reason::as_str), Some(name));
+    }
+    assert_eq!(Reason::named("abort"), None);
+}
+
+#[test]
+fn a_refused_request_answers_everyone_waiting_from_a_stale_entry_within_stale_for_ms() {
+    let config = CacheConfig {
+        stale_for_ms: 1_000.0,
+        ..CacheConfig::DEFAULT
+    };
+    let mut c = cache(config);
+    let k = key("a", 1);
+    c.lookup(0.0, &k, 0, open);
+    let id = c.landed(0.0, &k, 0, ok(10.0, 5_000.0)).kept.unwrap();
+    // Past its lifetime, 1 leads and 2, 3 join; 3 leaves; the gate refuses 1's request.
+    assert_eq!(c.lookup(5_000.0, &k, 1, open), Lookup::Lead);
+    c.lookup(5_100.0, &k, 2, open);
+    c.lookup(5_100.0, &k, 3, open);
+    assert_eq!(c.leave(3), None);
+    let quota = Refusal::Quota;
+    // A refusal that serves nothing stale leaves the request to land as any other does...
+    let gave_up = Refusal::Abandoned(Reason::Attempts);
+    assert_eq!(c.refused(5_200.0, &k, 1, gave_up), None);
+    // ...and another caller's word is not the leader's.
+    assert_eq!(c.refused(5_200.0, &k, 2, quota), None);
+    assert_eq!(c.refused(5_200.0, &k, 1, quota), Some((id, vec![1, 2])));
+    let f = c.figures();
+    assert_eq!((f.stale, f.coalesced, f.requests_saved()), (2, 2, 4));
+    // The request is settled: its landing settles nobody, the next call leads anew.
+    assert!(c.landed(5_300.0, &k, 1, Landed::Other).waiting.is_empty());
+    assert_eq!(c.lookup(5_300.0, &k, 4, open), Lookup::Lead);
+    // Past stale_for_ms, the refusal reaches the callers.
+    assert_eq!(c.refused(6_001.0, &k, 4, quota), None);
+    assert_eq!(c.landed(6_001.0, &k, 4, Landed::Other).waiting, vec![4]);
+    // Another key's request has no entry to fall back on.
+    let other = key("b", 1);
+    c.lookup(5_300.0, &other, 5, held);
+    assert_eq!(c.refused(5_300.0, &other, 5, quota), None);
+    assert_eq!(c.figures().stale, 2);
 }
 
 #[test]
@@ -154,8 +248,8 @@ fn nothing_is_kept_that_may_not_be_or_does_not_fit() {
     ];
     for (n, landed) in cases.into_iter().enumerate() {
         let k = key("a", n as u32);
-        c.lookup(0.0, &k, 0);
-        c.lookup(0.0, &k, 1);
+        c.lookup(0.0, &k, 0, open);
+        c.lookup(0.0, &k, 1, open);
         let settled = c.landed(1.0, &k, 0, landed);
         assert_eq!(
             settled.waiting,
@@ -163,7 +257,7 @@ fn nothing_is_kept_that_may_not_be_or_does_not_fit() {
             "{landed:?}: every caller answered"
         );
         assert_eq!(settled.kept, None, "{landed:?}");
-        assert_eq!(c.lookup(2.0, &k, 2), Lookup::Lead, "{landed:?}");
+        assert_eq!(c.lookup(2.0, &k, 2, open), Lookup::Lead, "{landed:?}");
     }
     assert_eq!(c.figures().entries, 0);
     // With no lifetime and no stale use, an answer is shared in flight only.
@@ -172,7 +266,7 @@ fn nothing_is_kept_that_may_not_be_or_does_not_fit() {
         ..config
     });
     let k = key("a", 9);
-    c.lookup(0.0, &k, 0);
+    c.lookup(0.0, &k, 0, open);
     assert_eq!(c.landed(1.0, &k, 0, ok(10.0, 0.0)).kept, None);
 }
 
@@ -187,25 +281,29 @@ fn entries_go_least_recently_used_first_when_the_bytes_run_out() {
     let mut ids = Vec::new();
     for n in 0..2 {
         let k = key("a", n);
-        c.lookup(0.0, &k, n);
+        c.lookup(0.0, &k, n, open);
         ids.push(c.landed(0.0, &k, n, ok(40.0, 60_000.0)).kept.unwrap());
     }
     // Entry 0 is used again, so entry 1 is the least recent when entry 2 needs room.
     assert!(matches!(
-        c.lookup(1.0, &key("a", 0), 7),
+        c.lookup(1.0, &key("a", 0), 7, open),
         Lookup::Fresh { .. }
     ));
-    c.lookup(2.0, &key("a", 2), 8);
+    c.lookup(2.0, &key("a", 2), 8, open);
     let settled = c.landed(2.0, &key("a", 2), 8, ok(40.0, 60_000.0));
     assert_eq!(settled.dropped, vec![ids[1]]);
     let f = c.figures();
     assert_eq!((f.entries, f.bytes, f.evictions), (2, 80.0, 1));
     // A new answer for a kept key replaces its entry (not an eviction).
-    c.lookup(70_000.0, &key("a", 0), 9);
+    c.lookup(70_000.0, &key("a", 0), 9, open);
     let settled = c.landed(70_000.0, &key("a", 0), 9, ok(10.0, 60_000.0));
     assert_eq!(settled.dropped, vec![ids[0]]);
     assert_eq!(c.figures().evictions, 1);
-    assert_eq!(c.sweep(70_000.0 + 60_000.0 + 600_001.0).len(), 2);
+    // The next landing past both entries' stale time drops them (an answer not kept, here).
+    let late = 70_000.0 + 60_000.0 + 600_001.0;
+    c.lookup(late, &key("b", 0), 10, open);
+    let settled = c.landed(late, &key("b", 0), 10, Landed::Other);
+    assert_eq!(settled.dropped.len(), 2);
     assert_eq!((c.figures().entries, c.figures().bytes), (0, 0.0));
 }
 
@@ -213,21 +311,21 @@ fn entries_go_least_recently_used_first_when_the_bytes_run_out() {
 fn a_request_goes_on_while_anyone_waits_for_it() {
     let mut c = cache(CacheConfig::DEFAULT);
     let k = key("a", 1);
-    c.lookup(0.0, &k, 0);
-    c.lookup(0.0, &k, 1);
-    c.lookup(0.0, &k, 2);
+    c.lookup(0.0, &k, 0, open);
+    c.lookup(0.0, &k, 1, open);
+    c.lookup(0.0, &k, 2, open);
     assert_eq!(c.leave(0), None, "the leader aborts: two still wait");
     assert_eq!(c.leave(2), None);
     assert_eq!(c.landed(5.0, &k, 0, ok(1.0, 1_000.0)).waiting, vec![1]);
     // When the last caller leaves, the request (led by 3) is cancelled and the next call leads
     // anew; the cancelled one's landing settles nothing of the new one's.
     let k = key("a", 2);
-    c.lookup(0.0, &k, 3);
-    c.lookup(0.0, &k, 4);
+    c.lookup(0.0, &k, 3, open);
+    c.lookup(0.0, &k, 4, open);
     assert_eq!(c.leave(3), None);
     assert_eq!(c.leave(4), Some(3));
-    assert_eq!(c.lookup(1.0, &k, 5), Lookup::Lead);
-    c.lookup(1.0, &k, 6);
+    assert_eq!(c.lookup(1.0, &k, 5, open), Lookup::Lead);
+    c.lookup(1.0, &k, 6, open);
     let stale = c.landed(2.0, &k, 3, ok(1.0, 1_000.0));
     assert!(stale.waiting.is_empty() && stale.kept.is_none());
     assert_eq!(c.landed(3.0, &k, 5, ok(1.0, 1_000.0)).waiting, vec![5, 6]);
@@ -270,7 +368,7 @@ fn poll(
                 let k = key("a", s);
                 caller += 1;
                 sent_at.push((caller, now));
-                if c.lookup(now, &k, caller) == Lookup::Lead {
+                if c.lookup(now, &k, caller, open) == Lookup::Lead {
                     requests += 1;
                     landing.push((now + latency_ms, k, caller));
                 }
@@ -317,8 +415,9 @@ proptest! {
             match op {
                 0 | 1 => {
                     next += 1;
-                    match c.lookup(now, &k, next) {
-                        Lookup::Fresh { entry, age_ms } => {
+                    // op 1: the gate would hold the call or refuse it.
+                    match c.lookup(now, &k, next, || op == 1) {
+                        Lookup::Fresh { entry, age_ms } | Lookup::Stale { entry, age_ms } => {
                             prop_assert!(kept.values().any(|&id| id == entry));
                             prop_assert!(age_ms >= 0.0);
                             prop_assert!(answered.insert(next));

@@ -1116,3 +1116,63 @@ fn a_wrapper_is_forgotten_with_its_last_holder_and_says_so() {
     assert!(gates.release(wrapper));
     assert!(gates.profile(wrapper).is_none());
 }
+
+#[test]
+fn a_gate_holds_a_get_while_its_cooldown_lasts() {
+    // The first answer is a 429 with Retry-After 5: the gate's cooldown runs to 5 s after it.
+    let mut answered = false;
+    let server = move |_: Millis, _: &Arrival| {
+        let first = !answered;
+        answered = true;
+        match first {
+            true => Reply::status(429, &[("retry-after", "5")]).after(10.0),
+            false => Reply::ok().after(10.0),
+        }
+    };
+    let fixed = profile(Allowance::Fixed(Rate::new(2.0, 2.0).unwrap()));
+    let (mut w, wrapper) = world(fixed, server);
+    let scope = credential();
+    let holds = |w: &mut World, url: &str| w.processes[0].gates.holds(w.now, wrapper, &scope, url);
+    // No gate yet: nothing holds the call.
+    assert!(!holds(&mut w, SNAPSHOT));
+    w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
+    w.run_until(5.0);
+    assert!(!holds(&mut w, SNAPSHOT), "no cooldown before the 429");
+    w.run_until(11.0);
+    assert!(holds(&mut w, SNAPSHOT), "in the cooldown");
+    assert!(
+        holds(&mut w, "http://api/v1/usage"),
+        "a cooldown holds every call"
+    );
+    // Another credential's gate is not this one's.
+    let other = Scope::of(Some("key-2"), None);
+    assert!(!w.processes[0].gates.holds(w.now, wrapper, &other, SNAPSHOT));
+    w.run_until(5_009.0);
+    assert!(holds(&mut w, SNAPSHOT));
+    w.run_until(5_011.0);
+    assert!(!holds(&mut w, SNAPSHOT), "the cooldown is over");
+}
+
+#[test]
+fn a_gate_holds_all_but_account_calls_once_its_quota_is_known_spent() {
+    let quota = Reply::status(429, &[]).saying("quota_exceeded", "Monthly API credits exhausted");
+    let server = move |_: Millis, _: &Arrival| quota.clone().after(10.0);
+    let fixed = profile(Allowance::Fixed(Rate::new(2.0, 2.0).unwrap()));
+    let (mut w, wrapper) = world(fixed, server);
+    w.usage = Some(odds_gate::core::rules::quota::Usage {
+        used: 1_000.0,
+        limit: 1_000.0,
+        period_end: None,
+    });
+    let scope = credential();
+    w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
+    w.run();
+    let gates = &mut w.processes[0].gates;
+    assert!(gates.holds(w.now, wrapper, &scope, SNAPSHOT));
+    assert!(!gates.holds(w.now, wrapper, &scope, "http://api/v1/usage"));
+    gates.reset_quota(w.now, wrapper);
+    assert!(
+        !gates.holds(w.now, wrapper, &scope, SNAPSHOT),
+        "the quota is back"
+    );
+}

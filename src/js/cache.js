@@ -1,8 +1,9 @@
 // One request per snapshot (`createFetch({ cache })`), the JavaScript side. The core decides
 // (cache.rs asks its rules which GETs join a request in flight, which a fresh entry answers,
-// how long an answer is kept and which entries go); this file keeps the entries' bytes, makes
-// every caller its own Response, and passes aborts on. A call that is not a GET without a body
-// goes to the gate as it is.
+// which a stale one answers instead of the gate's hold or refusal, how long an answer is kept
+// and which entries go); this file keeps the entries' bytes, makes every caller its own
+// Response, and passes aborts on. A call that is not a GET without a body goes to the gate as
+// it is.
 import { requestFacts, callerSignal } from './reads.js';
 
 const MARK = 'x-odds-gate-cache';
@@ -58,7 +59,7 @@ function ttlOf(copy, body) {
 // Statuses whose Response has no body (the constructor refuses one).
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
-/** A caller's own Response of an answer the cache holds, marked with how it came (`hit`, `coalesced`) and its age. */
+/** A caller's own Response of an answer the cache holds, marked with how it came (`hit`, `coalesced`, `stale`) and its age. */
 function answer(kept, mark, now) {
   const headers = new Headers(kept.headers);
   headers.set(MARK, mark);
@@ -100,9 +101,37 @@ export function cached(transport, send) {
     if (cancel >= 0) requests.get(cancel)?.abort(reason);
   };
 
+  // The gate refused the request: `out` (cacheRefused's) names the stale entry that answers
+  // instead and the calls it answers; the refusal's own answer, if any, goes unread.
+  const refused = (out, response, error) => {
+    response?.body?.cancel().catch(() => {});
+    const kept = entries.get(out[0]);
+    const now = performance.now();
+    for (let i = 1; i < out.length; i++) {
+      const w = take(out[i]);
+      if (w === undefined) continue;
+      if (kept === undefined) {
+        if (response === undefined) w.reject(error);
+        else send(w.input, w.init).then(w.resolve, w.reject);
+        continue;
+      }
+      try {
+        w.resolve(answer(kept, 'stale', now));
+      } catch (failed) {
+        w.reject(failed);
+      }
+    }
+  };
+
   // The request `id` leads has landed as `response` (or failed with `error`): who else waited
   // gets a copy (or, when its body could not be copied, sends its own), and what is kept is kept.
+  // A rejection, or an answer the gate marked (x-odds-gate), may be the gate's refusal: the
+  // core says whether a stale entry answers instead.
   const landed = async (id, facts, accept, response, error) => {
+    if (response === undefined || response?.headers?.has?.('x-odds-gate')) {
+      const out = transport.cacheRefused(id, facts, accept, response ?? error);
+      if (out.length > 0) return refused(out, response, error);
+    }
     let copy = null;
     let body = null;
     let ttl;
@@ -174,9 +203,10 @@ export function cached(transport, send) {
     const accept = acceptOf(input, init);
     const step = transport.cacheLookup(facts, accept, id);
     if (step === -2) return send(input, init);
-    if (step > 0) {
-      const kept = entries.get(step);
-      if (kept !== undefined) return Promise.resolve(answer(kept, 'hit', performance.now()));
+    if (step > 0 || step <= -3) {
+      // A fresh entry (`step`), or a stale one (`-2 - step`) the gate would hold or refuse.
+      const kept = entries.get(step > 0 ? step : -2 - step);
+      if (kept !== undefined) return Promise.resolve(answer(kept, step > 0 ? 'hit' : 'stale', performance.now()));
       return send(input, init);
     }
     return new Promise((resolve, reject) => {

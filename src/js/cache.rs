@@ -7,14 +7,17 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
+use super::calls::MARKER;
 use super::clock;
-use super::headers;
+use super::headers::{self, header_value};
+use super::props::get;
 use super::transport::Transport;
 use super::Exported;
 use crate::core::gates::scope::Scope;
 use crate::core::parse::freshness::CacheHeaders;
-use crate::core::rules::cache::{Cache, Landed, Lookup};
+use crate::core::rules::cache::{Cache, Landed, Lookup, Refusal};
 use crate::core::rules::classify::Body;
+use crate::core::rules::policy::Reason;
 
 #[wasm_bindgen(module = "/src/js/cache.js")]
 extern "C" {
@@ -65,17 +68,47 @@ impl Transport {
 
     /// Call `waiter` with the request's `facts` (`reads.js`) and `Accept`: -2 when it is not
     /// cached (not a GET, or it has a body), -1 when it leads a request, 0 when it joined one
-    /// in flight, or the fresh entry that answers it.
+    /// in flight, the fresh entry that answers it, or `-2 - entry` for a stale entry that
+    /// answers it because the gate would hold it past a cooldown or refuse it.
     #[wasm_bindgen(js_name = cacheLookup)]
     pub fn cache_lookup(&self, facts: &str, accept: &str, waiter: u32) -> f64 {
         let (Some(cache), Some(key)) = (self.cache(), key(facts, accept)) else {
             return -2.0;
         };
-        match cache.borrow_mut().0.lookup(clock::now(), &key, waiter) {
+        let now = clock::now();
+        let held = || self.holds(now, &key.0, &key.1);
+        match cache.borrow_mut().0.lookup(now, &key, waiter, held) {
             Lookup::Fresh { entry, .. } => entry as f64,
+            Lookup::Stale { entry, .. } => -2.0 - entry as f64,
             Lookup::Joined => 0.0,
             Lookup::Lead => -1.0,
         }
+    }
+
+    /// The request `leader` led (for the same `facts` and `accept`) ended as `ended` (a
+    /// rejection, or a response the gate marked): when that is the gate's refusal and a stale
+    /// entry may answer instead, `[entry, calls to answer with it...]`; else `[]`, and it lands
+    /// as anything else does (`cacheLanded`).
+    #[wasm_bindgen(js_name = cacheRefused)]
+    pub fn cache_refused(
+        &self,
+        leader: u32,
+        facts: &str,
+        accept: &str,
+        ended: JsValue,
+    ) -> Vec<f64> {
+        let (Some(cache), Some(key), Some(refusal)) =
+            (self.cache(), key(facts, accept), refusal(&ended))
+        else {
+            return Vec::new();
+        };
+        let cache = &mut cache.borrow_mut().0;
+        let Some((entry, waiting)) = cache.refused(clock::now(), &key, leader, refusal) else {
+            return Vec::new();
+        };
+        let mut out = vec![entry as f64];
+        out.extend(waiting.iter().map(|&w| f64::from(w)));
+        out
     }
 
     /// The request `leader` led (for the same `facts` and `accept`) has landed: a response of
@@ -132,6 +165,25 @@ impl Transport {
     pub fn cache_leave(&self, waiter: u32) -> f64 {
         let left = self.cache().and_then(|c| c.borrow_mut().0.leave(waiter));
         left.map_or(-1.0, f64::from)
+    }
+}
+
+/// The gate's refusal `ended` says, if it is one: a `QuotaExhaustedError`, a
+/// `GateAbandonedError` (by its `reason`), or the spent quota's answer given again (marked
+/// `x-odds-gate: quota-exhausted`).
+fn refusal(ended: &JsValue) -> Option<Refusal> {
+    let headers = get(ended, "headers");
+    if headers.is_object() {
+        let mark = header_value(&headers, &JsValue::from_str("x-odds-gate"));
+        return (mark.as_deref() == Some(MARKER)).then_some(Refusal::Quota);
+    }
+    match get(ended, "name").as_string()?.as_str() {
+        "QuotaExhaustedError" => Some(Refusal::Quota),
+        "GateAbandonedError" => {
+            let reason = get(ended, "reason").as_string()?;
+            Reason::named(&reason).map(Refusal::Abandoned)
+        }
+        _ => None,
     }
 }
 

@@ -27,10 +27,14 @@ pub fn stats(
 }
 
 /// What the meter observes for the wrappers sharing its instruments (`measured`: a wrapper
-/// made with a `meter` and its lanes, with their lanes' names).
-pub fn observed(gates: &mut Gates, measured: &[(WrapperId, Rc<str>)]) -> JsValue {
+/// made with a `meter` and its lanes, with their lanes' names), and their cache's figures.
+pub fn observed(
+    gates: &mut Gates,
+    measured: &[(WrapperId, Rc<str>)],
+    cache: Option<CacheFigures>,
+) -> JsValue {
     let measured = measured.iter().map(|(w, name)| (*w, &**name));
-    to_js(&gates.observed(clock::now(), measured, Date))
+    to_js(&gates.observed(clock::now(), measured, cache, Date))
 }
 
 #[wasm_bindgen(module = "/src/js/summary.js")]

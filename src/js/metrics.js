@@ -8,8 +8,8 @@ const METHODS = ['createHistogram', 'createObservableCounter', 'createObservable
 const SCOPE = 'odds_gate.scope';
 const LANE = 'odds_gate.lane';
 
-/** The instruments on `meter`; `boundsSeconds` (a Float64Array) are the histograms' bucket bounds. */
-export function instruments(meter, boundsSeconds) {
+/** The instruments on `meter`; `boundsSeconds` (a Float64Array) are the histograms' bucket bounds; the cache's with `cache`. */
+export function instruments(meter, boundsSeconds, cache) {
   const missing = METHODS.filter((m) => typeof meter?.[m] !== 'function');
   if (missing.length > 0) {
     throw new TypeError(`Expected \`meter\` to be an OpenTelemetry Meter (metrics.getMeter(name)); it has no ${missing.join(', ')}`);
@@ -32,8 +32,21 @@ export function instruments(meter, boundsSeconds) {
     queueDepth: gauge('odds_gate.queue.depth', '{call}', 'Calls waiting in the gate\'s queue, by lane'),
     cooldown: gauge('odds_gate.cooldown.remaining', 's', 'Time until the gate\'s cooldown (Retry-After) ends'),
     budget: gauge('odds_gate.retry_budget.tokens', '{token}', 'Tokens left in the gate\'s shared retry budget'),
+    cache: cache ? {
+      entries: gauge('odds_gate.cache.entries', '{entry}', 'Answers the wrapper\'s cache keeps'),
+      bytes: gauge('odds_gate.cache.bytes', 'By', 'Bytes of the answers the wrapper\'s cache keeps'),
+      hits: counter('odds_gate.cache.hits', '{call}', 'Calls answered by a fresh kept answer, without a request'),
+      coalesced: counter('odds_gate.cache.coalesced', '{call}', 'Calls that joined an identical request in flight'),
+      stale: counter('odds_gate.cache.stale', '{call}', 'Calls answered by a stale kept answer instead of the gate\'s refusal or cooldown'),
+      evictions: counter('odds_gate.cache.evictions', '{entry}', 'Kept answers dropped for room'),
+      requestsSaved: counter('odds_gate.cache.requests_saved', '{request}', 'Requests the cache saved: hits, coalesced and stale'),
+    } : undefined,
   };
 }
+
+// The cache's figures (stats().cache) by instrument: one series each, with no attribute (the
+// cache is the wrapper's, across its lanes and credentials).
+const CACHE = ['entries', 'bytes', 'hits', 'coalesced', 'stale', 'evictions', 'requestsSaved'];
 
 /** `{ 'odds_gate.scope': scope, 'odds_gate.lane': lane }`, made once per gate and lane and reused for every measurement. */
 export function attributes(scope, lane) {
@@ -43,14 +56,15 @@ export function attributes(scope, lane) {
 const CAUSES = [['throttled', 'throttled'], ['serverError', 'server_error'], ['network', 'network'], ['timeout', 'timeout']];
 
 /**
- * Reports the counters and gauges from `read()` whenever the meter collects: `{ gates, lanes }`,
- * every gate the wrapper and its lanes used (as in `stats().gates`) and each lane's calls
- * waiting on each, or undefined once they are all gone, which unregisters the callback. The
- * gate's figures are the gate's, whichever lane's calls made them: only the queue depth is
- * per lane.
+ * Reports the counters and gauges from `read()` whenever the meter collects: `{ gates, lanes,
+ * cache? }`, every gate the wrapper and its lanes used (as in `stats().gates`), each lane's calls
+ * waiting on each, and the cache's figures (`stats().cache`), or undefined once they are all
+ * gone, which unregisters the callback. The gate's figures are the gate's, whichever lane's
+ * calls made them: only the queue depth is per lane.
  */
 export function observe(m, read) {
-  const observables = [m.requests, m.admissions, m.throttled, m.retries, m.abandoned, m.quotaRejections, m.queueDepth, m.cooldown, m.budget];
+  const observables = [m.requests, m.admissions, m.throttled, m.retries, m.abandoned, m.quotaRejections, m.queueDepth, m.cooldown, m.budget,
+    ...(m.cache === undefined ? [] : CACHE.map((field) => m.cache[field]))];
   const callback = (result) => {
     const seen = read();
     if (seen === undefined) {
@@ -69,6 +83,9 @@ export function observe(m, read) {
       if (g.retryBudget !== null) result.observe(m.budget, g.retryBudget, at);
     }
     for (const l of seen.lanes) result.observe(m.queueDepth, l.waiting, attributes(l.scope, l.lane));
+    if (m.cache !== undefined && seen.cache !== undefined) {
+      for (const field of CACHE) result.observe(m.cache[field], seen.cache[field]);
+    }
   };
   m.meter.addBatchObservableCallback(callback, observables);
 }

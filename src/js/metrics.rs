@@ -3,7 +3,9 @@
 //! meter collects (nothing per call); the two histograms are recorded as things happen, from
 //! the gate's events (each admission's wait, each backoff). A wrapper's lanes share its
 //! instruments: what is per gate carries the gate's `odds_gate.scope`, what is per call or per
-//! lane (the histograms, the queue depth) also the lane's `odds_gate.lane`.
+//! lane (the histograms, the queue depth) also the lane's `odds_gate.lane`. The cache's
+//! (`odds_gate.cache.*`, as `stats().cache` names them) carry neither: one cache serves the
+//! wrapper, its lanes and every credential.
 
 use wasm_bindgen::prelude::*;
 
@@ -18,7 +20,11 @@ extern "C" {
     type Histogram;
 
     #[wasm_bindgen(catch)]
-    fn instruments(meter: &JsValue, bounds_seconds: &[f64]) -> Result<Instruments, JsValue>;
+    fn instruments(
+        meter: &JsValue,
+        bounds_seconds: &[f64],
+        cache: bool,
+    ) -> Result<Instruments, JsValue>;
     fn attributes(scope: &str, lane: &str) -> JsValue;
     fn observe(instruments: &Instruments, read: &JsValue);
 
@@ -38,10 +44,11 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Makes the instruments on `meter` (a `TypeError` if it is not a Meter).
-    pub fn new(meter: &JsValue) -> Result<Metrics, JsValue> {
+    /// Makes the instruments on `meter` (a `TypeError` if it is not a Meter), the cache's too
+    /// for a wrapper that `caches`.
+    pub fn new(meter: &JsValue, caches: bool) -> Result<Metrics, JsValue> {
         let bounds: Vec<f64> = BOUNDS_MS.iter().map(|ms| ms / 1000.0).collect();
-        let instruments = instruments(meter, &bounds)?;
+        let instruments = instruments(meter, &bounds, caches)?;
         Ok(Metrics {
             wait: instruments.wait(),
             backoff: instruments.backoff(),

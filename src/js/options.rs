@@ -199,7 +199,6 @@ pub fn config(
             ))
         }
     };
-    let metrics = o.meter.map(|m| Metrics::new(&m).map(Rc::new)).transpose()?;
     let cache = de::toggle(o.cache, "cache", |value| {
         let c: CacheOptions = de::object(value, "cache", "cache.")?;
         Ok([
@@ -211,6 +210,8 @@ pub fn config(
     })?;
     let cache = CacheConfig::toggled(cache).map_err(config_error)?;
     let cache = cache.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
+    let caches = cache.is_some();
+    let metrics = (o.meter.map(|m| Metrics::new(&m, caches).map(Rc::new))).transpose()?;
     let threads = o.threads.unwrap_or(true);
     let profile = Profile {
         allowance,

@@ -51,7 +51,11 @@ export function summary({ rate, learn, store, threads, sharedMemory, retry, budg
   if (cache) {
     s.cache = 'one request per snapshot in this process: a GET without a body identical to one in flight (credential, URL, Accept) joins it; '
       + `a 200 is answered again without a request while fresh, for its Cache-Control (no-store, no-cache, max-age), else Expires and Age, else its JSON body's ttl_seconds, else ${cache.defaultTtlMs} ms; `
-      + `bodies up to ${cache.maxEntryBytes} bytes kept, ${cache.maxBytes} in all, least recently used first out; answers from it carry x-odds-gate-cache: hit | coalesced and an Age`;
+      + `bodies up to ${cache.maxEntryBytes} bytes kept, ${cache.maxBytes} in all, least recently used first out; `
+      + (cache.staleForMs > 0
+        ? `past its lifetime an entry answers for ${cache.staleForMs} ms more the calls the gate would hold in a cooldown or refuse (spent quota, queue-wait, queue-full, deadline, store-unavailable, retry-after-exceeds-deadline); `
+        : 'no stale answers (staleForMs 0); ')
+      + 'answers from it carry x-odds-gate-cache: hit | coalesced | stale and an Age';
   }
   s.metrics = 'stats(): requests, admitted, waiting, peakWaiting, abandonedInQueue, throttled, retries by cause, abandoned by reason, quota, retry budget, admission-wait and backoff histograms, what was learned; onEvent: throttled, retry, abandoned, quota-probe, learned, store-down/up, shared-memory-full';
   if (metrics) s.metrics += '; OpenTelemetry: the odds_gate.* counters, gauges and histograms on the given meter';

@@ -21,8 +21,10 @@ use crate::core::gates::action::Refused;
 use crate::core::gates::ids::{CallRef, WrapperId};
 use crate::core::gates::lane_name;
 use crate::core::gates::profile::Request;
+use crate::core::gates::scope::Scope;
 use crate::core::rules::batch::Batch;
 use crate::core::rules::classify::Body;
+use crate::core::Millis;
 
 /// A gated `fetch`. The package's `createFetch` wraps it in a plain function.
 #[wasm_bindgen]
@@ -55,13 +57,16 @@ impl Transport {
         if let Some(metrics) = &config.metrics {
             // Its lanes share its instruments: the meter sees their gates as long as any lives.
             let instruments = Rc::downgrade(metrics);
+            let cache = config.cache.as_ref().map(Rc::downgrade);
             metrics.observe(Closure::new(move || {
                 let Some(metrics) = instruments.upgrade() else {
                     return Ok(JsValue::UNDEFINED);
                 };
                 let driver = driver();
                 let measured = driver.measured_by(&metrics);
-                Ok(driver.with(|g| figures::observed(g, &measured)))
+                let cache = cache.as_ref().and_then(|c| c.upgrade());
+                let cache = cache.map(|c| c.borrow().0.figures());
+                Ok(driver.with(|g| figures::observed(g, &measured, cache)))
             }));
         }
         Ok(Transport::of(wrapper, config, None))
@@ -241,6 +246,12 @@ impl Transport {
     /// The wrapper's cache, if it caches.
     pub(super) fn cache(&self) -> Option<&cache::Shared> {
         self.config.cache.as_ref()
+    }
+
+    /// Whether this wrapper's gate for `scope` would hold a GET of `url` at `now` past a
+    /// cooldown, or refuse it for a spent quota (the cache then answers from a stale entry).
+    pub(super) fn holds(&self, now: Millis, scope: &Scope, url: &str) -> bool {
+        driver().with(|g| g.holds(now, self.wrapper, scope, url))
     }
 
     /// A `fetchImpl` of `wrapper`, in `batch` if it is one's.

@@ -553,6 +553,14 @@ impl Gate {
         }
     }
 
+    /// Whether a new call at `now` would be held past a cooldown or refused for a spent quota
+    /// (never an `account` call, `GET /usage` or `/limits`): what lets a cache answer it from
+    /// a stale entry without waiting.
+    pub fn holds(&mut self, now: Millis, account: bool) -> bool {
+        let spent = matches!(self.quota.state(now), QuotaState::Exhausted { .. });
+        (spent && !account) || self.cooldown_until() > now
+    }
+
     /// The cooldown's end as this process knows it.
     pub fn cooldown_until(&mut self) -> Millis {
         self.authority.cooldown_until()

@@ -166,12 +166,14 @@ impl<D> Learned<D> {
     }
 }
 
-/// What the metrics observe: gates, and lanes' calls waiting on each.
+/// What the metrics observe: gates, lanes' calls waiting on each, and the wrapper's cache.
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Observed<'a, D> {
     gates: Vec<GateStats<D>>,
     lanes: Vec<LaneDepth<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache: Option<CacheStats>,
 }
 
 /// A lane's calls waiting on a gate.
@@ -323,11 +325,12 @@ impl Gates {
 
     /// What the meter observes for the wrappers sharing its instruments (`measured`: a wrapper
     /// made with a `meter` and its lanes, with their lanes' names): each gate any of them used,
-    /// once, in full, and each of their lanes' calls waiting on it.
+    /// once, in full, each of their lanes' calls waiting on it, and their `cache`'s figures.
     pub fn observed<'a, D>(
         &mut self,
         now: Millis,
         measured: impl IntoIterator<Item = (WrapperId, &'a str)>,
+        cache: Option<CacheFigures>,
         date: fn(Option<Millis>) -> D,
     ) -> Observed<'a, D> {
         let mut ids: Vec<GateId> = Vec::new();
@@ -354,6 +357,7 @@ impl Gates {
         Observed {
             gates: entries.into_iter().map(|(_, entry)| entry).collect(),
             lanes,
+            cache: cache.map(CacheStats::from),
         }
     }
 

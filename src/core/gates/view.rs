@@ -17,8 +17,8 @@ use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::fair::LaneId;
 use crate::core::rules::learn::Estimate;
 use crate::core::rules::learn::BETA;
-use crate::core::rules::quota::SUSPICIOUS_RUN;
-use crate::core::rules::routes::{MAX_LIMITERS, MAX_ROUTES};
+use crate::core::rules::quota::{asks_account, SUSPICIOUS_RUN};
+use crate::core::rules::routes::{route_of, MAX_LIMITERS, MAX_ROUTES};
 use crate::core::rules::streak::TOLERATED;
 use crate::core::Millis;
 
@@ -149,6 +149,22 @@ impl Gates {
     /// The gate of `scope`, if it has one.
     pub fn find(&self, scope: &Scope) -> Option<GateId> {
         self.scopes.get(scope).copied()
+    }
+
+    /// Whether a GET of `url` by `wrapper` with the credential of `scope` would be held at
+    /// `now` past a cooldown, or refused for a spent quota, by the gate it would go to (its
+    /// route's limiter's, for a learning wrapper that knows one); no gate yet holds nothing.
+    /// A cache answers such a call from a stale entry rather than let it wait or fail.
+    pub fn holds(&mut self, now: Millis, wrapper: WrapperId, scope: &Scope, url: &str) -> bool {
+        let learns = (self.wrappers.get(wrapper)).is_some_and(|w| w.profile.learns());
+        let route = learns.then(|| route_of("GET", url));
+        let limiter = route
+            .and_then(|route| self.routes.get(scope)?.limiter(&route).map(str::to_owned))
+            .map(|limiter| scope.in_limiter(&limiter));
+        let gate = (limiter.and_then(|s| self.find(&s))).or_else(|| self.find(scope));
+        let account = asks_account("GET", url);
+        let entry = gate.and_then(|g| self.entries.get_mut(g));
+        entry.is_some_and(|e| e.gate.holds(now, account))
     }
 
     /// Where a gate's state lives, its allowance now, and its retry budget's capacity: what a

@@ -12,6 +12,7 @@ use std::hash::Hash;
 use crate::core::base::map::Map;
 use crate::core::parse::freshness::{freshness, CacheHeaders, Freshness};
 use crate::core::rules::allowance::{at_least, ConfigError};
+use crate::core::rules::policy::Reason;
 use crate::core::rules::toggle::Toggle;
 use crate::core::Millis;
 
@@ -139,10 +140,48 @@ pub enum Lookup {
         /// Its age now.
         age_ms: Millis,
     },
+    /// Answer with this entry, past its lifetime but within `stale_for_ms`, `age_ms` old: the
+    /// gate would hold the call past a cooldown or refuse it for a spent quota. No request.
+    Stale {
+        /// The entry.
+        entry: EntryId,
+        /// Its age now.
+        age_ms: Millis,
+    },
     /// A request for the same key is in flight: wait for its answer.
     Joined,
     /// Send the request (through the gate); the calls that join it wait for its answer.
     Lead,
+}
+
+/// How the gate refused a request a cache's caller led, as the bindings read its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The monthly quota is spent (`QuotaExhaustedError`, or the quota's answer given again).
+    Quota,
+    /// The call was abandoned (`GateAbandonedError`) for this reason.
+    Abandoned(Reason),
+}
+
+impl Refusal {
+    /// Whether a stale entry answers instead: the gate's own refusals, made without an answer
+    /// worth more than a kept one (a spent quota, `maxWaitMs`, `maxWaiting`, a batch's
+    /// deadline, a store failing closed, a `Retry-After` that outlasts the call). Not retries
+    /// spent on the server's failures (`attempts`, `time-budget`, `retry-budget`): the caller
+    /// hears of an outage as it would without the cache.
+    pub fn serves_stale(self) -> bool {
+        match self {
+            Refusal::Quota => true,
+            Refusal::Abandoned(reason) => matches!(
+                reason,
+                Reason::QueueWait
+                    | Reason::QueueFull
+                    | Reason::Deadline
+                    | Reason::StoreUnavailable
+                    | Reason::RetryAfterExceedsDeadline
+            ),
+        }
+    }
 }
 
 /// How a request in flight ended, for [`Cache::landed`].
@@ -189,7 +228,8 @@ pub struct Settled<C> {
     pub waiting: Vec<C>,
     /// The entry the answer is kept as, if it is.
     pub kept: Option<EntryId>,
-    /// Entries to drop (replaced, or least recently used past `max_bytes`).
+    /// Entries to drop (replaced, past their stale time, or least recently used past
+    /// `max_bytes`).
     pub dropped: Vec<EntryId>,
 }
 
@@ -269,9 +309,16 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
         self.config
     }
 
-    /// What `caller`, a GET for `key` at `now`, does: answer from a fresh entry, join the
-    /// request in flight, or lead a new one.
-    pub fn lookup(&mut self, now: Millis, key: &K, caller: C) -> Lookup {
+    /// What `caller`, a GET for `key` at `now`, does: answer from a fresh entry, from a stale
+    /// one when `held()` says the gate would hold it past a cooldown or refuse it (asked only
+    /// then), join the request in flight, or lead a new one.
+    pub fn lookup(
+        &mut self,
+        now: Millis,
+        key: &K,
+        caller: C,
+        held: impl FnOnce() -> bool,
+    ) -> Lookup {
         if let Some(e) = self.entries.get(key).copied() {
             if now < e.fresh_until {
                 self.touch(key);
@@ -280,6 +327,10 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
                     entry: e.id,
                     age_ms: now - e.stored_at,
                 };
+            }
+            if self.usable(now, &e) && held() {
+                let (entry, age_ms) = self.serve_stale(now, key, e, 1);
+                return Lookup::Stale { entry, age_ms };
             }
         }
         match self.flights.get_mut(key) {
@@ -301,16 +352,45 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
         }
     }
 
-    /// An entry for `key` no older than its lifetime and `stale_for_ms` past it, to answer a
-    /// call the gate would refuse or hold past a cooldown, with its age; counted as served.
-    pub fn stale(&mut self, now: Millis, key: &K) -> Option<(EntryId, Millis)> {
+    /// The request `leader` led for `key` was refused by the gate at `now`: when `refusal`
+    /// lets a stale entry answer (see [`Refusal::serves_stale`]) and an entry no older than
+    /// `stale_for_ms` past its lifetime is kept, the request is settled and every call still
+    /// waiting for it gets that entry (each counted as stale). Else `None`: it lands as
+    /// anything else does ([`landed`](Self::landed)).
+    pub fn refused(
+        &mut self,
+        now: Millis,
+        key: &K,
+        leader: C,
+        refusal: Refusal,
+    ) -> Option<(EntryId, Vec<C>)> {
         let e = self.entries.get(key).copied()?;
-        if now > e.fresh_until + self.config.stale_for_ms {
+        let ours = self.flights.get(key).is_some_and(|f| f.leader == leader);
+        if !refusal.serves_stale() || !ours || !self.usable(now, &e) {
             return None;
         }
+        let waiting = self
+            .flights
+            .remove(key)
+            .map_or_else(Vec::new, |f| f.waiting);
+        self.asked.remove(&leader);
+        for caller in &waiting {
+            self.asked.remove(caller);
+        }
+        let (entry, _) = self.serve_stale(now, key, e, waiting.len() as u64);
+        Some((entry, waiting))
+    }
+
+    /// Whether `e` may still answer at `now`: no more than `stale_for_ms` past its lifetime.
+    fn usable(&self, now: Millis, e: &Entry) -> bool {
+        now <= e.fresh_until + self.config.stale_for_ms
+    }
+
+    /// `e`, `key`'s entry, answers `calls` calls stale at `now`: its id and age.
+    fn serve_stale(&mut self, now: Millis, key: &K, e: Entry, calls: u64) -> (EntryId, Millis) {
         self.touch(key);
-        self.figures.stale += 1;
-        Some((e.id, now - e.stored_at))
+        self.figures.stale += calls;
+        (e.id, now - e.stored_at)
     }
 
     /// The request `leader` led for `key` has landed at `now`: who gets its answer, and what
@@ -327,6 +407,9 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
             Some(flight) if flight.leader == leader => {}
             _ => return settled,
         }
+        // Entries past their stale time go at each landing: memory follows the entries that
+        // can still answer, with no timer of its own (nothing lands, nothing grows).
+        settled.dropped = self.sweep(now);
         settled.waiting = self
             .flights
             .remove(key)
@@ -396,7 +479,7 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
     }
 
     /// Drops every entry past its stale time at `now`; returns their ids.
-    pub fn sweep(&mut self, now: Millis) -> Vec<EntryId> {
+    fn sweep(&mut self, now: Millis) -> Vec<EntryId> {
         let stale_for = self.config.stale_for_ms;
         let old: Vec<K> = (self.entries.iter())
             .filter(|(_, e)| now > e.fresh_until + stale_for)

@@ -58,6 +58,11 @@ impl Reason {
         self as usize
     }
 
+    /// The reason called `name` (its [`as_str`](Self::as_str)), if one is.
+    pub fn named(name: &str) -> Option<Reason> {
+        Reason::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
     /// The name JavaScript sees in `GateAbandonedError.reason`.
     pub fn as_str(self) -> &'static str {
         match self {
