@@ -6,7 +6,9 @@
 
 use odds_gate::core::parse::freshness::Freshness;
 use odds_gate::core::rules::allowance::ConfigError;
-use odds_gate::core::rules::cache::{lifetime, Cache, CacheConfig, Landed, Lookup, Refusal};
+use odds_gate::core::rules::cache::{
+    lifetime, Cache, CacheConfig, CacheGiven, Landed, Lookup, Refusal,
+};
 use odds_gate::core::rules::policy::Reason;
 use odds_gate::core::rules::toggle::Toggle;
 use odds_gate::core::Millis;
@@ -59,11 +61,16 @@ fn cache_true_is_the_defaults_false_or_left_out_none() {
     assert_eq!(CacheConfig::toggled(Some(Toggle::Flag(false))), Ok(None));
     let defaults = Some(CacheConfig::DEFAULT);
     assert_eq!(CacheConfig::toggled(Some(Toggle::Flag(true))), Ok(defaults));
+    let given = CacheGiven::default();
     assert_eq!(
-        CacheConfig::toggled(Some(Toggle::Given([None; 4]))),
+        CacheConfig::toggled(Some(Toggle::Given(given))),
         Ok(defaults)
     );
-    let small = CacheConfig::toggled(Some(Toggle::Given([Some(10.0), None, None, None])));
+    let small = CacheGiven {
+        max_bytes: Some(10.0),
+        ..given
+    };
+    let small = CacheConfig::toggled(Some(Toggle::Given(small)));
     assert_eq!(small.unwrap().map(|c| c.max_entry_bytes), Some(10.0));
 }
 

@@ -174,11 +174,6 @@ fn expected<E: serde::de::Error>(what: &'static str) -> E {
     E::custom(what)
 }
 
-/// A field that must be given: `what` is its full name (`rate.burst`).
-pub fn required<T>(value: Option<T>, what: &str) -> Result<T, JsValue> {
-    value.ok_or_else(|| type_error(&format!("`{what}` is required")))
-}
-
 /// A field kept as the JavaScript value it is, for the caller to look at (a nested object, a
 /// store, a meter).
 #[inline(never)]

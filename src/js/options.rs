@@ -16,15 +16,14 @@ use super::metrics::Metrics;
 use super::redis::{is_store, RedisStore};
 use crate::core::gates::lane_name;
 use crate::core::gates::profile::{limits, Keeping, LaneAsks, Profile, StoreId};
-use crate::core::rules::allowance::{positive, Allowance, Rate};
+use crate::core::rules::allowance::{Allowance, Rate, RateGiven};
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{Cache, CacheConfig};
 use crate::core::rules::classify::valid_method;
 use crate::core::rules::policy::RetryGiven;
 use crate::core::rules::quota::usage_url;
-use crate::core::rules::ranges::{COUNT, STATUSES};
+use crate::core::rules::ranges::STATUSES;
 use crate::core::rules::toggle::Toggle;
-use crate::core::Millis;
 
 /// `createFetch(options)` as given.
 #[derive(Deserialize)]
@@ -51,48 +50,23 @@ struct Options {
     cache: Option<JsValue>,
 }
 
-/// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CacheOptions {
-    max_bytes: Option<f64>,
-    max_entry_bytes: Option<f64>,
-    default_ttl_ms: Option<f64>,
-    stale_for_ms: Option<f64>,
+/// Reads `rate`: left out, `'auto'` or `{ burst, perSecond, learn? }`.
+fn allowance(value: Option<JsValue>) -> Result<Allowance, JsValue> {
+    let rate = match value.filter(|v| !v.is_undefined()) {
+        None => None,
+        Some(value) => match value.as_string() {
+            Some(text) if text == "auto" => None,
+            Some(_) => return Err(de::wrong("rate", "'auto' or { burst, perSecond }", &value)),
+            None => Some(rate(&value)?),
+        },
+    };
+    Ok(Allowance::given(rate))
 }
 
-/// `rate: { burst, perSecond }`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RateOptions {
-    burst: Option<f64>,
-    per_second: Option<f64>,
-    learn: Option<bool>,
-}
-
-impl RateOptions {
-    /// Reads `rate`: left out, `'auto'` or `{ burst, perSecond, learn? }`.
-    fn allowance(value: Option<JsValue>) -> Result<Allowance, JsValue> {
-        let rate = match value.filter(|v| !v.is_undefined()) {
-            None => None,
-            Some(value) => match value.as_string() {
-                Some(text) if text == "auto" => None,
-                Some(_) => return Err(de::wrong("rate", "'auto' or { burst, perSecond }", &value)),
-                None => Some(RateOptions::read(&value)?),
-            },
-        };
-        Ok(Allowance::given(rate))
-    }
-
-    /// Reads and checks `rate: { burst, perSecond, learn? }`, and whether it learns.
-    pub fn read(value: &JsValue) -> Result<(Rate, bool), JsValue> {
-        let given: RateOptions = de::object(value, "rate", "rate.")?;
-        let rate = Rate::given(
-            [given.burst, given.per_second],
-            ["rate.burst", "rate.perSecond"],
-        );
-        Ok((rate.map_err(config_error)?, given.learn.unwrap_or(false)))
-    }
+/// Reads and checks `rate: { burst, perSecond, learn? }`, and whether it learns.
+pub fn rate(value: &JsValue) -> Result<(Rate, bool), JsValue> {
+    let given: RateGiven = de::object(value, "rate", "rate.")?;
+    given.rate().map_err(config_error)
 }
 
 /// `retry: { ... }`.
@@ -122,14 +96,6 @@ struct LaneOptions {
     retry: Option<JsValue>,
     max_wait_ms: Option<f64>,
     max_waiting: Option<f64>,
-}
-
-/// `batch({ deadlineMs, retryBudget })`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct BatchOptions {
-    deadline_ms: Option<f64>,
-    retry_budget: Option<f64>,
 }
 
 /// An item of `retry.statuses`.
@@ -186,7 +152,7 @@ pub fn config(
         true => de::object(&js_sys::Object::new(), "options", "")?,
         false => de::object(options, "options", "")?,
     };
-    let allowance = RateOptions::allowance(o.rate)?;
+    let allowance = allowance(o.rate)?;
     let (retry, budget) = RetryGiven::toggled(retry(o.retry)?).map_err(config_error)?;
     let usage_url = usage_url(o.usage_url).map_err(config_error)?;
     let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting).map_err(config_error)?;
@@ -199,15 +165,7 @@ pub fn config(
             ))
         }
     };
-    let cache = de::toggle(o.cache, "cache", |value| {
-        let c: CacheOptions = de::object(value, "cache", "cache.")?;
-        Ok([
-            c.max_bytes,
-            c.max_entry_bytes,
-            c.default_ttl_ms,
-            c.stale_for_ms,
-        ])
-    })?;
+    let cache = de::toggle(o.cache, "cache", |v| de::object(v, "cache", "cache."))?;
     let cache = CacheConfig::toggled(cache).map_err(config_error)?;
     let cache = cache.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
     let caches = cache.is_some();
@@ -293,13 +251,4 @@ fn budget(value: JsValue) -> Result<Option<RefillingConfig>, JsValue> {
         return Err(de::wrong("retry.budget", "false or an object", &value));
     }
     de::object(&value, "retry.budget", "retry.budget.").map(Some)
-}
-
-/// `batch({ deadlineMs, retryBudget })`: the round's length and its retry allowance.
-pub fn batch(options: &JsValue) -> Result<(Millis, Option<u32>), JsValue> {
-    let b: BatchOptions = de::object(options, "batch options", "")?;
-    let deadline_ms = de::required(b.deadline_ms, "deadlineMs")?;
-    let deadline_ms = positive("deadlineMs", deadline_ms).map_err(config_error)?;
-    let retry_budget = COUNT.given("retryBudget", b.retry_budget);
-    Ok((deadline_ms, retry_budget.map_err(config_error)?))
 }

@@ -27,6 +27,31 @@ pub enum Allowance {
     Learned(Option<Rate>),
 }
 
+/// `rate: { burst, perSecond, learn }` as given (`None`: left out).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(rename_all = "camelCase")
+)]
+pub struct RateGiven {
+    /// The burst, required.
+    pub burst: Option<f64>,
+    /// The refill per second, required.
+    pub per_second: Option<f64>,
+    /// Whether the gate learns, never above the rate (left out: it does not).
+    pub learn: Option<bool>,
+}
+
+impl RateGiven {
+    /// The rate, checked, and whether it is learned.
+    pub fn rate(self) -> Result<(Rate, bool), ConfigError> {
+        let fields = ["rate.burst", "rate.perSecond"];
+        let rate = Rate::given([self.burst, self.per_second], fields)?;
+        Ok((rate, self.learn.unwrap_or(false)))
+    }
+}
+
 impl Allowance {
     /// `rate` as given, with its `learn`: left out or `'auto'` (`None`) is learned from the
     /// answers; a rate is enforced as given, or with `learn: true` learned and never above it.
@@ -281,6 +306,23 @@ impl Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_given_needs_burst_and_per_second_and_does_not_learn_unless_asked() {
+        let given = RateGiven {
+            burst: Some(2.0),
+            per_second: Some(2.0),
+            learn: None,
+        };
+        assert_eq!(given.rate(), Ok((Rate::ARTICLE, false)));
+        let learning = RateGiven {
+            learn: Some(true),
+            ..given
+        };
+        assert_eq!(learning.rate(), Ok((Rate::ARTICLE, true)));
+        let missing = RateGiven::default().rate().unwrap_err();
+        assert_eq!(missing.to_string(), "`rate.burst` is required");
+    }
 
     #[test]
     fn a_rate_given_is_enforced_unless_it_learns() {
