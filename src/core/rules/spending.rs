@@ -187,9 +187,13 @@ mod tests {
     fn a_prediction_counts_the_calls_ahead() {
         let mut s = Spending::new(Spread::DEFAULT, Costs::default());
         s.read(0.0, Some(usage(0.0)));
-        // One credit an hour; a quarter held at the start.
-        assert_eq!(s.predict(0.0, 0, None), 0.0);
-        let at = s.predict(0.0, 1, Some("GET /x"));
-        assert!((at - 1.75 * HOUR_MS).abs() <= 1.0, "{at}");
+        // One credit an hour, a quarter held at the start: three quarters of an hour for the
+        // first call's credit, an hour more behind one other.
+        for (ahead, hours) in [(0, 0.75), (1, 1.75)] {
+            let at = s.predict(0.0, ahead, Some("GET /x"));
+            assert!((at - hours * HOUR_MS).abs() <= 1.0, "{at}");
+        }
+        s.read(HOUR_MS, Some(usage(0.0)));
+        assert_eq!(s.predict(HOUR_MS, 0, None), HOUR_MS, "a credit held");
     }
 }
