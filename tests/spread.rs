@@ -220,7 +220,7 @@ fn demand_at_half_the_quota_is_never_held() {
 }
 
 #[test]
-fn a_route_costing_five_learned_from_the_readings_spends_the_same() {
+fn a_route_costing_five_learned_or_stated_spends_the_same() {
     let m = month(3.0, 5.0, Costs::default(), 3);
     m.print("3x, cost 5");
     // 100.00 % and 0.998..1.034 measured: the first day spends more, at cost 1 until the first
@@ -229,6 +229,13 @@ fn a_route_costing_five_learned_from_the_readings_spends_the_same() {
     assert_eq!(m.exhausted, 0);
     let (low, high) = (m.low, m.high);
     assert!(low >= 0.99 && high <= 1.05, "{low:.3}..{high:.3}");
+    let stated = Costs::new(vec![("GET /events/*/odds/history".into(), 5.0)]).unwrap();
+    // Stated (`quota.costs`): 100.00 % and 0.999..1.009 measured.
+    let told = month(3.0, 5.0, stated, 3);
+    told.print("3x, cost 5 stated");
+    let (low, high) = (told.low, told.high);
+    assert!(told.spent >= 0.999 && told.exhausted == 0);
+    assert!(low >= 0.99 && high <= 1.02, "{low:.3}..{high:.3}");
     let half = month(0.5, 5.0, Costs::default(), 4);
     half.print("0.5x, cost 5");
     assert_eq!((half.held, half.refused, half.exhausted), (0, 0, 0));
