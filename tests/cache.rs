@@ -55,7 +55,9 @@ fn a_lifetime_comes_from_the_headers_then_ttl_seconds_then_the_default() {
 #[test]
 fn bad_options_name_the_field() {
     let field = |c: CacheConfig| match c.validate() {
-        Err(ConfigError::OutOfRange { field, .. }) => field,
+        Err(ConfigError::OutOfRange { field, .. } | ConfigError::Unsupported { field, .. }) => {
+            field
+        }
         Ok(_) => "accepted",
     };
     let d = CacheConfig::DEFAULT;

@@ -39,6 +39,13 @@ pub enum ConfigError {
         /// What was given.
         got: f64,
     },
+    /// The option cannot go with another option the caller set.
+    Unsupported {
+        /// The option's name as the caller wrote it.
+        field: &'static str,
+        /// What it cannot go with, and why.
+        with: &'static str,
+    },
 }
 
 impl ConfigError {
@@ -50,22 +57,21 @@ impl ConfigError {
 
     /// The message, its field named within the object at `at` (`lanes[1].`).
     pub fn message_in(&self, at: &str, number: impl Fn(f64) -> String) -> String {
-        let ConfigError::OutOfRange {
-            field,
-            expected,
-            got,
-        } = self;
+        let got;
+        let parts = match self {
+            ConfigError::OutOfRange {
+                field,
+                expected,
+                got: value,
+            } => {
+                got = number(*value);
+                ["`", at, field, "` must be ", expected, ", got ", &got]
+            }
+            ConfigError::Unsupported { field, with } => ["`", at, field, "` ", with, "", ""],
+        };
         // Pushed, not `concat`ed: the bindings' one copy of `join` is for Strings.
         let mut message = String::new();
-        for part in [
-            "`",
-            at,
-            field,
-            "` must be ",
-            expected,
-            ", got ",
-            &number(*got),
-        ] {
+        for part in parts {
             message.push_str(part);
         }
         message

@@ -16,4 +16,5 @@ pub mod policy;
 pub mod quota;
 pub mod ranges;
 pub mod routes;
+pub mod spending;
 pub mod streak;
