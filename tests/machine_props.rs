@@ -169,6 +169,7 @@ fn run(s: &Scenario) -> Harness {
                 weight: [1.0, 2.5, 9.0][plan.lane as usize],
             },
             typed_errors: false,
+            route: None,
         };
         let index = h.start_at(plan.at, spec);
         if let Some(at) = plan.abort_at {

@@ -8,6 +8,7 @@ use super::call::Stage;
 use super::early::EARLY_MS;
 use super::ids::CallId;
 use super::queue::Place;
+use super::spread::Credit;
 use super::{Due, Gate, STORE_BATCH};
 use crate::core::rules::learn::Learner;
 
@@ -73,7 +74,10 @@ impl Gate {
         };
         // A call let in because its token comes within `maxWaitMs` goes when it comes: a
         // wake-up that comes late (a busy event loop) turns it into no refusal after the wait.
-        if deadline < now && !(reason == Reason::QueueWait && self.ready_by(now, deadline)) {
+        let in_time = reason == Reason::QueueWait
+            && self.ready_by(now, deadline)
+            && self.credit_ready(now, head.call);
+        if deadline < now && !in_time {
             self.queue.pass();
             self.figures.abandoned_in_queue += 1;
             self.give_up(now, head.call, reason);
@@ -85,6 +89,12 @@ impl Gate {
         }
         if self.window_full() || self.held_for_probe(head.call) || self.recalling(now) {
             return false;
+        }
+        // Credit first: a call waiting for it takes no token.
+        match self.credit_for(now, head.call) {
+            Credit::Go => {}
+            Credit::Reading => return true,
+            Credit::Wait => return false,
         }
         self.follow_shared(now);
         if let Some(learner) = &self.learner {
@@ -159,6 +169,7 @@ impl Gate {
         seq: f64,
     ) {
         self.queue.pop();
+        self.spend_credit(now, head.call);
         let Some(call) = self.calls.get_mut(head.call) else {
             return;
         };
@@ -235,7 +246,12 @@ impl Gate {
         if recalling && !self.queue.is_empty() {
             consider(self.recalling_until);
         }
-        let held = recalling || head.is_some_and(|h| self.held_for_probe(h.call));
+        let credit = self.credit_wait(now);
+        if let Some(at) = credit.filter(|at| at.is_finite()) {
+            consider(at);
+        }
+        let held =
+            recalling || head.is_some_and(|h| self.held_for_probe(h.call)) || credit.is_some();
         if !self.queue.is_empty() && !self.window_full() && !held {
             if let Some(at) = self.authority.head_due(now) {
                 consider(at);

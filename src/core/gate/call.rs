@@ -53,6 +53,9 @@ pub struct CallSpec {
     /// attempt came to (its response, body unread, or its rejection) as fetch would; refused
     /// for the spent quota, with a `QuotaExhaustedError`, never the quota's 429 again.
     pub typed_errors: bool,
+    /// Its route (see `rules::routes::route_of`), when known: what it costs in credits goes
+    /// by it.
+    pub route: Option<Rc<str>>,
 }
 
 /// Where a call is.

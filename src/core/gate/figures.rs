@@ -5,6 +5,7 @@ use crate::core::parse::feedback::Feedback;
 use crate::core::rules::classify::Outcome;
 use crate::core::rules::policy::Reason;
 use crate::core::rules::quota::QuotaState;
+use crate::core::rules::spending::CreditFigures;
 use crate::core::Millis;
 
 /// Retries counted by what caused them.
@@ -75,6 +76,8 @@ pub struct Figures {
     pub(crate) quota_rejected: u64,
     /// The quota as the gate sees it.
     pub quota: Option<QuotaState>,
+    /// The spread's credits, when the gate paces them.
+    pub credits: Option<CreditFigures>,
     /// Time from asking to admission.
     pub admission_wait: Histogram,
     /// Backoff delays chosen (without `Retry-After`).

@@ -25,6 +25,7 @@ mod admit;
 mod authority;
 mod learning;
 mod probe;
+mod spread;
 mod store;
 
 use std::collections::VecDeque;
@@ -49,6 +50,7 @@ use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::Reason;
 use crate::core::rules::quota::{QuotaAnswer, QuotaState, QuotaWatch};
 use crate::core::rules::routes::LimiterFeedback;
+use crate::core::rules::spending::Spending;
 use crate::core::rules::streak::Streak;
 use crate::core::Millis;
 
@@ -88,6 +90,10 @@ pub struct Gate {
     /// The `/usage` probe in progress, and the calls waiting for its answer.
     probe: Option<CallId>,
     awaiting_probe: Vec<CallId>,
+    /// The spread, when the gate paces its key's credits (see `spread.rs`), and its `/usage`
+    /// reading out.
+    spending: Option<Spending>,
+    reading: Option<CallId>,
     /// Bare 429s whose bodies said nothing: the learner hears them once the bare 429s in a
     /// row turn out to be the rate's (a spent quota's say nothing of the rate).
     untold: Vec<Sample>,
@@ -196,6 +202,8 @@ impl Gate {
             answer: QuotaAnswer::default(),
             probe: None,
             awaiting_probe: Vec::new(),
+            spending: None,
+            reading: None,
             untold: Vec::new(),
             recalling_until: f64::NEG_INFINITY,
             figures: Figures::default(),
@@ -323,7 +331,7 @@ impl Gate {
         // of calls ahead of a newcomer would not know: it waits, and goes at its deadline.
         let newcomer = call.first_sent.is_none();
         let ahead = self.queue.ahead(call.spec.lane);
-        if deadline.is_finite() && newcomer && self.predict(now, ahead) > deadline {
+        if deadline.is_finite() && newcomer && self.predict_call(now, ahead, id) > deadline {
             self.figures.abandoned_in_queue += 1;
             return self.give_up(now, id, reason);
         }
@@ -371,6 +379,13 @@ impl Gate {
             (true, None) => cooldown,
             (false, _) => at,
         }
+    }
+
+    /// When `call`, with `ahead` others in front of it, could be admitted: when the allowance
+    /// has its token (see [`predict`](Self::predict)) and the spread its credits.
+    fn predict_call(&mut self, now: Millis, ahead: usize, call: CallId) -> Millis {
+        let token = self.predict(now, ahead);
+        token.max(self.predict_credit(now, ahead, call))
     }
 
     /// Whether `place` in queue is still the live visit of a waiting call.
@@ -483,6 +498,7 @@ impl Gate {
             if self.probe == Some(call) {
                 self.finish_probe(now, None);
             }
+            self.finish_reading(now, call, None);
         } else if let End::Abandoned { abandoned, .. } = end {
             self.figures.abandoned[abandoned.reason.index()] += 1;
             self.actions.push_back(GateAction::Event(Event::Abandoned {
@@ -543,7 +559,7 @@ impl Gate {
             };
             let (deadline, reason) = c.admission_deadline();
             let from = c.lane_in_queue();
-            if self.predict(now, kept) > deadline {
+            if self.predict_call(now, kept, call) > deadline {
                 self.queue.left(from);
                 self.figures.abandoned_in_queue += 1;
                 self.give_up(now, call, reason);
@@ -621,6 +637,7 @@ impl Gate {
             slow,
             retry_budget,
             quota: Some(self.quota.state(now)),
+            credits: self.credit_figures(now),
             ..self.figures.clone()
         }
     }

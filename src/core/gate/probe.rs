@@ -50,7 +50,11 @@ impl Gate {
         if !reading {
             return;
         }
-        self.finish_probe(now, usage);
+        if self.is_reading(probe) {
+            self.finish_reading(now, probe, usage);
+        } else {
+            self.finish_probe(now, usage);
+        }
         self.settle(now, probe, End::Deliver);
     }
 

@@ -239,6 +239,7 @@ impl Gates {
             behind_scout: false,
             lane: w.lane,
             typed_errors: profile.typed_errors,
+            route: None,
         };
         let mut route = None;
         if profile.learns() {
@@ -264,6 +265,7 @@ impl Gates {
             }
             route = Some(Rc::from(path));
         }
+        spec.route = route.clone();
         let call = self.calls.insert(Placed {
             gate,
             call: 0,

@@ -114,6 +114,13 @@ pub enum ConfigError {
         /// What is wrong with the item.
         error: Box<ConfigError>,
     },
+    /// The option cannot go with another option the caller set.
+    Unsupported {
+        /// The option's name as the caller wrote it.
+        field: &'static str,
+        /// What it cannot go with, and why.
+        with: &'static str,
+    },
 }
 
 impl ConfigError {
@@ -181,6 +188,7 @@ impl ConfigError {
                 ", got ",
                 &number(*got),
             ],
+            ConfigError::Unsupported { field, with } => &["`", at, field, "` ", with],
             ConfigError::Missing { field } => &["`", at, field, "` is required"],
             ConfigError::Shape(what) => &[what],
             ConfigError::Item { list, index, error } => {

@@ -160,20 +160,37 @@ impl CreditBucket {
     /// millisecond, never earlier). `Err(INFINITY)`: not before the next reading (the spread
     /// for the period is spent, or the period is over).
     pub fn take(&mut self, now: Millis, cost: f64) -> Result<(), Millis> {
-        self.refill(now);
-        if cost > self.spread_left() + SLACK || self.used + cost > self.limit + SLACK {
-            return Err(Millis::INFINITY);
-        }
-        // A call that costs more than the bucket can hold goes when the bucket is full, and
-        // leaves it in debt.
-        let need = cost.min(self.cap());
-        let missing = need - self.tokens;
-        if missing > SLACK {
-            return Err(self.wait(now, missing));
-        }
+        self.ready(now, cost)?;
         self.tokens -= cost;
         self.spend(cost);
         Ok(())
+    }
+
+    /// What [`take`](Self::take) would answer at `now`, spending nothing: a gate asks before
+    /// the allowance's token, and takes once both are there.
+    pub fn ready(&mut self, now: Millis, cost: f64) -> Result<(), Millis> {
+        match self.predict(now, 0.0, cost) {
+            at if at <= now => Ok(()),
+            at => Err(at),
+        }
+    }
+
+    /// When a call costing `cost` gets its credits (at most `now`, or a whole millisecond
+    /// later) behind calls costing `before` in all, each taken as its credits come;
+    /// infinite when the spread has not that many left (not before a reading). A call that
+    /// costs more than the bucket can hold goes when the bucket is full, and leaves it in debt.
+    pub fn predict(&mut self, now: Millis, before: f64, cost: f64) -> Millis {
+        self.refill(now);
+        let all = before + cost;
+        if all > self.spread_left() + SLACK || self.used + all > self.limit + SLACK {
+            return Millis::INFINITY;
+        }
+        let missing = before + cost.min(self.cap()) - self.tokens;
+        if missing > SLACK {
+            self.wait(now, missing)
+        } else {
+            now
+        }
     }
 
     /// As [`take`](Self::take), for a lane with `reserve: true`: when the spread has not the

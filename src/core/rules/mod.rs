@@ -17,5 +17,6 @@ pub mod policy;
 pub mod quota;
 pub mod ranges;
 pub mod routes;
+pub mod spending;
 pub mod streak;
 pub mod toggle;

@@ -8,6 +8,7 @@ use crate::core::gate::respond::BodyFacts;
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::TokenBucket;
+use crate::core::rules::quota::Usage;
 use crate::core::Millis;
 
 /// What the server does with one attempt.
@@ -113,6 +114,12 @@ pub struct Arrival<'a> {
 pub trait Server {
     /// The reply to `attempt`, sent at `now`.
     fn reply(&mut self, now: Millis, attempt: &Arrival) -> Reply;
+
+    /// What `/usage` says at `now`, for a server that counts the credits its answers spend;
+    /// `None` leaves it to the world's fixed [`World::usage`](super::world::World::usage).
+    fn usage(&mut self, _now: Millis) -> Option<Usage> {
+        None
+    }
 }
 
 impl<F: FnMut(Millis, &Arrival) -> Reply> Server for F {

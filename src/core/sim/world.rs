@@ -6,7 +6,7 @@
 //! performs what the gates ask: an attempt goes to the [`Server`] (an answer with no latency is
 //! heard at once, then the process lets the other events of that instant go first, as the
 //! article's workers take turns), a store operation to the [`FakeStore`], a `/usage` probe is
-//! answered from [`World::usage`].
+//! answered from [`World::usage`] (or the server's own count).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -548,7 +548,7 @@ impl World {
                     process.gates.disposed(now, call, body);
                 }
                 Action::ReadUsage { call } => {
-                    let usage = self.usage;
+                    let usage = self.usage_now();
                     self.processes[p].gates.usage(now, call, usage);
                 }
                 Action::StartProbe { probe, .. } => {
@@ -651,6 +651,11 @@ impl World {
         );
     }
 
+    /// What `/usage` says now: the server's count, or the world's fixed answer.
+    fn usage_now(&mut self) -> Option<Usage> {
+        self.server.usage(self.now).or(self.usage)
+    }
+
     /// Attempt `number` of `call` reaches the server now: it answers (at once, with no latency).
     fn reach(&mut self, p: usize, call: CallRef, number: u32) {
         let now = self.now;
@@ -662,7 +667,7 @@ impl World {
             .cloned()
             .unwrap_or((usize::MAX, Rc::new(SimCall::get(p, 0, "", ""))));
         let reply = if probe {
-            match self.usage {
+            match self.usage_now() {
                 Some(_) => Reply::ok(),
                 None => Reply::status(500, &[]),
             }

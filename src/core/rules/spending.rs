@@ -1,0 +1,199 @@
+//! A gate's spread (#37) as the gate keeps it: the settings and costs it was given, its
+//! [`CreditBucket`] once a `/usage` reading made one, and when the next reading is due. The
+//! gate sends the readings and asks [`Spending::ready`] before each admission; this decides
+//! what a reading's answer (or its absence) means.
+
+use crate::core::rules::credits::{Costs, CreditBucket, Spread};
+use crate::core::rules::quota::Usage;
+use crate::core::Millis;
+
+/// What a call whose route is unknown is counted as, for the costs learned.
+const NO_ROUTE: &str = "";
+
+const HOUR_MS: Millis = 3_600_000.0;
+
+/// The spread's figures: the key's credits as the gate knows them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CreditFigures {
+    /// The server's `used` as this process knows it (0 before a reading).
+    pub used: f64,
+    /// The period's limit (0 before a reading).
+    pub limit: f64,
+    /// The credit bucket's refill, per hour.
+    pub per_hour: f64,
+    /// Calls in queue while its head waits for credit.
+    pub waiting_for_credit: usize,
+    /// Calls admitted with no bucket to pace them: no reading had a usable answer yet.
+    pub unpaced: u64,
+}
+
+/// A gate's spread: its bucket once read, and the readings' schedule.
+#[derive(Debug, Clone)]
+pub struct Spending {
+    spread: Spread,
+    costs: Costs,
+    bucket: Option<CreditBucket>,
+    /// A reading has answered, usefully or not: calls no longer wait for the first.
+    first_read: bool,
+    /// No reading starts before this.
+    next_reading: Millis,
+    unpaced: u64,
+}
+
+impl Spending {
+    /// A spread (validated by the caller) not read yet: the first call's reading is due.
+    pub fn new(spread: Spread, costs: Costs) -> Spending {
+        Spending {
+            spread,
+            costs,
+            bucket: None,
+            first_read: false,
+            next_reading: Millis::NEG_INFINITY,
+            unpaced: 0,
+        }
+    }
+
+    /// Whether a reading is due at `now` (the gate starts one when a call waits).
+    pub fn reading_due(&self, now: Millis) -> bool {
+        now >= self.next_reading
+    }
+
+    /// When the next reading is due.
+    pub fn next_reading(&self) -> Millis {
+        self.next_reading
+    }
+
+    /// A reading goes now: what is taken from now on is not in its answer.
+    pub fn sent(&mut self) {
+        if let Some(bucket) = &mut self.bucket {
+            bucket.sent();
+        }
+    }
+
+    /// A reading's answer at `now` (`None`: no usable answer). The first usable one makes the
+    /// bucket; later ones correct it; none leaves it as it is. Either way the next reading is
+    /// due a refresh later, and calls wait for no other.
+    pub fn read(&mut self, now: Millis, usage: Option<Usage>) {
+        self.first_read = true;
+        self.next_reading = now + self.spread.refresh_ms;
+        let Some(usage) = usage else {
+            return;
+        };
+        match &mut self.bucket {
+            Some(bucket) => bucket.read(now, usage, &mut self.costs),
+            None => self.bucket = CreditBucket::start(self.spread, now, usage),
+        }
+    }
+
+    /// What a call of `route` costs: as stated or learned, 1 when nothing is known.
+    pub fn cost(&self, route: Option<&str>) -> f64 {
+        self.costs.cost(route.unwrap_or(NO_ROUTE))
+    }
+
+    /// Whether a call of `route` has its credits at `now`, or when it will (infinite: not
+    /// before a reading, the first included). With no bucket after the first reading, the
+    /// call goes unpaced.
+    pub fn ready(&mut self, now: Millis, route: Option<&str>) -> Result<(), Millis> {
+        let cost = self.cost(route);
+        match (&mut self.bucket, self.first_read) {
+            (Some(bucket), _) => bucket.ready(now, cost),
+            (None, false) => Err(Millis::INFINITY),
+            (None, true) => Ok(()),
+        }
+    }
+
+    /// When a call of `route` joining behind `ahead` others could have its credits, taking
+    /// each of them to cost what it does. Before the first reading nothing is known, and
+    /// nothing is predicted: `now`.
+    pub fn predict(&mut self, now: Millis, ahead: usize, route: Option<&str>) -> Millis {
+        let cost = self.cost(route);
+        match &mut self.bucket {
+            Some(bucket) => bucket.predict(now, ahead as f64 * cost, cost),
+            None => now,
+        }
+    }
+
+    /// A call of `route` is admitted at `now` (it was [`ready`](Self::ready)): its credits
+    /// are taken, and it counts for the costs learned from the next reading's delta (an
+    /// unpaced call has no reading before it to count from).
+    pub fn take(&mut self, now: Millis, route: Option<&str>) {
+        let route = route.unwrap_or(NO_ROUTE);
+        let cost = self.costs.cost(route);
+        match &mut self.bucket {
+            Some(bucket) => {
+                self.costs.called(route);
+                // Asked at this same `now`, it has them.
+                let _ = bucket.take(now, cost);
+            }
+            None => self.unpaced += 1,
+        }
+    }
+
+    /// The figures, with `waiting` calls in queue behind a head that waits for credit.
+    pub fn figures(&self, waiting: usize) -> CreditFigures {
+        let (used, limit, per_hour) = self.bucket.map_or((0.0, 0.0, 0.0), |b| {
+            (b.used(), b.limit(), b.per_ms() * HOUR_MS)
+        });
+        CreditFigures {
+            used,
+            limit,
+            per_hour,
+            waiting_for_credit: waiting,
+            unpaced: self.unpaced,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(used: f64) -> Usage {
+        Usage {
+            used,
+            limit: 1000.0,
+            period_end: Some(950.0 * HOUR_MS),
+        }
+    }
+
+    #[test]
+    fn calls_wait_for_the_first_reading_and_go_unpaced_when_it_fails() {
+        let mut s = Spending::new(Spread::DEFAULT, Costs::default());
+        assert!(s.reading_due(0.0));
+        assert_eq!(s.ready(0.0, None), Err(Millis::INFINITY));
+        assert_eq!(s.predict(0.0, 5, None), 0.0, "nothing known");
+        s.read(10.0, None);
+        assert_eq!(s.ready(10.0, None), Ok(()));
+        s.take(10.0, None);
+        assert_eq!(s.figures(0).unpaced, 1);
+        assert!(!s.reading_due(10.0 + Spread::DEFAULT.refresh_ms - 1.0));
+        // The next reading with an answer paces from then on.
+        s.read(10.0 + Spread::DEFAULT.refresh_ms, Some(usage(0.0)));
+        assert!(s.figures(0).per_hour > 0.9);
+    }
+
+    #[test]
+    fn a_later_reading_without_an_answer_leaves_the_bucket_as_it_is() {
+        let mut s = Spending::new(Spread::DEFAULT, Costs::default());
+        s.read(0.0, Some(usage(100.0)));
+        let before = s.figures(0);
+        s.sent();
+        s.read(HOUR_MS, None);
+        assert_eq!(s.figures(0), before);
+        assert_eq!(s.next_reading(), HOUR_MS + Spread::DEFAULT.refresh_ms);
+    }
+
+    #[test]
+    fn a_prediction_counts_the_calls_ahead() {
+        let mut s = Spending::new(Spread::DEFAULT, Costs::default());
+        s.read(0.0, Some(usage(0.0)));
+        // One credit an hour, a quarter held at the start: three quarters of an hour for the
+        // first call's credit, an hour more behind one other.
+        for (ahead, hours) in [(0, 0.75), (1, 1.75)] {
+            let at = s.predict(0.0, ahead, Some("GET /x"));
+            assert!((at - hours * HOUR_MS).abs() <= 1.0, "{at}");
+        }
+        s.read(HOUR_MS, Some(usage(0.0)));
+        assert_eq!(s.predict(HOUR_MS, 0, None), HOUR_MS, "a credit held");
+    }
+}

@@ -1,0 +1,358 @@
+//! The spread (#37) through the gate on a virtual clock: the `/usage` readings the gate sends,
+//! calls waiting for the first, credit taken before the allowance's token, and calls refused at
+//! once when their credit comes after their deadline. Each month prints what it measured
+//! (`cargo test --test spread -- --nocapture`); the bounds are those figures with a margin.
+//!
+//! The month: a 30-day period of 100 000 credits, a server that counts what each call costs
+//! and answers `/usage` with its count, calls arriving as a Poisson process from a seeded
+//! generator, each refused when its admission is predicted more than a minute away
+//! (`maxWaitMs`): demand above the spread is refused, not queued for days.
+#![cfg(not(target_arch = "wasm32"))]
+
+#[path = "harness/mod.rs"]
+mod harness;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use harness::{Harness, Reply};
+use odds_gate::core::base::random::{Random, Seeded};
+use odds_gate::core::gate::action::{End, GateAction};
+use odds_gate::core::gate::call::CallSpec;
+use odds_gate::core::gate::ids::CallId;
+use odds_gate::core::gate::store_link::StoreSettings;
+use odds_gate::core::gate::Gate;
+use odds_gate::core::parse::feedback::Feedback;
+use odds_gate::core::rules::allowance::Rate;
+use odds_gate::core::rules::batch::Batch;
+use odds_gate::core::rules::credits::{Costs, Spread};
+use odds_gate::core::rules::policy::{Reason, RetryPolicy};
+use odds_gate::core::rules::quota::Usage;
+use odds_gate::core::sim::server::{Arrival, Server};
+use odds_gate::core::Millis;
+
+const HOUR: Millis = 3_600_000.0;
+const DAY: Millis = 24.0 * HOUR;
+const DAYS: usize = 30;
+const LIMIT: f64 = 100_000.0;
+const MAX_WAIT: Millis = 60_000.0;
+const ROUTE: &str = "GET /*/events/*/odds/history";
+
+/// What the server counted.
+#[derive(Debug)]
+struct Meter {
+    /// What a call costs.
+    cost: f64,
+    limit: f64,
+    end: Millis,
+    used: f64,
+    /// Credits spent each day.
+    days: Vec<f64>,
+    /// Calls refused because the quota was spent.
+    exhausted: u64,
+}
+
+/// A server that charges each call `cost` credits, and answers `/usage` with its count.
+struct Counting(Rc<RefCell<Meter>>);
+
+impl Server for Counting {
+    fn reply(&mut self, now: Millis, _: &Arrival) -> Reply {
+        let mut m = self.0.borrow_mut();
+        if m.used + m.cost > m.limit {
+            m.exhausted += 1;
+            return Reply::status(429, &[]).saying("quota_exceeded", "Monthly credits spent");
+        }
+        m.used += m.cost;
+        let day = ((now / DAY) as usize).min(m.days.len() - 1);
+        let cost = m.cost;
+        m.days[day] += cost;
+        Reply::ok()
+    }
+
+    fn usage(&mut self, _: Millis) -> Option<Usage> {
+        let m = self.0.borrow();
+        Some(Usage {
+            used: m.used,
+            limit: m.limit,
+            period_end: Some(m.end),
+        })
+    }
+}
+
+/// A gate far above the spread's pace (10 a second), spreading with the defaults.
+fn spreading(costs: Costs) -> Gate {
+    let rate = Rate::new(10.0, 10.0).unwrap();
+    let gate = Gate::new(rate, None, 0.0, Box::new(Seeded::new(7)));
+    gate.spreading(Spread::DEFAULT, costs).unwrap()
+}
+
+/// A call of the month's route, retrying as by default, refused past `maxWaitMs`.
+fn call(max_wait_ms: Option<Millis>) -> CallSpec {
+    CallSpec {
+        policy: Some(Rc::new(RetryPolicy::default())),
+        replayable: true,
+        max_wait_ms,
+        route: Some(Rc::from(ROUTE)),
+        ..CallSpec::default()
+    }
+}
+
+/// A harness for `gate` whose server charges `cost` a call, out of `limit` credits until `end`.
+fn counted(gate: Gate, cost: f64, limit: f64, end: Millis) -> (Harness, Rc<RefCell<Meter>>) {
+    let meter = Rc::new(RefCell::new(Meter {
+        cost,
+        limit,
+        end,
+        used: 0.0,
+        days: vec![0.0; (end / DAY).ceil().max(1.0) as usize],
+        exhausted: 0,
+    }));
+    let mut h = Harness::new(gate, Box::new(|_, _, _| Reply::ok()));
+    h.world.server = Box::new(Counting(meter.clone()));
+    (h, meter)
+}
+
+/// What a month did.
+struct Month {
+    /// Each day's credits over an even day's, lowest and highest.
+    low: f64,
+    high: f64,
+    /// Credits spent over the spread's.
+    spent: f64,
+    admitted: usize,
+    /// Calls that waited for their admission (1 ms or more).
+    held: usize,
+    refused: usize,
+    exhausted: u64,
+    /// `/usage` readings sent.
+    readings: usize,
+}
+
+/// Runs a month of calls `times` what the spread allows at their true `cost`, the gate told
+/// `costs`.
+fn month(times: f64, cost: f64, costs: Costs, seed: u64) -> Month {
+    let end = DAYS as f64 * DAY;
+    let spread = LIMIT * (1.0 - Spread::DEFAULT.reserve);
+    let calls_per_ms = times * spread / end / cost;
+    let (mut h, meter) = counted(spreading(costs), cost, LIMIT, end);
+    let mut random = Seeded::new(seed);
+    let mut starts = Vec::new();
+    let mut at = 0.0;
+    loop {
+        at += -(1.0 - random.unit()).ln() / calls_per_ms;
+        if at >= end {
+            break;
+        }
+        starts.push(at);
+        h.start_at(at, call(Some(MAX_WAIT)));
+    }
+    h.run();
+    let mut first = vec![None; starts.len()];
+    for s in h.sent().iter().filter(|s| !s.probe) {
+        first[s.index].get_or_insert(s.at);
+    }
+    let readings = h.sent().len() - h.sent().iter().filter(|s| !s.probe).count();
+    let (mut admitted, mut held, mut refused) = (0, 0, 0);
+    for (i, &start) in starts.iter().enumerate() {
+        match (first[i], h.end(i)) {
+            (Some(sent), Some(End::Deliver)) => {
+                admitted += 1;
+                held += usize::from(sent - start >= 1.0);
+            }
+            (None, Some(End::Abandoned { abandoned, .. })) => {
+                assert_eq!(abandoned.reason, Reason::QueueWait);
+                refused += 1;
+            }
+            other => panic!("call {i}: {other:?}"),
+        }
+    }
+    let m = meter.borrow();
+    let even = spread / DAYS as f64;
+    let shares = m.days.iter().map(|d| d / even);
+    Month {
+        low: shares.clone().fold(f64::INFINITY, f64::min),
+        high: shares.fold(0.0, f64::max),
+        spent: m.used / spread,
+        admitted,
+        held,
+        refused,
+        exhausted: m.exhausted,
+        readings,
+    }
+}
+
+impl Month {
+    fn print(&self, name: &str) {
+        println!(
+            "{name}: {:.2} % of the spread spent, days {:.3}..{:.3} of even, {} admitted \
+             ({} held), {} refused, {} readings, {} refused by the server",
+            100.0 * self.spent,
+            self.low,
+            self.high,
+            self.admitted,
+            self.held,
+            self.refused,
+            self.readings,
+            self.exhausted,
+        );
+    }
+}
+
+#[test]
+fn demand_at_three_times_the_quota_spends_the_spread_evenly_to_the_end() {
+    let m = month(3.0, 1.0, Costs::default(), 1);
+    m.print("3x");
+    // #37 asks for 95 % and every day within 10 % of even: 100.00 % and 0.999..1.010 measured.
+    assert!(m.spent >= 0.999, "{:.4}", m.spent);
+    assert!(m.spent <= 1.0 + 1e-9);
+    assert_eq!(m.exhausted, 0, "never exhausted");
+    let (low, high) = (m.low, m.high);
+    assert!(low >= 0.99 && high <= 1.02, "{low:.3}..{high:.3}");
+}
+
+#[test]
+fn demand_at_half_the_quota_is_never_held() {
+    let m = month(0.5, 1.0, Costs::default(), 2);
+    m.print("0.5x");
+    assert_eq!((m.held, m.refused, m.exhausted), (0, 0, 0));
+    // 49.89 % measured: what was asked for.
+    assert!((0.49..0.51).contains(&m.spent), "{:.4}", m.spent);
+}
+
+#[test]
+fn a_route_costing_five_learned_or_stated_spends_the_same() {
+    let m = month(3.0, 5.0, Costs::default(), 3);
+    m.print("3x, cost 5");
+    // 100.00 % and 0.998..1.034 measured: the first day spends more, at cost 1 until the first
+    // reading after the first (a quarter of an hour) learns it is 5.
+    assert!(m.spent >= 0.999, "{:.4}", m.spent);
+    assert_eq!(m.exhausted, 0);
+    let (low, high) = (m.low, m.high);
+    assert!(low >= 0.99 && high <= 1.05, "{low:.3}..{high:.3}");
+    let stated = Costs::new(vec![("GET /events/*/odds/history".into(), 5.0)]).unwrap();
+    // Stated (`quota.costs`): 100.00 % and 0.999..1.009 measured.
+    let told = month(3.0, 5.0, stated, 3);
+    told.print("3x, cost 5 stated");
+    let (low, high) = (told.low, told.high);
+    assert!(told.spent >= 0.999 && told.exhausted == 0);
+    assert!(low >= 0.99 && high <= 1.02, "{low:.3}..{high:.3}");
+    let half = month(0.5, 5.0, Costs::default(), 4);
+    half.print("0.5x, cost 5");
+    assert_eq!((half.held, half.refused, half.exhausted), (0, 0, 0));
+}
+
+/// Every action `gate` has at `now`, in order.
+fn actions(gate: &mut Gate, now: Millis) -> Vec<GateAction> {
+    std::iter::from_fn(|| gate.poll_action(now)).collect()
+}
+
+/// The calls `actions` send.
+fn sends(actions: &[GateAction]) -> Vec<CallId> {
+    let send = |a: &GateAction| match a {
+        GateAction::Send { call, .. } => Some(*call),
+        _ => None,
+    };
+    actions.iter().filter_map(send).collect()
+}
+
+#[test]
+fn the_first_calls_wait_for_the_first_reading_and_go_unpaced_when_it_has_no_answer() {
+    for answered in [true, false] {
+        let mut g = spreading(Costs::default());
+        let first = g.start(0.0, call(None), 0);
+        let reading = match actions(&mut g, 0.0)[..] {
+            [GateAction::StartProbe { probe, origin }, GateAction::Send { call, .. }]
+                if origin == first && call == probe =>
+            {
+                probe
+            }
+            ref other => panic!("{other:?}"),
+        };
+        let second = g.start(3.0, call(None), 1);
+        assert!(sends(&actions(&mut g, 3.0)).is_empty(), "both wait");
+        g.responded_with(5.0, reading, 200, Feedback::default());
+        assert!(matches!(
+            actions(&mut g, 5.0)[..],
+            [GateAction::ReadUsage { .. }]
+        ));
+        let usage = answered.then_some(Usage {
+            used: 0.0,
+            limit: 1000.0,
+            period_end: Some(950.0 * HOUR),
+        });
+        g.usage(6.0, reading, usage);
+        let credits = |g: &mut Gate| g.figures(6.0).credits.unwrap();
+        if answered {
+            // A quarter of an hour's refill: a quarter of a credit, not one.
+            assert!(sends(&actions(&mut g, 6.0)).is_empty());
+            let figures = credits(&mut g);
+            assert_eq!((figures.waiting_for_credit, figures.unpaced), (2, 0));
+            assert!((figures.per_hour - 1.0).abs() < 1e-3, "{figures:?}");
+            assert_eq!(
+                g.poll_timeout(6.0),
+                Some(6.0 + 900_000.0),
+                "the next reading"
+            );
+        } else {
+            assert_eq!(
+                sends(&actions(&mut g, 6.0)),
+                [first, second],
+                "unpaced, never stuck"
+            );
+            assert_eq!(credits(&mut g).unpaced, 2);
+        }
+    }
+}
+
+#[test]
+fn a_call_whose_credit_comes_after_its_deadline_is_refused_at_once() {
+    // 1000 credits over 950 hours, 50 kept: a credit an hour, a quarter held at the start.
+    let (mut h, _) = counted(spreading(Costs::default()), 1.0, 1000.0, 950.0 * HOUR);
+    let patient = h.start_at(0.0, call(None));
+    let hurried = h.start_at(1_000.0, call(Some(MAX_WAIT)));
+    let batch = Rc::new(RefCell::new(Batch {
+        deadline: 1_000.0 + MAX_WAIT,
+        budget: None,
+    }));
+    let in_batch = h.start_at(
+        1_000.0,
+        CallSpec {
+            batch: Some(batch),
+            ..call(None)
+        },
+    );
+    let waits = h.start_at(1_000.0, call(Some(2.0 * HOUR)));
+    h.run();
+    for (i, reason) in [(hurried, Reason::QueueWait), (in_batch, Reason::Deadline)] {
+        assert!(
+            matches!(h.end(i), Some(End::Abandoned { abandoned, .. }) if abandoned.reason == reason),
+            "{:?}",
+            h.end(i)
+        );
+        assert_eq!(h.ended_at(i), 1_000.0, "at once, not at its deadline");
+    }
+    // Three quarters of an hour for the first credit, an hour for the next.
+    let sent = |i: usize| h.attempts_of(i)[0] / HOUR;
+    assert!((sent(patient) - 0.75).abs() < 0.01, "{}", sent(patient));
+    assert!((sent(waits) - 1.75).abs() < 0.01, "{}", sent(waits));
+    assert_eq!(h.end(waits), Some(End::Deliver));
+}
+
+#[test]
+fn the_spread_is_one_process_for_now() {
+    let rate = Rate::new(10.0, 10.0).unwrap();
+    let random = Box::new(Seeded::new(7));
+    let shared = Gate::shared(rate, None, StoreSettings::DEFAULT, 0.0, random);
+    let refused = shared.spreading(Spread::DEFAULT, Costs::default());
+    let message = refused.unwrap_err().to_string();
+    assert!(message.starts_with("`quota.spread` "), "{message}");
+    let bad = Spread {
+        reserve: 1.0,
+        ..Spread::DEFAULT
+    };
+    let message = spreading(Costs::default())
+        .spreading(bad, Costs::default())
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("quota.reserve"), "{message}");
+}
