@@ -13,18 +13,19 @@ use super::de::{self, Item};
 use super::errors::{config_error, range_error, type_error};
 use super::events::Events;
 use super::metrics::Metrics;
+pub use super::readers::{integer, RateOptions};
 use super::redis::{is_store, RedisStore};
 use super::text::number;
 use crate::core::gates::lane_name;
 use crate::core::gates::profile::{Keeping, LaneAsks, Profile, StoreId};
-use crate::core::rules::allowance::{at_least, positive, Allowance, Rate};
+use crate::core::rules::allowance::{at_least, positive};
 use crate::core::rules::backoff::Backoff;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{Cache, CacheConfig};
 use crate::core::rules::classify::{valid_method, RetryRules};
 use crate::core::rules::policy::RetryPolicy;
 use crate::core::rules::quota::valid_usage_url;
-use crate::core::rules::ranges::{Whole, ATTEMPTS, COUNT, STATUSES};
+use crate::core::rules::ranges::{ATTEMPTS, COUNT, STATUSES};
 use crate::core::Millis;
 
 /// `createFetch(options)` as given.
@@ -60,56 +61,6 @@ struct CacheOptions {
     max_entry_bytes: Option<f64>,
     default_ttl_ms: Option<f64>,
     stale_for_ms: Option<f64>,
-}
-
-/// `rate: { burst, perSecond }`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RateOptions {
-    burst: Option<f64>,
-    per_second: Option<f64>,
-    learn: Option<bool>,
-}
-
-impl RateOptions {
-    /// Reads `rate`: left out or `'auto'` (learned from the responses), `{ burst, perSecond }`
-    /// (enforced as given), or that with `learn: true` (learned, never above it).
-    fn allowance(value: Option<JsValue>) -> Result<Allowance, JsValue> {
-        let Some(value) = value.filter(|v| !v.is_undefined()) else {
-            return Ok(Allowance::Learned(None));
-        };
-        match value.as_string() {
-            Some(text) if text == "auto" => return Ok(Allowance::Learned(None)),
-            Some(_) => return Err(de::wrong("rate", "'auto' or { burst, perSecond }", &value)),
-            None => {}
-        }
-        let (rate, learn) = RateOptions::read_with(&value, "rate")?;
-        Ok(match learn {
-            true => Allowance::Learned(Some(rate)),
-            false => Allowance::Fixed(rate),
-        })
-    }
-
-    /// Reads and checks `{ burst, perSecond }` named `what`.
-    pub fn read(value: &JsValue, what: &str) -> Result<Rate, JsValue> {
-        let (rate, learn) = RateOptions::read_with(value, what)?;
-        if learn {
-            return Err(type_error(&format!(
-                "`{what}.learn` is for createFetch's `rate` only"
-            )));
-        }
-        Ok(rate)
-    }
-
-    /// Reads `{ burst, perSecond, learn? }` named `what`.
-    fn read_with(value: &JsValue, what: &str) -> Result<(Rate, bool), JsValue> {
-        let prefix = format!("{what}.");
-        let given: RateOptions = de::object(value, what, &prefix)?;
-        let burst = de::required(given.burst, &format!("{prefix}burst"))?;
-        let per_second = de::required(given.per_second, &format!("{prefix}perSecond"))?;
-        let rate = Rate::new(burst, per_second).map_err(config_error)?;
-        Ok((rate, given.learn.unwrap_or(false)))
-    }
 }
 
 /// `retry: { ... }`.
@@ -378,22 +329,6 @@ fn budget(value: Option<JsValue>) -> Result<Option<RefillingConfig>, JsValue> {
     }
     let b: RefillingConfig = de::object(&value, "retry.budget", "retry.budget.")?;
     b.validate().map(Some).map_err(config_error)
-}
-
-/// A whole number in `range`, when given.
-pub fn integer(field: &str, n: Option<f64>, range: Whole) -> Result<Option<u32>, JsValue> {
-    let Some(n) = n else {
-        return Ok(None);
-    };
-    let refused = || {
-        range_error(&format!(
-            "Expected `{field}` to be an integer from {} to {}, got {}",
-            number(range.min),
-            number(range.max),
-            number(n)
-        ))
-    };
-    range.holds(n).map(Some).ok_or_else(refused)
 }
 
 /// `batch({ deadlineMs, retryBudget })`: the round's length and its retry allowance.
