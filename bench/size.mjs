@@ -27,7 +27,10 @@ function codeBytes(buf) {
 
 export async function run() {
   await loadPkg(); // waits out a concurrent build
-  const files = ['odds_gate_bg.wasm', 'odds_gate.js', 'index.js', 'errors.js'];
+  // The simulator's module (sim.js loads sim/ on first use) where the build has one.
+  const files = ['odds_gate_bg.wasm', 'odds_gate.js', 'index.js', 'errors.js', 'sim.js',
+    'sim/odds_gate_sim_bg.wasm', 'sim/odds_gate_sim.cjs']
+    .filter((f) => existsSync(new URL(`../pkg/${f}`, import.meta.url)));
   const rows = files.map((f) => {
     const buf = readFileSync(new URL(`../pkg/${f}`, import.meta.url));
     const gz = gzipSync(buf, { level: 9 }).length;

@@ -1,7 +1,9 @@
 // The package's face: createFetch returns a plain function (what `fetchImpl` expects) with the
 // gate's figures attached. Every rule lives in the WebAssembly core, and the call path in the
-// bindings (their fast.js makes the function); this file only puts the figures on it.
-import { Transport, simulate, Gate, registerErrors, redisStore, gatedFunction } from './odds_gate.js';
+// bindings (their fast.js makes the function); this file only puts the figures on it. The
+// simulator is a second module that sim.js loads on first use.
+import { Transport, registerErrors, redisStore, gatedFunction } from './odds_gate.js';
+import { simulate, Gate } from './sim.js';
 import { OddsGateError, GateAbandonedError, QuotaExhaustedError } from './errors.js';
 
 registerErrors(GateAbandonedError, QuotaExhaustedError);

@@ -4,7 +4,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
-cargo build --release --target wasm32-unknown-unknown
+# Two modules from one source (Cargo.toml's features): the main one, which the package loads at
+# import, and the simulator's, which simulate() and new Gate() load on first use (sim.js), so the
+# fetch wrapper never compiles the simulator. The second has its own target dir: sharing one, each
+# build would recompile the crate for the other's features.
+cargo build --release --target wasm32-unknown-unknown --no-default-features --features serde,fetch
+cargo build --release --target wasm32-unknown-unknown --no-default-features --features serde,sim \
+  --target-dir target/sim
 # Build beside pkg/ and swap it in, so a test running meanwhile never sees half a package.
 out=$(mktemp -d "$PWD/.pkg-build.XXXXXX")
 trap 'rm -rf "$out"' EXIT
@@ -19,15 +25,31 @@ node scripts/inline-snippets.mjs "$out"
 # Speed first (the call path runs for every request): -O3 rather than -Os or -Oz, which save
 # about 1% here (the size is the compiler's inlining, opt-level in Cargo.toml). The producers and
 # target_features sections only describe the build; nothing reads them.
-wasm-opt -O3 \
-  --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-  --enable-reference-types --enable-multivalue --enable-mutable-globals \
-  --strip-producers --strip-target-features \
-  "$out/odds_gate_bg.wasm" -o "$out/odds_gate_bg.wasm"
+optimise() {
+  wasm-opt -O3 \
+    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-reference-types --enable-multivalue --enable-mutable-globals \
+    --strip-producers --strip-target-features \
+    "$1" -o "$1"
+}
+optimise "$out/odds_gate_bg.wasm"
+# The simulator's module as CommonJS (`--target nodejs`), which sim.js requires: its glue reads
+# and compiles the wasm synchronously, so simulate() stays synchronous. .cjs because the package
+# is "type": "module". It calls no snippet (the check keeps it so: a snippet is an ES module).
+wasm-bindgen target/sim/wasm32-unknown-unknown/release/odds_gate.wasm \
+  --target nodejs --out-name odds_gate_sim --out-dir "$out/sim"
+if grep -q snippets "$out/sim/odds_gate_sim.js"; then
+  echo "the simulator's module imports a snippet, which its CommonJS glue cannot require" >&2
+  exit 1
+fi
+mv "$out/sim/odds_gate_sim.js" "$out/sim/odds_gate_sim.cjs"
+rm -rf "$out/sim/snippets" "$out/sim/"*.d.ts
+optimise "$out/sim/odds_gate_sim_bg.wasm"
 cp -R pkg-template/. "$out/"
 chmod 755 "$out"
 old=$(mktemp -d "$PWD/.pkg-old.XXXXXX")
 [ -d pkg ] && mv pkg "$old/pkg"
 mv "$out" pkg
 rm -rf "$old"
-echo "built pkg/ ($(wc -c < pkg/odds_gate_bg.wasm) bytes of wasm)"
+echo "built pkg/ ($(wc -c < pkg/odds_gate_bg.wasm) bytes of wasm, the simulator's \
+$(wc -c < pkg/sim/odds_gate_sim_bg.wasm))"

@@ -22,7 +22,9 @@ extern "C" {
     fn package_error(name: &str, message: &str, fields: &js_sys::Object) -> JsValue;
 }
 
-/// Registers the package's `GateAbandonedError` and `QuotaExhaustedError` classes.
+/// Registers the package's `GateAbandonedError` and `QuotaExhaustedError` classes (the main
+/// module's: the simulator's refusals are `TypeError`s and `RangeError`s).
+#[cfg(feature = "fetch")]
 #[wasm_bindgen(js_name = registerErrors)]
 pub fn register_errors(abandoned: js_sys::Function, quota: js_sys::Function) {
     keep_classes(abandoned, quota);

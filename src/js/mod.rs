@@ -2,32 +2,56 @@
 //! `AbortSignal`. A driver for the core's call machine: it performs what the gate decides and
 //! reports back what happened. No policy lives here.
 
-mod abort;
-mod attempt;
-mod body;
-mod cache;
-mod calls;
+// Both modules: the readers and shapes the simulator's bindings share with the fetch path.
 mod clock;
 mod de;
-mod driver;
 mod errors;
-mod events;
-mod figures;
-mod headers;
-mod home;
-mod metrics;
-mod model;
-mod options;
 mod props;
-mod random;
-mod redis;
-mod replay;
+mod readers;
 mod shapes;
-mod shared_memory;
 mod text;
+// The main module (feature `fetch`): createFetch's driver and everything it reaches.
+#[cfg(feature = "fetch")]
+mod abort;
+#[cfg(feature = "fetch")]
+mod attempt;
+#[cfg(feature = "fetch")]
+mod body;
+#[cfg(feature = "fetch")]
+mod cache;
+#[cfg(feature = "fetch")]
+mod calls;
+#[cfg(feature = "fetch")]
+mod driver;
+#[cfg(feature = "fetch")]
+mod events;
+#[cfg(feature = "fetch")]
+mod figures;
+#[cfg(feature = "fetch")]
+mod headers;
+#[cfg(feature = "fetch")]
+mod home;
+#[cfg(feature = "fetch")]
+mod metrics;
+#[cfg(feature = "fetch")]
+mod options;
+#[cfg(feature = "fetch")]
+mod random;
+#[cfg(feature = "fetch")]
+mod redis;
+#[cfg(feature = "fetch")]
+mod replay;
+#[cfg(feature = "fetch")]
+mod shared_memory;
+#[cfg(feature = "fetch")]
 mod timer;
+#[cfg(feature = "fetch")]
 mod transport;
+#[cfg(feature = "fetch")]
 mod watch;
+// The simulator's module (feature `sim`), loaded by `simulate()` and `new Gate()` on first use.
+#[cfg(feature = "sim")]
+mod model;
 
 /// Talc instead of the default dlmalloc: a few KB less wasm. The module is single-threaded.
 #[global_allocator]
@@ -42,8 +66,13 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 /// `js-tests/node20-crash.test.mjs` checks every export's signature.
 pub type Exported = Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue>;
 
+#[cfg(feature = "fetch")]
 pub use attempt::gated_function;
+#[cfg(feature = "fetch")]
 pub use errors::register_errors;
+#[cfg(feature = "sim")]
 pub use model::{simulate, ModelGate};
+#[cfg(feature = "fetch")]
 pub use redis::redis_store;
+#[cfg(feature = "fetch")]
 pub use transport::Transport;

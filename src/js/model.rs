@@ -7,7 +7,7 @@ use wasm_bindgen::JsCast;
 
 use super::de;
 use super::errors::config_error;
-use super::options;
+use super::readers;
 use super::shapes::to_js;
 use crate::core::rules::allowance::finite;
 use crate::core::sim::{self, ArticleGate, HeadersGiven, LaneGiven, SimGiven, SimOptions, Split};
@@ -130,7 +130,7 @@ impl ModelGate {
     /// `new Gate({ burst, perSecond })`.
     #[wasm_bindgen(constructor)]
     pub fn new(rate: JsValue) -> Result<ModelGate, JsValue> {
-        let (rate, learn) = options::rate(&rate)?;
+        let (rate, learn) = readers::rate(&rate)?;
         let gate = ArticleGate::given(rate, learn).map_err(config_error)?;
         Ok(ModelGate { gate })
     }

@@ -13,10 +13,11 @@ use super::de::{self, Item};
 use super::errors::{config_error, type_error};
 use super::events::Events;
 use super::metrics::Metrics;
+use super::readers::rate;
 use super::redis::{is_store, RedisStore};
 use crate::core::gates::lane_name;
 use crate::core::gates::profile::{limits, Keeping, LaneAsks, Profile, StoreId};
-use crate::core::rules::allowance::{Allowance, Rate, RateGiven};
+use crate::core::rules::allowance::Allowance;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{Cache, CacheConfig};
 use crate::core::rules::classify::valid_method;
@@ -61,12 +62,6 @@ fn allowance(value: Option<JsValue>) -> Result<Allowance, JsValue> {
         },
     };
     Ok(Allowance::given(rate))
-}
-
-/// Reads and checks `rate: { burst, perSecond, learn? }`, and whether it learns.
-pub fn rate(value: &JsValue) -> Result<(Rate, bool), JsValue> {
-    let given: RateGiven = de::object(value, "rate", "rate.")?;
-    given.rate().map_err(config_error)
 }
 
 /// `retry: { ... }`.
