@@ -146,3 +146,14 @@ fn bad_options_are_refused_by_name() {
         assert!(err.to_string().contains(field), "{err}");
     }
 }
+
+#[test]
+fn the_articles_gate_enforces_its_rate_and_does_not_learn() {
+    assert!(Gate::given(Rate::ARTICLE, false).is_ok());
+    let refused = Gate::given(Rate::ARTICLE, true).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "`rate.learn` is for createFetch's `rate` only"
+    );
+    assert!(refused.is_shape());
+}

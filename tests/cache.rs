@@ -6,8 +6,11 @@
 
 use odds_gate::core::parse::freshness::Freshness;
 use odds_gate::core::rules::allowance::ConfigError;
-use odds_gate::core::rules::cache::{lifetime, Cache, CacheConfig, Landed, Lookup, Refusal};
+use odds_gate::core::rules::cache::{
+    lifetime, Cache, CacheConfig, CacheGiven, Landed, Lookup, Refusal,
+};
 use odds_gate::core::rules::policy::Reason;
+use odds_gate::core::rules::toggle::Toggle;
 use odds_gate::core::Millis;
 use proptest::prelude::*;
 
@@ -53,11 +56,31 @@ fn a_lifetime_comes_from_the_headers_then_ttl_seconds_then_the_default() {
 }
 
 #[test]
+fn cache_true_is_the_defaults_false_or_left_out_none() {
+    assert_eq!(CacheConfig::toggled(None), Ok(None));
+    assert_eq!(CacheConfig::toggled(Some(Toggle::Flag(false))), Ok(None));
+    let defaults = Some(CacheConfig::DEFAULT);
+    assert_eq!(CacheConfig::toggled(Some(Toggle::Flag(true))), Ok(defaults));
+    let given = CacheGiven::default();
+    assert_eq!(
+        CacheConfig::toggled(Some(Toggle::Given(given))),
+        Ok(defaults)
+    );
+    let small = CacheGiven {
+        max_bytes: Some(10.0),
+        ..given
+    };
+    let small = CacheConfig::toggled(Some(Toggle::Given(small)));
+    assert_eq!(small.unwrap().map(|c| c.max_entry_bytes), Some(10.0));
+}
+
+#[test]
 fn bad_options_name_the_field() {
     let field = |c: CacheConfig| match c.validate() {
         Err(ConfigError::OutOfRange { field, .. } | ConfigError::Unsupported { field, .. }) => {
             field
         }
+        Err(other) => panic!("not a range error: {other}"),
         Ok(_) => "accepted",
     };
     let d = CacheConfig::DEFAULT;

@@ -16,6 +16,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::errors::type_error;
+use crate::core::rules::toggle::Toggle;
 
 type Error = serde_wasm_bindgen::Error;
 
@@ -173,11 +174,6 @@ fn expected<E: serde::de::Error>(what: &'static str) -> E {
     E::custom(what)
 }
 
-/// A field that must be given: `what` is its full name (`rate.burst`).
-pub fn required<T>(value: Option<T>, what: &str) -> Result<T, JsValue> {
-    value.ok_or_else(|| type_error(&format!("`{what}` is required")))
-}
-
 /// A field kept as the JavaScript value it is, for the caller to look at (a nested object, a
 /// store, a meter).
 #[inline(never)]
@@ -216,6 +212,22 @@ pub fn list<'de, D: Deserializer<'de>, T: Item>(d: D) -> Result<Option<Vec<T>>, 
         .collect::<Option<Vec<T>>>()
         .map(Some)
         .ok_or_else(|| D::Error::custom(format_args!("{HOLDING}{}", T::WHAT)))
+}
+
+/// An option given as a flag or an object (`retry`, `cache`), the object read by `read`.
+pub fn toggle<T>(
+    value: Option<JsValue>,
+    field: &str,
+    read: impl FnOnce(&JsValue) -> Result<T, JsValue>,
+) -> Result<Option<Toggle<T>>, JsValue> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    match value.as_bool() {
+        Some(flag) => Ok(Some(Toggle::Flag(flag))),
+        None if is_object(&value) => read(&value).map(|given| Some(Toggle::Given(given))),
+        None => Err(wrong(field, "a boolean or an object", &value)),
+    }
 }
 
 /// A plain object: not `null`, an array or a function.

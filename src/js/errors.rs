@@ -40,9 +40,14 @@ pub fn range_error(message: &str) -> JsValue {
     js_sys::RangeError::new(message).into()
 }
 
-/// Every configuration error is a value out of range.
+/// A configuration error: a value out of range, or (a field missing, options that clash) of
+/// the wrong shape.
 pub fn config_error(error: ConfigError) -> JsValue {
-    range_error(&error.message(number))
+    let message = error.message(number);
+    match error.is_shape() {
+        true => type_error(&message),
+        false => range_error(&message),
+    }
 }
 
 /// What `fetch` rejects with when its signal aborts: the signal's reason, or an `AbortError`.

@@ -52,9 +52,6 @@ mod watch;
 // The simulator's module (feature `sim`), loaded by `simulate()` and `new Gate()` on first use.
 #[cfg(feature = "sim")]
 mod model;
-// model.rs finds its readers in `options`; a build without `fetch` has only the shared ones.
-#[cfg(not(feature = "fetch"))]
-use readers as options;
 
 /// Talc instead of the default dlmalloc: a few KB less wasm. The module is single-threaded.
 #[global_allocator]

@@ -10,23 +10,21 @@ use wasm_bindgen::prelude::*;
 
 use super::cache;
 use super::de::{self, Item};
-use super::errors::{config_error, range_error, type_error};
+use super::errors::{config_error, type_error};
 use super::events::Events;
 use super::metrics::Metrics;
-pub use super::readers::{integer, RateOptions};
+use super::readers::rate;
 use super::redis::{is_store, RedisStore};
-use super::text::number;
 use crate::core::gates::lane_name;
-use crate::core::gates::profile::{Keeping, LaneAsks, Profile, StoreId};
-use crate::core::rules::allowance::{at_least, positive};
-use crate::core::rules::backoff::Backoff;
+use crate::core::gates::profile::{limits, Keeping, LaneAsks, Profile, StoreId};
+use crate::core::rules::allowance::Allowance;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{Cache, CacheConfig};
-use crate::core::rules::classify::{valid_method, RetryRules};
-use crate::core::rules::policy::RetryPolicy;
-use crate::core::rules::quota::valid_usage_url;
-use crate::core::rules::ranges::{ATTEMPTS, COUNT, STATUSES};
-use crate::core::Millis;
+use crate::core::rules::classify::valid_method;
+use crate::core::rules::policy::RetryGiven;
+use crate::core::rules::quota::usage_url;
+use crate::core::rules::ranges::STATUSES;
+use crate::core::rules::toggle::Toggle;
 
 /// `createFetch(options)` as given.
 #[derive(Deserialize)]
@@ -53,14 +51,17 @@ struct Options {
     cache: Option<JsValue>,
 }
 
-/// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CacheOptions {
-    max_bytes: Option<f64>,
-    max_entry_bytes: Option<f64>,
-    default_ttl_ms: Option<f64>,
-    stale_for_ms: Option<f64>,
+/// Reads `rate`: left out, `'auto'` or `{ burst, perSecond, learn? }`.
+fn allowance(value: Option<JsValue>) -> Result<Allowance, JsValue> {
+    let rate = match value.filter(|v| !v.is_undefined()) {
+        None => None,
+        Some(value) => match value.as_string() {
+            Some(text) if text == "auto" => None,
+            Some(_) => return Err(de::wrong("rate", "'auto' or { burst, perSecond }", &value)),
+            None => Some(rate(&value)?),
+        },
+    };
+    Ok(Allowance::given(rate))
 }
 
 /// `retry: { ... }`.
@@ -90,14 +91,6 @@ struct LaneOptions {
     retry: Option<JsValue>,
     max_wait_ms: Option<f64>,
     max_waiting: Option<f64>,
-}
-
-/// `batch({ deadlineMs, retryBudget })`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct BatchOptions {
-    deadline_ms: Option<f64>,
-    retry_budget: Option<f64>,
 }
 
 /// An item of `retry.statuses`.
@@ -154,17 +147,10 @@ pub fn config(
         true => de::object(&js_sys::Object::new(), "options", "")?,
         false => de::object(options, "options", "")?,
     };
-    let allowance = RateOptions::allowance(o.rate)?;
-    let (retry, budget) = retry(o.retry)?;
-    if o.usage_url
-        .as_deref()
-        .is_some_and(|url| !valid_usage_url(url))
-    {
-        return Err(type_error(
-            "Expected `usageUrl` to be an absolute http: or https: URL",
-        ));
-    }
-    let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting)?;
+    let allowance = allowance(o.rate)?;
+    let (retry, budget) = RetryGiven::toggled(retry(o.retry)?).map_err(config_error)?;
+    let usage_url = usage_url(o.usage_url).map_err(config_error)?;
+    let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting).map_err(config_error)?;
     let store = match o.store {
         None => None,
         Some(store) if is_store(&store) => Some(RedisStore::from_descriptor(&store)?),
@@ -174,8 +160,9 @@ pub fn config(
             ))
         }
     };
-    let cache =
-        cache_config(o.cache)?.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
+    let cache = de::toggle(o.cache, "cache", |v| de::object(v, "cache", "cache."))?;
+    let cache = CacheConfig::toggled(cache).map_err(config_error)?;
+    let cache = cache.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
     let caches = cache.is_some();
     let metrics = (o.meter.map(|m| Metrics::new(&m, caches).map(Rc::new))).transpose()?;
     let threads = o.threads.unwrap_or(true);
@@ -196,26 +183,13 @@ pub fn config(
         store,
         fetch: o.fetch,
         events: Events::new(o.on_event),
-        usage_url: o.usage_url,
+        usage_url,
         metrics,
         threads,
         lane_name: lane_name::DEFAULT.into(),
         cache,
     };
     Ok((config, profile))
-}
-
-/// `maxWaitMs` and `maxWaiting`, checked.
-fn limits(
-    max_wait_ms: Option<f64>,
-    max_waiting: Option<f64>,
-) -> Result<(Option<Millis>, Option<usize>), JsValue> {
-    let max_wait_ms = max_wait_ms
-        .map(|ms| at_least("maxWaitMs", ms, 0.0, "a finite number >= 0"))
-        .transpose()
-        .map_err(config_error)?;
-    let max_waiting = integer("maxWaiting", max_waiting, COUNT)?.map(|n| n as usize);
-    Ok((max_wait_ms, max_waiting))
 }
 
 /// `lane(options)`: what the lane asks beside its wrapper's profile (see [`Profile::lane`]), its
@@ -229,13 +203,7 @@ pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsVal
     if let Some(name) = &o.name {
         lane_name::check("name", name).map_err(config_error)?;
     }
-    let weight = o.weight.unwrap_or(1.0);
-    positive("weight", weight).map_err(|_| {
-        range_error(&format!(
-            "Expected `weight` to be a positive finite number, got {}",
-            number(weight)
-        ))
-    })?;
+    let weight = LaneAsks::weight(o.weight).map_err(config_error)?;
     let mut asks = LaneAsks::default();
     if let Some(value) = o.retry {
         if de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true) {
@@ -244,97 +212,38 @@ pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsVal
                  createFetch, not in lane()",
             ));
         }
-        asks.policy = Some(retry(Some(value))?.0.map(Rc::new));
+        let (policy, _) = RetryGiven::toggled(retry(Some(value))?).map_err(config_error)?;
+        asks.policy = Some(policy.map(Rc::new));
     }
-    (asks.max_wait_ms, asks.max_waiting) = limits(o.max_wait_ms, o.max_waiting)?;
+    (asks.max_wait_ms, asks.max_waiting) =
+        limits(o.max_wait_ms, o.max_waiting).map_err(config_error)?;
     Ok((asks, weight, o.name.map(Rc::from)))
 }
 
-/// `retry`: `false` (observe and admit only), `true` or left out (the defaults), or an object.
-fn retry(
-    value: Option<JsValue>,
-) -> Result<(Option<RetryPolicy>, Option<RefillingConfig>), JsValue> {
-    let value = match value.as_ref().and_then(JsValue::as_bool) {
-        Some(false) => return Ok((None, None)),
-        Some(true) => None,
-        None => value,
-    };
-    let Some(value) = value else {
-        return Ok((Some(RetryPolicy::default()), Some(RefillingConfig::DEFAULT)));
-    };
-    if !de::is_object(&value) {
-        return Err(de::wrong("retry", "a boolean or an object", &value));
-    }
-    let r: RetryOptions = de::object(&value, "retry", "retry.")?;
-    let d = RetryPolicy::default();
-    let backoff = Backoff::new(
-        r.base_ms.unwrap_or(d.backoff.base_ms()),
-        r.cap_ms.unwrap_or(d.backoff.cap_ms()),
-    )
-    .map_err(config_error)?;
-    let statuses = r.statuses.map_or_else(
-        || d.rules.statuses().to_vec(),
-        |s| s.into_iter().map(|s| s.0).collect(),
-    );
-    let methods = r.methods.map_or_else(
-        || d.rules.methods().to_vec(),
-        |m| m.into_iter().map(|m| m.0).collect(),
-    );
-    let policy = RetryPolicy {
-        rules: RetryRules::new(statuses, methods).map_err(config_error)?,
-        backoff,
-        max_attempts: integer("retry.maxAttempts", r.max_attempts, ATTEMPTS)?
-            .unwrap_or(d.max_attempts),
-        time_budget_ms: r.time_budget_ms.unwrap_or(d.time_budget_ms),
-        attempt_timeout_ms: r.attempt_timeout_ms.unwrap_or(d.attempt_timeout_ms),
-    }
-    .validate()
-    .map_err(config_error)?;
-    Ok((Some(policy), budget(r.budget)?))
+/// `retry` as given: a flag or its fields.
+fn retry(value: Option<JsValue>) -> Result<Option<Toggle<RetryGiven>>, JsValue> {
+    de::toggle(value, "retry", |value| {
+        let r: RetryOptions = de::object(value, "retry", "retry.")?;
+        Ok(RetryGiven {
+            max_attempts: r.max_attempts,
+            time_budget_ms: r.time_budget_ms,
+            attempt_timeout_ms: r.attempt_timeout_ms,
+            base_ms: r.base_ms,
+            cap_ms: r.cap_ms,
+            statuses: r.statuses.map(|s| s.into_iter().map(|s| s.0).collect()),
+            methods: r.methods.map(|m| m.into_iter().map(|m| m.0).collect()),
+            budget: r.budget.map(budget).transpose()?,
+        })
+    })
 }
 
-/// `cache`: `true` (the defaults), `false` or left out (none), or an object.
-fn cache_config(value: Option<JsValue>) -> Result<Option<CacheConfig>, JsValue> {
-    let Some(value) = value else {
-        return Ok(None);
-    };
-    match value.as_bool() {
-        Some(true) => return Ok(Some(CacheConfig::DEFAULT)),
-        Some(false) => return Ok(None),
-        None => {}
-    }
-    if !de::is_object(&value) {
-        return Err(de::wrong("cache", "a boolean or an object", &value));
-    }
-    let c: CacheOptions = de::object(&value, "cache", "cache.")?;
-    let given = [
-        c.max_bytes,
-        c.max_entry_bytes,
-        c.default_ttl_ms,
-        c.stale_for_ms,
-    ];
-    CacheConfig::given(given).map(Some).map_err(config_error)
-}
-
-/// `retry.budget`: `false` (none), left out (the default), or an object.
-fn budget(value: Option<JsValue>) -> Result<Option<RefillingConfig>, JsValue> {
-    let Some(value) = value else {
-        return Ok(Some(RefillingConfig::DEFAULT));
-    };
+/// `retry.budget` as given: `false` (`None`) or its fields.
+fn budget(value: JsValue) -> Result<Option<RefillingConfig>, JsValue> {
     if value == JsValue::FALSE {
         return Ok(None);
     }
     if !de::is_object(&value) {
         return Err(de::wrong("retry.budget", "false or an object", &value));
     }
-    let b: RefillingConfig = de::object(&value, "retry.budget", "retry.budget.")?;
-    b.validate().map(Some).map_err(config_error)
-}
-
-/// `batch({ deadlineMs, retryBudget })`: the round's length and its retry allowance.
-pub fn batch(options: &JsValue) -> Result<(Millis, Option<u32>), JsValue> {
-    let b: BatchOptions = de::object(options, "batch options", "")?;
-    let deadline_ms = de::required(b.deadline_ms, "deadlineMs")?;
-    let deadline_ms = positive("deadlineMs", deadline_ms).map_err(config_error)?;
-    Ok((deadline_ms, integer("retryBudget", b.retry_budget, COUNT)?))
+    de::object(&value, "retry.budget", "retry.budget.").map(Some)
 }

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
@@ -16,25 +16,14 @@ use super::errors::{config_error, type_error};
 use super::props::get;
 use super::text::number;
 use crate::core::authority::Op;
-use crate::core::gate::store_link::StoreReply;
-use crate::core::gate::store_link::{OnFailure, StoreSettings};
+use crate::core::gate::store_link::given::StoreGiven;
+use crate::core::gate::store_link::{StoreReply, StoreSettings};
 use crate::core::gates::fleet::Shared;
 use crate::core::gates::scope::Scope;
 use crate::core::rules::allowance::Rate;
 use crate::store;
 
 const BRAND: &str = "__oddsGateStore";
-
-/// `redisStore(client, options)`'s options.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct StoreOptions {
-    prefix: Option<String>,
-    timeout_ms: Option<f64>,
-    on_failure: Option<String>,
-    local_share: Option<f64>,
-    retry_ms: Option<f64>,
-}
 
 /// `redisStore(client, options?)`: describes a Redis store for `createFetch({ store })`.
 #[wasm_bindgen(js_name = redisStore)]
@@ -80,37 +69,13 @@ fn check_client(client: &JsValue) -> Result<(), JsValue> {
     ))
 }
 
+/// The store's prefix and settings, from `redisStore()`'s options.
 fn settings(options: &JsValue) -> Result<(String, StoreSettings), JsValue> {
-    let o: StoreOptions = if options.is_undefined() {
-        de::object(&js_sys::Object::new(), "redisStore options", "")?
-    } else {
-        de::object(options, "redisStore options", "")?
+    let o: StoreGiven = match options.is_undefined() {
+        true => de::object(&js_sys::Object::new(), "redisStore options", "")?,
+        false => de::object(options, "redisStore options", "")?,
     };
-    let prefix = match o.prefix {
-        None => "og".to_string(),
-        Some(p) if !p.is_empty() && !p.contains(['{', '}']) => p,
-        Some(_) => {
-            return Err(type_error(
-                "Expected `prefix` to be a non-empty string without braces",
-            ))
-        }
-    };
-    let d = StoreSettings::DEFAULT;
-    let on_failure = match o.on_failure.as_deref() {
-        None => d.on_failure,
-        Some("local") => OnFailure::Local,
-        Some("closed") => OnFailure::Closed,
-        Some(_) => return Err(type_error("Expected `onFailure` to be 'local' or 'closed'")),
-    };
-    let settings = StoreSettings {
-        timeout_ms: o.timeout_ms.unwrap_or(d.timeout_ms),
-        retry_ms: o.retry_ms.unwrap_or(d.retry_ms),
-        on_failure,
-        local_share: o.local_share.unwrap_or(d.local_share),
-    }
-    .validate()
-    .map_err(config_error)?;
-    Ok((prefix, settings))
+    o.settings().map_err(config_error)
 }
 
 /// A connection to the shared store for the gates of one wrapper; `describe()` words its

@@ -10,8 +10,9 @@ use super::attempt::{global_fetch, How};
 use super::cache;
 use super::calls::CallArgs;
 use super::clock;
+use super::de;
 use super::driver::{driver, Driver};
-use super::errors::{abort_reason, range_error, type_error};
+use super::errors::{abort_reason, config_error, range_error, type_error};
 use super::figures;
 use super::headers::{self, Credential};
 use super::options::{self, Config};
@@ -22,7 +23,7 @@ use crate::core::gates::ids::{CallRef, WrapperId};
 use crate::core::gates::lane_name;
 use crate::core::gates::profile::Request;
 use crate::core::gates::scope::Scope;
-use crate::core::rules::batch::Batch;
+use crate::core::rules::batch::{Batch, BatchGiven};
 use crate::core::rules::classify::Body;
 use crate::core::Millis;
 
@@ -168,9 +169,9 @@ impl Transport {
     /// gives up rather than be admitted after `deadlineMs` from now, and the round's retries
     /// are limited to `retryBudget` in all.
     pub fn batch(&self, options: JsValue) -> Result<Transport, JsValue> {
-        let (deadline_ms, retry_budget) = options::batch(&options)?;
+        let given: BatchGiven = de::object(&options, "batch options", "")?;
+        let batch = given.batch(clock::now()).map_err(config_error)?;
         driver().with(|g| g.hold(self.wrapper));
-        let batch = Batch::new(clock::now(), deadline_ms, retry_budget);
         let batch = Some(Rc::new(RefCell::new(batch)));
         Ok(Transport::of(self.wrapper, self.config.clone(), batch))
     }

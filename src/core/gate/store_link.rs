@@ -9,6 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 
 mod answers;
+pub mod given;
 
 use super::action::OpId;
 use super::ids::CallId;

@@ -5,11 +5,12 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::core::rules::allowance::Allowance;
+use crate::core::rules::allowance::{at_least, positive, Allowance, ConfigError};
 use crate::core::rules::batch::Batch;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::classify::Body;
 use crate::core::rules::policy::RetryPolicy;
+use crate::core::rules::ranges::COUNT;
 use crate::core::Millis;
 
 /// A shared store's number among the gates' stores (see [`Gates::store`]).
@@ -67,6 +68,30 @@ pub struct LaneAsks {
     pub max_waiting: Option<usize>,
 }
 
+impl LaneAsks {
+    /// A lane's weight as given: 1 (the wrapper's own calls' share) where left out.
+    pub fn weight(given: Option<f64>) -> Result<f64, ConfigError> {
+        let weight = given.unwrap_or(1.0);
+        positive("weight", weight).map_err(|_| ConfigError::NotA {
+            field: "weight",
+            expected: "a positive finite number",
+            got: weight,
+        })
+    }
+}
+
+/// `maxWaitMs` and `maxWaiting` as given (a wrapper's, or a lane's own), checked.
+pub fn limits(
+    max_wait_ms: Option<f64>,
+    max_waiting: Option<f64>,
+) -> Result<(Option<Millis>, Option<usize>), ConfigError> {
+    let max_wait_ms = max_wait_ms
+        .map(|ms| at_least("maxWaitMs", ms, 0.0, "a finite number >= 0"))
+        .transpose()?;
+    let max_waiting = COUNT.given("maxWaiting", max_waiting)?;
+    Ok((max_wait_ms, max_waiting.map(|n| n as usize)))
+}
+
 impl Profile {
     /// Whether the wrapper learns its allowance (and so tells limiters apart by route).
     pub fn learns(&self) -> bool {
@@ -115,6 +140,25 @@ pub struct Request<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lanes_weight_is_one_where_left_out_and_positive_where_given() {
+        assert_eq!(LaneAsks::weight(None), Ok(1.0));
+        assert_eq!(LaneAsks::weight(Some(3.0)), Ok(3.0));
+        let refused = LaneAsks::weight(Some(f64::INFINITY)).unwrap_err();
+        let expected = "Expected `weight` to be a positive finite number, got inf";
+        assert_eq!(refused.to_string(), expected);
+    }
+
+    #[test]
+    fn limits_are_checked_where_given() {
+        assert_eq!(limits(None, None), Ok((None, None)));
+        assert_eq!(limits(Some(0.0), Some(3.0)), Ok((Some(0.0), Some(3))));
+        let waiting = limits(None, Some(1.5)).unwrap_err().to_string();
+        let expected = "Expected `maxWaiting` to be an integer from 0 to 1000000000, got 1.5";
+        assert_eq!(waiting, expected);
+        assert!(limits(Some(-1.0), None).is_err());
+    }
 
     fn retrying() -> Profile {
         Profile {

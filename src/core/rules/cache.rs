@@ -13,7 +13,26 @@ use crate::core::base::map::Map;
 use crate::core::parse::freshness::{freshness, CacheHeaders, Freshness};
 use crate::core::rules::allowance::{at_least, ConfigError};
 use crate::core::rules::policy::Reason;
+use crate::core::rules::toggle::Toggle;
 use crate::core::Millis;
+
+/// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }` as given (`None`: left out).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(rename_all = "camelCase")
+)]
+pub struct CacheGiven {
+    /// [`CacheConfig::max_bytes`].
+    pub max_bytes: Option<f64>,
+    /// [`CacheConfig::max_entry_bytes`].
+    pub max_entry_bytes: Option<f64>,
+    /// [`CacheConfig::default_ttl_ms`].
+    pub default_ttl_ms: Option<f64>,
+    /// [`CacheConfig::stale_for_ms`].
+    pub stale_for_ms: Option<f64>,
+}
 
 /// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,6 +62,24 @@ impl CacheConfig {
         default_ttl_ms: 0.0,
         stale_for_ms: 10.0 * 60_000.0,
     };
+
+    /// `cache` as given: `true` (the defaults), `false` or left out (none), or its fields
+    /// ([`CacheConfig::given`]).
+    pub fn toggled(given: Option<Toggle<CacheGiven>>) -> Result<Option<Self>, ConfigError> {
+        match given {
+            None | Some(Toggle::Flag(false)) => Ok(None),
+            Some(Toggle::Flag(true)) => Ok(Some(CacheConfig::DEFAULT)),
+            Some(Toggle::Given(g)) => {
+                let fields = [
+                    g.max_bytes,
+                    g.max_entry_bytes,
+                    g.default_ttl_ms,
+                    g.stale_for_ms,
+                ];
+                CacheConfig::given(fields).map(Some)
+            }
+        }
+    }
 
     /// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }` as given (`None`: left
     /// out), the defaults filling in (`maxEntryBytes` at most `maxBytes`), checked.

@@ -1,6 +1,7 @@
 //! What the gate decides: allowances, the token bucket, backoff, budgets, classification,
 //! the retry policy, the quota and its spread over the month, what is cached, learning,
-//! refresh rounds, runs of failures, the fair order of lanes, and the ranges of the options.
+//! refresh rounds, runs of failures, the fair order of lanes, the ranges of the options, and
+//! what an option given as a flag means.
 
 pub mod allowance;
 pub mod backoff;
@@ -18,3 +19,4 @@ pub mod ranges;
 pub mod routes;
 pub mod spending;
 pub mod streak;
+pub mod toggle;

@@ -13,7 +13,10 @@ use std::fmt;
 use crate::core::base::random::Random;
 use crate::core::rules::allowance::{at_least, ConfigError};
 use crate::core::rules::backoff::Backoff;
+use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::classify::{Kind, Outcome, RetryRules};
+use crate::core::rules::ranges::ATTEMPTS;
+use crate::core::rules::toggle::Toggle;
 use crate::core::Millis;
 
 /// Why a call was abandoned. Abandoning is never success.
@@ -160,6 +163,72 @@ impl Default for RetryPolicy {
     }
 }
 
+/// `retry: { ... }`'s fields as given (`None`: left out), the lists' items already of their
+/// kind (status codes, method names).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RetryGiven {
+    /// [`RetryPolicy::max_attempts`].
+    pub max_attempts: Option<f64>,
+    /// [`RetryPolicy::time_budget_ms`].
+    pub time_budget_ms: Option<f64>,
+    /// [`RetryPolicy::attempt_timeout_ms`].
+    pub attempt_timeout_ms: Option<f64>,
+    /// The backoff's base.
+    pub base_ms: Option<f64>,
+    /// The backoff's cap.
+    pub cap_ms: Option<f64>,
+    /// The statuses retried.
+    pub statuses: Option<Vec<u16>>,
+    /// The methods replayed.
+    pub methods: Option<Vec<String>>,
+    /// The retry budget: `Some(None)` for `false` (none).
+    pub budget: Option<Option<RefillingConfig>>,
+}
+
+impl RetryGiven {
+    /// `retry` as given: `false` (no retries and no budget: the gate observes and admits
+    /// only), `true` or left out (the defaults), or its fields (the budget's default where
+    /// left out). Each field checked, the policy's before the budget's.
+    pub fn toggled(
+        given: Option<Toggle<RetryGiven>>,
+    ) -> Result<(Option<RetryPolicy>, Option<RefillingConfig>), ConfigError> {
+        let mut given = match given {
+            Some(Toggle::Flag(false)) => return Ok((None, None)),
+            Some(Toggle::Flag(true)) | None => RetryGiven::default(),
+            Some(Toggle::Given(given)) => given,
+        };
+        let budget = given.budget.take();
+        let policy = given.policy()?;
+        let budget = match budget {
+            None => Some(RefillingConfig::DEFAULT),
+            Some(budget) => budget.map(RefillingConfig::validate).transpose()?,
+        };
+        Ok((Some(policy), budget))
+    }
+
+    /// The policy asked for: [`RetryPolicy::default`]'s where left out, each field checked.
+    pub fn policy(self) -> Result<RetryPolicy, ConfigError> {
+        let d = RetryPolicy::default();
+        let backoff = Backoff::new(
+            self.base_ms.unwrap_or(d.backoff.base_ms()),
+            self.cap_ms.unwrap_or(d.backoff.cap_ms()),
+        )?;
+        let rules = RetryRules::new(
+            (self.statuses).unwrap_or_else(|| d.rules.statuses().to_vec()),
+            (self.methods).unwrap_or_else(|| d.rules.methods().to_vec()),
+        )?;
+        let max_attempts = ATTEMPTS.given("retry.maxAttempts", self.max_attempts)?;
+        RetryPolicy {
+            rules,
+            backoff,
+            max_attempts: max_attempts.unwrap_or(d.max_attempts),
+            time_budget_ms: self.time_budget_ms.unwrap_or(d.time_budget_ms),
+            attempt_timeout_ms: self.attempt_timeout_ms.unwrap_or(d.attempt_timeout_ms),
+        }
+        .validate()
+    }
+}
+
 impl RetryPolicy {
     /// Checks the limits; each error names its option.
     pub fn validate(self) -> Result<Self, ConfigError> {
@@ -231,6 +300,61 @@ impl RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_false_is_no_retries_and_no_budget_true_the_defaults() {
+        let defaults = (Some(RetryPolicy::default()), Some(RefillingConfig::DEFAULT));
+        assert_eq!(RetryGiven::toggled(None), Ok(defaults.clone()));
+        assert_eq!(RetryGiven::toggled(Some(Toggle::Flag(true))), Ok(defaults));
+        assert_eq!(
+            RetryGiven::toggled(Some(Toggle::Flag(false))),
+            Ok((None, None))
+        );
+        let no_budget = RetryGiven {
+            budget: Some(None),
+            ..RetryGiven::default()
+        };
+        let (policy, budget) = RetryGiven::toggled(Some(Toggle::Given(no_budget))).unwrap();
+        assert_eq!((policy, budget), (Some(RetryPolicy::default()), None));
+        let bad = RetryGiven {
+            budget: Some(Some(RefillingConfig {
+                capacity: 0.0,
+                ..RefillingConfig::DEFAULT
+            })),
+            ..RetryGiven::default()
+        };
+        let refused = RetryGiven::toggled(Some(Toggle::Given(bad))).unwrap_err();
+        let expected = "`retry.budget.capacity` must be a finite number >= 1, got 0";
+        assert_eq!(refused.to_string(), expected);
+    }
+
+    #[test]
+    fn a_retry_given_fills_in_the_defaults_and_checks_each_field() {
+        assert_eq!(RetryGiven::default().policy(), Ok(RetryPolicy::default()));
+        let given = RetryGiven {
+            max_attempts: Some(5.0),
+            statuses: Some(vec![503]),
+            ..RetryGiven::default()
+        };
+        let policy = given.policy().unwrap();
+        assert_eq!(
+            (policy.max_attempts, policy.rules.statuses()),
+            (5, &[503][..])
+        );
+        let refused = |given: RetryGiven| given.policy().unwrap_err().to_string();
+        let half = RetryGiven {
+            max_attempts: Some(1.5),
+            ..RetryGiven::default()
+        };
+        let expected = "Expected `retry.maxAttempts` to be an integer from 1 to 100, got 1.5";
+        assert_eq!(refused(half), expected);
+        let budget = RetryGiven {
+            time_budget_ms: Some(0.0),
+            ..RetryGiven::default()
+        };
+        let expected = "`retry.timeBudgetMs` must be a finite number >= 1, got 0";
+        assert_eq!(refused(budget), expected);
+    }
     use crate::core::base::random::Seeded;
 
     fn status(status: u16, retry_after_ms: Option<Millis>) -> Outcome {

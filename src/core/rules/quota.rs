@@ -3,6 +3,7 @@
 //! `GET /usage` for the whole gate; then terminal until the period ends or the caller resets.
 
 use crate::core::parse::iso_date::parse_iso_date;
+use crate::core::rules::allowance::ConfigError;
 use crate::core::rules::backoff::Backoff;
 use crate::core::rules::classify::not_refused;
 use crate::core::Millis;
@@ -49,6 +50,16 @@ pub(crate) fn asks_account(method: &str, url: &str) -> bool {
     let path = url.split(['?', '#']).next().unwrap_or_default();
     let path = path.trim_end_matches('/');
     method.eq_ignore_ascii_case("GET") && (path.ends_with("/usage") || path.ends_with("/limits"))
+}
+
+/// `usageUrl` as given, when it can be a `/usage` address ([`valid_usage_url`]).
+pub fn usage_url(given: Option<String>) -> Result<Option<String>, ConfigError> {
+    match given {
+        Some(url) if !valid_usage_url(&url) => Err(ConfigError::Shape(
+            "Expected `usageUrl` to be an absolute http: or https: URL",
+        )),
+        given => Ok(given),
+    }
 }
 
 /// Whether `url` can be a `/usage` address: absolute `http:` or `https:`, with a host, no
@@ -273,6 +284,15 @@ impl QuotaAnswer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_usage_url_given_must_be_absolute_http() {
+        assert_eq!(usage_url(None), Ok(None));
+        let url = "https://api.odds-api.net/v1/usage".to_string();
+        assert_eq!(usage_url(Some(url.clone())), Ok(Some(url)));
+        let refused = usage_url(Some("/usage".into())).unwrap_err();
+        assert!(refused.is_shape(), "{refused}");
+    }
 
     #[test]
     fn the_first_429_is_kept_until_one_names_the_quota_then_the_latest_that_does() {

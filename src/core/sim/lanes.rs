@@ -29,7 +29,7 @@ pub struct SimLane {
 
 impl SimLane {
     /// Checks the lane's fields; each error names its field as written in the lane
-    /// (`weight`), and the bindings say which lane.
+    /// (`weight`); [`ConfigError::Item`] says which lane.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(name) = &self.name {
             lane_name::check("name", name)?;

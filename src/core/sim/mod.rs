@@ -1,6 +1,7 @@
 //! The virtual clock: one driver of the gates ([`world`]) for the simulator and the tests, the
 //! simulated server, store and threads it uses, and the article's model on top ([`model`]).
 
+pub mod given;
 pub mod home;
 pub mod lanes;
 pub mod model;
@@ -8,5 +9,6 @@ pub mod server;
 pub mod store;
 pub mod world;
 
+pub use self::given::{HeadersGiven, LaneGiven, LookupsGiven, SimGiven, Split};
 pub use self::lanes::{LaneReport, SimLane};
 pub use self::model::{simulate, ArticleGate, Coordination, Lookups, SimOptions, SimReport};

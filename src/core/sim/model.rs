@@ -325,6 +325,16 @@ pub struct ArticleGate {
 }
 
 impl ArticleGate {
+    /// `new Gate(rate)` as given, with its `learn`: the article's gate enforces its rate.
+    pub fn given(rate: Rate, learn: bool) -> Result<ArticleGate, ConfigError> {
+        match learn {
+            true => Err(ConfigError::Shape(
+                "`rate.learn` is for createFetch's `rate` only",
+            )),
+            false => Ok(ArticleGate::new(rate)),
+        }
+    }
+
     /// A gate with a full bucket at time 0.
     pub fn new(rate: Rate) -> ArticleGate {
         ArticleGate {

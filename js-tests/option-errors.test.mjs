@@ -1,0 +1,126 @@
+// The exact error, class and message, for each option whose meaning the core decides and the
+// bindings only read (simulate(), createFetch(), lane(), batch(), Gate, redisStore()): the words a caller
+// reads must not change when a decision moves between the two.
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { Gate, simulate, createFetch, redisStore } from '../pkg/index.js';
+
+const whole = (field, from, to, got) => `Expected \`${field}\` to be an integer from ${from} to ${to}, got ${got}`;
+const lane = (more) => ({ lanes: [{ workers: 1, ...more }] });
+
+test("simulate()'s errors name the field in the caller's words, as a TypeError or a RangeError", () => {
+  const cases = [
+    [{ snapshots: 0 }, 'RangeError', whole('snapshots', 1, 100000, 0)],
+    [{ workers: 1.5 }, 'RangeError', whole('workers', 1, 100000, 1.5)],
+    [{ ...lane(), workers: -1 }, 'RangeError', whole('workers', 0, 100000, -1)],
+    [{ maxAttempts: 1001 }, 'RangeError', whole('maxAttempts', 1, 1000, 1001)],
+    [{ retryBudget: -1 }, 'RangeError', whole('retryBudget', 0, 1000000000, -1)],
+    [{ retryBudget: '1' }, 'TypeError', 'Expected `retryBudget` to be a number or null, got string'],
+    [{ separateGates: 0 }, 'RangeError', whole('separateGates', 1, 1000, 0)],
+    [{ separateGates: '2' }, 'TypeError', 'Expected `separateGates` to be a boolean or a number, got string'],
+    [{ processes: 1.5 }, 'RangeError', whole('processes', 1, 1000, 1.5)],
+    [{ threads: 1001 }, 'RangeError', whole('threads', 1, 1000, 1001)],
+    [{ headers: 'always' }, 'TypeError', "Expected `headers` to be a boolean or 'throttled', got string"],
+    [{ headers: null }, 'TypeError', "Expected `headers` to be a boolean or 'throttled', got null"],
+    [{ lookups: 3 }, 'TypeError', 'Expected `lookups` to be an object, got number'],
+    [{ lookups: { burst: 1, perSecond: 1 } }, 'TypeError', '`lookups.calls` is required'],
+    [{ lookups: { calls: 1, perSecond: 1 } }, 'TypeError', '`lookups.burst` is required'],
+    [{ lookups: { calls: 1, burst: 1 } }, 'TypeError', '`lookups.perSecond` is required'],
+    [{ lookups: { calls: -1, burst: 1, perSecond: 1 } }, 'RangeError', whole('lookups.calls', 0, 100000, -1)],
+    [{ lookups: { calls: 1, burst: 0, perSecond: 1 } }, 'RangeError', '`lookups.burst` must be a finite number >= 1, got 0'],
+    [{ lookups: { calls: 1, burst: 1, perSecond: '1' } }, 'TypeError', 'Expected `lookups.perSecond` to be a number, got string'],
+    [{ lookups: { calls: 1, burst: 1, perSecond: 1, name: 'x' } }, 'TypeError', 'Unknown option `lookups.name`; known options: calls, burst, perSecond'],
+    [{ burst: 0 }, 'RangeError', '`burst` must be a finite number >= 1, got 0'],
+    [{ perSecond: -1 }, 'RangeError', '`perSecond` must be a finite number > 0 (at least 1.2e-13: one token per 2^53 ms), got -1'],
+    [{ retryAfterMs: -1 }, 'RangeError', '`retryAfterMs` must be a finite number >= 0, got -1'],
+    [{ lanes: 3 }, 'TypeError', 'Expected `lanes` to be an array, got number'],
+    [{ lanes: [3] }, 'TypeError', 'Expected `lanes[0]` to be an object, got number'],
+    [{ lanes: [{}] }, 'TypeError', '`lanes[0].workers` is required'],
+    [{ lanes: [{ workers: 1 }, { workers: 0 }] }, 'RangeError', whole('lanes[1].workers', 1, 100000, 0)],
+    [lane({ snapshots: 1.5 }), 'RangeError', whole('lanes[0].snapshots', 1, 100000, 1.5)],
+    [lane({ weight: 0 }), 'RangeError', '`lanes[0].weight` must be a finite number greater than 0, got 0'],
+    [lane({ startMs: -1 }), 'RangeError', '`lanes[0].startMs` must be a finite number >= 0, got -1'],
+    [lane({ weight: '2' }), 'TypeError', 'Expected `lanes[0].weight` to be a number, got string'],
+    [lane({ wieght: 2 }), 'TypeError', 'Unknown option `lanes[0].wieght`; known options: name, weight, workers, snapshots, startMs'],
+    [{ ...lane(), threads: 2 }, 'TypeError', "`lanes` wait in one shared gate's queue: leave out `shared: false`, `separateGates`, `processes` and `threads`"],
+    [{ ...lane(), lookups: { calls: 1, burst: 1, perSecond: 1 } }, 'TypeError', 'Choose one of `lanes` and `lookups`'],
+    [{ shared: true, separateGates: true }, 'TypeError', 'Choose one of `shared`, `separateGates`, `processes` and `threads`: one gate, one per process, processes sharing a store, or threads sharing memory'],
+  ];
+  for (const [options, name, message] of cases) {
+    assert.throws(() => simulate(options), { name, message }, JSON.stringify(options));
+  }
+});
+
+test("createFetch(), lane(), batch() and Gate word their whole numbers and required fields the same way", () => {
+  const cases = [
+    [() => createFetch({ usageUrl: '/usage' }), 'TypeError', 'Expected `usageUrl` to be an absolute http: or https: URL'],
+    [() => createFetch({ usageUrl: 'https://a b/usage' }), 'TypeError', 'Expected `usageUrl` to be an absolute http: or https: URL'],
+    [() => createFetch({ maxWaitMs: -1 }), 'RangeError', '`maxWaitMs` must be a finite number >= 0, got -1'],
+    [() => createFetch({ maxWaiting: 1.5 }), 'RangeError', whole('maxWaiting', 0, 1000000000, 1.5)],
+    [() => createFetch({ retry: { maxAttempts: 0 } }), 'RangeError', whole('retry.maxAttempts', 1, 100, 0)],
+    [() => createFetch({ rate: { burst: 2 } }), 'TypeError', '`rate.perSecond` is required'],
+    [() => createFetch({ rate: { perSecond: 2 } }), 'TypeError', '`rate.burst` is required'],
+    [() => createFetch().lane({ maxWaiting: -1 }), 'RangeError', whole('maxWaiting', 0, 1000000000, -1)],
+    [() => createFetch().lane({ weight: 0 }), 'RangeError', 'Expected `weight` to be a positive finite number, got 0'],
+    [() => createFetch().batch({ deadlineMs: 10, retryBudget: 0.5 }), 'RangeError', whole('retryBudget', 0, 1000000000, 0.5)],
+    [() => createFetch().batch({ retryBudget: 1 }), 'TypeError', '`deadlineMs` is required'],
+    [() => createFetch().lane({ weight: Infinity }), 'RangeError', 'Expected `weight` to be a positive finite number, got Infinity'],
+    [() => new Gate({ burst: 2, perSecond: 2 }).admitAt(NaN), 'RangeError', 'Expected `now` to be a finite number, got NaN'],
+    [() => new Gate({ burst: 2, perSecond: 2 }).defer(-Infinity, 1), 'RangeError', 'Expected `now` to be a finite number, got -Infinity'],
+    [() => new Gate({ burst: 2, perSecond: 2 }).defer(0, -1), 'RangeError', '`delayMs` must be a finite number >= 0, got -1'],
+    [() => new Gate({ burst: 2 }), 'TypeError', '`rate.perSecond` is required'],
+    [() => new Gate({ burst: 2, perSecond: 2, learn: true }), 'TypeError', "`rate.learn` is for createFetch's `rate` only"],
+  ];
+  for (const [make, name, message] of cases) {
+    assert.throws(make, { name, message }, make.toString());
+  }
+});
+
+test("redisStore()'s options are refused in the same words", () => {
+  const client = { evalsha() {}, script() {} };
+  const cases = [
+    [{ prefix: '' }, 'TypeError', 'Expected `prefix` to be a non-empty string without braces'],
+    [{ prefix: 'a{b}' }, 'TypeError', 'Expected `prefix` to be a non-empty string without braces'],
+    [{ prefix: 3 }, 'TypeError', 'Expected `prefix` to be a string, got number'],
+    [{ onFailure: 'maybe' }, 'TypeError', "Expected `onFailure` to be 'local' or 'closed'"],
+    [{ timeoutMs: 0 }, 'RangeError', '`timeoutMs` must be a finite number greater than 0, got 0'],
+    [{ retryMs: -1 }, 'RangeError', '`retryMs` must be a finite number greater than 0, got -1'],
+    [{ localShare: 2 }, 'RangeError', '`localShare` must be a number greater than 0 and at most 1, got 2'],
+    [{ ttl: 1 }, 'TypeError', 'Unknown option `redisStore options.ttl`; known options: prefix, timeoutMs, onFailure, localShare, retryMs'],
+  ];
+  for (const [options, name, message] of cases) {
+    assert.throws(() => redisStore(client, options), { name, message }, JSON.stringify(options));
+  }
+  assert.throws(() => redisStore({}), { name: 'TypeError', message: 'Expected an ioredis or node-redis client (with script loading and evalsha)' });
+});
+
+test('retry, retry.budget and cache: what a flag means, and what is refused', () => {
+  const off = 'off: observe and admit only; the response goes back as it is';
+  const said = (options) => {
+    const d = createFetch(options).describe();
+    return [d.retry === off ? 'off' : 'on', d.retryBudget.startsWith('shared per gate: ') ? d.retryBudget.split(' ')[3] : d.retryBudget, d.cache === undefined ? 'no cache' : 'cache'];
+  };
+  assert.deepEqual(said({}), ['on', '500', 'no cache']);
+  assert.deepEqual(said({ retry: true, cache: false }), ['on', '500', 'no cache']);
+  assert.deepEqual(said({ retry: false, cache: true }), ['off', 'none', 'cache']);
+  assert.deepEqual(said({ retry: {}, cache: {} }), ['on', '500', 'cache']);
+  assert.deepEqual(said({ retry: { budget: false } }), ['on', 'none', 'no cache']);
+  assert.deepEqual(said({ retry: { budget: { capacity: 5 } } }), ['on', '5', 'no cache']);
+  const cases = [
+    [{ retry: 'yes' }, 'TypeError', 'Expected `retry` to be a boolean or an object, got string'],
+    [{ retry: null }, 'TypeError', 'Expected `retry` to be a boolean or an object, got null'],
+    [{ retry: { budget: true } }, 'TypeError', 'Expected `retry.budget` to be false or an object, got boolean'],
+    [{ retry: { budget: 3 } }, 'TypeError', 'Expected `retry.budget` to be false or an object, got number'],
+    [{ retry: { budget: { capacity: 0 } } }, 'RangeError', '`retry.budget.capacity` must be a finite number >= 1, got 0'],
+    [{ retry: { baseMs: -1 } }, 'RangeError', /^`retry\.baseMs`/],
+    [{ cache: [] }, 'TypeError', 'Expected `cache` to be a boolean or an object, got an array'],
+  ];
+  for (const [options, name, message] of cases) {
+    assert.throws(() => createFetch(options), { name, message }, JSON.stringify(options));
+  }
+  assert.throws(() => createFetch().lane({ retry: { budget: false } }), {
+    name: 'TypeError',
+    message: "A lane's retries draw on its wrapper's retry budget: set `retry.budget` in createFetch, not in lane()",
+  });
+  assert.throws(() => createFetch().lane({ retry: 1 }), { name: 'TypeError', message: 'Expected `retry` to be a boolean or an object, got number' });
+});
