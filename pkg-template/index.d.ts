@@ -111,6 +111,14 @@ export interface CreateFetchOptions {
    */
   cache?: boolean | CacheOptions;
   /**
+   * The monthly credits. With `spread: true` the gate paces the key's credits to the end of
+   * its billing period (#37): it reads `GET /usage` on the key's first call and every
+   * `refreshMs`, and a call waits, as for a token, until a credit bucket refilling at
+   * `(limit x (1 - reserve) - used) / (period end - now)` has its cost. One thread for now:
+   * needs `threads: false` and no `store` (a TypeError says so otherwise). @default none
+   */
+  quota?: QuotaOptions;
+  /**
    * When the gate stops retrying, reject with a `GateAbandonedError` rather than give the
    * caller what the last attempt came to as fetch would (its `Response`, body unread, or its
    * rejection); and refuse calls for a spent quota with a `QuotaExhaustedError` rather than the
@@ -320,11 +328,51 @@ export interface GateStats {
   retries: { throttled: number; serverError: number; network: number; timeout: number };
   abandoned: Record<AbandonReason, number>;
   quotaRejected: number;
-  quota: { state: 'open' | 'probing' | 'exhausted'; periodEnd: Date | null };
+  quota: QuotaStats;
   /** Tokens left in the shared retry budget, or null without one. */
   retryBudget: number | null;
   admissionWaitMs: DurationHistogram;
   backoffMs: DurationHistogram;
+}
+
+/** `createFetch({ quota })`. */
+export interface QuotaOptions {
+  /** Pace the key's credits to the end of its billing period. @default false */
+  spread?: boolean;
+  /** The share of the limit the spread leaves unspent, in [0, 1). @default 0.05 */
+  reserve?: number;
+  /** The most credits the bucket holds, as milliseconds of its refill (never more than 5 % of what is left). @default 3600000 (an hour) */
+  burstMs?: number;
+  /** How often `GET /usage` is read to correct the bucket. @default 900000 (15 minutes) */
+  refreshMs?: number;
+  /**
+   * What calls cost in credits, by route pattern: a path whose segments match the end of the
+   * request's path, `*` for any one segment (ids: a segment with a digit, or longer than 24
+   * characters, is always `*`), after an optional method: `{ 'GET /odds/history': 5 }` costs 5
+   * for `GET /v1/events/{id}/odds/history`. The pattern with the most segments wins. Routes not named are learned from `/usage`, 1 until then.
+   */
+  costs?: Record<string, number>;
+}
+
+/** `stats().gates[i].quota`: the quota's state; with `quota.spread`, the spread's figures too. */
+export interface QuotaStats {
+  state: 'open' | 'probing' | 'exhausted';
+  periodEnd: Date | null;
+  /** With `quota.spread`: the key's credits used, as the last `/usage` and the calls since say (0 before a reading). */
+  used?: number;
+  /** With `quota.spread`: the period's limit (0 before a reading). */
+  limit?: number;
+  /** With `quota.spread`: the credit bucket's refill, in credits per hour. */
+  spreadPerHour?: number;
+  /** With `quota.spread`: calls in queue while its head waits for credit. */
+  waitingForCredit?: number;
+  /** With `quota.spread`: calls sent with no bucket to pace them (no `/usage` reading answered yet). */
+  unpaced?: number;
+  /**
+   * With `quota.spread`: when the limit would be reached at the pace the key spent between the
+   * last two readings; null before two readings, or when that is after the period's end.
+   */
+  projectedEnd?: Date | null;
 }
 
 export interface CacheOptions {
@@ -402,6 +450,8 @@ export interface Description {
   lane?: string;
   retryBudget: string;
   quota: string;
+  /** Present with `quota.spread`: how the credits are paced. */
+  spread?: string;
   /** Present with `cache`: what is cached and for how long. */
   cache?: string;
   metrics: string;

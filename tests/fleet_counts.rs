@@ -91,6 +91,7 @@ fn world(s: Setup) -> (World, Vec<WrapperId>) {
             max_waiting: None,
             reports_wait: false,
             typed_errors: false,
+            spread: None,
         }));
         all.push(gates);
     }
@@ -104,6 +105,7 @@ fn world(s: Setup) -> (World, Vec<WrapperId>) {
         max_waiting: None,
         reports_wait: false,
         typed_errors: false,
+        spread: None,
     }));
     all.push(outside);
     let limiter = Limiter {

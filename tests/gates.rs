@@ -19,7 +19,9 @@ use odds_gate::core::parse::feedback::Feedback;
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::classify::Body;
+use odds_gate::core::rules::credits::{Costs, Spread};
 use odds_gate::core::rules::policy::{Reason, RetryPolicy};
+use odds_gate::core::rules::quota::Usage;
 use odds_gate::core::rules::routes::MAX_LIMITERS;
 use odds_gate::core::sim::home::{SharedMemory, SimHome};
 use odds_gate::core::sim::server::{Arrival, Reply, Server};
@@ -43,6 +45,7 @@ fn profile(allowance: Allowance) -> Profile {
         max_waiting: None,
         reports_wait: false,
         typed_errors: false,
+        spread: None,
     }
 }
 
@@ -112,6 +115,36 @@ fn a_route_heard_from_another_bucket_moves_the_calls_behind_its_scout_there() {
     assert_eq!(w.log.settled[&later].1, End::Deliver);
     let gates = &mut w.processes[0].gates;
     assert_eq!(admitted(gates, events), 6);
+}
+
+/// A wrapper with a fixed rate tells no limiters apart, but when it spreads its quota each call's
+/// route says what it costs: a snapshot stated at 5 credits takes 5, a lookup 1.
+#[test]
+fn a_fixed_rate_wrapper_that_spreads_knows_each_calls_route_for_its_cost() {
+    let costs = Costs::new(vec![("GET /events/*/odds/snapshot".into(), 5.0)]).unwrap();
+    let profile = Profile {
+        spread: Some((Spread::DEFAULT, costs)),
+        ..profile(Allowance::Fixed(Rate::ARTICLE))
+    };
+    let (mut w, wrapper) = world(profile, |_: Millis, _: &Arrival| Reply::ok());
+    w.usage = Some(Usage {
+        used: 100.0,
+        limit: 1_000_000.0,
+        period_end: Some(30.0 * 86_400_000.0),
+    });
+    w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
+    w.start_at(0.0, SimCall::get(0, wrapper, KEY, &lookup(1)));
+    w.run();
+    assert!((0..2).all(|i| w.log.settled[&i].1 == End::Deliver));
+    let now = w.now;
+    let gates = &mut w.processes[0].gates;
+    let gate = gates.find(&credential()).expect("the credential's gate");
+    let credits = gates.view(now, gate).unwrap().figures.credits.unwrap();
+    assert_eq!(
+        credits.used, 106.0,
+        "the reading's 100, 5 for the snapshot, 1 for the lookup"
+    );
+    assert_eq!(credits.unpaced, 0);
 }
 
 #[test]
@@ -668,8 +701,12 @@ fn wrappers_that_disagree_about_a_credential_are_refused_naming_both_sides() {
         budget: Some(RefillingConfig::DEFAULT),
         ..profile(Allowance::Fixed(Rate::ARTICLE))
     });
+    let spreading = gates.wrapper(Profile {
+        spread: Some((Spread::DEFAULT, Costs::default())),
+        ..profile(Allowance::Fixed(Rate::ARTICLE))
+    });
     let mut w = World::new(vec![gates], Box::new(|_: Millis, _: &Arrival| Reply::ok()));
-    for wrapper in [fixed, other, learner, retrying] {
+    for wrapper in [fixed, other, learner, retrying, spreading] {
         w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
     }
     w.run();
@@ -681,6 +718,7 @@ fn wrappers_that_disagree_about_a_credential_are_refused_naming_both_sides() {
     assert!(message(1).contains("asks for { burst: 5, perSecond: 5 }"));
     assert!(message(2).contains("asks for an allowance learned from the responses"));
     assert!(!message(2).contains(KEY), "no raw key in a message");
+    assert!(message(4).contains("does not spread its quota; this wrapper asks for quota.spread"));
     // A retrying wrapper gives the budget-less gate its budget, and shares it.
     assert_eq!(w.log.settled[&3].1, End::Deliver);
     let gate = w.processes[0].gates.find(&credential()).unwrap();

@@ -33,6 +33,7 @@ fn profile(rate: Rate) -> Profile {
         max_waiting: None,
         reports_wait: false,
         typed_errors: false,
+        spread: None,
     }
 }
 

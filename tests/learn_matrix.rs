@@ -218,6 +218,7 @@ fn run(s: &Scenario, allowance: Allowance) -> Outcome {
             max_waiting: None,
             reports_wait: false,
             typed_errors: false,
+            spread: None,
         }));
         all.push(gates);
     }

@@ -85,6 +85,7 @@ fn threads_draw_from_one_allowance_in_the_order_their_calls_came() {
         max_waiting: None,
         reports_wait: false,
         typed_errors: false,
+        spread: None,
     };
     let mut threads = Vec::new();
     let mut wrappers = Vec::new();
@@ -369,6 +370,7 @@ fn a_key_the_shared_memory_has_no_room_for_is_each_threads_and_says_so_once() {
         max_waiting: None,
         reports_wait: false,
         typed_errors: false,
+        spread: None,
     };
     let mut threads = Vec::new();
     let mut wrappers = Vec::new();
@@ -419,6 +421,7 @@ fn stats_show_which_gates_the_threads_share() {
         max_waiting: None,
         reports_wait: false,
         typed_errors: false,
+        spread: None,
     });
     for key in ["a", "b"] {
         let request = Request {

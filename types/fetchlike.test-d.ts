@@ -107,6 +107,9 @@ createFetch({ rate: { burst: 1, perSecond: 1 }, retry: false });
 createFetch({ rate: { burst: 1, perSecond: 1 }, retry: true });
 createFetch({ typedErrors: true });
 createFetch({ cache: true });
+createFetch({ threads: false, quota: { spread: true, reserve: 0.1, refreshMs: 60_000, costs: { 'GET /odds/history': 5 } } });
+// @ts-expect-error: costs are numbers of credits
+createFetch({ threads: false, quota: { spread: true, costs: { '/odds/history': 'five' } } });
 expectType<number | undefined>(createFetch({ cache: { maxBytes: 1 << 20, defaultTtlMs: 5_000 } }).stats().cache?.requestsSaved);
 // @ts-expect-error cache options are numbers
 createFetch({ cache: { maxBytes: "1MB" } });
@@ -160,6 +163,8 @@ if (gate) {
   expectType<number>(gate.abandoned['retry-after-exceeds-deadline']);
   expectTrue<Equal<typeof gate.quota.state, 'open' | 'probing' | 'exhausted'>>();
   expectType<Date | null>(gate.quota.periodEnd);
+  expectType<number | undefined>(gate.quota.spreadPerHour);
+  expectType<Date | null | undefined>(gate.quota.projectedEnd);
   expectType<number | null>(gate.retryBudget);
   expectType<number>(gate.admissionWaitMs.bins[0]!.leMs);
   expectType<number | null>(gate.lastFeedback?.retryAfterMs ?? null);

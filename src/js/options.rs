@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use super::cache;
 use super::de::{self, Item};
@@ -21,6 +22,7 @@ use crate::core::rules::allowance::Allowance;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{Cache, CacheConfig};
 use crate::core::rules::classify::valid_method;
+use crate::core::rules::credits::{Costs, Spread};
 use crate::core::rules::policy::RetryGiven;
 use crate::core::rules::quota::usage_url;
 use crate::core::rules::ranges::STATUSES;
@@ -49,6 +51,20 @@ struct Options {
     typed_errors: Option<bool>,
     #[serde(default, deserialize_with = "de::value")]
     cache: Option<JsValue>,
+    #[serde(default, deserialize_with = "de::value")]
+    quota: Option<JsValue>,
+}
+
+/// `quota: { spread, reserve, burstMs, refreshMs, costs }`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct QuotaOptions {
+    spread: Option<bool>,
+    reserve: Option<f64>,
+    burst_ms: Option<f64>,
+    refresh_ms: Option<f64>,
+    #[serde(default, deserialize_with = "de::value")]
+    costs: Option<JsValue>,
 }
 
 /// Reads `rate`: left out, `'auto'` or `{ burst, perSecond, learn? }`.
@@ -178,7 +194,11 @@ pub fn config(
         max_waiting,
         reports_wait: metrics.is_some(),
         typed_errors: o.typed_errors.unwrap_or(false),
+        spread: quota(o.quota)?,
     };
+    profile
+        .check()
+        .map_err(|e| type_error(&e.message(super::text::number)))?;
     let config = Config {
         store,
         fetch: o.fetch,
@@ -235,6 +255,31 @@ fn retry(value: Option<JsValue>) -> Result<Option<Toggle<RetryGiven>>, JsValue> 
             budget: r.budget.map(budget).transpose()?,
         })
     })
+}
+
+/// `quota`: an object, whose `spread: true` paces the key's credits to its billing period.
+fn quota(value: Option<JsValue>) -> Result<Option<(Spread, Costs)>, JsValue> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let q: QuotaOptions = de::object(&value, "quota", "quota.")?;
+    let mut costs = Vec::new();
+    if let Some(given) = q.costs {
+        let expected = "an object of route patterns to credits";
+        if !de::is_object(&given) {
+            return Err(de::wrong("quota.costs", expected, &given));
+        }
+        for entry in js_sys::Object::entries(given.unchecked_ref()).iter() {
+            let entry: js_sys::Array = entry.unchecked_into();
+            let credits = entry.get(1);
+            let Some(n) = credits.as_f64() else {
+                return Err(de::wrong("quota.costs", expected, &credits));
+            };
+            costs.push((entry.get(0).as_string().unwrap_or_default(), n));
+        }
+    }
+    let settings = [q.reserve, q.burst_ms, q.refresh_ms];
+    Spread::given(q.spread, settings, costs).map_err(config_error)
 }
 
 /// `retry.budget` as given: `false` (`None`) or its fields.

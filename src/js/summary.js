@@ -1,14 +1,15 @@
 // describe(): the checklist's configuration summary, worded here from the facts the bindings
 // pass (`rate` (null when learned without a ceiling), `learn`, `threads`, `waiting`, `metrics`,
 // the core's `limits`, and `store`, `retry`, `budget`, `sharedMemory` (the threads' table), `lane` (a
-// lane's name and weight), `cache` (its settings) when there),
+// lane's name and weight), `cache` (its settings), `spread` (quota.spread's settings and stated
+// costs) when there),
 // so the sentences live in JavaScript rather than in the wasm module. `text` is one line per
 // field, under the labels the checklist uses.
 
 const LABELS = [
   ['scope', 'scope'], ['store', 'store'], ['admission', 'admission'], ['feedback', 'feedback'],
   ['retry', 'retry'], ['backoff', 'backoff'], ['bounds', 'bounds'], ['waiting', 'waiting'], ['lane', 'lane'], ['retryBudget', 'retry budget'],
-  ['quota', 'quota'], ['cache', 'cache'], ['metrics', 'metrics'], ['learned', 'learned'],
+  ['quota', 'quota'], ['spread', 'spread'], ['cache', 'cache'], ['metrics', 'metrics'], ['learned', 'learned'],
 ];
 
 /** A Redis store, in one queue. */
@@ -17,7 +18,7 @@ const shared = ({ prefix, settings: s }) => `shared across processes through Red
   + `and Redis is asked again after ${s.retryMs} ms`;
 
 /** The summary object, with its `text`. */
-export function summary({ rate, learn, store, threads, sharedMemory, retry, budget, waiting, metrics, lane, learned, limits, cache }) {
+export function summary({ rate, learn, store, threads, sharedMemory, retry, budget, waiting, metrics, lane, learned, limits, cache, spread }) {
   const s = { rate, learn };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
   s.store = store ? shared(store) : (threads
@@ -48,6 +49,13 @@ export function summary({ rate, learn, store, threads, sharedMemory, retry, budg
     ? `shared per gate: ${budget.capacity} tokens, a 429 retry costs ${budget.throttleCost}, a transient one ${budget.transientCost}, success refunds the retry's cost (+${budget.successRefill} for a first-time success); batch({ retryBudget }) adds a fixed allowance per round`
     : 'none';
   s.quota = `a 429 naming the quota, or ${limits.suspiciousRun} bare 429s in a row, triggers one GET /usage per gate, through its queue (after an answer that confirms nothing, the next waits ${limits.probeBaseMs / 1000} s, doubling to ${limits.probeCapMs / 1000} s); nothing else in the queue is sent until it answers; used >= limit ends calls at once, unsent, with the server's quota 429 given again (x-odds-gate: quota-exhausted; QuotaExhaustedError with typedErrors) until the period ends or resetQuota(); GET /usage and /limits are never refused for the quota`;
+  if (spread) {
+    const costs = spread.costs.map(([pattern, credits]) => `${pattern}: ${credits}`).join(', ');
+    s.spread = `the key's credits paced to the end of its billing period: GET /usage on its first call and every ${spread.refreshMs} ms; `
+      + `a call waits, as for a token, for its credits from a bucket refilling at (limit x (1 - ${spread.reserve}) - used) / (period end - now) per ms, less what others spend, `
+      + `holding at most ${spread.burstMs} ms of refill and 5% of what is left; ${spread.reserve * 100}% of the limit kept in reserve; `
+      + `credits per call ${costs ? `stated for ${costs}, ` : ''}learned per route from the readings, 1 until known; this thread's gates only (threads: false)`;
+  }
   if (cache) {
     s.cache = 'one request per snapshot in this process: a GET without a body identical to one in flight (credential, URL, Accept) joins it; '
       + `a 200 is answered again without a request while fresh, for its Cache-Control (no-store, no-cache, max-age), else Expires and Age, else its JSON body's ttl_seconds, else ${cache.defaultTtlMs} ms; `

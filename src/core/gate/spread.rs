@@ -49,7 +49,12 @@ impl Gate {
             Some(_) => self.queue.len(),
             None => 0,
         };
-        Some(self.spending.as_ref()?.figures(waiting))
+        Some(self.spending.as_ref()?.figures(now, waiting))
+    }
+
+    /// The settings it spreads with, when it does.
+    pub fn spread(&self) -> Option<Spread> {
+        self.spending.as_ref().map(Spending::spread)
     }
 
     /// Whether `head` may go as far as credit goes, starting a reading when one is due (with

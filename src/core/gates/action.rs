@@ -8,7 +8,7 @@ use super::profile::StoreId;
 use super::scope::Scope;
 use crate::core::authority::Op;
 use crate::core::gate::action::{End, Event, OpId};
-use crate::core::rules::allowance::Rate;
+use crate::core::rules::allowance::{ConfigError, Rate};
 use crate::core::Millis;
 
 /// One thing for the driver to do.
@@ -134,6 +134,11 @@ pub enum Refused {
     Mismatch(Mismatch),
     /// The wrapper is gone (its last holder was dropped).
     Gone,
+    /// The gate cannot be made as the wrapper asks (what [`Profile::check`] refuses when the
+    /// wrapper is made).
+    ///
+    /// [`Profile::check`]: super::profile::Profile::check
+    Config(ConfigError),
 }
 
 impl Refused {
@@ -147,6 +152,7 @@ impl Refused {
             ),
             Refused::Mismatch(mismatch) => mismatch.message(number),
             Refused::Gone => "This fetchImpl's wrapper was freed".into(),
+            Refused::Config(error) => error.message(number),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The rules between wrappers that share a credential: one allowance per credential, one place
 //! its state lives, one retry budget (the one each wrapper brings, `Profile::budget_used`:
-//! the first that brings one gives a budget-less gate its budget). A wrapper that disagrees is
-//! refused with a [`Mismatch`], whose message names both sides and what to do.
+//! the first that brings one gives a budget-less gate its budget), one spread of its quota. A
+//! wrapper that disagrees is refused with a [`Mismatch`], whose message names both sides and
+//! what to do.
 
 use super::profile::{Keeping, Profile};
 use super::scope::Scope;
@@ -9,6 +10,7 @@ use crate::core::authority::threads::Settings;
 use crate::core::gate::Gate;
 use crate::core::rules::allowance::{Allowance, Rate};
 use crate::core::rules::budget::RefillingConfig;
+use crate::core::rules::credits::Spread;
 
 /// How a wrapper disagrees with the gate its credential has.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +31,8 @@ enum Kind {
     ThreadAllowance(Settings, Allowance),
     /// Another thread's gate holds another retry budget.
     ThreadBudget(Option<RefillingConfig>, Option<RefillingConfig>),
+    /// Another spread, or none.
+    Spread(Option<Spread>, Option<Spread>),
 }
 
 impl Mismatch {
@@ -67,6 +71,15 @@ impl Mismatch {
                      wrapper in every thread the same way.",
                 )
             }
+            Kind::Spread(has, wants) => (
+                match has {
+                    Some(_) => format!("already spreads its quota ({})", w.spread(*has)),
+                    None => "does not spread its quota".into(),
+                },
+                w.spread(*wants),
+                "One credential has one spread: configure `quota` the same way in every \
+                 wrapper that uses it.",
+            ),
             Kind::ThreadBudget(has, wants) => (
                 format!("already has {} in another thread", w.budget(*has)),
                 w.budget(*wants),
@@ -117,6 +130,19 @@ impl Words<'_> {
             Allowance::Learned(Some(rate)) => {
                 format!("an allowance learned below {}", self.rate(rate))
             }
+        }
+    }
+
+    fn spread(&self, spread: Option<Spread>) -> String {
+        let n = self.number;
+        match spread {
+            None => "no spread".into(),
+            Some(s) => format!(
+                "quota.spread with reserve {}, burstMs {}, refreshMs {}",
+                n(s.reserve),
+                n(s.burst_ms),
+                n(s.refresh_ms)
+            ),
         }
     }
 
@@ -186,6 +212,10 @@ pub fn check(
     let allowance = gate.allowance();
     if allowance != profile.allowance {
         return refuse(Kind::Allowance(allowance, profile.allowance));
+    }
+    let wanted = profile.spread.as_ref().map(|(spread, _)| *spread);
+    if gate.spread() != wanted {
+        return refuse(Kind::Spread(gate.spread(), wanted));
     }
     Ok(())
 }

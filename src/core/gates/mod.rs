@@ -241,14 +241,14 @@ impl Gates {
             typed_errors: profile.typed_errors,
             route: None,
         };
-        let mut route = None;
-        if profile.learns() {
+        let (learns, mut route) = (profile.learns(), None);
+        if profile.reads_routes() {
             let path = route_of(request.method, request.url);
             let credential = self
                 .entries
                 .get(gate)
                 .map(|e| (e.scope.clone(), e.gate.names_limiters()));
-            if let Some((credential, scouting)) = credential {
+            if let (Some((credential, scouting)), true) = (credential, learns) {
                 let routes = self.routes.entry(credential.clone()).or_default();
                 match routes.limiter(&path) {
                     Some(limiter) => {
@@ -266,6 +266,8 @@ impl Gates {
             route = Some(Rc::from(path));
         }
         spec.route = route.clone();
+        // Limiters are told apart by route only for a wrapper that learns.
+        let route = route.filter(|_| learns);
         let call = self.calls.insert(Placed {
             gate,
             call: 0,

@@ -9,6 +9,7 @@ use crate::core::rules::allowance::{at_least, positive, Allowance, ConfigError};
 use crate::core::rules::batch::Batch;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::classify::Body;
+use crate::core::rules::credits::{Costs, Spread};
 use crate::core::rules::policy::RetryPolicy;
 use crate::core::rules::ranges::COUNT;
 use crate::core::Millis;
@@ -54,6 +55,8 @@ pub struct Profile {
     ///
     /// [`CallSpec::typed_errors`]: crate::core::gate::call::CallSpec::typed_errors
     pub typed_errors: bool,
+    /// The key's credits paced to its billing period (`quota.spread`), and what calls cost.
+    pub spread: Option<(Spread, Costs)>,
 }
 
 /// What `lane(options)` asks for beside its wrapper's profile: its own retries and limits,
@@ -93,9 +96,28 @@ pub fn limits(
 }
 
 impl Profile {
+    /// Whether what it asks for goes together, checked when the wrapper is made: the spread
+    /// is one thread's for now (with `threads: true`, the default, and with a store, the
+    /// gate's state is shared, and the spread is not yet).
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if self.spread.is_some() && self.keeping != (Keeping::Memory { threads: false }) {
+            return Err(ConfigError::Unsupported {
+                field: "quota.spread",
+                with: "is for one thread for now: set `threads: false`, and no `store`",
+            });
+        }
+        Ok(())
+    }
+
     /// Whether the wrapper learns its allowance (and so tells limiters apart by route).
     pub fn learns(&self) -> bool {
         matches!(self.allowance, Allowance::Learned(_))
+    }
+
+    /// Whether its calls' routes are read: to tell limiters apart, or to say what a call
+    /// costs the spread.
+    pub fn reads_routes(&self) -> bool {
+        self.learns() || self.spread.is_some()
     }
 
     /// The retry budget the wrapper brings to its gates: none when it does not retry (it joins
@@ -131,7 +153,8 @@ pub struct Request<'a> {
     pub method: &'a str,
     /// What kind of body it sends.
     pub body: Body,
-    /// The URL, read only for a wrapper that learns (see [`Profile::learns`]); empty otherwise.
+    /// The URL: its route tells limiters apart and says what a call costs the spread (see
+    /// [`Profile::reads_routes`]); it also tells account calls (`GET /usage`) from others.
     pub url: &'a str,
     /// The refresh round it belongs to.
     pub batch: Option<Rc<RefCell<Batch>>>,
@@ -170,7 +193,31 @@ mod tests {
             max_waiting: Some(10),
             reports_wait: true,
             typed_errors: true,
+            spread: None,
         }
+    }
+
+    #[test]
+    fn the_spread_is_for_one_thread_for_now() {
+        let mut profile = retrying();
+        profile.spread = Some((Spread::DEFAULT, Costs::default()));
+        for keeping in [Keeping::Store(3), Keeping::Memory { threads: true }] {
+            profile.keeping = keeping;
+            let refused = profile.check().unwrap_err().to_string();
+            assert!(
+                refused.starts_with("`quota.spread` is for one thread"),
+                "{refused}"
+            );
+        }
+        profile.keeping = Keeping::Memory { threads: false };
+        assert_eq!(profile.check(), Ok(()));
+        assert!(
+            profile.lane(LaneAsks::default()).spread.is_some(),
+            "lanes inherit it"
+        );
+        profile.spread = None;
+        profile.keeping = Keeping::Store(3);
+        assert_eq!(profile.check(), Ok(()));
     }
 
     #[test]

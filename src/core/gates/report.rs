@@ -14,10 +14,12 @@ use crate::core::parse::feedback::Feedback;
 use crate::core::rules::allowance::{Allowance, Rate};
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{CacheConfig, CacheFigures};
+use crate::core::rules::credits::Spread;
 use crate::core::rules::fair::LaneId;
 use crate::core::rules::learn::Estimate;
 use crate::core::rules::policy::{Reason, RetryPolicy};
 use crate::core::rules::quota::QuotaState;
+use crate::core::rules::spending::CreditFigures;
 use crate::core::Millis;
 
 /// `stats()`: totals over a wrapper's gates (those since forgotten included), each live gate in
@@ -116,12 +118,40 @@ struct GateStats<D> {
     last_feedback: Option<Feedback>,
 }
 
-/// `stats().gates[i].quota`: `open`, `probing` or `exhausted`, and until when.
+/// `stats().gates[i].quota`: `open`, `probing` or `exhausted`, and until when; for a gate that
+/// spreads its quota, the spread's figures too.
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct QuotaStats<D> {
     state: &'static str,
     period_end: D,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    spread: Option<SpreadStats<D>>,
+}
+
+/// The spread's part of `stats().gates[i].quota`.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SpreadStats<D> {
+    used: f64,
+    limit: f64,
+    spread_per_hour: f64,
+    waiting_for_credit: usize,
+    unpaced: u64,
+    projected_end: D,
+}
+
+impl<D> SpreadStats<D> {
+    fn new(f: CreditFigures, date: fn(Option<Millis>) -> D) -> Self {
+        SpreadStats {
+            used: f.used,
+            limit: f.limit,
+            spread_per_hour: f.per_hour,
+            waiting_for_credit: f.waiting_for_credit,
+            unpaced: f.unpaced,
+            projected_end: date(f.projected_end),
+        }
+    }
 }
 
 /// `stats().gates[i].store`: where the gate's state lives, and how a store answers.
@@ -228,6 +258,19 @@ pub struct Facts<'a, D, S> {
     limits: Limits,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache: Option<CacheConfig>,
+    /// The spread, when the wrapper spreads its quota.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spread: Option<SpreadFacts>,
+}
+
+/// `quota.spread`'s settings and stated costs, for `describe()`.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SpreadFacts {
+    #[serde(flatten)]
+    settings: Spread,
+    /// Each stated cost as `[pattern, credits]`.
+    costs: Vec<(String, f64)>,
 }
 
 /// What the bindings tell [`Gates::facts`] of where a wrapper runs.
@@ -409,6 +452,7 @@ impl Gates {
                 quota: QuotaStats {
                     state,
                     period_end: date(until),
+                    spread: f.credits.map(|c| SpreadStats::new(c, date)),
                 },
                 retry_budget: f.retry_budget,
                 rate: view.rate,
@@ -482,6 +526,10 @@ impl Gates {
             }),
             limits: Limits::default(),
             cache: setting.cache,
+            spread: profile.spread.map(|(settings, costs)| SpreadFacts {
+                settings,
+                costs: costs.stated().to_vec(),
+            }),
         })
     }
 }

@@ -238,6 +238,11 @@ impl Gates {
             Some(ceiling) => gate.learning(ceiling, now),
             None => gate,
         };
+        if let Some((spread, costs)) = &profile.spread {
+            gate = gate
+                .spreading(*spread, costs.clone())
+                .map_err(Refused::Config)?;
+        }
         if let Keeping::Memory { .. } = profile.keeping {
             let kept = self.memos.take(scope.print(self.keys)).unwrap_or_default();
             if let Some(memo) = &kept.learned {

@@ -6,6 +6,7 @@
 
 use crate::core::base::map::Map;
 use crate::core::rules::allowance::{positive, ConfigError};
+use crate::core::rules::classify::valid_method;
 use crate::core::rules::quota::Usage;
 use crate::core::rules::routes::MAX_ROUTES;
 use crate::core::Millis;
@@ -19,6 +20,11 @@ const MOST_OF_LEFT: f64 = 0.05;
 
 /// The settings of the spread, read as `quota`.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct Spread {
     /// The share of the limit kept for lanes with `reserve: true`, in [0, 1).
     pub reserve: f64,
@@ -41,6 +47,25 @@ impl Spread {
         burst_ms: 3_600_000.0,
         refresh_ms: 900_000.0,
     };
+
+    /// `quota: { spread, reserve, burstMs, refreshMs, costs }` as given (`None`: left out),
+    /// the defaults filling in, every value checked: the spread and its costs when `spread` is
+    /// true; nothing when it is false or left out (the quota is then guarded as before).
+    pub fn given(
+        spread: Option<bool>,
+        [reserve, burst_ms, refresh_ms]: [Option<f64>; 3],
+        costs: Vec<(String, f64)>,
+    ) -> Result<Option<(Spread, Costs)>, ConfigError> {
+        let d = Spread::DEFAULT;
+        let settings = Spread {
+            reserve: reserve.unwrap_or(d.reserve),
+            burst_ms: burst_ms.unwrap_or(d.burst_ms),
+            refresh_ms: refresh_ms.unwrap_or(d.refresh_ms),
+        }
+        .validate()?;
+        let costs = Costs::new(costs)?;
+        Ok(spread.unwrap_or(false).then_some((settings, costs)))
+    }
 
     /// Checks `reserve` is in [0, 1) and the times are finite and above 0.
     pub fn validate(self) -> Result<Self, ConfigError> {
@@ -94,6 +119,8 @@ pub struct CreditBucket {
     read_at: Millis,
     /// `used` as the last reading left it.
     read_used: f64,
+    /// Credits the key spent per millisecond (everyone's) between the last two readings.
+    pace: f64,
 }
 
 impl CreditBucket {
@@ -116,6 +143,7 @@ impl CreditBucket {
             taken_since_sent: 0.0,
             read_at: now,
             read_used: usage.used,
+            pace: 0.0,
         };
         bucket.repace(now);
         bucket.tokens = bucket.cap().min(bucket.rate * spread.refresh_ms);
@@ -147,6 +175,7 @@ impl CreditBucket {
         let seen = now - self.read_at;
         if seen > 0.0 {
             self.others = (delta - ours).max(0.0) / seen;
+            self.pace = delta.max(0.0) / seen;
         }
         self.limit = usage.limit;
         self.used = used;
@@ -218,6 +247,17 @@ impl CreditBucket {
     /// The refill, in credits per millisecond.
     pub fn per_ms(&self) -> f64 {
         self.rate
+    }
+
+    /// When the limit would be reached at the pace the key spent between the last two
+    /// readings, from `now`; `None` before two readings, with no spending, or when that comes
+    /// after the period's end (the quota lasts the period).
+    pub fn projected_end(&self, now: Millis) -> Option<Millis> {
+        if self.pace <= 0.0 {
+            return None;
+        }
+        let at = now + (self.limit - self.used).max(0.0) / self.pace;
+        (at <= self.period_end).then_some(at)
     }
 
     /// Credits left of the spread: its share of the limit less what was spent outside the
@@ -299,14 +339,30 @@ pub struct Costs {
 }
 
 impl Costs {
-    /// Costs with these stated; each must be a finite number >= 0.
+    /// Costs with these stated: each a route pattern (see the type's docs) and a finite
+    /// number >= 0, at most as many as the routes a credential's calls are told apart by.
     pub fn new(stated: Vec<(String, f64)>) -> Result<Costs, ConfigError> {
-        for &(_, credits) in &stated {
-            if !(credits.is_finite() && credits >= 0.0) {
+        if stated.len() > MAX_ROUTES {
+            return Err(ConfigError::OutOfRange {
+                field: "quota.costs",
+                expected:
+                    "at most 256 route patterns (the routes a credential's calls are told apart by)",
+                got: stated.len() as f64,
+            });
+        }
+        for (pattern, credits) in &stated {
+            if !is_pattern(pattern) {
+                return Err(ConfigError::Unsupported {
+                    field: "quota.costs",
+                    with: "takes route patterns as keys: a path, `*` for any one segment, \
+                           after an optional method (`GET /events/*/odds/history`)",
+                });
+            }
+            if !(credits.is_finite() && *credits >= 0.0) {
                 return Err(ConfigError::OutOfRange {
                     field: "quota.costs",
                     expected: "credits, a finite number >= 0",
-                    got: credits,
+                    got: *credits,
                 });
             }
         }
@@ -314,6 +370,11 @@ impl Costs {
             stated,
             ..Costs::default()
         })
+    }
+
+    /// The costs stated, pattern and credits, in order.
+    pub fn stated(&self) -> &[(String, f64)] {
+        &self.stated
     }
 
     /// What a call of `route` costs.
@@ -392,6 +453,15 @@ impl Costs {
         }
         best.map(|(_, credits)| credits)
     }
+}
+
+/// Whether `pattern` is a route pattern: a path (a segment at least, no spaces) after an
+/// optional method.
+fn is_pattern(pattern: &str) -> bool {
+    let (method, path) = pattern.split_once(' ').unwrap_or(("GET", pattern));
+    valid_method(method)
+        && !path.trim_matches('/').is_empty()
+        && path.bytes().all(|b| b > b' ' && b != 0x7f)
 }
 
 #[cfg(test)]
@@ -473,6 +543,67 @@ mod tests {
         .is_ok());
         let costs = Costs::new(vec![("/events".into(), -1.0)]).unwrap_err();
         assert!(costs.to_string().contains("quota.costs"));
+    }
+
+    #[test]
+    fn reads_the_options_with_their_defaults_and_checks_them_even_when_off() {
+        let none = [None; 3];
+        assert_eq!(Spread::given(None, none, vec![]), Ok(None));
+        assert_eq!(Spread::given(Some(false), none, vec![]), Ok(None));
+        let (spread, costs) = Spread::given(Some(true), none, vec![]).unwrap().unwrap();
+        assert_eq!(spread, Spread::DEFAULT);
+        assert_eq!(costs.cost("GET /v1/events"), 1.0);
+        let given = [Some(0.0), Some(1000.0), Some(500.0)];
+        let route = ("GET /events/*/odds/history".to_owned(), 5.0);
+        let (spread, costs) = Spread::given(Some(true), given, vec![route])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (spread.reserve, spread.burst_ms, spread.refresh_ms),
+            (0.0, 1000.0, 500.0)
+        );
+        assert_eq!(costs.cost("GET /v1/events/*/odds/history"), 5.0);
+        let off_but_wrong = Spread::given(Some(false), [Some(2.0), None, None], vec![]);
+        assert!(off_but_wrong
+            .unwrap_err()
+            .to_string()
+            .contains("quota.reserve"));
+        for pattern in ["", "/", "GET ", "G T /events", "/events /odds", "(GET) /x"] {
+            let refused = Costs::new(vec![(pattern.into(), 1.0)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                refused.starts_with("`quota.costs` takes route patterns"),
+                "{refused}"
+            );
+        }
+        let many = (0..=MAX_ROUTES).map(|i| (format!("/r{i}"), 1.0)).collect();
+        assert!(Costs::new(many)
+            .unwrap_err()
+            .to_string()
+            .contains("at most 256"));
+    }
+
+    #[test]
+    fn projects_the_end_at_the_pace_between_the_last_two_readings() {
+        let mut b = hourly();
+        assert_eq!(b.projected_end(0.0), None, "one reading: no pace yet");
+        b.sent();
+        // 100 credits in 10 hours: 10 an hour, 900 left, 90 hours more.
+        b.read(
+            10.0 * HOUR,
+            usage(100.0, 1000.0, 950.0 * HOUR),
+            &mut Costs::default(),
+        );
+        assert_eq!(b.projected_end(10.0 * HOUR), Some(100.0 * HOUR));
+        b.sent();
+        // One credit in the next 10 hours: the limit comes after the period's end.
+        b.read(
+            20.0 * HOUR,
+            usage(101.0, 1000.0, 950.0 * HOUR),
+            &mut Costs::default(),
+        );
+        assert_eq!(b.projected_end(20.0 * HOUR), None);
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub struct CreditFigures {
     pub waiting_for_credit: usize,
     /// Calls admitted with no bucket to pace them: no reading had a usable answer yet.
     pub unpaced: u64,
+    /// When the limit would be reached at the key's pace between the last two readings
+    /// (`None`: not before the period's end, or no pace known yet).
+    pub projected_end: Option<Millis>,
 }
 
 /// A gate's spread: its bucket once read, and the readings' schedule.
@@ -129,8 +132,13 @@ impl Spending {
         }
     }
 
-    /// The figures, with `waiting` calls in queue behind a head that waits for credit.
-    pub fn figures(&self, waiting: usize) -> CreditFigures {
+    /// The settings it spreads with.
+    pub fn spread(&self) -> Spread {
+        self.spread
+    }
+
+    /// The figures at `now`, with `waiting` calls in queue behind a head that waits for credit.
+    pub fn figures(&self, now: Millis, waiting: usize) -> CreditFigures {
         let (used, limit, per_hour) = self.bucket.map_or((0.0, 0.0, 0.0), |b| {
             (b.used(), b.limit(), b.per_ms() * HOUR_MS)
         });
@@ -140,6 +148,7 @@ impl Spending {
             per_hour,
             waiting_for_credit: waiting,
             unpaced: self.unpaced,
+            projected_end: self.bucket.and_then(|b| b.projected_end(now)),
         }
     }
 }
@@ -165,21 +174,21 @@ mod tests {
         s.read(10.0, None);
         assert_eq!(s.ready(10.0, None), Ok(()));
         s.take(10.0, None);
-        assert_eq!(s.figures(0).unpaced, 1);
+        assert_eq!(s.figures(0.0, 0).unpaced, 1);
         assert!(!s.reading_due(10.0 + Spread::DEFAULT.refresh_ms - 1.0));
         // The next reading with an answer paces from then on.
         s.read(10.0 + Spread::DEFAULT.refresh_ms, Some(usage(0.0)));
-        assert!(s.figures(0).per_hour > 0.9);
+        assert!(s.figures(0.0, 0).per_hour > 0.9);
     }
 
     #[test]
     fn a_later_reading_without_an_answer_leaves_the_bucket_as_it_is() {
         let mut s = Spending::new(Spread::DEFAULT, Costs::default());
         s.read(0.0, Some(usage(100.0)));
-        let before = s.figures(0);
+        let before = s.figures(0.0, 0);
         s.sent();
         s.read(HOUR_MS, None);
-        assert_eq!(s.figures(0), before);
+        assert_eq!(s.figures(0.0, 0), before);
         assert_eq!(s.next_reading(), HOUR_MS + Spread::DEFAULT.refresh_ms);
     }
 

@@ -427,6 +427,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         max_waiting: None,
         reports_wait: false,
         typed_errors: false,
+        spread: None,
     };
     let mut all = Vec::with_capacity(processes);
     let mut wrappers = Vec::with_capacity(processes);

@@ -1,0 +1,133 @@
+// createFetch({ quota: { spread } }) wired through the package, in one thread (#37): the
+// option's errors, stated costs by route, and a short billing period of the fake API paced live.
+// The policy itself is tested on a virtual 30-day month (tests/spread.rs); this is the wiring,
+// so its bounds are wide.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { randomUUID } from 'node:crypto';
+import { createFetch, QuotaExhaustedError } from '../pkg/index.js';
+import { startFakeOddsApi } from './support/fake-odds-api.mjs';
+
+// A rate that never binds: the credits do.
+const rate = { burst: 50, perSecond: 100 };
+const key = () => ({ 'X-API-Key': randomUUID() });
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const SPREAD_FIELDS = ['state', 'periodEnd', 'used', 'limit', 'spreadPerHour', 'waitingForCredit', 'unpaced', 'projectedEnd'];
+
+test('quota.spread is for one thread for now: refused with threads left at their default', () => {
+  assert.throws(() => createFetch({ quota: { spread: true } }), {
+    name: 'TypeError',
+    message: '`quota.spread` is for one thread for now: set `threads: false`, and no `store`',
+  });
+  assert.throws(() => createFetch({ threads: true, quota: { spread: true } }), TypeError);
+  // Off, or no quota at all: nothing changes.
+  createFetch({ quota: { spread: false } });
+  createFetch({ threads: false, quota: { spread: true } });
+});
+
+test('a bad quota option is refused naming its field', () => {
+  const cases = [
+    [5, TypeError, /`quota` to be an object, got number/],
+    [{ spred: true }, TypeError, /Unknown option `quota.spred`/],
+    [{ spread: 'yes' }, TypeError, /`quota.spread` to be a boolean, got string/],
+    [{ spread: true, reserve: 1 }, RangeError, /^`quota.reserve` must be a number from 0 up to \(not including\) 1, got 1$/],
+    [{ spread: true, reserve: '5%' }, TypeError, /`quota.reserve` to be a number, got string/],
+    [{ spread: true, burstMs: 0 }, RangeError, /^`quota.burstMs` must be/],
+    [{ spread: true, refreshMs: -1 }, RangeError, /^`quota.refreshMs` must be/],
+    [{ spread: true, costs: [] }, TypeError, /`quota.costs` to be an object of route patterns to credits, got an array/],
+    [{ spread: true, costs: { '/odds/history': 'five' } }, TypeError, /`quota.costs` to be an object of route patterns to credits, got string/],
+    [{ spread: true, costs: { '/odds/history': -1 } }, RangeError, /^`quota.costs` must be credits, a finite number >= 0, got -1$/],
+    [{ spread: true, costs: { 'G T /x': 1 } }, RangeError, /^`quota.costs` takes route patterns as keys/],
+    // Checked even when off.
+    [{ spread: false, reserve: 2 }, RangeError, /^`quota.reserve` must be/],
+  ];
+  for (const [quota, type, message] of cases) {
+    assert.throws(() => createFetch({ threads: false, quota }), (err) => {
+      assert.ok(err instanceof type, `${JSON.stringify(quota)}: ${err}`);
+      assert.match(err.message, message);
+      return true;
+    });
+  }
+});
+
+test('a route stated to cost 5 takes 5 credits per call from the spread, with a fixed rate', async () => {
+  const api = await startFakeOddsApi({ ...rate, creditLimit: 100_000, costs: { snapshot: 5 } });
+  try {
+    const fetchImpl = createFetch({ rate, threads: false, quota: { spread: true, costs: { 'GET /events/*/odds/snapshot': 5 } } });
+    const headers = key();
+    for (let i = 0; i < 3; i++) assert.equal((await fetchImpl(`${api.baseUrl}/events/e${i}/odds/snapshot`, { headers })).status, 200);
+    await fetchImpl(`${api.baseUrl}/events/e1`, { headers });
+    const { quota } = fetchImpl.stats().gates[0];
+    assert.deepEqual(Object.keys(quota), SPREAD_FIELDS);
+    assert.equal(quota.used, 16, '3 snapshots at 5, a lookup at 1');
+    assert.equal(quota.limit, 100_000);
+    assert.equal(quota.unpaced, 0);
+    assert.match(fetchImpl.describe().spread, /stated for GET \/events\/\*\/odds\/snapshot: 5/);
+    // Without the spread the gate's quota says what it always did.
+    const plain = createFetch({ rate, threads: false });
+    await plain(`${api.baseUrl}/events/e1`, { headers: key() });
+    assert.deepEqual(plain.stats().gates[0].quota, { state: 'open', periodEnd: null });
+    assert.equal(plain.describe().spread, undefined);
+  } finally {
+    await api.close();
+  }
+});
+
+// #37's live target: 100 credits over a 20 s period, 200 calls wanted at once by 10 workers.
+test('100 credits over a 20 s period, 200 calls wanted: about half spent at 10 s, the reserve kept, never exhausted', { timeout: 60_000 }, async () => {
+  const PERIOD_MS = 20_000;
+  const api = await startFakeOddsApi({ ...rate, creditLimit: 100, billingPeriodMs: PERIOD_MS });
+  const started = Date.now();
+  const stop = new AbortController();
+  try {
+    const fetchImpl = createFetch({ rate, threads: false, typedErrors: true, quota: { spread: true, refreshMs: 1000 } });
+    const headers = key();
+    const url = `${api.baseUrl}/events/e1/odds/snapshot`;
+    let sent = 0;
+    const failures = [];
+    const worker = async () => {
+      // Bounded in count (200 calls in all) and in time (stopped before the period ends).
+      while (sent < 200 && !stop.signal.aborted) {
+        sent++;
+        try {
+          const response = await fetchImpl(url, { headers, signal: stop.signal });
+          await response.text();
+          if (response.status !== 200) failures.push(`status ${response.status}`);
+        } catch (err) {
+          if (err.name === 'AbortError') return;
+          failures.push(err instanceof QuotaExhaustedError ? 'QuotaExhaustedError' : String(err));
+          return;
+        }
+      }
+    };
+    const workers = Promise.all(Array.from({ length: 10 }, worker));
+    await sleep(PERIOD_MS / 2 - (Date.now() - started));
+    const half = { ok: api.stats().ok, quota: fetchImpl.stats().gates[0].quota, at: Date.now() - started };
+    // Stop before the period ends: after it the credits are back.
+    await sleep(PERIOD_MS - 700 - (Date.now() - started));
+    const end = { ok: api.stats().ok, quota: fetchImpl.stats().gates[0].quota, at: Date.now() - started };
+    stop.abort();
+    await workers;
+    console.log(`spread live: ${half.ok} credits spent at ${half.at} ms (${(100 * half.ok / 95).toFixed(1)} % of 95), `
+      + `${end.ok} at ${end.at} ms; stats at 10 s ${JSON.stringify(half.quota)}`);
+    assert.deepEqual(failures, [], 'no quota answer, no error, before the period ends');
+    assert.ok(half.ok >= 0.35 * 95 && half.ok <= 0.65 * 95, `${half.ok} spent at 10 s`);
+    assert.ok(end.ok >= 0.8 * 95 && end.ok <= 95 + 2, `${end.ok} spent by the end: the reserve kept`);
+    // stats().quota's spread figures, plausible.
+    const q = half.quota;
+    assert.deepEqual(Object.keys(q), SPREAD_FIELDS);
+    assert.equal(q.state, 'open');
+    assert.equal(q.limit, 100);
+    assert.ok(Math.abs(q.used - half.ok) <= 3, `used ${q.used}, the server counted ${half.ok}`);
+    // 95 credits over 20 s: 17 100 an hour at the start, as much as is left over the time left later.
+    assert.ok(q.spreadPerHour > 0.5 * 17_100 && q.spreadPerHour < 2 * 17_100, `${q.spreadPerHour} an hour`);
+    assert.ok(q.waitingForCredit >= 0 && q.waitingForCredit <= 10);
+    assert.equal(q.unpaced, 0);
+    // At the spread's pace the limit comes after the period's end: null, or a date near it.
+    assert.ok(q.projectedEnd === null || (q.projectedEnd instanceof Date
+      && q.projectedEnd.getTime() - started > PERIOD_MS / 2), String(q.projectedEnd));
+  } finally {
+    stop.abort();
+    await api.close();
+  }
+});
