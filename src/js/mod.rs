@@ -10,45 +10,15 @@ mod props;
 mod readers;
 mod shapes;
 mod text;
-// The main module (feature `fetch`): createFetch's driver and everything it reaches.
-#[cfg(feature = "fetch")]
-mod abort;
-#[cfg(feature = "fetch")]
-mod attempt;
-#[cfg(feature = "fetch")]
-mod body;
-#[cfg(feature = "fetch")]
-mod cache;
-#[cfg(feature = "fetch")]
-mod calls;
-#[cfg(feature = "fetch")]
-mod driver;
-#[cfg(feature = "fetch")]
-mod events;
-#[cfg(feature = "fetch")]
-mod figures;
-#[cfg(feature = "fetch")]
-mod headers;
-#[cfg(feature = "fetch")]
-mod home;
-#[cfg(feature = "fetch")]
-mod metrics;
-#[cfg(feature = "fetch")]
-mod options;
-#[cfg(feature = "fetch")]
-mod random;
-#[cfg(feature = "fetch")]
-mod redis;
-#[cfg(feature = "fetch")]
-mod replay;
-#[cfg(feature = "fetch")]
-mod shared_memory;
-#[cfg(feature = "fetch")]
-mod timer;
-#[cfg(feature = "fetch")]
-mod transport;
-#[cfg(feature = "fetch")]
-mod watch;
+/// Declares the main module's files (feature `fetch`): createFetch's driver and everything it
+/// reaches, none of which the simulator's module compiles.
+macro_rules! fetch_modules {
+    ($($name:ident)*) => { $(#[cfg(feature = "fetch")] mod $name;)* };
+}
+fetch_modules!(
+    abort attempt body cache calls driver events figures headers home metrics options random redis
+    replay shared_memory timer transport watch
+);
 // The simulator's module (feature `sim`), loaded by `simulate()` and `new Gate()` on first use.
 #[cfg(feature = "sim")]
 mod model;
