@@ -153,6 +153,9 @@ pub fn lifetime(
     }
 }
 
+/// How often a landing may look for entries past their stale time.
+const SWEEP_EVERY_MS: Millis = 1_000.0;
+
 /// An entry's number: the bindings keep its bytes under it.
 pub type EntryId = u64;
 
@@ -314,6 +317,8 @@ pub struct Cache<K, C> {
     flights: Map<K, Flight<C>>,
     asked: Map<C, K>,
     figures: CacheFigures,
+    /// No look for entries past their stale time before this.
+    next_sweep: Millis,
 }
 
 impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
@@ -327,6 +332,7 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
             flights: Map::default(),
             asked: Map::default(),
             figures: CacheFigures::default(),
+            next_sweep: Millis::NEG_INFINITY,
         }
     }
 
@@ -433,9 +439,13 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
             Some(flight) if flight.leader == leader => {}
             _ => return settled,
         }
-        // Entries past their stale time go at each landing: memory follows the entries that
-        // can still answer, with no timer of its own (nothing lands, nothing grows).
-        settled.dropped = self.sweep(now);
+        // Entries past their stale time go at a landing, a look through them at most once a
+        // second: memory follows the entries that can still answer, with no timer of its own
+        // (nothing lands, nothing grows), and many landings cost no look each.
+        if now >= self.next_sweep {
+            self.next_sweep = now + SWEEP_EVERY_MS;
+            settled.dropped = self.sweep(now);
+        }
         settled.waiting = self
             .flights
             .remove(key)
