@@ -31,7 +31,10 @@ fn one_request_per_snapshot_per_ttl() {
     assert_eq!(without.requests_saved, None);
     // Fresh for 2 s over 6 s: K x ceil(T / ttl) = 4 x 3 requests.
     let with = run(polling(Some(2_000.0)));
-    assert_eq!((with.attempts, with.throttled, with.completed), (12, 0, calls));
+    assert_eq!(
+        (with.attempts, with.throttled, with.completed),
+        (12, 0, calls)
+    );
     let (hits, coalesced) = (with.hits.unwrap(), with.coalesced.unwrap());
     assert_eq!(with.requests_saved, Some(hits + coalesced));
     assert_eq!(hits + coalesced, (calls - 12) as u64);
@@ -40,7 +43,9 @@ fn one_request_per_snapshot_per_ttl() {
         .filter(|a| a.cache.is_none())
         .map(|a| a.at)
         .collect();
-    let expected = [0, 0, 500, 1000, 2000, 2000, 2500, 3000, 4000, 4000, 4500, 5000];
+    let expected = [
+        0, 0, 500, 1000, 2000, 2000, 2500, 3000, 4000, 4000, 4500, 5000,
+    ];
     assert_eq!(sent, expected.map(f64::from));
     // The timeline shows every call: the server's attempts and the cache's answers.
     assert_eq!(with.timeline.len(), calls);
@@ -77,8 +82,14 @@ fn identical_calls_in_flight_join_one_request() {
     };
     let r = run(at_once(Some(0.0)));
     assert_eq!((r.attempts, r.completed, r.abandoned), (1, 32, 0));
-    assert_eq!((r.hits, r.coalesced, r.requests_saved), (Some(0), Some(31), Some(31)));
-    let joined = r.timeline.iter().filter(|a| a.cache == Some(Served::Coalesced));
+    assert_eq!(
+        (r.hits, r.coalesced, r.requests_saved),
+        (Some(0), Some(31), Some(31))
+    );
+    let joined = r
+        .timeline
+        .iter()
+        .filter(|a| a.cache == Some(Served::Coalesced));
     assert!(joined.clone().all(|a| a.at == 100.0 && a.status == 200));
     assert_eq!(joined.count(), 31);
     // Without the cache, each of them is its own request.

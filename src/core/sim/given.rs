@@ -6,8 +6,8 @@ use super::lanes::SimLane;
 use super::model::{Coordination, Lookups, SimOptions};
 use super::server::Headers;
 use crate::core::rules::allowance::{at_least, ConfigError, Rate};
-use crate::core::rules::toggle::Toggle;
 use crate::core::rules::ranges::{COUNT, SIM_ATTEMPTS, SIM_CALLS, SIM_SPLIT};
+use crate::core::rules::toggle::Toggle;
 
 /// `simulate()`'s options as given (`None`: left out).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -625,7 +625,11 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
             at,
             worker: worker_of[index],
             status,
-            cache: Some(if joined { Served::Coalesced } else { Served::Hit }),
+            cache: Some(if joined {
+                Served::Coalesced
+            } else {
+                Served::Hit
+            }),
         });
         match status {
             200 => report.completed += 1,
@@ -684,7 +688,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     let sent = || report.timeline.iter().filter(|a| a.cache.is_none());
     report.attempts = sent().count();
     report.throttled = sent().filter(|a| a.status == 429).count();
-    report.last_attempt_ms = sent().last().map_or(0.0, |a| a.at);
+    report.last_attempt_ms = sent().next_back().map_or(0.0, |a| a.at);
     Ok(report)
 }
 
