@@ -152,6 +152,35 @@ test('simulate --json gives the result with the options it ran', async () => {
   assert.equal(out.timeline.length, 12);
 });
 
+test('simulate --cache-ttl-ms: the requests the cache saved, in the table, the JSON and the SVG', async () => {
+  // 8 workers polling the same 4 snapshots every 250 ms for 6 s, fresh for 2 s: 4 x 3 requests.
+  const args = ['simulate', '--workers', '8', '--snapshots', '4', '--polls', '24', '--poll-every-ms', '250', '--cache-ttl-ms', '2000'];
+  const r = await cli([...args, '--svg', 'cache.svg']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(row(r.stdout, 'one shared gate'), [12, 0, 768, 0, 5000]);
+  assert.match(r.stdout, /; 24 polls every 250 ms; through a cache, snapshots fresh for 2000 ms/);
+  assert.match(r.stdout, /^cache: 756 requests saved \(\d+ fresh hits, \d+ joined to a request in flight\); 12 requests sent$/m);
+  assert.match(r.stdout, /^admissions \(ms\): 0, 0, 500, 1000, 2000, 2000, 2500, 3000, 4000, 4000, 4500, 5000$/m);
+  assert.match(r.stdout, /^by worker \(x marks a 429, h a fresh answer from the cache, c a call joined to one in flight\):$/m);
+  // Worker 1 joins worker 0's requests of the first poll; its next polls, behind, are answered fresh.
+  assert.match(r.stdout, /^ {2}worker 1 {2}0c {2}0c {2}500c {2}1000c {2}1000h {2}1000h /m);
+  const json = await cli([...args, '--json', '--svg', 'cache.svg']);
+  const out = JSON.parse(json.stdout);
+  assert.deepEqual(out.options.cache, { ttlMs: 2000 });
+  assert.equal(out.requestsSaved, out.hits + out.coalesced);
+  assert.equal(out.requestsSaved, 756);
+  assert.equal(out.timeline.filter((a) => a.cache).length, 756);
+  const elements = parseXml(readFileSync(join(dir, 'cache.svg'), 'utf8'));
+  const rings = elements.filter((e) => e.attrs.class === 'cached');
+  assert.equal(rings.length, 756);
+  assert.deepEqual(new Set(rings.map((e) => e.attrs['data-cache'])), new Set(['hit', 'coalesced']));
+  assert.equal(elements.filter((e) => e.attrs.class === 'attempt').length, 12);
+  // Without the flag the run is as it was: no cache figures, every call a request.
+  const plain = JSON.parse((await cli([...args.slice(0, -2), '--json', '--svg', 'plain.svg'])).stdout);
+  assert.equal(plain.requestsSaved, undefined);
+  assert.equal(plain.attempts, 768);
+});
+
 test('the SVG timeline is well-formed, with one lane per worker and a mark per attempt', async () => {
   for (const [args, workers, attempts, throttled] of [
     [['--independent'], 8, 20, 12],
@@ -239,6 +268,9 @@ test('values simulate() refuses: its own message and exit code 2', async () => {
     [['--lane', 'background:1:40', '--lane', 'live:0:8'], /`lanes\[1\]\.weight` must be .* \(`--lane live:0:8`\)$/m],
     [['--lane', 'live:1:0'], /`lanes\[0\]\.workers`/],
     [['--lane', 'live:1:2:-5'], /`lanes\[0\]\.startMs`/],
+    [['--cache-ttl-ms', '-1'], /`cache\.ttlMs`/],
+    [['--polls', '0'], /`polls`/],
+    [['--poll-every-ms', '-5'], /`pollEveryMs`/],
   ]) {
     const r = await cli(['simulate', ...args]);
     assert.equal(r.code, 2, `${args.join(' ')}: exit ${r.code}`);
@@ -254,7 +286,8 @@ test('--help: usage on stdout, exit 0', async () => {
     assert.match(r.stdout, /^Usage:/);
     assert.match(r.stdout, /--separate-gates N/);
     for (const flag of ['--headers-on-429', '--lookups N', '--lookup-burst N', '--lookup-per-second N',
-      '--processes N', '--threads N', '--store-latency-ms N', '--lane NAME:WEIGHT:WORKERS[:START_MS]']) {
+      '--processes N', '--threads N', '--store-latency-ms N', '--lane NAME:WEIGHT:WORKERS[:START_MS]',
+      '--polls N', '--poll-every-ms N', '--cache-ttl-ms N']) {
       assert.ok(r.stdout.includes(flag), flag);
     }
     assert.equal(r.stderr, '');

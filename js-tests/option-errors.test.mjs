@@ -45,6 +45,13 @@ test("simulate()'s errors name the field in the caller's words, as a TypeError o
     [{ ...lane(), threads: 2 }, 'TypeError', "`lanes` wait in one shared gate's queue: leave out `shared: false`, `separateGates`, `processes` and `threads`"],
     [{ ...lane(), lookups: { calls: 1, burst: 1, perSecond: 1 } }, 'TypeError', 'Choose one of `lanes` and `lookups`'],
     [{ shared: true, separateGates: true }, 'TypeError', 'Choose one of `shared`, `separateGates`, `processes` and `threads`: one gate, one per process, processes sharing a store, or threads sharing memory'],
+    [{ cache: 1 }, 'TypeError', 'Expected `cache` to be a boolean or an object, got number'],
+    [{ cache: { ttlMs: -1 } }, 'RangeError', '`cache.ttlMs` must be a finite number >= 0, got -1'],
+    [{ cache: { ttlMs: '5' } }, 'TypeError', 'Expected `cache.ttlMs` to be a number, got string'],
+    [{ cache: { ttl: 5 } }, 'TypeError', 'Unknown option `cache.ttl`; known options: ttlMs'],
+    [{ polls: 0 }, 'RangeError', whole('polls', 1, 100000, 0)],
+    [{ workers: 100, snapshots: 100, polls: 11 }, 'RangeError', '`polls` must be an integer from 1 with workers x snapshots x polls at most 100000, got 11'],
+    [{ pollEveryMs: -1 }, 'RangeError', '`pollEveryMs` must be a finite number >= 0, got -1'],
   ];
   for (const [options, name, message] of cases) {
     assert.throws(() => simulate(options), { name, message }, JSON.stringify(options));

@@ -554,6 +554,20 @@ export interface SimulateOptions {
    * `lanes`. @default undefined (no lanes)
    */
   lanes?: SimulatedLaneOptions[];
+  /** Times each of the wrapper's own workers fetches its snapshots. @default 1 */
+  polls?: number;
+  /** Poll `i` starts at `i * pollEveryMs`, or when the one before ends if later. @default 0 */
+  pollEveryMs?: number;
+  /**
+   * The workers' GETs go through `createFetch({ cache })`'s cache (one per process or
+   * thread, as `createFetch` has today), and the workers poll the same snapshots: a fresh
+   * entry answers a call without a request, a call identical to one in flight joins it.
+   * `ttlMs` is how long the server's snapshots are fresh (its `ttl_seconds`, in ms); `true` is
+   * `{ ttlMs: 0 }` (calls in flight share one request, nothing is kept). A key never gets
+   * another key's answer. The result then has `hits`, `coalesced` and `requestsSaved`.
+   * @default undefined (no cache)
+   */
+  cache?: boolean | { ttlMs?: number };
 }
 
 /** One of `SimulateOptions.lanes`; its errors name the field (`lanes[1].weight`). */
@@ -616,6 +630,11 @@ export interface SimulatedAttempt {
   at: number;
   worker: number;
   status: 200 | 429;
+  /**
+   * With `cache`: the call was answered without a request, by a fresh entry (`'hit'`) or by
+   * the request in flight it joined (`'coalesced'`); not one of the `attempts`.
+   */
+  cache?: 'hit' | 'coalesced';
 }
 
 export interface SimulateResult {
@@ -632,6 +651,12 @@ export interface SimulateResult {
   limiters?: [SimulatedLimiter, SimulatedLimiter];
   /** With `lanes` only: the wrapper's own workers (`default`, when there are any), then each lane. */
   lanes?: SimulatedLane[];
+  /** With `cache` only: calls a fresh entry answered. */
+  hits?: number;
+  /** With `cache` only: calls that joined a request in flight. */
+  coalesced?: number;
+  /** With `cache` only: requests the cache saved (`hits + coalesced`). */
+  requestsSaved?: number;
 }
 
 /** The article's virtual-clock model, run on the production core. */

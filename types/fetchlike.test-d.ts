@@ -233,6 +233,12 @@ simulate({ lookups: { calls: 4, burst: 2 } });
 simulate({ lookups: { calls: 4, burst: 2, perSecond: 2, path: '/v1/events/e1' } });
 simulate({ processes: 2, storeLatencyMs: 5 });
 simulate({ threads: 4, workers: 8 });
+const polled = simulate({ shared: true, polls: 24, pollEveryMs: 250, cache: { ttlMs: 2_000 } });
+expectTrue<Equal<typeof polled.requestsSaved, number | undefined>>();
+expectTrue<Equal<(typeof polled.timeline)[number]['cache'], 'hit' | 'coalesced' | undefined>>();
+simulate({ cache: true });
+// @ts-expect-error: the snapshots' lifetime is cache.ttlMs, in ms
+simulate({ cache: { ttl: 2 } });
 // @ts-expect-error: processes is a number
 simulate({ processes: true });
 // @ts-expect-error: storeLatencyMs is a number of milliseconds

@@ -36,6 +36,13 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
   --lookup-per-second N
                        that limiter's refill per second
   --latency-ms N       from a request's arrival to its response's return (default 0)
+  --polls N            times each worker fetches its snapshots (default 1)
+  --poll-every-ms N    poll i starts at i x N ms, or when the one before ends if later
+                       (default 0: at once)
+  --cache-ttl-ms N     the workers' GETs go through createFetch's cache, and the server's
+                       snapshots are fresh for N ms (0: calls in flight share one request,
+                       nothing is kept); the workers then poll the same snapshots. Prints the
+                       requests the cache saved; the SVG draws its answers as rings
   --lane NAME:WEIGHT:WORKERS[:START_MS]
                        a lane of WORKERS workers (from START_MS, default 0) whose calls wait in a
                        queue of their own on the shared gate, sharing its admissions by WEIGHT
@@ -65,6 +72,9 @@ const NUMERIC = new Map([
   ['processes', 'processes'],
   ['threads', 'threads'],
   ['store-latency-ms', 'storeLatencyMs'],
+  ['polls', 'polls'],
+  ['poll-every-ms', 'pollEveryMs'],
+  ['cache-ttl-ms', 'cacheTtlMs'],
 ]);
 const SWITCHES = new Map([
   ['independent', 'independent'],
@@ -185,6 +195,9 @@ async function simulateCommand(argv) {
     options.lookups = { calls: flags.lookups, burst: flags.lookupBurst, perSecond: flags.lookupPerSecond };
   }
   if (lanes) options.lanes = lanes;
+  if (flags.polls !== undefined) options.polls = flags.polls;
+  if (flags.pollEveryMs !== undefined) options.pollEveryMs = flags.pollEveryMs;
+  if (flags.cacheTtlMs !== undefined) options.cache = { ttlMs: flags.cacheTtlMs };
   if (!options.shared) delete options.shared;
   if (options.separateGates === false) delete options.separateGates;
 
@@ -248,6 +261,8 @@ async function simulateCommand(argv) {
     + (options.learn ? `; the gates learn it${sent}` : '')
     + (options.latencyMs ? `; ${options.latencyMs} ms latency` : '')
     + (options.processes ? `; store round trip ${options.storeLatencyMs ?? 1} ms` : '')
+    + (options.polls > 1 ? `; ${plural(options.polls, 'poll')}${options.pollEveryMs ? ` every ${options.pollEveryMs} ms` : ''}` : '')
+    + (options.cache ? `; through a cache, snapshots fresh for ${options.cache.ttlMs} ms` : '')
     + (lookups ? `; ${plural(lookups.calls, 'event lookup')} on a limiter of their own`
       + ` (burst ${lookups.burst}, ${lookups.perSecond} per second)` : ''));
   out.push('');
@@ -271,24 +286,32 @@ async function simulateCommand(argv) {
     ));
     out.push(`all done at ${Math.max(...result.lanes.map((l) => l.doneMs))} ms`);
   }
+  if (result.requestsSaved !== undefined) {
+    out.push('');
+    out.push(`cache: ${plural(result.requestsSaved, 'request')} saved (${plural(result.hits, 'fresh hit')},`
+      + ` ${result.coalesced} joined to a request in flight); ${plural(result.attempts, 'request')} sent`);
+  }
   out.push('');
-  const times = result.timeline.map((a) => a.at);
+  // The cache's answers are on the timeline too, marked `cache`: no request, no admission.
+  const times = result.timeline.filter((a) => !a.cache).map((a) => a.at);
   const shown = times.slice(0, MAX_LISTED).join(', ') + (times.length > MAX_LISTED ? `, ... (${times.length - MAX_LISTED} more)` : '');
   // With a gate every attempt is an admission; without one, the workers just send.
   out.push(`${gated ? 'admissions' : 'attempts sent'} (ms): ${shown}`);
   // Lookup j is worker `workers + j` in the timeline; it is listed as "lookup j".
   const rows = workers + (lookups?.calls ?? 0);
-  const mark = (a) => (a.status === 429 ? `${a.at}x` : String(a.at));
+  const mark = (a) => `${a.at}${{ hit: 'h', coalesced: 'c' }[a.cache] ?? (a.status === 429 ? 'x' : '')}`;
+  const marks = result.requestsSaved === undefined ? 'x marks a 429'
+    : 'x marks a 429, h a fresh answer from the cache, c a call joined to one in flight';
   if (result.lanes) {
     // A lane's workers are listed together: the lane's attempts in time order.
-    out.push('by lane (x marks a 429):');
+    out.push(`by lane (${marks}):`);
     const width = Math.max(...result.lanes.map((l) => l.name.length));
     for (const l of result.lanes) {
       const mine = result.timeline.filter((a) => a.worker >= l.firstWorker && a.worker < l.firstWorker + l.workers);
       out.push(`  ${l.name.padEnd(width)}  ${mine.map(mark).join('  ')}`);
     }
   } else if (rows <= MAX_LISTED) {
-    out.push('by worker (x marks a 429):');
+    out.push(`by worker (${marks}):`);
     const byWorker = Array.from({ length: rows }, () => []);
     for (const a of result.timeline) byWorker[a.worker].push(mark(a));
     const w = String(workers - 1).length;
@@ -311,11 +334,11 @@ function learning(options, result) {
   const near = (e) => Math.abs(e.perSecond - truth) <= 0.1 * truth;
   const first = result.learned.find(near);
   const last = result.learned.at(-1);
-  const calls = result.lanes ? result.lanes.reduce((n, l) => n + l.calls, 0) : options.workers * options.snapshots;
+  const calls = result.lanes ? result.lanes.reduce((n, l) => n + l.calls, 0) : options.workers * options.snapshots * (options.polls ?? 1);
   const floorMs = (Math.max(0, calls - options.burst) / truth) * 1000;
   // The floor is the snapshots': with lookups, compare it with the last snapshot attempt.
   const lastMs = options.lookups
-    ? result.timeline.reduce((m, a) => (a.worker < options.workers ? Math.max(m, a.at) : m), 0)
+    ? result.timeline.reduce((m, a) => (a.worker < options.workers && !a.cache ? Math.max(m, a.at) : m), 0)
     : result.lastAttemptMs;
   const lastName = options.lookups ? 'last snapshot attempt' : 'last attempt';
   const fixed = (n) => Number(n.toFixed(3));

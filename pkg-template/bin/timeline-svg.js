@@ -1,6 +1,6 @@
 // Draws a simulate() result as a standalone SVG timeline: one lane per worker (and per event
 // lookup, after the workers), virtual time on the x axis, a mark per attempt (a filled circle for a 200, a red cross for a 429) and the
-// cooldowns shaded on the lanes they hold. With `lanes` (simulate()'s weighted lanes, each a group
+// cooldowns shaded on the lanes they hold. With a cache, a ring for each call it answered (no request). With `lanes` (simulate()'s weighted lanes, each a group
 // of workers), each one's workers are tinted and their 200s drawn in its own colour, with a legend
 // and a dashed line where the lane was done.
 
@@ -40,7 +40,7 @@ export function gateOf(worker, scenario) {
 export function cooldowns(result, scenario) {
   const byHolder = new Map(); // gate index or `w<worker>` -> [[start, end], ...]
   for (const a of result.timeline) {
-    if (a.status !== 429 || !(scenario.retryAfterMs > 0)) continue;
+    if (a.status !== 429 || a.cache || !(scenario.retryAfterMs > 0)) continue;
     const g = gateOf(a.worker, scenario);
     const holder = g === null ? `w${a.worker}` : g;
     if (!byHolder.has(holder)) byHolder.set(holder, []);
@@ -113,7 +113,9 @@ export function renderTimelineSvg(result, scenario) {
     : weighted.length ? 96 + 7 * Math.max(...weighted.map((l) => short(l.name).length)) : 84;
   const right = 96; // room for "abandoned" notes past the last tick
   const plotW = 840;
-  const top = 104 + 22 * Math.ceil(weighted.length / 2); // legend rows for the lanes, two a row
+  const cached = result.requestsSaved !== undefined;
+  // Legend rows for the lanes, two a row, and one for the cache.
+  const top = 104 + 22 * (Math.ceil(weighted.length / 2) + (cached ? 1 : 0));
   const plotH = laneH * workers;
   const width = left + plotW + right;
   const height = top + plotH + 58;
@@ -134,7 +136,8 @@ export function renderTimelineSvg(result, scenario) {
     + (scenario.alwaysReject ? ' · server rejects everything' : '')
     + (lookups ? ` · lookups: burst ${scenario.lookups.burst}, ${scenario.lookups.perSecond} per second` : '');
   const totals = `${result.attempts} attempts · ${result.throttled} throttled (429) · ${result.completed} completed`
-    + ` · ${result.abandoned} abandoned · last attempt at ${result.lastAttemptMs} ms`;
+    + ` · ${result.abandoned} abandoned · last attempt at ${result.lastAttemptMs} ms`
+    + (cached ? ` · ${result.requestsSaved} requests saved by the cache` : '');
 
   push('<?xml version="1.0" encoding="UTF-8"?>');
   push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="${FONT}" font-size="12" fill="${COLORS.text}">`);
@@ -167,6 +170,12 @@ export function renderTimelineSvg(result, scenario) {
     push(`<g class="lane-key" data-lane="${esc(l.name)}"><circle cx="${kx + 6}" cy="${ky - 4}" r="5.5" fill="${l.color}"/>`
       + `<text x="${kx + 16}" y="${ky}">${esc(text)}</text></g>`);
   });
+  if (cached) {
+    // A row of its own, after the lanes'.
+    const cy = ly + 22 * (1 + Math.ceil(weighted.length / 2));
+    push(`<circle cx="${left + 6}" cy="${cy - 4}" r="4.5" fill="#ffffff" stroke="${COLORS.ok}" stroke-width="1.6"/>`);
+    push(`<text x="${left + 16}" y="${cy}">${esc(`answered by the cache, no request (${result.hits} fresh hits, ${result.coalesced} joined a request in flight)`)}</text>`);
+  }
   push('</g>');
 
   // Lanes: stripes, cooldowns, grid, then marks on top.
@@ -216,7 +225,11 @@ export function renderTimelineSvg(result, scenario) {
     const cx = x(a.at);
     const cy = yMid(a.worker);
     const data = `class="attempt" data-worker="${a.worker}" data-at="${a.at}" data-status="${a.status}"`;
-    if (a.status === 429) push(cross(cx, cy, r, `${a.at} ms: worker ${a.worker} throttled (429)`, data));
+    if (a.cache) {
+      // A ring: the call was answered without a request (a fresh entry, or one in flight joined).
+      const how = a.cache === 'hit' ? 'a fresh answer from the cache' : 'joined a request in flight';
+      push(`<circle class="cached" data-cache="${a.cache}" data-worker="${a.worker}" data-at="${a.at}" data-status="${a.status}" cx="${num(cx)}" cy="${num(cy)}" r="${num(r * 0.8)}" fill="#ffffff" stroke="${a.status === 429 ? COLORS.throttled : COLORS.ok}" stroke-width="1.6"><title>${esc(`${a.at} ms: worker ${a.worker}: ${how}`)}</title></circle>`);
+    } else if (a.status === 429) push(cross(cx, cy, r, `${a.at} ms: worker ${a.worker} throttled (429)`, data));
     else {
       const l = weightedOf(a.worker);
       const who = l ? `worker ${a.worker} (${l.name})` : `worker ${a.worker}`;

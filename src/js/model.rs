@@ -46,10 +46,16 @@ struct SimulateOptions {
     /// `[{ name, weight, workers, snapshots, startMs }]`: lanes of workers on the shared gate.
     #[serde(default, deserialize_with = "de::value")]
     lanes: Option<JsValue>,
+    polls: Option<f64>,
+    poll_every_ms: Option<f64>,
+    /// `true`, `false` or `{ ttlMs }`: the workers' GETs go through the cache.
+    #[serde(default, deserialize_with = "de::value")]
+    cache: Option<JsValue>,
 }
 
 /// Runs the article's virtual-clock model and returns
-/// `{ attempts, throttled, completed, abandoned, lastAttemptMs, timeline }`.
+/// `{ attempts, throttled, completed, abandoned, lastAttemptMs, timeline }` (with `cache`,
+/// `hits`, `coalesced` and `requestsSaved` too).
 #[wasm_bindgen]
 pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
     let options = match options.is_undefined() {
@@ -105,6 +111,9 @@ fn given(options: &JsValue) -> Result<SimGiven, JsValue> {
         snapshots: o.snapshots,
         latency_ms: o.latency_ms,
         lanes: o.lanes.as_ref().map(lanes).transpose()?,
+        polls: o.polls,
+        poll_every_ms: o.poll_every_ms,
+        cache: de::toggle(o.cache, "cache", |v| de::object(v, "cache", "cache."))?,
     })
 }
 

@@ -5,8 +5,9 @@
 use super::lanes::SimLane;
 use super::model::{Coordination, Lookups, SimOptions};
 use super::server::Headers;
-use crate::core::rules::allowance::{ConfigError, Rate};
+use crate::core::rules::allowance::{at_least, ConfigError, Rate};
 use crate::core::rules::ranges::{COUNT, SIM_ATTEMPTS, SIM_CALLS, SIM_SPLIT};
+use crate::core::rules::toggle::Toggle;
 
 /// `simulate()`'s options as given (`None`: left out).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -47,6 +48,38 @@ pub struct SimGiven {
     pub latency_ms: Option<f64>,
     /// Lanes of workers on the shared gate.
     pub lanes: Option<Vec<LaneGiven>>,
+    /// Times each worker fetches its snapshots.
+    pub polls: Option<f64>,
+    /// How often a worker polls, in ms.
+    pub poll_every_ms: Option<f64>,
+    /// `cache`: `true`, `false`, or `{ ttlMs }`.
+    pub cache: Option<Toggle<SimCacheGiven>>,
+}
+
+/// `cache: { ttlMs }`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(rename_all = "camelCase")
+)]
+pub struct SimCacheGiven {
+    /// How long the server's snapshots are fresh, in ms.
+    pub ttl_ms: Option<f64>,
+}
+
+impl SimCacheGiven {
+    /// The snapshots' lifetime `cache` asks for: `true` is 0 ms (calls in flight share one
+    /// request, nothing is kept, as `createFetch({ cache: true })` without a `ttl_seconds`),
+    /// `false` or left out is no cache.
+    fn asked(given: Option<Toggle<SimCacheGiven>>) -> Result<Option<f64>, ConfigError> {
+        let ttl = match given {
+            None | Some(Toggle::Flag(false)) => return Ok(None),
+            Some(Toggle::Flag(true)) => 0.0,
+            Some(Toggle::Given(g)) => g.ttl_ms.unwrap_or(0.0),
+        };
+        at_least("cache.ttlMs", ttl, 0.0, "a finite number >= 0").map(Some)
+    }
 }
 
 /// `separateGates`: a flag (`true`: two processes) or a number of processes.
@@ -163,6 +196,9 @@ impl SimGiven {
             lookups,
             store_latency_ms: self.store_latency_ms.unwrap_or(d.store_latency_ms),
             lanes,
+            polls: (SIM_CALLS.given("polls", self.polls)?).unwrap_or(d.polls),
+            poll_every_ms: self.poll_every_ms.unwrap_or(d.poll_every_ms),
+            cache_ttl_ms: SimCacheGiven::asked(self.cache)?,
         })
     }
 }
@@ -225,6 +261,22 @@ mod tests {
     #[test]
     fn left_out_it_is_the_articles_run() {
         assert_eq!(SimGiven::default().options(), Ok(SimOptions::default()));
+    }
+
+    #[test]
+    fn cache_true_shares_requests_in_flight_and_keeps_nothing() {
+        let ttl = |cache| {
+            let given = SimGiven {
+                cache,
+                ..SimGiven::default()
+            };
+            given.options().unwrap().cache_ttl_ms
+        };
+        assert_eq!(ttl(None), None);
+        assert_eq!(ttl(Some(Toggle::Flag(false))), None);
+        assert_eq!(ttl(Some(Toggle::Flag(true))), Some(0.0));
+        let given = SimCacheGiven { ttl_ms: Some(2e3) };
+        assert_eq!(ttl(Some(Toggle::Given(given))), Some(2e3));
     }
 
     #[test]
@@ -362,6 +414,23 @@ mod tests {
                     ..SimGiven::default()
                 },
                 ("`burst` must be a finite number >= 1, got 0".into(), false),
+            ),
+            (
+                SimGiven {
+                    cache: Some(Toggle::Given(SimCacheGiven { ttl_ms: Some(-1.0) })),
+                    ..SimGiven::default()
+                },
+                (
+                    "`cache.ttlMs` must be a finite number >= 0, got -1".into(),
+                    false,
+                ),
+            ),
+            (
+                SimGiven {
+                    polls: Some(0.0),
+                    ..SimGiven::default()
+                },
+                whole("polls", 1, 100000, "0"),
             ),
         ];
         for (given, expected) in cases {

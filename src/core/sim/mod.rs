@@ -9,6 +9,8 @@ pub mod server;
 pub mod store;
 pub mod world;
 
-pub use self::given::{HeadersGiven, LaneGiven, LookupsGiven, SimGiven, Split};
+pub use self::given::{HeadersGiven, LaneGiven, LookupsGiven, SimCacheGiven, SimGiven, Split};
 pub use self::lanes::{LaneReport, SimLane};
-pub use self::model::{simulate, ArticleGate, Coordination, Lookups, SimOptions, SimReport};
+pub use self::model::{
+    simulate, ArticleGate, Coordination, Lookups, Served, SimOptions, SimReport,
+};

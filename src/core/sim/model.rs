@@ -3,7 +3,8 @@
 //! simulated server (a token bucket with the same allowance, `Retry-After` on every 429). Beyond
 //! the article: learning (the gates are not told the allowance), headers on every answer or on
 //! 429s only, a second limiter, and several processes sharing a store or several threads
-//! sharing memory; lanes of workers on the one shared gate ([`lanes`]).
+//! sharing memory; lanes of workers on the one shared gate ([`lanes`]); workers polling the
+//! same snapshots through the core's cache (`cache`, `polls`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -24,6 +25,7 @@ use crate::core::gates::Gates;
 use crate::core::rules::allowance::{at_least, positive, Allowance, ConfigError, Rate};
 use crate::core::rules::batch::Batch;
 use crate::core::rules::budget::BatchBudget;
+use crate::core::rules::cache::CacheConfig;
 use crate::core::rules::learn::Estimate;
 use crate::core::rules::policy::RetryPolicy;
 use crate::core::rules::ranges::{SIM_ATTEMPTS, SIM_CALLS};
@@ -123,6 +125,14 @@ pub struct SimOptions {
     /// Lanes of workers beside the wrapper's own, on the gate of the first worker's key and
     /// process (the bindings take them with [`Coordination::Shared`] only: one gate).
     pub lanes: Vec<SimLane>,
+    /// Times each of the wrapper's own workers fetches its snapshots.
+    pub polls: u32,
+    /// Poll `i` starts at `i x poll_every_ms`, or when the one before ends if later.
+    pub poll_every_ms: Millis,
+    /// With a cache (`createFetch({ cache })`, in each process), how long the server's
+    /// snapshots are fresh (its `ttl_seconds`, in ms; 0: calls in flight share one request
+    /// and nothing is kept). The wrapper's own workers then fetch the same snapshots.
+    pub cache_ttl_ms: Option<Millis>,
 }
 
 /// Event lookups on a limiter of their own, beside the snapshots.
@@ -151,6 +161,9 @@ impl Default for SimOptions {
             lookups: None,
             store_latency_ms: 1.0,
             lanes: Vec::new(),
+            polls: 1,
+            poll_every_ms: 0.0,
+            cache_ttl_ms: None,
         }
     }
 }
@@ -212,6 +225,23 @@ impl SimOptions {
                 got: self.snapshots.into(),
             });
         }
+        let calls = calls * f64::from(self.polls);
+        if self.polls == 0 || calls > SIM_CALLS.max {
+            return Err(ConfigError::OutOfRange {
+                field: "polls",
+                expected: "an integer from 1 with workers x snapshots x polls at most 100000",
+                got: self.polls.into(),
+            });
+        }
+        at_least(
+            "pollEveryMs",
+            self.poll_every_ms,
+            0.0,
+            "a finite number >= 0",
+        )?;
+        if let Some(ttl) = self.cache_ttl_ms {
+            at_least("cache.ttlMs", ttl, 0.0, "a finite number >= 0")?;
+        }
         for lane in &self.lanes {
             lane.validate()?;
         }
@@ -231,7 +261,7 @@ impl SimOptions {
     }
 }
 
-/// One attempt that reached the server.
+/// One attempt that reached the server, or (with `cache`) a call the cache answered.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Attempt {
@@ -241,6 +271,23 @@ pub struct Attempt {
     pub worker: u32,
     /// 200 or 429.
     pub status: u16,
+    /// How the cache answered it, if it did (no request: not one of the attempts).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub cache: Option<Served>,
+}
+
+/// How the cache answered a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "lowercase")
+)]
+pub enum Served {
+    /// A fresh entry answered it.
+    Hit,
+    /// It joined a request in flight and got its answer.
+    Coalesced,
 }
 
 /// What a run produced; the bindings hand it to JavaScript in the article's field names.
@@ -273,6 +320,15 @@ pub struct SimReport {
     /// With lanes: each lane's figures, the wrapper's own workers first (if any).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Vec::is_empty"))]
     pub lanes: Vec<LaneReport>,
+    /// With `cache`: calls a fresh entry answered.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub hits: Option<u64>,
+    /// With `cache`: calls that joined a request in flight.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub coalesced: Option<u64>,
+    /// With `cache`: requests it saved (`hits + coalesced`).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub requests_saved: Option<u64>,
 }
 
 /// A learning run's estimates for JavaScript: `{ at, burst, perSecond, atLeast, confidence }`.
@@ -478,6 +534,19 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         .collect();
     let mut world = World::new(all, Box::new(server));
     world.store.latency = options.store_latency_ms;
+    if let Some(ttl) = options.cache_ttl_ms {
+        // Nothing is served stale in the simulator: an entry is kept for its lifetime only.
+        world.cache(CacheConfig {
+            default_ttl_ms: ttl,
+            stale_for_ms: 0.0,
+            ..CacheConfig::DEFAULT
+        });
+    }
+    let polling = Polling {
+        polls: options.polls,
+        every_ms: options.poll_every_ms,
+        same: options.cache_ttl_ms.is_some(),
+    };
     let batch = Rc::new(RefCell::new(Batch {
         deadline: Millis::INFINITY,
         budget: options.retry_budget.map(BatchBudget::new),
@@ -491,13 +560,8 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         let (process, key) = placement(options, worker);
         let wrapper = wrappers[process];
         let make = |url| call(process, wrapper, &key, url);
-        start_worker(
-            &mut world,
-            &mut worker_of,
-            worker,
-            (0.0, options.snapshots),
-            make,
-        );
+        let when = (0.0, options.snapshots, polling);
+        start_worker(&mut world, &mut worker_of, worker, when, make);
     }
     let mut groups = Vec::new();
     if options.workers > 0 {
@@ -513,7 +577,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         let workers = next..next + lane.workers;
         for worker in workers.clone() {
             let make = |url| call(lane_process, wrapper, &lane_key, url);
-            let when = (lane.start_ms, lane.snapshots);
+            let when = (lane.start_ms, lane.snapshots, Polling::ONCE);
             start_worker(&mut world, &mut worker_of, worker, when, make);
         }
         groups.push(Group {
@@ -544,13 +608,40 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         learned: Vec::new(),
         limiters: Vec::new(),
         lanes: Vec::new(),
+        hits: None,
+        coalesced: None,
+        requests_saved: None,
     };
     for sent in world.log.sent.iter().filter(|s| !s.probe) {
         report.timeline.push(Attempt {
             at: sent.at,
             worker: worker_of[sent.index],
             status: sent.status.unwrap_or(0),
+            cache: None,
         });
+    }
+    for (index, &(at, joined, status)) in world.log.cached.iter() {
+        report.timeline.push(Attempt {
+            at,
+            worker: worker_of[index],
+            status,
+            cache: Some(if joined {
+                Served::Coalesced
+            } else {
+                Served::Hit
+            }),
+        });
+        match status {
+            200 => report.completed += 1,
+            _ => report.abandoned += 1,
+        }
+    }
+    // In time order, the server's attempts first among equal times (a stable sort).
+    report.timeline.sort_by(|a, b| a.at.total_cmp(&b.at));
+    if let Some(figures) = world.cache_figures() {
+        report.hits = Some(figures.hits);
+        report.coalesced = Some(figures.coalesced);
+        report.requests_saved = Some(figures.requests_saved());
     }
     for (_, end) in world.log.settled.values() {
         match end {
@@ -594,27 +685,54 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     if !options.lanes.is_empty() {
         report.lanes = lanes::report(&world, &worker_of, &groups);
     }
-    report.attempts = report.timeline.len();
-    report.throttled = report.timeline.iter().filter(|a| a.status == 429).count();
-    report.last_attempt_ms = report.timeline.last().map_or(0.0, |a| a.at);
+    let sent = || report.timeline.iter().filter(|a| a.cache.is_none());
+    report.attempts = sent().count();
+    report.throttled = sent().filter(|a| a.status == 429).count();
+    report.last_attempt_ms = sent().next_back().map_or(0.0, |a| a.at);
     Ok(report)
 }
 
-/// Starts `worker`'s snapshots (`when`: at what time, and how many), one after another, each
-/// call made by `call` from its URL; notes the worker of each call, by its index.
+/// How a worker repeats its snapshots: `polls` times, poll `i` not before `i x every_ms`;
+/// `same`: every worker's snapshot `n` is the same URL (their cache's key), else its own.
+#[derive(Debug, Clone, Copy)]
+struct Polling {
+    polls: u32,
+    every_ms: Millis,
+    same: bool,
+}
+
+impl Polling {
+    /// Once, each worker its own snapshots.
+    const ONCE: Polling = Polling {
+        polls: 1,
+        every_ms: 0.0,
+        same: false,
+    };
+}
+
+/// Starts `worker`'s snapshots (`when`: at what time, how many, how often), one after
+/// another, each call made by `call` from its URL; notes the worker of each call, by its index.
 fn start_worker(
     world: &mut World,
     worker_of: &mut Vec<u32>,
     worker: u32,
-    (at, snapshots): (Millis, u32),
+    (at, snapshots, polling): (Millis, u32, Polling),
     call: impl Fn(String) -> SimCall,
 ) {
-    let snapshot = |n: u32| format!("http://sim/v1/events/e{worker}-{n}/odds/snapshot");
+    let snapshot = |n: u32| match polling.same {
+        true => format!("http://sim/v1/events/e{n}/odds/snapshot"),
+        false => format!("http://sim/v1/events/e{worker}-{n}/odds/snapshot"),
+    };
     let mut index = world.start_at(at, call(snapshot(0)));
     worker_of.push(worker);
-    for n in 1..snapshots {
-        index = world.start_after(index, call(snapshot(n)));
-        worker_of.push(worker);
+    for poll in 0..polling.polls {
+        let from = at + f64::from(poll) * polling.every_ms;
+        for n in 0..snapshots {
+            if (poll, n) != (0, 0) {
+                index = world.start_after_at(index, from, call(snapshot(n)));
+                worker_of.push(worker);
+            }
+        }
     }
 }
 

@@ -6,7 +6,9 @@
 //! performs what the gates ask: an attempt goes to the [`Server`] (an answer with no latency is
 //! heard at once, then the process lets the other events of that instant go first, as the
 //! article's workers take turns), a store operation to the [`FakeStore`], a `/usage` probe is
-//! answered from [`World::usage`] (or the server's own count).
+//! answered from [`World::usage`] (or the server's own count). With a cache
+//! ([`World::cache`]), a GET asks the core's [`Cache`] first, as `createFetch({ cache })`'s
+//! bindings do: a fresh entry answers it at once, a request in flight is joined, else it leads.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -25,7 +27,9 @@ use crate::core::gates::ids::{CallRef, GateId, WrapperId};
 use crate::core::gates::profile::{Keeping, Request};
 use crate::core::gates::scope::Scope;
 use crate::core::gates::Gates;
+use crate::core::parse::freshness::CacheHeaders;
 use crate::core::rules::batch::Batch;
+use crate::core::rules::cache::{Cache, CacheConfig, CacheFigures, Landed, Lookup};
 use crate::core::rules::classify::{Body, Failure};
 use crate::core::rules::quota::Usage;
 use crate::core::Millis;
@@ -37,6 +41,12 @@ const NETWORK: Failure = Failure::Rejected {
 
 /// Events a run may take before it counts as runaway.
 const MAX_STEPS: usize = 20_000_000;
+
+/// A snapshot's body length, as the cache counts its bytes.
+const SNAPSHOT_BYTES: f64 = 2_000.0;
+
+/// What makes two GETs the same: the credential's scope and the URL.
+type CacheKey = (Scope, String);
 
 /// A call to make: who makes it and what it sends.
 #[derive(Debug, Clone)]
@@ -121,6 +131,9 @@ pub struct Log {
     pub refused: Indexed<Refused>,
     /// Timer firings.
     pub wakeups: usize,
+    /// Calls the cache answered, by index: when, whether they joined a request in flight
+    /// (else a fresh entry answered), and the status they got (0: none).
+    pub cached: Indexed<(Millis, bool, u16)>,
 }
 
 impl Log {
@@ -146,6 +159,8 @@ pub struct Process {
     bodies: Mirror<BodyFacts>,
     /// Each call's index and request.
     calls: Mirror<(usize, Rc<SimCall>)>,
+    /// Its cache: calls are known by their index.
+    cache: Option<Cache<CacheKey, usize>>,
 }
 
 #[derive(Debug, Clone)]
@@ -195,8 +210,9 @@ pub struct World {
     starts: Vec<How>,
     /// Each started call's process and number, by index.
     pub calls: Vec<Option<(usize, CallRef)>>,
-    /// Calls that start when another ends, by the index of the one they follow.
-    followers: Indexed<usize>,
+    /// Calls that start when another ends (not before a time), by the index of the one they
+    /// follow.
+    followers: Indexed<(usize, Millis)>,
 }
 
 impl Process {
@@ -229,6 +245,7 @@ impl World {
                     probes: Mirror::default(),
                     bodies: Mirror::default(),
                     calls: Mirror::default(),
+                    cache: None,
                 })
                 .collect(),
             server,
@@ -268,11 +285,40 @@ impl World {
     /// Makes `call` as soon as the `index`-th call ends (one worker's calls, one after
     /// another); its index.
     pub fn start_after(&mut self, index: usize, call: SimCall) -> usize {
+        self.start_after_at(index, 0.0, call)
+    }
+
+    /// Makes `call` when the `index`-th call ends, but not before `at` (a worker's next poll);
+    /// its index.
+    pub fn start_after_at(&mut self, index: usize, at: Millis, call: SimCall) -> usize {
         let next = self.starts.len();
         self.starts.push(How::Wrapper(call));
         self.calls.push(None);
-        self.followers.insert(index, next);
+        self.followers.insert(index, (next, at));
         next
+    }
+
+    /// Every process's GETs go through a cache of its own with `config` (see
+    /// `createFetch({ cache })`); its answers are fresh for `config.default_ttl_ms`. A call
+    /// waiting for another's request cannot be aborted here (`simulate()` aborts nothing).
+    pub fn cache(&mut self, config: CacheConfig) {
+        for process in &mut self.processes {
+            process.cache = Some(Cache::new(config));
+        }
+    }
+
+    /// The processes' caches' figures, their calls (hits, coalesced, stale) added up
+    /// (`None`: no cache).
+    pub fn cache_figures(&self) -> Option<CacheFigures> {
+        let mut caches = self.processes.iter().filter_map(|p| p.cache.as_ref());
+        let first = caches.next()?.figures();
+        Some(caches.fold(first, |mut all, c| {
+            let f = c.figures();
+            all.hits += f.hits;
+            all.coalesced += f.coalesced;
+            all.stale += f.stale;
+            all
+        }))
     }
 
     fn schedule_start(&mut self, at: Millis, how: How) -> usize {
@@ -285,8 +331,8 @@ impl World {
 
     /// The `index`-th call ended now: the call that follows it starts.
     fn ended_now(&mut self, index: usize) {
-        if let Some(next) = self.followers.remove(&index) {
-            self.push(self.now, What::Start(next));
+        if let Some((next, at)) = self.followers.remove(&index) {
+            self.push(self.now.max(at), What::Start(next));
         }
     }
 
@@ -350,6 +396,7 @@ impl World {
         self.log.settled.contains_key(&index)
             || self.log.refused.contains_key(&index)
             || self.log.aborted.contains_key(&index)
+            || self.log.cached.contains_key(&index)
     }
 
     /// Handles one event; the process to drive after it.
@@ -429,6 +476,9 @@ impl World {
         match self.starts[index].clone() {
             How::Wrapper(call) => {
                 let p = call.process;
+                if !self.leads(index, &call) {
+                    return Some(p);
+                }
                 let call = Rc::new(call);
                 let request = Request {
                     api_key: Some(&call.key),
@@ -448,6 +498,7 @@ impl World {
                     Err(refused) => {
                         self.log.refused.insert(index, refused);
                         self.ended_now(index);
+                        self.landed(p, index, &call, Landed::Other, 0);
                     }
                 }
                 Some(p)
@@ -461,6 +512,42 @@ impl World {
                 }
                 Some(p)
             }
+        }
+    }
+
+    /// Whether the `index`-th call goes to the gates: it is not a GET its process's cache
+    /// answers now (fresh) or later (with the request in flight it joins).
+    fn leads(&mut self, index: usize, call: &SimCall) -> bool {
+        let now = self.now;
+        let Some(cache) = self.processes[call.process].cache.as_mut() else {
+            return true;
+        };
+        if call.method != "GET" || call.body != Body::None {
+            return true;
+        }
+        // The simulator serves nothing stale: the gate is never asked whether it would hold.
+        match cache.lookup(now, &cache_key(call), index, || false) {
+            Lookup::Lead => true,
+            Lookup::Joined => false,
+            Lookup::Fresh { .. } | Lookup::Stale { .. } => {
+                self.log.cached.insert(index, (now, false, 200));
+                self.ended_now(index);
+                false
+            }
+        }
+    }
+
+    /// The request the `index`-th call of process `p` led has `landed` with `status` (0:
+    /// none): the calls that joined it get its answer and end now.
+    fn landed(&mut self, p: usize, index: usize, call: &SimCall, landed: Landed, status: u16) {
+        let now = self.now;
+        let Some(cache) = self.processes[p].cache.as_mut() else {
+            return;
+        };
+        let settled = cache.landed(now, &cache_key(call), index, landed);
+        for joined in settled.waiting.into_iter().filter(|&w| w != index) {
+            self.log.cached.insert(joined, (now, true, status));
+            self.ended_now(joined);
         }
     }
 
@@ -581,16 +668,30 @@ impl World {
                 }
                 Action::Event { gate, event, .. } => self.log.events.push((now, p, gate, event)),
                 Action::Settle { call, end, .. } => {
-                    let Some((index, _)) = self.processes[p].calls.remove(call) else {
+                    let Some((index, request)) = self.processes[p].calls.remove(call) else {
                         continue;
                     };
                     assert!(
                         !self.log.aborted.contains_key(&index),
                         "an aborted call settled"
                     );
+                    let status = (self.log.outcomes.get(&index))
+                        .and_then(|o| o.last().copied().flatten())
+                        .unwrap_or(0);
+                    let landed = match (&end, status, &self.processes[p].cache) {
+                        (End::Deliver, 200, Some(cache)) => Landed::of(
+                            (200, SNAPSHOT_BYTES, true),
+                            CacheHeaders::default(),
+                            None,
+                            1.7e12 + now,
+                            cache.config().default_ttl_ms,
+                        ),
+                        _ => Landed::Other,
+                    };
                     let again = self.log.settled.insert(index, (now, end));
                     assert!(again.is_none(), "call {index} settled twice");
                     self.ended_now(index);
+                    self.landed(p, index, &request, landed, status);
                 }
                 Action::Forgotten { .. } | Action::DropAnswer { .. } => {}
             }
@@ -691,6 +792,11 @@ impl World {
             None => {}
         }
     }
+}
+
+/// The cache's key of `call`.
+fn cache_key(call: &SimCall) -> CacheKey {
+    (Scope::of(Some(&call.key), None), call.url.clone())
 }
 
 /// Sets a process's timer (`armed`) to fire `late` ms after `due` (not before `now`), or clears
