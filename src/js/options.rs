@@ -97,12 +97,13 @@ struct RetryOptions {
     budget: Option<JsValue>,
 }
 
-/// `lane({ name, weight, retry, maxWaitMs, maxWaiting })`.
+/// `lane({ name, weight, reserve, retry, maxWaitMs, maxWaiting })`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct LaneOptions {
     name: Option<String>,
     weight: Option<f64>,
+    reserve: Option<bool>,
     #[serde(default, deserialize_with = "de::value")]
     retry: Option<JsValue>,
     max_wait_ms: Option<f64>,
@@ -224,7 +225,10 @@ pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsVal
         lane_name::check("name", name).map_err(config_error)?;
     }
     let weight = LaneAsks::weight(o.weight).map_err(config_error)?;
-    let mut asks = LaneAsks::default();
+    let mut asks = LaneAsks {
+        reserve: o.reserve.unwrap_or(false),
+        ..LaneAsks::default()
+    };
     if let Some(value) = o.retry {
         if de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true) {
             return Err(type_error(
