@@ -181,7 +181,10 @@ pub fn config(
     let cache = CacheConfig::toggled(cache).map_err(config_error)?;
     let cache = cache.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
     let caches = cache.is_some();
-    let metrics = (o.meter.map(|m| Metrics::new(&m, caches).map(Rc::new))).transpose()?;
+    let spread = quota(o.quota)?;
+    let spreads = spread.is_some();
+    let metrics = o.meter.map(|m| Metrics::new(&m, caches, spreads).map(Rc::new));
+    let metrics = metrics.transpose()?;
     let threads = o.threads.unwrap_or(true);
     let profile = Profile {
         allowance,
@@ -195,7 +198,7 @@ pub fn config(
         max_waiting,
         reports_wait: metrics.is_some(),
         typed_errors: o.typed_errors.unwrap_or(false),
-        spread: quota(o.quota)?,
+        spread,
     };
     profile
         .check()
