@@ -378,10 +378,7 @@ fn a_lane_with_the_reserve_goes_when_the_background_has_spent_the_spread() {
         m.used, m.exhausted
     );
     // 94 measured: the spread's 95, less what its last hour still holds.
-    assert!(
-        spent_before >= 93.0 && spent_before <= 95.0,
-        "{spent_before}"
-    );
+    assert!((93.0..=95.0).contains(&spent_before), "{spent_before}");
     // 6 measured: the reserve's 5 and the spread's last credit, never past the limit.
     assert!(at_once >= 5, "{at_once}");
     assert_eq!(m.used, limit, "the reserve spent, to the limit");
