@@ -13,6 +13,7 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import { createFetch } from '../pkg/index.js';
 import { run, show, REPO } from './support/temp-project.mjs';
+import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 
 const PKG = fileURLToPath(new URL('../pkg/', import.meta.url));
 
@@ -237,6 +238,42 @@ test('a wrapper with a cache reports stats().cache as odds_gate.cache.* counters
   } finally {
     busy.abort();
     await otel.shutdown();
+  }
+});
+
+test('a wrapper that spreads its quota reports stats().gates[i].quota as odds_gate.quota.* gauges, per gate', async () => {
+  const otel = inMemoryMeter();
+  const rate = { burst: 50, perSecond: 100 };
+  // 950 credits to spread over a minute: the calls go at once.
+  const api = await startFakeOddsApi({ ...rate, creditLimit: 1000, billingPeriodMs: 60_000 });
+  const fetchImpl = createFetch({ rate, threads: false, meter: otel.meter, quota: { spread: true } });
+  const headers = { 'X-API-Key': `spread-${randomUUID()}` };
+  try {
+    for (let i = 0; i < 3; i++) await (await fetchImpl(`${api.baseUrl}/events/e${i}`, { headers })).text();
+    const metrics = await otel.collect();
+    const [gate] = fetchImpl.stats().gates;
+    assert.equal(gate.quota.used, 3);
+    const instruments = {
+      'odds_gate.quota.used': ['used', '{credit}'],
+      'odds_gate.quota.limit': ['limit', '{credit}'],
+      'odds_gate.quota.spread_per_hour': ['spreadPerHour', '{credit}/h'],
+      'odds_gate.quota.waiting_for_credit': ['waitingForCredit', '{call}'],
+    };
+    for (const [name, [field, unit]] of Object.entries(instruments)) {
+      const metric = metrics.get(name);
+      assert.equal(metric?.descriptor.unit, unit, name);
+      const [point, ...more] = points(metric);
+      assert.equal(more.length, 0, name);
+      assert.deepEqual(point.attributes, { 'odds_gate.scope': gate.scope }, name);
+      // The refill moves with the clock between collect() and stats(): near, not equal.
+      if (field === 'spreadPerHour') assert.ok(Math.abs(point.value - gate.quota[field]) < 1e-3 * gate.quota[field], name);
+      else assert.equal(point.value, gate.quota[field], name);
+    }
+    assert.equal(points(metrics.get('odds_gate.quota.limit'))[0].value, 1000);
+    assert.ok(points(metrics.get('odds_gate.quota.spread_per_hour'))[0].value > 0);
+  } finally {
+    await otel.shutdown();
+    await api.close();
   }
 });
 

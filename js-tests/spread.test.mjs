@@ -73,6 +73,40 @@ test('a route stated to cost 5 takes 5 credits per call from the spread, with a 
   }
 });
 
+test('a lane with reserve: true goes at once, from the reserve, while a background call waits for the spread', async () => {
+  assert.throws(() => createFetch({ threads: false }).lane({ reserve: 'yes' }), {
+    name: 'TypeError', message: /`reserve` to be a boolean, got string/,
+  });
+  // 100 credits over 1000 s, half kept: the spread's 50 come at 0.05 a second, 2.5 held at most.
+  const api = await startFakeOddsApi({ ...rate, creditLimit: 100, billingPeriodMs: 1_000_000 });
+  const stop = new AbortController();
+  try {
+    const fetchImpl = createFetch({ rate, threads: false, quota: { spread: true, reserve: 0.5 } });
+    const background = fetchImpl.lane({ name: 'background' });
+    const live = fetchImpl.lane({ name: 'live', reserve: true });
+    assert.match(live.describe().lane, /credits from the reserve, never past the limit/);
+    assert.doesNotMatch(background.describe().lane, /reserve/);
+    const headers = key();
+    const url = `${api.baseUrl}/events/e1`;
+    for (let i = 0; i < 2; i++) assert.equal((await background(url, { headers })).status, 200);
+    // The third waits about 10 s for its credit.
+    const waiting = background(url, { headers, signal: stop.signal }).catch((err) => err.name);
+    await sleep(50);
+    assert.equal(background.stats().gates[0].quota.waitingForCredit, 1);
+    const started = Date.now();
+    for (let i = 0; i < 3; i++) assert.equal((await live(url, { headers })).status, 200);
+    const tookMs = Date.now() - started;
+    assert.ok(tookMs < 1_000, `the live calls took ${tookMs} ms`);
+    assert.equal(api.stats().ok, 5);
+    assert.equal(background.stats().gates[0].quota.waitingForCredit, 1, 'the background call still waits');
+    stop.abort();
+    assert.equal(await waiting, 'AbortError');
+  } finally {
+    stop.abort();
+    await api.close();
+  }
+});
+
 // #37's live target: 100 credits over a 20 s period, 200 calls wanted at once by 10 workers.
 test('100 credits over a 20 s period, 200 calls wanted: about half spent at 10 s, the reserve kept, never exhausted', { timeout: 60_000 }, async () => {
   const PERIOD_MS = 20_000;

@@ -248,6 +248,12 @@ export interface LaneOptions {
   name?: string;
   /** The lane's share against the other lanes' (a positive finite number). @default 1 */
   weight?: number;
+  /**
+   * With `quota: { spread: true }`: when the spread has no credit for the calls waiting, this
+   * lane's calls take theirs from the reserve (`quota.reserve`) at once, never past the limit,
+   * so live odds still go out when background refreshes have spent the spread. @default false
+   */
+  reserve?: boolean;
   /** The lane's own retries (`false`: none, as for best-effort work); its retries draw on the wrapper's budget, so `retry.budget` is refused here. @default the wrapper's */
   retry?: boolean | Omit<RetryOptions, 'budget'>;
   /** How long the lane's calls may wait in the queue. @default the wrapper's */

@@ -44,7 +44,7 @@ fn world(rate: Rate, weights: &[Option<f64>]) -> (World, Vec<WrapperId>) {
     let wrappers = weights
         .iter()
         .map(|w| match w {
-            Some(weight) => gates.lane(profile(rate), *weight, None),
+            Some(weight) => gates.lane(profile(rate), (*weight, false), None),
             None => gates.wrapper(profile(rate)),
         })
         .collect();
@@ -185,16 +185,16 @@ fn shared_world(
         };
         let pair = match (named, line % 2) {
             (false, _) => {
-                let background = gates.lane(shared.clone(), 1.0, None);
-                (background, gates.lane(shared, 9.0, None))
+                let background = gates.lane(shared.clone(), (1.0, false), None);
+                (background, gates.lane(shared, (9.0, false), None))
             }
             (true, 0) => {
-                let live = gates.lane(shared.clone(), 9.0, Some("live"));
-                (gates.lane(shared, 1.0, Some("background")), live)
+                let live = gates.lane(shared.clone(), (9.0, false), Some("live"));
+                (gates.lane(shared, (1.0, false), Some("background")), live)
             }
             (true, _) => {
-                let background = gates.lane(shared.clone(), 1.0, Some("background"));
-                (background, gates.lane(shared, 9.0, Some("live")))
+                let background = gates.lane(shared.clone(), (1.0, false), Some("background"));
+                (background, gates.lane(shared, (9.0, false), Some("live")))
             }
         };
         lanes.push(pair);
@@ -381,7 +381,7 @@ proptest! {
     fn shares_follow_the_weights_within_one_token_and_no_token_goes_unused(
         (weights, ops) in ops()
     ) {
-        let lane = |i: usize| Lane { id: i as u32 + 1, weight: weights[i] };
+        let lane = |i: usize| Lane { id: i as u32 + 1, weight: weights[i], reserve: false };
         let mut line = Queue::default();
         let mut waiting = vec![0usize; weights.len()];
         let mut of_call = Vec::new();
@@ -406,7 +406,7 @@ proptest! {
                     prop_assert_eq!(head.is_some(), busy.iter().any(|&b| b));
                     let Some(head) = head else { continue };
                     prop_assert_eq!(Some(head), line.ordered(|_| true).first().copied());
-                    line.pop();
+                    line.pop(head);
                     let l = of_call[head.call as usize];
                     waiting[l] -= 1;
                     admissions.push((l, busy));

@@ -167,6 +167,7 @@ fn run(s: &Scenario) -> Harness {
             lane: Lane {
                 id: plan.lane,
                 weight: [1.0, 2.5, 9.0][plan.lane as usize],
+                reserve: false,
             },
             typed_errors: false,
             route: None,

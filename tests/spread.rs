@@ -20,6 +20,7 @@ use odds_gate::core::base::random::{Random, Seeded};
 use odds_gate::core::gate::action::{End, GateAction};
 use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::ids::CallId;
+use odds_gate::core::gate::queue::Lane;
 use odds_gate::core::gate::store_link::StoreSettings;
 use odds_gate::core::gate::Gate;
 use odds_gate::core::parse::feedback::Feedback;
@@ -336,6 +337,56 @@ fn a_call_whose_credit_comes_after_its_deadline_is_refused_at_once() {
     assert!((sent(patient) - 0.75).abs() < 0.01, "{}", sent(patient));
     assert!((sent(waits) - 1.75).abs() < 0.01, "{}", sent(waits));
     assert_eq!(h.end(waits), Some(End::Deliver));
+}
+
+#[test]
+fn a_lane_with_the_reserve_goes_when_the_background_has_spent_the_spread() {
+    // 100 credits over 100 hours, 5 kept: 0.95 an hour for the spread.
+    let (limit, end) = (100.0, 100.0 * HOUR);
+    let (mut h, meter) = counted(spreading(Costs::default()), 1.0, limit, end);
+    let lane = |id, reserve| CallSpec {
+        lane: Lane {
+            id,
+            weight: 1.0,
+            reserve,
+        },
+        ..call(None)
+    };
+    // Background refreshes wanting twice the month at once, waiting as long as it takes.
+    for _ in 0..200 {
+        h.start_at(0.0, lane(1, false));
+    }
+    // An hour before the end, live calls: 8 in a lane with the reserve, 1 in a lane without.
+    let live_at = end - HOUR;
+    let live: Vec<usize> = (0..8).map(|_| h.start_at(live_at, lane(2, true))).collect();
+    let plain = h.start_at(live_at, lane(3, false));
+    h.run_until(live_at - 1.0);
+    let spent_before = meter.borrow().used;
+    h.run_until(end + HOUR);
+    let m = meter.borrow();
+    let at_once = live
+        .iter()
+        .filter(|&&i| {
+            h.attempts_of(i)
+                .first()
+                .is_some_and(|&t| t - live_at < 1_000.0)
+        })
+        .count();
+    println!(
+        "reserve: {spent_before} credits spent by the background before the live calls, \
+         {at_once} of 8 live calls sent within a second, {} in all, {} refused by the server",
+        m.used, m.exhausted
+    );
+    // 94 measured: the spread's 95, less what its last hour still holds.
+    assert!((93.0..=95.0).contains(&spent_before), "{spent_before}");
+    // 6 measured: the reserve's 5 and the spread's last credit, never past the limit.
+    assert!(at_once >= 5, "{at_once}");
+    assert_eq!(m.used, limit, "the reserve spent, to the limit");
+    assert_eq!(m.exhausted, 0, "never past it");
+    assert!(
+        h.attempts_of(plain).is_empty(),
+        "a lane without the reserve waits"
+    );
 }
 
 #[test]

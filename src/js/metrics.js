@@ -8,8 +8,8 @@ const METHODS = ['createHistogram', 'createObservableCounter', 'createObservable
 const SCOPE = 'odds_gate.scope';
 const LANE = 'odds_gate.lane';
 
-/** The instruments on `meter`; `boundsSeconds` (a Float64Array) are the histograms' bucket bounds; the cache's with `cache`. */
-export function instruments(meter, boundsSeconds, cache) {
+/** The instruments on `meter`; `boundsSeconds` (a Float64Array) are the histograms' bucket bounds; the cache's with `cache`, the spread's with `spread`. */
+export function instruments(meter, boundsSeconds, cache, spread) {
   const missing = METHODS.filter((m) => typeof meter?.[m] !== 'function');
   if (missing.length > 0) {
     throw new TypeError(`Expected \`meter\` to be an OpenTelemetry Meter (metrics.getMeter(name)); it has no ${missing.join(', ')}`);
@@ -41,8 +41,17 @@ export function instruments(meter, boundsSeconds, cache) {
       evictions: counter('odds_gate.cache.evictions', '{entry}', 'Kept answers dropped for room'),
       requestsSaved: counter('odds_gate.cache.requests_saved', '{request}', 'Requests the cache saved: hits, coalesced and stale'),
     } : undefined,
+    spread: spread ? {
+      used: gauge('odds_gate.quota.used', '{credit}', 'API credits the key has used this billing period, as the gate knows it'),
+      limit: gauge('odds_gate.quota.limit', '{credit}', 'API credits the key has for the billing period'),
+      spreadPerHour: gauge('odds_gate.quota.spread_per_hour', '{credit}/h', 'The spread\'s refill: credits an hour until the period ends'),
+      waitingForCredit: gauge('odds_gate.quota.waiting_for_credit', '{call}', 'Calls queued behind a head that waits for credit'),
+    } : undefined,
   };
 }
+
+// The spread's figures (stats().gates[i].quota) by instrument, per gate.
+const SPREAD = ['used', 'limit', 'spreadPerHour', 'waitingForCredit'];
 
 // The cache's figures (stats().cache) by instrument: one series each, with no attribute (the
 // cache is the wrapper's, across its lanes and credentials).
@@ -64,7 +73,8 @@ const CAUSES = [['throttled', 'throttled'], ['serverError', 'server_error'], ['n
  */
 export function observe(m, read) {
   const observables = [m.requests, m.admissions, m.throttled, m.retries, m.abandoned, m.quotaRejections, m.queueDepth, m.cooldown, m.budget,
-    ...(m.cache === undefined ? [] : CACHE.map((field) => m.cache[field]))];
+    ...(m.cache === undefined ? [] : CACHE.map((field) => m.cache[field])),
+    ...(m.spread === undefined ? [] : SPREAD.map((field) => m.spread[field]))];
   const callback = (result) => {
     const seen = read();
     if (seen === undefined) {
@@ -81,6 +91,10 @@ export function observe(m, read) {
       result.observe(m.quotaRejections, g.quotaRejected, at);
       result.observe(m.cooldown, g.cooldownRemainingMs / 1000, at);
       if (g.retryBudget !== null) result.observe(m.budget, g.retryBudget, at);
+      // A gate that spreads (lanes of the wrapper inherit it) has the figures; others none.
+      if (m.spread !== undefined && g.quota.spreadPerHour !== undefined) {
+        for (const field of SPREAD) result.observe(m.spread[field], g.quota[field], at);
+      }
     }
     for (const l of seen.lanes) result.observe(m.queueDepth, l.waiting, attributes(l.scope, l.lane));
     if (m.cache !== undefined && seen.cache !== undefined) {

@@ -5,7 +5,8 @@
 //! instruments: what is per gate carries the gate's `odds_gate.scope`, what is per call or per
 //! lane (the histograms, the queue depth) also the lane's `odds_gate.lane`. The cache's
 //! (`odds_gate.cache.*`, as `stats().cache` names them) carry neither: one cache serves the
-//! wrapper, its lanes and every credential.
+//! wrapper, its lanes and every credential. A wrapper that spreads its quota also has the
+//! spread's gauges (`odds_gate.quota.*`, as `stats().gates[i].quota` names them), per gate.
 
 use wasm_bindgen::prelude::*;
 
@@ -24,6 +25,7 @@ extern "C" {
         meter: &JsValue,
         bounds_seconds: &[f64],
         cache: bool,
+        spread: bool,
     ) -> Result<Instruments, JsValue>;
     fn attributes(scope: &str, lane: &str) -> JsValue;
     fn observe(instruments: &Instruments, read: &JsValue);
@@ -45,10 +47,10 @@ pub struct Metrics {
 
 impl Metrics {
     /// Makes the instruments on `meter` (a `TypeError` if it is not a Meter), the cache's too
-    /// for a wrapper that `caches`.
-    pub fn new(meter: &JsValue, caches: bool) -> Result<Metrics, JsValue> {
+    /// for a wrapper that `caches`, the spread's for one that `spreads`.
+    pub fn new(meter: &JsValue, caches: bool, spreads: bool) -> Result<Metrics, JsValue> {
         let bounds: Vec<f64> = BOUNDS_MS.iter().map(|ms| ms / 1000.0).collect();
-        let instruments = instruments(meter, &bounds, caches)?;
+        let instruments = instruments(meter, &bounds, caches, spreads)?;
         Ok(Metrics {
             wait: instruments.wait(),
             backoff: instruments.backoff(),

@@ -97,12 +97,13 @@ struct RetryOptions {
     budget: Option<JsValue>,
 }
 
-/// `lane({ name, weight, retry, maxWaitMs, maxWaiting })`.
+/// `lane({ name, weight, reserve, retry, maxWaitMs, maxWaiting })`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct LaneOptions {
     name: Option<String>,
     weight: Option<f64>,
+    reserve: Option<bool>,
     #[serde(default, deserialize_with = "de::value")]
     retry: Option<JsValue>,
     max_wait_ms: Option<f64>,
@@ -180,7 +181,10 @@ pub fn config(
     let cache = CacheConfig::toggled(cache).map_err(config_error)?;
     let cache = cache.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
     let caches = cache.is_some();
-    let metrics = (o.meter.map(|m| Metrics::new(&m, caches).map(Rc::new))).transpose()?;
+    let spread = quota(o.quota)?;
+    let spreads = spread.is_some();
+    let metrics = o.meter.map(|m| Metrics::new(&m, caches, spreads).map(Rc::new));
+    let metrics = metrics.transpose()?;
     let threads = o.threads.unwrap_or(true);
     let profile = Profile {
         allowance,
@@ -194,7 +198,7 @@ pub fn config(
         max_waiting,
         reports_wait: metrics.is_some(),
         typed_errors: o.typed_errors.unwrap_or(false),
-        spread: quota(o.quota)?,
+        spread,
     };
     profile
         .check()
@@ -224,7 +228,10 @@ pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsVal
         lane_name::check("name", name).map_err(config_error)?;
     }
     let weight = LaneAsks::weight(o.weight).map_err(config_error)?;
-    let mut asks = LaneAsks::default();
+    let mut asks = LaneAsks {
+        reserve: o.reserve.unwrap_or(false),
+        ..LaneAsks::default()
+    };
     if let Some(value) = o.retry {
         if de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true) {
             return Err(type_error(

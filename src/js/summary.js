@@ -43,7 +43,7 @@ export function summary({ rate, learn, store, threads, sharedMemory, retry, budg
     ? `a call waits its turn however long the queue (no maxWaitMs); ${most}`
     : `a call predicted to wait more than ${waiting.maxWaitMs} ms is refused at once (queue-wait); ${most}`;
   if (lane !== undefined) {
-    s.lane = `lane "${lane.name}", of weight ${lane.weight}: its calls wait in a queue of their own, and while other lanes' calls wait on the same gate the admissions go to the lanes in proportion to their weights (the wrapper's own calls: weight 1); a lane with nothing waiting lends its share`;
+    s.lane = `lane "${lane.name}", of weight ${lane.weight}: its calls wait in a queue of their own, and while other lanes' calls wait on the same gate the admissions go to the lanes in proportion to their weights (the wrapper's own calls: weight 1); a lane with nothing waiting lends its share${lane.reserve ? '; when the spread has no credit for the call up next, its calls go first with credits from the reserve, never past the limit' : ''}`;
   }
   s.retryBudget = budget
     ? `shared per gate: ${budget.capacity} tokens, a 429 retry costs ${budget.throttleCost}, a transient one ${budget.transientCost}, success refunds the retry's cost (+${budget.successRefill} for a first-time success); batch({ retryBudget }) adds a fixed allowance per round`

@@ -184,8 +184,9 @@ impl Transport {
         let this = driver();
         let (wrapper, lane) = this
             .with(|g| {
+                let reserve = asks.reserve;
                 let profile = g.profile(self.wrapper)?.lane(asks);
-                let wrapper = g.lane(profile, weight, name.as_deref());
+                let wrapper = g.lane(profile, (weight, reserve), name.as_deref());
                 Some((wrapper, g.lane_of(wrapper).map(|(lane, ..)| lane)))
             })
             .ok_or_else(|| range_error(&Refused::Gone.message(&number)))?;

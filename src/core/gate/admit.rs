@@ -53,10 +53,10 @@ impl Gate {
         }
     }
 
-    /// Tries to admit the head of the queue. True when that produced an action.
+    /// Tries to admit the call up next (the head of the queue, or a lane's that draws on the
+    /// reserve: see [`next_up`](Self::next_up)). True when that produced an action.
     pub(super) fn admit_head(&mut self, now: Millis) -> bool {
-        let calls = &self.calls;
-        let Some(head) = self.queue.front(|p| Gate::live(calls, p)) else {
+        let Some(head) = self.next_up(now) else {
             return false;
         };
         let Some(call) = self.calls.get(head.call) else {
@@ -78,7 +78,7 @@ impl Gate {
             && self.ready_by(now, deadline)
             && self.credit_ready(now, head.call);
         if deadline < now && !in_time {
-            self.queue.pass();
+            self.queue.pass(head);
             self.figures.abandoned_in_queue += 1;
             self.give_up(now, head.call, reason);
             return true;
@@ -168,7 +168,7 @@ impl Gate {
         anchor: bool,
         seq: f64,
     ) {
-        self.queue.pop();
+        self.queue.pop(head);
         self.spend_credit(now, head.call);
         let Some(call) = self.calls.get_mut(head.call) else {
             return;
@@ -234,8 +234,7 @@ impl Gate {
         if let Some((deadline, _)) = self.deadlines.peek() {
             consider(deadline + EARLY_MS);
         }
-        let calls = &self.calls;
-        let head = self.queue.front(|p| Gate::live(calls, p));
+        let head = self.next_up(now);
         if let Some(call) = head.and_then(|h| self.calls.get(h.call)) {
             let (deadline, _) = call.admission_deadline();
             if deadline.is_finite() {
@@ -326,8 +325,7 @@ impl Gate {
     /// behind a head that may wait longer is not kept past its own. The head is left to
     /// [`admit_head`](Self::admit_head), which lets it go when its token came in time.
     fn let_go_past_deadlines(&mut self, now: Millis) {
-        let calls = &self.calls;
-        let head = self.queue.front(|p| Gate::live(calls, p)).map(|p| p.call);
+        let head = self.next_up(now).map(|p| p.call);
         while let Some((at, &call)) = self.deadlines.peek() {
             if at >= now {
                 break;

@@ -25,11 +25,18 @@ pub struct Lane {
     pub id: LaneId,
     /// Its share, against the other lanes' with calls waiting (positive and finite).
     pub weight: f64,
+    /// Its calls draw on the spread's reserve (`lane({ reserve: true })`): when the spread has
+    /// no credit for the head of the queue, the head of such a lane may go before it.
+    pub reserve: bool,
 }
 
 impl Default for Lane {
     fn default() -> Self {
-        Lane { id: 0, weight: 1.0 }
+        Lane {
+            id: 0,
+            weight: 1.0,
+            reserve: false,
+        }
     }
 }
 
@@ -144,6 +151,7 @@ impl Queue {
         };
         let l = &mut self.lanes[index];
         l.lane.weight = lane.weight;
+        l.lane.reserve = lane.reserve;
         match l.arrivals.back() {
             Some(last) if last.rank > place.rank => {
                 l.returns.push(place.rank, (place.call, place.visit), place)
@@ -172,12 +180,13 @@ impl Queue {
     }
 
     /// The head's part, dropping stale places in front of each part's first live one: the front
-    /// first, then the lane whose head has the smallest start tag (the earlier call on a tie).
-    fn head(&mut self, is_live: &impl Fn(Place) -> bool) -> Option<(Part, Place)> {
+    /// first, then the lane whose head has the smallest start tag (the earlier call on a tie);
+    /// with `reserve`, of the lanes that draw on the reserve only, the front passed over.
+    fn head(&mut self, is_live: &impl Fn(Place) -> bool, reserve: bool) -> Option<(Part, Place)> {
         while self.front.front().is_some_and(|&p| !is_live(p)) {
             self.front.pop_front();
         }
-        if let Some(&place) = self.front.front() {
+        if let (Some(&place), false) = (self.front.front(), reserve) {
             return Some((Part::Front, place));
         }
         let clock = self.clock;
@@ -188,7 +197,8 @@ impl Queue {
             .filter_map(|(index, lane)| {
                 let (returns, place) = lane.head(is_live)?;
                 let key = (lane.start(clock), place.rank);
-                Some((key, Part::Lane(index, returns), place))
+                let counted = !reserve || lane.lane.reserve;
+                counted.then_some((key, Part::Lane(index, returns), place))
             })
             .min_by_key(|&(key, ..)| key);
         best.map(|(_, part, place)| (part, place))
@@ -196,27 +206,42 @@ impl Queue {
 
     /// The first place for which `is_live` holds, dropping stale ones in front of it.
     pub fn front(&mut self, is_live: impl Fn(Place) -> bool) -> Option<Place> {
-        self.head(&is_live).map(|(_, place)| place)
+        self.head(&is_live, false).map(|(_, place)| place)
     }
 
-    /// The front place (the caller found it live with [`front`](Self::front)) is admitted: its
+    /// The first live place of the lanes that draw on the reserve, in their fair order (the
+    /// one that may go when the head waits for credit the reserve has).
+    pub fn reserve_front(&mut self, is_live: impl Fn(Place) -> bool) -> Option<Place> {
+        self.head(&is_live, true).map(|(_, place)| place)
+    }
+
+    /// `place`, at the front or at its lane's head (the caller found it live with
+    /// [`front`](Self::front) or [`reserve_front`](Self::reserve_front)), is admitted: its
     /// lane's turn is spent.
-    pub fn pop(&mut self) {
-        self.take(true);
+    pub fn pop(&mut self, place: Place) {
+        self.take(place, true);
     }
 
-    /// The front place leaves without a token (its deadline passed): no lane's turn is spent.
-    pub fn pass(&mut self) {
-        self.take(false);
+    /// `place`, as for [`pop`](Self::pop), leaves without a token (its deadline passed): no
+    /// lane's turn is spent.
+    pub fn pass(&mut self, place: Place) {
+        self.take(place, false);
     }
 
-    fn take(&mut self, admitted: bool) {
-        let taken = match self.head(&|_| true) {
-            Some((Part::Front, _)) => {
+    fn take(&mut self, place: Place, admitted: bool) {
+        let part = match self.front.front() {
+            Some(&p) if p == place => Some(Part::Front),
+            _ => self.lanes.iter_mut().enumerate().find_map(|(index, lane)| {
+                let (returns, head) = lane.head(&|_| true)?;
+                (head == place).then_some(Part::Lane(index, returns))
+            }),
+        };
+        let taken = match part {
+            Some(Part::Front) => {
                 self.front_live -= 1;
                 self.front.pop_front().is_some()
             }
-            Some((Part::Lane(index, returns), _)) => {
+            Some(Part::Lane(index, returns)) => {
                 let lane = &mut self.lanes[index];
                 let taken = match returns {
                     true => lane.returns.pop().is_some(),
@@ -363,7 +388,11 @@ mod tests {
     }
 
     fn lane(id: LaneId, weight: f64) -> Lane {
-        Lane { id, weight }
+        Lane {
+            id,
+            weight,
+            reserve: false,
+        }
     }
 
     #[test]
@@ -377,9 +406,9 @@ mod tests {
         queue.left(Some(0));
         let live = |p: Place| !gone.contains(&p.call);
         assert_eq!(queue.front(live).map(|p| p.call), Some(0));
-        queue.pop();
+        queue.pop(place(0));
         assert_eq!(queue.front(live).map(|p| p.call), Some(3));
-        queue.pop();
+        queue.pop(place(3));
         assert!(queue.is_empty());
         assert_eq!(queue.front(live), None);
         queue.push(place(7), Lane::default());
@@ -402,7 +431,7 @@ mod tests {
         let mut taken = Vec::new();
         while let Some(p) = queue.front(|_| true) {
             taken.push(p.rank);
-            queue.pop();
+            queue.pop(p);
         }
         assert_eq!(taken, [1, 2, 3, 4, 5]);
         assert!(queue.is_empty());
@@ -427,7 +456,7 @@ mod tests {
         let mut taken = Vec::new();
         while let Some(p) = queue.front(|_| true) {
             taken.push(p.rank);
-            queue.pop();
+            queue.pop(p);
         }
         assert_eq!(taken, predicted);
         // The background lane's first, then nine live for one background.
@@ -436,7 +465,7 @@ mod tests {
         // Away while the other lane went on alone, the live lane comes back at the clock.
         queue.push(place(100), lane(1, 1.0));
         queue.push(place(101), lane(1, 1.0));
-        queue.pop();
+        queue.pop(place(100));
         queue.push(place(102), lane(2, 9.0));
         assert_eq!(queue.front(|_| true).map(|p| p.rank), Some(102));
     }
@@ -448,12 +477,41 @@ mod tests {
             queue.push(place(rank), lane(1, 1.0));
         }
         queue.push(place(3), lane(2, 1.0));
-        queue.pop(); // 0: lane 1 has had its turn
+        queue.pop(place(0)); // lane 1 has had its turn
         assert_eq!(queue.front(|_| true).map(|p| p.rank), Some(3));
-        queue.pass(); // 3 let go: lane 2 spent nothing, and its next call has the turn
+        queue.pass(place(3)); // let go: lane 2 spent nothing, and its next call has the turn
         queue.push(place(4), lane(2, 1.0));
         assert_eq!(queue.front(|_| true).map(|p| p.rank), Some(4));
-        queue.pop();
+        queue.pop(place(4));
         assert_eq!(queue.front(|_| true).map(|p| p.rank), Some(1));
+    }
+
+    #[test]
+    fn the_reserve_lanes_head_is_found_behind_the_head_and_goes_alone() {
+        let mut queue = Queue::default();
+        let reserve = |id| Lane {
+            reserve: true,
+            ..lane(id, 1.0)
+        };
+        for rank in 0..3 {
+            queue.push(place(rank), lane(1, 1.0));
+        }
+        queue.push(place(3), reserve(2));
+        queue.push(place(4), reserve(2));
+        queue.push_front(place(9));
+        assert_eq!(queue.front(|_| true).map(|p| p.rank), Some(9));
+        assert_eq!(
+            queue.reserve_front(|_| true).map(|p| p.rank),
+            Some(3),
+            "past the front and the lanes that draw on none"
+        );
+        queue.pop(place(3));
+        queue.pop(place(9));
+        assert_eq!(
+            queue.front(|_| true).map(|p| p.rank),
+            Some(0),
+            "left as it was"
+        );
+        assert_eq!(queue.len(), 4);
     }
 }

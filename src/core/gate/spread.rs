@@ -1,7 +1,9 @@
 //! The spread in the gate (#37): a `/usage` reading on the key's first call and then every
 //! `refreshMs` while calls come, sent as the quota's probe is (a call of the gate's own at the
 //! front of the queue); and the credit each call needs before its allowance token. Calls wait
-//! for the first reading only; if it has no usable answer they go on unpaced.
+//! for the first reading only; if it has no usable answer they go on unpaced. A lane with
+//! `reserve: true` takes from the reserve what the spread has not, and goes before a head that
+//! waits for credit.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -10,6 +12,7 @@ use super::action::GateAction;
 use super::call::CallSpec;
 use super::ids::CallId;
 use super::probe::PROBE_BUDGET_MS;
+use super::queue::Place;
 use super::Gate;
 use crate::core::rules::allowance::ConfigError;
 use crate::core::rules::batch::Batch;
@@ -70,24 +73,40 @@ impl Gate {
             self.start_reading(now, head);
             return Credit::Reading;
         }
-        match spending.ready(now, c.spec.route.as_deref()) {
+        match spending.ready(now, c.spec.route.as_deref(), c.spec.lane.reserve) {
             Ok(()) => Credit::Go,
             Err(_) => Credit::Wait,
         }
     }
 
-    /// When the head that waits for credit should look again (`None`: it does not wait for
-    /// credit): when its credits come, or when the next reading is due, whichever is first;
-    /// infinite while the reading it waits for is out.
-    pub(super) fn credit_wait(&mut self, now: Millis) -> Option<Millis> {
+    /// The call admitted next: the head of the queue; or, when the head waits for credit, the
+    /// first of the lanes that draw on the reserve, when the reserve has its credits (live
+    /// calls are not held behind background calls the spread has no credit for).
+    pub(super) fn next_up(&mut self, now: Millis) -> Option<Place> {
         let calls = &self.calls;
         let head = self.queue.front(|p| Gate::live(calls, p))?;
+        if self.spending.is_none() || self.credit_ready(now, head.call) {
+            return Some(head);
+        }
+        let calls = &self.calls;
+        match self.queue.reserve_front(|p| Gate::live(calls, p)) {
+            Some(other) if self.credit_ready(now, other.call) => Some(other),
+            _ => Some(head),
+        }
+    }
+
+    /// When the call up next that waits for credit should look again (`None`: it does not
+    /// wait for credit): when its credits come, or when the next reading is due, whichever is
+    /// first; infinite while the reading it waits for is out.
+    pub(super) fn credit_wait(&mut self, now: Millis) -> Option<Millis> {
+        let head = self.next_up(now)?;
         let c = self.calls.get(head.call)?;
         let spending = self.spending.as_mut()?;
         if c.probe || c.spec.account {
             return None;
         }
-        let at = spending.ready(now, c.spec.route.as_deref()).err()?;
+        let route = c.spec.route.as_deref();
+        let at = spending.ready(now, route, c.spec.lane.reserve).err()?;
         // A reading due now starts at the next admission (this wake-up comes after one that
         // could not start it: something else holds the queue, and its end wakes the gate).
         let next = spending.next_reading();
@@ -102,7 +121,12 @@ impl Gate {
         let (Some(c), Some(spending)) = (self.calls.get(call), &mut self.spending) else {
             return true;
         };
-        c.probe || c.spec.account || spending.ready(now, c.spec.route.as_deref()).is_ok()
+        let reserve = c.spec.lane.reserve;
+        c.probe
+            || c.spec.account
+            || spending
+                .ready(now, c.spec.route.as_deref(), reserve)
+                .is_ok()
     }
 
     /// When `call`, joining behind `ahead` others, could have its credits (minus infinity
@@ -114,7 +138,7 @@ impl Gate {
         if c.probe || c.spec.account {
             return Millis::NEG_INFINITY;
         }
-        spending.predict(now, ahead, c.spec.route.as_deref())
+        spending.predict(now, ahead, c.spec.route.as_deref(), c.spec.lane.reserve)
     }
 
     /// `call` is admitted at `now`: a reading goes out, or a call takes its credits.
@@ -125,7 +149,7 @@ impl Gate {
         if self.reading == Some(call) {
             spending.sent();
         } else if !(c.probe || c.spec.account) {
-            spending.take(now, c.spec.route.as_deref());
+            spending.take(now, c.spec.route.as_deref(), c.spec.lane.reserve);
         }
     }
 

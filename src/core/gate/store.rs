@@ -86,7 +86,7 @@ impl Gate {
                     let deadline = self.calls.get(head.call).map(|c| c.admission_deadline());
                     match deadline {
                         Some((deadline, reason)) if deadline < now => {
-                            self.queue.pass();
+                            self.queue.pass(head);
                             self.figures.abandoned_in_queue += 1;
                             self.give_up(now, head.call, reason);
                         }

@@ -69,6 +69,9 @@ pub struct LaneAsks {
     pub max_wait_ms: Option<Millis>,
     /// Its own `maxWaiting`.
     pub max_waiting: Option<usize>,
+    /// Its calls draw on the spread's reserve when the spread has no credit for them
+    /// (`reserve: true`): the lane's, not the profile's (see `Lane::reserve`).
+    pub reserve: bool,
 }
 
 impl LaneAsks {
@@ -245,6 +248,7 @@ mod tests {
             policy: Some(Some(once.clone())),
             max_wait_ms: Some(100.0),
             max_waiting: Some(0),
+            reserve: true,
         });
         assert_eq!(own.policy, Some(once));
         assert_eq!((own.max_wait_ms, own.max_waiting), (Some(100.0), Some(0)));

@@ -295,6 +295,8 @@ pub struct Setting<'a, S> {
 struct LaneFacts<'a> {
     name: &'a str,
     weight: f64,
+    /// Its calls draw on the spread's reserve.
+    reserve: bool,
 }
 
 /// The table in the memory the threads share, for `describe()`.
@@ -523,6 +525,7 @@ impl Gates {
             lane: lane.filter(|lane| lane.id != 0).map(|lane| LaneFacts {
                 name: setting.lane_name,
                 weight: lane.weight,
+                reserve: lane.reserve,
             }),
             limits: Limits::default(),
             cache: setting.cache,

@@ -42,11 +42,16 @@ impl Gates {
     }
 
     /// A new wrapper whose calls wait in a lane of their own with `weight` (a positive finite
-    /// number: the boundary checks it): `lane()`, on the same gates as the wrapper whose
-    /// [`Profile::lane`] `profile` is. A named lane is the lane of that name in
-    /// every thread and process (and for every wrapper of this one) that shares the gates; an
-    /// unnamed one is the one made in the same order.
-    pub fn lane(&mut self, profile: Profile, weight: f64, name: Option<&str>) -> WrapperId {
+    /// number: the boundary checks it), drawing on the spread's `reserve` if it asks:
+    /// `lane()`, on the same gates as the wrapper whose [`Profile::lane`] `profile` is. A
+    /// named lane is the lane of that name in every thread and process (and for every wrapper
+    /// of this one) that shares the gates; an unnamed one is the one made in the same order.
+    pub fn lane(
+        &mut self,
+        profile: Profile,
+        (weight, reserve): (f64, bool),
+        name: Option<&str>,
+    ) -> WrapperId {
         let id = match name {
             Some(name) => lane_name::id(name),
             None => {
@@ -54,7 +59,12 @@ impl Gates {
                 self.lanes
             }
         };
-        self.wrapper_in(profile, Lane { id, weight })
+        let lane = Lane {
+            id,
+            weight,
+            reserve,
+        };
+        self.wrapper_in(profile, lane)
     }
 
     fn wrapper_in(&mut self, profile: Profile, lane: Lane) -> WrapperId {

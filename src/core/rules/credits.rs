@@ -226,12 +226,26 @@ impl CreditBucket {
     /// credits now, they come from the reserve at once, never past the limit.
     pub fn take_reserved(&mut self, now: Millis, cost: f64) -> Result<(), Millis> {
         let spread = self.take(now, cost);
-        if spread.is_err() && self.used + cost <= self.limit + SLACK {
+        if spread.is_err() && self.reserve_holds(cost) {
             self.reserve_used += cost;
             self.spend(cost);
             return Ok(());
         }
         spread
+    }
+
+    /// What [`take_reserved`](Self::take_reserved) would answer at `now`, spending nothing.
+    pub fn ready_reserved(&mut self, now: Millis, cost: f64) -> Result<(), Millis> {
+        match self.ready(now, cost) {
+            Err(_) if self.reserve_holds(cost) => Ok(()),
+            spread => spread,
+        }
+    }
+
+    /// Whether `cost` more credits stay within the limit: what is left of it past the spread's
+    /// share is the reserve.
+    fn reserve_holds(&self, cost: f64) -> bool {
+        self.used + cost <= self.limit + SLACK
     }
 
     /// The server's `used` as this process knows it.
@@ -667,6 +681,7 @@ mod tests {
         b.read(HOUR, usage(950.0, 1000.0, end), &mut Costs::default());
         assert_eq!(b.per_ms(), 0.0);
         assert_eq!(b.take(HOUR, 1.0), Err(Millis::INFINITY));
+        assert_eq!(b.ready_reserved(HOUR, 49.0), Ok(()));
         assert_eq!(b.take_reserved(HOUR, 49.0), Ok(()));
         assert_eq!(b.take_reserved(HOUR, 1.0), Ok(()));
         assert_eq!(
@@ -674,6 +689,7 @@ mod tests {
             Err(Millis::INFINITY),
             "never past the limit"
         );
+        assert_eq!(b.ready_reserved(HOUR, 0.5), Err(Millis::INFINITY));
         assert_eq!(b.used(), 1000.0);
     }
 

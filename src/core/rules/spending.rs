@@ -94,11 +94,13 @@ impl Spending {
     }
 
     /// Whether a call of `route` has its credits at `now`, or when it will (infinite: not
-    /// before a reading, the first included). With no bucket after the first reading, the
-    /// call goes unpaced.
-    pub fn ready(&mut self, now: Millis, route: Option<&str>) -> Result<(), Millis> {
+    /// before a reading, the first included); one that draws on the `reserve` (its lane's
+    /// `reserve: true`) has them from the reserve when the spread has not. With no bucket
+    /// after the first reading, the call goes unpaced.
+    pub fn ready(&mut self, now: Millis, route: Option<&str>, reserve: bool) -> Result<(), Millis> {
         let cost = self.cost(route);
         match (&mut self.bucket, self.first_read) {
+            (Some(bucket), _) if reserve => bucket.ready_reserved(now, cost),
             (Some(bucket), _) => bucket.ready(now, cost),
             (None, false) => Err(Millis::INFINITY),
             (None, true) => Ok(()),
@@ -106,27 +108,41 @@ impl Spending {
     }
 
     /// When a call of `route` joining behind `ahead` others could have its credits, taking
-    /// each of them to cost what it does. Before the first reading nothing is known, and
-    /// nothing is predicted: `now`.
-    pub fn predict(&mut self, now: Millis, ahead: usize, route: Option<&str>) -> Millis {
+    /// each of them to cost what it does: `now` for one that draws on the `reserve` while the
+    /// reserve has them. Before the first reading nothing is known, and nothing is predicted:
+    /// `now`.
+    pub fn predict(
+        &mut self,
+        now: Millis,
+        ahead: usize,
+        route: Option<&str>,
+        reserve: bool,
+    ) -> Millis {
         let cost = self.cost(route);
-        match &mut self.bucket {
-            Some(bucket) => bucket.predict(now, ahead as f64 * cost, cost),
-            None => now,
+        let Some(bucket) = &mut self.bucket else {
+            return now;
+        };
+        match reserve && bucket.ready_reserved(now, cost).is_ok() {
+            true => now,
+            false => bucket.predict(now, ahead as f64 * cost, cost),
         }
     }
 
     /// A call of `route` is admitted at `now` (it was [`ready`](Self::ready)): its credits
-    /// are taken, and it counts for the costs learned from the next reading's delta (an
+    /// are taken (from the reserve, for one that draws on the `reserve`, when the spread has
+    /// not them), and it counts for the costs learned from the next reading's delta (an
     /// unpaced call has no reading before it to count from).
-    pub fn take(&mut self, now: Millis, route: Option<&str>) {
+    pub fn take(&mut self, now: Millis, route: Option<&str>, reserve: bool) {
         let route = route.unwrap_or(NO_ROUTE);
         let cost = self.costs.cost(route);
         match &mut self.bucket {
             Some(bucket) => {
                 self.costs.called(route);
                 // Asked at this same `now`, it has them.
-                let _ = bucket.take(now, cost);
+                let _ = match reserve {
+                    true => bucket.take_reserved(now, cost),
+                    false => bucket.take(now, cost),
+                };
             }
             None => self.unpaced += 1,
         }
@@ -169,11 +185,11 @@ mod tests {
     fn calls_wait_for_the_first_reading_and_go_unpaced_when_it_fails() {
         let mut s = Spending::new(Spread::DEFAULT, Costs::default());
         assert!(s.reading_due(0.0));
-        assert_eq!(s.ready(0.0, None), Err(Millis::INFINITY));
-        assert_eq!(s.predict(0.0, 5, None), 0.0, "nothing known");
+        assert_eq!(s.ready(0.0, None, false), Err(Millis::INFINITY));
+        assert_eq!(s.predict(0.0, 5, None, false), 0.0, "nothing known");
         s.read(10.0, None);
-        assert_eq!(s.ready(10.0, None), Ok(()));
-        s.take(10.0, None);
+        assert_eq!(s.ready(10.0, None, false), Ok(()));
+        s.take(10.0, None, false);
         assert_eq!(s.figures(0.0, 0).unpaced, 1);
         assert!(!s.reading_due(10.0 + Spread::DEFAULT.refresh_ms - 1.0));
         // The next reading with an answer paces from then on.
@@ -199,10 +215,10 @@ mod tests {
         // One credit an hour, a quarter held at the start: three quarters of an hour for the
         // first call's credit, an hour more behind one other.
         for (ahead, hours) in [(0, 0.75), (1, 1.75)] {
-            let at = s.predict(0.0, ahead, Some("GET /x"));
+            let at = s.predict(0.0, ahead, Some("GET /x"), false);
             assert!((at - hours * HOUR_MS).abs() <= 1.0, "{at}");
         }
         s.read(HOUR_MS, Some(usage(0.0)));
-        assert_eq!(s.predict(HOUR_MS, 0, None), HOUR_MS, "a credit held");
+        assert_eq!(s.predict(HOUR_MS, 0, None, false), HOUR_MS, "a credit held");
     }
 }

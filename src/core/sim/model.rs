@@ -530,7 +530,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     // Lanes on the gate of the first worker's key, in its process.
     let (lane_process, lane_key) = placement(options, 0);
     let lane_wrappers: Vec<WrapperId> = (options.lanes.iter())
-        .map(|l| all[lane_process].lane(profile.clone(), l.weight, l.name.as_deref()))
+        .map(|l| all[lane_process].lane(profile.clone(), (l.weight, false), l.name.as_deref()))
         .collect();
     let mut world = World::new(all, Box::new(server));
     world.store.latency = options.store_latency_ms;
