@@ -53,6 +53,12 @@ pub fn object<T: DeserializeOwned>(
     })
 }
 
+/// [`object`] for an options argument, which may be left out (read as `{}`).
+pub fn options<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T, JsValue> {
+    let empty = js_sys::Object::new();
+    object(if value.is_undefined() { &empty } else { value }, what, "")
+}
+
 /// The object's own keys and values, leaving out keys whose value is `undefined`.
 fn entries(value: &JsValue) -> Vec<(String, JsValue)> {
     js_sys::Object::entries(value.unchecked_ref())

@@ -36,13 +36,9 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 /// `js-tests/node20-crash.test.mjs` checks every export's signature.
 pub type Exported = Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue>;
 
-#[cfg(feature = "fetch")]
-pub use attempt::gated_function;
-#[cfg(feature = "fetch")]
-pub use errors::register_errors;
 #[cfg(feature = "sim")]
 pub use model::{simulate, ModelGate};
 #[cfg(feature = "fetch")]
-pub use redis::redis_store;
-#[cfg(feature = "fetch")]
-pub use transport::Transport;
+pub use {
+    attempt::gated_function, errors::register_errors, redis::redis_store, transport::Transport,
+};

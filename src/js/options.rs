@@ -160,10 +160,7 @@ pub fn config(
     number: impl FnOnce(&Rc<RedisStore>) -> StoreId,
 ) -> Result<(Config, Profile), JsValue> {
     // `createFetch()` alone learns the allowance with every default.
-    let o: Options = match options.is_undefined() {
-        true => de::object(&js_sys::Object::new(), "options", "")?,
-        false => de::object(options, "options", "")?,
-    };
+    let o: Options = de::options(options, "options")?;
     let allowance = allowance(o.rate)?;
     let (retry, budget) = RetryGiven::toggled(retry(o.retry)?).map_err(config_error)?;
     let usage_url = usage_url(o.usage_url).map_err(config_error)?;
@@ -220,10 +217,7 @@ pub fn config(
 /// weight, and its name if given (an unnamed lane's comes from its number, once the gates have
 /// made it).
 pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsValue> {
-    let o: LaneOptions = match options.is_undefined() {
-        true => de::object(&js_sys::Object::new(), "lane options", "")?,
-        false => de::object(options, "lane options", "")?,
-    };
+    let o: LaneOptions = de::options(options, "lane options")?;
     if let Some(name) = &o.name {
         lane_name::check("name", name).map_err(config_error)?;
     }

@@ -71,10 +71,7 @@ fn check_client(client: &JsValue) -> Result<(), JsValue> {
 
 /// The store's prefix and settings, from `redisStore()`'s options.
 fn settings(options: &JsValue) -> Result<(String, StoreSettings), JsValue> {
-    let o: StoreGiven = match options.is_undefined() {
-        true => de::object(&js_sys::Object::new(), "redisStore options", "")?,
-        false => de::object(options, "redisStore options", "")?,
-    };
+    let o: StoreGiven = de::options(options, "redisStore options")?;
     o.settings().map_err(config_error)
 }
 
