@@ -7,8 +7,9 @@
 use odds_gate::core::parse::freshness::Freshness;
 use odds_gate::core::rules::allowance::ConfigError;
 use odds_gate::core::rules::cache::{
-    lifetime, Cache, CacheConfig, CacheGiven, Landed, Lookup, Refusal,
+    cacheable, lifetime, Cache, CacheConfig, CacheGiven, Landed, Lookup, Refusal,
 };
+use odds_gate::core::rules::classify::Body;
 use odds_gate::core::rules::policy::Reason;
 use odds_gate::core::rules::toggle::Toggle;
 use odds_gate::core::Millis;
@@ -476,4 +477,12 @@ proptest! {
         }
         prop_assert_eq!(answered.len() as u32, next);
     }
+}
+
+#[test]
+fn only_a_get_without_a_body_is_cached() {
+    assert!(cacheable("GET", Body::None));
+    assert!(!cacheable("GET", Body::Reusable));
+    assert!(!cacheable("POST", Body::None));
+    assert!(!cacheable("HEAD", Body::None));
 }

@@ -2,35 +2,24 @@
 //! `cache.js`, which keeps the entries' bytes and the callers' promises, asks of it. Calls are
 //! known here by `cache.js`'s numbers.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
 use wasm_bindgen::prelude::*;
 
-use super::calls::MARKER;
 use super::clock;
 use super::headers::{self, header_value};
 use super::props::get;
 use super::transport::Transport;
 use super::Exported;
-use crate::core::gates::scope::Scope;
+use crate::core::gates::scope::{RequestKey, Scope};
 use crate::core::parse::freshness::CacheHeaders;
-use crate::core::rules::cache::{Cache, Landed, Lookup, Refusal};
-use crate::core::rules::classify::Body;
+use crate::core::rules::cache::{cacheable, Landed, Lookup, Refusal};
 use crate::core::rules::policy::Reason;
+use crate::core::rules::quota::GIVEN_AGAIN;
 
 #[wasm_bindgen(module = "/src/js/cache.js")]
 extern "C" {
     #[wasm_bindgen(thread_local_v2, js_name = cached)]
     static CACHED: js_sys::Function;
 }
-
-/// What makes two GETs the same: the credential (its scope, a hash), the URL and `Accept`.
-type Key = (Scope, String, String);
-
-/// A wrapper's cache, shared by its lanes and batches, with `cache.js`'s side of it (made on
-/// first use).
-pub type Shared = Rc<RefCell<(Cache<Key, u32>, JsValue)>>;
 
 #[wasm_bindgen]
 impl Transport {
@@ -175,7 +164,7 @@ fn refusal(ended: &JsValue) -> Option<Refusal> {
     let headers = get(ended, "headers");
     if headers.is_object() {
         let mark = header_value(&headers, &JsValue::from_str("x-odds-gate"));
-        return (mark.as_deref() == Some(MARKER)).then_some(Refusal::Quota);
+        return (mark.as_deref() == Some(GIVEN_AGAIN)).then_some(Refusal::Quota);
     }
     match get(ended, "name").as_string()?.as_str() {
         "QuotaExhaustedError" => Some(Refusal::Quota),
@@ -188,9 +177,9 @@ fn refusal(ended: &JsValue) -> Option<Refusal> {
 }
 
 /// The key of a GET without a body, from the request's `facts` (`reads.js`) and `Accept`.
-fn key(facts: &str, accept: &str) -> Option<Key> {
+fn key(facts: &str, accept: &str) -> Option<RequestKey> {
     let (credential, method, body, url) = headers::facts(facts);
-    if method != "GET" || body != Body::None {
+    if !cacheable(&method, body) {
         return None;
     }
     let key = credential.api_key.as_deref();

@@ -16,7 +16,7 @@ use super::replay;
 use crate::core::base::slab::Mirror;
 use crate::core::gate::action::End;
 use crate::core::gates::ids::CallRef;
-use crate::core::rules::quota::usage_url_for;
+use crate::core::rules::quota::{usage_url_for, GIVEN_AGAIN};
 use crate::core::Millis;
 
 /// What the caller's promise is.
@@ -176,9 +176,6 @@ pub fn last_response(calls: &Mirror<JsCall>, call: CallRef) -> Option<JsValue> {
     }
 }
 
-/// The header that marks a response the gate gave again (a spent quota's answer).
-pub const MARKER: &str = "quota-exhausted";
-
 /// What the caller of `call` gets for `end`; `answer` is the spent quota's answer, kept, when
 /// the gate gives it again.
 pub fn result(
@@ -201,7 +198,7 @@ pub fn result(
             if let Some(Ok(response)) = &last {
                 body::cancel(&get(response, "body"));
             }
-            Ok(answer.map_or(JsValue::UNDEFINED, |a| body::give_again(&a, MARKER)))
+            Ok(answer.map_or(JsValue::UNDEFINED, |a| body::give_again(&a, GIVEN_AGAIN)))
         }
         End::Exhausted { until } => Err(quota_error(until.map(clock::to_wall))),
         End::RetryAfterTooLarge => {

@@ -9,7 +9,6 @@ use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::cache;
 use super::de::{self, Item};
 use super::errors::{config_error, type_error};
 use super::events::Events;
@@ -17,6 +16,7 @@ use super::metrics::Metrics;
 use super::readers::rate;
 use super::redis::{is_store, RedisStore};
 use crate::core::gates::lane_name;
+use crate::core::gates::scope::RequestKey;
 use crate::core::gates::profile::{limits, Keeping, LaneAsks, Profile, StoreId};
 use crate::core::rules::allowance::Allowance;
 use crate::core::rules::budget::RefillingConfig;
@@ -130,6 +130,10 @@ impl Item for Method {
     }
 }
 
+/// A wrapper's cache (the core's index; `cache.js`'s side of it, the bytes, made on first use),
+/// shared by its lanes and batches.
+pub type SharedCache = Rc<RefCell<(Cache<RequestKey, u32>, JsValue)>>;
+
 /// A wrapper's JavaScript side: what the gates never see (they have its [`Profile`]).
 #[derive(Clone)]
 pub struct Config {
@@ -150,7 +154,7 @@ pub struct Config {
     /// `odds_gate.lane`): `default` for a wrapper's own calls.
     pub lane_name: Rc<str>,
     /// Its cache, shared with its lanes and batches (`cache` option).
-    pub cache: Option<cache::Shared>,
+    pub cache: Option<SharedCache>,
 }
 
 /// Reads `createFetch(options)`: the wrapper's JavaScript side, and what it asks of the gates,

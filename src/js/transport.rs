@@ -7,7 +7,6 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 use super::attempt::{global_fetch, How};
-use super::cache;
 use super::calls::CallArgs;
 use super::clock;
 use super::de;
@@ -246,7 +245,7 @@ fn settled(result: Result<JsValue, JsValue>) -> js_sys::Promise {
 
 impl Transport {
     /// The wrapper's cache, if it caches.
-    pub(super) fn cache(&self) -> Option<&cache::Shared> {
+    pub(super) fn cache(&self) -> Option<&options::SharedCache> {
         self.config.cache.as_ref()
     }
 

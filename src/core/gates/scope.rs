@@ -3,6 +3,10 @@
 
 use sha2::{Digest, Sha256};
 
+/// What makes two GETs the same for the cache: the credential (its scope, a hash), the URL and
+/// `Accept`.
+pub type RequestKey = (Scope, String, String);
+
 /// The name of one allowance: a short hash of the credential, safe to log and to use as a
 /// store key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

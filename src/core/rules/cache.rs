@@ -12,6 +12,7 @@ use std::hash::Hash;
 use crate::core::base::map::Map;
 use crate::core::parse::freshness::{freshness, CacheHeaders, Freshness};
 use crate::core::rules::allowance::{at_least, ConfigError};
+use crate::core::rules::classify::Body;
 use crate::core::rules::policy::Reason;
 use crate::core::rules::toggle::Toggle;
 use crate::core::Millis;
@@ -132,6 +133,12 @@ impl CacheConfig {
         )?;
         Ok(self)
     }
+}
+
+/// Whether a request may be cached: a GET without a body (a body, or any other method, may
+/// ask or change something another caller's identical-looking request does not).
+pub fn cacheable(method: &str, body: Body) -> bool {
+    method == "GET" && body == Body::None
 }
 
 /// How long an answer is fresh: what its headers say, else its JSON body's `ttl_seconds`

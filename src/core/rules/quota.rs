@@ -8,6 +8,10 @@ use crate::core::rules::backoff::Backoff;
 use crate::core::rules::classify::not_refused;
 use crate::core::Millis;
 
+/// The `x-odds-gate` value on a spent quota's 429 given again to later callers: the mark the
+/// call path sets and the cache reads as the gate's refusal.
+pub const GIVEN_AGAIN: &str = "quota-exhausted";
+
 /// Consecutive 429s without `Retry-After` that make us suspect the quota rather than the rate.
 pub(crate) const SUSPICIOUS_RUN: u32 = 3;
 
