@@ -4,14 +4,14 @@
 // and which entries go); this file keeps the entries' bytes, makes every caller its own
 // Response, and passes aborts on. A call that is not a GET without a body goes to the gate as
 // it is.
-import { requestFacts, callerSignal } from './reads.js';
+import { requestFacts, requestHeaders, callerSignal } from './reads.js';
 
 const MARK = 'x-odds-gate-cache';
 const isObject = (v) => v !== null && typeof v === 'object';
 
 /** The Accept header of a fetch(input, init) call ('' when none). */
 function acceptOf(input, init) {
-  const headers = isObject(init) && init.headers !== undefined ? init.headers : isObject(input) ? input.headers : undefined;
+  const headers = requestHeaders(input, init);
   if (!isObject(headers)) return '';
   if (typeof headers.get === 'function') return headers.get('accept') ?? '';
   const pairs = Array.isArray(headers) ? headers : Object.entries(headers);

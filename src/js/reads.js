@@ -18,11 +18,17 @@ function bodyKind(input, init, isObject) {
   return 'o';
 }
 
+const isObject = (v) => v !== null && typeof v === 'object';
+
+/** The headers a fetch(input, init) call sends: init's, else the Request's (undefined when none). */
+export function requestHeaders(input, init) {
+  const headers = isObject(init) ? init.headers : undefined;
+  return headers === undefined && isObject(input) ? input.headers : headers;
+}
+
 /** `x-api-key \0 authorization \0 idempotency-key? \0 method \0 body \0 url` of a fetch(input, init) call. */
 export function requestFacts(input, init) {
-  const isObject = (v) => v !== null && typeof v === 'object';
-  let headers = isObject(init) ? init.headers : undefined;
-  if (headers === undefined && isObject(input)) headers = input.headers;
+  const headers = requestHeaders(input, init);
   let key = NONE;
   let auth = NONE;
   let idempotent = '0';
