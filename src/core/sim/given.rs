@@ -4,6 +4,7 @@
 
 use super::lanes::SimLane;
 use super::model::{Coordination, Lookups, SimOptions};
+use super::month::SimQuotaGiven;
 use super::server::Headers;
 use crate::core::rules::allowance::{at_least, ConfigError, Rate};
 use crate::core::rules::ranges::{COUNT, SIM_ATTEMPTS, SIM_CALLS, SIM_SPLIT};
@@ -54,6 +55,8 @@ pub struct SimGiven {
     pub poll_every_ms: Option<f64>,
     /// `cache`: `true`, `false`, or `{ ttlMs }`.
     pub cache: Option<Toggle<SimCacheGiven>>,
+    /// `quota`: the key's monthly credits.
+    pub quota: Option<SimQuotaGiven>,
 }
 
 /// `cache: { ttlMs }`.
@@ -199,6 +202,7 @@ impl SimGiven {
             polls: (SIM_CALLS.given("polls", self.polls)?).unwrap_or(d.polls),
             poll_every_ms: self.poll_every_ms.unwrap_or(d.poll_every_ms),
             cache_ttl_ms: SimCacheGiven::asked(self.cache)?,
+            quota: self.quota.map(SimQuotaGiven::quota).transpose()?,
         })
     }
 }

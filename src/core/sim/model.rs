@@ -11,8 +11,9 @@ use std::rc::Rc;
 
 use super::home::{SharedMemory, SimHome};
 use super::lanes::{self, Group, LaneReport, SimLane};
-use super::server::{Allowances, Headers, Limiter};
-use super::world::{SimCall, World};
+use super::month::{Metered, MonthReport, SimQuota};
+use super::server::{Allowances, Headers, Limiter, Server};
+use super::world::{Served, SimCall, World};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::{AdmissionId, Answer, Op, Transitions};
 use crate::core::gate::action::{End, Event};
@@ -133,6 +134,9 @@ pub struct SimOptions {
     /// snapshots are fresh (its `ttl_seconds`, in ms; 0: calls in flight share one request
     /// and nothing is kept). The wrapper's own workers then fetch the same snapshots.
     pub cache_ttl_ms: Option<Millis>,
+    /// The key's monthly credits (`quota`): the server counts them, the run ends with their
+    /// period, and the gates spread them when asked.
+    pub quota: Option<SimQuota>,
 }
 
 /// Event lookups on a limiter of their own, beside the snapshots.
@@ -164,6 +168,7 @@ impl Default for SimOptions {
             polls: 1,
             poll_every_ms: 0.0,
             cache_ttl_ms: None,
+            quota: None,
         }
     }
 }
@@ -245,6 +250,16 @@ impl SimOptions {
         for lane in &self.lanes {
             lane.validate()?;
         }
+        let split = matches!(
+            self.coordination,
+            Coordination::Fleet(_) | Coordination::Threads(_)
+        );
+        if split && self.quota.as_ref().is_some_and(|q| q.spread.is_some()) {
+            return Err(ConfigError::Unsupported {
+                field: "quota.spread",
+                with: "is for one process for now: not with `processes` or `threads`",
+            });
+        }
         let laned: f64 = (self.lanes.iter())
             .map(|l| f64::from(l.workers) * f64::from(l.snapshots))
             .sum();
@@ -274,20 +289,6 @@ pub struct Attempt {
     /// How the cache answered it, if it did (no request: not one of the attempts).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub cache: Option<Served>,
-}
-
-/// How the cache answered a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize),
-    serde(rename_all = "lowercase")
-)]
-pub enum Served {
-    /// A fresh entry answered it.
-    Hit,
-    /// It joined a request in flight and got its answer.
-    Coalesced,
 }
 
 /// What a run produced; the bindings hand it to JavaScript in the article's field names.
@@ -329,6 +330,9 @@ pub struct SimReport {
     /// With `cache`: requests it saved (`hits + coalesced`).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub requests_saved: Option<u64>,
+    /// With `quota`: how the month's credits went.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub quota: Option<MonthReport>,
 }
 
 /// A learning run's estimates for JavaScript: `{ at, burst, perSecond, atLeast, confidence }`.
@@ -483,7 +487,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         max_waiting: None,
         reports_wait: false,
         typed_errors: false,
-        spread: None,
+        spread: options.quota.as_ref().and_then(|q| q.spread.clone()),
     };
     let mut all = Vec::with_capacity(processes);
     let mut wrappers = Vec::with_capacity(processes);
@@ -532,7 +536,15 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     let lane_wrappers: Vec<WrapperId> = (options.lanes.iter())
         .map(|l| all[lane_process].lane(profile.clone(), (l.weight, false), l.name.as_deref()))
         .collect();
-    let mut world = World::new(all, Box::new(server));
+    let (server, meter): (Box<dyn Server>, _) = match &options.quota {
+        Some(q) => {
+            let metered = Metered::new(server, q);
+            let meter = metered.meter.clone();
+            (Box::new(metered), Some(meter))
+        }
+        None => (Box::new(server), None),
+    };
+    let mut world = World::new(all, server);
     world.store.latency = options.store_latency_ms;
     if let Some(ttl) = options.cache_ttl_ms {
         // Nothing is served stale in the simulator: an entry is kept for its lifetime only.
@@ -597,7 +609,11 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         world.start_at(0.0, call(process, wrappers[process], &key, url));
         worker_of.push(worker);
     }
-    world.run();
+    match &options.quota {
+        // The month ends with its period: calls still waiting for credit then are left so.
+        Some(q) => world.run_until(q.period_ms),
+        None => world.run(),
+    }
     let mut report = SimReport {
         attempts: 0,
         throttled: 0,
@@ -611,6 +627,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         hits: None,
         coalesced: None,
         requests_saved: None,
+        quota: meter.map(|m| MonthReport::of(&world, &m.borrow())),
     };
     for sent in world.log.sent.iter().filter(|s| !s.probe) {
         report.timeline.push(Attempt {
@@ -620,16 +637,12 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
             cache: None,
         });
     }
-    for (index, &(at, joined, status)) in world.log.cached.iter() {
+    for (index, &(at, served, status)) in world.log.cached.iter() {
         report.timeline.push(Attempt {
             at,
             worker: worker_of[index],
             status,
-            cache: Some(if joined {
-                Served::Coalesced
-            } else {
-                Served::Hit
-            }),
+            cache: Some(served),
         });
         match status {
             200 => report.completed += 1,
