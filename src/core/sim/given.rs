@@ -242,6 +242,7 @@ impl LaneGiven {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::rules::credits::Spread;
 
     fn refused(given: SimGiven) -> (String, bool) {
         let error = given.options().expect_err("refused");
@@ -260,6 +261,45 @@ mod tests {
             workers: Some(workers),
             ..LaneGiven::default()
         }
+    }
+
+    fn quota(quota: SimQuotaGiven) -> SimGiven {
+        SimGiven {
+            quota: Some(quota),
+            ..SimGiven::default()
+        }
+    }
+
+    fn month() -> SimQuotaGiven {
+        SimQuotaGiven {
+            limit: Some(100.0),
+            ..SimQuotaGiven::default()
+        }
+    }
+
+    #[test]
+    fn a_quota_is_thirty_days_unspread_where_left_out_and_spreads_with_one_process() {
+        let options = quota(month()).options().unwrap();
+        let q = options.quota.unwrap();
+        assert_eq!(
+            (q.limit, q.period_ms, q.used),
+            (100.0, 30.0 * 86_400_000.0, 0.0)
+        );
+        assert_eq!(q.spread, None);
+        let spread = SimQuotaGiven {
+            spread: Some(true),
+            ..month()
+        };
+        let q = quota(spread.clone()).options().unwrap().quota.unwrap();
+        assert_eq!(q.spread.map(|(s, _)| s), Some(Spread::DEFAULT));
+        let threads = SimGiven {
+            threads: Some(2.0),
+            ..quota(spread)
+        };
+        let refused = crate::core::sim::simulate(&threads.options().unwrap()).unwrap_err();
+        assert!(refused
+            .to_string()
+            .starts_with("`quota.spread` is for one process"));
     }
 
     #[test]
@@ -435,6 +475,51 @@ mod tests {
                     ..SimGiven::default()
                 },
                 whole("polls", 1, 100000, "0"),
+            ),
+            (
+                quota(SimQuotaGiven::default()),
+                ("`quota.limit` is required".into(), true),
+            ),
+            (
+                quota(SimQuotaGiven {
+                    days: Some(0.0),
+                    ..month()
+                }),
+                (
+                    "`quota.days` must be a finite number greater than 0, got 0".into(),
+                    false,
+                ),
+            ),
+            (
+                quota(SimQuotaGiven {
+                    period_ms: Some(1.0),
+                    days: Some(1.0),
+                    ..month()
+                }),
+                (
+                    "Choose one of `quota.periodMs` and `quota.days`".into(),
+                    true,
+                ),
+            ),
+            (
+                quota(SimQuotaGiven {
+                    used: Some(-1.0),
+                    ..month()
+                }),
+                (
+                    "`quota.used` must be a finite number >= 0, got -1".into(),
+                    false,
+                ),
+            ),
+            (
+                quota(SimQuotaGiven {
+                    reserve: Some(1.0),
+                    ..month()
+                }),
+                (
+                    "`quota.reserve` must be a number from 0 up to (not including) 1, got 1".into(),
+                    false,
+                ),
             ),
         ];
         for (given, expected) in cases {
