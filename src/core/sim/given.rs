@@ -177,6 +177,14 @@ impl SimGiven {
                 .unwrap_or(d.workers),
             false => (SIM_CALLS.from_zero().given("workers", self.workers)?).unwrap_or(0),
         };
+        let quota = self.quota.map(SimQuotaGiven::quota).transpose()?;
+        let polls = (SIM_CALLS.given("polls", self.polls)?).unwrap_or(d.polls);
+        // A month's polls, left to their own pace, are spread evenly over its period.
+        let poll_every_ms = match (self.poll_every_ms, &quota) {
+            (Some(ms), _) => ms,
+            (None, Some(q)) => q.period_ms / f64::from(polls),
+            (None, None) => d.poll_every_ms,
+        };
         let burst = self.burst.unwrap_or(d.rate.burst());
         let per_second = self.per_second.unwrap_or(d.rate.per_second());
         Ok(SimOptions {
@@ -199,10 +207,10 @@ impl SimGiven {
             lookups,
             store_latency_ms: self.store_latency_ms.unwrap_or(d.store_latency_ms),
             lanes,
-            polls: (SIM_CALLS.given("polls", self.polls)?).unwrap_or(d.polls),
-            poll_every_ms: self.poll_every_ms.unwrap_or(d.poll_every_ms),
+            polls,
+            poll_every_ms,
             cache_ttl_ms: SimCacheGiven::asked(self.cache)?,
-            quota: self.quota.map(SimQuotaGiven::quota).transpose()?,
+            quota,
         })
     }
 }
@@ -280,6 +288,11 @@ mod tests {
     #[test]
     fn a_quota_is_thirty_days_unspread_where_left_out_and_spreads_with_one_process() {
         let options = quota(month()).options().unwrap();
+        assert_eq!(
+            options.poll_every_ms,
+            30.0 * 86_400_000.0,
+            "one poll a month"
+        );
         let q = options.quota.unwrap();
         assert_eq!(
             (q.limit, q.period_ms, q.used),

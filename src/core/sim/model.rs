@@ -128,7 +128,8 @@ pub struct SimOptions {
     pub lanes: Vec<SimLane>,
     /// Times each of the wrapper's own workers fetches its snapshots.
     pub polls: u32,
-    /// Poll `i` starts at `i x poll_every_ms`, or when the one before ends if later.
+    /// Poll `i` starts at `i x poll_every_ms`, or when the one before ends if later (with a
+    /// quota and left out: the polls spread evenly over its period).
     pub poll_every_ms: Millis,
     /// With a cache (`createFetch({ cache })`, in each process), how long the server's
     /// snapshots are fresh (its `ttl_seconds`, in ms; 0: calls in flight share one request
