@@ -208,6 +208,15 @@ test('simulate --quota-limit: a month at 3x the quota runs dry after 10.5 days, 
   assert.equal(q.readings, 2881);
   const table = await cli([...args, '--spread', '--svg', 'month.svg']);
   assert.match(table.stdout, /^quota: 9500 of 10000 credits used \(95 %\) over 30 days, spread to its end; never ran out$/m);
+  // With a cache keeping the snapshot stale for a day, the polls after the quota ran out are
+  // answered from it: none refused (tests/sim_spread.rs has the same run).
+  const cached = await cli(['simulate', '--workers', '2', '--polls', '1000', '--quota-limit', '50', '--quota-days', '1',
+    '--cache-ttl-ms', '60000', '--cache-stale-for-ms', '86400000', '--svg', 'month.svg']);
+  assert.equal(cached.code, 0, cached.stderr);
+  assert.match(cached.stdout, /^cache: 1951 requests saved \(0 fresh hits, 51 joined to a request in flight, 1900 stale\); 51 requests sent$/m);
+  assert.match(cached.stdout, /^ {2}1 \/usage reading; 0 calls refused for the spent quota/m);
+  const rings = parseXml(readFileSync(join(dir, 'month.svg'), 'utf8')).filter((e) => e.attrs['data-cache'] === 'stale');
+  assert.equal(rings.length, 1900);
 });
 
 test('the SVG timeline is well-formed, with one lane per worker and a mark per attempt', async () => {
@@ -271,6 +280,7 @@ test('bad flags: usage on stderr and exit code 2', async () => {
     ['simulate', '--lane', 'live:9:8', '--independent'],
     ['simulate', '--lane', 'live:9:8', '--threads', '2'],
     ['simulate', '--lane', 'live:9:8', '--lookups', '4', '--lookup-burst', '2', '--lookup-per-second', '2'],
+    ['simulate', '--cache-stale-for-ms', '5'],
     ['simulate', '--quota-days', '3'],
     ['simulate', '--spread'],
     ['simulate', '--quota-limit', '10', '--quota-cost', 'GET /x'],
@@ -302,6 +312,7 @@ test('values simulate() refuses: its own message and exit code 2', async () => {
     [['--lane', 'live:1:0'], /`lanes\[0\]\.workers`/],
     [['--lane', 'live:1:2:-5'], /`lanes\[0\]\.startMs`/],
     [['--cache-ttl-ms', '-1'], /`cache\.ttlMs`/],
+    [['--cache-ttl-ms', '1', '--cache-stale-for-ms', '-1'], /`cache\.staleForMs`/],
     [['--polls', '0'], /`polls`/],
     [['--poll-every-ms', '-5'], /`pollEveryMs`/],
     [['--quota-limit', '0'], /`quota\.limit` must be .* \(`--quota-limit`\)$/m],
@@ -326,7 +337,7 @@ test('--help: usage on stdout, exit 0', async () => {
       '--processes N', '--threads N', '--store-latency-ms N', '--lane NAME:WEIGHT:WORKERS[:START_MS]',
       '--polls N', '--poll-every-ms N', '--cache-ttl-ms N', '--quota-limit N', '--quota-days N',
       '--quota-period-ms N', '--quota-used N', '--spread', '--quota-reserve N', '--quota-burst-ms N',
-      '--quota-refresh-ms N', '--quota-cost PATTERN=CREDITS']) {
+      '--quota-refresh-ms N', '--quota-cost PATTERN=CREDITS', '--cache-stale-for-ms N']) {
       assert.ok(r.stdout.includes(flag), flag);
     }
     assert.equal(r.stderr, '');

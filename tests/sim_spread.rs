@@ -19,7 +19,7 @@ use odds_gate::core::sim::month::DAY_MS;
 use odds_gate::core::sim::server::{Arrival, Reply, Server};
 use odds_gate::core::sim::world::{SimCall, World};
 use odds_gate::core::sim::{
-    simulate, Coordination, MonthReport, Served, SimOptions, SimQuotaGiven,
+    simulate, Coordination, MonthReport, Served, SimCache, SimOptions, SimQuotaGiven,
 };
 use odds_gate::core::Millis;
 
@@ -164,4 +164,57 @@ fn with_no_credit_left_in_the_spread_a_stale_entry_answers_at_once() {
     assert!((45..=53).contains(&sent), "{sent}");
     assert!(stale >= 45, "{stale}");
     assert_eq!(w.log.cached.len() + sent, 200);
+}
+
+#[test]
+fn once_the_quota_is_spent_a_kept_snapshot_answers_every_poll_stale() {
+    // 50 credits for a day; 2 workers polling the same snapshot 1000 times each, fresh for a
+    // minute and kept stale for a day: the credits last about 50 minutes.
+    let quota = SimQuotaGiven {
+        limit: Some(50.0),
+        days: Some(1.0),
+        ..SimQuotaGiven::default()
+    };
+    let run = |stale_for_ms| {
+        let options = SimOptions {
+            workers: 2,
+            polls: 1_000,
+            poll_every_ms: DAY_MS / 1_000.0,
+            coordination: Coordination::Shared,
+            cache: Some(SimCache {
+                ttl_ms: 60_000.0,
+                stale_for_ms,
+            }),
+            quota: Some(quota.clone().quota().unwrap()),
+            ..SimOptions::default()
+        };
+        simulate(&options).unwrap()
+    };
+    let r = run(DAY_MS);
+    let month = r.quota.as_ref().unwrap();
+    let stale = r.timeline.iter().filter(|a| a.cache == Some(Served::Stale));
+    let stale_from = stale.clone().map(|a| a.at).fold(f64::INFINITY, f64::min);
+    println!(
+        "quota and cache: {} requests, {} hits, {} coalesced, {} stale (from {} ms), {} refused, \
+         ran out at {:?} ms",
+        r.attempts,
+        r.hits.unwrap(),
+        r.coalesced.unwrap(),
+        r.stale.unwrap(),
+        stale_from,
+        month.refused,
+        month.exhausted_at_ms,
+    );
+    // 50 requests, one a minute, then one the server refuses: its callers and every later poll
+    // are answered from the kept snapshot, and none is refused.
+    assert_eq!(month.used, 50.0);
+    assert_eq!((r.attempts, month.refused, r.completed), (51, 0, 2_000));
+    assert_eq!(r.stale, Some(stale.count() as u64));
+    assert!(stale_from >= month.exhausted_at_ms.unwrap());
+    assert!(r.stale.unwrap() > 1_800, "{:?}", r.stale);
+    // Not kept stale: the calls after the quota is spent are refused.
+    let none = run(0.0);
+    let refused = none.quota.unwrap().refused;
+    assert_eq!(none.stale, Some(0));
+    assert!(refused > 1_800, "{refused}");
 }

@@ -43,6 +43,9 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
                        snapshots are fresh for N ms (0: calls in flight share one request,
                        nothing is kept); the workers then poll the same snapshots. Prints the
                        requests the cache saved; the SVG draws its answers as rings
+  --cache-stale-for-ms N
+                       how long past that an entry answers, stale, a call the gate would hold
+                       (a cooldown, no credit) or refuse (a spent quota) (default 600000)
   --lane NAME:WEIGHT:WORKERS[:START_MS]
                        a lane of WORKERS workers (from START_MS, default 0) whose calls wait in a
                        queue of their own on the shared gate, sharing its admissions by WEIGHT
@@ -93,6 +96,7 @@ const NUMERIC = new Map([
   ['polls', 'polls'],
   ['poll-every-ms', 'pollEveryMs'],
   ['cache-ttl-ms', 'cacheTtlMs'],
+  ['cache-stale-for-ms', 'cacheStaleForMs'],
   ['quota-limit', 'quotaLimit'],
   ['quota-days', 'quotaDays'],
   ['quota-period-ms', 'quotaPeriodMs'],
@@ -286,7 +290,11 @@ async function simulateCommand(argv) {
   if (lanes) options.lanes = lanes;
   if (flags.polls !== undefined) options.polls = flags.polls;
   if (flags.pollEveryMs !== undefined) options.pollEveryMs = flags.pollEveryMs;
+  if (flags.cacheStaleForMs !== undefined && flags.cacheTtlMs === undefined) {
+    throw new UsageError('`--cache-stale-for-ms N` needs `--cache-ttl-ms N`');
+  }
   if (flags.cacheTtlMs !== undefined) options.cache = { ttlMs: flags.cacheTtlMs };
+  if (flags.cacheStaleForMs !== undefined) options.cache.staleForMs = flags.cacheStaleForMs;
   const quota = quotaFlags(flags);
   if (quota) options.quota = quota;
   if (!options.shared) delete options.shared;
@@ -383,7 +391,8 @@ async function simulateCommand(argv) {
   if (result.requestsSaved !== undefined) {
     out.push('');
     out.push(`cache: ${plural(result.requestsSaved, 'request')} saved (${plural(result.hits, 'fresh hit')},`
-      + ` ${result.coalesced} joined to a request in flight); ${plural(result.attempts, 'request')} sent`);
+      + ` ${result.coalesced} joined to a request in flight${result.stale ? `, ${result.stale} stale` : ''});`
+      + ` ${plural(result.attempts, 'request')} sent`);
   }
   if (result.quota) out.push('', ...month(result.quota));
   out.push('');
@@ -394,9 +403,9 @@ async function simulateCommand(argv) {
   out.push(`${gated ? 'admissions' : 'attempts sent'} (ms): ${shown}`);
   // Lookup j is worker `workers + j` in the timeline; it is listed as "lookup j".
   const rows = workers + (lookups?.calls ?? 0);
-  const mark = (a) => `${a.at}${{ hit: 'h', coalesced: 'c' }[a.cache] ?? (a.status === 429 ? 'x' : '')}`;
+  const mark = (a) => `${a.at}${{ hit: 'h', coalesced: 'c', stale: 's' }[a.cache] ?? (a.status === 429 ? 'x' : '')}`;
   const marks = result.requestsSaved === undefined ? 'x marks a 429'
-    : 'x marks a 429, h a fresh answer from the cache, c a call joined to one in flight';
+    : `x marks a 429, h a fresh answer from the cache, c a call joined to one in flight${result.stale ? ', s a stale answer' : ''}`;
   if (result.lanes) {
     // A lane's workers are listed together: the lane's attempts in time order.
     out.push(`by lane (${marks}):`);

@@ -3,10 +3,11 @@
 //! read JavaScript values into [`SimGiven`]; every decision is made here.
 
 use super::lanes::SimLane;
-use super::model::{Coordination, Lookups, SimOptions};
+use super::model::{Coordination, Lookups, SimCache, SimOptions};
 use super::month::SimQuotaGiven;
 use super::server::Headers;
 use crate::core::rules::allowance::{at_least, ConfigError, Rate};
+use crate::core::rules::cache::CacheConfig;
 use crate::core::rules::ranges::{COUNT, SIM_ATTEMPTS, SIM_CALLS, SIM_SPLIT};
 use crate::core::rules::toggle::Toggle;
 
@@ -59,7 +60,7 @@ pub struct SimGiven {
     pub quota: Option<SimQuotaGiven>,
 }
 
-/// `cache: { ttlMs }`.
+/// `cache: { ttlMs, staleForMs }`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 #[cfg_attr(
     feature = "serde",
@@ -69,19 +70,28 @@ pub struct SimGiven {
 pub struct SimCacheGiven {
     /// How long the server's snapshots are fresh, in ms.
     pub ttl_ms: Option<f64>,
+    /// How long past that an entry answers a call the gate would hold or refuse, in ms.
+    pub stale_for_ms: Option<f64>,
 }
 
 impl SimCacheGiven {
-    /// The snapshots' lifetime `cache` asks for: `true` is 0 ms (calls in flight share one
-    /// request, nothing is kept, as `createFetch({ cache: true })` without a `ttl_seconds`),
-    /// `false` or left out is no cache.
-    fn asked(given: Option<Toggle<SimCacheGiven>>) -> Result<Option<f64>, ConfigError> {
-        let ttl = match given {
+    /// The cache `cache` asks for (`None`: none): `true` keeps nothing (calls in flight share
+    /// one request, as `createFetch({ cache: true })` without a `ttl_seconds`), `{ ttlMs }`
+    /// keeps snapshots that long; either keeps them `staleForMs` longer (createFetch's 10
+    /// minutes where left out) for calls the gate would hold or refuse.
+    fn asked(given: Option<Toggle<SimCacheGiven>>) -> Result<Option<SimCache>, ConfigError> {
+        let g = match given {
             None | Some(Toggle::Flag(false)) => return Ok(None),
-            Some(Toggle::Flag(true)) => 0.0,
-            Some(Toggle::Given(g)) => g.ttl_ms.unwrap_or(0.0),
+            Some(Toggle::Flag(true)) => SimCacheGiven::default(),
+            Some(Toggle::Given(g)) => g,
         };
-        at_least("cache.ttlMs", ttl, 0.0, "a finite number >= 0").map(Some)
+        let ttl = g.ttl_ms.unwrap_or(0.0);
+        let stale = g.stale_for_ms.unwrap_or(CacheConfig::DEFAULT.stale_for_ms);
+        let number = "a finite number >= 0";
+        Ok(Some(SimCache {
+            ttl_ms: at_least("cache.ttlMs", ttl, 0.0, number)?,
+            stale_for_ms: at_least("cache.staleForMs", stale, 0.0, number)?,
+        }))
     }
 }
 
@@ -209,7 +219,7 @@ impl SimGiven {
             lanes,
             polls,
             poll_every_ms,
-            cache_ttl_ms: SimCacheGiven::asked(self.cache)?,
+            cache: SimCacheGiven::asked(self.cache)?,
             quota,
         })
     }
@@ -322,18 +332,27 @@ mod tests {
 
     #[test]
     fn cache_true_shares_requests_in_flight_and_keeps_nothing() {
-        let ttl = |cache| {
+        let cache = |cache| {
             let given = SimGiven {
                 cache,
                 ..SimGiven::default()
             };
-            given.options().unwrap().cache_ttl_ms
+            given.options().unwrap().cache
         };
-        assert_eq!(ttl(None), None);
-        assert_eq!(ttl(Some(Toggle::Flag(false))), None);
-        assert_eq!(ttl(Some(Toggle::Flag(true))), Some(0.0));
-        let given = SimCacheGiven { ttl_ms: Some(2e3) };
-        assert_eq!(ttl(Some(Toggle::Given(given))), Some(2e3));
+        let kept = |ttl_ms, stale_for_ms| {
+            Some(SimCache {
+                ttl_ms,
+                stale_for_ms,
+            })
+        };
+        assert_eq!(cache(None), None);
+        assert_eq!(cache(Some(Toggle::Flag(false))), None);
+        assert_eq!(cache(Some(Toggle::Flag(true))), kept(0.0, 600_000.0));
+        let given = SimCacheGiven {
+            ttl_ms: Some(2e3),
+            stale_for_ms: Some(0.0),
+        };
+        assert_eq!(cache(Some(Toggle::Given(given))), kept(2e3, 0.0));
     }
 
     #[test]
@@ -474,7 +493,10 @@ mod tests {
             ),
             (
                 SimGiven {
-                    cache: Some(Toggle::Given(SimCacheGiven { ttl_ms: Some(-1.0) })),
+                    cache: Some(Toggle::Given(SimCacheGiven {
+                        ttl_ms: Some(-1.0),
+                        stale_for_ms: None,
+                    })),
                     ..SimGiven::default()
                 },
                 (

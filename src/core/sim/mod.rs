@@ -12,6 +12,8 @@ pub mod world;
 
 pub use self::given::{HeadersGiven, LaneGiven, LookupsGiven, SimCacheGiven, SimGiven, Split};
 pub use self::lanes::{LaneReport, SimLane};
-pub use self::model::{simulate, ArticleGate, Coordination, Lookups, SimOptions, SimReport};
+pub use self::model::{
+    simulate, ArticleGate, Coordination, Lookups, SimCache, SimOptions, SimReport,
+};
 pub use self::month::{MonthReport, SimQuota, SimQuotaGiven};
 pub use self::world::Served;

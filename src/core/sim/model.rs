@@ -131,13 +131,24 @@ pub struct SimOptions {
     /// Poll `i` starts at `i x poll_every_ms`, or when the one before ends if later (with a
     /// quota and left out: the polls spread evenly over its period).
     pub poll_every_ms: Millis,
-    /// With a cache (`createFetch({ cache })`, in each process), how long the server's
-    /// snapshots are fresh (its `ttl_seconds`, in ms; 0: calls in flight share one request
-    /// and nothing is kept). The wrapper's own workers then fetch the same snapshots.
-    pub cache_ttl_ms: Option<Millis>,
+    /// With a cache (`createFetch({ cache })`, in each process): how long the server's
+    /// snapshots are fresh, and kept stale. The wrapper's own workers then fetch the same
+    /// snapshots.
+    pub cache: Option<SimCache>,
     /// The key's monthly credits (`quota`): the server counts them, the run ends with their
     /// period, and the gates spread them when asked.
     pub quota: Option<SimQuota>,
+}
+
+/// `simulate({ cache })`'s cache.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimCache {
+    /// How long the server's snapshots are fresh (its `ttl_seconds`, in ms; 0: calls in
+    /// flight share one request and nothing is kept fresh).
+    pub ttl_ms: Millis,
+    /// How long past that a kept entry answers a call the gate would hold (a cooldown, no
+    /// credit) or refuse (a spent quota), as `cache.staleForMs` (0: never).
+    pub stale_for_ms: Millis,
 }
 
 /// Event lookups on a limiter of their own, beside the snapshots.
@@ -168,7 +179,7 @@ impl Default for SimOptions {
             lanes: Vec::new(),
             polls: 1,
             poll_every_ms: 0.0,
-            cache_ttl_ms: None,
+            cache: None,
             quota: None,
         }
     }
@@ -245,8 +256,14 @@ impl SimOptions {
             0.0,
             "a finite number >= 0",
         )?;
-        if let Some(ttl) = self.cache_ttl_ms {
-            at_least("cache.ttlMs", ttl, 0.0, "a finite number >= 0")?;
+        if let Some(cache) = self.cache {
+            at_least("cache.ttlMs", cache.ttl_ms, 0.0, "a finite number >= 0")?;
+            at_least(
+                "cache.staleForMs",
+                cache.stale_for_ms,
+                0.0,
+                "a finite number >= 0",
+            )?;
         }
         for lane in &self.lanes {
             lane.validate()?;
@@ -328,7 +345,11 @@ pub struct SimReport {
     /// With `cache`: calls that joined a request in flight.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub coalesced: Option<u64>,
-    /// With `cache`: requests it saved (`hits + coalesced`).
+    /// With `cache`: calls a kept entry past its lifetime answered, as the gate would have held
+    /// or refused them.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub stale: Option<u64>,
+    /// With `cache`: requests it saved (`hits + coalesced + stale`).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub requests_saved: Option<u64>,
     /// With `quota`: how the month's credits went.
@@ -547,18 +568,17 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     };
     let mut world = World::new(all, server);
     world.store.latency = options.store_latency_ms;
-    if let Some(ttl) = options.cache_ttl_ms {
-        // Nothing is served stale in the simulator: an entry is kept for its lifetime only.
+    if let Some(cache) = options.cache {
         world.cache(CacheConfig {
-            default_ttl_ms: ttl,
-            stale_for_ms: 0.0,
+            default_ttl_ms: cache.ttl_ms,
+            stale_for_ms: cache.stale_for_ms,
             ..CacheConfig::DEFAULT
         });
     }
     let polling = Polling {
         polls: options.polls,
         every_ms: options.poll_every_ms,
-        same: options.cache_ttl_ms.is_some(),
+        same: options.cache.is_some(),
     };
     let batch = Rc::new(RefCell::new(Batch {
         deadline: Millis::INFINITY,
@@ -627,6 +647,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         lanes: Vec::new(),
         hits: None,
         coalesced: None,
+        stale: None,
         requests_saved: None,
         quota: meter.map(|m| MonthReport::of(&world, &m.borrow())),
     };
@@ -655,6 +676,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     if let Some(figures) = world.cache_figures() {
         report.hits = Some(figures.hits);
         report.coalesced = Some(figures.coalesced);
+        report.stale = Some(figures.stale);
         report.requests_saved = Some(figures.requests_saved());
     }
     for (_, end) in world.log.settled.values() {

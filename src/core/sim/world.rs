@@ -29,7 +29,7 @@ use crate::core::gates::scope::Scope;
 use crate::core::gates::Gates;
 use crate::core::parse::freshness::CacheHeaders;
 use crate::core::rules::batch::Batch;
-use crate::core::rules::cache::{Cache, CacheConfig, CacheFigures, Landed, Lookup};
+use crate::core::rules::cache::{Cache, CacheConfig, CacheFigures, Landed, Lookup, Refusal};
 use crate::core::rules::classify::{Body, Failure};
 use crate::core::rules::quota::Usage;
 use crate::core::Millis;
@@ -576,6 +576,30 @@ impl World {
         }
     }
 
+    /// The gate ended the request the `index`-th call of process `p` led with `end`: when that
+    /// is a refusal a kept entry answers instead (see [`Refusal::serves_stale`]), the call and
+    /// every call waiting for it get the entry, stale, and end now; whether they did.
+    fn served_stale(&mut self, p: usize, index: usize, call: &SimCall, end: &End) -> bool {
+        let refusal = match end {
+            End::Exhausted { .. } => Refusal::Quota,
+            End::Abandoned { abandoned, .. } => Refusal::Abandoned(abandoned.reason),
+            _ => return false,
+        };
+        let now = self.now;
+        let Some(cache) = self.processes[p].cache.as_mut() else {
+            return false;
+        };
+        let Some((_, waiting)) = cache.refused(now, &cache_key(call), index, refusal) else {
+            return false;
+        };
+        let others = waiting.into_iter().filter(|&w| w != index);
+        for answered in std::iter::once(index).chain(others) {
+            self.log.cached.insert(answered, (now, Served::Stale, 200));
+            self.ended_now(answered);
+        }
+        true
+    }
+
     /// The index of `call` of process `p` (`usize::MAX` for a probe).
     fn index_of(&self, p: usize, call: CallRef) -> usize {
         self.processes[p]
@@ -713,6 +737,9 @@ impl World {
                         ),
                         _ => Landed::Other,
                     };
+                    if self.served_stale(p, index, &request, &end) {
+                        continue;
+                    }
                     let again = self.log.settled.insert(index, (now, end));
                     assert!(again.is_none(), "call {index} settled twice");
                     self.ended_now(index);
