@@ -217,7 +217,7 @@ function quotaFlags(flags) {
 function month(q) {
   const daily = q.sliceMs === 86_400_000;
   const fixed = (n, d = 1) => Number(n.toFixed(d));
-  const periodText = daily ? plural(fixed(q.periodMs / 86_400_000, 2), 'day') : `${q.periodMs} ms`;
+  const periodText = q.periodMs >= 86_400_000 ? plural(fixed(q.periodMs / 86_400_000, 2), 'day') : `${q.periodMs} ms`;
   const ranOut = q.exhaustedAtMs === null ? 'never ran out'
     : `ran out ${daily ? `after ${fixed(q.exhaustedAtMs / 86_400_000, 2)} days` : `at ${q.exhaustedAtMs} ms`}`;
   const lines = [`quota: ${fixed(q.used, 2)} of ${q.limit} credits used (${fixed((100 * q.used) / q.limit)} %) over ${periodText}`
