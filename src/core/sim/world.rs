@@ -8,7 +8,8 @@
 //! article's workers take turns), a store operation to the [`FakeStore`], a `/usage` probe is
 //! answered from [`World::usage`] (or the server's own count). With a cache
 //! ([`World::cache`]), a GET asks the core's [`Cache`] first, as `createFetch({ cache })`'s
-//! bindings do: a fresh entry answers it at once, a request in flight is joined, else it leads.
+//! bindings do: a fresh entry answers it at once (a stale one too, when its gate would hold or
+//! refuse it), a request in flight is joined, else it leads.
 
 use std::cell::RefCell;
 use std::rc::Rc;
