@@ -83,7 +83,7 @@ fn a_month_at_three_times_the_quota_runs_dry_on_day_ten_without_the_spread_and_n
     // #37's targets: at least 95 % of limit x (1 - reserve), never exhausted, every day
     // within 10 % of even.
     let share = spread.used / (LIMIT * (1.0 - Spread::DEFAULT.reserve));
-    assert!(share >= 0.95 && share <= 1.0 + 1e-9, "{share}");
+    assert!((0.95..=1.0 + 1e-9).contains(&share), "{share}");
     assert_eq!((spread.exhausted_at_ms, spread.refused), (None, 0));
     let (low, high) = shares(&spread);
     assert!(low >= 0.9 && high <= 1.1, "{low:.3}..{high:.3}");
