@@ -319,7 +319,7 @@ mod tests {
             threads: Some(2.0),
             ..quota(spread)
         };
-        let refused = crate::core::sim::simulate(&threads.options().unwrap()).unwrap_err();
+        let refused = crate::core::sim::model::simulate(&threads.options().unwrap()).unwrap_err();
         assert!(refused
             .to_string()
             .starts_with("`quota.spread` is for one process"));
