@@ -181,6 +181,44 @@ test('simulate --cache-ttl-ms: the requests the cache saved, in the table, the J
   assert.equal(plain.attempts, 768);
 });
 
+test('simulate --quota-limit: a month at 3x the quota runs dry after 10.5 days, and with --spread never', async () => {
+  // 10 000 credits over 30 days, one worker polling 28 500 times (3 x what the spread allows).
+  const args = ['simulate', '--workers', '1', '--polls', '28500', '--quota-limit', '10000'];
+  const plain = await cli([...args, '--svg', 'month.svg']);
+  assert.equal(plain.code, 0, plain.stderr);
+  assert.match(plain.stdout, /; a quota of 10000 credits$/m);
+  assert.match(plain.stdout, /^quota: 10000 of 10000 credits used \(100 %\) over 30 days; ran out after 10\.53 days$/m);
+  assert.match(plain.stdout, /^ {2}1 \/usage reading; 18500 calls refused for the spent quota, 0 held .*, 0 still waiting at the end$/m);
+  assert.match(plain.stdout, /^day +credits +of even +\(\| an even spend: 333\.33\)$/m);
+  assert.match(plain.stdout, /^1 +950 +2\.85 +#+\|#+$/m);
+  assert.match(plain.stdout, /^30 +0 +0 +\|$/m);
+  const spread = await cli([...args, '--spread', '--json', '--svg', 'month.svg']);
+  assert.equal(spread.code, 0, spread.stderr);
+  const out = JSON.parse(spread.stdout);
+  assert.deepEqual(out.options.quota, { limit: 10000, spread: true });
+  const q = out.quota;
+  // #37's targets: 95 % of the limit less the reserve or more, never exhausted, every day within
+  // 10 % of even (9500 credits, 0.998..1.007 measured).
+  assert.ok(q.used >= 0.95 * 9500 && q.used <= 9500, q.used);
+  assert.equal(q.exhaustedAtMs, null);
+  assert.equal(q.refused, 0);
+  assert.equal(q.spent.length, 30);
+  for (const day of q.spent) assert.ok(Math.abs(day / q.even - 1) <= 0.1, `${day} vs ${q.even}`);
+  // A reading every refreshMs (15 min) of the month, and one at the start.
+  assert.equal(q.readings, 2881);
+  const table = await cli([...args, '--spread', '--svg', 'month.svg']);
+  assert.match(table.stdout, /^quota: 9500 of 10000 credits used \(95 %\) over 30 days, spread to its end; never ran out$/m);
+  // With a cache keeping the snapshot stale for a day, the polls after the quota ran out are
+  // answered from it: none refused (tests/sim_spread.rs has the same run).
+  const cached = await cli(['simulate', '--workers', '2', '--polls', '1000', '--quota-limit', '50', '--quota-days', '1',
+    '--cache-ttl-ms', '60000', '--cache-stale-for-ms', '86400000', '--svg', 'month.svg']);
+  assert.equal(cached.code, 0, cached.stderr);
+  assert.match(cached.stdout, /^cache: 1951 requests saved \(0 fresh hits, 51 joined to a request in flight, 1900 stale\); 51 requests sent$/m);
+  assert.match(cached.stdout, /^ {2}1 \/usage reading; 0 calls refused for the spent quota/m);
+  const rings = parseXml(readFileSync(join(dir, 'month.svg'), 'utf8')).filter((e) => e.attrs['data-cache'] === 'stale');
+  assert.equal(rings.length, 1900);
+});
+
 test('the SVG timeline is well-formed, with one lane per worker and a mark per attempt', async () => {
   for (const [args, workers, attempts, throttled] of [
     [['--independent'], 8, 20, 12],
@@ -242,6 +280,11 @@ test('bad flags: usage on stderr and exit code 2', async () => {
     ['simulate', '--lane', 'live:9:8', '--independent'],
     ['simulate', '--lane', 'live:9:8', '--threads', '2'],
     ['simulate', '--lane', 'live:9:8', '--lookups', '4', '--lookup-burst', '2', '--lookup-per-second', '2'],
+    ['simulate', '--cache-stale-for-ms', '5'],
+    ['simulate', '--quota-days', '3'],
+    ['simulate', '--spread'],
+    ['simulate', '--quota-limit', '10', '--quota-cost', 'GET /x'],
+    ['simulate', '--quota-limit', '10', '--quota-cost', 'GET /x=many'],
     ['simulate', 'stray'],
     ['frobnicate'],
     [],
@@ -269,8 +312,13 @@ test('values simulate() refuses: its own message and exit code 2', async () => {
     [['--lane', 'live:1:0'], /`lanes\[0\]\.workers`/],
     [['--lane', 'live:1:2:-5'], /`lanes\[0\]\.startMs`/],
     [['--cache-ttl-ms', '-1'], /`cache\.ttlMs`/],
+    [['--cache-ttl-ms', '1', '--cache-stale-for-ms', '-1'], /`cache\.staleForMs`/],
     [['--polls', '0'], /`polls`/],
     [['--poll-every-ms', '-5'], /`pollEveryMs`/],
+    [['--quota-limit', '0'], /`quota\.limit` must be .* \(`--quota-limit`\)$/m],
+    [['--quota-limit', '10', '--quota-reserve', '1'], /`quota\.reserve` .* \(`--quota-reserve`\)$/m],
+    [['--quota-limit', '10', '--quota-days', '1', '--quota-period-ms', '5'], /Choose one of `quota\.periodMs` and `quota\.days`/],
+    [['--quota-limit', '10', '--spread', '--threads', '2'], /`quota\.spread` is for one process/],
   ]) {
     const r = await cli(['simulate', ...args]);
     assert.equal(r.code, 2, `${args.join(' ')}: exit ${r.code}`);
@@ -287,7 +335,9 @@ test('--help: usage on stdout, exit 0', async () => {
     assert.match(r.stdout, /--separate-gates N/);
     for (const flag of ['--headers-on-429', '--lookups N', '--lookup-burst N', '--lookup-per-second N',
       '--processes N', '--threads N', '--store-latency-ms N', '--lane NAME:WEIGHT:WORKERS[:START_MS]',
-      '--polls N', '--poll-every-ms N', '--cache-ttl-ms N']) {
+      '--polls N', '--poll-every-ms N', '--cache-ttl-ms N', '--quota-limit N', '--quota-days N',
+      '--quota-period-ms N', '--quota-used N', '--spread', '--quota-reserve N', '--quota-burst-ms N',
+      '--quota-refresh-ms N', '--quota-cost PATTERN=CREDITS', '--cache-stale-for-ms N']) {
       assert.ok(r.stdout.includes(flag), flag);
     }
     assert.equal(r.stderr, '');

@@ -285,6 +285,24 @@ const OUTPUTS = [
     },
   },
   {
+    name: 'a month of odds-gate simulate --quota-limit',
+    first: /^quota: /,
+    async check(block) {
+      const args = /`npx odds-gate (simulate[\w .:=-]*)` prints,\s+after\s+the\s+table:$/.exec(block.before)?.[1];
+      assert.ok(args, 'the prose above no longer says which `npx odds-gate simulate ...` prints this: teach the test');
+      const r = await runBin(args.split(' '), { cwd: freshDir(), timeoutMs: 60_000 });
+      assert.equal(r.code, 0, show(r));
+      // The block's lines, in order, `...` standing for rows left out.
+      const printed = r.stdout.split('\n').map((l) => l.trimEnd());
+      let at = 0;
+      for (const line of block.code.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '...')) {
+        const found = printed.indexOf(line, at);
+        assert.ok(found !== -1, `\`odds-gate ${args}\` did not print the README's line "${line}" where it shows it:\n${r.stdout}`);
+        at = found + 1;
+      }
+    },
+  },
+  {
     name: 'the fleet demo (node demo/fleet.mjs N)',
     first: /^\d+ processes x 8 workers, one key, /,
     async check(block) {

@@ -12,6 +12,7 @@ import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 const rate = { burst: 50, perSecond: 100 };
 const key = () => ({ 'X-API-Key': randomUUID() });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const count = (list) => list.reduce((m, k) => ({ ...m, [k]: (m[k] ?? 0) + 1 }), {});
 const SPREAD_FIELDS = ['state', 'periodEnd', 'used', 'limit', 'spreadPerHour', 'waitingForCredit', 'unpaced', 'projectedEnd'];
 
 test('quota.spread is for one thread for now: refused with threads left at their default', () => {
@@ -162,6 +163,45 @@ test('100 credits over a 20 s period, 200 calls wanted: about half spent at 10 s
       && q.projectedEnd.getTime() - started > PERIOD_MS / 2), String(q.projectedEnd));
   } finally {
     stop.abort();
+    await api.close();
+  }
+});
+
+// #37's "with cache, a stale entry is served instead of a wait": once the spread has no credit
+// for a poll, the cache answers it from its kept entry at once; the API sees the spread's pace.
+test('with cache, a poll the spread has no credit for is answered stale at once, the requests within the spread', { timeout: 30_000 }, async () => {
+  // 100 credits over 60 s, 5 kept: 1.58 a second, a second's refill held at the start.
+  const api = await startFakeOddsApi({ ...rate, creditLimit: 100, billingPeriodMs: 60_000 });
+  try {
+    const fetchImpl = createFetch({
+      rate, threads: false, cache: { defaultTtlMs: 100 }, quota: { spread: true, refreshMs: 1000 },
+    });
+    const headers = key();
+    const url = `${api.baseUrl}/events/e1/odds/snapshot`;
+    const started = performance.now();
+    const marks = [];
+    let slowestMs = 0;
+    // One poller, every 25 ms for 4 s: a request every 100 ms (the ttl) would be 40.
+    for (let i = 0; performance.now() - started < 4_000; i++) {
+      const at = performance.now();
+      const response = await fetchImpl(url, { headers });
+      assert.equal(response.status, 200);
+      await response.text();
+      marks.push(response.headers.get('x-odds-gate-cache') ?? 'request');
+      if (i > 0) slowestMs = Math.max(slowestMs, performance.now() - at);
+      await sleep(25);
+    }
+    const tookS = (performance.now() - started) / 1000;
+    const counted = count(marks);
+    const requests = api.stats().ok;
+    console.log(`stale on credit, live: ${JSON.stringify(counted)} in ${tookS.toFixed(2)} s, ${requests} snapshots sent, slowest poll after the first ${slowestMs.toFixed(1)} ms`);
+    // The spread's pace: a second's refill at the start and 1.58 a second since (7.9 measured).
+    assert.ok(requests <= 1.58 * (tookS + 1) + 2, `${requests} requests in ${tookS} s`);
+    assert.ok(counted.stale >= marks.length / 2, JSON.stringify(counted));
+    // A credit is 633 ms apart: a poll held for one would take that long.
+    assert.ok(slowestMs < 300, `a poll took ${slowestMs} ms`);
+    assert.equal(fetchImpl.stats().cache.stale, counted.stale);
+  } finally {
     await api.close();
   }
 });

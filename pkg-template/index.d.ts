@@ -562,18 +562,78 @@ export interface SimulateOptions {
   lanes?: SimulatedLaneOptions[];
   /** Times each of the wrapper's own workers fetches its snapshots. @default 1 */
   polls?: number;
-  /** Poll `i` starts at `i * pollEveryMs`, or when the one before ends if later. @default 0 */
+  /**
+   * Poll `i` starts at `i * pollEveryMs`, or when the one before ends if later. @default 0
+   * (with `quota`: the period over `polls`, the polls spread evenly over it)
+   */
   pollEveryMs?: number;
   /**
    * The workers' GETs go through `createFetch({ cache })`'s cache (one per process or
    * thread, as `createFetch` has today), and the workers poll the same snapshots: a fresh
    * entry answers a call without a request, a call identical to one in flight joins it.
    * `ttlMs` is how long the server's snapshots are fresh (its `ttl_seconds`, in ms); `true` is
-   * `{ ttlMs: 0 }` (calls in flight share one request, nothing is kept). A key never gets
-   * another key's answer. The result then has `hits`, `coalesced` and `requestsSaved`.
-   * @default undefined (no cache)
+   * `{ ttlMs: 0 }` (calls in flight share one request, nothing is kept). `staleForMs` (10 min,
+   * as `createFetch`'s) is how long past that a kept entry answers at once, stale, a call the
+   * gate would hold (a cooldown, no credit in the spread) or refuse (a spent quota). A key
+   * never gets another key's answer. The result then has `hits`, `coalesced`, `stale` and
+   * `requestsSaved`. @default undefined (no cache)
    */
-  cache?: boolean | { ttlMs?: number };
+  cache?: boolean | { ttlMs?: number; staleForMs?: number };
+  /**
+   * The key's monthly credits: the server charges each answered call its credits (`costs`,
+   * else 1), answers the API's quota 429 once they are spent and `/usage` with its count, and
+   * the run ends with the period. `spread: true` (with `reserve`, `burstMs`, `refreshMs`,
+   * `costs` as `createFetch`'s `quota` takes them) makes the gates pace the credits to the
+   * period's end; not with `processes` or `threads`. The result then has `quota`.
+   * @default undefined (no quota)
+   */
+  quota?: SimulatedQuotaOptions;
+}
+
+/** `SimulateOptions.quota`; its errors name the field (`quota.limit`). */
+export interface SimulatedQuotaOptions {
+  /** Credits in the period (required). */
+  limit: number;
+  /** The period's length in ms; or `days`. @default 30 days */
+  periodMs?: number;
+  days?: number;
+  /** Credits already used when the run starts. @default 0 */
+  used?: number;
+  /** @default false */
+  spread?: boolean;
+  /** As `QuotaOptions.reserve`. @default 0.05 */
+  reserve?: number;
+  /** @default 3600000 */
+  burstMs?: number;
+  /** @default 900000 */
+  refreshMs?: number;
+  /** Route patterns to credits: the server charges them, the gates are told them. */
+  costs?: Record<string, number>;
+}
+
+/** How a month's credits went (`SimulateResult.quota`). */
+export interface SimulatedMonth {
+  limit: number;
+  /** Credits the server counted at the period's end. */
+  used: number;
+  spread: boolean;
+  periodMs: number;
+  /** A day, or a tenth of a period shorter than two days. */
+  sliceMs: number;
+  /** Credits spent in each slice. */
+  spent: number[];
+  /** What an even spend of the credits left (less the reserve, when spreading) puts in a slice. */
+  even: number;
+  /** When the server first refused a call for the spent quota; `null`: never. */
+  exhaustedAtMs: number | null;
+  /** `/usage` readings the gates made. */
+  readings: number;
+  /** Calls refused for the spent quota. */
+  refused: number;
+  /** Calls admitted a second or more after they started (held for credit, or tokens). */
+  held: number;
+  /** Calls still waiting when the period ended. */
+  waiting: number;
 }
 
 /** One of `SimulateOptions.lanes`; its errors name the field (`lanes[1].weight`). */
@@ -637,10 +697,11 @@ export interface SimulatedAttempt {
   worker: number;
   status: 200 | 429;
   /**
-   * With `cache`: the call was answered without a request, by a fresh entry (`'hit'`) or by
-   * the request in flight it joined (`'coalesced'`); not one of the `attempts`.
+   * With `cache`: the call was answered without a request, by a fresh entry (`'hit'`), by
+   * the request in flight it joined (`'coalesced'`), or by a kept entry past its lifetime
+   * when the gate would have held or refused it (`'stale'`); not one of the `attempts`.
    */
-  cache?: 'hit' | 'coalesced';
+  cache?: 'hit' | 'coalesced' | 'stale';
 }
 
 export interface SimulateResult {
@@ -661,8 +722,12 @@ export interface SimulateResult {
   hits?: number;
   /** With `cache` only: calls that joined a request in flight. */
   coalesced?: number;
-  /** With `cache` only: requests the cache saved (`hits + coalesced`). */
+  /** With `cache` only: calls a kept entry answered stale. */
+  stale?: number;
+  /** With `cache` only: requests the cache saved (`hits + coalesced + stale`). */
   requestsSaved?: number;
+  /** With `quota` only: how the month's credits went. */
+  quota?: SimulatedMonth;
 }
 
 /** The article's virtual-clock model, run on the production core. */

@@ -3,7 +3,15 @@
 //! request, and nothing shared between keys.
 #![cfg(not(target_arch = "wasm32"))]
 
-use odds_gate::core::sim::{simulate, Coordination, Served, SimOptions, SimReport};
+use odds_gate::core::sim::{simulate, Coordination, Served, SimCache, SimOptions, SimReport};
+
+/// A cache keeping the snapshots `ttl_ms`, and stale for createFetch's 10 minutes.
+fn kept(ttl_ms: f64) -> SimCache {
+    SimCache {
+        ttl_ms,
+        stale_for_ms: 600_000.0,
+    }
+}
 
 fn run(options: SimOptions) -> SimReport {
     simulate(&options).expect("valid options")
@@ -18,7 +26,7 @@ fn polling(cache_ttl_ms: Option<f64>) -> SimOptions {
         polls: 24,
         poll_every_ms: 250.0,
         coordination: Coordination::Shared,
-        cache_ttl_ms,
+        cache: cache_ttl_ms.map(kept),
         ..SimOptions::default()
     }
 }
@@ -63,7 +71,7 @@ fn the_issues_target_is_the_ideal() {
         polls: 120,
         poll_every_ms: 500.0,
         coordination: Coordination::Shared,
-        cache_ttl_ms: Some(5_000.0),
+        cache: Some(kept(5_000.0)),
         ..SimOptions::default()
     });
     assert_eq!((r.attempts, r.throttled, r.completed), (120, 0, 38_400));
@@ -73,11 +81,11 @@ fn the_issues_target_is_the_ideal() {
 #[test]
 fn identical_calls_in_flight_join_one_request() {
     // 32 workers at once on one key, each answer 100 ms away; fresh for 0 ms: nothing kept.
-    let at_once = |cache_ttl_ms| SimOptions {
+    let at_once = |cache_ttl_ms: Option<f64>| SimOptions {
         workers: 32,
         latency_ms: 100.0,
         coordination: Coordination::Shared,
-        cache_ttl_ms,
+        cache: cache_ttl_ms.map(kept),
         ..SimOptions::default()
     };
     let r = run(at_once(Some(0.0)));
@@ -101,7 +109,7 @@ fn a_key_never_gets_another_keys_answer() {
     // Independent workers have a key each: the cache saves nothing, the article's collision
     // is as it was.
     let r = run(SimOptions {
-        cache_ttl_ms: Some(60_000.0),
+        cache: Some(kept(60_000.0)),
         ..SimOptions::default()
     });
     assert_eq!((r.attempts, r.throttled, r.completed), (20, 12, 8));
@@ -112,7 +120,7 @@ fn a_key_never_gets_another_keys_answer() {
 fn the_options_errors_name_their_field() {
     let refused = |options: SimOptions| simulate(&options).unwrap_err().to_string();
     let ttl = refused(SimOptions {
-        cache_ttl_ms: Some(f64::NAN),
+        cache: Some(kept(f64::NAN)),
         ..SimOptions::default()
     });
     assert_eq!(ttl, "`cache.ttlMs` must be a finite number >= 0, got NaN");

@@ -22,6 +22,7 @@ import {
   type SimulateOptions,
   type SimulatedLane,
   type SimulatedLimiter,
+  type SimulatedMonth,
   type Stats,
 } from 'odds-gate';
 
@@ -235,8 +236,15 @@ simulate({ processes: 2, storeLatencyMs: 5 });
 simulate({ threads: 4, workers: 8 });
 const polled = simulate({ shared: true, polls: 24, pollEveryMs: 250, cache: { ttlMs: 2_000 } });
 expectTrue<Equal<typeof polled.requestsSaved, number | undefined>>();
-expectTrue<Equal<(typeof polled.timeline)[number]['cache'], 'hit' | 'coalesced' | undefined>>();
+expectTrue<Equal<(typeof polled.timeline)[number]['cache'], 'hit' | 'coalesced' | 'stale' | undefined>>();
 simulate({ cache: true });
+simulate({ cache: { ttlMs: 60_000, staleForMs: 86_400_000 } });
+const month = simulate({ workers: 1, polls: 28_500, quota: { limit: 10_000, days: 30, spread: true, costs: { 'GET /events/*/odds/snapshot': 1 } } });
+expectTrue<Equal<typeof month.quota, SimulatedMonth | undefined>>();
+expectTrue<Equal<NonNullable<typeof month.quota>['exhaustedAtMs'], number | null>>();
+expectType<number[]>(month.quota!.spent);
+// @ts-expect-error: a quota needs its limit
+simulate({ quota: { days: 30 } });
 // @ts-expect-error: the snapshots' lifetime is cache.ttlMs, in ms
 simulate({ cache: { ttl: 2 } });
 // @ts-expect-error: processes is a number

@@ -43,6 +43,9 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
                        snapshots are fresh for N ms (0: calls in flight share one request,
                        nothing is kept); the workers then poll the same snapshots. Prints the
                        requests the cache saved; the SVG draws its answers as rings
+  --cache-stale-for-ms N
+                       how long past that an entry answers, stale, a call the gate would hold
+                       (a cooldown, no credit) or refuse (a spent quota) (default 600000)
   --lane NAME:WEIGHT:WORKERS[:START_MS]
                        a lane of WORKERS workers (from START_MS, default 0) whose calls wait in a
                        queue of their own on the shared gate, sharing its admissions by WEIGHT
@@ -50,6 +53,24 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
                        lanes, --workers (default 0) are the wrapper's own, lane "default" of
                        weight 1; not with --independent, --separate-gates, --processes,
                        --threads or --lookups. E.g. --lane background:1:40 --lane live:9:8:1000
+  --quota-limit N      the key's monthly credits: the server charges each answered call (1
+                       credit, or --quota-cost's), answers 429 once they are spent and /usage
+                       with its count, and the run ends with the period. Prints the credits
+                       spent each day (a tenth of the period when shorter than 2 days) as a
+                       bar against an even spend, when the quota ran out, the /usage
+                       readings, and the calls refused, held and left waiting. The polls are
+                       spread evenly over the period unless --poll-every-ms says otherwise.
+                       E.g. --quota-limit 10000 --polls 28500 [--spread]
+  --quota-days N       the period, in days (default 30); or
+  --quota-period-ms N  the period, in ms
+  --quota-used N       credits already used when the run starts (default 0)
+  --spread             the gates pace the credits to the period's end (quota: { spread: true })
+  --quota-reserve N    the share kept for lanes with reserve: true (default 0.05)
+  --quota-burst-ms N   the most the credit bucket holds, as ms of its refill (default 3600000)
+  --quota-refresh-ms N how often the gates read /usage (default 900000)
+  --quota-cost PATTERN=CREDITS
+                       what a call of a route costs, e.g. "GET /events/*/odds/snapshot=5"
+                       (the server charges it, the gates are told it); repeat it per route
   --svg FILE           where to write the SVG timeline (default ./odds-gate-timeline.svg)
   --json               print the result as JSON instead of the table
 `;
@@ -75,6 +96,26 @@ const NUMERIC = new Map([
   ['polls', 'polls'],
   ['poll-every-ms', 'pollEveryMs'],
   ['cache-ttl-ms', 'cacheTtlMs'],
+  ['cache-stale-for-ms', 'cacheStaleForMs'],
+  ['quota-limit', 'quotaLimit'],
+  ['quota-days', 'quotaDays'],
+  ['quota-period-ms', 'quotaPeriodMs'],
+  ['quota-used', 'quotaUsed'],
+  ['quota-reserve', 'quotaReserve'],
+  ['quota-burst-ms', 'quotaBurstMs'],
+  ['quota-refresh-ms', 'quotaRefreshMs'],
+]);
+// simulate()'s `quota` fields, by the flag that sets each.
+const QUOTA_FLAGS = new Map([
+  ['limit', ['quotaLimit', '--quota-limit']],
+  ['days', ['quotaDays', '--quota-days']],
+  ['periodMs', ['quotaPeriodMs', '--quota-period-ms']],
+  ['used', ['quotaUsed', '--quota-used']],
+  ['spread', ['spread', '--spread']],
+  ['reserve', ['quotaReserve', '--quota-reserve']],
+  ['burstMs', ['quotaBurstMs', '--quota-burst-ms']],
+  ['refreshMs', ['quotaRefreshMs', '--quota-refresh-ms']],
+  ['costs', ['quotaCosts', '--quota-cost']],
 ]);
 const SWITCHES = new Map([
   ['independent', 'independent'],
@@ -83,6 +124,7 @@ const SWITCHES = new Map([
   ['headers', 'headers'],
   ['headers-on-429', 'headersOn429'],
   ['json', 'json'],
+  ['spread', 'spread'],
 ]);
 const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i;
 
@@ -145,9 +187,60 @@ function laneFlag(value) {
   return { name: parts[0], weight, workers, startMs };
 }
 
+/** `--quota-cost PATTERN=CREDITS` flags as `quota.costs`; throws UsageError. */
+function costFlags(values) {
+  const costs = {};
+  for (const value of values) {
+    const eq = value.lastIndexOf('=');
+    const credits = value.slice(eq + 1);
+    if (eq <= 0 || !NUMBER.test(credits)) {
+      throw new UsageError(`\`--quota-cost\` expects PATTERN=CREDITS (a number after the last =), got \`${value}\``);
+    }
+    costs[value.slice(0, eq)] = Number(credits);
+  }
+  return costs;
+}
+
+/** The `quota` the flags ask for (undefined: none); throws UsageError. */
+function quotaFlags(flags) {
+  const given = [...QUOTA_FLAGS].filter(([, [key]]) => flags[key] !== undefined);
+  if (given.length === 0) return undefined;
+  if (flags.quotaLimit === undefined) {
+    throw new UsageError(`${given.map(([, [, flag]]) => `\`${flag}\``).join(', ')} ${given.length === 1 ? 'needs' : 'need'} \`--quota-limit N\``);
+  }
+  const quota = {};
+  for (const [field, [key]] of given) quota[field] = key === 'quotaCosts' ? costFlags(flags[key]) : flags[key];
+  return quota;
+}
+
+/** A month's credits, slice by slice: a bar each against an even spend. */
+function month(q) {
+  const daily = q.sliceMs === 86_400_000;
+  const fixed = (n, d = 1) => Number(n.toFixed(d));
+  const periodText = q.periodMs >= 86_400_000 ? plural(fixed(q.periodMs / 86_400_000, 2), 'day') : `${q.periodMs} ms`;
+  const ranOut = q.exhaustedAtMs === null ? 'never ran out'
+    : `ran out ${daily ? `after ${fixed(q.exhaustedAtMs / 86_400_000, 2)} days` : `at ${q.exhaustedAtMs} ms`}`;
+  const lines = [`quota: ${fixed(q.used, 2)} of ${q.limit} credits used (${fixed((100 * q.used) / q.limit)} %) over ${periodText}`
+    + `${q.spread ? ', spread to its end' : ''}; ${ranOut}`,
+  `  ${plural(q.readings, '/usage reading')}; ${plural(q.refused, 'call')} refused for the spent quota,`
+    + ` ${q.held} held a second or more (for credit), ${q.waiting} still waiting at the end`];
+  const width = 40;
+  const top = Math.max(q.even, ...q.spent);
+  const bar = (n) => '#'.repeat(Math.round((width * n) / (top || 1)));
+  const mark = Math.round((width * q.even) / (top || 1));
+  const rows = q.spent.map((n, i) => {
+    const drawn = bar(n).padEnd(width);
+    // `|` marks the even spend on each bar.
+    const withEven = mark < width ? `${drawn.slice(0, mark)}|${drawn.slice(mark + 1)}` : `${drawn}|`;
+    return [daily ? i + 1 : i * q.sliceMs, fixed(n, 2), q.even ? fixed(n / q.even, 3) : '-', withEven.trimEnd()];
+  });
+  lines.push('', table([daily ? 'day' : 'from (ms)', 'credits', 'of even', `(| an even spend: ${fixed(q.even, 2)})`], rows));
+  return lines;
+}
+
 async function simulateCommand(argv) {
   const flags = parseFlags(argv, {
-    numeric: NUMERIC, switches: SWITCHES, strings: new Map([['svg', 'svg']]), repeated: new Map([['lane', 'lanes']]),
+    numeric: NUMERIC, switches: SWITCHES, strings: new Map([['svg', 'svg']]), repeated: new Map([['lane', 'lanes'], ['quota-cost', 'quotaCosts']]),
   });
   const coordination = [['independent', '`--independent`'], ['separateGates', '`--separate-gates N`'],
     ['processes', '`--processes N`'], ['threads', '`--threads N`']].filter(([k]) => flags[k] !== undefined);
@@ -197,7 +290,13 @@ async function simulateCommand(argv) {
   if (lanes) options.lanes = lanes;
   if (flags.polls !== undefined) options.polls = flags.polls;
   if (flags.pollEveryMs !== undefined) options.pollEveryMs = flags.pollEveryMs;
+  if (flags.cacheStaleForMs !== undefined && flags.cacheTtlMs === undefined) {
+    throw new UsageError('`--cache-stale-for-ms N` needs `--cache-ttl-ms N`');
+  }
   if (flags.cacheTtlMs !== undefined) options.cache = { ttlMs: flags.cacheTtlMs };
+  if (flags.cacheStaleForMs !== undefined) options.cache.staleForMs = flags.cacheStaleForMs;
+  const quota = quotaFlags(flags);
+  if (quota) options.quota = quota;
   if (!options.shared) delete options.shared;
   if (options.separateGates === false) delete options.separateGates;
 
@@ -209,7 +308,9 @@ async function simulateCommand(argv) {
     if (err instanceof TypeError || err instanceof RangeError) {
       // A lane's field is named as simulate() has it (`lanes[1].weight`): say which flag that was.
       const lane = /`lanes\[(\d+)\]/.exec(err.message)?.[1];
-      const flag = lane === undefined ? '' : ` (\`--lane ${flags.lanes[lane]}\`)`;
+      const field = /`quota\.(\w+)`/.exec(err.message)?.[1];
+      const flag = lane !== undefined ? ` (\`--lane ${flags.lanes[lane]}\`)`
+        : QUOTA_FLAGS.has(field) ? ` (\`${QUOTA_FLAGS.get(field)[1]}\`)` : '';
       process.stderr.write(`odds-gate simulate: ${err.message}${flag}\n`);
       process.exitCode = 2;
       return;
@@ -263,6 +364,7 @@ async function simulateCommand(argv) {
     + (options.processes ? `; store round trip ${options.storeLatencyMs ?? 1} ms` : '')
     + (options.polls > 1 ? `; ${plural(options.polls, 'poll')}${options.pollEveryMs ? ` every ${options.pollEveryMs} ms` : ''}` : '')
     + (options.cache ? `; through a cache, snapshots fresh for ${options.cache.ttlMs} ms` : '')
+    + (quota ? `; a quota of ${quota.limit} credits${quota.spread ? ', spread' : ''}` : '')
     + (lookups ? `; ${plural(lookups.calls, 'event lookup')} on a limiter of their own`
       + ` (burst ${lookups.burst}, ${lookups.perSecond} per second)` : ''));
   out.push('');
@@ -289,8 +391,10 @@ async function simulateCommand(argv) {
   if (result.requestsSaved !== undefined) {
     out.push('');
     out.push(`cache: ${plural(result.requestsSaved, 'request')} saved (${plural(result.hits, 'fresh hit')},`
-      + ` ${result.coalesced} joined to a request in flight); ${plural(result.attempts, 'request')} sent`);
+      + ` ${result.coalesced} joined to a request in flight${result.stale ? `, ${result.stale} stale` : ''});`
+      + ` ${plural(result.attempts, 'request')} sent`);
   }
+  if (result.quota) out.push('', ...month(result.quota));
   out.push('');
   // The cache's answers are on the timeline too, marked `cache`: no request, no admission.
   const times = result.timeline.filter((a) => !a.cache).map((a) => a.at);
@@ -299,9 +403,9 @@ async function simulateCommand(argv) {
   out.push(`${gated ? 'admissions' : 'attempts sent'} (ms): ${shown}`);
   // Lookup j is worker `workers + j` in the timeline; it is listed as "lookup j".
   const rows = workers + (lookups?.calls ?? 0);
-  const mark = (a) => `${a.at}${{ hit: 'h', coalesced: 'c' }[a.cache] ?? (a.status === 429 ? 'x' : '')}`;
+  const mark = (a) => `${a.at}${{ hit: 'h', coalesced: 'c', stale: 's' }[a.cache] ?? (a.status === 429 ? 'x' : '')}`;
   const marks = result.requestsSaved === undefined ? 'x marks a 429'
-    : 'x marks a 429, h a fresh answer from the cache, c a call joined to one in flight';
+    : `x marks a 429, h a fresh answer from the cache, c a call joined to one in flight${result.stale ? ', s a stale answer' : ''}`;
   if (result.lanes) {
     // A lane's workers are listed together: the lane's attempts in time order.
     out.push(`by lane (${marks}):`);
@@ -310,6 +414,8 @@ async function simulateCommand(argv) {
       const mine = result.timeline.filter((a) => a.worker >= l.firstWorker && a.worker < l.firstWorker + l.workers);
       out.push(`  ${l.name.padEnd(width)}  ${mine.map(mark).join('  ')}`);
     }
+  } else if (result.quota) {
+    out.push('(per-worker times over the period: see --json)');
   } else if (rows <= MAX_LISTED) {
     out.push(`by worker (${marks}):`);
     const byWorker = Array.from({ length: rows }, () => []);

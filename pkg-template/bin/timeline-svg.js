@@ -174,7 +174,7 @@ export function renderTimelineSvg(result, scenario) {
     // A row of its own, after the lanes'.
     const cy = ly + 22 * (1 + Math.ceil(weighted.length / 2));
     push(`<circle cx="${left + 6}" cy="${cy - 4}" r="4.5" fill="#ffffff" stroke="${COLORS.ok}" stroke-width="1.6"/>`);
-    push(`<text x="${left + 16}" y="${cy}">${esc(`answered by the cache, no request (${result.hits} fresh hits, ${result.coalesced} joined a request in flight)`)}</text>`);
+    push(`<text x="${left + 16}" y="${cy}">${esc(`answered by the cache, no request (${result.hits} fresh hits, ${result.coalesced} joined a request in flight${result.stale ? `, ${result.stale} stale` : ''})`)}</text>`);
   }
   push('</g>');
 
@@ -227,7 +227,7 @@ export function renderTimelineSvg(result, scenario) {
     const data = `class="attempt" data-worker="${a.worker}" data-at="${a.at}" data-status="${a.status}"`;
     if (a.cache) {
       // A ring: the call was answered without a request (a fresh entry, or one in flight joined).
-      const how = a.cache === 'hit' ? 'a fresh answer from the cache' : 'joined a request in flight';
+      const how = { hit: 'a fresh answer from the cache', coalesced: 'joined a request in flight', stale: 'a stale answer from the cache (the gate would have held or refused it)' }[a.cache];
       push(`<circle class="cached" data-cache="${a.cache}" data-worker="${a.worker}" data-at="${a.at}" data-status="${a.status}" cx="${num(cx)}" cy="${num(cy)}" r="${num(r * 0.8)}" fill="#ffffff" stroke="${a.status === 429 ? COLORS.throttled : COLORS.ok}" stroke-width="1.6"><title>${esc(`${a.at} ms: worker ${a.worker}: ${how}`)}</title></circle>`);
     } else if (a.status === 429) push(cross(cx, cy, r, `${a.at} ms: worker ${a.worker} throttled (429)`, data));
     else {

@@ -10,7 +10,9 @@ use super::errors::config_error;
 use super::readers;
 use super::shapes::to_js;
 use crate::core::rules::allowance::finite;
-use crate::core::sim::{self, ArticleGate, HeadersGiven, LaneGiven, SimGiven, SimOptions, Split};
+use crate::core::sim::{
+    self, ArticleGate, HeadersGiven, LaneGiven, SimGiven, SimOptions, SimQuotaGiven, Split,
+};
 
 /// `simulate(options)` as given.
 #[derive(Deserialize)]
@@ -51,11 +53,31 @@ struct SimulateOptions {
     /// `true`, `false` or `{ ttlMs }`: the workers' GETs go through the cache.
     #[serde(default, deserialize_with = "de::value")]
     cache: Option<JsValue>,
+    /// `{ limit, periodMs | days, used, spread, reserve, burstMs, refreshMs, costs }`: the
+    /// key's monthly credits.
+    #[serde(default, deserialize_with = "de::value")]
+    quota: Option<JsValue>,
+}
+
+/// `quota` as given.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct QuotaOptions {
+    limit: Option<f64>,
+    period_ms: Option<f64>,
+    days: Option<f64>,
+    used: Option<f64>,
+    spread: Option<bool>,
+    reserve: Option<f64>,
+    burst_ms: Option<f64>,
+    refresh_ms: Option<f64>,
+    #[serde(default, deserialize_with = "de::value")]
+    costs: Option<JsValue>,
 }
 
 /// Runs the article's virtual-clock model and returns
 /// `{ attempts, throttled, completed, abandoned, lastAttemptMs, timeline }` (with `cache`,
-/// `hits`, `coalesced` and `requestsSaved` too).
+/// `hits`, `coalesced` and `requestsSaved` too; with `quota`, `quota`: the month's credits).
 #[wasm_bindgen]
 pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
     let options = match options.is_undefined() {
@@ -114,6 +136,23 @@ fn given(options: &JsValue) -> Result<SimGiven, JsValue> {
         polls: o.polls,
         poll_every_ms: o.poll_every_ms,
         cache: de::toggle(o.cache, "cache", |v| de::object(v, "cache", "cache."))?,
+        quota: o.quota.as_ref().map(quota).transpose()?,
+    })
+}
+
+/// `quota`, read as given.
+fn quota(value: &JsValue) -> Result<SimQuotaGiven, JsValue> {
+    let q: QuotaOptions = de::object(value, "quota", "quota.")?;
+    Ok(SimQuotaGiven {
+        limit: q.limit,
+        period_ms: q.period_ms,
+        days: q.days,
+        used: q.used,
+        spread: q.spread,
+        reserve: q.reserve,
+        burst_ms: q.burst_ms,
+        refresh_ms: q.refresh_ms,
+        costs: readers::costs(q.costs)?,
     })
 }
 

@@ -7,13 +7,12 @@ use std::rc::Rc;
 
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
 use super::de::{self, Item};
 use super::errors::{config_error, type_error};
 use super::events::Events;
 use super::metrics::Metrics;
-use super::readers::rate;
+use super::readers::{self, rate};
 use super::redis::{is_store, RedisStore};
 use crate::core::gates::lane_name;
 use crate::core::gates::scope::RequestKey;
@@ -268,21 +267,7 @@ fn quota(value: Option<JsValue>) -> Result<Option<(Spread, Costs)>, JsValue> {
         return Ok(None);
     };
     let q: QuotaOptions = de::object(&value, "quota", "quota.")?;
-    let mut costs = Vec::new();
-    if let Some(given) = q.costs {
-        let expected = "an object of route patterns to credits";
-        if !de::is_object(&given) {
-            return Err(de::wrong("quota.costs", expected, &given));
-        }
-        for entry in js_sys::Object::entries(given.unchecked_ref()).iter() {
-            let entry: js_sys::Array = entry.unchecked_into();
-            let credits = entry.get(1);
-            let Some(n) = credits.as_f64() else {
-                return Err(de::wrong("quota.costs", expected, &credits));
-            };
-            costs.push((entry.get(0).as_string().unwrap_or_default(), n));
-        }
-    }
+    let costs = readers::costs(q.costs)?;
     let settings = [q.reserve, q.burst_ms, q.refresh_ms];
     Spread::given(q.spread, settings, costs).map_err(config_error)
 }

@@ -569,12 +569,20 @@ impl Gate {
         }
     }
 
-    /// Whether a new call at `now` would be held past a cooldown or refused for a spent quota
-    /// (never an `account` call, `GET /usage` or `/limits`): what lets a cache answer it from
-    /// a stale entry without waiting.
-    pub fn holds(&mut self, now: Millis, account: bool) -> bool {
+    /// Whether a new call at `now` would be held past a cooldown, refused for a spent quota or
+    /// held for credit the spread has not (never an `account` call, `GET /usage` or
+    /// `/limits`): what lets a cache answer it from a stale entry without waiting. `route`
+    /// and `reserve` say what it costs and whether its lane draws on the reserve.
+    pub fn holds(
+        &mut self,
+        now: Millis,
+        account: bool,
+        route: Option<&str>,
+        reserve: bool,
+    ) -> bool {
         let spent = matches!(self.quota.state(now), QuotaState::Exhausted { .. });
-        (spent && !account) || self.cooldown_until() > now
+        let dry = !account && self.waits_for_credit(now, route, reserve);
+        (spent && !account) || dry || self.cooldown_until() > now
     }
 
     /// The cooldown's end as this process knows it.
@@ -647,8 +655,10 @@ impl Gate {
     /// learning gate learned, which its [`memo`](Self::memo) keeps, and what is left of a
     /// retry budget kept in this process, which the gates keep beside it. A store's gate
     /// leaves the budget to the store (a fallback's, spent while the store was down, goes).
+    /// A gate that spreads its quota is never idle: forgotten, its pace for the period would
+    /// start over (a reading, and a fresh bucket's credits) with the next call.
     pub fn idle(&mut self, now: Millis) -> bool {
-        if !self.calls.is_empty() || !self.quota.idle(now) {
+        if !self.calls.is_empty() || !self.quota.idle(now) || self.spending.is_some() {
             return false;
         }
         self.authority.idle(now)

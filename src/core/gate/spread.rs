@@ -141,6 +141,19 @@ impl Gate {
         spending.predict(now, ahead, c.spec.route.as_deref(), c.spec.lane.reserve)
     }
 
+    /// Whether a new call of `route` at `now` would wait for credit: the spread has not its
+    /// credits before those of the calls already in queue. Before the first reading nothing
+    /// is known, and nothing is said to wait.
+    pub(super) fn waits_for_credit(
+        &mut self,
+        now: Millis,
+        route: Option<&str>,
+        reserve: bool,
+    ) -> bool {
+        let ahead = self.queue.len();
+        (self.spending.as_mut()).is_some_and(|s| s.predict(now, ahead, route, reserve) > now)
+    }
+
     /// `call` is admitted at `now`: a reading goes out, or a call takes its credits.
     pub(super) fn spend_credit(&mut self, now: Millis, call: CallId) {
         let (Some(c), Some(spending)) = (self.calls.get(call), &mut self.spending) else {

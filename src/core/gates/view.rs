@@ -152,19 +152,24 @@ impl Gates {
     }
 
     /// Whether a GET of `url` by `wrapper` with the credential of `scope` would be held at
-    /// `now` past a cooldown, or refused for a spent quota, by the gate it would go to (its
-    /// route's limiter's, for a learning wrapper that knows one); no gate yet holds nothing.
-    /// A cache answers such a call from a stale entry rather than let it wait or fail.
+    /// `now` past a cooldown or for credit the spread has not, or refused for a spent quota,
+    /// by the gate it would go to (its route's limiter's, for a learning wrapper that knows
+    /// one); no gate yet holds nothing. A cache answers such a call from a stale entry rather
+    /// than let it wait or fail.
     pub fn holds(&mut self, now: Millis, wrapper: WrapperId, scope: &Scope, url: &str) -> bool {
-        let learns = (self.wrappers.get(wrapper)).is_some_and(|w| w.profile.learns());
-        let route = learns.then(|| route_of("GET", url));
-        let limiter = route
-            .and_then(|route| self.routes.get(scope)?.limiter(&route).map(str::to_owned))
+        let w = self.wrappers.get(wrapper);
+        let (learns, reads) = w.map_or((false, false), |w| {
+            (w.profile.learns(), w.profile.reads_routes())
+        });
+        let reserve = w.is_some_and(|w| w.lane.reserve);
+        let route = reads.then(|| route_of("GET", url));
+        let limiter = (route.as_deref().filter(|_| learns))
+            .and_then(|route| self.routes.get(scope)?.limiter(route).map(str::to_owned))
             .map(|limiter| scope.in_limiter(&limiter));
         let gate = (limiter.and_then(|s| self.find(&s))).or_else(|| self.find(scope));
         let account = asks_account("GET", url);
         let entry = gate.and_then(|g| self.entries.get_mut(g));
-        entry.is_some_and(|e| e.gate.holds(now, account))
+        entry.is_some_and(|e| e.gate.holds(now, account, route.as_deref(), reserve))
     }
 
     /// Where a gate's state lives, its allowance now, and its retry budget's capacity: what a

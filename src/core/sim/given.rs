@@ -3,9 +3,11 @@
 //! read JavaScript values into [`SimGiven`]; every decision is made here.
 
 use super::lanes::SimLane;
-use super::model::{Coordination, Lookups, SimOptions};
+use super::model::{Coordination, Lookups, SimCache, SimOptions};
+use super::month::SimQuotaGiven;
 use super::server::Headers;
 use crate::core::rules::allowance::{at_least, ConfigError, Rate};
+use crate::core::rules::cache::CacheConfig;
 use crate::core::rules::ranges::{COUNT, SIM_ATTEMPTS, SIM_CALLS, SIM_SPLIT};
 use crate::core::rules::toggle::Toggle;
 
@@ -54,9 +56,11 @@ pub struct SimGiven {
     pub poll_every_ms: Option<f64>,
     /// `cache`: `true`, `false`, or `{ ttlMs }`.
     pub cache: Option<Toggle<SimCacheGiven>>,
+    /// `quota`: the key's monthly credits.
+    pub quota: Option<SimQuotaGiven>,
 }
 
-/// `cache: { ttlMs }`.
+/// `cache: { ttlMs, staleForMs }`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 #[cfg_attr(
     feature = "serde",
@@ -66,19 +70,28 @@ pub struct SimGiven {
 pub struct SimCacheGiven {
     /// How long the server's snapshots are fresh, in ms.
     pub ttl_ms: Option<f64>,
+    /// How long past that an entry answers a call the gate would hold or refuse, in ms.
+    pub stale_for_ms: Option<f64>,
 }
 
 impl SimCacheGiven {
-    /// The snapshots' lifetime `cache` asks for: `true` is 0 ms (calls in flight share one
-    /// request, nothing is kept, as `createFetch({ cache: true })` without a `ttl_seconds`),
-    /// `false` or left out is no cache.
-    fn asked(given: Option<Toggle<SimCacheGiven>>) -> Result<Option<f64>, ConfigError> {
-        let ttl = match given {
+    /// The cache `cache` asks for (`None`: none): `true` keeps nothing (calls in flight share
+    /// one request, as `createFetch({ cache: true })` without a `ttl_seconds`), `{ ttlMs }`
+    /// keeps snapshots that long; either keeps them `staleForMs` longer (createFetch's 10
+    /// minutes where left out) for calls the gate would hold or refuse.
+    fn asked(given: Option<Toggle<SimCacheGiven>>) -> Result<Option<SimCache>, ConfigError> {
+        let g = match given {
             None | Some(Toggle::Flag(false)) => return Ok(None),
-            Some(Toggle::Flag(true)) => 0.0,
-            Some(Toggle::Given(g)) => g.ttl_ms.unwrap_or(0.0),
+            Some(Toggle::Flag(true)) => SimCacheGiven::default(),
+            Some(Toggle::Given(g)) => g,
         };
-        at_least("cache.ttlMs", ttl, 0.0, "a finite number >= 0").map(Some)
+        let ttl = g.ttl_ms.unwrap_or(0.0);
+        let stale = g.stale_for_ms.unwrap_or(CacheConfig::DEFAULT.stale_for_ms);
+        let number = "a finite number >= 0";
+        Ok(Some(SimCache {
+            ttl_ms: at_least("cache.ttlMs", ttl, 0.0, number)?,
+            stale_for_ms: at_least("cache.staleForMs", stale, 0.0, number)?,
+        }))
     }
 }
 
@@ -174,6 +187,14 @@ impl SimGiven {
                 .unwrap_or(d.workers),
             false => (SIM_CALLS.from_zero().given("workers", self.workers)?).unwrap_or(0),
         };
+        let quota = self.quota.map(SimQuotaGiven::quota).transpose()?;
+        let polls = (SIM_CALLS.given("polls", self.polls)?).unwrap_or(d.polls);
+        // A month's polls, left to their own pace, are spread evenly over its period.
+        let poll_every_ms = match (self.poll_every_ms, &quota) {
+            (Some(ms), _) => ms,
+            (None, Some(q)) => q.period_ms / f64::from(polls),
+            (None, None) => d.poll_every_ms,
+        };
         let burst = self.burst.unwrap_or(d.rate.burst());
         let per_second = self.per_second.unwrap_or(d.rate.per_second());
         Ok(SimOptions {
@@ -196,9 +217,10 @@ impl SimGiven {
             lookups,
             store_latency_ms: self.store_latency_ms.unwrap_or(d.store_latency_ms),
             lanes,
-            polls: (SIM_CALLS.given("polls", self.polls)?).unwrap_or(d.polls),
-            poll_every_ms: self.poll_every_ms.unwrap_or(d.poll_every_ms),
-            cache_ttl_ms: SimCacheGiven::asked(self.cache)?,
+            polls,
+            poll_every_ms,
+            cache: SimCacheGiven::asked(self.cache)?,
+            quota,
         })
     }
 }
@@ -238,6 +260,7 @@ impl LaneGiven {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::rules::credits::Spread;
 
     fn refused(given: SimGiven) -> (String, bool) {
         let error = given.options().expect_err("refused");
@@ -258,6 +281,50 @@ mod tests {
         }
     }
 
+    fn quota(quota: SimQuotaGiven) -> SimGiven {
+        SimGiven {
+            quota: Some(quota),
+            ..SimGiven::default()
+        }
+    }
+
+    fn month() -> SimQuotaGiven {
+        SimQuotaGiven {
+            limit: Some(100.0),
+            ..SimQuotaGiven::default()
+        }
+    }
+
+    #[test]
+    fn a_quota_is_thirty_days_unspread_where_left_out_and_spreads_with_one_process() {
+        let options = quota(month()).options().unwrap();
+        assert_eq!(
+            options.poll_every_ms,
+            30.0 * 86_400_000.0,
+            "one poll a month"
+        );
+        let q = options.quota.unwrap();
+        assert_eq!(
+            (q.limit, q.period_ms, q.used),
+            (100.0, 30.0 * 86_400_000.0, 0.0)
+        );
+        assert_eq!(q.spread, None);
+        let spread = SimQuotaGiven {
+            spread: Some(true),
+            ..month()
+        };
+        let q = quota(spread.clone()).options().unwrap().quota.unwrap();
+        assert_eq!(q.spread.map(|(s, _)| s), Some(Spread::DEFAULT));
+        let threads = SimGiven {
+            threads: Some(2.0),
+            ..quota(spread)
+        };
+        let refused = crate::core::sim::model::simulate(&threads.options().unwrap()).unwrap_err();
+        assert!(refused
+            .to_string()
+            .starts_with("`quota.spread` is for one process"));
+    }
+
     #[test]
     fn left_out_it_is_the_articles_run() {
         assert_eq!(SimGiven::default().options(), Ok(SimOptions::default()));
@@ -265,18 +332,27 @@ mod tests {
 
     #[test]
     fn cache_true_shares_requests_in_flight_and_keeps_nothing() {
-        let ttl = |cache| {
+        let cache = |cache| {
             let given = SimGiven {
                 cache,
                 ..SimGiven::default()
             };
-            given.options().unwrap().cache_ttl_ms
+            given.options().unwrap().cache
         };
-        assert_eq!(ttl(None), None);
-        assert_eq!(ttl(Some(Toggle::Flag(false))), None);
-        assert_eq!(ttl(Some(Toggle::Flag(true))), Some(0.0));
-        let given = SimCacheGiven { ttl_ms: Some(2e3) };
-        assert_eq!(ttl(Some(Toggle::Given(given))), Some(2e3));
+        let kept = |ttl_ms, stale_for_ms| {
+            Some(SimCache {
+                ttl_ms,
+                stale_for_ms,
+            })
+        };
+        assert_eq!(cache(None), None);
+        assert_eq!(cache(Some(Toggle::Flag(false))), None);
+        assert_eq!(cache(Some(Toggle::Flag(true))), kept(0.0, 600_000.0));
+        let given = SimCacheGiven {
+            ttl_ms: Some(2e3),
+            stale_for_ms: Some(0.0),
+        };
+        assert_eq!(cache(Some(Toggle::Given(given))), kept(2e3, 0.0));
     }
 
     #[test]
@@ -417,7 +493,10 @@ mod tests {
             ),
             (
                 SimGiven {
-                    cache: Some(Toggle::Given(SimCacheGiven { ttl_ms: Some(-1.0) })),
+                    cache: Some(Toggle::Given(SimCacheGiven {
+                        ttl_ms: Some(-1.0),
+                        stale_for_ms: None,
+                    })),
                     ..SimGiven::default()
                 },
                 (
@@ -431,6 +510,51 @@ mod tests {
                     ..SimGiven::default()
                 },
                 whole("polls", 1, 100000, "0"),
+            ),
+            (
+                quota(SimQuotaGiven::default()),
+                ("`quota.limit` is required".into(), true),
+            ),
+            (
+                quota(SimQuotaGiven {
+                    days: Some(0.0),
+                    ..month()
+                }),
+                (
+                    "`quota.days` must be a finite number greater than 0, got 0".into(),
+                    false,
+                ),
+            ),
+            (
+                quota(SimQuotaGiven {
+                    period_ms: Some(1.0),
+                    days: Some(1.0),
+                    ..month()
+                }),
+                (
+                    "Choose one of `quota.periodMs` and `quota.days`".into(),
+                    true,
+                ),
+            ),
+            (
+                quota(SimQuotaGiven {
+                    used: Some(-1.0),
+                    ..month()
+                }),
+                (
+                    "`quota.used` must be a finite number >= 0, got -1".into(),
+                    false,
+                ),
+            ),
+            (
+                quota(SimQuotaGiven {
+                    reserve: Some(1.0),
+                    ..month()
+                }),
+                (
+                    "`quota.reserve` must be a number from 0 up to (not including) 1, got 1".into(),
+                    false,
+                ),
             ),
         ];
         for (given, expected) in cases {

@@ -5,6 +5,7 @@ pub mod given;
 pub mod home;
 pub mod lanes;
 pub mod model;
+pub mod month;
 pub mod server;
 pub mod store;
 pub mod world;
@@ -12,5 +13,7 @@ pub mod world;
 pub use self::given::{HeadersGiven, LaneGiven, LookupsGiven, SimCacheGiven, SimGiven, Split};
 pub use self::lanes::{LaneReport, SimLane};
 pub use self::model::{
-    simulate, ArticleGate, Coordination, Lookups, Served, SimOptions, SimReport,
+    simulate, ArticleGate, Coordination, Lookups, SimCache, SimOptions, SimReport,
 };
+pub use self::month::{MonthReport, SimQuota, SimQuotaGiven};
+pub use self::world::Served;

@@ -11,8 +11,9 @@ use std::rc::Rc;
 
 use super::home::{SharedMemory, SimHome};
 use super::lanes::{self, Group, LaneReport, SimLane};
-use super::server::{Allowances, Headers, Limiter};
-use super::world::{SimCall, World};
+use super::month::{Metered, MonthReport, SimQuota};
+use super::server::{Allowances, Headers, Limiter, Server};
+use super::world::{Served, SimCall, World};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::{AdmissionId, Answer, Op, Transitions};
 use crate::core::gate::action::{End, Event};
@@ -127,12 +128,27 @@ pub struct SimOptions {
     pub lanes: Vec<SimLane>,
     /// Times each of the wrapper's own workers fetches its snapshots.
     pub polls: u32,
-    /// Poll `i` starts at `i x poll_every_ms`, or when the one before ends if later.
+    /// Poll `i` starts at `i x poll_every_ms`, or when the one before ends if later (with a
+    /// quota and left out: the polls spread evenly over its period).
     pub poll_every_ms: Millis,
-    /// With a cache (`createFetch({ cache })`, in each process), how long the server's
-    /// snapshots are fresh (its `ttl_seconds`, in ms; 0: calls in flight share one request
-    /// and nothing is kept). The wrapper's own workers then fetch the same snapshots.
-    pub cache_ttl_ms: Option<Millis>,
+    /// With a cache (`createFetch({ cache })`, in each process): how long the server's
+    /// snapshots are fresh, and kept stale. The wrapper's own workers then fetch the same
+    /// snapshots.
+    pub cache: Option<SimCache>,
+    /// The key's monthly credits (`quota`): the server counts them, the run ends with their
+    /// period, and the gates spread them when asked.
+    pub quota: Option<SimQuota>,
+}
+
+/// `simulate({ cache })`'s cache.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimCache {
+    /// How long the server's snapshots are fresh (its `ttl_seconds`, in ms; 0: calls in
+    /// flight share one request and nothing is kept fresh).
+    pub ttl_ms: Millis,
+    /// How long past that a kept entry answers a call the gate would hold (a cooldown, no
+    /// credit) or refuse (a spent quota), as `cache.staleForMs` (0: never).
+    pub stale_for_ms: Millis,
 }
 
 /// Event lookups on a limiter of their own, beside the snapshots.
@@ -163,7 +179,8 @@ impl Default for SimOptions {
             lanes: Vec::new(),
             polls: 1,
             poll_every_ms: 0.0,
-            cache_ttl_ms: None,
+            cache: None,
+            quota: None,
         }
     }
 }
@@ -239,11 +256,27 @@ impl SimOptions {
             0.0,
             "a finite number >= 0",
         )?;
-        if let Some(ttl) = self.cache_ttl_ms {
-            at_least("cache.ttlMs", ttl, 0.0, "a finite number >= 0")?;
+        if let Some(cache) = self.cache {
+            at_least("cache.ttlMs", cache.ttl_ms, 0.0, "a finite number >= 0")?;
+            at_least(
+                "cache.staleForMs",
+                cache.stale_for_ms,
+                0.0,
+                "a finite number >= 0",
+            )?;
         }
         for lane in &self.lanes {
             lane.validate()?;
+        }
+        let split = matches!(
+            self.coordination,
+            Coordination::Fleet(_) | Coordination::Threads(_)
+        );
+        if split && self.quota.as_ref().is_some_and(|q| q.spread.is_some()) {
+            return Err(ConfigError::Unsupported {
+                field: "quota.spread",
+                with: "is for one process for now: not with `processes` or `threads`",
+            });
         }
         let laned: f64 = (self.lanes.iter())
             .map(|l| f64::from(l.workers) * f64::from(l.snapshots))
@@ -274,20 +307,6 @@ pub struct Attempt {
     /// How the cache answered it, if it did (no request: not one of the attempts).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub cache: Option<Served>,
-}
-
-/// How the cache answered a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize),
-    serde(rename_all = "lowercase")
-)]
-pub enum Served {
-    /// A fresh entry answered it.
-    Hit,
-    /// It joined a request in flight and got its answer.
-    Coalesced,
 }
 
 /// What a run produced; the bindings hand it to JavaScript in the article's field names.
@@ -326,9 +345,16 @@ pub struct SimReport {
     /// With `cache`: calls that joined a request in flight.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub coalesced: Option<u64>,
-    /// With `cache`: requests it saved (`hits + coalesced`).
+    /// With `cache`: calls a kept entry past its lifetime answered, as the gate would have held
+    /// or refused them.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub stale: Option<u64>,
+    /// With `cache`: requests it saved (`hits + coalesced + stale`).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub requests_saved: Option<u64>,
+    /// With `quota`: how the month's credits went.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub quota: Option<MonthReport>,
 }
 
 /// A learning run's estimates for JavaScript: `{ at, burst, perSecond, atLeast, confidence }`.
@@ -483,7 +509,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         max_waiting: None,
         reports_wait: false,
         typed_errors: false,
-        spread: None,
+        spread: options.quota.as_ref().and_then(|q| q.spread.clone()),
     };
     let mut all = Vec::with_capacity(processes);
     let mut wrappers = Vec::with_capacity(processes);
@@ -532,20 +558,27 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     let lane_wrappers: Vec<WrapperId> = (options.lanes.iter())
         .map(|l| all[lane_process].lane(profile.clone(), (l.weight, false), l.name.as_deref()))
         .collect();
-    let mut world = World::new(all, Box::new(server));
+    let (server, meter): (Box<dyn Server>, _) = match &options.quota {
+        Some(q) => {
+            let metered = Metered::new(server, q);
+            let meter = metered.meter.clone();
+            (Box::new(metered), Some(meter))
+        }
+        None => (Box::new(server), None),
+    };
+    let mut world = World::new(all, server);
     world.store.latency = options.store_latency_ms;
-    if let Some(ttl) = options.cache_ttl_ms {
-        // Nothing is served stale in the simulator: an entry is kept for its lifetime only.
+    if let Some(cache) = options.cache {
         world.cache(CacheConfig {
-            default_ttl_ms: ttl,
-            stale_for_ms: 0.0,
+            default_ttl_ms: cache.ttl_ms,
+            stale_for_ms: cache.stale_for_ms,
             ..CacheConfig::DEFAULT
         });
     }
     let polling = Polling {
         polls: options.polls,
         every_ms: options.poll_every_ms,
-        same: options.cache_ttl_ms.is_some(),
+        same: options.cache.is_some(),
     };
     let batch = Rc::new(RefCell::new(Batch {
         deadline: Millis::INFINITY,
@@ -597,7 +630,11 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         world.start_at(0.0, call(process, wrappers[process], &key, url));
         worker_of.push(worker);
     }
-    world.run();
+    match &options.quota {
+        // The month ends with its period: calls still waiting for credit then are left so.
+        Some(q) => world.run_until(q.period_ms),
+        None => world.run(),
+    }
     let mut report = SimReport {
         attempts: 0,
         throttled: 0,
@@ -610,7 +647,9 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         lanes: Vec::new(),
         hits: None,
         coalesced: None,
+        stale: None,
         requests_saved: None,
+        quota: meter.map(|m| MonthReport::of(&world, &m.borrow())),
     };
     for sent in world.log.sent.iter().filter(|s| !s.probe) {
         report.timeline.push(Attempt {
@@ -620,16 +659,12 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
             cache: None,
         });
     }
-    for (index, &(at, joined, status)) in world.log.cached.iter() {
+    for (index, &(at, served, status)) in world.log.cached.iter() {
         report.timeline.push(Attempt {
             at,
             worker: worker_of[index],
             status,
-            cache: Some(if joined {
-                Served::Coalesced
-            } else {
-                Served::Hit
-            }),
+            cache: Some(served),
         });
         match status {
             200 => report.completed += 1,
@@ -641,6 +676,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     if let Some(figures) = world.cache_figures() {
         report.hits = Some(figures.hits);
         report.coalesced = Some(figures.coalesced);
+        report.stale = Some(figures.stale);
         report.requests_saved = Some(figures.requests_saved());
     }
     for (_, end) in world.log.settled.values() {

@@ -8,7 +8,8 @@
 //! article's workers take turns), a store operation to the [`FakeStore`], a `/usage` probe is
 //! answered from [`World::usage`] (or the server's own count). With a cache
 //! ([`World::cache`]), a GET asks the core's [`Cache`] first, as `createFetch({ cache })`'s
-//! bindings do: a fresh entry answers it at once, a request in flight is joined, else it leads.
+//! bindings do: a fresh entry answers it at once (a stale one too, when its gate would hold or
+//! refuse it), a request in flight is joined, else it leads.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -29,7 +30,7 @@ use crate::core::gates::scope::Scope;
 use crate::core::gates::Gates;
 use crate::core::parse::freshness::CacheHeaders;
 use crate::core::rules::batch::Batch;
-use crate::core::rules::cache::{Cache, CacheConfig, CacheFigures, Landed, Lookup};
+use crate::core::rules::cache::{Cache, CacheConfig, CacheFigures, Landed, Lookup, Refusal};
 use crate::core::rules::classify::{Body, Failure};
 use crate::core::rules::quota::Usage;
 use crate::core::Millis;
@@ -131,9 +132,27 @@ pub struct Log {
     pub refused: Indexed<Refused>,
     /// Timer firings.
     pub wakeups: usize,
-    /// Calls the cache answered, by index: when, whether they joined a request in flight
-    /// (else a fresh entry answered), and the status they got (0: none).
-    pub cached: Indexed<(Millis, bool, u16)>,
+    /// Calls the cache answered, by index: when, how, and the status they got (0: none).
+    pub cached: Indexed<(Millis, Served, u16)>,
+    /// When each call started, by index.
+    pub started: Indexed<Millis>,
+}
+
+/// How the cache answered a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "lowercase")
+)]
+pub enum Served {
+    /// A fresh entry answered it.
+    Hit,
+    /// It joined a request in flight and got its answer.
+    Coalesced,
+    /// A kept entry past its lifetime answered it at once: its gate would have held it (a
+    /// cooldown, no credit left in the spread) or refused it (a spent quota).
+    Stale,
 }
 
 impl Log {
@@ -473,6 +492,7 @@ impl World {
 
     fn start(&mut self, index: usize) -> Option<usize> {
         let now = self.now;
+        self.log.started.insert(index, now);
         match self.starts[index].clone() {
             How::Wrapper(call) => {
                 let p = call.process;
@@ -516,25 +536,29 @@ impl World {
     }
 
     /// Whether the `index`-th call goes to the gates: it is not a GET its process's cache
-    /// answers now (fresh) or later (with the request in flight it joins).
+    /// answers now (fresh, or stale when its gate would hold it) or later (with the request in
+    /// flight it joins). With no stale use (`stale_for_ms` 0), the gate is not asked.
     fn leads(&mut self, index: usize, call: &SimCall) -> bool {
         let now = self.now;
-        let Some(cache) = self.processes[call.process].cache.as_mut() else {
+        let Process { cache, gates, .. } = &mut self.processes[call.process];
+        let Some(cache) = cache.as_mut() else {
             return true;
         };
         if call.method != "GET" || call.body != Body::None {
             return true;
         }
-        // The simulator serves nothing stale: the gate is never asked whether it would hold.
-        match cache.lookup(now, &cache_key(call), index, || false) {
-            Lookup::Lead => true,
-            Lookup::Joined => false,
-            Lookup::Fresh { .. } | Lookup::Stale { .. } => {
-                self.log.cached.insert(index, (now, false, 200));
-                self.ended_now(index);
-                false
-            }
-        }
+        let key = cache_key(call);
+        let stale = cache.config().stale_for_ms > 0.0;
+        let held = || stale && gates.holds(now, call.wrapper, &key.0, &call.url);
+        let served = match cache.lookup(now, &key, index, held) {
+            Lookup::Lead => return true,
+            Lookup::Joined => return false,
+            Lookup::Fresh { .. } => Served::Hit,
+            Lookup::Stale { .. } => Served::Stale,
+        };
+        self.log.cached.insert(index, (now, served, 200));
+        self.ended_now(index);
+        false
     }
 
     /// The request the `index`-th call of process `p` led has `landed` with `status` (0:
@@ -546,9 +570,35 @@ impl World {
         };
         let settled = cache.landed(now, &cache_key(call), index, landed);
         for joined in settled.waiting.into_iter().filter(|&w| w != index) {
-            self.log.cached.insert(joined, (now, true, status));
+            self.log
+                .cached
+                .insert(joined, (now, Served::Coalesced, status));
             self.ended_now(joined);
         }
+    }
+
+    /// The gate ended the request the `index`-th call of process `p` led with `end`: when that
+    /// is a refusal a kept entry answers instead (see [`Refusal::serves_stale`]), the call and
+    /// every call waiting for it get the entry, stale, and end now; whether they did.
+    fn served_stale(&mut self, p: usize, index: usize, call: &SimCall, end: &End) -> bool {
+        let refusal = match end {
+            End::Exhausted { .. } => Refusal::Quota,
+            End::Abandoned { abandoned, .. } => Refusal::Abandoned(abandoned.reason),
+            _ => return false,
+        };
+        let now = self.now;
+        let Some(cache) = self.processes[p].cache.as_mut() else {
+            return false;
+        };
+        let Some((_, waiting)) = cache.refused(now, &cache_key(call), index, refusal) else {
+            return false;
+        };
+        let others = waiting.into_iter().filter(|&w| w != index);
+        for answered in std::iter::once(index).chain(others) {
+            self.log.cached.insert(answered, (now, Served::Stale, 200));
+            self.ended_now(answered);
+        }
+        true
     }
 
     /// The index of `call` of process `p` (`usize::MAX` for a probe).
@@ -688,6 +738,9 @@ impl World {
                         ),
                         _ => Landed::Other,
                     };
+                    if self.served_stale(p, index, &request, &end) {
+                        continue;
+                    }
                     let again = self.log.settled.insert(index, (now, end));
                     assert!(again.is_none(), "call {index} settled twice");
                     self.ended_now(index);

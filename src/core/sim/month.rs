@@ -1,0 +1,254 @@
+//! `simulate({ quota })` (#37): the key's monthly credits on the virtual clock. The server
+//! charges each answered call its credits (`quota.costs`, else 1), refuses with the API's
+//! quota answer once they are spent, and answers `/usage` with its count; the run ends with
+//! the period, and [`MonthReport`] says how the credits went, slice by slice.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::server::{Allowances, Arrival, Reply, Server};
+use super::world::World;
+use crate::core::gate::action::End;
+use crate::core::rules::allowance::{at_least, positive, ConfigError};
+use crate::core::rules::credits::{Costs, Spread};
+use crate::core::rules::quota::Usage;
+use crate::core::rules::routes::route_of;
+use crate::core::Millis;
+
+/// A day, in ms.
+pub const DAY_MS: Millis = 86_400_000.0;
+
+/// A call admitted this long after it started was held (for credit, at a month's pace).
+const HELD_MS: Millis = 1_000.0;
+
+/// `quota: { limit, periodMs | days, used, spread, reserve, burstMs, refreshMs, costs }` as
+/// given (`None`: left out).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SimQuotaGiven {
+    /// Credits in the period.
+    pub limit: Option<f64>,
+    /// The period's length, in ms.
+    pub period_ms: Option<f64>,
+    /// The period's length, in days.
+    pub days: Option<f64>,
+    /// Credits already used when the run starts.
+    pub used: Option<f64>,
+    /// The gates spread the credits to the period's end.
+    pub spread: Option<bool>,
+    /// `quota.reserve`, as `createFetch` takes it.
+    pub reserve: Option<f64>,
+    /// `quota.burstMs`.
+    pub burst_ms: Option<f64>,
+    /// `quota.refreshMs`.
+    pub refresh_ms: Option<f64>,
+    /// Route patterns and what a call of each costs: the server charges it, the gates are
+    /// told it.
+    pub costs: Vec<(String, f64)>,
+}
+
+/// The month asked for, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimQuota {
+    /// Credits in the period.
+    pub limit: f64,
+    /// The period's length: it starts used by [`used`](Self::used) at 0 and ends here.
+    pub period_ms: Millis,
+    /// Credits used at 0.
+    pub used: f64,
+    /// What calls cost, by route.
+    pub costs: Costs,
+    /// The gates' spread, when they spread.
+    pub spread: Option<(Spread, Costs)>,
+}
+
+impl SimQuotaGiven {
+    /// The month asked for: 30 days, nothing used, no spread where left out; `createFetch`'s
+    /// spread defaults. Errors name the field (`quota.limit`).
+    pub fn quota(self) -> Result<SimQuota, ConfigError> {
+        let limit = self.limit.ok_or(ConfigError::Missing {
+            field: "quota.limit",
+        })?;
+        let period_ms = match (self.period_ms, self.days) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Shape(
+                    "Choose one of `quota.periodMs` and `quota.days`",
+                ))
+            }
+            (Some(ms), None) => positive("quota.periodMs", ms)?,
+            (None, Some(days)) => positive("quota.days", days)? * DAY_MS,
+            (None, None) => 30.0 * DAY_MS,
+        };
+        let used = self.used.unwrap_or(0.0);
+        let settings = [self.reserve, self.burst_ms, self.refresh_ms];
+        Ok(SimQuota {
+            limit: positive("quota.limit", limit)?,
+            period_ms,
+            used: at_least("quota.used", used, 0.0, "a finite number >= 0")?,
+            costs: Costs::new(self.costs.clone())?,
+            spread: Spread::given(self.spread, settings, self.costs)?,
+        })
+    }
+}
+
+impl SimQuota {
+    /// How long a slice of the report is: a day when the period holds two or more, else a
+    /// tenth of the period.
+    pub fn slice_ms(&self) -> Millis {
+        match self.period_ms >= 2.0 * DAY_MS {
+            true => DAY_MS,
+            false => self.period_ms / 10.0,
+        }
+    }
+
+    /// What an even spend puts in each whole slice: the credits left at 0 (less the reserve
+    /// when the gates spread) over the period.
+    fn even(&self) -> f64 {
+        let kept = self.spread.as_ref().map_or(0.0, |(s, _)| s.reserve);
+        let left = (self.limit * (1.0 - kept) - self.used).max(0.0);
+        left * self.slice_ms() / self.period_ms
+    }
+}
+
+/// What the server counted.
+#[derive(Debug)]
+pub struct Meter {
+    quota: SimQuota,
+    used: f64,
+    /// Credits spent in each slice.
+    spent: Vec<f64>,
+    /// When the server first refused a call for the spent quota.
+    exhausted_at: Option<Millis>,
+}
+
+/// [`Allowances`] that charge credits: a call the allowance answers with a 200 is charged its
+/// cost; one the credits left cannot pay for gets the quota's 429.
+pub struct Metered {
+    /// The allowance behind the meter.
+    pub inner: Allowances,
+    /// What it counted, shared with the report.
+    pub meter: Rc<RefCell<Meter>>,
+}
+
+impl Metered {
+    /// `inner`, charging as `quota` says.
+    pub fn new(inner: Allowances, quota: &SimQuota) -> Metered {
+        let slices = (quota.period_ms / quota.slice_ms() - 1e-9).ceil().max(1.0) as usize;
+        let meter = Meter {
+            quota: quota.clone(),
+            used: quota.used,
+            spent: vec![0.0; slices],
+            exhausted_at: None,
+        };
+        Metered {
+            inner,
+            meter: Rc::new(RefCell::new(meter)),
+        }
+    }
+}
+
+impl Server for Metered {
+    fn reply(&mut self, now: Millis, attempt: &Arrival) -> Reply {
+        let mut m = self.meter.borrow_mut();
+        let cost = m.quota.costs.cost(&route_of(attempt.method, attempt.url));
+        if m.used + cost > m.quota.limit {
+            m.exhausted_at.get_or_insert(now);
+            let spent = Reply::status(429, &[]).after(self.inner.latency_ms);
+            return spent.saying("quota_exceeded", "Monthly API credits exhausted");
+        }
+        let reply = self.inner.reply(now, attempt);
+        if let Reply::Read { status: 200, .. } | Reply::Status { status: 200, .. } = reply {
+            m.used += cost;
+            let slice = (now / m.quota.slice_ms()) as usize;
+            let last = m.spent.len() - 1;
+            m.spent[slice.min(last)] += cost;
+        }
+        reply
+    }
+
+    fn usage(&mut self, _: Millis) -> Option<Usage> {
+        let m = self.meter.borrow();
+        Some(Usage {
+            used: m.used,
+            limit: m.quota.limit,
+            period_end: Some(m.quota.period_ms),
+        })
+    }
+}
+
+/// How a month's credits went (`simulate({ quota })`'s `quota`).
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
+pub struct MonthReport {
+    /// Credits in the period.
+    pub limit: f64,
+    /// Credits the server counted at the period's end.
+    pub used: f64,
+    /// Whether the gates spread the credits.
+    pub spread: bool,
+    /// The period's length, in ms.
+    pub period_ms: Millis,
+    /// A slice's length: a day, or a tenth of a short period.
+    pub slice_ms: Millis,
+    /// Credits spent in each slice.
+    pub spent: Vec<f64>,
+    /// What an even spend of the credits left (less the reserve, when spreading) puts in a
+    /// whole slice.
+    pub even: f64,
+    /// When the server first refused a call for the spent quota (`null`: it never did).
+    pub exhausted_at_ms: Option<Millis>,
+    /// `/usage` readings the gates made.
+    pub readings: usize,
+    /// Calls refused for the spent quota: the server's answer, or the gate's at once.
+    pub refused: usize,
+    /// Calls admitted a second or more after they started: held for credit (or tokens).
+    pub held: usize,
+    /// Calls still waiting when the period ended.
+    pub waiting: usize,
+}
+
+impl MonthReport {
+    /// The month `world` ran, counted by `meter`.
+    pub fn of(world: &World, meter: &Meter) -> MonthReport {
+        let log = &world.log;
+        let refused = (log.settled.iter())
+            .filter(|(i, (_, end))| match end {
+                End::Exhausted { .. } => true,
+                End::Deliver => log.outcomes.get(i).and_then(|o| *o.last()?) == Some(429),
+                _ => false,
+            })
+            .count();
+        let mut first = crate::core::base::indexed::Indexed::default();
+        for s in log.sent.iter().filter(|s| !s.probe) {
+            first.entry(s.index, || s.at);
+        }
+        let held = (log.started.iter())
+            .filter(|(i, &at)| {
+                first
+                    .get(i)
+                    .is_some_and(|&sent: &Millis| sent - at >= HELD_MS)
+            })
+            .count();
+        let waiting = (log.started.iter())
+            .filter(|(i, _)| !world.ended(*i))
+            .count();
+        let q = &meter.quota;
+        MonthReport {
+            limit: q.limit,
+            used: meter.used,
+            spread: q.spread.is_some(),
+            period_ms: q.period_ms,
+            slice_ms: q.slice_ms(),
+            spent: meter.spent.clone(),
+            even: q.even(),
+            exhausted_at_ms: meter.exhausted_at,
+            readings: log.sent.iter().filter(|s| s.probe).count(),
+            refused,
+            held,
+            waiting,
+        }
+    }
+}
