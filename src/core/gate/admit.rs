@@ -3,7 +3,7 @@
 //! wake-up, for the head's token or deadline, a backoff's end, a store operation's time limit.
 
 use super::action::{End, Event, GateAction};
-use super::authority::Admission;
+use super::authority::{Admission, Needs};
 use super::call::Stage;
 use super::early::EARLY_MS;
 use super::ids::CallId;
@@ -113,9 +113,17 @@ impl Gate {
             (None, false) => self.queue.len().clamp(1, STORE_BATCH),
         };
         let learning = self.learner.is_some();
-        let admission = self
-            .authority
-            .admit(now, id, turn, want as u32, learning, account);
+        let admission = self.authority.admit(
+            now,
+            id,
+            turn,
+            want as u32,
+            learning,
+            Needs {
+                account,
+                credits: None,
+            },
+        );
         self.flush();
         match admission {
             Admission::NotYet => false,

@@ -1,0 +1,135 @@
+//! The spread's state where an authority shares it (#37): one [`CreditBucket`] per key for
+//! every thread or process that admits its calls, and when its next `/usage` reading is due.
+//! An admission asks for its call's credits with its token ([`Op::Admit`]'s `credits`); the
+//! first to find a reading due claims it, so exactly one reads; its answer corrects the bucket
+//! for everyone ([`Op::Read`]). `gate.lua` encodes the same rule for Redis.
+//!
+//! [`Op::Admit`]: super::Op::Admit
+//! [`Op::Read`]: super::Op::Read
+
+use crate::core::rules::credits::{CreditBucket, Spread};
+use crate::core::rules::quota::Usage;
+use crate::core::Millis;
+
+/// How long a claimed reading holds off other readers: as long as the reading may take (the
+/// probe's budget). Its answer moves the next reading a refresh on; a reader that died frees it.
+pub const LEASE_MS: Millis = 30_000.0;
+
+/// How soon a call waiting for the key's first reading, claimed by another, asks again.
+pub const FIRST_READ_RECHECK_MS: Millis = 100.0;
+
+/// A call's credits, asked with its admission.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spend {
+    /// What the call costs.
+    pub cost: f64,
+    /// It draws on the reserve when the spread has not its credits (`lane({ reserve: true })`).
+    pub reserve: bool,
+    /// The spread's settings (the gate's: the state keeps none).
+    pub spread: Spread,
+}
+
+/// A `/usage` reading's answer as its reader tells it: the end of the period as milliseconds
+/// from the reader's now, so no process compares its clock with another's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reading {
+    /// `api_credits_used`.
+    pub used: f64,
+    /// `api_credits_limit`.
+    pub limit: f64,
+    /// Milliseconds until the period ends.
+    pub end_ms: Millis,
+}
+
+/// What an admission's credits say.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Credit {
+    /// The call has them.
+    Go,
+    /// A reading is due and the asker has claimed it: it reads before anyone is paced.
+    Read,
+    /// Not yet: ask again in this many milliseconds (at least 1).
+    Wait(Millis),
+}
+
+/// The shared spread: the bucket once a reading made one, and the readings' schedule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SharedCredits {
+    bucket: Option<CreditBucket>,
+    /// A reading has answered, usefully or not: calls no longer wait for the first.
+    read: bool,
+    /// No reading is claimed before this.
+    next_reading: Millis,
+}
+
+impl Default for SharedCredits {
+    fn default() -> Self {
+        SharedCredits {
+            bucket: None,
+            read: false,
+            next_reading: Millis::NEG_INFINITY,
+        }
+    }
+}
+
+impl SharedCredits {
+    /// Whether a call costing `spend` may go at `now`: a reading due is claimed first (the
+    /// asker reads; what is taken from now on is not in its answer); before the first answer
+    /// calls wait for it; with no bucket after it, they go unpaced.
+    pub fn ask(&mut self, now: Millis, spend: Spend) -> Credit {
+        if now >= self.next_reading {
+            self.next_reading = now + LEASE_MS;
+            if let Some(bucket) = &mut self.bucket {
+                bucket.sent();
+            }
+            return Credit::Read;
+        }
+        let ready = match (&mut self.bucket, self.read) {
+            (Some(bucket), _) if spend.reserve => bucket.ready_reserved(now, spend.cost),
+            (Some(bucket), _) => bucket.ready(now, spend.cost),
+            (None, false) => Err(now + FIRST_READ_RECHECK_MS),
+            (None, true) => Ok(()),
+        };
+        match ready {
+            Ok(()) => Credit::Go,
+            Err(at) => Credit::Wait((at.min(self.next_reading) - now).max(1.0)),
+        }
+    }
+
+    /// The call [`ask`](Self::ask) let go at this same `now` takes its credits.
+    pub fn take(&mut self, now: Millis, spend: Spend) {
+        if let Some(bucket) = &mut self.bucket {
+            // Asked at this same `now`, it has them.
+            let _ = match spend.reserve {
+                true => bucket.take_reserved(now, spend.cost),
+                false => bucket.take(now, spend.cost),
+            };
+        }
+    }
+
+    /// The claimed reading's answer at `now` (`None`: no usable answer): the first usable one
+    /// makes the bucket, later ones correct it; the next reading is due a refresh later.
+    pub fn read(&mut self, now: Millis, spread: Spread, reading: Option<Reading>) {
+        self.read = true;
+        self.next_reading = now + spread.refresh_ms;
+        let Some(r) = reading else {
+            return;
+        };
+        let usage = Usage {
+            used: r.used,
+            limit: r.limit,
+            period_end: Some(now + r.end_ms),
+        };
+        match &mut self.bucket {
+            Some(bucket) => bucket.read_shared(now, usage),
+            None => self.bucket = CreditBucket::start(spread, now, usage),
+        }
+    }
+
+    /// The key's `used`, limit and refill per millisecond as the bucket knows them (zeros
+    /// before a reading made one).
+    pub fn figures(&self) -> (f64, f64, f64) {
+        self.bucket
+            .map_or((0.0, 0.0, 0.0), |b| (b.used(), b.limit(), b.per_ms()))
+    }
+}
