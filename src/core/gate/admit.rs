@@ -113,17 +113,13 @@ impl Gate {
             (None, false) => self.queue.len().clamp(1, STORE_BATCH),
         };
         let learning = self.learner.is_some();
-        let admission = self.authority.admit(
-            now,
-            id,
-            turn,
-            want as u32,
-            learning,
-            Needs {
-                account,
-                credits: None,
-            },
-        );
+        let needs = Needs {
+            account,
+            credits: self.credits_asked(head.call),
+        };
+        let admission = self
+            .authority
+            .admit(now, id, turn, want as u32, learning, needs);
         self.flush();
         match admission {
             Admission::NotYet => false,
@@ -145,6 +141,13 @@ impl Gate {
                 ..
             } => {
                 self.quota_closed(now, ms);
+                true
+            }
+            Admission::Answered {
+                answer: Answer::Read,
+                ..
+            } => {
+                self.reading_claimed(now, head.call);
                 true
             }
             Admission::Answered { shares, .. } => {

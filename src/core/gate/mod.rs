@@ -94,6 +94,9 @@ pub struct Gate {
     /// reading out.
     spending: Option<Spending>,
     reading: Option<CallId>,
+    /// The spread is the store's (its credit bucket beside the allowance, one reader at a
+    /// time for the fleet): the gate asks for credits with each admission and decides nothing.
+    shares_credits: bool,
     /// Bare 429s whose bodies said nothing: the learner hears them once the bare 429s in a
     /// row turn out to be the rate's (a spent quota's say nothing of the rate).
     untold: Vec<Sample>,
@@ -204,6 +207,7 @@ impl Gate {
             awaiting_probe: Vec::new(),
             spending: None,
             reading: None,
+            shares_credits: false,
             untold: Vec::new(),
             recalling_until: f64::NEG_INFINITY,
             figures: Figures::default(),

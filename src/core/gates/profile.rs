@@ -100,13 +100,14 @@ pub fn limits(
 
 impl Profile {
     /// Whether what it asks for goes together, checked when the wrapper is made: the spread
-    /// is one thread's for now (with `threads: true`, the default, and with a store, the
-    /// gate's state is shared, and the spread is not yet).
+    /// is one thread's or a store's fleet's (with `threads: true`, the default without a
+    /// store, the gate's state is shared by the threads, and the spread is not yet).
     pub fn check(&self) -> Result<(), ConfigError> {
-        if self.spread.is_some() && self.keeping != (Keeping::Memory { threads: false }) {
+        if self.spread.is_some() && self.keeping == (Keeping::Memory { threads: true }) {
             return Err(ConfigError::Unsupported {
                 field: "quota.spread",
-                with: "is for one thread for now: set `threads: false`, and no `store`",
+                with: "is not shared by worker threads yet: set `threads: false`, or use a \
+                       `store`",
             });
         }
         Ok(())
@@ -201,19 +202,19 @@ mod tests {
     }
 
     #[test]
-    fn the_spread_is_for_one_thread_for_now() {
+    fn the_spread_is_one_threads_or_a_stores() {
         let mut profile = retrying();
         profile.spread = Some((Spread::DEFAULT, Costs::default()));
-        for keeping in [Keeping::Store(3), Keeping::Memory { threads: true }] {
+        profile.keeping = Keeping::Memory { threads: true };
+        let refused = profile.check().unwrap_err().to_string();
+        assert!(
+            refused.starts_with("`quota.spread` is not shared by worker threads yet"),
+            "{refused}"
+        );
+        for keeping in [Keeping::Store(3), Keeping::Memory { threads: false }] {
             profile.keeping = keeping;
-            let refused = profile.check().unwrap_err().to_string();
-            assert!(
-                refused.starts_with("`quota.spread` is for one thread"),
-                "{refused}"
-            );
+            assert_eq!(profile.check(), Ok(()));
         }
-        profile.keeping = Keeping::Memory { threads: false };
-        assert_eq!(profile.check(), Ok(()));
         assert!(
             profile.lane(LaneAsks::default()).spread.is_some(),
             "lanes inherit it"
