@@ -1,12 +1,15 @@
-// createFetch({ quota: { spread } }) wired through the package, in one thread (#37): the
-// option's errors, stated costs by route, and a short billing period of the fake API paced live.
-// The policy itself is tested on a virtual 30-day month (tests/spread.rs); this is the wiring,
-// so its bounds are wide.
+// createFetch({ quota: { spread } }) wired through the package (#37): the option's errors, stated
+// costs by route, and a short billing period of the fake API paced live, in one thread and
+// across 4 processes sharing one credit bucket through a real redis-server. The policy itself is
+// tested on a virtual 30-day month (tests/spread.rs); this is the wiring, so its bounds are wide.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { createFetch, QuotaExhaustedError } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
+import { startRedis } from './support/redis-server.mjs';
 
 // A rate that never binds: the credits do.
 const rate = { burst: 50, perSecond: 100 };
@@ -14,10 +17,10 @@ const key = () => ({ 'X-API-Key': randomUUID() });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const SPREAD_FIELDS = ['state', 'periodEnd', 'used', 'limit', 'spreadPerHour', 'waitingForCredit', 'unpaced', 'projectedEnd'];
 
-test('quota.spread is for one thread for now: refused with threads left at their default', () => {
+test('quota.spread is one thread\'s or a store\'s: refused with threads left at their default', () => {
   assert.throws(() => createFetch({ quota: { spread: true } }), {
     name: 'TypeError',
-    message: '`quota.spread` is for one thread for now: set `threads: false`, and no `store`',
+    message: '`quota.spread` is not shared by worker threads yet: set `threads: false`, or use a `store`',
   });
   assert.throws(() => createFetch({ threads: true, quota: { spread: true } }), TypeError);
   // Off, or no quota at all: nothing changes.
@@ -163,5 +166,56 @@ test('100 credits over a 20 s period, 200 calls wanted: about half spent at 10 s
   } finally {
     stop.abort();
     await api.close();
+  }
+});
+
+// The same through Redis: 4 processes, 50 calls wanted by each (200 in all), one credit bucket
+// for the key in the gate's script, one `/usage` reader at a time for the fleet.
+test('100 credits over 20 s through Redis with 4 processes, 200 calls wanted: about half spent at 10 s, the reserve kept, one reader', { timeout: 60_000 }, async () => {
+  const PERIOD_MS = 20_000;
+  const REFRESH_MS = 1000;
+  const redis = await startRedis();
+  const child = fileURLToPath(new URL('./support/spread-child.mjs', import.meta.url));
+  const procs = [];
+  let api;
+  try {
+    api = await startFakeOddsApi({ ...rate, creditLimit: 100, billingPeriodMs: PERIOD_MS });
+    const started = Date.now(); // the period starts with the server
+    const job = { baseUrl: api.baseUrl, apiKey: randomUUID(), redisPort: redis.port, rate, refreshMs: REFRESH_MS, workers: 3, calls: 50 };
+    const outputs = [];
+    for (let i = 0; i < 4; i++) {
+      const proc = spawn(process.execPath, [child, JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const killer = setTimeout(() => proc.kill('SIGKILL'), 50_000);
+      let out = '';
+      outputs.push(new Promise((resolve, reject) => {
+        proc.stdout.on('data', (d) => { out += d; });
+        proc.on('exit', (code) => {
+          clearTimeout(killer);
+          if (code !== 0) return reject(new Error(`child exited with ${code}`));
+          resolve(JSON.parse(out.trim().split('\n').at(-1)));
+        });
+      }));
+      procs.push({ proc, ready: () => out.includes('ready') });
+    }
+    while (!procs.every((p) => p.ready())) await sleep(10);
+    for (const { proc } of procs) proc.stdin.write('go\n');
+    await sleep(PERIOD_MS / 2 - (Date.now() - started));
+    const half = { ok: api.stats().ok, at: Date.now() - started };
+    await sleep(PERIOD_MS - 700 - (Date.now() - started));
+    const end = { ok: api.stats().ok, at: Date.now() - started, usage: api.stats().usageCalls };
+    for (const { proc } of procs) proc.stdin.write('stop\n');
+    const seen = await Promise.all(outputs);
+    console.log(`spread through Redis: ${half.ok} credits spent at ${half.at} ms, ${end.ok} at ${end.at} ms, `
+      + `${end.usage} /usage readings; per process ${JSON.stringify(seen.map((s) => s.ok))}`);
+    assert.deepEqual(seen.flatMap((s) => s.failures), [], 'no quota answer, no error, before the period ends');
+    assert.ok(half.ok >= 0.35 * 95 && half.ok <= 0.65 * 95, `${half.ok} spent at 10 s`);
+    assert.ok(end.ok >= 0.8 * 95 && end.ok <= 95 + 2, `${end.ok} spent by the end: the reserve kept`);
+    // One reader at a time: a reading a refresh for the fleet (about 19), not one per process.
+    assert.ok(end.usage >= 5 && end.usage <= PERIOD_MS / REFRESH_MS + 2, `${end.usage} /usage readings`);
+    assert.ok(seen.filter((s) => s.ok > 0).length >= 2, 'the processes share the spread');
+  } finally {
+    for (const { proc } of procs) proc.kill('SIGKILL');
+    await api?.close();
+    await redis.stop();
   }
 });
