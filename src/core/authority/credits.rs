@@ -73,6 +73,44 @@ impl Default for SharedCredits {
 }
 
 impl SharedCredits {
+    /// Numbers [`save`](Self::save) writes.
+    pub const WORDS: usize = 3 + CreditBucket::WORDS;
+
+    /// The state as numbers, for a slot shared by threads: whether a reading answered, the
+    /// next reading's time (minus infinity: due), whether there is a bucket, and its numbers.
+    pub fn save(&self) -> [f64; Self::WORDS] {
+        let mut words = [0.0; Self::WORDS];
+        words[0] = f64::from(u8::from(self.read));
+        words[1] = self.next_reading;
+        if let Some(bucket) = &self.bucket {
+            words[2] = 1.0;
+            words[3..].copy_from_slice(&bucket.save());
+        }
+        words
+    }
+
+    /// The state [`save`](Self::save) wrote (all zeros: a reading due at any time from 0).
+    pub fn load(words: [f64; Self::WORDS]) -> SharedCredits {
+        let mut bucket = [0.0; CreditBucket::WORDS];
+        bucket.copy_from_slice(&words[3..]);
+        SharedCredits {
+            bucket: (words[2] == 1.0).then(|| CreditBucket::load(bucket)),
+            read: words[0] == 1.0,
+            next_reading: words[1],
+        }
+    }
+
+    /// Takes in another thread's state kept apart for a while: the bucket that was read
+    /// last, and the later of the next readings.
+    pub fn absorb(&mut self, other: &SharedCredits) {
+        let read_at = |c: &SharedCredits| c.bucket.map_or(Millis::NEG_INFINITY, |b| b.read_at());
+        if read_at(other) > read_at(self) {
+            self.bucket = other.bucket;
+        }
+        self.read |= other.read;
+        self.next_reading = self.next_reading.max(other.next_reading);
+    }
+
     /// Whether a call costing `spend` may go at `now`: a reading due is claimed first (the
     /// asker reads; what is taken from now on is not in its answer); before the first answer
     /// calls wait for it; with no bucket after it, they go unpaced.

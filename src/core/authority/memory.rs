@@ -43,8 +43,8 @@ impl MemoryAuthority {
         }
     }
 
-    /// Numbers [`save`](Self::save) writes.
-    pub const WORDS: usize = 9;
+    /// Numbers [`save`](Self::save) writes: the state's 9, then the shared spread's.
+    pub const WORDS: usize = 9 + SharedCredits::WORDS;
 
     /// The state as numbers, for a slot shared by threads (the rate and the budget's settings
     /// are the gate's, not state). -1 stands for no anchor and for no budget.
@@ -53,15 +53,20 @@ impl MemoryAuthority {
         let anchor = self.anchor.map_or(-1.0, |id| id as f64);
         let budget = self.budget_left().unwrap_or(-1.0);
         let (cooldown, quota) = (self.cooldown_until, self.quota_until);
-        [
+        let mut words = [0.0; Self::WORDS];
+        words[..9].copy_from_slice(&[
             tokens, last, paused, slow, anchor, cooldown, budget, quota, self.sent,
-        ]
+        ]);
+        words[9..].copy_from_slice(&self.credits.save());
+        words
     }
 
     /// The authority [`save`](Self::save) wrote, for `rate`. A budget saved by a gate without
     /// one's settings is dropped; `budget`'s settings with none saved start full.
     pub fn load(rate: Rate, budget: Option<RefillingConfig>, words: [f64; Self::WORDS]) -> Self {
-        let [tokens, last, paused, slow, anchor, cooldown, left, quota, sent] = words;
+        let [tokens, last, paused, slow, anchor, cooldown, left, quota, sent] =
+            std::array::from_fn(|i| words[i]);
+        let credits = SharedCredits::load(std::array::from_fn(|i| words[9 + i]));
         MemoryAuthority {
             bucket: TokenBucket::load(rate, [tokens, last, paused, slow]),
             anchor: (anchor >= 0.0).then_some(anchor as AdmissionId),
@@ -72,7 +77,7 @@ impl MemoryAuthority {
             }),
             quota_until: quota,
             sent,
-            credits: SharedCredits::default(),
+            credits,
         }
     }
 
@@ -95,6 +100,7 @@ impl MemoryAuthority {
         }
         // Its requests were admitted too: numbers go on from both.
         self.sent += other.sent;
+        self.credits.absorb(&other.credits);
     }
 
     /// The allowance.

@@ -150,7 +150,11 @@ impl Gate {
                 self.reading_claimed(now, head.call);
                 true
             }
-            Admission::Answered { shares, .. } => {
+            Admission::Answered { answer, shares } => {
+                if let (Answer::Wait(ms), Some(_)) = (answer, needs.credits) {
+                    // The credits (or the token) come then: look again then, not sooner.
+                    self.credit_at = now + ms;
+                }
                 self.queue.follow(shares.as_ref());
                 false
             }

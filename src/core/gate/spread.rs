@@ -5,10 +5,11 @@
 //! `reserve: true` takes from the reserve what the spread has not, and goes before a head that
 //! waits for credit.
 //!
-//! With a store the spread is the fleet's: the credit bucket lives beside the allowance
-//! (`authority/credits.rs`, `gate.lua`), each admission asks for its call's credits with its
-//! token, the admission that finds a reading due claims it (this gate then reads, and tells
-//! the answer), and the gate decides nothing of credit itself.
+//! With a store or worker threads the spread is the fleet's, or the process's: the credit
+//! bucket lives beside the allowance (`authority/credits.rs`, `gate.lua`, the threads' slot),
+//! each admission asks for its call's credits with its token, the admission that finds a
+//! reading due claims it (this gate then reads, and tells the answer), and the gate decides
+//! nothing of credit itself.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -40,16 +41,10 @@ pub(super) enum Credit {
 
 impl Gate {
     /// Paces the gate's calls to its key's billing period with `spread` (checked here), their
-    /// costs in credits as `costs` says: in this process, or with a store for the fleet.
-    /// Refused for a gate whose state the process's threads share (not shared there yet).
+    /// costs in credits as `costs` says: in this gate, or in the state its threads or a store
+    /// share.
     pub fn spreading(mut self, spread: Spread, costs: Costs) -> Result<Gate, ConfigError> {
-        if self.threads {
-            return Err(ConfigError::Unsupported {
-                field: "quota.spread",
-                with: "is not shared by worker threads yet: not with `threads`",
-            });
-        }
-        self.shares_credits = self.authority.link().is_some();
+        self.shares_credits = self.threads || self.authority.link().is_some();
         self.spending = Some(Spending::new(spread.validate()?, costs));
         Ok(self)
     }
@@ -131,7 +126,9 @@ impl Gate {
     /// first; infinite while the reading it waits for is out.
     pub(super) fn credit_wait(&mut self, now: Millis) -> Option<Millis> {
         if self.shares_credits {
-            return None;
+            let head = self.next_up(now)?;
+            self.credits_asked(head.call)?;
+            return (self.credit_at > now).then_some(self.credit_at);
         }
         let head = self.next_up(now)?;
         let c = self.calls.get(head.call)?;
@@ -151,7 +148,12 @@ impl Gate {
     }
 
     /// Whether `call` has its credits at `now` (it spends none, or the gate does not spread).
+    /// Where the spread is shared only the shared state knows: a call that asks it for credits
+    /// is not known to have them.
     pub(super) fn credit_ready(&mut self, now: Millis, call: CallId) -> bool {
+        if self.shares_credits {
+            return self.credits_asked(call).is_none();
+        }
         let (Some(c), Some(spending)) = (self.calls.get(call), &mut self.spending) else {
             return true;
         };

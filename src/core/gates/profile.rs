@@ -99,20 +99,6 @@ pub fn limits(
 }
 
 impl Profile {
-    /// Whether what it asks for goes together, checked when the wrapper is made: the spread
-    /// is one thread's or a store's fleet's (with `threads: true`, the default without a
-    /// store, the gate's state is shared by the threads, and the spread is not yet).
-    pub fn check(&self) -> Result<(), ConfigError> {
-        if self.spread.is_some() && self.keeping == (Keeping::Memory { threads: true }) {
-            return Err(ConfigError::Unsupported {
-                field: "quota.spread",
-                with: "is not shared by worker threads yet: set `threads: false`, or use a \
-                       `store`",
-            });
-        }
-        Ok(())
-    }
-
     /// Whether the wrapper learns its allowance (and so tells limiters apart by route).
     pub fn learns(&self) -> bool {
         matches!(self.allowance, Allowance::Learned(_))
@@ -202,26 +188,10 @@ mod tests {
     }
 
     #[test]
-    fn the_spread_is_one_threads_or_a_stores() {
+    fn lanes_inherit_the_spread() {
         let mut profile = retrying();
         profile.spread = Some((Spread::DEFAULT, Costs::default()));
-        profile.keeping = Keeping::Memory { threads: true };
-        let refused = profile.check().unwrap_err().to_string();
-        assert!(
-            refused.starts_with("`quota.spread` is not shared by worker threads yet"),
-            "{refused}"
-        );
-        for keeping in [Keeping::Store(3), Keeping::Memory { threads: false }] {
-            profile.keeping = keeping;
-            assert_eq!(profile.check(), Ok(()));
-        }
-        assert!(
-            profile.lane(LaneAsks::default()).spread.is_some(),
-            "lanes inherit it"
-        );
-        profile.spread = None;
-        profile.keeping = Keeping::Store(3);
-        assert_eq!(profile.check(), Ok(()));
+        assert!(profile.lane(LaneAsks::default()).spread.is_some());
     }
 
     #[test]

@@ -154,6 +154,56 @@ impl CreditBucket {
         Some(bucket)
     }
 
+    /// Numbers [`save`](Self::save) writes.
+    pub const WORDS: usize = 15;
+
+    /// The bucket as numbers, its settings first, for a slot shared by threads.
+    pub fn save(&self) -> [f64; Self::WORDS] {
+        let s = self.spread;
+        [
+            s.reserve,
+            s.burst_ms,
+            s.refresh_ms,
+            self.limit,
+            self.period_end,
+            self.rate,
+            self.others,
+            self.tokens,
+            self.last,
+            self.used,
+            self.reserve_used,
+            self.taken_since_sent,
+            self.read_at,
+            self.read_used,
+            self.pace,
+        ]
+    }
+
+    /// The bucket [`save`](Self::save) wrote.
+    pub fn load(words: [f64; Self::WORDS]) -> CreditBucket {
+        let [reserve, burst_ms, refresh_ms, limit, period_end, rate, others, tokens, last, used, reserve_used, taken_since_sent, read_at, read_used, pace] =
+            words;
+        CreditBucket {
+            spread: Spread {
+                reserve,
+                burst_ms,
+                refresh_ms,
+            },
+            limit,
+            period_end,
+            rate,
+            others,
+            tokens,
+            last,
+            used,
+            reserve_used,
+            taken_since_sent,
+            read_at,
+            read_used,
+            pace,
+        }
+    }
+
     /// A reading is being sent: what is taken from now on is not in its `used`.
     pub fn sent(&mut self) {
         self.taken_since_sent = 0.0;
@@ -266,6 +316,11 @@ impl CreditBucket {
     /// share is the reserve.
     fn reserve_holds(&self, cost: f64) -> bool {
         self.used + cost <= self.limit + SLACK
+    }
+
+    /// When the last reading came.
+    pub fn read_at(&self) -> Millis {
+        self.read_at
     }
 
     /// The server's `used` as this process knows it.
