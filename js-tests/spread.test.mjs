@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
+import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { createFetch, QuotaExhaustedError } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
@@ -17,15 +18,10 @@ const key = () => ({ 'X-API-Key': randomUUID() });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const SPREAD_FIELDS = ['state', 'periodEnd', 'used', 'limit', 'spreadPerHour', 'waitingForCredit', 'unpaced', 'projectedEnd'];
 
-test('quota.spread is one thread\'s or a store\'s: refused with threads left at their default', () => {
-  assert.throws(() => createFetch({ quota: { spread: true } }), {
-    name: 'TypeError',
-    message: '`quota.spread` is not shared by worker threads yet: set `threads: false`, or use a `store`',
-  });
-  assert.throws(() => createFetch({ threads: true, quota: { spread: true } }), TypeError);
-  // Off, or no quota at all: nothing changes.
-  createFetch({ quota: { spread: false } });
+test('quota.spread goes with threads (the default) and without', () => {
+  assert.match(createFetch({ quota: { spread: true } }).describe().spread, /paced to the end of its billing period/);
   createFetch({ threads: false, quota: { spread: true } });
+  createFetch({ quota: { spread: false } });
 });
 
 test('a bad quota option is refused naming its field', () => {
@@ -169,53 +165,75 @@ test('100 credits over a 20 s period, 200 calls wanted: about half spent at 10 s
   }
 });
 
-// The same through Redis: 4 processes, 50 calls wanted by each (200 in all), one credit bucket
-// for the key in the gate's script, one `/usage` reader at a time for the fleet.
-test('100 credits over 20 s through Redis with 4 processes, 200 calls wanted: about half spent at 10 s, the reserve kept, one reader', { timeout: 60_000 }, async () => {
-  const PERIOD_MS = 20_000;
-  const REFRESH_MS = 1000;
-  const redis = await startRedis();
-  const child = fileURLToPath(new URL('./support/spread-child.mjs', import.meta.url));
-  const procs = [];
-  let api;
+// The same across a fleet: 4 processes through Redis, or 4 worker threads; 50 calls wanted by
+// each (200 in all), one credit bucket for the key (in the gate's script, or in the memory the
+// threads share), one `/usage` reader at a time.
+const PERIOD_MS = 20_000;
+const REFRESH_MS = 1000;
+
+/** Runs 4 members (`spawn(job)` makes one: { send(line), output: Promise<{ ok, failures }>, ready(), kill() }) through the fake API's 20 s period; what they spent and read. */
+async function fleetPeriod(name, spawnMember, extra = {}) {
+  const members = [];
+  const api = await startFakeOddsApi({ ...rate, creditLimit: 100, billingPeriodMs: PERIOD_MS });
   try {
-    api = await startFakeOddsApi({ ...rate, creditLimit: 100, billingPeriodMs: PERIOD_MS });
     const started = Date.now(); // the period starts with the server
-    const job = { baseUrl: api.baseUrl, apiKey: randomUUID(), redisPort: redis.port, rate, refreshMs: REFRESH_MS, workers: 3, calls: 50 };
-    const outputs = [];
-    for (let i = 0; i < 4; i++) {
-      const proc = spawn(process.execPath, [child, JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
-      const killer = setTimeout(() => proc.kill('SIGKILL'), 50_000);
-      let out = '';
-      outputs.push(new Promise((resolve, reject) => {
-        proc.stdout.on('data', (d) => { out += d; });
-        proc.on('exit', (code) => {
-          clearTimeout(killer);
-          if (code !== 0) return reject(new Error(`child exited with ${code}`));
-          resolve(JSON.parse(out.trim().split('\n').at(-1)));
-        });
-      }));
-      procs.push({ proc, ready: () => out.includes('ready') });
-    }
-    while (!procs.every((p) => p.ready())) await sleep(10);
-    for (const { proc } of procs) proc.stdin.write('go\n');
+    const job = { baseUrl: api.baseUrl, apiKey: randomUUID(), rate, refreshMs: REFRESH_MS, workers: 3, calls: 50, ...extra };
+    for (let i = 0; i < 4; i++) members.push(spawnMember(job));
+    while (!members.every((m) => m.ready())) await sleep(10);
+    for (const m of members) m.send();
+    // Loading 4 processes or threads takes a while on a busy machine: the spread paces what is
+    // left from the first reading, so half the period's credits are due at 10 s less that part.
+    const goAt = Date.now() - started;
+    const due = 95 * (PERIOD_MS / 2 - goAt) / (PERIOD_MS - goAt);
     await sleep(PERIOD_MS / 2 - (Date.now() - started));
     const half = { ok: api.stats().ok, at: Date.now() - started };
     await sleep(PERIOD_MS - 700 - (Date.now() - started));
     const end = { ok: api.stats().ok, at: Date.now() - started, usage: api.stats().usageCalls };
-    for (const { proc } of procs) proc.stdin.write('stop\n');
-    const seen = await Promise.all(outputs);
-    console.log(`spread through Redis: ${half.ok} credits spent at ${half.at} ms, ${end.ok} at ${end.at} ms, `
-      + `${end.usage} /usage readings; per process ${JSON.stringify(seen.map((s) => s.ok))}`);
+    for (const m of members) m.send();
+    const seen = await Promise.all(members.map((m) => m.output));
+    console.log(`spread ${name}: going at ${goAt} ms, ${half.ok} credits spent at ${half.at} ms (${due.toFixed(1)} due), ${end.ok} at ${end.at} ms, `
+      + `${end.usage} /usage readings; per member ${JSON.stringify(seen.map((s) => s.ok))}`);
     assert.deepEqual(seen.flatMap((s) => s.failures), [], 'no quota answer, no error, before the period ends');
-    assert.ok(half.ok >= 0.35 * 95 && half.ok <= 0.65 * 95, `${half.ok} spent at 10 s`);
+    assert.ok(goAt < 5000, `going at ${goAt} ms`);
+    assert.ok(Math.abs(half.ok - due) <= 0.15 * 95, `${half.ok} spent at 10 s, ${due.toFixed(1)} due`);
     assert.ok(end.ok >= 0.8 * 95 && end.ok <= 95 + 2, `${end.ok} spent by the end: the reserve kept`);
-    // One reader at a time: a reading a refresh for the fleet (about 19), not one per process.
+    // One reader at a time: a reading a refresh for all of them (about 19), not one each.
     assert.ok(end.usage >= 5 && end.usage <= PERIOD_MS / REFRESH_MS + 2, `${end.usage} /usage readings`);
-    assert.ok(seen.filter((s) => s.ok > 0).length >= 2, 'the processes share the spread');
+    assert.ok(seen.filter((s) => s.ok > 0).length >= 2, 'they share the spread');
   } finally {
-    for (const { proc } of procs) proc.kill('SIGKILL');
-    await api?.close();
+    for (const m of members) m.kill();
+    await api.close();
+  }
+}
+
+const member = fileURLToPath(new URL('./support/spread-child.mjs', import.meta.url));
+
+test('100 credits over 20 s through Redis with 4 processes, 200 calls wanted: about half spent at 10 s, the reserve kept, one reader', { timeout: 60_000 }, async () => {
+  const redis = await startRedis();
+  try {
+    await fleetPeriod('through Redis, 4 processes', (job) => {
+      const proc = spawn(process.execPath, [member, JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
+      let out = '';
+      proc.stdout.on('data', (d) => { out += d; });
+      const output = new Promise((resolve, reject) => proc.on('exit', (code) => {
+        if (code !== 0) return reject(new Error(`child exited with ${code}`));
+        resolve(JSON.parse(out.trim().split('\n').at(-1)));
+      }));
+      return { send: () => proc.stdin.write('\n'), output, ready: () => out.includes('ready'), kill: () => proc.kill('SIGKILL') };
+    }, { redisPort: redis.port });
+  } finally {
     await redis.stop();
   }
+});
+
+test('100 credits over 20 s across 4 worker threads, 200 calls wanted: about half spent at 10 s, the reserve kept, one reader', { timeout: 60_000 }, async () => {
+  await fleetPeriod('across 4 worker threads', (job) => {
+    const worker = new Worker(member, { workerData: job });
+    let ready = false;
+    const output = new Promise((resolve, reject) => {
+      worker.on('message', (m) => { if (m === 'ready') ready = true; else resolve(m); });
+      worker.on('error', reject);
+    });
+    return { send: () => worker.postMessage('next'), output, ready: () => ready, kill: () => worker.terminate() };
+  });
 });

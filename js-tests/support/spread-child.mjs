@@ -1,28 +1,34 @@
-// One process of a fleet spreading one key's credits through Redis (#37): `job.workers` workers
-// calling a snapshot in a loop, through createFetch({ store, quota: { spread } }). Prints
-// "ready" once loaded; goes on a line on stdin; stops at the next line (its calls aborted), or
-// after `job.calls` calls; then prints one JSON line of what it saw.
-import Redis from 'ioredis';
+// One process, or one worker thread, spreading one key's credits (#37): `job.workers` workers
+// calling a snapshot in a loop through createFetch({ quota: { spread } }), the gate in Redis
+// (`job.redisPort`) or in the memory the process's threads share. Says "ready" once loaded (a
+// line on stdout, or a message to the parent thread); goes at the first line on stdin (or
+// message), stops at the second (its calls aborted) or after `job.calls` calls; then says what
+// it saw, as JSON.
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { createFetch, redisStore, QuotaExhaustedError } from '../../pkg/index.js';
 
-const job = JSON.parse(process.argv[2]);
-const client = new Redis({ port: job.redisPort, host: '127.0.0.1' });
+const job = isMainThread ? JSON.parse(process.argv[2]) : workerData;
+const client = job.redisPort ? new (await import('ioredis')).default({ port: job.redisPort, host: '127.0.0.1' }) : null;
 const fetchImpl = createFetch({
   rate: job.rate,
-  store: redisStore(client),
+  // A cold process's first operations (the script's load) may take longer than the default.
+  ...(client && { store: redisStore(client, { timeoutMs: 2000 }) }),
   typedErrors: true,
   quota: { spread: true, refreshMs: job.refreshMs },
 });
+const say = (m) => (isMainThread ? console.log(JSON.stringify(m)) : parentPort.postMessage(m));
 const stop = new AbortController();
 let go;
 const started = new Promise((resolve) => { go = resolve; });
-let lines = 0;
-process.stdin.on('data', (d) => {
-  lines += d.toString().split('\n').length - 1;
-  if (lines >= 1) go();
-  if (lines >= 2) stop.abort();
-});
-console.log('ready');
+let heard = 0;
+const hear = (n) => {
+  heard += n;
+  if (heard >= 1) go();
+  if (heard >= 2) stop.abort();
+};
+if (isMainThread) process.stdin.on('data', (d) => hear(d.toString().split('\n').length - 1));
+else parentPort.on('message', () => hear(1));
+say('ready');
 await started;
 
 let sent = 0;
@@ -46,6 +52,7 @@ const worker = async () => {
 };
 await Promise.all(Array.from({ length: job.workers }, worker));
 if (!stop.signal.aborted) await new Promise((resolve) => stop.signal.addEventListener('abort', resolve));
-process.stdin.pause();
-console.log(JSON.stringify({ ok, failures, quota: fetchImpl.stats().gates[0]?.quota }));
-await client.quit();
+say({ ok, failures });
+if (isMainThread) process.stdin.pause();
+else parentPort.close();
+await client?.quit();

@@ -256,7 +256,7 @@ local function c_reserve_holds(cost) return c_used + cost <= c_limit + SLACK end
 -- SharedCredits::ask: Go ('go'), a reading claimed ('read'), or wait this many ms.
 local function credits_ask(cost, reserve)
   if now >= c_next then
-    c_next = now + LEASE_MS
+    c_next = now + math.min(LEASE_MS, c_refresh)
     if c_bucket then c_tss = 0 end
     return 'read'
   end

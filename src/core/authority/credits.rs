@@ -11,8 +11,10 @@ use crate::core::rules::credits::{CreditBucket, Spread};
 use crate::core::rules::quota::Usage;
 use crate::core::Millis;
 
-/// How long a claimed reading holds off other readers: as long as the reading may take (the
-/// probe's budget). Its answer moves the next reading a refresh on; a reader that died frees it.
+/// The longest a claimed reading holds off other readers: as long as the reading may take (the
+/// probe's budget), and never more than a refresh. Its answer moves the next reading a refresh
+/// on; a reader that died, or a claim whose answer was lost (a store operation out of time),
+/// frees it at the lease's end.
 pub const LEASE_MS: Millis = 30_000.0;
 
 /// How soon a call waiting for the key's first reading, claimed by another, asks again.
@@ -116,7 +118,7 @@ impl SharedCredits {
     /// calls wait for it; with no bucket after it, they go unpaced.
     pub fn ask(&mut self, now: Millis, spend: Spend) -> Credit {
         if now >= self.next_reading {
-            self.next_reading = now + LEASE_MS;
+            self.next_reading = now + LEASE_MS.min(spend.spread.refresh_ms);
             if let Some(bucket) = &mut self.bucket {
                 bucket.sent();
             }
