@@ -378,7 +378,8 @@ impl Month {
             "{readings}"
         );
         // A token due within a timer's tolerance (1 ms) is taken early, readings' too.
-        assert!(self.gaps >= Spread::DEFAULT.refresh_ms - 1.0, "{}", self.gaps);
+        let gaps = self.gaps;
+        assert!(gaps >= Spread::DEFAULT.refresh_ms - 1.0, "{gaps}");
     }
 }
 
