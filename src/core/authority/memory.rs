@@ -163,7 +163,7 @@ impl MemoryAuthority {
     }
 
     /// The shared spread.
-    pub fn credits(&self) -> &SharedCredits {
+    pub fn shared_credits(&self) -> &SharedCredits {
         &self.credits
     }
 
@@ -365,6 +365,9 @@ impl Transitions for MemoryAuthority {
 
 impl Immediate for MemoryAuthority {
     /// One queue, so first come is first served already.
+    fn credits(&mut self, _now: Millis) -> (f64, f64, f64) {
+        self.credits.figures()
+    }
     fn admit(
         &mut self,
         now: Millis,

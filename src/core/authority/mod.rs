@@ -273,6 +273,9 @@ pub trait Immediate: Transitions {
     /// Follows a learned allowance from `now`, with the server's count of tokens when it gave
     /// one (as of the request numbered `at`, see [`Seen::Count`]).
     fn tune(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>);
+    /// The shared spread's credits used, limit and refill per millisecond as the state holds
+    /// them at `now` (zeros before a reading).
+    fn credits(&mut self, now: Millis) -> (f64, f64, f64);
     /// Credits a success's `refund` to the retry budget ([`Op::Charge`] at no cost). Where the
     /// state is shared it may ride along with the next transaction instead of costing one.
     fn credit(&mut self, now: Millis, refund: f64) {

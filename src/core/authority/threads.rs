@@ -365,6 +365,10 @@ impl Immediate for ThreadAuthority {
         Some(Immediate::rate(self))
     }
 
+    fn credits(&mut self, now: Millis) -> (f64, f64, f64) {
+        self.with(now, |a, _, _| (a.shared_credits().figures(), false))
+    }
+
     /// Not while the order held the token for another thread's head that came first: by `at`
     /// it was not this head's to take.
     fn ready_by(&mut self, now: Millis, at: Millis) -> bool {

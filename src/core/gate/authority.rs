@@ -131,6 +131,11 @@ pub(crate) trait Authority {
     fn store_counts(&self) -> Option<(u64, u64, bool)> {
         None
     }
+    /// The shared spread's credits used, limit and refill per millisecond, where the state is
+    /// in this process (a store's are known from this process's readings only).
+    fn credits(&mut self, _now: Millis) -> Option<(f64, f64, f64)> {
+        None
+    }
     /// The link to a store, for what only a store has.
     fn link(&mut self) -> Option<&mut StoreLink> {
         None
@@ -224,5 +229,8 @@ impl<T: Immediate> Authority for T {
     }
     fn idle(&mut self, now: Millis) -> bool {
         Immediate::idle(self, now)
+    }
+    fn credits(&mut self, now: Millis) -> Option<(f64, f64, f64)> {
+        Some(Immediate::credits(self, now))
     }
 }

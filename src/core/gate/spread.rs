@@ -78,7 +78,16 @@ impl Gate {
             Some(_) => self.queue.len(),
             None => 0,
         };
-        Some(self.spending.as_ref()?.figures(now, waiting))
+        let mut figures = self.spending.as_ref()?.figures(now, waiting);
+        // Shared in this process (threads), the figures are the shared bucket's.
+        if let Some((used, limit, per_ms)) = self.authority.credits(now) {
+            if self.shares_credits && limit > 0.0 {
+                figures.used = used;
+                figures.limit = limit;
+                figures.per_hour = per_ms * 3_600_000.0;
+            }
+        }
+        Some(figures)
     }
 
     /// The settings it spreads with, when it does.
