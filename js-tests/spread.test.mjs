@@ -1,12 +1,16 @@
-// createFetch({ quota: { spread } }) wired through the package, in one thread (#37): the
-// option's errors, stated costs by route, and a short billing period of the fake API paced live.
-// The policy itself is tested on a virtual 30-day month (tests/spread.rs); this is the wiring,
-// so its bounds are wide.
+// createFetch({ quota: { spread } }) wired through the package (#37): the option's errors, stated
+// costs by route, and a short billing period of the fake API paced live, in one thread and
+// across 4 processes sharing one credit bucket through a real redis-server. The policy itself is
+// tested on a virtual 30-day month (tests/spread.rs); this is the wiring, so its bounds are wide.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
 import { createFetch, QuotaExhaustedError } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
+import { startRedis } from './support/redis-server.mjs';
 
 // A rate that never binds: the credits do.
 const rate = { burst: 50, perSecond: 100 };
@@ -15,15 +19,10 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const count = (list) => list.reduce((m, k) => ({ ...m, [k]: (m[k] ?? 0) + 1 }), {});
 const SPREAD_FIELDS = ['state', 'periodEnd', 'used', 'limit', 'spreadPerHour', 'waitingForCredit', 'unpaced', 'projectedEnd'];
 
-test('quota.spread is for one thread for now: refused with threads left at their default', () => {
-  assert.throws(() => createFetch({ quota: { spread: true } }), {
-    name: 'TypeError',
-    message: '`quota.spread` is for one thread for now: set `threads: false`, and no `store`',
-  });
-  assert.throws(() => createFetch({ threads: true, quota: { spread: true } }), TypeError);
-  // Off, or no quota at all: nothing changes.
-  createFetch({ quota: { spread: false } });
+test('quota.spread goes with threads (the default) and without', () => {
+  assert.match(createFetch({ quota: { spread: true } }).describe().spread, /paced to the end of its billing period/);
   createFetch({ threads: false, quota: { spread: true } });
+  createFetch({ quota: { spread: false } });
 });
 
 test('a bad quota option is refused naming its field', () => {
@@ -169,39 +168,128 @@ test('100 credits over a 20 s period, 200 calls wanted: about half spent at 10 s
 
 // #37's "with cache, a stale entry is served instead of a wait": once the spread has no credit
 // for a poll, the cache answers it from its kept entry at once; the API sees the spread's pace.
-test('with cache, a poll the spread has no credit for is answered stale at once, the requests within the spread', { timeout: 30_000 }, async () => {
+// Where the threads share the spread (the default), only what their slot told a waiting head is
+// known: while one poller's call waits for credit there, the others' polls are answered stale.
+for (const [threads, pollers] of [[false, 1], [true, 3]]) {
+test(`with cache, a poll the spread has no credit for is answered stale at once, the requests within the spread (threads: ${threads}, ${pollers} poller(s))`, { timeout: 30_000 }, async () => {
   // 100 credits over 60 s, 5 kept: 1.58 a second, a second's refill held at the start.
   const api = await startFakeOddsApi({ ...rate, creditLimit: 100, billingPeriodMs: 60_000 });
   try {
     const fetchImpl = createFetch({
-      rate, threads: false, cache: { defaultTtlMs: 100 }, quota: { spread: true, refreshMs: 1000 },
+      rate, threads, cache: { defaultTtlMs: 100 }, quota: { spread: true, refreshMs: 1000 },
     });
     const headers = key();
     const url = `${api.baseUrl}/events/e1/odds/snapshot`;
     const started = performance.now();
     const marks = [];
-    let slowestMs = 0;
-    // One poller, every 25 ms for 4 s: a request every 100 ms (the ttl) would be 40.
-    for (let i = 0; performance.now() - started < 4_000; i++) {
-      const at = performance.now();
-      const response = await fetchImpl(url, { headers });
-      assert.equal(response.status, 200);
-      await response.text();
-      marks.push(response.headers.get('x-odds-gate-cache') ?? 'request');
-      if (i > 0) slowestMs = Math.max(slowestMs, performance.now() - at);
-      await sleep(25);
-    }
+    let slowestMs = 0; // of the polls after each poller's first
+    let slowestStaleMs = 0;
+    // Each poller every 25 ms for 4 s: a request every 100 ms (the ttl) would be 40.
+    await Promise.all(Array.from({ length: pollers }, async () => {
+      for (let i = 0; performance.now() - started < 4_000; i++) {
+        const at = performance.now();
+        const response = await fetchImpl(url, { headers });
+        assert.equal(response.status, 200);
+        await response.text();
+        const mark = response.headers.get('x-odds-gate-cache') ?? 'request';
+        marks.push(mark);
+        const tookMs = performance.now() - at;
+        if (i > 0) slowestMs = Math.max(slowestMs, tookMs);
+        if (mark === 'stale') slowestStaleMs = Math.max(slowestStaleMs, tookMs);
+        await sleep(25);
+      }
+    }));
     const tookS = (performance.now() - started) / 1000;
     const counted = count(marks);
     const requests = api.stats().ok;
-    console.log(`stale on credit, live: ${JSON.stringify(counted)} in ${tookS.toFixed(2)} s, ${requests} snapshots sent, slowest poll after the first ${slowestMs.toFixed(1)} ms`);
+    console.log(`stale on credit, live (threads: ${threads}): ${JSON.stringify(counted)} in ${tookS.toFixed(2)} s, ${requests} snapshots sent, slowest poll after the first ${slowestMs.toFixed(1)} ms, slowest stale ${slowestStaleMs.toFixed(1)} ms`);
     // The spread's pace: a second's refill at the start and 1.58 a second since (7.9 measured).
     assert.ok(requests <= 1.58 * (tookS + 1) + 2, `${requests} requests in ${tookS} s`);
-    assert.ok(counted.stale >= marks.length / 2, JSON.stringify(counted));
     // A credit is 633 ms apart: a poll held for one would take that long.
-    assert.ok(slowestMs < 300, `a poll took ${slowestMs} ms`);
+    assert.ok(slowestStaleMs < 300, `a stale answer took ${slowestStaleMs} ms`);
+    if (threads) {
+      // The poll that asks the shared spread waits for its credit; the others' are stale.
+      assert.ok(counted.stale >= marks.length / 3, JSON.stringify(counted));
+    } else {
+      assert.ok(counted.stale >= marks.length / 2, JSON.stringify(counted));
+      assert.ok(slowestMs < 300, `a poll took ${slowestMs} ms`);
+    }
     assert.equal(fetchImpl.stats().cache.stale, counted.stale);
   } finally {
     await api.close();
   }
+});
+}
+
+// The same across a fleet: 4 processes through Redis, or 4 worker threads; 50 calls wanted by
+// each (200 in all), one credit bucket for the key (in the gate's script, or in the memory the
+// threads share), one `/usage` reader at a time.
+const PERIOD_MS = 20_000;
+const REFRESH_MS = 1000;
+
+/** Runs 4 members (`spawn(job)` makes one: { send(line), output: Promise<{ ok, failures }>, ready(), kill() }) through the fake API's 20 s period; what they spent and read. */
+async function fleetPeriod(name, spawnMember, extra = {}) {
+  const members = [];
+  const api = await startFakeOddsApi({ ...rate, creditLimit: 100, billingPeriodMs: PERIOD_MS });
+  try {
+    const started = Date.now(); // the period starts with the server
+    const job = { baseUrl: api.baseUrl, apiKey: randomUUID(), rate, refreshMs: REFRESH_MS, workers: 3, calls: 50, ...extra };
+    for (let i = 0; i < 4; i++) members.push(spawnMember(job));
+    while (!members.every((m) => m.ready())) await sleep(10);
+    for (const m of members) m.send();
+    // Loading 4 processes or threads takes a while on a busy machine: the spread paces what is
+    // left from the first reading, so half the period's credits are due at 10 s less that part.
+    const goAt = Date.now() - started;
+    const due = 95 * (PERIOD_MS / 2 - goAt) / (PERIOD_MS - goAt);
+    await sleep(PERIOD_MS / 2 - (Date.now() - started));
+    const half = { ok: api.stats().ok, at: Date.now() - started };
+    await sleep(PERIOD_MS - 700 - (Date.now() - started));
+    const end = { ok: api.stats().ok, at: Date.now() - started, usage: api.stats().usageCalls };
+    for (const m of members) m.send();
+    const seen = await Promise.all(members.map((m) => m.output));
+    console.log(`spread ${name}: going at ${goAt} ms, ${half.ok} credits spent at ${half.at} ms (${due.toFixed(1)} due), ${end.ok} at ${end.at} ms, `
+      + `${end.usage} /usage readings; per member ${JSON.stringify(seen.map((s) => s.ok))}`);
+    assert.deepEqual(seen.flatMap((s) => s.failures), [], 'no quota answer, no error, before the period ends');
+    assert.ok(goAt < 5000, `going at ${goAt} ms`);
+    assert.ok(Math.abs(half.ok - due) <= 0.15 * 95, `${half.ok} spent at 10 s, ${due.toFixed(1)} due`);
+    assert.ok(end.ok >= 0.8 * 95 && end.ok <= 95 + 2, `${end.ok} spent by the end: the reserve kept`);
+    // One reader at a time: a reading a refresh for all of them (about 19), not one each.
+    assert.ok(end.usage >= 5 && end.usage <= PERIOD_MS / REFRESH_MS + 2, `${end.usage} /usage readings`);
+    assert.ok(seen.filter((s) => s.ok > 0).length >= 2, 'they share the spread');
+  } finally {
+    for (const m of members) m.kill();
+    await api.close();
+  }
+}
+
+const member = fileURLToPath(new URL('./support/spread-child.mjs', import.meta.url));
+
+test('100 credits over 20 s through Redis with 4 processes, 200 calls wanted: about half spent at 10 s, the reserve kept, one reader', { timeout: 60_000 }, async () => {
+  const redis = await startRedis();
+  try {
+    await fleetPeriod('through Redis, 4 processes', (job) => {
+      const proc = spawn(process.execPath, [member, JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
+      let out = '';
+      proc.stdout.on('data', (d) => { out += d; });
+      const output = new Promise((resolve, reject) => proc.on('exit', (code) => {
+        if (code !== 0) return reject(new Error(`child exited with ${code}`));
+        resolve(JSON.parse(out.trim().split('\n').at(-1)));
+      }));
+      return { send: () => proc.stdin.write('\n'), output, ready: () => out.includes('ready'), kill: () => proc.kill('SIGKILL') };
+    }, { redisPort: redis.port });
+  } finally {
+    await redis.stop();
+  }
+});
+
+test('100 credits over 20 s across 4 worker threads, 200 calls wanted: about half spent at 10 s, the reserve kept, one reader', { timeout: 60_000 }, async () => {
+  await fleetPeriod('across 4 worker threads', (job) => {
+    const worker = new Worker(member, { workerData: job });
+    let ready = false;
+    const output = new Promise((resolve, reject) => {
+      worker.on('message', (m) => { if (m === 'ready') ready = true; else resolve(m); });
+      worker.on('error', reject);
+    });
+    return { send: () => worker.postMessage('next'), output, ready: () => ready, kill: () => worker.terminate() };
+  });
 });

@@ -114,8 +114,9 @@ export interface CreateFetchOptions {
    * The monthly credits. With `spread: true` the gate paces the key's credits to the end of
    * its billing period (#37): it reads `GET /usage` on the key's first call and every
    * `refreshMs`, and a call waits, as for a token, until a credit bucket refilling at
-   * `(limit x (1 - reserve) - used) / (period end - now)` has its cost. One thread for now:
-   * needs `threads: false` and no `store` (a TypeError says so otherwise). @default none
+   * `(limit x (1 - reserve) - used) / (period end - now)` has its cost. One bucket per key
+   * for the process's worker threads, or with a `store` for the fleet (one `/usage` reader at
+   * a time). @default none
    */
   quota?: QuotaOptions;
   /**

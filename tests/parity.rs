@@ -15,6 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use odds_gate::core::authority::credits::{Reading, Spend};
 use odds_gate::core::authority::fair::Shares;
 use odds_gate::core::authority::memory::MemoryAuthority;
 use odds_gate::core::authority::store::StoreAuthority;
@@ -22,6 +23,7 @@ use odds_gate::core::authority::{Answer, Head, Op, Remaining, Seen, Transitions}
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::bucket::Count;
 use odds_gate::core::rules::budget::RefillingConfig;
+use odds_gate::core::rules::credits::Spread;
 use odds_gate::core::Millis;
 use odds_gate::store::{answer, args, claimant, shares, GATE_SCRIPT};
 use proptest::prelude::*;
@@ -187,8 +189,17 @@ type Asking = (usize, Millis, Option<(u32, f64)>, u32);
 #[derive(Debug, Clone)]
 enum Step {
     /// An admission for this many waiting requests, after what a response said; an account
-    /// call's (past a spent quota) when true.
-    Admit(u32, Option<Counted>, bool, Option<Asking>),
+    /// call's (past a spent quota) when true; with a call's credits (its cost, whether it
+    /// draws on the reserve) where the sequence spreads its quota.
+    Admit(
+        u32,
+        Option<Counted>,
+        bool,
+        Option<Asking>,
+        Option<(f64, bool)>,
+    ),
+    /// A `/usage` reading's answer (used, limit, ms to the period's end), or none usable.
+    Read(Option<(f64, f64, Millis)>),
     /// An admission with a learning gate's count: exactly (or at most) this many tokens, as
     /// of the request admitted this many admissions back.
     Counted(bool, f64, usize),
@@ -230,14 +241,25 @@ fn step() -> impl Strategy<Value = Step> {
         lane,
         1u32..5,
     ));
+    // A call's credits (costs above the bucket's cap and below a credit among them).
+    let credits = prop::option::of((
+        prop::sample::select(vec![1.0, 1.0, 0.5, 5.0, 40.0]),
+        prop::bool::weighted(0.3),
+    ));
     let rate = (
         prop::sample::select(vec![1.0, 2.0, 5.0, 20.0]),
         prop::sample::select(vec![0.5, 1.0, 2.0, 10.0, 1000.0]),
     )
         .prop_map(|(burst, per_second)| Rate::new(burst, per_second).unwrap());
     prop_oneof![
-        6 => (prop::sample::select(vec![1u32, 1, 2, 3, 64]), seen.clone(), prop::bool::weighted(0.2), asking)
-            .prop_map(|(want, seen, account, head)| Step::Admit(want, seen, account, head)),
+        6 => (prop::sample::select(vec![1u32, 1, 2, 3, 64]), seen.clone(), prop::bool::weighted(0.2), asking, credits)
+            .prop_map(|(want, seen, account, head, credits)| Step::Admit(want, seen, account, head, credits)),
+        2 => prop::option::of((
+                prop::sample::select(vec![0.0, 3.0, 50.0, 94.0, 99.5, 100.0, 400.0]),
+                prop::sample::select(vec![100.0, 1000.0]),
+                prop::sample::select(vec![0.0, 500.0, 20_000.0, 3_600_000.0]),
+            ))
+            .prop_map(Step::Read),
         2 => (any::<bool>(), counts.clone(), 0usize..5)
             .prop_map(|(exactly, n, back)| Step::Counted(exactly, n, back)),
         2 => (0usize..4).prop_map(Step::Resume),
@@ -277,6 +299,12 @@ struct Tally {
     ordered: usize,
     /// Of those, asked while another process held a claim.
     contested: usize,
+    /// Admissions that took a call's credits with its token.
+    spent: usize,
+    /// Admissions that claimed a `/usage` reading.
+    claimed: usize,
+    /// Readings applied.
+    read: usize,
 }
 
 /// Runs `steps` (each after a pause) through both authorities, for a gate starting at `rate`;
@@ -300,6 +328,7 @@ fn compare(
     key: &str,
     rate: Rate,
     budget: Option<f64>,
+    spread: Option<Spread>,
     steps: &[(Millis, Step)],
 ) -> Result<(Vec<Answer>, Tally), String> {
     let config = budget.map(|capacity| RefillingConfig {
@@ -331,8 +360,13 @@ fn compare(
                 }
                 continue;
             }
-            Step::Admit(want, seen, account, asking) => Op::Admit {
+            Step::Admit(want, seen, account, asking, credits) => Op::Admit {
                 id: i as u64,
+                credits: spread.zip(*credits).map(|(spread, (cost, reserve))| Spend {
+                    cost,
+                    reserve,
+                    spread,
+                }),
                 want: *want,
                 account: *account,
                 head: asking.map(|(_, waited_ms, lane, waiting)| Head {
@@ -360,8 +394,20 @@ fn compare(
                     seen: Some(Seen::Count(count, number(&numbers, *back))),
                     account: false,
                     head: None,
+                    credits: None,
                 }
             }
+            Step::Read(reading) => match spread {
+                Some(spread) => Op::Read {
+                    spread,
+                    reading: reading.map(|(used, limit, end_ms)| Reading {
+                        used,
+                        limit,
+                        end_ms,
+                    }),
+                },
+                None => continue,
+            },
             Step::Resume(back) => Op::Resume {
                 id: admitted
                     .iter()
@@ -393,13 +439,14 @@ fn compare(
             Op::Admit {
                 seen: None,
                 head: None,
+                credits: None,
                 ..
             }
         )
         .then(|| (store.memory.predict(now, 0), store.memory.clone()));
         // An admission's name in Redis is its process's: a resume names the one that admitted.
         let process = match step {
-            Step::Admit(.., Some((p, ..))) => PROCESSES[*p],
+            Step::Admit(_, _, _, Some((p, ..)), _) => PROCESSES[*p],
             Step::Resume(back) => admitted.iter().rev().nth(*back).map_or("p", |&(_, p)| p),
             _ => PROCESSES[0],
         };
@@ -420,6 +467,22 @@ fn compare(
                 store.order(),
                 redis.order()
             ));
+        }
+        match (&op, a) {
+            (
+                Op::Admit {
+                    credits: Some(_), ..
+                },
+                Answer::Admitted { .. },
+            ) => tally.spent += 1,
+            (
+                Op::Admit {
+                    credits: Some(_), ..
+                },
+                Answer::Read,
+            ) => tally.claimed += 1,
+            (Op::Read { .. }, _) => tally.read += 1,
+            _ => {}
         }
         if let Op::Admit { head: Some(_), .. } = op {
             tally.ordered += 1;
@@ -488,7 +551,7 @@ fn a_rate_change_reaches_the_store_with_the_next_operation() {
     let sha = load(&mut connection);
     let (slow, fast) = (Rate::new(1.0, 1.0).unwrap(), Rate::new(1.0, 10.0).unwrap());
     let start = [
-        (0.0, Step::Admit(1, None, false, None)),
+        (0.0, Step::Admit(1, None, false, None, None)),
         (0.0, Step::Resume(0)),
     ];
     // Changed at 500 ms, told at 500 ms: half a token at 1/s, the other half at 10/s.
@@ -496,9 +559,9 @@ fn a_rate_change_reaches_the_store_with_the_next_operation() {
     for (i, (told_after, wait)) in [(0.0, 50.0), (400.0, 10.0)].into_iter().enumerate() {
         let mut steps = start.to_vec();
         steps.push((500.0, Step::Tune(fast, None)));
-        steps.push((told_after, Step::Admit(1, None, false, None)));
+        steps.push((told_after, Step::Admit(1, None, false, None, None)));
         let key = format!("og:{{parity-example-{i}}}:gate");
-        let (answers, _) = compare(&mut connection, &sha, &key, slow, None, &steps).unwrap();
+        let (answers, _) = compare(&mut connection, &sha, &key, slow, None, None, &steps).unwrap();
         assert_eq!(answers.last(), Some(&Answer::Wait(wait)), "{steps:?}");
     }
 }
@@ -515,6 +578,11 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
             prop::sample::select(vec![0.5, 2.0, 3.0, 10.0, 1000.0]),
         ),
         prop::option::of(prop::sample::select(vec![10.0, 30.0])),
+        prop::option::of((
+            prop::sample::select(vec![0.0, 0.05, 0.5]),
+            prop::sample::select(vec![1_000.0, 60_000.0]),
+            prop::sample::select(vec![500.0, 5_000.0, 900_000.0]),
+        )),
         prop::collection::vec(
             (
                 prop_oneof![Just(0.0), 0.0..50.0f64, 0.0..3_000.0f64, 0.5..1.5f64],
@@ -529,12 +597,17 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
         std::cell::Cell::new(Tally::default()),
     );
     runner
-        .run(&scenario, |((burst, per_second), budget, steps)| {
+        .run(&scenario, |((burst, per_second), budget, spread, steps)| {
+            let spread = spread.map(|(reserve, burst_ms, refresh_ms)| Spread {
+                reserve,
+                burst_ms,
+                refresh_ms,
+            });
             cases.set(cases.get() + 1);
             let key = format!("og:{{parity-{}}}:gate", cases.get());
             let rate = Rate::new(f64::from(burst), per_second).unwrap();
             let mut connection = connection.borrow_mut();
-            let (_, done) = compare(&mut connection, &sha, &key, rate, budget, &steps)
+            let (_, done) = compare(&mut connection, &sha, &key, rate, budget, spread, &steps)
                 .map_err(TestCaseError::fail)?;
             let sum = total.get();
             total.set(Tally {
@@ -543,6 +616,9 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
                 predicted: sum.predicted + done.predicted,
                 ordered: sum.ordered + done.ordered,
                 contested: sum.contested + done.contested,
+                spent: sum.spent + done.spent,
+                claimed: sum.claimed + done.claimed,
+                read: sum.read + done.read,
             });
             Ok(())
         })
@@ -550,15 +626,19 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
     let total = total.get();
     eprintln!(
         "{} sequences, {} operations ({} brought a new rate, {} waits checked against \
-         predict, {} admissions in order, {} of them while another process held a claim): \
-         identical answers and order",
+         predict, {} admissions in order, {} of them while another process held a claim; {} \
+         took credits, {} claimed a reading, {} readings): identical answers and order",
         cases.get(),
         total.ops,
         total.retuned,
         total.predicted,
         total.ordered,
-        total.contested
+        total.contested,
+        total.spent,
+        total.claimed,
+        total.read
     );
     assert!(total.ops > 1_000 && total.retuned > 500 && total.predicted > 500);
     assert!(total.ordered > 1_000 && total.contested > 500);
+    assert!(total.spent > 100 && total.claimed > 200 && total.read > 500);
 }

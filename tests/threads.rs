@@ -129,21 +129,21 @@ fn a_head_that_came_first_gets_the_token_even_when_it_asks_later() {
     let slot = Shared::new();
     let rate = settings(1.0, 1.0);
     let (mut a, mut b) = (join(&slot, rate, 1, 0.0), join(&slot, rate, 2, 0.0));
-    assert!(admitted(a.admit(0.0, 0, at(0.0), false)));
+    assert!(admitted(a.admit(0.0, 0, at(0.0), false, None)));
     a.apply(0.0, &Op::Resume { id: 0 });
     // A's next head came at 10 and is told to come back when the token is there.
-    assert_eq!(a.admit(10.0, 1, at(10.0), false), Answer::Wait(990.0));
+    assert_eq!(a.admit(10.0, 1, at(10.0), false, None), Answer::Wait(990.0));
     // B's head came at 20 and asks first when the token is there: A came first.
-    let Answer::Wait(ms) = b.admit(1_000.0, 0, at(20.0), false) else {
+    let Answer::Wait(ms) = b.admit(1_000.0, 0, at(20.0), false, None) else {
         panic!("B went before A")
     };
     assert_eq!(b.predict(1_000.0, 0), 1_000.0 + ms);
-    assert!(admitted(a.admit(1_000.5, 1, at(10.0), false)));
+    assert!(admitted(a.admit(1_000.5, 1, at(10.0), false, None)));
     a.apply(1_000.5, &Op::Resume { id: 1 });
     // Then B waits for the next token, a second after A's (a wait is in whole ms, up).
     let next = 2_000.5 - (1_000.0 + ms);
     assert_eq!(
-        b.admit(1_000.0 + ms, 0, at(20.0), false),
+        b.admit(1_000.0 + ms, 0, at(20.0), false, None),
         Answer::Wait(next.ceil())
     );
 }
@@ -153,16 +153,16 @@ fn a_claim_not_renewed_lapses_after_one_token_interval() {
     let slot = Shared::new();
     let rate = settings(1.0, 4.0);
     let (mut a, mut b) = (join(&slot, rate, 1, 0.0), join(&slot, rate, 2, 0.0));
-    assert!(admitted(a.admit(0.0, 0, at(0.0), false)));
+    assert!(admitted(a.admit(0.0, 0, at(0.0), false, None)));
     a.apply(0.0, &Op::Resume { id: 0 });
     // A's head waits for 250 ms, then its thread dies: it never asks again.
-    assert_eq!(a.admit(0.0, 1, at(0.0), false), Answer::Wait(250.0));
+    assert_eq!(a.admit(0.0, 1, at(0.0), false, None), Answer::Wait(250.0));
     assert!(
-        !admitted(b.admit(300.0, 0, at(100.0), false)),
+        !admitted(b.admit(300.0, 0, at(100.0), false, None)),
         "A's claim still holds"
     );
     assert!(
-        admitted(b.admit(500.5, 0, at(100.0), false)),
+        admitted(b.admit(500.5, 0, at(100.0), false, None)),
         "after 250 + 250 ms the claim lapsed"
     );
 }
@@ -179,8 +179,11 @@ fn what_one_thread_learns_holds_every_thread_on_its_own_clock() {
     a.apply(100.0, &cooldown);
     assert_eq!(a.cooldown_until(), 5_100.0);
     assert_eq!(b.cooldown_until(), 4_100.0, "B's clock reads 1 s more");
-    assert_eq!(b.admit(4_000.0, 0, at(4_000.0), false), Answer::Wait(100.0));
-    assert!(admitted(b.admit(4_100.0, 0, at(4_000.0), false)));
+    assert_eq!(
+        b.admit(4_000.0, 0, at(4_000.0), false, None),
+        Answer::Wait(100.0)
+    );
+    assert!(admitted(b.admit(4_100.0, 0, at(4_000.0), false, None)));
 }
 
 /// A slot that counts the transactions run on it.
@@ -271,12 +274,12 @@ fn a_slot_is_vacant_once_its_state_is_as_good_as_new() {
     let slot = Shared::new();
     assert!(vacant(&mut slot.0.lock().unwrap(), 0.0), "never used");
     let mut a = join(&slot, settings(1.0, 10.0), 1, 0.0);
-    assert!(admitted(a.admit(0.0, 0, at(0.0), false)));
+    assert!(admitted(a.admit(0.0, 0, at(0.0), false, None)));
     a.apply(0.0, &Op::Resume { id: 0 });
     assert!(!vacant(&mut slot.0.lock().unwrap(), 50.0));
     assert!(vacant(&mut slot.0.lock().unwrap(), 100.0));
     assert_eq!(
-        a.admit(100.0, 1, at(100.0), false),
+        a.admit(100.0, 1, at(100.0), false, None),
         Answer::Admitted {
             anchor: true,
             next_ms: 100.0,
@@ -284,7 +287,10 @@ fn a_slot_is_vacant_once_its_state_is_as_good_as_new() {
             seq: 1.0
         }
     );
-    assert_eq!(a.admit(100.0, 2, at(100.0), false), Answer::Wait(100.0));
+    assert_eq!(
+        a.admit(100.0, 2, at(100.0), false, None),
+        Answer::Wait(100.0)
+    );
     assert!(
         !vacant(&mut slot.0.lock().unwrap(), 1_000.0),
         "a head's claim"
@@ -307,7 +313,7 @@ fn threads_hammering_one_slot_spend_every_token_once() {
                 start.wait();
                 let mut admitted = 0usize;
                 for id in 0..TOKENS as u64 {
-                    match authority.admit(0.0, id, at(f64::from(thread)), false) {
+                    match authority.admit(0.0, id, at(f64::from(thread)), false, None) {
                         Answer::Admitted { .. } => admitted += 1,
                         _ => break,
                     }
@@ -330,7 +336,7 @@ fn a_waiting_call_goes_at_its_deadline_when_another_thread_took_its_token() {
     let rate = settings(1.0, 10.0); // a token per 100 ms
     let mut gate = Gate::threaded(join(&slot, rate, 1, 0.0), Box::new(Seeded::new(1)));
     let mut other = join(&slot, rate, 2, 0.0);
-    assert!(admitted(other.admit(0.0, 0, at(0.0), false)));
+    assert!(admitted(other.admit(0.0, 0, at(0.0), false, None)));
     other.apply(0.0, &Op::Resume { id: 0 });
     // Predicted for 100 ms when it joins: within its 150.
     let spec = CallSpec {
@@ -340,7 +346,7 @@ fn a_waiting_call_goes_at_its_deadline_when_another_thread_took_its_token() {
     gate.start(0.0, spec, 0);
     assert!(gate.poll_action(0.0).is_none());
     // The other thread's head came as early and asks first: the token is its.
-    assert!(admitted(other.admit(100.0, 1, at(0.0), false)));
+    assert!(admitted(other.admit(100.0, 1, at(0.0), false, None)));
     assert!(gate.poll_action(100.0).is_none());
     // Its next token is 100 ms away, past the deadline: the gate wakes at the deadline.
     let due = gate.poll_timeout(100.0).expect("a wake-up");
@@ -461,7 +467,7 @@ fn a_head_held_for_another_threads_head_is_let_go_at_its_deadline() {
         waiting: 2,
         ..at(0.0)
     };
-    assert!(admitted(other.admit(0.0, 0, behind, false)));
+    assert!(admitted(other.admit(0.0, 0, behind, false, None)));
     other.apply(0.0, &Op::Resume { id: 0 });
     let spec = CallSpec {
         max_wait_ms: Some(150.0),

@@ -200,9 +200,6 @@ pub fn config(
         typed_errors: o.typed_errors.unwrap_or(false),
         spread,
     };
-    profile
-        .check()
-        .map_err(|e| type_error(&e.message(super::text::number)))?;
     let config = Config {
         store,
         fetch: o.fetch,

@@ -3,7 +3,7 @@
 -- keep them in step, line for line; tests/parity.rs runs random operations through both and
 -- compares answers.
 -- KEYS[1]  the gate's hash, "og:{<scope>}:gate" (the scope is a hash tag: one Cluster slot)
--- ARGV[1]  operation: admit | resume | feedback | clear | charge | quota
+-- ARGV[1]  operation: admit | resume | feedback | clear | charge | quota | read
 -- ARGV[2]  now in ms, or "" to use Redis TIME (tests pass a virtual clock)
 -- ARGV[3]  burst        ARGV[4] ms per token (the gate's rate now)     ARGV[5] max pause ms
 -- ARGV[6]  budget capacity ("" for no budget)
@@ -14,7 +14,8 @@
 -- refill paused; absent when not), anchor (the admission whose response resumes it), cooldown,
 -- quota, slow (1/0), sent (requests admitted so far, every process's: the next one's number),
 -- order (the order between the processes' queues: src/core/authority/order.rs's numbers, in its
--- layout) and, with a budget, budget.
+-- layout), with a budget, budget, and where gates spread their quota, credits (the shared spread:
+-- src/core/authority/credits.rs over src/core/rules/credits.rs's CreditBucket, its numbers).
 -- Times are Redis-clock ms. Every answer is {code, number, number, number, number, burst, ms per
 -- token, fair order}, burst and ms per token the rate stored before the call, the fair order
 -- the clock and lanes of the order after it (its first 14 numbers); delays are relative to
@@ -35,7 +36,7 @@ local capacity = tonumber(ARGV[6])
 local SLACK = 1e-9
 
 local s = redis.call('HMGET', key, 'tokens', 'last', 'cooldown', 'paused', 'anchor', 'budget',
-  'quota', 'slow', 'burst', 'per_token', 'sent', 'order')
+  'quota', 'slow', 'burst', 'per_token', 'sent', 'order', 'credits')
 local burst = tonumber(s[9]) or called_burst
 local per_token = tonumber(s[10]) or called_per_token
 -- The rate as stored before this call: learning gates of other processes follow it.
@@ -195,6 +196,114 @@ local function unclaim(who)
   end
 end
 
+-- The shared spread (src/core/authority/credits.rs, SharedCredits): c_read (a reading has
+-- answered), c_next (no reading claimed before it; absent: due), and once a reading made one, the
+-- bucket (src/core/rules/credits.rs, CreditBucket): c_limit, c_end (the period's end), c_rate,
+-- c_others, c_tokens, c_last, c_used, c_ru (drawn from the reserve), c_tss (taken since the
+-- reading out was sent), c_read_at, c_read_used, c_pace. The spread's settings come with each
+-- operation that needs them: c_reserve, c_burst, c_refresh.
+local INF = math.huge
+local LEASE_MS, FIRST_READ_RECHECK_MS, MOST_OF_LEFT, NEW_PERIOD_MS = 30000, 100, 0.05, 1000
+local cn = {}
+for n in string.gmatch(s[13] or '', '%S+') do cn[#cn + 1] = tonumber(n) end
+local c_read, c_next = cn[1] == 1, cn[2] or -INF
+local c_bucket = cn[3] == 1
+local c_limit, c_end, c_rate, c_others, c_tokens, c_last, c_used, c_ru, c_tss, c_read_at,
+  c_read_used, c_pace = cn[4], cn[5], cn[6], cn[7], cn[8], cn[9], cn[10], cn[11], cn[12], cn[13],
+  cn[14], cn[15]
+local c_reserve, c_burst, c_refresh
+
+-- CreditBucket::spread_left, cap, refill, repace, wait, spend.
+local function c_spread_left() return c_limit * (1.0 - c_reserve) - (c_used - c_ru) end
+local function c_cap() return math.min(c_rate * c_burst, MOST_OF_LEFT * math.max(c_spread_left(), 0)) end
+local function c_refill()
+  local untl = math.min(now, c_end)
+  if untl > c_last then
+    c_tokens = math.min(c_tokens + (untl - c_last) * c_rate, c_cap())
+    c_last = untl
+  end
+end
+local function c_repace()
+  local time_left = c_end - now
+  if time_left > 0 then c_rate = math.max(c_spread_left() / time_left - c_others, 0) else c_rate = 0 end
+  c_last = math.max(c_last, math.min(now, c_end))
+  c_tokens = math.min(c_tokens, c_cap())
+end
+local function c_wait(missing)
+  if c_rate <= 0 then return INF end
+  local at = now + math.ceil((missing - SLACK / 2) / c_rate)
+  if at > c_end then return INF end
+  return at
+end
+local function c_spend(cost) c_used = c_used + cost; c_tss = c_tss + cost end
+-- CreditBucket::start.
+local function c_start(used, limit, period_end)
+  c_bucket = true
+  c_limit, c_end, c_rate, c_others, c_tokens, c_last = limit, period_end, 0, 0, 0, now
+  c_used, c_ru, c_tss, c_read_at, c_read_used, c_pace = used, 0, 0, now, used, 0
+  c_repace()
+  c_tokens = math.min(c_cap(), c_rate * c_refresh)
+end
+-- CreditBucket::ready (predict behind nobody): the time the credits are there (now if they are).
+local function c_ready(cost)
+  c_refill()
+  if cost > c_spread_left() + SLACK or c_used + cost > c_limit + SLACK then return INF end
+  local missing = math.min(cost, c_cap()) - c_tokens
+  if missing > SLACK then return c_wait(missing) end
+  return now
+end
+local function c_reserve_holds(cost) return c_used + cost <= c_limit + SLACK end
+-- SharedCredits::ask: Go ('go'), a reading claimed ('read'), or wait this many ms.
+local function credits_ask(cost, reserve)
+  if now >= c_next then
+    c_next = now + math.min(LEASE_MS, c_refresh)
+    if c_bucket then c_tss = 0 end
+    return 'read'
+  end
+  local at
+  if c_bucket then
+    at = c_ready(cost)
+    if at > now and reserve and c_reserve_holds(cost) then at = now end
+  elseif not c_read then
+    at = now + FIRST_READ_RECHECK_MS
+  else
+    at = now
+  end
+  if at <= now then return 'go' end
+  return math.max(math.min(at, c_next) - now, 1)
+end
+-- SharedCredits::take: CreditBucket::take, or take_reserved.
+local function credits_take(cost, reserve)
+  if not c_bucket then return end
+  if c_ready(cost) <= now then
+    c_tokens = c_tokens - cost
+    c_spend(cost)
+  elseif reserve and c_reserve_holds(cost) then
+    c_ru = c_ru + cost
+    c_spend(cost)
+  end
+end
+-- SharedCredits::read over CreditBucket::read_shared: the reading's answer corrects the bucket.
+local function credits_read(used, limit, end_ms)
+  c_read = true
+  c_next = now + c_refresh
+  if not (used and limit and end_ms) then return end
+  local period_end = now + end_ms
+  if not c_bucket then return c_start(used, limit, period_end) end
+  used = used + c_tss
+  if period_end > c_end + NEW_PERIOD_MS then return c_start(used, limit, period_end) end
+  local delta = used - c_read_used
+  local ours = math.max(0, c_used - c_read_used)
+  c_refill()
+  local seen = now - c_read_at
+  if seen > 0 then
+    c_others = math.max(delta - ours, 0) / seen
+    c_pace = math.max(delta, 0) / seen
+  end
+  c_limit, c_used, c_read_used, c_read_at, c_tss = limit, used, used, now, 0
+  c_repace()
+end
+
 -- The store hears of a new rate with the first operation that passes it, at that operation's
 -- time: the gate sends nothing when its rate changes.
 if burst ~= called_burst or per_token ~= called_per_token then
@@ -264,7 +373,22 @@ if op == 'admit' then
     answer = {'exhausted', quota - now, 0}
   elseif now < cooldown then
     answer = {'wait', math.max(cooldown - now, 1), 0}
-  else
+  end
+  -- ARGV[21] the call's credits ("" for none: the gate does not spread), ARGV[22] "1" when it
+  -- may draw on the reserve, ARGV[23..25] the spread's reserve, burst and refresh (ms).
+  local spend = tonumber(ARGV[21])
+  local credit = 'go'
+  if not answer and spend then
+    c_reserve, c_burst, c_refresh = tonumber(ARGV[23]), tonumber(ARGV[24]), tonumber(ARGV[25])
+    want = 1
+    credit = credits_ask(spend, ARGV[22] == '1')
+    if credit == 'read' then
+      answer = {'read', 0, 0}
+    elseif credit ~= 'go' then
+      answer = {'wait', credit, 0}
+    end
+  end
+  if not answer then
     refill()
     -- TokenBucket::take_anchored: a take from a full bucket pauses the refill until its
     -- response, because the server's refill starts when the burst arrives.
@@ -277,6 +401,7 @@ if op == 'admit' then
         tokens = tokens - 1
         admissions = admissions + 1
       end
+      if spend then credits_take(spend, ARGV[22] == '1') end
       local seq = sent
       sent = sent + admissions
       answer = {'admitted', full and 1 or 0, wait_ms(), admissions, seq}
@@ -337,6 +462,16 @@ elseif op == 'quota' then
   local ms = tonumber(ARGV[7])
   if ms > 0 then quota = now + ms else quota = 0 end
   answer = {'quota', math.max(quota - now, 0), 0}
+elseif op == 'read' then
+  -- ARGV[7..9] the spread's reserve, burst and refresh (ms); ARGV[10..12] the reading's used,
+  -- limit and ms until the period ends ("" for no usable answer).
+  c_reserve, c_burst, c_refresh = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+  credits_read(tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]))
+  if c_bucket then
+    answer = {'credits', c_used, c_limit, c_rate}
+  else
+    answer = {'credits', 0, 0, 0}
+  end
 else
   return redis.error_reply('odds-gate: unknown operation ' .. op)
 end
@@ -358,6 +493,15 @@ else
   redis.call('HDEL', key, 'anchor')
 end
 if capacity then redis.call('HSET', key, 'budget', exact(budget)) end
+if c_read or c_next > -INF then
+  local c = {c_read and 1 or 0, c_next, c_bucket and 1 or 0}
+  if c_bucket then
+    for _, n in ipairs({c_limit, c_end, c_rate, c_others, c_tokens, c_last, c_used, c_ru, c_tss,
+      c_read_at, c_read_used, c_pace}) do c[#c + 1] = n end
+  end
+  for i = 1, #c do c[i] = exact(c[i]) end
+  redis.call('HSET', key, 'credits', table.concat(c, ' '))
+end
 -- Idle keys expire once nothing in them can matter: the bucket is full again, the cooldown and
 -- any quota closure are over, plus a minute.
 local idle = math.max(burst * interval() + max_pause, cooldown - now, quota - now, 0) + 60000

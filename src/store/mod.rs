@@ -13,6 +13,7 @@ use crate::core::parse::decimal;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::bucket::MAX_PAUSE_MS;
+use crate::core::rules::credits::Spread;
 use crate::core::Millis;
 
 /// The script, loaded once per client with `SCRIPT LOAD` and run with `EVALSHA`: `gate.lua`
@@ -127,6 +128,7 @@ pub fn args(
             seen,
             account,
             head,
+            credits,
         } => {
             let (kind, value, at, age) = match seen {
                 Some(Seen::Remaining(r)) => (
@@ -157,6 +159,12 @@ pub fn args(
                 extra
                     .extend([who, head.waited_ms, lane, weight, grace, again, waiting].map(number));
             }
+            if let Some(spend) = credits {
+                extra.resize(14, String::new());
+                let reserve = if spend.reserve { "1" } else { "" }.to_owned();
+                extra.extend([number(spend.cost), reserve]);
+                extra.extend(spread_args(&spend.spread, number));
+            }
             ("admit", extra)
         }
         Op::Resume { id } => ("resume", vec![admission_name(process, *id)]),
@@ -176,6 +184,15 @@ pub fn args(
         Op::ClearCooldown => ("clear", vec![]),
         Op::Charge { cost, refund } => ("charge", vec![number(*cost), number(*refund)]),
         Op::Quota { ms } => ("quota", vec![number(*ms)]),
+        Op::Read { spread, reading } => {
+            let mut extra = spread_args(spread, number).to_vec();
+            extra.extend([
+                maybe(reading.map(|r| r.used)),
+                maybe(reading.map(|r| r.limit)),
+                maybe(reading.map(|r| r.end_ms)),
+            ]);
+            ("read", extra)
+        }
     };
     let mut args = vec![
         name.to_string(),
@@ -187,6 +204,11 @@ pub fn args(
     ];
     args.extend(extra);
     args
+}
+
+/// The spread's settings as the script takes them: reserve, burst and refresh (ms).
+fn spread_args(spread: &Spread, number: &dyn Fn(f64) -> String) -> [String; 3] {
+    [spread.reserve, spread.burst_ms, spread.refresh_ms].map(number)
 }
 
 /// Reads the script's `{code, number, number, number, number}`; `None` for anything it never
@@ -220,6 +242,12 @@ pub fn answer(code: &str, value: &str, extra: &str, count: &str, seq: &str) -> O
         "charged" => Answer::Charged(n),
         "refused" => Answer::Refused(n),
         "quota" => Answer::QuotaSet(n),
+        "read" => Answer::Read,
+        "credits" => Answer::Credits {
+            used: n,
+            limit: decimal::parse(extra).filter(|n| n.is_finite())?,
+            per_ms: decimal::parse(count).filter(|n| n.is_finite())?,
+        },
         _ => return None,
     })
 }
@@ -262,6 +290,7 @@ mod tests {
         let rate = Rate::new(2.0, 2.0).unwrap();
         let text = |n: f64| n.to_string();
         let admit = Op::Admit {
+            credits: None,
             id: 1,
             want: 3,
             seen: None,
@@ -280,6 +309,7 @@ mod tests {
             age_ms: 620.5,
         };
         let admit = Op::Admit {
+            credits: None,
             id: 1,
             want: 3,
             seen: Some(Seen::Remaining(counted)),

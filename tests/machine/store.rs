@@ -48,6 +48,7 @@ fn a_store_wait_for_a_slower_allowance_than_the_gate_now_follows_is_asked_again(
             waiting: 1,
         },
         false,
+        None,
     );
     // Its response came: the refill runs (at the opening's pace, a token a second).
     drained.memory.apply(0.0, &Op::Resume { id: 0 });

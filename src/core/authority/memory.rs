@@ -1,7 +1,8 @@
 //! The admission authority kept in this process's memory: a token bucket behind a cooldown, the
-//! shared retry budget and the quota closure. `gate.lua` encodes these same transitions for
+//! shared retry budget, the quota closure and the shared spread (`credits.rs`). `gate.lua` encodes these same transitions for
 //! Redis, line for line; keep the two in step (the parity test will not let them drift).
 
+use crate::core::authority::credits::{Credit, SharedCredits, Spend};
 use crate::core::authority::fair::Turn;
 use crate::core::authority::{
     AdmissionId, Answer, Immediate, Op, Remaining, Seen, Transitions, LOW_REMAINING,
@@ -24,6 +25,8 @@ pub struct MemoryAuthority {
     quota_until: Millis,
     /// Requests admitted so far: the next one's number.
     sent: f64,
+    /// The spread, where gates ask for credits with their tokens.
+    credits: SharedCredits,
 }
 
 impl MemoryAuthority {
@@ -36,11 +39,12 @@ impl MemoryAuthority {
             budget: budget.map(RefillingBudget::new),
             quota_until: 0.0,
             sent: 0.0,
+            credits: SharedCredits::default(),
         }
     }
 
-    /// Numbers [`save`](Self::save) writes.
-    pub const WORDS: usize = 9;
+    /// Numbers [`save`](Self::save) writes: the state's 9, then the shared spread's.
+    pub const WORDS: usize = 9 + SharedCredits::WORDS;
 
     /// The state as numbers, for a slot shared by threads (the rate and the budget's settings
     /// are the gate's, not state). -1 stands for no anchor and for no budget.
@@ -49,15 +53,20 @@ impl MemoryAuthority {
         let anchor = self.anchor.map_or(-1.0, |id| id as f64);
         let budget = self.budget_left().unwrap_or(-1.0);
         let (cooldown, quota) = (self.cooldown_until, self.quota_until);
-        [
+        let mut words = [0.0; Self::WORDS];
+        words[..9].copy_from_slice(&[
             tokens, last, paused, slow, anchor, cooldown, budget, quota, self.sent,
-        ]
+        ]);
+        words[9..].copy_from_slice(&self.credits.save());
+        words
     }
 
     /// The authority [`save`](Self::save) wrote, for `rate`. A budget saved by a gate without
     /// one's settings is dropped; `budget`'s settings with none saved start full.
     pub fn load(rate: Rate, budget: Option<RefillingConfig>, words: [f64; Self::WORDS]) -> Self {
-        let [tokens, last, paused, slow, anchor, cooldown, left, quota, sent] = words;
+        let [tokens, last, paused, slow, anchor, cooldown, left, quota, sent] =
+            std::array::from_fn(|i| words[i]);
+        let credits = SharedCredits::load(std::array::from_fn(|i| words[9 + i]));
         MemoryAuthority {
             bucket: TokenBucket::load(rate, [tokens, last, paused, slow]),
             anchor: (anchor >= 0.0).then_some(anchor as AdmissionId),
@@ -68,6 +77,7 @@ impl MemoryAuthority {
             }),
             quota_until: quota,
             sent,
+            credits,
         }
     }
 
@@ -90,6 +100,7 @@ impl MemoryAuthority {
         }
         // Its requests were admitted too: numbers go on from both.
         self.sent += other.sent;
+        self.credits.absorb(&other.credits);
     }
 
     /// The allowance.
@@ -149,6 +160,11 @@ impl MemoryAuthority {
     /// Closed for the quota until this time (0: open).
     pub fn quota_until(&self) -> Millis {
         self.quota_until
+    }
+
+    /// The shared spread.
+    pub fn shared_credits(&self) -> &SharedCredits {
+        &self.credits
     }
 
     /// Whether nothing here is worth keeping but the retry budget: a full bucket that is not
@@ -235,6 +251,42 @@ impl MemoryAuthority {
     }
 }
 
+impl MemoryAuthority {
+    /// As many tokens as are there, up to `want` (one with `credits`, which it takes with
+    /// its token).
+    fn take_token(
+        &mut self,
+        now: Millis,
+        id: AdmissionId,
+        want: u32,
+        credits: Option<Spend>,
+    ) -> Answer {
+        let Some(anchor) = self.bucket.take_anchored(now) else {
+            return Answer::Wait(self.wait_ms(now));
+        };
+        if anchor {
+            self.anchor = Some(id);
+        }
+        let mut admissions = 1;
+        match credits {
+            Some(spend) => self.credits.take(now, spend),
+            None => {
+                while admissions < want && self.bucket.take(now) {
+                    admissions += 1;
+                }
+            }
+        }
+        let seq = self.sent;
+        self.sent += f64::from(admissions);
+        Answer::Admitted {
+            anchor,
+            next_ms: self.wait_ms(now),
+            admissions,
+            seq,
+        }
+    }
+}
+
 impl Transitions for MemoryAuthority {
     fn apply(&mut self, now: Millis, op: &Op) -> Answer {
         match *op {
@@ -243,6 +295,7 @@ impl Transitions for MemoryAuthority {
                 want,
                 seen,
                 account,
+                credits,
                 ..
             } => {
                 self.see(now, seen);
@@ -251,26 +304,10 @@ impl Transitions for MemoryAuthority {
                 } else if now < self.cooldown_until {
                     Answer::Wait((self.cooldown_until - now).max(1.0))
                 } else {
-                    match self.bucket.take_anchored(now) {
-                        Some(anchor) => {
-                            if anchor {
-                                self.anchor = Some(id);
-                            }
-                            let mut admissions = 1;
-                            while admissions < want && self.bucket.take(now) {
-                                admissions += 1;
-                            }
-                            let seq = self.sent;
-                            self.sent += f64::from(admissions);
-                            let next_ms = self.wait_ms(now);
-                            Answer::Admitted {
-                                anchor,
-                                next_ms,
-                                admissions,
-                                seq,
-                            }
-                        }
-                        None => Answer::Wait(self.wait_ms(now)),
+                    match credits.map_or(Credit::Go, |spend| self.credits.ask(now, spend)) {
+                        Credit::Go => self.take_token(now, id, want, credits),
+                        Credit::Read => Answer::Read,
+                        Credit::Wait(ms) => Answer::Wait(ms),
                     }
                 }
             }
@@ -313,13 +350,32 @@ impl Transitions for MemoryAuthority {
                 self.quota_until = if ms > 0.0 { now + ms } else { 0.0 };
                 Answer::QuotaSet((self.quota_until - now).max(0.0))
             }
+            Op::Read { spread, reading } => {
+                self.credits.read(now, spread, reading);
+                let (used, limit, per_ms) = self.credits.figures();
+                Answer::Credits {
+                    used,
+                    limit,
+                    per_ms,
+                }
+            }
         }
     }
 }
 
 impl Immediate for MemoryAuthority {
     /// One queue, so first come is first served already.
-    fn admit(&mut self, now: Millis, id: AdmissionId, _turn: Turn, account: bool) -> Answer {
+    fn credits(&mut self, _now: Millis) -> (f64, f64, f64) {
+        self.credits.figures()
+    }
+    fn admit(
+        &mut self,
+        now: Millis,
+        id: AdmissionId,
+        _turn: Turn,
+        account: bool,
+        credits: Option<Spend>,
+    ) -> Answer {
         self.apply(
             now,
             &Op::Admit {
@@ -328,6 +384,7 @@ impl Immediate for MemoryAuthority {
                 seen: None,
                 account,
                 head: None,
+                credits,
             },
         )
     }
@@ -375,6 +432,7 @@ mod tests {
         a.apply(
             now,
             &Op::Admit {
+                credits: None,
                 id,
                 want: 1,
                 seen: None,
@@ -419,6 +477,7 @@ mod tests {
     fn one_admission_takes_as_many_tokens_as_are_there_up_to_what_it_wants() {
         let mut a = MemoryAuthority::new(Rate::new(5.0, 2.0).unwrap(), None, 0.0);
         let many = |id, want| Op::Admit {
+            credits: None,
             id,
             want,
             seen: None,
@@ -517,6 +576,7 @@ mod tests {
     /// heard when the highest number admitted was `heard`, its request sent `age_ms` ago.
     fn told(id: AdmissionId, limit: u64, remaining: u64, heard: f64, age_ms: Millis) -> Op {
         Op::Admit {
+            credits: None,
             id,
             want: 1,
             seen: Some(Seen::Remaining(Remaining {
@@ -633,6 +693,7 @@ mod tests {
         assert_eq!(admit(&mut a, 400.0, 1), Answer::Exhausted(600.0));
         // An account call is not held by it: it takes a token as any call does.
         let account = Op::Admit {
+            credits: None,
             id: 1,
             want: 1,
             seen: None,

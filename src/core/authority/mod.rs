@@ -13,6 +13,7 @@
 //! [`MemoryAuthority`]: crate::core::authority::memory::MemoryAuthority
 //! [`ThreadAuthority`]: crate::core::authority::threads::ThreadAuthority
 
+pub mod credits;
 pub mod fair;
 pub mod memory;
 pub mod order;
@@ -20,6 +21,7 @@ pub mod store;
 pub mod table;
 pub mod threads;
 
+use crate::core::authority::credits::{Reading, Spend};
 use crate::core::authority::fair::{Shares, Turn};
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
@@ -53,6 +55,18 @@ pub enum Op {
         /// The head of the queue, for the order between the queues of several processes (see
         /// [`order`]); `None` asks out of order (the memory authority always does).
         head: Option<Head>,
+        /// The call's credits, where the gate spreads its quota (see [`credits`]): asked
+        /// after the cooldown and before the token, taken with it (one admission at a time).
+        /// A reading due is claimed instead ([`Answer::Read`]).
+        credits: Option<Spend>,
+    },
+    /// The `/usage` reading claimed by an admission answered at `now` (`None`: no usable
+    /// answer): the shared credit bucket follows it.
+    Read {
+        /// The spread's settings.
+        spread: crate::core::rules::credits::Spread,
+        /// The answer.
+        reading: Option<Reading>,
     },
     /// The response to admission `id` came back: if it paused the refill, the refill restarts.
     Resume {
@@ -186,6 +200,19 @@ pub enum Answer {
     Refused(f64),
     /// The quota closure was recorded: closed this many more milliseconds (0: open).
     QuotaSet(Millis),
+    /// The admission found a `/usage` reading due and claimed it: the asker reads now (an
+    /// account call), nobody else until its answer or its lease's end.
+    Read,
+    /// A reading was recorded: the key's credits used, its limit, and the shared bucket's
+    /// refill per millisecond.
+    Credits {
+        /// Credits used, as the bucket counts them.
+        used: f64,
+        /// The period's limit.
+        limit: f64,
+        /// The refill.
+        per_ms: f64,
+    },
 }
 
 /// The transitions every authority keeps: apply one operation at `now`, answer at once. The
@@ -201,9 +228,16 @@ pub trait Transitions {
 /// asked directly, not through a store link.
 pub trait Immediate: Transitions {
     /// May the head of the queue (its `turn`: its arrival and lane) go now (an `account` call
-    /// past a spent quota)? [`Op::Admit`], plus whatever keeps the order fair between the
-    /// queues that share the state.
-    fn admit(&mut self, now: Millis, id: AdmissionId, turn: Turn, account: bool) -> Answer;
+    /// past a spent quota; with its `credits`, where the spread is shared)? [`Op::Admit`],
+    /// plus whatever keeps the order fair between the queues that share the state.
+    fn admit(
+        &mut self,
+        now: Millis,
+        id: AdmissionId,
+        turn: Turn,
+        account: bool,
+        credits: Option<Spend>,
+    ) -> Answer;
     /// The fair order the queues sharing the state keep, as the last admission found it (none
     /// where no other queue shares it).
     fn shares(&self) -> Option<Shares> {
@@ -239,6 +273,9 @@ pub trait Immediate: Transitions {
     /// Follows a learned allowance from `now`, with the server's count of tokens when it gave
     /// one (as of the request numbered `at`, see [`Seen::Count`]).
     fn tune(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>);
+    /// The shared spread's credits used, limit and refill per millisecond as the state holds
+    /// them at `now` (zeros before a reading).
+    fn credits(&mut self, now: Millis) -> (f64, f64, f64);
     /// Credits a success's `refund` to the retry budget ([`Op::Charge`] at no cost). Where the
     /// state is shared it may ride along with the next transaction instead of costing one.
     fn credit(&mut self, now: Millis, refund: f64) {

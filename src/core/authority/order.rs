@@ -7,6 +7,7 @@
 //! The words: the fair order's, then `CLAIMS` claims of four (who, lane + 1 or 0 for the
 //! front, arrival, when it asks next), who 0 for none. More queues than that wait unordered.
 
+use super::credits::Spend;
 use super::fair::{self, Fair, Shares, Turn};
 use super::memory::MemoryAuthority;
 use super::{AdmissionId, Answer, Op, Seen, Transitions};
@@ -50,6 +51,8 @@ pub(crate) struct Ask {
     pub seen: Option<Seen>,
     /// An account call.
     pub account: bool,
+    /// The call's credits, where the gate spreads its quota.
+    pub credits: Option<Spend>,
 }
 
 /// The order's words.
@@ -121,6 +124,7 @@ impl Order<'_> {
             seen: None,
             account: ask.account,
             head: None,
+            credits: ask.credits,
         };
         let answer = authority.apply(now, &op);
         match answer {

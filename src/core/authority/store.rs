@@ -48,6 +48,7 @@ impl StoreAuthority {
                 seen,
                 account,
                 head: Some(head),
+                credits,
             } => {
                 let ask = Ask {
                     who,
@@ -60,6 +61,7 @@ impl StoreAuthority {
                     want,
                     seen,
                     account,
+                    credits,
                 };
                 let timing = order::timing(rate);
                 Order(&mut self.order)

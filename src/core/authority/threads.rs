@@ -10,6 +10,7 @@
 //! retry budget settings (the first thread's; the others must agree), the memory authority's
 //! state, then the order (the fair order's clock and lanes, and the heads' claims).
 
+use crate::core::authority::credits::Spend;
 use crate::core::authority::fair::{Shares, Turn};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::order::{self, Ask, Order};
@@ -293,12 +294,14 @@ impl Transitions for ThreadAuthority {
                 seen,
                 account,
                 head,
+                credits,
             } => Op::Admit {
                 id: self.salted(id),
                 want,
                 seen,
                 account,
                 head,
+                credits,
             },
             Op::Resume { id } => Op::Resume {
                 id: self.salted(id),
@@ -313,7 +316,14 @@ impl Immediate for ThreadAuthority {
     /// A token goes to the head that goes first among the threads' queues (see
     /// `Order::admit`); a claim not renewed within one token interval (at most
     /// `order::GRACE_MS`) of its time lapses: its thread died, or its queue emptied.
-    fn admit(&mut self, now: Millis, id: AdmissionId, turn: Turn, account: bool) -> Answer {
+    fn admit(
+        &mut self,
+        now: Millis,
+        id: AdmissionId,
+        turn: Turn,
+        account: bool,
+        credits: Option<Spend>,
+    ) -> Answer {
         let ask = Ask {
             who: f64::from(self.thread),
             turn: Turn {
@@ -324,6 +334,7 @@ impl Immediate for ThreadAuthority {
             want: 1,
             seen: None,
             account,
+            credits,
         };
         let mut shares = self.shares;
         let timing = order::timing(self.settings.rate);
@@ -352,6 +363,10 @@ impl Immediate for ThreadAuthority {
 
     fn followed(&mut self) -> Option<Rate> {
         Some(Immediate::rate(self))
+    }
+
+    fn credits(&mut self, now: Millis) -> (f64, f64, f64) {
+        self.with(now, |a, _, _| (a.shared_credits().figures(), false))
     }
 
     /// Not while the order held the token for another thread's head that came first: by `at`

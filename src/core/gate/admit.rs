@@ -3,7 +3,7 @@
 //! wake-up, for the head's token or deadline, a backoff's end, a store operation's time limit.
 
 use super::action::{End, Event, GateAction};
-use super::authority::Admission;
+use super::authority::{Admission, Needs};
 use super::call::Stage;
 use super::early::EARLY_MS;
 use super::ids::CallId;
@@ -113,9 +113,13 @@ impl Gate {
             (None, false) => self.queue.len().clamp(1, STORE_BATCH),
         };
         let learning = self.learner.is_some();
+        let needs = Needs {
+            account,
+            credits: self.credits_asked(head.call),
+        };
         let admission = self
             .authority
-            .admit(now, id, turn, want as u32, learning, account);
+            .admit(now, id, turn, want as u32, learning, needs);
         self.flush();
         match admission {
             Admission::NotYet => false,
@@ -139,7 +143,18 @@ impl Gate {
                 self.quota_closed(now, ms);
                 true
             }
-            Admission::Answered { shares, .. } => {
+            Admission::Answered {
+                answer: Answer::Read,
+                ..
+            } => {
+                self.reading_claimed(now, head.call);
+                true
+            }
+            Admission::Answered { answer, shares } => {
+                if let (Answer::Wait(ms), Some(_)) = (answer, needs.credits) {
+                    // The credits (or the token) come then: look again then, not sooner.
+                    self.credit_at = now + ms;
+                }
                 self.queue.follow(shares.as_ref());
                 false
             }

@@ -6,6 +6,7 @@ use super::action::OpId;
 use super::early::EARLY_MS;
 use super::ids::CallId;
 use super::store_link::StoreLink;
+use crate::core::authority::credits::Spend;
 use crate::core::authority::fair::{Shares, Turn};
 use crate::core::authority::{AdmissionId, Answer, Immediate, Op, Remaining};
 use crate::core::rules::allowance::Rate;
@@ -33,6 +34,16 @@ pub(crate) enum Admission {
     NotYet,
 }
 
+/// What the head of the queue asks for besides a token: whether it is an account call (which a
+/// spent quota does not hold), and its credits where the spread is shared.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Needs {
+    /// An account call.
+    pub(crate) account: bool,
+    /// The call's credits.
+    pub(crate) credits: Option<Spend>,
+}
+
 /// The cooldown, the refill and the retry budget as the figures show them.
 pub(crate) struct Held {
     /// No admission before this time (0 when never held).
@@ -50,7 +61,8 @@ pub(crate) struct Held {
 /// questions and never which one it holds; what only a store has (answers coming back,
 /// operations' time limits) it reaches through [`link`](Authority::link).
 pub(crate) trait Authority {
-    /// May the head of the queue go now (its `turn`, an `account` call past a spent quota)?
+    /// May the head of the queue go now (its `turn`, what it `needs`: an account call past a
+    /// spent quota, its credits where the spread is shared)?
     /// `id` numbers the admission; `want` is how many of the queue one round trip to a store
     /// may admit. A `learning` gate restarts a refill its admission paused at once: a
     /// learned pace already runs behind the server's refill.
@@ -61,7 +73,7 @@ pub(crate) trait Authority {
         turn: Turn,
         want: u32,
         learning: bool,
-        account: bool,
+        needs: Needs,
     ) -> Admission;
     /// When the caller with `ahead` others in front of it could be admitted, as far as this
     /// process knows.
@@ -119,6 +131,11 @@ pub(crate) trait Authority {
     fn store_counts(&self) -> Option<(u64, u64, bool)> {
         None
     }
+    /// The shared spread's credits used, limit and refill per millisecond, where the state is
+    /// in this process (a store's are known from this process's readings only).
+    fn credits(&mut self, _now: Millis) -> Option<(f64, f64, f64)> {
+        None
+    }
     /// The link to a store, for what only a store has.
     fn link(&mut self) -> Option<&mut StoreLink> {
         None
@@ -133,13 +150,13 @@ impl<T: Immediate> Authority for T {
         turn: Turn,
         _want: u32,
         learning: bool,
-        account: bool,
+        Needs { account, credits }: Needs,
     ) -> Admission {
-        let mut answer = Immediate::admit(self, now, id, turn, account);
+        let mut answer = Immediate::admit(self, now, id, turn, account, credits);
         // A token due within a timer's tolerance is taken now.
         if let Answer::Wait(ms) = answer {
             if ms <= EARLY_MS {
-                answer = Immediate::admit(self, now + ms, id, turn, account);
+                answer = Immediate::admit(self, now + ms, id, turn, account, credits);
             }
         }
         let shares = self.shares();
@@ -212,5 +229,8 @@ impl<T: Immediate> Authority for T {
     }
     fn idle(&mut self, now: Millis) -> bool {
         Immediate::idle(self, now)
+    }
+    fn credits(&mut self, now: Millis) -> Option<(f64, f64, f64)> {
+        Some(Immediate::credits(self, now))
     }
 }

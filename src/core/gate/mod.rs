@@ -94,6 +94,13 @@ pub struct Gate {
     /// reading out.
     spending: Option<Spending>,
     reading: Option<CallId>,
+    /// The spread is the shared state's (the store's or the threads' slot: its credit bucket
+    /// beside the allowance, one reader at a time): the gate asks for credits with each
+    /// admission and decides nothing.
+    shares_credits: bool,
+    /// When the threads' slot said the head's credits come: its wake-up (a store's answer
+    /// sets the link's own).
+    credit_at: Millis,
     /// Bare 429s whose bodies said nothing: the learner hears them once the bare 429s in a
     /// row turn out to be the rate's (a spent quota's say nothing of the rate).
     untold: Vec<Sample>,
@@ -204,6 +211,8 @@ impl Gate {
             awaiting_probe: Vec::new(),
             spending: None,
             reading: None,
+            shares_credits: false,
+            credit_at: f64::NEG_INFINITY,
             untold: Vec::new(),
             recalling_until: f64::NEG_INFINITY,
             figures: Figures::default(),

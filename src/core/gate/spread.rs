@@ -4,6 +4,12 @@
 //! for the first reading only; if it has no usable answer they go on unpaced. A lane with
 //! `reserve: true` takes from the reserve what the spread has not, and goes before a head that
 //! waits for credit.
+//!
+//! With a store or worker threads the spread is the fleet's, or the process's: the credit
+//! bucket lives beside the allowance (`authority/credits.rs`, `gate.lua`, the threads' slot),
+//! each admission asks for its call's credits with its token, the admission that finds a
+//! reading due claims it (this gate then reads, and tells the answer), and the gate decides
+//! nothing of credit itself.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -14,6 +20,8 @@ use super::ids::CallId;
 use super::probe::PROBE_BUDGET_MS;
 use super::queue::Place;
 use super::Gate;
+use crate::core::authority::credits::{Reading, Spend};
+use crate::core::authority::Op;
 use crate::core::rules::allowance::ConfigError;
 use crate::core::rules::batch::Batch;
 use crate::core::rules::credits::{Costs, Spread};
@@ -33,17 +41,35 @@ pub(super) enum Credit {
 
 impl Gate {
     /// Paces the gate's calls to its key's billing period with `spread` (checked here), their
-    /// costs in credits as `costs` says. One process's for now: refused for a gate whose
-    /// state the process's threads or a store share.
+    /// costs in credits as `costs` says: in this gate, or in the state its threads or a store
+    /// share.
     pub fn spreading(mut self, spread: Spread, costs: Costs) -> Result<Gate, ConfigError> {
-        if self.threads || self.authority.link().is_some() {
-            return Err(ConfigError::Unsupported {
-                field: "quota.spread",
-                with: "is for one process for now: not with `threads` or `store`",
-            });
-        }
+        self.shares_credits = self.threads || self.authority.link().is_some();
         self.spending = Some(Spending::new(spread.validate()?, costs));
         Ok(self)
+    }
+
+    /// The credits `call` asks the shared spread for with its token (none: the gate keeps no
+    /// shared spread, or the call spends no credit).
+    pub(super) fn credits_asked(&self, call: CallId) -> Option<Spend> {
+        let (Some(c), Some(spending)) = (self.calls.get(call), &self.spending) else {
+            return None;
+        };
+        if !self.shares_credits || c.probe || c.spec.account {
+            return None;
+        }
+        Some(Spend {
+            cost: spending.cost(c.spec.route.as_deref()),
+            reserve: c.spec.lane.reserve,
+            spread: spending.spread(),
+        })
+    }
+
+    /// The shared spread answered that `origin`'s admission claimed the reading due.
+    pub(super) fn reading_claimed(&mut self, now: Millis, origin: CallId) {
+        if self.reading.is_none() {
+            self.start_reading(now, origin);
+        }
     }
 
     /// The spread's figures, when the gate spreads.
@@ -52,7 +78,16 @@ impl Gate {
             Some(_) => self.queue.len(),
             None => 0,
         };
-        Some(self.spending.as_ref()?.figures(now, waiting))
+        let mut figures = self.spending.as_ref()?.figures(now, waiting);
+        // Shared in this process (threads), the figures are the shared bucket's.
+        if let Some((used, limit, per_ms)) = self.authority.credits(now) {
+            if self.shares_credits && limit > 0.0 {
+                figures.used = used;
+                figures.limit = limit;
+                figures.per_hour = per_ms * 3_600_000.0;
+            }
+        }
+        Some(figures)
     }
 
     /// The settings it spreads with, when it does.
@@ -66,7 +101,7 @@ impl Gate {
         let (Some(c), Some(spending)) = (self.calls.get(head), &mut self.spending) else {
             return Credit::Go;
         };
-        if c.probe || c.spec.account {
+        if c.probe || c.spec.account || self.shares_credits {
             return Credit::Go;
         }
         if self.reading.is_none() && spending.reading_due(now) {
@@ -85,7 +120,7 @@ impl Gate {
     pub(super) fn next_up(&mut self, now: Millis) -> Option<Place> {
         let calls = &self.calls;
         let head = self.queue.front(|p| Gate::live(calls, p))?;
-        if self.spending.is_none() || self.credit_ready(now, head.call) {
+        if self.spending.is_none() || self.shares_credits || self.credit_ready(now, head.call) {
             return Some(head);
         }
         let calls = &self.calls;
@@ -99,6 +134,11 @@ impl Gate {
     /// wait for credit): when its credits come, or when the next reading is due, whichever is
     /// first; infinite while the reading it waits for is out.
     pub(super) fn credit_wait(&mut self, now: Millis) -> Option<Millis> {
+        if self.shares_credits {
+            let head = self.next_up(now)?;
+            self.credits_asked(head.call)?;
+            return (self.credit_at > now).then_some(self.credit_at);
+        }
         let head = self.next_up(now)?;
         let c = self.calls.get(head.call)?;
         let spending = self.spending.as_mut()?;
@@ -117,7 +157,12 @@ impl Gate {
     }
 
     /// Whether `call` has its credits at `now` (it spends none, or the gate does not spread).
+    /// Where the spread is shared only the shared state knows: a call that asks it for credits
+    /// is not known to have them.
     pub(super) fn credit_ready(&mut self, now: Millis, call: CallId) -> bool {
+        if self.shares_credits {
+            return self.credits_asked(call).is_none();
+        }
         let (Some(c), Some(spending)) = (self.calls.get(call), &mut self.spending) else {
             return true;
         };
@@ -135,7 +180,7 @@ impl Gate {
         let (Some(c), Some(spending)) = (self.calls.get(call), &mut self.spending) else {
             return Millis::NEG_INFINITY;
         };
-        if c.probe || c.spec.account {
+        if c.probe || c.spec.account || self.shares_credits {
             return Millis::NEG_INFINITY;
         }
         spending.predict(now, ahead, c.spec.route.as_deref(), c.spec.lane.reserve)
@@ -143,13 +188,17 @@ impl Gate {
 
     /// Whether a new call of `route` at `now` would wait for credit: the spread has not its
     /// credits before those of the calls already in queue. Before the first reading nothing
-    /// is known, and nothing is said to wait.
+    /// is known, and nothing is said to wait. Where the threads share the spread, only what
+    /// their slot last told the head is known: a head told to wait means a new call would.
     pub(super) fn waits_for_credit(
         &mut self,
         now: Millis,
         route: Option<&str>,
         reserve: bool,
     ) -> bool {
+        if self.shares_credits {
+            return self.spending.is_some() && self.credit_at > now;
+        }
         let ahead = self.queue.len();
         (self.spending.as_mut()).is_some_and(|s| s.predict(now, ahead, route, reserve) > now)
     }
@@ -159,6 +208,10 @@ impl Gate {
         let (Some(c), Some(spending)) = (self.calls.get(call), &mut self.spending) else {
             return;
         };
+        if self.shares_credits {
+            // The store took the credits with the token.
+            return;
+        }
         if self.reading == Some(call) {
             spending.sent();
         } else if !(c.probe || c.spec.account) {
@@ -197,8 +250,22 @@ impl Gate {
             return;
         }
         self.reading = None;
-        if let Some(spending) = &mut self.spending {
-            spending.read(now, usage);
+        let Some(spending) = &mut self.spending else {
+            return;
+        };
+        // This gate's view of the key, for its figures (with a store, as of its own readings).
+        spending.read(now, usage);
+        if self.shares_credits {
+            let spread = spending.spread();
+            let reading = usage.and_then(|u| {
+                Some(Reading {
+                    used: u.used,
+                    limit: u.limit,
+                    end_ms: u.period_end? - now,
+                })
+            });
+            self.authority.tell(now, Op::Read { spread, reading });
+            self.flush();
         }
     }
 }

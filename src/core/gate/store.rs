@@ -123,6 +123,13 @@ impl Gate {
                     };
             }
             Answer::Exhausted(ms) => self.quota_closed(now, ms),
+            // This admission claimed the fleet's `/usage` reading: the head's gate reads.
+            Answer::Read => {
+                let calls = &self.calls;
+                if let Some(head) = self.queue.front(|p| Gate::live(calls, p)) {
+                    self.reading_claimed(now, head.call);
+                }
+            }
             _ => {}
         }
     }

@@ -134,10 +134,8 @@ pub enum Refused {
     Mismatch(Mismatch),
     /// The wrapper is gone (its last holder was dropped).
     Gone,
-    /// The gate cannot be made as the wrapper asks (what [`Profile::check`] refuses when the
-    /// wrapper is made).
-    ///
-    /// [`Profile::check`]: super::profile::Profile::check
+    /// The gate cannot be made as the wrapper asks (a setting the gate refuses, as
+    /// `Gate::spreading` refuses a spread out of range).
     Config(ConfigError),
 }
 

@@ -99,19 +99,6 @@ pub fn limits(
 }
 
 impl Profile {
-    /// Whether what it asks for goes together, checked when the wrapper is made: the spread
-    /// is one thread's for now (with `threads: true`, the default, and with a store, the
-    /// gate's state is shared, and the spread is not yet).
-    pub fn check(&self) -> Result<(), ConfigError> {
-        if self.spread.is_some() && self.keeping != (Keeping::Memory { threads: false }) {
-            return Err(ConfigError::Unsupported {
-                field: "quota.spread",
-                with: "is for one thread for now: set `threads: false`, and no `store`",
-            });
-        }
-        Ok(())
-    }
-
     /// Whether the wrapper learns its allowance (and so tells limiters apart by route).
     pub fn learns(&self) -> bool {
         matches!(self.allowance, Allowance::Learned(_))
@@ -201,26 +188,10 @@ mod tests {
     }
 
     #[test]
-    fn the_spread_is_for_one_thread_for_now() {
+    fn lanes_inherit_the_spread() {
         let mut profile = retrying();
         profile.spread = Some((Spread::DEFAULT, Costs::default()));
-        for keeping in [Keeping::Store(3), Keeping::Memory { threads: true }] {
-            profile.keeping = keeping;
-            let refused = profile.check().unwrap_err().to_string();
-            assert!(
-                refused.starts_with("`quota.spread` is for one thread"),
-                "{refused}"
-            );
-        }
-        profile.keeping = Keeping::Memory { threads: false };
-        assert_eq!(profile.check(), Ok(()));
-        assert!(
-            profile.lane(LaneAsks::default()).spread.is_some(),
-            "lanes inherit it"
-        );
-        profile.spread = None;
-        profile.keeping = Keeping::Store(3);
-        assert_eq!(profile.check(), Ok(()));
+        assert!(profile.lane(LaneAsks::default()).spread.is_some());
     }
 
     #[test]

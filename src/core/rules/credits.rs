@@ -18,6 +18,10 @@ const SLACK: f64 = 1e-9;
 /// The most of the credits left for the period the bucket ever holds.
 const MOST_OF_LEFT: f64 = 0.05;
 
+/// A period end later than the bucket's by more than this is a new period: readings of the
+/// same end made on clocks a few milliseconds apart (processes, a store) are one period.
+const NEW_PERIOD_MS: Millis = 1_000.0;
+
 /// The settings of the spread, read as `quota`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(
@@ -150,6 +154,56 @@ impl CreditBucket {
         Some(bucket)
     }
 
+    /// Numbers [`save`](Self::save) writes.
+    pub const WORDS: usize = 15;
+
+    /// The bucket as numbers, its settings first, for a slot shared by threads.
+    pub fn save(&self) -> [f64; Self::WORDS] {
+        let s = self.spread;
+        [
+            s.reserve,
+            s.burst_ms,
+            s.refresh_ms,
+            self.limit,
+            self.period_end,
+            self.rate,
+            self.others,
+            self.tokens,
+            self.last,
+            self.used,
+            self.reserve_used,
+            self.taken_since_sent,
+            self.read_at,
+            self.read_used,
+            self.pace,
+        ]
+    }
+
+    /// The bucket [`save`](Self::save) wrote.
+    pub fn load(words: [f64; Self::WORDS]) -> CreditBucket {
+        let [reserve, burst_ms, refresh_ms, limit, period_end, rate, others, tokens, last, used, reserve_used, taken_since_sent, read_at, read_used, pace] =
+            words;
+        CreditBucket {
+            spread: Spread {
+                reserve,
+                burst_ms,
+                refresh_ms,
+            },
+            limit,
+            period_end,
+            rate,
+            others,
+            tokens,
+            last,
+            used,
+            reserve_used,
+            taken_since_sent,
+            read_at,
+            read_used,
+            pace,
+        }
+    }
+
     /// A reading is being sent: what is taken from now on is not in its `used`.
     pub fn sent(&mut self) {
         self.taken_since_sent = 0.0;
@@ -161,16 +215,32 @@ impl CreditBucket {
     /// they learned, or as taken when more: a user that counts no calls has only that). A new
     /// period (a later end) starts over.
     pub fn read(&mut self, now: Millis, usage: Usage, costs: &mut Costs) {
+        self.correct(now, usage, |delta| costs.learn(delta));
+    }
+
+    /// A reading came at `now`, to a bucket every caller of the key takes from (an
+    /// authority's, shared by threads or a fleet): what it took since the last reading is the
+    /// callers' own spending, the rest others'. Costs are not learned here.
+    pub fn read_shared(&mut self, now: Millis, usage: Usage) {
+        self.correct(now, usage, |_| 0.0);
+    }
+
+    /// [`read`](Self::read)'s rule; `ours` says what the callers' calls cost of a delta by
+    /// what is learned (`None`: a period's turn; at least what was taken counts).
+    fn correct(&mut self, now: Millis, usage: Usage, ours: impl FnOnce(Option<f64>) -> f64) {
         let used = usage.used + self.taken_since_sent;
-        if usage.period_end.is_some_and(|end| end > self.period_end) {
-            costs.learn(None);
+        if usage
+            .period_end
+            .is_some_and(|end| end > self.period_end + NEW_PERIOD_MS)
+        {
+            ours(None);
             if let Some(fresh) = CreditBucket::start(self.spread, now, Usage { used, ..usage }) {
                 *self = fresh;
             }
             return;
         }
         let delta = used - self.read_used;
-        let ours = costs.learn(Some(delta)).max(self.used - self.read_used);
+        let ours = ours(Some(delta)).max(self.used - self.read_used);
         self.refill(now);
         let seen = now - self.read_at;
         if seen > 0.0 {
@@ -246,6 +316,11 @@ impl CreditBucket {
     /// share is the reserve.
     fn reserve_holds(&self, cost: f64) -> bool {
         self.used + cost <= self.limit + SLACK
+    }
+
+    /// When the last reading came.
+    pub fn read_at(&self) -> Millis {
+        self.read_at
     }
 
     /// The server's `used` as this process knows it.

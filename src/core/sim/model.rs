@@ -437,6 +437,7 @@ impl ArticleGate {
             seen: None,
             account: false,
             head: None,
+            credits: None,
         };
         match self.authority.apply(now, &admit) {
             Answer::Admitted { .. } => {

@@ -7,7 +7,7 @@ use super::{OnFailure, Purpose, StoreLink};
 use crate::core::authority::fair::Turn;
 use crate::core::authority::{AdmissionId, Head, Op, Remaining, Seen, Transitions};
 use crate::core::gate::action::OpId;
-use crate::core::gate::authority::{Admission, Authority, Held};
+use crate::core::gate::authority::{Admission, Authority, Held, Needs};
 use crate::core::gate::ids::CallId;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
@@ -25,7 +25,7 @@ impl Authority for StoreLink {
         turn: Turn,
         want: u32,
         learning: bool,
-        account: bool,
+        Needs { account, credits }: Needs,
     ) -> Admission {
         if self.alone() {
             if self.ping_due(now) {
@@ -36,7 +36,12 @@ impl Authority for StoreLink {
                 self.send(now, Purpose::Tell, ping);
             }
             let fallback = &mut self.fallback;
-            return Authority::admit(fallback, now, id, turn, want, learning, account);
+            // Alone, the spread is not kept: the fail-safe's share of the allowance paces.
+            let needs = Needs {
+                account,
+                credits: None,
+            };
+            return Authority::admit(fallback, now, id, turn, want, learning, needs);
         }
         if self.admitting || now < self.ready_at {
             return Admission::NotYet;
@@ -52,6 +57,7 @@ impl Authority for StoreLink {
                 lane: turn.lane,
                 waiting: turn.waiting,
             }),
+            credits,
         };
         self.send(now, Purpose::Admit(id), op);
         self.asked_with = self.rate;

@@ -1,0 +1,175 @@
+//! The spread's state where an authority shares it (#37): one [`CreditBucket`] per key for
+//! every thread or process that admits its calls, and when its next `/usage` reading is due.
+//! An admission asks for its call's credits with its token ([`Op::Admit`]'s `credits`); the
+//! first to find a reading due claims it, so exactly one reads; its answer corrects the bucket
+//! for everyone ([`Op::Read`]). `gate.lua` encodes the same rule for Redis.
+//!
+//! [`Op::Admit`]: super::Op::Admit
+//! [`Op::Read`]: super::Op::Read
+
+use crate::core::rules::credits::{CreditBucket, Spread};
+use crate::core::rules::quota::Usage;
+use crate::core::Millis;
+
+/// The longest a claimed reading holds off other readers: as long as the reading may take (the
+/// probe's budget), and never more than a refresh. Its answer moves the next reading a refresh
+/// on; a reader that died, or a claim whose answer was lost (a store operation out of time),
+/// frees it at the lease's end.
+pub const LEASE_MS: Millis = 30_000.0;
+
+/// How soon a call waiting for the key's first reading, claimed by another, asks again.
+pub const FIRST_READ_RECHECK_MS: Millis = 100.0;
+
+/// A call's credits, asked with its admission.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spend {
+    /// What the call costs.
+    pub cost: f64,
+    /// It draws on the reserve when the spread has not its credits (`lane({ reserve: true })`).
+    pub reserve: bool,
+    /// The spread's settings (the gate's: the state keeps none).
+    pub spread: Spread,
+}
+
+/// A `/usage` reading's answer as its reader tells it: the end of the period as milliseconds
+/// from the reader's now, so no process compares its clock with another's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reading {
+    /// `api_credits_used`.
+    pub used: f64,
+    /// `api_credits_limit`.
+    pub limit: f64,
+    /// Milliseconds until the period ends.
+    pub end_ms: Millis,
+}
+
+/// What an admission's credits say.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Credit {
+    /// The call has them.
+    Go,
+    /// A reading is due and the asker has claimed it: it reads before anyone is paced.
+    Read,
+    /// Not yet: ask again in this many milliseconds (at least 1).
+    Wait(Millis),
+}
+
+/// The shared spread: the bucket once a reading made one, and the readings' schedule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SharedCredits {
+    bucket: Option<CreditBucket>,
+    /// A reading has answered, usefully or not: calls no longer wait for the first.
+    read: bool,
+    /// No reading is claimed before this.
+    next_reading: Millis,
+}
+
+impl Default for SharedCredits {
+    fn default() -> Self {
+        SharedCredits {
+            bucket: None,
+            read: false,
+            next_reading: Millis::NEG_INFINITY,
+        }
+    }
+}
+
+impl SharedCredits {
+    /// Numbers [`save`](Self::save) writes.
+    pub const WORDS: usize = 3 + CreditBucket::WORDS;
+
+    /// The state as numbers, for a slot shared by threads: whether a reading answered, the
+    /// next reading's time (minus infinity: due), whether there is a bucket, and its numbers.
+    pub fn save(&self) -> [f64; Self::WORDS] {
+        let mut words = [0.0; Self::WORDS];
+        words[0] = f64::from(u8::from(self.read));
+        words[1] = self.next_reading;
+        if let Some(bucket) = &self.bucket {
+            words[2] = 1.0;
+            words[3..].copy_from_slice(&bucket.save());
+        }
+        words
+    }
+
+    /// The state [`save`](Self::save) wrote (all zeros: a reading due at any time from 0).
+    pub fn load(words: [f64; Self::WORDS]) -> SharedCredits {
+        let mut bucket = [0.0; CreditBucket::WORDS];
+        bucket.copy_from_slice(&words[3..]);
+        SharedCredits {
+            bucket: (words[2] == 1.0).then(|| CreditBucket::load(bucket)),
+            read: words[0] == 1.0,
+            next_reading: words[1],
+        }
+    }
+
+    /// Takes in another thread's state kept apart for a while: the bucket that was read
+    /// last, and the later of the next readings.
+    pub fn absorb(&mut self, other: &SharedCredits) {
+        let read_at = |c: &SharedCredits| c.bucket.map_or(Millis::NEG_INFINITY, |b| b.read_at());
+        if read_at(other) > read_at(self) {
+            self.bucket = other.bucket;
+        }
+        self.read |= other.read;
+        self.next_reading = self.next_reading.max(other.next_reading);
+    }
+
+    /// Whether a call costing `spend` may go at `now`: a reading due is claimed first (the
+    /// asker reads; what is taken from now on is not in its answer); before the first answer
+    /// calls wait for it; with no bucket after it, they go unpaced.
+    pub fn ask(&mut self, now: Millis, spend: Spend) -> Credit {
+        if now >= self.next_reading {
+            self.next_reading = now + LEASE_MS.min(spend.spread.refresh_ms);
+            if let Some(bucket) = &mut self.bucket {
+                bucket.sent();
+            }
+            return Credit::Read;
+        }
+        let ready = match (&mut self.bucket, self.read) {
+            (Some(bucket), _) if spend.reserve => bucket.ready_reserved(now, spend.cost),
+            (Some(bucket), _) => bucket.ready(now, spend.cost),
+            (None, false) => Err(now + FIRST_READ_RECHECK_MS),
+            (None, true) => Ok(()),
+        };
+        match ready {
+            Ok(()) => Credit::Go,
+            Err(at) => Credit::Wait((at.min(self.next_reading) - now).max(1.0)),
+        }
+    }
+
+    /// The call [`ask`](Self::ask) let go at this same `now` takes its credits.
+    pub fn take(&mut self, now: Millis, spend: Spend) {
+        if let Some(bucket) = &mut self.bucket {
+            // Asked at this same `now`, it has them.
+            let _ = match spend.reserve {
+                true => bucket.take_reserved(now, spend.cost),
+                false => bucket.take(now, spend.cost),
+            };
+        }
+    }
+
+    /// The claimed reading's answer at `now` (`None`: no usable answer): the first usable one
+    /// makes the bucket, later ones correct it; the next reading is due a refresh later.
+    pub fn read(&mut self, now: Millis, spread: Spread, reading: Option<Reading>) {
+        self.read = true;
+        self.next_reading = now + spread.refresh_ms;
+        let Some(r) = reading else {
+            return;
+        };
+        let usage = Usage {
+            used: r.used,
+            limit: r.limit,
+            period_end: Some(now + r.end_ms),
+        };
+        match &mut self.bucket {
+            Some(bucket) => bucket.read_shared(now, usage),
+            None => self.bucket = CreditBucket::start(spread, now, usage),
+        }
+    }
+
+    /// The key's `used`, limit and refill per millisecond as the bucket knows them (zeros
+    /// before a reading made one).
+    pub fn figures(&self) -> (f64, f64, f64) {
+        self.bucket
+            .map_or((0.0, 0.0, 0.0), |b| (b.used(), b.limit(), b.per_ms()))
+    }
+}
