@@ -68,12 +68,15 @@ struct Entry<T> {
     value: Option<T>,
 }
 
-/// Values by `Id`, with slots reused.
+/// Values by `Id`, with slots reused. Emptied, it lets its slots go (an idle gate holds no
+/// call's room), and numbers its next slots from above every generation it gave out.
 #[derive(Debug, Clone)]
 pub struct Slab<T> {
     entries: Segments<Entry<T>>,
     free: Vec<u32>,
     len: usize,
+    /// The generation a new slot starts at.
+    floor: u32,
 }
 
 impl<T> Default for Slab<T> {
@@ -82,6 +85,7 @@ impl<T> Default for Slab<T> {
             entries: Segments::default(),
             free: Vec::new(),
             len: 0,
+            floor: 0,
         }
     }
 }
@@ -106,13 +110,13 @@ impl<T> Slab<T> {
             }
             None => {
                 self.entries.push(Entry {
-                    generation: 0,
+                    generation: self.floor,
                     value: Some(value),
                 });
                 (self.entries.len() - 1) as u32
             }
         };
-        u64::from(slot)
+        u64::from(self.floor) << 32 | u64::from(slot)
     }
 
     /// The value numbered `id`, if it is still here.
@@ -144,6 +148,12 @@ impl<T> Slab<T> {
         let value = entry.value.take()?;
         self.free.push(slot as u32);
         self.len -= 1;
+        if self.len == 0 {
+            let newest = self.entries.iter().map(|e| e.generation).max();
+            self.floor = newest.map_or(self.floor, |g| g.wrapping_add(1));
+            self.entries = Segments::default();
+            self.free = Vec::new();
+        }
         Some(value)
     }
 
@@ -272,5 +282,26 @@ mod tests {
         assert_eq!(mirror.iter().collect::<Vec<_>>(), [(b, &2)]);
         assert_eq!(mirror.remove(a), None);
         assert_eq!(mirror.remove(b), Some(2));
+    }
+
+    #[test]
+    fn an_emptied_slab_lets_its_slots_go_and_never_gives_an_old_number_again() {
+        let mut slab = Slab::default();
+        let old: Vec<Id> = (0..3).map(|i| slab.insert(i)).collect();
+        slab.remove(old[0]);
+        let again = slab.insert(9);
+        for id in [old[1], old[2], again] {
+            slab.remove(id);
+        }
+        assert_eq!(slab.entries.segments.len(), 0, "no room kept");
+        let new: Vec<Id> = (0..3).map(|i| slab.insert(i)).collect();
+        for id in old.iter().chain([&again]) {
+            assert!(!new.contains(id), "{id} given again");
+            assert_eq!(slab.get(*id), None);
+        }
+        assert_eq!(
+            new.iter().map(|&id| slab.get(id)).collect::<Vec<_>>(),
+            [Some(&0), Some(&1), Some(&2)]
+        );
     }
 }
