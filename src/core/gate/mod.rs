@@ -92,7 +92,7 @@ pub struct Gate {
     awaiting_probe: Vec<CallId>,
     /// The spread, when the gate paces its key's credits (see `spread.rs`), and its `/usage`
     /// reading out.
-    spending: Option<Spending>,
+    spending: Option<Box<Spending>>,
     reading: Option<CallId>,
     /// Bare 429s whose bodies said nothing: the learner hears them once the bare 429s in a
     /// row turn out to be the rate's (a spent quota's say nothing of the rate).
@@ -105,7 +105,7 @@ pub struct Gate {
     /// Made for wrappers that share it with the process's threads.
     threads: bool,
     /// Learns the allowance from the responses, when nobody configured it.
-    learner: Option<Learner>,
+    learner: Option<Box<Learner>>,
     /// Attempts admitted whose outcome has not come back.
     sending: usize,
     /// Their requests' numbers, in order, and when each went.

@@ -42,7 +42,7 @@ impl Gate {
                 with: "is for one process for now: not with `threads` or `store`",
             });
         }
-        self.spending = Some(Spending::new(spread.validate()?, costs));
+        self.spending = Some(Box::new(Spending::new(spread.validate()?, costs)));
         Ok(self)
     }
 
@@ -57,7 +57,7 @@ impl Gate {
 
     /// The settings it spreads with, when it does.
     pub fn spread(&self) -> Option<Spread> {
-        self.spending.as_ref().map(Spending::spread)
+        self.spending.as_deref().map(Spending::spread)
     }
 
     /// Whether `head` may go as far as credit goes, starting a reading when one is due (with

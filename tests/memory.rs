@@ -1,0 +1,102 @@
+//! The memory a live idle gate holds (issue #38: "memory grows with calls waiting, not with
+//! keys"), counted by a global allocator: many keys each make one call, answered, and the
+//! bytes still allocated are divided among their gates.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+use odds_gate::core::gates::action::Action;
+use odds_gate::core::gates::profile::{Keeping, Profile, Request};
+use odds_gate::core::gates::Gates;
+use odds_gate::core::parse::feedback::Feedback;
+use odds_gate::core::rules::allowance::{Allowance, Rate};
+use odds_gate::core::rules::classify::Body;
+use odds_gate::core::rules::policy::RetryPolicy;
+use odds_gate::core::sim::home::SimHome;
+
+/// The system's allocator, counting the bytes it holds.
+struct Counting;
+
+static HELD: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        HELD.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        HELD.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
+        HELD.fetch_add(size as isize - layout.size() as isize, Ordering::Relaxed);
+        System.realloc(ptr, layout, size)
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+const KEYS: usize = 2_000;
+
+/// The bytes each of `KEYS` idle gates of a wrapper with `allowance` holds, after one call
+/// each was answered 200 (the default `createFetch()`'s other settings).
+fn bytes_per_gate(allowance: Allowance) -> isize {
+    let mut gates = Gates::new(Box::new(SimHome::alone(1)));
+    let wrapper = gates.wrapper(Profile {
+        allowance,
+        budget: None,
+        keeping: Keeping::Memory { threads: false },
+        policy: Some(Rc::new(RetryPolicy::default())),
+        max_wait_ms: None,
+        max_waiting: None,
+        reports_wait: false,
+        typed_errors: false,
+        spread: None,
+    });
+    let keys: Vec<String> = (0..KEYS).map(|k| format!("key-{k}")).collect();
+    // One key first, so what every wrapper makes once is not counted.
+    call(&mut gates, wrapper, "warm-up");
+    let before = HELD.load(Ordering::Relaxed);
+    for key in &keys {
+        call(&mut gates, wrapper, key);
+    }
+    let held = HELD.load(Ordering::Relaxed) - before;
+    assert_eq!(gates.len(), KEYS + 1, "every gate still live");
+    held / KEYS as isize
+}
+
+/// A GET with `key`, sent, answered 200 and its body disposed of, all at time 0.
+fn call(gates: &mut Gates, wrapper: odds_gate::core::gates::ids::WrapperId, key: &str) {
+    let request = Request {
+        api_key: Some(key),
+        authorization: None,
+        idempotency_key: false,
+        method: "GET",
+        body: Body::None,
+        url: "http://api/v4/sports/x/odds",
+        batch: None,
+    };
+    gates.start(0.0, wrapper, &request).expect("started");
+    while let Some(action) = gates.poll_action(0.0) {
+        match action {
+            Action::Send { call, .. } => gates.responded_with(0.0, call, 200, Feedback::default()),
+            Action::Dispose { call, .. } => gates.disposed(0.0, call, None),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn an_idle_gate_keeps_no_room_for_the_calls_it_had() {
+    let fixed = bytes_per_gate(Allowance::Fixed(Rate::new(10.0, 1.0).unwrap()));
+    let learning = bytes_per_gate(Allowance::Learned(None));
+    eprintln!("bytes per idle gate: fixed rate {fixed}, learning {learning}");
+    // Measured 64-bit: 3,191 and 3,743 (6,704 and 6,920 while an emptied gate kept its calls'
+    // first 8 slots, 2,816 bytes, and held a learner and a spread inline, used or not). Issue
+    // #38 asks for a few hundred: not yet.
+    assert!(fixed < 3_500, "fixed rate: {fixed} bytes a gate");
+    assert!(learning < 4_100, "learning: {learning} bytes a gate");
+}
