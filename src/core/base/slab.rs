@@ -174,16 +174,19 @@ impl<T> Slab<T> {
 }
 
 /// Values kept under the numbers another [`Slab`] gave out (the driver's side of the gate's
-/// calls): the same slots, so no hashing.
+/// calls): the same slots, so no hashing. Emptied, it lets its slots go, as the slab does.
 #[derive(Debug, Clone)]
 pub struct Mirror<T> {
     entries: Segments<Option<(Id, T)>>,
+    /// Slots holding a value.
+    len: usize,
 }
 
 impl<T> Default for Mirror<T> {
     fn default() -> Self {
         Mirror {
             entries: Segments::default(),
+            len: 0,
         }
     }
 }
@@ -196,6 +199,7 @@ impl<T> Mirror<T> {
             self.entries.push(None);
         }
         if let Some(entry) = self.entries.get_mut(slot) {
+            self.len += usize::from(entry.is_none());
             *entry = Some((id, value));
         }
     }
@@ -227,10 +231,15 @@ impl<T> Mirror<T> {
     /// Takes the value under `id` out.
     pub fn remove(&mut self, id: Id) -> Option<T> {
         let entry = self.entries.get_mut(split(id).0)?;
-        match entry {
+        let value = match entry {
             Some((kept, _)) if *kept == id => entry.take().map(|(_, value)| value),
             _ => None,
+        }?;
+        self.len -= 1;
+        if self.len == 0 {
+            self.entries = Segments::default();
         }
+        Some(value)
     }
 }
 

@@ -653,6 +653,22 @@ impl Gate {
         }
         self.authority.idle(now)
     }
+
+    /// Gives back the room its calls used, once it has none (a gate kept idle holds its
+    /// state, not space for calls: memory grows with calls waiting, not with keys).
+    pub(crate) fn compact(&mut self) {
+        if !self.calls.is_empty() {
+            return;
+        }
+        self.queue.shrink();
+        self.sleepers.shrink();
+        self.deadlines.shrink();
+        self.scouts.shrink_to_fit();
+        self.actions.shrink_to_fit();
+        self.awaiting_probe.shrink_to_fit();
+        self.untold.shrink_to_fit();
+        self.out.shrink_to_fit();
+    }
 }
 
 impl End {

@@ -56,6 +56,7 @@ impl Gates {
                 continue;
             };
             if entry.due.is_some() || entry.ready || !entry.gate.idle(now) {
+                entry.gate.compact();
                 self.sweep.push_back(gate);
                 continue;
             }
