@@ -39,7 +39,7 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static COUNTING: Counting = Counting;
 
-const KEYS: usize = 2_000;
+const KEYS: usize = 10_000;
 
 /// The bytes each of `KEYS` idle gates of a wrapper with `allowance` holds, after one call
 /// each was answered 200 (the default `createFetch()`'s other settings).
@@ -94,9 +94,10 @@ fn an_idle_gate_keeps_no_room_for_the_calls_it_had() {
     let fixed = bytes_per_gate(Allowance::Fixed(Rate::new(10.0, 1.0).unwrap()));
     let learning = bytes_per_gate(Allowance::Learned(None));
     eprintln!("bytes per idle gate: fixed rate {fixed}, learning {learning}");
-    // Measured 64-bit: 3,191 and 3,743 (6,704 and 6,920 while an emptied gate kept its calls'
-    // first 8 slots, 2,816 bytes, and held a learner and a spread inline, used or not). Issue
-    // #38 asks for a few hundred: not yet.
-    assert!(fixed < 3_500, "fixed rate: {fixed} bytes a gate");
-    assert!(learning < 4_100, "learning: {learning} bytes a gate");
+    // Measured 64-bit, 10,000 keys: 2,286 and 2,937 bytes (7,904 and 8,070 while an idle gate
+    // kept room for the calls it had: its calls' first 8 slots, 2,816 bytes, its queue's and
+    // actions' buffers; and held a learner, a spread and a 429's headers inline, used or not).
+    // Issue #38 asks for a few hundred: not yet.
+    assert!(fixed < 2_600, "fixed rate: {fixed} bytes a gate");
+    assert!(learning < 3_300, "learning: {learning} bytes a gate");
 }

@@ -279,7 +279,7 @@ impl Gate {
                 call,
                 retry_after_ms: feedback.retry_after_ms,
             }));
-            self.figures.last_feedback = Some(feedback);
+            self.figures.last_feedback = Some(Box::new(feedback));
         }
         if self.quota.observe(now, status, has_retry_after) {
             self.start_probe(now, call);

@@ -115,7 +115,7 @@ struct GateStats<D> {
     store: StoreStats,
     admission_wait_ms: Histogram,
     backoff_ms: Histogram,
-    last_feedback: Option<Feedback>,
+    last_feedback: Option<Box<Feedback>>,
 }
 
 /// `stats().gates[i].quota`: `open`, `probing` or `exhausted`, and until when; for a gate that
