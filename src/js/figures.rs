@@ -27,7 +27,8 @@ pub fn stats(
     lane: &str,
     extra: (Option<(f64, Option<u32>)>, Option<CacheFigures>),
 ) -> JsValue {
-    figures(&gates.stats(clock::now(), wrapper, lane, extra, wall))
+    let stats = gates.stats(clock::now(), wrapper, lane, extra, wall);
+    figures(&stats, stats.len())
 }
 
 /// What the meter observes for the wrappers sharing its instruments (`measured`: a wrapper
@@ -38,7 +39,8 @@ pub fn observed(
     cache: Option<CacheFigures>,
 ) -> JsValue {
     let measured = measured.iter().map(|(w, name)| (*w, &**name));
-    figures(&gates.observed(clock::now(), measured, cache, wall))
+    let observed = gates.observed(clock::now(), measured, cache, wall);
+    figures(&observed, observed.len())
 }
 
 #[wasm_bindgen(module = "/src/js/figures.js")]
@@ -47,11 +49,15 @@ extern "C" {
     fn parse_figures(json: &str, bounds: &[f64]) -> JsValue;
 }
 
-/// `stats()` or the metrics' figures, through one JSON string, histograms' bins as counts
-/// (`figures.js` pairs them with their bounds, the last `Infinity`).
-fn figures(value: &impl serde::Serialize) -> JsValue {
+/// A gate's figures in compact JSON are about 800 bytes (the scope's 40 among them).
+const BYTES_PER_GATE: usize = 1_024;
+
+/// `stats()` or the metrics' figures of `gates` gates, through one JSON string, histograms'
+/// bins as counts (`figures.js` pairs them with their bounds, the last `Infinity`).
+fn figures(value: &impl serde::Serialize, gates: usize) -> JsValue {
     let bounds: Vec<f64> = BOUNDS_MS.iter().copied().chain([f64::INFINITY]).collect();
-    to_json(value).map_or(JsValue::NULL, |json| parse_figures(&json, &bounds))
+    let json = to_json(value, (gates + 1) * BYTES_PER_GATE);
+    json.map_or(JsValue::NULL, |json| parse_figures(&json, &bounds))
 }
 
 /// A time on the gates' clock as the Unix milliseconds `figures.js` makes a `Date` of.

@@ -10,9 +10,10 @@ use std::fmt::{self, Display, Write};
 
 use serde::ser::{self, Serialize};
 
-/// `value` as JSON text.
-pub fn to_json(value: &impl Serialize) -> Result<String, Error> {
-    let mut json = Json(String::new());
+/// `value` as JSON text, in a string made with room for `capacity` bytes (a close guess spares
+/// copying a long text as it doubles, and wasm memory, once grown, is never given back).
+pub fn to_json(value: &impl Serialize, capacity: usize) -> Result<String, Error> {
+    let mut json = Json(String::with_capacity(capacity));
     value.serialize(&mut json)?;
     Ok(json.0)
 }
@@ -42,6 +43,10 @@ struct Json(String);
 impl Json {
     /// Digits by hand: most figures are small counts, and `fmt` is slow for them.
     fn uint(&mut self, mut v: u64) {
+        if v < 10 {
+            self.0.push(char::from(b'0' + v as u8));
+            return;
+        }
         let mut digits = [0u8; 20];
         let mut at = digits.len();
         loop {
@@ -77,8 +82,13 @@ impl Json {
     }
 
     fn string(&mut self, v: &str) {
-        self.0.reserve(v.len() + 2);
         self.0.push('"');
+        if !v.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+            // Keys and scopes: nothing to escape.
+            self.0.push_str(v);
+            self.0.push('"');
+            return;
+        }
         let mut start = 0;
         for (i, b) in v.bytes().enumerate() {
             let escape = match b {
@@ -576,7 +586,7 @@ mod tests {
             by_key: BTreeMap::from([(2, true)]),
             more: Inner { flat: 1 },
         };
-        let json = to_json(&shape).unwrap();
+        let json = to_json(&shape, 0).unwrap();
         assert_eq!(
             json,
             r#"{"count":12345,"below":-7,"ratio":0.30000000000000004,"#.to_owned()
@@ -586,7 +596,7 @@ mod tests {
         );
         let variants = [Kind::Held(3.0), Kind::Spread { per_hour: 0.5 }];
         assert_eq!(
-            to_json(&variants).unwrap(),
+            to_json(&variants, 0).unwrap(),
             r#"[{"held":3},{"spread":{"per_hour":0.5}}]"#
         );
     }
@@ -594,6 +604,6 @@ mod tests {
     #[test]
     fn refuses_a_key_that_names_no_property() {
         let map = BTreeMap::from([((1, 2), 3)]);
-        assert!(to_json(&map).is_err());
+        assert!(to_json(&map, 0).is_err());
     }
 }
