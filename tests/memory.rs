@@ -94,10 +94,10 @@ fn an_idle_gate_keeps_no_room_for_the_calls_it_had() {
     let fixed = bytes_per_gate(Allowance::Fixed(Rate::new(10.0, 1.0).unwrap()));
     let learning = bytes_per_gate(Allowance::Learned(None));
     eprintln!("bytes per idle gate: fixed rate {fixed}, learning {learning}");
-    // Measured 64-bit, 10,000 keys: 2,286 and 2,937 bytes (7,904 and 8,070 while an idle gate
+    // Measured 64-bit, 10,000 keys: 2,118 and 2,769 bytes (7,904 and 8,070 while an idle gate
     // kept room for the calls it had: its calls' first 8 slots, 2,816 bytes, its queue's and
-    // actions' buffers; and held a learner, a spread and a 429's headers inline, used or not).
-    // Issue #38 asks for a few hundred: not yet.
-    assert!(fixed < 2_600, "fixed rate: {fixed} bytes a gate");
-    assert!(learning < 3_300, "learning: {learning} bytes a gate");
+    // actions' buffers; and held a learner, a spread, a 429's headers and histogram bins
+    // inline, used or not). Issue #38 asks for a few hundred: not yet.
+    assert!(fixed < 2_400, "fixed rate: {fixed} bytes a gate");
+    assert!(learning < 3_100, "learning: {learning} bytes a gate");
 }
