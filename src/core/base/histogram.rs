@@ -48,7 +48,7 @@ impl Histogram {
 
 /// For JavaScript: `{ count, sumMs, maxMs, bins: [{ leMs, count }] }`, the last bin's bound
 /// `Infinity`. In the compact form (JSON for `stats()`: `base/json.rs`) the bins are their
-/// counts alone, in the order of [`BOUNDS_MS`]: the bindings pair them with the bounds, which
+/// counts alone, in the order of `BOUNDS_MS`: the bindings pair them with the bounds, which
 /// costs JavaScript less than parsing thirty small objects a gate.
 #[cfg(feature = "serde")]
 impl serde::Serialize for Histogram {
