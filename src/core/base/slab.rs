@@ -4,15 +4,16 @@
 //! calls grows without copying, and without holding an old and a new array at once (wasm
 //! memory, once grown, is never given back).
 
-/// Slots in segments of 8, 16, 32, ... that stay where they are once made.
+/// Slots in segments of 1, 2, 4, ... that stay where they are once made.
 #[derive(Debug, Clone)]
 struct Segments<T> {
     segments: Vec<Vec<T>>,
     len: usize,
 }
 
-/// The first segment's size.
-const FIRST: usize = 8;
+/// The first segment's size: one, as most gates have one call at a time (a call's slot is
+/// some 350 bytes, and a gate per key waiting with one call each held eight).
+const FIRST: usize = 1;
 
 impl<T> Default for Segments<T> {
     fn default() -> Self {
@@ -250,18 +251,19 @@ mod tests {
     #[test]
     fn segments_hold_every_slot_where_it_was_put() {
         assert_eq!(locate(0), (0, 0));
-        assert_eq!(locate(7), (0, 7));
-        assert_eq!(locate(8), (1, 0));
-        assert_eq!(locate(23), (1, 15));
-        assert_eq!(locate(24), (2, 0));
+        assert_eq!(locate(1), (1, 0));
+        assert_eq!(locate(2), (1, 1));
+        assert_eq!(locate(3), (2, 0));
+        assert_eq!(locate(6), (2, 3));
+        assert_eq!(locate(7), (3, 0));
         let mut slab = Slab::default();
         let ids: Vec<Id> = (0..10_000u32).map(|i| slab.insert(i)).collect();
         assert!(ids
             .iter()
             .enumerate()
             .all(|(i, id)| slab.get(*id) == Some(&(i as u32))));
-        // Segments of 8, 16, ..., 8,192: 10,000 slots in 11 of them, none copied.
-        assert_eq!(slab.entries.segments.len(), 11);
+        // Segments of 1, 2, ..., 8,192: 10,000 slots in 14 of them, none copied.
+        assert_eq!(slab.entries.segments.len(), 14);
         let sizes: Vec<usize> = slab.entries.segments.iter().map(Vec::capacity).collect();
         assert!(
             sizes.iter().enumerate().all(|(k, c)| *c == FIRST << k),
