@@ -2,6 +2,8 @@
 
 pub mod histogram;
 pub mod indexed;
+#[cfg(feature = "serde")]
+pub mod json;
 pub mod map;
 pub mod random;
 pub mod slab;

@@ -4,15 +4,16 @@
 //! calls grows without copying, and without holding an old and a new array at once (wasm
 //! memory, once grown, is never given back).
 
-/// Slots in segments of 8, 16, 32, ... that stay where they are once made.
+/// Slots in segments of 1, 2, 4, ... that stay where they are once made.
 #[derive(Debug, Clone)]
 struct Segments<T> {
     segments: Vec<Vec<T>>,
     len: usize,
 }
 
-/// The first segment's size.
-const FIRST: usize = 8;
+/// The first segment's size: one, as most gates have one call at a time (a call's slot is
+/// some 350 bytes, and a gate per key waiting with one call each held eight).
+const FIRST: usize = 1;
 
 impl<T> Default for Segments<T> {
     fn default() -> Self {
@@ -68,12 +69,15 @@ struct Entry<T> {
     value: Option<T>,
 }
 
-/// Values by `Id`, with slots reused.
+/// Values by `Id`, with slots reused. Emptied, it lets its slots go (an idle gate holds no
+/// call's room), and numbers its next slots from above every generation it gave out.
 #[derive(Debug, Clone)]
 pub struct Slab<T> {
     entries: Segments<Entry<T>>,
     free: Vec<u32>,
     len: usize,
+    /// The generation a new slot starts at.
+    floor: u32,
 }
 
 impl<T> Default for Slab<T> {
@@ -82,6 +86,7 @@ impl<T> Default for Slab<T> {
             entries: Segments::default(),
             free: Vec::new(),
             len: 0,
+            floor: 0,
         }
     }
 }
@@ -106,13 +111,13 @@ impl<T> Slab<T> {
             }
             None => {
                 self.entries.push(Entry {
-                    generation: 0,
+                    generation: self.floor,
                     value: Some(value),
                 });
                 (self.entries.len() - 1) as u32
             }
         };
-        u64::from(slot)
+        u64::from(self.floor) << 32 | u64::from(slot)
     }
 
     /// The value numbered `id`, if it is still here.
@@ -144,6 +149,12 @@ impl<T> Slab<T> {
         let value = entry.value.take()?;
         self.free.push(slot as u32);
         self.len -= 1;
+        if self.len == 0 {
+            let newest = self.entries.iter().map(|e| e.generation).max();
+            self.floor = newest.map_or(self.floor, |g| g.wrapping_add(1));
+            self.entries = Segments::default();
+            self.free = Vec::new();
+        }
         Some(value)
     }
 
@@ -164,16 +175,19 @@ impl<T> Slab<T> {
 }
 
 /// Values kept under the numbers another [`Slab`] gave out (the driver's side of the gate's
-/// calls): the same slots, so no hashing.
+/// calls): the same slots, so no hashing. Emptied, it lets its slots go, as the slab does.
 #[derive(Debug, Clone)]
 pub struct Mirror<T> {
     entries: Segments<Option<(Id, T)>>,
+    /// Slots holding a value.
+    len: usize,
 }
 
 impl<T> Default for Mirror<T> {
     fn default() -> Self {
         Mirror {
             entries: Segments::default(),
+            len: 0,
         }
     }
 }
@@ -186,6 +200,7 @@ impl<T> Mirror<T> {
             self.entries.push(None);
         }
         if let Some(entry) = self.entries.get_mut(slot) {
+            self.len += usize::from(entry.is_none());
             *entry = Some((id, value));
         }
     }
@@ -217,10 +232,15 @@ impl<T> Mirror<T> {
     /// Takes the value under `id` out.
     pub fn remove(&mut self, id: Id) -> Option<T> {
         let entry = self.entries.get_mut(split(id).0)?;
-        match entry {
+        let value = match entry {
             Some((kept, _)) if *kept == id => entry.take().map(|(_, value)| value),
             _ => None,
+        }?;
+        self.len -= 1;
+        if self.len == 0 {
+            self.entries = Segments::default();
         }
+        Some(value)
     }
 }
 
@@ -231,18 +251,19 @@ mod tests {
     #[test]
     fn segments_hold_every_slot_where_it_was_put() {
         assert_eq!(locate(0), (0, 0));
-        assert_eq!(locate(7), (0, 7));
-        assert_eq!(locate(8), (1, 0));
-        assert_eq!(locate(23), (1, 15));
-        assert_eq!(locate(24), (2, 0));
+        assert_eq!(locate(1), (1, 0));
+        assert_eq!(locate(2), (1, 1));
+        assert_eq!(locate(3), (2, 0));
+        assert_eq!(locate(6), (2, 3));
+        assert_eq!(locate(7), (3, 0));
         let mut slab = Slab::default();
         let ids: Vec<Id> = (0..10_000u32).map(|i| slab.insert(i)).collect();
         assert!(ids
             .iter()
             .enumerate()
             .all(|(i, id)| slab.get(*id) == Some(&(i as u32))));
-        // Segments of 8, 16, ..., 8,192: 10,000 slots in 11 of them, none copied.
-        assert_eq!(slab.entries.segments.len(), 11);
+        // Segments of 1, 2, ..., 8,192: 10,000 slots in 14 of them, none copied.
+        assert_eq!(slab.entries.segments.len(), 14);
         let sizes: Vec<usize> = slab.entries.segments.iter().map(Vec::capacity).collect();
         assert!(
             sizes.iter().enumerate().all(|(k, c)| *c == FIRST << k),
@@ -272,5 +293,26 @@ mod tests {
         assert_eq!(mirror.iter().collect::<Vec<_>>(), [(b, &2)]);
         assert_eq!(mirror.remove(a), None);
         assert_eq!(mirror.remove(b), Some(2));
+    }
+
+    #[test]
+    fn an_emptied_slab_lets_its_slots_go_and_never_gives_an_old_number_again() {
+        let mut slab = Slab::default();
+        let old: Vec<Id> = (0..3).map(|i| slab.insert(i)).collect();
+        slab.remove(old[0]);
+        let again = slab.insert(9);
+        for id in [old[1], old[2], again] {
+            slab.remove(id);
+        }
+        assert_eq!(slab.entries.segments.len(), 0, "no room kept");
+        let new: Vec<Id> = (0..3).map(|i| slab.insert(i)).collect();
+        for id in old.iter().chain([&again]) {
+            assert!(!new.contains(id), "{id} given again");
+            assert_eq!(slab.get(*id), None);
+        }
+        assert_eq!(
+            new.iter().map(|&id| slab.get(id)).collect::<Vec<_>>(),
+            [Some(&0), Some(&1), Some(&2)]
+        );
     }
 }

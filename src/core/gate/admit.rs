@@ -276,7 +276,7 @@ impl Gate {
             consider(at);
         }
         let shared = self.threads || link.is_some();
-        let opening = self.learner.as_ref().is_some_and(Learner::opening);
+        let opening = self.learner.as_deref().is_some_and(Learner::opening);
         if shared && opening && !self.queue.is_empty() {
             // Another thread or process may hear the allowance's first answer: look again soon.
             consider(now + OPENING_RECHECK_MS);

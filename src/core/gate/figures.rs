@@ -66,8 +66,8 @@ pub struct Figures {
     pub cooldown_until: Millis,
     /// Refilling at half rate because the server says someone else is draining the key.
     pub slow: bool,
-    /// The headers of the last 429.
-    pub(crate) last_feedback: Option<Feedback>,
+    /// The headers of the last 429 (boxed: most gates never see one).
+    pub(crate) last_feedback: Option<Box<Feedback>>,
     /// Retries by cause.
     pub retries: RetryCounts,
     /// Calls abandoned, by [`Reason::index`].

@@ -23,7 +23,7 @@ impl Gate {
             self.rate = rate;
             self.authority.tune(now, rate, None);
         }
-        self.learner = Some(learner);
+        self.learner = Some(Box::new(learner));
         self
     }
 
@@ -60,7 +60,7 @@ impl Gate {
 
     /// What to keep of a learning gate's estimate once it is forgotten (see [`Memo`]).
     pub fn memo(&self) -> Option<Memo> {
-        self.learner.as_ref().and_then(Learner::memo)
+        self.learner.as_deref().and_then(Learner::memo)
     }
 
     /// A learning gate that has heard no answer yet goes on at `now` from `memo`, what its
@@ -126,7 +126,7 @@ impl Gate {
 
     /// The limiter a learning gate's answers came from, once one named it.
     pub fn limiter(&self) -> Option<&str> {
-        self.learner.as_ref().and_then(Learner::limiter)
+        self.learner.as_deref().and_then(Learner::limiter)
     }
 
     /// What the gate was told of the allowance.
@@ -154,7 +154,7 @@ impl Gate {
     /// Whether a learning gate has as many requests in flight as it may (one until the first
     /// answer; without counts, a window that grows with each answer until the first 429).
     pub(super) fn window_full(&self) -> bool {
-        let window = self.learner.as_ref().and_then(Learner::window);
+        let window = self.learner.as_deref().and_then(Learner::window);
         window.is_some_and(|w| self.sending as f64 >= w)
     }
 }

@@ -92,7 +92,7 @@ pub struct Gate {
     awaiting_probe: Vec<CallId>,
     /// The spread, when the gate paces its key's credits (see `spread.rs`), and its `/usage`
     /// reading out.
-    spending: Option<Spending>,
+    spending: Option<Box<Spending>>,
     reading: Option<CallId>,
     /// The spread is the shared state's (the store's or the threads' slot: its credit bucket
     /// beside the allowance, one reader at a time): the gate asks for credits with each
@@ -112,7 +112,7 @@ pub struct Gate {
     /// Made for wrappers that share it with the process's threads.
     threads: bool,
     /// Learns the allowance from the responses, when nobody configured it.
-    learner: Option<Learner>,
+    learner: Option<Box<Learner>>,
     /// Attempts admitted whose outcome has not come back.
     sending: usize,
     /// Their requests' numbers, in order, and when each went.
@@ -671,6 +671,22 @@ impl Gate {
             return false;
         }
         self.authority.idle(now)
+    }
+
+    /// Gives back the room its calls used, once it has none (a gate kept idle holds its
+    /// state, not space for calls: memory grows with calls waiting, not with keys).
+    pub(crate) fn compact(&mut self) {
+        if !self.calls.is_empty() {
+            return;
+        }
+        self.queue.shrink();
+        self.sleepers.shrink();
+        self.deadlines.shrink();
+        self.scouts.shrink_to_fit();
+        self.actions.shrink_to_fit();
+        self.awaiting_probe.shrink_to_fit();
+        self.untold.shrink_to_fit();
+        self.out.shrink_to_fit();
     }
 }
 

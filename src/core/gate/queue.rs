@@ -307,6 +307,16 @@ impl Queue {
         self.live == 0
     }
 
+    /// Gives back the room no waiting call uses (each lane's place in the turns stays).
+    pub(super) fn shrink(&mut self) {
+        self.front.shrink_to_fit();
+        self.lanes.shrink_to_fit();
+        for lane in &mut self.lanes {
+            lane.arrivals.shrink_to_fit();
+            lane.returns.shrink();
+        }
+    }
+
     /// How many of the calls waiting now go before a call joining `lane` now, if no other call
     /// joins meanwhile: everyone at the front, everyone of its lane, and of each other lane
     /// those whose start tags come no later than its own.

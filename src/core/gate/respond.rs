@@ -197,7 +197,7 @@ impl Gate {
     /// it): before the first answer, the opening's token is back for the next request (still
     /// one at a time), rather than a long wait for the next.
     pub(super) fn unanswered(&mut self, now: Millis, seq: f64) {
-        let opening = self.learner.as_ref().filter(|l| l.opening());
+        let opening = self.learner.as_deref().filter(|l| l.opening());
         if let Some(token) = opening.and_then(Learner::opening_token) {
             let rate = self.rate;
             self.authority.tune(now, rate, Some((token, seq)));
@@ -279,7 +279,7 @@ impl Gate {
                 call,
                 retry_after_ms: feedback.retry_after_ms,
             }));
-            self.figures.last_feedback = Some(feedback);
+            self.figures.last_feedback = Some(Box::new(feedback));
         }
         if self.quota.observe(now, status, has_retry_after) {
             self.start_probe(now, call);

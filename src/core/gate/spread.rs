@@ -45,7 +45,7 @@ impl Gate {
     /// share.
     pub fn spreading(mut self, spread: Spread, costs: Costs) -> Result<Gate, ConfigError> {
         self.shares_credits = self.threads || self.authority.link().is_some();
-        self.spending = Some(Spending::new(spread.validate()?, costs));
+        self.spending = Some(Box::new(Spending::new(spread.validate()?, costs)));
         Ok(self)
     }
 
@@ -92,7 +92,7 @@ impl Gate {
 
     /// The settings it spreads with, when it does.
     pub fn spread(&self) -> Option<Spread> {
-        self.spending.as_ref().map(Spending::spread)
+        self.spending.as_deref().map(Spending::spread)
     }
 
     /// Whether `head` may go as far as credit goes, starting a reading when one is due (with

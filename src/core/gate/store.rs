@@ -111,7 +111,7 @@ impl Gate {
                 // Before its first answer a learning gate looks again soon: another process
                 // may have heard the allowance's. A wait for an allowance slower than the one
                 // the gate has learned (or adopted from the fleet) since it asked is asked again.
-                let opening = self.learner.as_ref().is_some_and(Learner::opening);
+                let opening = self.learner.as_deref().is_some_and(Learner::opening);
                 let (asked, now_rate) = (link.asked_with, link.rate());
                 let outdated =
                     now_rate.per_second() > asked.per_second() || now_rate.burst() > asked.burst();

@@ -74,10 +74,11 @@ pub struct LaneFigures {
     pub longest_ms: Millis,
 }
 
-/// One gate and what the gates keep beside it.
+/// One gate and what the gates keep beside it. The gate is boxed: the slots of the gates'
+/// slab grow by doubling, and an empty slot costs its size.
 struct Entry {
     scope: Scope,
-    gate: Gate,
+    gate: Box<Gate>,
     keeping: Keeping,
     /// The gate's calls by its own numbers.
     refs: Mirror<CallRef>,
@@ -457,7 +458,7 @@ impl Gates {
     pub fn insert(&mut self, scope: Scope, gate: Gate, keeping: Keeping) -> GateId {
         let id = self.entries.insert(Entry {
             scope: scope.clone(),
-            gate,
+            gate: Box::new(gate),
             keeping,
             refs: Mirror::default(),
             users: Vec::new(),

@@ -40,6 +40,18 @@ pub struct Stats<'a, D> {
     cache: Option<CacheStats>,
 }
 
+impl<D> Stats<'_, D> {
+    /// The gates listed.
+    pub fn len(&self) -> usize {
+        self.gates.len()
+    }
+
+    /// No gate listed.
+    pub fn is_empty(&self) -> bool {
+        self.gates.is_empty()
+    }
+}
+
 /// `stats().cache`, for a wrapper with a cache.
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -115,7 +127,7 @@ struct GateStats<D> {
     store: StoreStats,
     admission_wait_ms: Histogram,
     backoff_ms: Histogram,
-    last_feedback: Option<Feedback>,
+    last_feedback: Option<Box<Feedback>>,
 }
 
 /// `stats().gates[i].quota`: `open`, `probing` or `exhausted`, and until when; for a gate that
@@ -204,6 +216,18 @@ pub struct Observed<'a, D> {
     lanes: Vec<LaneDepth<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache: Option<CacheStats>,
+}
+
+impl<D> Observed<'_, D> {
+    /// The gates listed.
+    pub fn len(&self) -> usize {
+        self.gates.len()
+    }
+
+    /// No gate listed.
+    pub fn is_empty(&self) -> bool {
+        self.gates.is_empty()
+    }
 }
 
 /// A lane's calls waiting on a gate.

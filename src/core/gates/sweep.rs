@@ -56,6 +56,8 @@ impl Gates {
                 continue;
             };
             if entry.due.is_some() || entry.ready || !entry.gate.idle(now) {
+                entry.gate.compact();
+                entry.users.shrink_to_fit();
                 self.sweep.push_back(gate);
                 continue;
             }

@@ -214,6 +214,6 @@ impl Gates {
     /// performed at the next event).
     pub fn gate_mut(&mut self, scope: &Scope) -> Option<&mut Gate> {
         let gate = *self.scopes.get(scope)?;
-        self.entries.get_mut(gate).map(|e| &mut e.gate)
+        self.entries.get_mut(gate).map(|e| &mut *e.gate)
     }
 }

@@ -165,7 +165,7 @@ impl Gates {
         }
         let gate = self.entries.insert(Entry {
             scope: scope.clone(),
-            gate,
+            gate: Box::new(gate),
             keeping: profile.keeping,
             refs: Mirror::default(),
             users: Vec::new(),
