@@ -19,7 +19,7 @@ use crate::core::authority::Op;
 use crate::core::gate::store_link::given::StoreGiven;
 use crate::core::gate::store_link::{StoreReply, StoreSettings};
 use crate::core::gates::fleet::Shared;
-use crate::core::gates::scope::Scope;
+use crate::core::gates::scope::{RequestKey, Scope};
 use crate::core::rules::allowance::Rate;
 use crate::store;
 
@@ -141,6 +141,18 @@ impl RedisStore {
         }
     }
 
+    /// Runs `cache.lua` with `args` for the request `key`: its reply. The caller bounds how long
+    /// it waits (`timeout_ms` of the settings).
+    pub fn cache(
+        &self,
+        key: &RequestKey,
+        args: Vec<String>,
+    ) -> impl std::future::Future<Output = Result<JsValue, JsValue>> + 'static {
+        let key = store::cache::cache_key(&self.prefix, key);
+        let client = self.client.clone();
+        async move { eval(&client, Script::Cache, &key, &args).await }
+    }
+
     /// Tells the fleet `facts` about `credential`'s learning gates, nobody waiting: a store that
     /// does not answer only means the others learn for themselves.
     pub fn share(&self, credential: &Scope, facts: &[Shared]) {
@@ -183,6 +195,8 @@ enum Script {
     Gate,
     /// What learning gates share (`learned.lua`).
     Learned,
+    /// The fleet's shared cache (`cache.lua`).
+    Cache,
 }
 
 impl Script {
@@ -190,13 +204,14 @@ impl Script {
         match self {
             Script::Gate => store::GATE_SCRIPT,
             Script::Learned => store::LEARNED_SCRIPT,
+            Script::Cache => store::cache::CACHE_SCRIPT,
         }
     }
 }
 
 thread_local! {
     /// Each script's SHA1 is the same for every client; remember it once.
-    static SHAS: RefCell<[Option<String>; 2]> = const { RefCell::new([None, None]) };
+    static SHAS: RefCell<[Option<String>; 3]> = const { RefCell::new([None, None, None]) };
 }
 
 /// Loads `script` into Redis: its SHA1, remembered.
