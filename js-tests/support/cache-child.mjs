@@ -4,7 +4,7 @@
 // (a process: JSON lines in, JSON lines out) or its parentPort (a thread):
 //   { op: 'get', url, apiKey, n }  n identical GETs at once: { statuses, marks, bodies }
 //   { op: 'stats' }                this member's stats().cache
-//   { op: 'quit' }                 closes its Redis client and ends
+//   { op: 'quit' }                 closes its Redis client and ends (a process: at once)
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { createInterface } from 'node:readline';
 import Redis from 'ioredis';
@@ -44,14 +44,11 @@ if (isMainThread) {
     const command = JSON.parse(line);
     answer(command, (reply) => {
       say(reply);
-      if (command.op === 'quit') lines.close();
+      if (command.op === 'quit') process.exit(0);
     });
   });
   say({ ready: true });
 } else {
-  parentPort.on('message', (command) => answer(command, (reply) => {
-    parentPort.postMessage(reply);
-    if (command.op === 'quit') parentPort.close();
-  }));
+  parentPort.on('message', (command) => answer(command, (reply) => parentPort.postMessage(reply)));
   parentPort.postMessage({ ready: true });
 }

@@ -26,8 +26,9 @@ pub const FIRST_POLL_MS: Millis = 4.0;
 pub const MAX_POLL_MS: Millis = 25.0;
 
 /// How long a thread that found a fresh entry named in the shared memory waits for its bytes
-/// on the threads' channel (they are posted with the claim's release) before it fetches them.
-pub const ARRIVAL_MS: Millis = 50.0;
+/// on the threads' channel (they are posted with the claim's release) before it fetches them:
+/// a busy thread may take a while to read its messages.
+pub const ARRIVAL_MS: Millis = 200.0;
 
 /// What the shared cache answered a process whose own cache missed.
 #[derive(Debug, Clone, Copy, PartialEq)]
