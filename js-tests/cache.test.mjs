@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { Worker } from 'node:worker_threads';
-import { createFetch, QuotaExhaustedError } from '../pkg/index.js';
+import { createFetch, redisStore, QuotaExhaustedError } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 import { startRedis } from './support/redis-server.mjs';
 
@@ -299,6 +299,11 @@ test('bad cache options get typed errors naming the option', () => {
   assert.match(cache, /else 5000 ms; bodies up to 1000 bytes kept, 16777216 in all/);
   assert.match(cache, /an entry answers for 600000 ms more the calls the gate would hold in a cooldown or refuse/);
   assert.match(createFetch({ cache: { staleForMs: 0 } }).describe().cache, /no stale answers/);
+  // Who shares it: the threads by default, the fleet with a store, nobody with threads: false.
+  assert.match(cache, /^one request per snapshot in this process, its worker threads included \(shared: threads\)/);
+  assert.match(createFetch({ cache: true, threads: false }).describe().cache, /in this thread \(shared: no; threads: false\)/);
+  const client = { scriptLoad: async () => '', evalSha: async () => [] };
+  assert.match(createFetch({ cache: true, store: redisStore(client) }).describe().cache, /across the fleet sharing the store \(shared: the fleet\)/);
 });
 
 // A group sharing one cache: processes through a real redis-server, or worker threads of this

@@ -268,3 +268,12 @@ fn four_processes_polling_ten_snapshots_make_one_request_per_snapshot_per_lifeti
     let saved: u64 = caches.iter().map(|c| c.figures().requests_saved()).sum();
     assert_eq!(saved + u64::from(upstream), waits.len() as u64);
 }
+
+#[test]
+fn whoever_shares_the_allowance_shares_the_cache() {
+    use odds_gate::core::rules::shared_cache::Sharing;
+    assert_eq!(Sharing::of(true, true), Sharing::Fleet);
+    assert_eq!(Sharing::of(true, false), Sharing::Fleet);
+    assert_eq!(Sharing::of(false, true), Sharing::Threads);
+    assert_eq!(Sharing::of(false, false), Sharing::Alone);
+}

@@ -11,7 +11,7 @@ use super::random::process_id;
 use super::text::number;
 use super::transport::Transport;
 use super::Exported;
-use crate::core::rules::shared_cache::{self, Asked, Cell};
+use crate::core::rules::shared_cache::{self, Asked, Cell, Sharing};
 use crate::store::cache as script;
 
 #[wasm_bindgen(module = "/src/js/cache_share.js")]
@@ -36,11 +36,11 @@ impl Transport {
     /// `store`), 2 the fleet through the store.
     #[wasm_bindgen(js_name = cacheShared)]
     pub fn cache_shared(&self) -> u8 {
-        match (self.cache(), &self.config().store, self.config().threads) {
-            (None, _, _) => 0,
-            (Some(_), Some(_), _) => 2,
-            (Some(_), None, true) => 1,
-            (Some(_), None, false) => 0,
+        let config = self.config();
+        match (self.cache(), Sharing::of(config.store.is_some(), config.threads)) {
+            (None, _) | (_, Sharing::Alone) => 0,
+            (Some(_), Sharing::Threads) => 1,
+            (Some(_), Sharing::Fleet) => 2,
         }
     }
 

@@ -30,6 +30,29 @@ pub const MAX_POLL_MS: Millis = 25.0;
 /// a busy thread may take a while to read its messages.
 pub const ARRIVAL_MS: Millis = 200.0;
 
+/// Who shares a wrapper's cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// Nobody: the thread's own (`threads: false`, no store).
+    Alone,
+    /// The worker threads of the process (`threads`, no store).
+    Threads,
+    /// The fleet, through the store (a store shares across processes and threads alike).
+    Fleet,
+}
+
+impl Sharing {
+    /// Who shares the cache of a wrapper with a `store` or not, its gates shared by `threads`
+    /// or not: whoever shares its allowance.
+    pub fn of(store: bool, threads: bool) -> Sharing {
+        match (store, threads) {
+            (true, _) => Sharing::Fleet,
+            (false, true) => Sharing::Threads,
+            (false, false) => Sharing::Alone,
+        }
+    }
+}
+
 /// What the shared cache answered a process whose own cache missed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Asked {
