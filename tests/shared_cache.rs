@@ -11,11 +11,10 @@ use std::collections::{BinaryHeap, HashMap};
 use odds_gate::core::gates::scope::{RequestKey, Scope};
 use odds_gate::core::rules::cache::{Cache, CacheConfig, Landed, Lookup};
 use odds_gate::core::rules::shared_cache::{
-    claim, follow, name, put, Asked, Cell, ARRIVAL_MS, FIRST_POLL_MS, LEASE_MS, MAX_POLL_MS,
-    WAIT_MS,
+    claim, follow, put, Asked, Cell, ARRIVAL_MS, FIRST_POLL_MS, LEASE_MS, MAX_POLL_MS, WAIT_MS,
 };
 use odds_gate::core::Millis;
-use odds_gate::store::cache::{cache_key, reply};
+use odds_gate::store::cache::{cache_key, reply, shared_name as name};
 
 fn request(api_key: &str, url: &str, accept: &str) -> RequestKey {
     (Scope::of(Some(api_key), None), url.into(), accept.into())

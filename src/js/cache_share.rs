@@ -141,7 +141,7 @@ impl Transport {
     /// The shared name of the request (`facts`, `accept`), or '' when it is not cached.
     #[wasm_bindgen(js_name = cacheName)]
     pub fn cache_name(&self, facts: &str, accept: &str) -> String {
-        key(facts, accept).map_or_else(String::new, |k| shared_cache::name(&k))
+        key(facts, accept).map_or_else(String::new, |k| script::shared_name(&k))
     }
 
     /// A thread asks its request's cell (`ours`: it names this request; times on the shared

@@ -12,7 +12,12 @@ pub const CACHE_SCRIPT: &str = include_str!(concat!(env!("OUT_DIR"), "/cache.lua
 /// The Redis key of a request's entry and claim: the prefix and its shared name (the
 /// credential's scope in a hash tag, as the gate's key).
 pub fn cache_key(prefix: &str, key: &RequestKey) -> String {
-    format!("{prefix}:{}", shared_cache::name(key))
+    format!("{prefix}:{}", shared_name(key))
+}
+
+/// The shared name of a request (`rules::shared_cache::name`).
+pub fn shared_name((scope, url, accept): &RequestKey) -> String {
+    shared_cache::name(scope.as_str(), url, accept)
 }
 
 /// The arguments of `get`: `process` asks, and claims the fetch for [`LEASE_MS`] when nobody

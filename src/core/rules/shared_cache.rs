@@ -8,7 +8,6 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::core::gates::scope::RequestKey;
 use crate::core::Millis;
 
 /// How long a claim holds: longer than a request usually waits in the gate's line and takes,
@@ -73,21 +72,21 @@ pub enum Asked {
     Alone,
 }
 
-/// The shared name of a request: its credential's scope in a hash tag (every key of one
+/// The shared name of a request (its credential's scope, URL and `Accept`): the scope in a
+/// hash tag (every key of one
 /// credential on one Redis Cluster slot, as the gate's), and 128 bits of a hash of the scope,
 /// URL and `Accept` (so no URL is written to the store, and two requests never share an
 /// entry); its last 16 hex digits tell requests apart in the threads' shared memory.
-pub fn name(key: &RequestKey) -> String {
-    let (scope, url, accept) = key;
+pub fn name(scope: &str, url: &str, accept: &str) -> String {
     let mut hash = Sha256::new();
     hash.update(b"odds-gate/cache/v1\0");
-    hash.update(scope.as_str().as_bytes());
+    hash.update(scope.as_bytes());
     hash.update(b"\0");
     hash.update(url.as_bytes());
     hash.update(b"\0");
     hash.update(accept.as_bytes());
     let digest = hash.finalize();
-    let mut out = format!("{{{}}}:cache:", scope.as_str());
+    let mut out = format!("{{{scope}}}:cache:");
     for b in &digest[..16] {
         out.push_str(&format!("{b:02x}"));
     }
