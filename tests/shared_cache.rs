@@ -143,7 +143,7 @@ fn an_entry_from_the_shared_cache_lands_as_a_hit_for_its_leader_and_answers_who_
     let open = || false;
     assert_eq!(c.lookup(0.0, &k, 1, open), Lookup::Lead);
     assert_eq!(c.lookup(1.0, &k, 2, open), Lookup::Joined);
-    let settled = c.shared(30.0, &k, 1, 500.0, 4_000.0);
+    let settled = c.shared(30.0, &k, 1, (500.0, 4_000.0), false);
     assert_eq!(settled.waiting, vec![1, 2]);
     assert_eq!(settled.fresh_ms, 4_000.0);
     assert!(settled.kept.is_some());
@@ -154,10 +154,16 @@ fn an_entry_from_the_shared_cache_lands_as_a_hit_for_its_leader_and_answers_who_
         Lookup::Fresh { .. }
     ));
     assert_eq!(c.lookup(4_030.0, &k, 4, open), Lookup::Lead);
+    // A leader that waited for another's request joined it.
+    let joined = c.shared(4_100.0, &k, 4, (500.0, 4_000.0), true);
+    assert_eq!(joined.waiting, vec![4]);
+    assert_eq!((c.figures().hits, c.figures().coalesced), (2, 2));
     // A leader that lost its flight (everyone left) counts nothing.
-    let late = c.shared(4_031.0, &k, 9, 500.0, 4_000.0);
+    assert_eq!(c.lookup(8_100.0, &k, 5, open), Lookup::Lead);
+    assert_eq!(c.leave(5), Some(5));
+    let late = c.shared(8_101.0, &k, 5, (500.0, 4_000.0), false);
     assert!(late.waiting.is_empty());
-    assert_eq!(c.figures().hits, 2);
+    assert_eq!((c.figures().hits, c.figures().coalesced), (2, 2));
 }
 
 /// The load through a fleet: each process has its own cache, the store one cell per
@@ -223,7 +229,9 @@ fn four_processes_polling_ten_snapshots_make_one_request_per_snapshot_per_lifeti
                 }
                 match asked {
                     Asked::Fresh { left_ms } => {
-                        for c in caches[p].shared(now, &s, leader, 100.0, left_ms).waiting {
+                        let waited = polls > 0;
+                        let settled = caches[p].shared(now, &s, leader, (100.0, left_ms), waited);
+                        for c in settled.waiting {
                             waits.push(now - asked_at[&(p, c)]);
                         }
                     }

@@ -191,17 +191,18 @@ export function cached(transport, send) {
     }
   };
 
-  // The shared cache answered the request `id` was to lead with `entry`, fresh `left` ms more:
-  // it is kept here too, and answers every call waiting (the leader's a hit).
-  const arrived = (id, facts, accept, left, entry) => {
+  // The shared cache answered the request `id` was to lead with `entry`, fresh `left` ms more,
+  // after it `waited` for another's request or not: it is kept here too, and answers every call
+  // waiting (the leader's a hit, unless it waited: then it joined that request).
+  const arrived = (id, facts, accept, left, entry, waited) => {
     requests.delete(id);
-    const out = transport.cacheSharedLanded(id, facts, accept, entry.bytes.byteLength, left);
+    const out = transport.cacheSharedLanded(id, facts, accept, entry.bytes.byteLength, left, waited);
     const now = performance.now();
     const { status, statusText, headers, age } = entry;
     const kept = { status, statusText, headers, body: new Blob([entry.bytes]), at: now - entry.since, age };
     for (const call of store(out, kept)) {
       const w = take(call);
-      if (w !== undefined) give(w, kept, call === id ? 'hit' : 'coalesced', now);
+      if (w !== undefined) give(w, kept, call === id && !waited ? 'hit' : 'coalesced', now);
     }
   };
 
@@ -220,7 +221,7 @@ export function cached(transport, send) {
         if (code === LEAD) share.release(facts, accept);
         return;
       }
-      if (code === FRESH) return arrived(id, facts, accept, ms, entry);
+      if (code === FRESH) return arrived(id, facts, accept, ms, entry, polls > 0);
       const delay = code === WAIT ? transport.cacheFollow(performance.now() - began, polls, ms) : -1;
       if (delay < 0) return lead(id, input, init, facts, accept, controller);
       await new Promise((resolve) => setTimeout(resolve, delay));

@@ -168,8 +168,8 @@ impl Transport {
     }
 
     /// The request `leader` was to lead (for the same `facts` and `accept`) was answered by
-    /// the shared cache: an entry `bytes` long, fresh for `left_ms` more. Returns what
-    /// `cacheLanded` does.
+    /// the shared cache: an entry `bytes` long, fresh for `left_ms` more, after it `waited` for
+    /// another's request or not. Returns what `cacheLanded` does.
     #[wasm_bindgen(js_name = cacheSharedLanded)]
     pub fn cache_shared_landed(
         &self,
@@ -178,12 +178,13 @@ impl Transport {
         accept: &str,
         bytes: f64,
         left_ms: f64,
+        waited: bool,
     ) -> Vec<f64> {
         let (Some(cache), Some(key)) = (self.cache(), key(facts, accept)) else {
             return vec![0.0, 0.0, 0.0];
         };
         let cache = &mut cache.borrow_mut().0;
-        let settled = cache.shared(clock::now(), &key, leader, bytes, left_ms);
+        let settled = cache.shared(clock::now(), &key, leader, (bytes, left_ms), waited);
         super::cache::settled_out(&settled)
     }
 }

@@ -514,17 +514,21 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
 
     /// The request `leader` was to lead for `key` was answered at `now` by the shared cache
     /// (other threads' or the fleet's, see `shared_cache`): an entry `bytes` long, fresh for
-    /// `left_ms` more. It lands as a kept 200 does, the leader's call counted as a hit.
+    /// `left_ms` more. It lands as a kept 200 does, the leader's call counted as a hit, or as
+    /// coalesced when it `waited` for another's request.
     pub fn shared(
         &mut self,
         now: Millis,
         key: &K,
         leader: C,
-        bytes: f64,
-        left_ms: Millis,
+        (bytes, left_ms): (f64, Millis),
+        waited: bool,
     ) -> Settled<C> {
         if self.flights.get(key).is_some_and(|f| f.leader == leader) {
-            self.figures.hits += 1;
+            match waited {
+                true => self.figures.coalesced += 1,
+                false => self.figures.hits += 1,
+            }
         }
         let landed = Landed::Ok {
             bytes,
