@@ -222,7 +222,7 @@ fn four_processes_polling_ten_snapshots_make_one_request_per_snapshot_per_lifeti
             }
             Event::Ask(p, leader, s, polls, since) => {
                 let cell = cells.get(&s).copied().unwrap_or_default();
-                let here = (now < cell.fresh_until).then(|| cell.fresh_until - now);
+                let here = (now < cell.fresh_until).then_some(cell.fresh_until - now);
                 let (asked, write) = claim(Cell { ours: true, ..cell }, now, here);
                 if let Some(w) = write {
                     cells.insert(s, w);
