@@ -284,3 +284,11 @@ fn whoever_shares_the_allowance_shares_the_cache() {
     assert_eq!(Sharing::of(false, true), Sharing::Threads);
     assert_eq!(Sharing::of(false, false), Sharing::Alone);
 }
+
+#[test]
+fn a_store_that_failed_is_not_asked_for_retry_ms() {
+    use odds_gate::core::rules::shared_cache::asks;
+    assert!(asks(0.0, Millis::NEG_INFINITY, 1_000.0));
+    assert!(!asks(1_500.0, 1_000.0, 1_000.0));
+    assert!(asks(2_000.0, 1_000.0, 1_000.0));
+}

@@ -22,16 +22,16 @@ export function shareOf(transport) {
   }
 }
 
-/** `promise`'s value, or undefined when it fails or takes longer than `ms`. */
-function bounded(promise, ms) {
+/** `promise`'s value, or `failed` when it fails or takes longer than `ms`. */
+function bounded(promise, ms, failed) {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
+    const timer = setTimeout(() => resolve(failed), ms);
     timer.unref?.();
     const done = (value) => {
       clearTimeout(timer);
       resolve(value);
     };
-    promise.then(done, () => done(undefined));
+    promise.then(done, () => done(failed));
   });
 }
 
@@ -39,10 +39,12 @@ const bytesOf = (chunks) => Buffer.concat(chunks);
 
 function fleet(transport) {
   const wait = transport.cacheStoreWait();
-  const quietly = (promise) => bounded(promise, wait);
+  const FAILED = Symbol('failed');
+  const quietly = (promise) => bounded(promise, wait, FAILED);
   return {
     async ask(facts, accept) {
       const r = await quietly(transport.cacheAsk(facts, accept));
+      if (r === FAILED) transport.cacheStoreFailed();
       if (!Array.isArray(r)) return [ALONE, 0];
       if (r[0] !== FRESH) return [r[0], r[1]];
       try {
@@ -83,17 +85,30 @@ function unlock(ints, at) {
   Atomics.notify(ints, at, 1);
 }
 
-function threads(transport) {
-  // Entries other threads fetched, by shared name, while fresh: { entry, at, until } (put at,
-  // fresh until: shared clock).
-  const arrived = new Map();
-  const channel = new BroadcastChannel(CHANNEL);
-  channel.unref();
-  channel.onmessage = ({ data }) => {
-    const now = sharedNow();
+// Entries fetched by this thread's caches and the other threads', by shared name, while
+// fresh: { name, at, until, entry } (put at, fresh until: shared clock). One channel and one
+// map per thread, made when a cache first shares with the threads.
+let arrived = null;
+let channel = null;
+let swept = 0;
+
+function arrive(message) {
+  const now = sharedNow();
+  // Those past their lifetime go, in a look at most once a second.
+  if (now - swept > 1_000) {
+    swept = now;
     for (const [name, a] of arrived) if (a.until <= now) arrived.delete(name);
-    if (typeof data?.name === 'string' && data.until > now) arrived.set(data.name, data);
-  };
+  }
+  if (typeof message?.name === 'string' && message.until > now) arrived.set(message.name, message);
+}
+
+function threads(transport) {
+  if (channel === null) {
+    arrived = new Map();
+    channel = new BroadcastChannel(CHANNEL);
+    channel.unref();
+    channel.onmessage = ({ data }) => arrive(data);
+  }
 
   // Runs `step(ours, times, now)` on the request's cell, locked; it returns the times to write
   // (lease until, fresh until, put at) or null. Null when the threads share no memory now.
@@ -138,7 +153,10 @@ function threads(transport) {
       const now = onCell(name, (ours, times, now) => (ours ? transport.cachePutCell(true, times, now, freshMs) : null));
       if (now === null) return;
       const entry = { status: kept.status, statusText: kept.statusText, headers: kept.headers, bytes: bytesOf(chunks), age: kept.age };
-      channel.postMessage({ name, at: now, until: now + freshMs, entry });
+      const message = { name, at: now, until: now + freshMs, entry };
+      // This thread's other caches find it here; the other threads', on the channel.
+      arrive(message);
+      channel.postMessage(message);
     },
     release(facts, accept) {
       const name = transport.cacheName(facts, accept);

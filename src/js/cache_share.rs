@@ -54,6 +54,14 @@ impl Transport {
         })
     }
 
+    /// The store failed to answer the shared cache (an error, or no answer in `timeoutMs`).
+    #[wasm_bindgen(js_name = cacheStoreFailed)]
+    pub fn cache_store_failed(&self) {
+        if let Some(store) = &self.config().store {
+            store.cache_failed(clock::now());
+        }
+    }
+
     /// How long a call waits for the store's answer before it goes on alone (`timeoutMs`).
     #[wasm_bindgen(js_name = cacheStoreWait)]
     pub fn cache_store_wait(&self) -> f64 {
@@ -62,18 +70,20 @@ impl Transport {
 
     /// Asks the fleet for the request (`facts`, `accept`), claiming its fetch when it may: a
     /// promise of `[code, ms]` (see [`code`]), with a fresh entry `[1, ms, ms since put,
-    /// status, status text, headers (JSON), body (base64), age]`; `[0, 0]` when the store
-    /// failed or said nothing understood.
+    /// status, status text, headers (JSON), body (base64), age]`; `[0, 0]` when the store is
+    /// not asked now or said nothing understood; rejected when the store failed (then
+    /// `cacheStoreFailed`).
     #[wasm_bindgen(js_name = cacheAsk)]
     pub fn cache_ask(&self, facts: &str, accept: &str) -> Exported {
         let (Some(store), Some(key)) = (self.config().store.clone(), key(facts, accept)) else {
             return Ok(js_sys::Promise::resolve(&alone()).into());
         };
+        if !store.cache_asks(clock::now()) {
+            return Ok(js_sys::Promise::resolve(&alone()).into());
+        }
         let run = store.cache(&key, script::get(&process_id(), &number));
         Ok(future_to_promise(async move {
-            let Ok(reply) = run.await else {
-                return Ok(alone());
-            };
+            let reply = run.await?;
             if !js_sys::Array::is_array(&reply) {
                 return Ok(alone());
             }

@@ -3,7 +3,7 @@
 //! late, and what to do while Redis does not answer (`core::gate::store_link`); this module
 //! only runs operations and reads the answers.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use serde::Serialize;
@@ -21,6 +21,8 @@ use crate::core::gate::store_link::{StoreReply, StoreSettings};
 use crate::core::gates::fleet::Shared;
 use crate::core::gates::scope::{RequestKey, Scope};
 use crate::core::rules::allowance::Rate;
+use crate::core::rules::shared_cache;
+use crate::core::Millis;
 use crate::store;
 
 const BRAND: &str = "__oddsGateStore";
@@ -83,6 +85,9 @@ pub struct RedisStore {
     client: JsValue,
     prefix: String,
     settings: StoreSettings,
+    /// When the shared cache last found the store failing (see `rules::shared_cache::asks`).
+    #[serde(skip)]
+    cache_failed_at: Cell<Millis>,
 }
 
 impl RedisStore {
@@ -95,6 +100,7 @@ impl RedisStore {
             client,
             prefix,
             settings,
+            cache_failed_at: Cell::new(Millis::NEG_INFINITY),
         }))
     }
 
@@ -139,6 +145,17 @@ impl RedisStore {
                 ))
             })
         }
+    }
+
+    /// Whether the shared cache asks the store at `now` (not for `retryMs` after it failed).
+    pub fn cache_asks(&self, now: Millis) -> bool {
+        let failed_at = self.cache_failed_at.get();
+        shared_cache::asks(now, failed_at, self.settings.retry_ms)
+    }
+
+    /// The shared cache found the store failing at `now`.
+    pub fn cache_failed(&self, now: Millis) {
+        self.cache_failed_at.set(now);
     }
 
     /// Runs `cache.lua` with `args` for the request `key`: its reply. The caller bounds how long

@@ -93,6 +93,13 @@ pub fn name(scope: &str, url: &str, accept: &str) -> String {
     out
 }
 
+/// Whether to ask the store at `now`, its last failure (an error, or no answer within its
+/// `timeoutMs`) at `failed_at`: not for `retry_ms` after it, so a store that does not answer
+/// costs one call a wait, not every call.
+pub fn asks(now: Millis, failed_at: Millis, retry_ms: Millis) -> bool {
+    now >= failed_at + retry_ms
+}
+
 /// How long the store keeps an entry fresh for `fresh_ms`: its lifetime and the time it may
 /// still answer stale.
 pub fn keep_ms(fresh_ms: Millis, stale_for_ms: Millis) -> Millis {
