@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { Worker } from 'node:worker_threads';
+import Redis from 'ioredis';
 import { createFetch, redisStore, QuotaExhaustedError } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 import { startRedis } from './support/redis-server.mjs';
@@ -371,9 +372,20 @@ test('4 processes through Redis share one cache: 32 identical GETs make one requ
   const redis = await startRedis();
   const api = await startFakeOddsApi({ ...rate, ttlSeconds: 1 });
   const g = await group(processMember, 4, { rate, redisPort: redis.port });
+  const client = new Redis({ port: redis.port, host: '127.0.0.1' });
   try {
     await sharesOneRequestPerSnapshot(g, api);
+    // Each key's entry in Redis, under the credential's hash tag, with no URL in its name,
+    // kept for its lifetime (1 s) and staleForMs (10 min).
+    const keys = await client.keys('og:*:cache:*');
+    assert.equal(keys.length, 2);
+    for (const k of keys) {
+      assert.match(k, /^og:\{key:[0-9a-f]{32}\}:cache:[0-9a-f]{32}$/);
+      const ttl = await client.pttl(k);
+      assert.ok(ttl > 590_000 && ttl <= 601_000, `${k}: ${ttl} ms`);
+    }
   } finally {
+    await client.quit();
     await g.quit();
     await api.close();
     await redis.stop();
