@@ -170,8 +170,9 @@ async function measure(forMs) {
 export async function run({ quick }) {
   const forMs = quick ? 20_000 : 60_000;
   const rows = await measure(forMs);
-  const ours = rows.find((r) => r[0] === 'cache: true');
-  const met = Number(ours[3]) <= 1.1 && ours[4] === 0 && Number(ours[10]) < 50;
+  const ours = ['cache: true', 'cache, 4 processes, Redis', 'cache, 4 worker threads'].map((label) => rows.find((r) => r[0] === label));
+  const meets = (r) => Number(r[3]) <= 1.1 && r[4] === 0 && Number(r[10]) < 50;
+  const met = ours.every(meets);
   return [{
     id: 'cache',
     title: 'One request per snapshot: 32 workers polling 10 snapshots (#36)',
@@ -183,9 +184,11 @@ export async function run({ quick }) {
       `API's shape (ttl_seconds only) and once with the fake also sending Cache-Control: max-age=${ttlSeconds}. Requests ` +
       `and 429s are the server's; ideal = one request per snapshot per lifetime (${snapshots} x ` +
       `ceil(${forMs / 1000} / ${ttlSeconds})); a call still waiting 5 s after the run is aborted is given up; waits from ` +
-      `each call to its body read; fresh hits are the calls odds-gate's cache answered from a fresh entry (marked hit)`,
-    target: 'cache: true (the issue\'s): requests within 1.1 x the ideal, 0 429s, a fresh hit\'s p99 wait under 50 ms',
-    verdict: `${met ? 'met' : 'MISSED'} (${ours[3]} x the ideal, ${ours[4]} 429s, fresh hits' p99 ${ours[10]} ms)`,
+      `each call to its body read; fresh hits are the calls odds-gate's cache answered from a fresh entry (marked hit). ` +
+      `Then cache: true shared: the ${workers} workers split over 4 processes, each with a Redis store (a real ` +
+      `redis-server), and over 4 worker threads of one process`,
+    target: 'cache: true, in one process, over 4 processes through Redis and over 4 worker threads (the issue\'s): requests within 1.1 x the ideal, 0 429s, a fresh hit\'s p99 wait under 50 ms',
+    verdict: `${met ? 'met' : 'MISSED'} (${ours.map((r) => `${r[0]}: ${r[3]} x the ideal, ${r[4]} 429s, fresh hits' p99 ${r[10]} ms`).join('; ')})`,
     head: HEAD,
     rows,
     notes: ['undici\'s cache sits below the gate, so each of its hits still waits for a token; it ' +
