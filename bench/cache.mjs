@@ -14,7 +14,7 @@ import { setMaxListeners } from 'node:events';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { Worker, isMainThread } from 'node:worker_threads';
 import { Agent, fetch as undiciFetch, interceptors } from 'undici';
 import { createFetch } from '../pkg/index.js';
 import { startFakeOddsApi } from '../js-tests/support/fake-odds-api.mjs';
@@ -197,7 +197,7 @@ export async function run({ quick }) {
   }];
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (isMainThread && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const forMs = Number(process.argv[2] ?? 60_000);
   console.log(`${workers} workers polling ${snapshots} snapshots every ${everyMs} ms for ${forMs / 1000} s; ttl_seconds ${ttlSeconds}; burst ${rate.burst} at ${rate.perSecond}/s`);
   console.log(textTable(HEAD, await measure(forMs)));
