@@ -6,7 +6,7 @@ use std::{env, fs, path::Path};
 
 fn main() {
     let out = env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    for name in ["gate.lua", "learned.lua"] {
+    for name in ["gate.lua", "learned.lua", "cache.lua"] {
         let source = format!("src/store/{name}");
         println!("cargo:rerun-if-changed={source}");
         let text = fs::read_to_string(&source).expect("read a script in src/store");

@@ -6,8 +6,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { randomUUID } from 'node:crypto';
-import { createFetch, QuotaExhaustedError } from '../pkg/index.js';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { Worker } from 'node:worker_threads';
+import Redis from 'ioredis';
+import { createFetch, redisStore, QuotaExhaustedError } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
+import { startRedis } from './support/redis-server.mjs';
 
 const MARK = 'x-odds-gate-cache';
 const rate = { burst: 2, perSecond: 2 };
@@ -295,4 +300,121 @@ test('bad cache options get typed errors naming the option', () => {
   assert.match(cache, /else 5000 ms; bodies up to 1000 bytes kept, 16777216 in all/);
   assert.match(cache, /an entry answers for 600000 ms more the calls the gate would hold in a cooldown or refuse/);
   assert.match(createFetch({ cache: { staleForMs: 0 } }).describe().cache, /no stale answers/);
+  // Who shares it: the threads by default, the fleet with a store, nobody with threads: false.
+  assert.match(cache, /^one request per snapshot in this process, its worker threads included \(shared: threads\)/);
+  assert.match(createFetch({ cache: true, threads: false }).describe().cache, /in this thread \(shared: no; threads: false\)/);
+  const client = { scriptLoad: async () => '', evalSha: async () => [] };
+  assert.match(createFetch({ cache: true, store: redisStore(client) }).describe().cache, /across the fleet sharing the store \(shared: the fleet\)/);
+});
+
+// A group sharing one cache: processes through a real redis-server, or worker threads of this
+// process (support/cache-child.mjs), each answering commands in turn.
+const CHILD = new URL('./support/cache-child.mjs', import.meta.url);
+
+function member(send, onReply, end) {
+  const queue = [];
+  onReply((reply) => queue.shift()?.(reply));
+  const ready = new Promise((resolve) => queue.push(resolve));
+  const ask = (command) => new Promise((resolve) => {
+    queue.push(resolve);
+    send(command);
+  });
+  return { ready, ask, end };
+}
+
+function processMember(job) {
+  const proc = spawn(process.execPath, [CHILD.pathname, JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: proc.stdout });
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  const end = () => (proc.kill(), exited);
+  return member((c) => proc.stdin.write(`${JSON.stringify(c)}\n`), (on) => lines.on('line', (l) => on(JSON.parse(l))), end);
+}
+
+function threadMember(job) {
+  const worker = new Worker(CHILD, { workerData: job });
+  return member((c) => worker.postMessage(c), (on) => worker.on('message', on), () => worker.terminate());
+}
+
+async function group(make, n, job) {
+  const members = Array.from({ length: n }, () => make(job));
+  await Promise.all(members.map((m) => m.ready));
+  const all = (command) => Promise.all(members.map((m) => m.ask(command)));
+  // Quit closes each member's Redis client; then the member goes.
+  const quit = () => Promise.all(members.map((m) => Promise.race([m.ask({ op: 'quit' }), sleep(2_000)]).then(m.end)));
+  return { all, quit };
+}
+
+// 32 identical GETs over the group: one request; at once again: every one a hit; after the
+// lifetime: one more; another key's identical GET: its own request.
+async function sharesOneRequestPerSnapshot(g, api) {
+  const url = `${api.baseUrl}/events/e1/odds/snapshot`;
+  const [k1, k2] = [randomUUID(), randomUUID()];
+  const round = async (apiKey) => {
+    const replies = await g.all({ op: 'get', url, apiKey, n: 8 });
+    assert.ok(replies.every((r) => r.statuses.every((s) => s === 200)), JSON.stringify(replies));
+    return replies.flatMap((r) => r.marks);
+  };
+  const first = count(await round(k1));
+  assert.equal(api.stats().attempts, 1);
+  // The leader's own response is unmarked; every other caller's came from the cache.
+  assert.equal(first.null, 1);
+  assert.equal((first.hit ?? 0) + (first.coalesced ?? 0), 31);
+  assert.deepEqual(count(await round(k1)), { hit: 32 });
+  assert.equal(api.stats().attempts, 1);
+  await sleep(1_100);
+  assert.equal(count(await round(k1)).null, 1);
+  assert.equal(api.stats().attempts, 2);
+  assert.equal(count(await round(k2)).null, 1);
+  assert.equal(api.stats().attempts, 3);
+}
+
+test('4 processes through Redis share one cache: 32 identical GETs make one request, entries expire, a key never sees another\'s', async () => {
+  const redis = await startRedis();
+  const api = await startFakeOddsApi({ ...rate, ttlSeconds: 1 });
+  const g = await group(processMember, 4, { rate, redisPort: redis.port });
+  const client = new Redis({ port: redis.port, host: '127.0.0.1' });
+  try {
+    await sharesOneRequestPerSnapshot(g, api);
+    // Each key's entry in Redis, under the credential's hash tag, with no URL in its name,
+    // kept for its lifetime (1 s) and staleForMs (10 min).
+    const keys = await client.keys('og:*:cache:*');
+    assert.equal(keys.length, 2);
+    for (const k of keys) {
+      assert.match(k, /^og:\{key:[0-9a-f]{32}\}:cache:[0-9a-f]{32}$/);
+      const ttl = await client.pttl(k);
+      assert.ok(ttl > 590_000 && ttl <= 601_000, `${k}: ${ttl} ms`);
+    }
+  } finally {
+    await client.quit();
+    await g.quit();
+    await api.close();
+    await redis.stop();
+  }
+});
+
+test('4 processes through Redis: with Redis killed, every call is still answered', async () => {
+  const redis = await startRedis();
+  const api = await startFakeOddsApi({ ...rate, ttlSeconds: 1 });
+  const g = await group(processMember, 4, { rate, redisPort: redis.port });
+  try {
+    await redis.kill();
+    const replies = await g.all({ op: 'get', url: `${api.baseUrl}/events/e9/odds/snapshot`, apiKey: randomUUID(), n: 8 });
+    assert.deepEqual(replies.map((r) => r.statuses.filter((s) => s === 200).length), [8, 8, 8, 8]);
+    // Each process alone: its own request, its callers joined to it.
+    assert.deepEqual(count(replies.flatMap((r) => r.marks)), { null: 4, coalesced: 28 });
+  } finally {
+    await g.quit();
+    await api.close();
+  }
+});
+
+test('4 worker threads share one cache: 32 identical GETs make one request, entries expire, a key never sees another\'s', async () => {
+  const api = await startFakeOddsApi({ ...rate, ttlSeconds: 1 });
+  const g = await group(threadMember, 4, { rate });
+  try {
+    await sharesOneRequestPerSnapshot(g, api);
+  } finally {
+    await g.quit();
+    await api.close();
+  }
 });

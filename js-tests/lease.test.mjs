@@ -38,9 +38,9 @@ function assertLive(slot, v) {
   assert.equal(leave(s, slot, held, -1), true);
   assert.deepEqual([...new Set(heap.subarray(IN * WORDS, (IN + 1) * WORDS))], [v]);
 }
-// How many buffers hold WORDS copies of v: the first slots lie well within the first 2,048 f64s,
-// and each test's values are its own.
-const buffers = (v) => s.f64.subarray(0, 2048).filter((x) => x === v).length / WORDS;
+// How many buffers hold WORDS copies of v: the first slots lie well within the first 8,192 f64s
+// (after the header and the cache's cells), and each test's values are its own.
+const buffers = (v) => s.f64.subarray(0, 8192).filter((x) => x === v).length / WORDS;
 // A hold that another hold takes over: it stalls (its thread descheduled, collecting garbage)
 // from now until the test lets it go.
 function stall(slot, v) {

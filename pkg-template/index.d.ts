@@ -107,7 +107,9 @@ export interface CreateFetchOptions {
    * JSON body's `ttl_seconds`, else `defaultTtlMs`. Past it, an entry answers for `staleForMs`
    * more the calls the gate would hold in a cooldown or refuse (a spent quota, say). Answers
    * from the cache carry `x-odds-gate-cache: hit | coalesced | stale` and an `Age`. `true` for
-   * the defaults. One process; shared by the wrapper's lanes and batches. @default none
+   * the defaults. Shared by the wrapper's lanes and batches, and by whoever shares its
+   * allowance: the process's worker threads (`threads`), or the fleet through the `store`'s
+   * Redis (one process fetches, the others wait for its answer). @default none
    */
   cache?: boolean | CacheOptions;
   /**
@@ -459,7 +461,7 @@ export interface Description {
   quota: string;
   /** Present with `quota.spread`: how the credits are paced. */
   spread?: string;
-  /** Present with `cache`: what is cached and for how long. */
+  /** Present with `cache`: what is cached, for how long, and who shares it. */
   cache?: string;
   metrics: string;
   /** All of the above as readable text. */
@@ -570,7 +572,7 @@ export interface SimulateOptions {
   pollEveryMs?: number;
   /**
    * The workers' GETs go through `createFetch({ cache })`'s cache (one per process or
-   * thread, as `createFetch` has today), and the workers poll the same snapshots: a fresh
+   * thread), and the workers poll the same snapshots: a fresh
    * entry answers a call without a request, a call identical to one in flight joins it.
    * `ttlMs` is how long the server's snapshots are fresh (its `ttl_seconds`, in ms); `true` is
    * `{ ttlMs: 0 }` (calls in flight share one request, nothing is kept). `staleForMs` (10 min,

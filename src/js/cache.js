@@ -3,8 +3,10 @@
 // which a stale one answers instead of the gate's hold or refusal, how long an answer is kept
 // and which entries go); this file keeps the entries' bytes, makes every caller its own
 // Response, and passes aborts on. A call that is not a GET without a body goes to the gate as
-// it is.
+// it is. When the cache is shared (cache_share.js: the process's threads, or the fleet through
+// the store), a call that would lead a request asks there first.
 import { requestFacts, requestHeaders, callerSignal } from './reads.js';
+import { FRESH, LEAD, WAIT } from './cache_share.js';
 
 const MARK = 'x-odds-gate-cache';
 const isObject = (v) => v !== null && typeof v === 'object';
@@ -72,7 +74,9 @@ function answer(kept, mark, now) {
 function sideOf(transport) {
   let side = transport.cacheSide();
   if (side === undefined) {
-    side = { entries: new Map(), waiters: new Map(), requests: new Map(), last: 0 };
+    const shareOf = transport.cacheShareOf();
+    const share = shareOf === undefined ? null : shareOf(transport);
+    side = { entries: new Map(), waiters: new Map(), requests: new Map(), last: 0, share };
     transport.setCacheSide(side);
   }
   return side;
@@ -82,7 +86,7 @@ function sideOf(transport) {
 export function cached(transport, send) {
   const limit = transport.cacheEntryBytes();
   const side = sideOf(transport);
-  const { entries, waiters, requests } = side;
+  const { entries, waiters, requests, share } = side;
 
   // The waiter `id` gets its answer (`how` does it) once, unless it left.
   const take = (id) => {
@@ -91,6 +95,23 @@ export function cached(transport, send) {
     waiters.delete(id);
     w.signal?.removeEventListener('abort', w.onAbort);
     return w;
+  };
+
+  // A landing `out` ([kept, ms fresh, n, n entries to drop, calls...]): drops and keeps what
+  // it says; the calls to answer.
+  const store = (out, kept) => {
+    for (let i = 0; i < out[2]; i++) entries.delete(out[3 + i]);
+    if (out[0] > 0 && kept !== null) entries.set(out[0], kept);
+    return out.slice(3 + out[2]);
+  };
+
+  // Waiter `w` gets its own Response of `kept`, marked `mark`.
+  const give = (w, kept, mark, now) => {
+    try {
+      w.resolve(answer(kept, mark, now));
+    } catch (failed) {
+      w.reject(failed); // settled all the same, and the others after it too
+    }
   };
 
   const leave = (id, reason) => {
@@ -103,8 +124,9 @@ export function cached(transport, send) {
 
   // The gate refused the request: `out` (cacheRefused's) names the stale entry that answers
   // instead and the calls it answers; the refusal's own answer, if any, goes unread.
-  const refused = (out, response, error) => {
+  const refused = (facts, accept, out, response, error) => {
     response?.body?.cancel().catch(() => {});
+    share?.release(facts, accept);
     const kept = entries.get(out[0]);
     const now = performance.now();
     for (let i = 1; i < out.length; i++) {
@@ -115,11 +137,7 @@ export function cached(transport, send) {
         else send(w.input, w.init).then(w.resolve, w.reject);
         continue;
       }
-      try {
-        w.resolve(answer(kept, 'stale', now));
-      } catch (failed) {
-        w.reject(failed);
-      }
+      give(w, kept, 'stale', now);
     }
   };
 
@@ -130,7 +148,7 @@ export function cached(transport, send) {
   const landed = async (id, facts, accept, response, error) => {
     if (response === undefined || response?.headers?.has?.('x-odds-gate')) {
       const out = transport.cacheRefused(id, facts, accept, response ?? error);
-      if (out.length > 0) return refused(out, response, error);
+      if (out.length > 0) return refused(facts, accept, out, response, error);
     }
     let copy = null;
     let body = null;
@@ -156,30 +174,62 @@ export function cached(transport, send) {
     const out = transport.cacheLanded(id, facts, accept, copy?.status ?? 0, copy?.bytes ?? 0, copy !== null,
       header('cache-control'), header('expires'), header('date'), header('age'), ttl);
     const now = performance.now();
-    for (let i = 0; i < out[1]; i++) entries.delete(out[2 + i]);
     const kept = copy === null ? null : {
       status: copy.status, statusText: copy.statusText, headers: copy.headers, body, at: now,
       age: Number.parseInt(header('age') ?? '0', 10) || 0,
     };
-    if (out[0] > 0 && kept !== null) entries.set(out[0], kept);
-    for (let i = 2 + out[1]; i < out.length; i++) {
-      const w = take(out[i]);
+    const calls = store(out, kept);
+    // What others may take from the shared cache: an entry still fresh; else the claim goes.
+    if (out[0] > 0 && out[1] > 0 && kept !== null) share?.put(facts, accept, out[1], kept, copy.chunks);
+    else share?.release(facts, accept);
+    for (const call of calls) {
+      const w = take(call);
       if (w === undefined) continue;
       if (response === undefined) w.reject(error);
       else if (kept === null) send(w.input, w.init).then(w.resolve, w.reject);
-      else {
-        try {
-          w.resolve(answer(kept, 'coalesced', now));
-        } catch (failed) {
-          w.reject(failed); // settled all the same, and the others after it too
-        }
-      }
+      else give(w, kept, 'coalesced', now);
     }
   };
 
-  const lead = (id, input, init, facts, accept) => {
-    // The request goes out under a signal of its own: it goes on while anyone waits for it.
+  // The shared cache answered the request `id` was to lead with `entry`, fresh `left` ms more,
+  // after it `waited` for another's request or not: it is kept here too, and answers every call
+  // waiting (the leader's a hit, unless it waited: then it joined that request).
+  const arrived = (id, facts, accept, left, entry, waited) => {
+    requests.delete(id);
+    const out = transport.cacheSharedLanded(id, facts, accept, entry.bytes.byteLength, left, waited);
+    const now = performance.now();
+    const { status, statusText, headers, age } = entry;
+    const kept = { status, statusText, headers, body: new Blob([entry.bytes]), at: now - entry.since, age };
+    for (const call of store(out, kept)) {
+      const w = take(call);
+      if (w !== undefined) give(w, kept, call === id && !waited ? 'hit' : 'coalesced', now);
+    }
+  };
+
+  // The request `id` leads goes to the shared cache first: a fresh entry there answers; else
+  // this call claims the fetch and leads, or waits for whoever holds it, asking again after
+  // the core's backoff, and leads when the claim ends or it waited long enough. When everyone
+  // left meanwhile (the controller aborted), it stops.
+  const ask = async (id, input, init, facts, accept) => {
     const controller = new AbortController();
+    requests.set(id, controller);
+    const began = performance.now();
+    for (let polls = 0; ; polls++) {
+      const [code, ms, entry] = await share.ask(facts, accept);
+      if (controller.signal.aborted) {
+        requests.delete(id);
+        if (code === LEAD) share.release(facts, accept);
+        return;
+      }
+      if (code === FRESH) return arrived(id, facts, accept, ms, entry, polls > 0);
+      const delay = code === WAIT ? transport.cacheFollow(performance.now() - began, polls, ms) : -1;
+      if (delay < 0) return lead(id, input, init, facts, accept, controller);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  };
+
+  const lead = (id, input, init, facts, accept, controller = new AbortController()) => {
+    // The request goes out under a signal of its own: it goes on while anyone waits for it.
     requests.set(id, controller);
     const own = Object.assign({}, isObject(init) ? init : undefined, { signal: controller.signal });
     let sent;
@@ -216,7 +266,9 @@ export function cached(transport, send) {
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
       waiters.set(id, w);
-      if (step === -1) lead(id, input, init, facts, accept);
+      if (step === -1 && share === null) lead(id, input, init, facts, accept);
+      // A shared cache that throws before it answered is one that does not answer.
+      else if (step === -1) ask(id, input, init, facts, accept).catch(() => requests.has(id) && lead(id, input, init, facts, accept));
     });
   };
 }

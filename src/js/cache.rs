@@ -11,7 +11,7 @@ use super::transport::Transport;
 use super::Exported;
 use crate::core::gates::scope::{RequestKey, Scope};
 use crate::core::parse::freshness::CacheHeaders;
-use crate::core::rules::cache::{cacheable, Landed, Lookup, Refusal};
+use crate::core::rules::cache::{cacheable, Landed, Lookup, Refusal, Settled};
 use crate::core::rules::policy::Reason;
 use crate::core::rules::quota::GIVEN_AGAIN;
 
@@ -102,8 +102,8 @@ impl Transport {
 
     /// The request `leader` led (for the same `facts` and `accept`) has landed: a response of
     /// `status` (0: none) whose body, `bytes` long, was copied whole (`copied`), with its
-    /// caching headers and its JSON body's `ttl_seconds`. Returns `[kept entry or 0, n, n
-    /// entries to drop..., calls to answer...]`.
+    /// caching headers and its JSON body's `ttl_seconds`. Returns `[kept entry or 0, ms it is
+    /// fresh, n, n entries to drop..., calls to answer...]`.
     #[wasm_bindgen(js_name = cacheLanded)]
     #[allow(clippy::too_many_arguments)]
     pub fn cache_landed(
@@ -139,13 +139,7 @@ impl Transport {
             default,
         );
         let settled = cache.landed(clock::now(), &key, leader, landed);
-        let mut out = vec![
-            settled.kept.unwrap_or(0) as f64,
-            settled.dropped.len() as f64,
-        ];
-        out.extend(settled.dropped.iter().map(|&id| id as f64));
-        out.extend(settled.waiting.iter().map(|&w| f64::from(w)));
-        out
+        settled_out(&settled)
     }
 
     /// Call `waiter` no longer waits (its signal aborted): the leader of the request to
@@ -176,8 +170,21 @@ fn refusal(ended: &JsValue) -> Option<Refusal> {
     }
 }
 
+/// A landing for `cache.js`: `[kept entry or 0, ms it is fresh, n, n entries to drop...,
+/// calls to answer...]`.
+pub(super) fn settled_out(settled: &Settled<u32>) -> Vec<f64> {
+    let mut out = vec![
+        settled.kept.unwrap_or(0) as f64,
+        settled.fresh_ms,
+        settled.dropped.len() as f64,
+    ];
+    out.extend(settled.dropped.iter().map(|&id| id as f64));
+    out.extend(settled.waiting.iter().map(|&w| f64::from(w)));
+    out
+}
+
 /// The key of a GET without a body, from the request's `facts` (`reads.js`) and `Accept`.
-fn key(facts: &str, accept: &str) -> Option<RequestKey> {
+pub(super) fn key(facts: &str, accept: &str) -> Option<RequestKey> {
     let (credential, method, body, url) = headers::facts(facts);
     if !cacheable(&method, body) {
         return None;

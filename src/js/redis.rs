@@ -3,7 +3,7 @@
 //! late, and what to do while Redis does not answer (`core::gate::store_link`); this module
 //! only runs operations and reads the answers.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use serde::Serialize;
@@ -19,8 +19,10 @@ use crate::core::authority::Op;
 use crate::core::gate::store_link::given::StoreGiven;
 use crate::core::gate::store_link::{StoreReply, StoreSettings};
 use crate::core::gates::fleet::Shared;
-use crate::core::gates::scope::Scope;
+use crate::core::gates::scope::{RequestKey, Scope};
 use crate::core::rules::allowance::Rate;
+use crate::core::rules::shared_cache;
+use crate::core::Millis;
 use crate::store;
 
 const BRAND: &str = "__oddsGateStore";
@@ -83,6 +85,9 @@ pub struct RedisStore {
     client: JsValue,
     prefix: String,
     settings: StoreSettings,
+    /// When the shared cache last found the store failing (see `rules::shared_cache::asks`).
+    #[serde(skip)]
+    cache_failed_at: Cell<Millis>,
 }
 
 impl RedisStore {
@@ -95,6 +100,7 @@ impl RedisStore {
             client,
             prefix,
             settings,
+            cache_failed_at: Cell::new(Millis::NEG_INFINITY),
         }))
     }
 
@@ -141,6 +147,29 @@ impl RedisStore {
         }
     }
 
+    /// Whether the shared cache asks the store at `now` (not for `retryMs` after it failed).
+    pub fn cache_asks(&self, now: Millis) -> bool {
+        let failed_at = self.cache_failed_at.get();
+        shared_cache::asks(now, failed_at, self.settings.retry_ms)
+    }
+
+    /// The shared cache found the store failing at `now`.
+    pub fn cache_failed(&self, now: Millis) {
+        self.cache_failed_at.set(now);
+    }
+
+    /// Runs `cache.lua` with `args` for the request `key`: its reply. The caller bounds how long
+    /// it waits (`timeout_ms` of the settings).
+    pub fn cache(
+        &self,
+        key: &RequestKey,
+        args: Vec<String>,
+    ) -> impl std::future::Future<Output = Result<JsValue, JsValue>> + 'static {
+        let key = store::cache::cache_key(&self.prefix, key);
+        let client = self.client.clone();
+        async move { eval(&client, Script::Cache, &key, &args).await }
+    }
+
     /// Tells the fleet `facts` about `credential`'s learning gates, nobody waiting: a store that
     /// does not answer only means the others learn for themselves.
     pub fn share(&self, credential: &Scope, facts: &[Shared]) {
@@ -183,6 +212,8 @@ enum Script {
     Gate,
     /// What learning gates share (`learned.lua`).
     Learned,
+    /// The fleet's shared cache (`cache.lua`).
+    Cache,
 }
 
 impl Script {
@@ -190,13 +221,14 @@ impl Script {
         match self {
             Script::Gate => store::GATE_SCRIPT,
             Script::Learned => store::LEARNED_SCRIPT,
+            Script::Cache => store::cache::CACHE_SCRIPT,
         }
     }
 }
 
 thread_local! {
     /// Each script's SHA1 is the same for every client; remember it once.
-    static SHAS: RefCell<[Option<String>; 2]> = const { RefCell::new([None, None]) };
+    static SHAS: RefCell<[Option<String>; 3]> = const { RefCell::new([None, None, None]) };
 }
 
 /// Loads `script` into Redis: its SHA1, remembered.

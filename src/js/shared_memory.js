@@ -31,7 +31,8 @@
 //   0  i32 magic             4  i32 first segment   8  i32 slots now    12 i32 superseded (0/1)
 //   16 f64 made (Unix ms)    24 f64 tie-break       32 i32 made by the main thread (0/1)
 //   40 i32 table lock        52 i32 threads asleep on the table lock
-//   64 + i * SLOT_BYTES: slot i
+//   64 + c * CELL_BYTES: the cache's cell c of CELLS (cache_share.js: a claim per request)
+//   HEAD_BYTES + i * SLOT_BYTES: slot i
 //      0 i32 lock    4 i32 key high    8 i32 key low (0, 0: never used)
 //      12 i32 threads asleep on the lock
 //      16 + b * WORDS * 8: buffer b of 3, WORDS f64 each (the core's threads::WORDS)
@@ -59,12 +60,14 @@ import {
 } from 'node:worker_threads';
 
 const MAGIC = 0x0dd59a7e;
-const NAME = 'odds-gate/shared-memory/v4';
+const NAME = 'odds-gate/shared-memory/v5';
 const WORDS = 81;
 const SLOTS = 16384;
 // 16 times that: 262 MB of address space reserved, the memory itself only as the table grows.
 const MOST = 262144;
-const HEAD_BYTES = 64;
+export const CELLS = 1024;
+const CELL_BYTES = 40;
+const HEAD_BYTES = 64 + CELLS * CELL_BYTES;
 const SLOT_BYTES = 16 + 3 * WORDS * 8;
 const SUPERSEDED = 3;
 const TABLE_LOCK = 10;
@@ -89,7 +92,10 @@ export function onMove(move) {
 // Whether this thread may admit: its event loop turned SETTLE_MS after it made its shared memory.
 let turned = true;
 
-const sharedNow = () => performance.timeOrigin + performance.now();
+export const sharedNow = () => performance.timeOrigin + performance.now();
+
+// The byte offset of the cache's cell c (cache_share.js says what it holds).
+export const cellAt = (c) => 64 + c * CELL_BYTES;
 
 // The tests' way to a small table: [first, most] slots, set as environment data under this name
 // before the package loads.

@@ -18,6 +18,13 @@ const shared = ({ prefix, settings: s }) => `shared across processes through Red
   + `and Redis is asked again after ${s.retryMs} ms`;
 
 /** The summary object, with its `text`. */
+// Who shares the cache (the core's shared_cache::Sharing): its words.
+const sharedBy = (store, threads) => (store
+  ? 'across the fleet sharing the store (shared: the fleet): a process that misses asks Redis, where entries live with their lifetime and staleForMs; the first to ask claims the fetch for a lease and the others wait for its answer, polling with a short backoff, then fetch themselves when the lease ends; a store that does not answer leaves each process its own cache'
+  : threads
+    ? 'in this process, its worker threads included (shared: threads): a claim per request in the threads\' shared memory, the first thread to miss fetches and the others wait for its answer, which reaches every thread on a BroadcastChannel'
+    : 'in this thread (shared: no; threads: false)');
+
 export function summary({ rate, learn, store, threads, sharedMemory, retry, budget, waiting, metrics, lane, learned, limits, cache, spread }) {
   const s = { rate, learn };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
@@ -57,7 +64,7 @@ export function summary({ rate, learn, store, threads, sharedMemory, retry, budg
       + `credits per call ${costs ? `stated for ${costs}, ` : ''}learned per route from the readings, 1 until known; this thread's gates only (threads: false)`;
   }
   if (cache) {
-    s.cache = 'one request per snapshot in this process: a GET without a body identical to one in flight (credential, URL, Accept) joins it; '
+    s.cache = `one request per snapshot ${sharedBy(store, threads)}: a GET without a body identical to one in flight (credential, URL, Accept) joins it; `
       + `a 200 is answered again without a request while fresh, for its Cache-Control (no-store, no-cache, max-age), else Expires and Age, else its JSON body's ttl_seconds, else ${cache.defaultTtlMs} ms; `
       + `bodies up to ${cache.maxEntryBytes} bytes kept, ${cache.maxBytes} in all, least recently used first out; `
       + (cache.staleForMs > 0

@@ -249,6 +249,11 @@ impl Transport {
         self.config.cache.as_ref()
     }
 
+    /// The wrapper's JavaScript side (its store, whether its threads share).
+    pub(super) fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// Whether this wrapper's gate for `scope` would hold a GET of `url` at `now` past a
     /// cooldown, or refuse it for a spent quota (the cache then answers from a stale entry).
     pub(super) fn holds(&self, now: Millis, scope: &Scope, url: &str) -> bool {

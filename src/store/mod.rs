@@ -3,6 +3,8 @@
 //! hash per credential. This module is the contract with that script: its text, its keys, its
 //! arguments and its answers. No I/O here.
 
+pub mod cache;
+
 use crate::core::authority::fair::{self, Fair, Shares};
 use crate::core::authority::order;
 use crate::core::authority::{AdmissionId, Answer, Op, Seen};

@@ -264,6 +264,8 @@ pub struct Settled<C> {
     pub waiting: Vec<C>,
     /// The entry the answer is kept as, if it is.
     pub kept: Option<EntryId>,
+    /// How long the kept entry is fresh (what a shared cache is told).
+    pub fresh_ms: Millis,
     /// Entries to drop (replaced, past their stale time, or least recently used past
     /// `max_bytes`).
     pub dropped: Vec<EntryId>,
@@ -439,6 +441,7 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
         let mut settled = Settled {
             waiting: Vec::new(),
             kept: None,
+            fresh_ms: 0.0,
             dropped: Vec::new(),
         };
         self.asked.remove(&leader);
@@ -505,7 +508,33 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
         self.figures.entries += 1;
         self.figures.bytes += bytes;
         settled.kept = Some(id);
+        settled.fresh_ms = lifetime;
         settled
+    }
+
+    /// The request `leader` was to lead for `key` was answered at `now` by the shared cache
+    /// (other threads' or the fleet's, see `shared_cache`): an entry `bytes` long, fresh for
+    /// `left_ms` more. It lands as a kept 200 does, the leader's call counted as a hit, or as
+    /// coalesced when it `waited` for another's request.
+    pub fn shared(
+        &mut self,
+        now: Millis,
+        key: &K,
+        leader: C,
+        (bytes, left_ms): (f64, Millis),
+        waited: bool,
+    ) -> Settled<C> {
+        if self.flights.get(key).is_some_and(|f| f.leader == leader) {
+            match waited {
+                true => self.figures.coalesced += 1,
+                false => self.figures.hits += 1,
+            }
+        }
+        let landed = Landed::Ok {
+            bytes,
+            lifetime: Some(left_ms),
+        };
+        self.landed(now, key, leader, landed)
     }
 
     /// `caller` no longer waits for the request it asked for (its signal aborted). When nobody

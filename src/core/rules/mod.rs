@@ -17,6 +17,7 @@ pub mod policy;
 pub mod quota;
 pub mod ranges;
 pub mod routes;
+pub mod shared_cache;
 pub mod spending;
 pub mod streak;
 pub mod toggle;

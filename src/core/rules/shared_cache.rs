@@ -1,0 +1,200 @@
+//! The cache shared beyond one thread (#36): the worker threads of a process (a claim per
+//! request in their shared memory, entries passed along their channel) and a fleet through
+//! Redis (`cache.lua`). A process whose own cache misses asks the shared one before it leads a
+//! request: a fresh entry there answers; else it claims the fetch for [`LEASE_MS`] if nobody
+//! holds it and leads; else it waits for whoever does, asking again after a short backoff, and
+//! fetches itself when the lease ends (it then claims) or after [`WAIT_MS`]. The shared cache
+//! saves requests and never fails a call: when it does not answer, the process goes on alone.
+
+use sha2::{Digest, Sha256};
+
+use crate::core::Millis;
+
+/// How long a claim holds: longer than a request usually waits in the gate's line and takes,
+/// so the others rarely fetch beside it; short enough that a leader that died holds nobody up
+/// for long.
+pub const LEASE_MS: Millis = 10_000.0;
+
+/// The longest a call waits for another's answer before it fetches itself: the lease.
+pub const WAIT_MS: Millis = LEASE_MS;
+
+/// The first wait before asking again, and the longest: a waiter sees the entry at most this
+/// long after it is put, for a few asks per request (the leader's request takes far longer).
+pub const FIRST_POLL_MS: Millis = 4.0;
+/// See [`FIRST_POLL_MS`].
+pub const MAX_POLL_MS: Millis = 25.0;
+
+/// How long a thread that found a fresh entry named in the shared memory waits for its bytes
+/// on the threads' channel (they are posted with the claim's release) before it fetches them:
+/// a busy thread may take a while to read its messages.
+pub const ARRIVAL_MS: Millis = 200.0;
+
+/// Who shares a wrapper's cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// Nobody: the thread's own (`threads: false`, no store).
+    Alone,
+    /// The worker threads of the process (`threads`, no store).
+    Threads,
+    /// The fleet, through the store (a store shares across processes and threads alike).
+    Fleet,
+}
+
+impl Sharing {
+    /// Who shares the cache of a wrapper with a `store` or not, its gates shared by `threads`
+    /// or not: whoever shares its allowance.
+    pub fn of(store: bool, threads: bool) -> Sharing {
+        match (store, threads) {
+            (true, _) => Sharing::Fleet,
+            (false, true) => Sharing::Threads,
+            (false, false) => Sharing::Alone,
+        }
+    }
+}
+
+/// What the shared cache answered a process whose own cache missed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Asked {
+    /// An entry fresh for `left_ms` more: it answers, and is kept here too.
+    Fresh {
+        /// How long it stays fresh.
+        left_ms: Millis,
+    },
+    /// The fetch is this process's to make: it leads, and puts the answer.
+    Lead,
+    /// Another holds the fetch for `left_ms` more: wait, ask again.
+    Wait {
+        /// Until its lease ends (or the bytes should have come).
+        left_ms: Millis,
+    },
+    /// Not shared now (the shared cache did not answer, or its answer was not understood):
+    /// fetch as if alone.
+    Alone,
+}
+
+/// The shared name of a request (its credential's scope, URL and `Accept`): the scope in a
+/// hash tag (every key of one
+/// credential on one Redis Cluster slot, as the gate's), and 128 bits of a hash of the scope,
+/// URL and `Accept` (so no URL is written to the store, and two requests never share an
+/// entry); its last 16 hex digits tell requests apart in the threads' shared memory.
+pub fn name(scope: &str, url: &str, accept: &str) -> String {
+    let mut hash = Sha256::new();
+    hash.update(b"odds-gate/cache/v1\0");
+    hash.update(scope.as_bytes());
+    hash.update(b"\0");
+    hash.update(url.as_bytes());
+    hash.update(b"\0");
+    hash.update(accept.as_bytes());
+    let digest = hash.finalize();
+    let mut out = format!("{{{scope}}}:cache:");
+    for b in &digest[..16] {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// Whether to ask the store at `now`, its last failure (an error, or no answer within its
+/// `timeoutMs`) at `failed_at`: not for `retry_ms` after it, so a store that does not answer
+/// costs one call a wait, not every call.
+pub fn asks(now: Millis, failed_at: Millis, retry_ms: Millis) -> bool {
+    now >= failed_at + retry_ms
+}
+
+/// How long the store keeps an entry fresh for `fresh_ms`: its lifetime and the time it may
+/// still answer stale.
+pub fn keep_ms(fresh_ms: Millis, stale_for_ms: Millis) -> Millis {
+    fresh_ms + stale_for_ms
+}
+
+/// The wait before asking again after `polls` asks and `waited_ms`, with `left_ms` of the
+/// holder's lease left; `None`: stop waiting and fetch (the lease ended, or [`WAIT_MS`] passed).
+pub fn follow(waited_ms: Millis, polls: u32, left_ms: Millis) -> Option<Millis> {
+    if left_ms <= 0.0 || waited_ms >= WAIT_MS {
+        return None;
+    }
+    let backoff = FIRST_POLL_MS * 2f64.powi(polls.min(16) as i32);
+    Some(
+        backoff
+            .min(MAX_POLL_MS)
+            .min(left_ms)
+            .min(WAIT_MS - waited_ms),
+    )
+}
+
+/// A request's claim in the threads' shared memory (times on the shared clock, 0: none).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Cell {
+    /// Whether the cell is this request's (another request's lease holds it otherwise).
+    pub ours: bool,
+    /// The claim's end.
+    pub lease_until: Millis,
+    /// Until when the last entry put is fresh.
+    pub fresh_until: Millis,
+    /// When that entry was put (its bytes travel on the channel from then).
+    pub put_at: Millis,
+}
+
+/// A thread asks the shared memory at `now` for a request (`cell`, its cell), `here` telling
+/// whether the fresh entry's bytes reached this thread: the answer and the cell to write back
+/// (`None`: unchanged). The same decisions as `cache.lua`'s `get`, plus the bytes' journey.
+pub fn claim(cell: Cell, now: Millis, here: Option<Millis>) -> (Asked, Option<Cell>) {
+    let mine = Cell {
+        ours: true,
+        lease_until: now + LEASE_MS,
+        fresh_until: 0.0,
+        put_at: 0.0,
+    };
+    if !cell.ours {
+        // Another request's lease: this one goes alone, never waits on a stranger's.
+        return match cell.lease_until > now {
+            true => (Asked::Alone, None),
+            false => (Asked::Lead, Some(mine)),
+        };
+    }
+    if now < cell.fresh_until {
+        if let Some(left_ms) = here {
+            return (Asked::Fresh { left_ms }, None);
+        }
+        let left_ms = cell.put_at + ARRIVAL_MS - now;
+        if left_ms > 0.0 {
+            return (Asked::Wait { left_ms }, None);
+        }
+    }
+    if cell.lease_until > now {
+        let left_ms = cell.lease_until - now;
+        return (Asked::Wait { left_ms }, None);
+    }
+    let keep = Cell {
+        fresh_until: cell.fresh_until,
+        put_at: cell.put_at,
+        ..mine
+    };
+    (Asked::Lead, Some(keep))
+}
+
+/// The leader put an entry fresh for `fresh_ms` at `now` (`None`: it has none to put): the cell
+/// it writes back, its claim released.
+pub fn put(cell: Cell, now: Millis, fresh_ms: Option<Millis>) -> Cell {
+    match fresh_ms {
+        Some(ms) => Cell {
+            ours: true,
+            lease_until: 0.0,
+            fresh_until: now + ms,
+            put_at: now,
+        },
+        None => Cell {
+            lease_until: 0.0,
+            ..cell
+        },
+    }
+}
+
+/// What `cache.lua`'s `get` answered (its code and number), understood.
+pub fn answer(code: &str, ms: f64) -> Asked {
+    match code {
+        "fresh" if ms.is_finite() && ms > 0.0 => Asked::Fresh { left_ms: ms },
+        "lead" => Asked::Lead,
+        "wait" if ms.is_finite() => Asked::Wait { left_ms: ms },
+        _ => Asked::Alone,
+    }
+}

@@ -1,0 +1,166 @@
+// The cache shared beyond this thread, for cache.js: the fleet's through the store's Redis
+// client (cache.lua, run by the module), or the process's threads' (a cell per request in their
+// shared memory, entries passed along a BroadcastChannel). The core decides (shared_cache.rs):
+// what an answer means, how long a claim holds, how long to wait; this file moves bytes and
+// holds the cells' lock. Either side answers `ask` with [code, ms] (codes below), a fresh
+// entry as [FRESH, ms fresh left, { since, status, statusText, headers, bytes, age }]; a side
+// that fails answers ALONE, so a call never fails because the shared cache does.
+import { BroadcastChannel } from 'node:worker_threads';
+import { current, sharedNow, cellAt, CELLS } from './shared_memory.js';
+
+export const ALONE = 0;
+export const FRESH = 1;
+export const LEAD = 2;
+export const WAIT = 3;
+
+/** The shared side of `transport`'s cache, or null when nothing shares it. */
+export function shareOf(transport) {
+  switch (transport.cacheShared()) {
+    case 2: return fleet(transport);
+    case 1: return current() === null ? null : threads(transport);
+    default: return null;
+  }
+}
+
+/** `promise`'s value, or `failed` when it fails or takes longer than `ms`. */
+function bounded(promise, ms, failed) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(failed), ms);
+    timer.unref?.();
+    const done = (value) => {
+      clearTimeout(timer);
+      resolve(value);
+    };
+    promise.then(done, () => done(failed));
+  });
+}
+
+const bytesOf = (chunks) => Buffer.concat(chunks);
+
+function fleet(transport) {
+  const wait = transport.cacheStoreWait();
+  const FAILED = Symbol('failed');
+  const quietly = (promise) => bounded(promise, wait, FAILED);
+  return {
+    async ask(facts, accept) {
+      const r = await quietly(transport.cacheAsk(facts, accept));
+      if (r === FAILED) transport.cacheStoreFailed();
+      if (!Array.isArray(r)) return [ALONE, 0];
+      if (r[0] !== FRESH) return [r[0], r[1]];
+      try {
+        const entry = { since: r[2], status: r[3], statusText: r[4], headers: JSON.parse(r[5]), bytes: Buffer.from(r[6], 'base64'), age: Number(r[7]) || 0 };
+        return [FRESH, r[1], entry];
+      } catch {
+        return [ALONE, 0];
+      }
+    },
+    put(facts, accept, freshMs, kept, chunks) {
+      const body = bytesOf(chunks).toString('base64');
+      quietly(transport.cachePut(facts, accept, freshMs, kept.status, kept.statusText, JSON.stringify(kept.headers), body, String(kept.age)));
+    },
+    release(facts, accept) {
+      quietly(transport.cacheRelease(facts, accept));
+    },
+  };
+}
+
+// A cell (shared_memory.js says where): 0 i32 lock, 4 i32 key high, 8 i32 key low, 16 f64
+// lease until, 24 f64 fresh until, 32 f64 put at (shared clock ms). The lock is held for a
+// few reads and writes; one held longer than HOLD_MS belonged to a thread that died in it.
+const HOLD_MS = 100;
+const CHANNEL = 'odds-gate/cache/v1';
+
+function lock(ints, at) {
+  let since = 0;
+  for (let spins = 0; Atomics.compareExchange(ints, at, 0, 1) !== 0; spins++) {
+    if (spins < 64) continue;
+    if (since === 0) since = performance.now();
+    else if (performance.now() - since > HOLD_MS) return;
+    Atomics.wait(ints, at, 1, 1);
+  }
+}
+
+function unlock(ints, at) {
+  Atomics.store(ints, at, 0);
+  Atomics.notify(ints, at, 1);
+}
+
+// Entries fetched by this thread's caches and the other threads', by shared name, while
+// fresh: { name, at, until, entry } (put at, fresh until: shared clock). One channel and one
+// map per thread, made when a cache first shares with the threads.
+let arrived = null;
+let channel = null;
+let swept = 0;
+
+function arrive(message) {
+  const now = sharedNow();
+  // Those past their lifetime go, in a look at most once a second.
+  if (now - swept > 1_000) {
+    swept = now;
+    for (const [name, a] of arrived) if (a.until <= now) arrived.delete(name);
+  }
+  if (typeof message?.name === 'string' && message.until > now) arrived.set(message.name, message);
+}
+
+function threads(transport) {
+  if (channel === null) {
+    arrived = new Map();
+    channel = new BroadcastChannel(CHANNEL);
+    channel.unref();
+    channel.onmessage = ({ data }) => arrive(data);
+  }
+
+  // Runs `step(ours, times, now)` on the request's cell, locked; it returns the times to write
+  // (lease until, fresh until, put at) or null. Null when the threads share no memory now.
+  const onCell = (name, step) => {
+    const s = current();
+    if (s === null || name === '') return null;
+    const high = Number.parseInt(name.slice(-16, -8), 16) | 0;
+    const low = Number.parseInt(name.slice(-8), 16) | 0;
+    const at = cellAt((low >>> 0) % CELLS);
+    const [ints, f64] = [s.ints, s.f64];
+    lock(ints, at / 4);
+    try {
+      const ours = ints[at / 4 + 1] === high && ints[at / 4 + 2] === low;
+      const f = at / 8 + 2;
+      const now = sharedNow();
+      const write = step(ours, [f64[f], f64[f + 1], f64[f + 2]], now);
+      if (write !== null) {
+        [ints[at / 4 + 1], ints[at / 4 + 2]] = [high, low];
+        [f64[f], f64[f + 1], f64[f + 2]] = write;
+      }
+      return now;
+    } finally {
+      unlock(ints, at / 4);
+    }
+  };
+
+  return {
+    async ask(facts, accept) {
+      const name = transport.cacheName(facts, accept);
+      const here = arrived.get(name);
+      let out = null;
+      onCell(name, (ours, times, now) => {
+        const left = here !== undefined && here.until > now ? here.until - now : -1;
+        out = transport.cacheClaim(ours, times, now, left);
+        return out[2] === 1 ? out.slice(3) : null;
+      });
+      if (out === null) return [ALONE, 0];
+      return out[0] === FRESH ? [FRESH, out[1], { ...here.entry, since: sharedNow() - here.at }] : [out[0], out[1]];
+    },
+    put(facts, accept, freshMs, kept, chunks) {
+      const name = transport.cacheName(facts, accept);
+      const now = onCell(name, (ours, times, now) => (ours ? transport.cachePutCell(true, times, now, freshMs) : null));
+      if (now === null) return;
+      const entry = { status: kept.status, statusText: kept.statusText, headers: kept.headers, bytes: bytesOf(chunks), age: kept.age };
+      const message = { name, at: now, until: now + freshMs, entry };
+      // This thread's other caches find it here; the other threads', on the channel.
+      arrive(message);
+      channel.postMessage(message);
+    },
+    release(facts, accept) {
+      const name = transport.cacheName(facts, accept);
+      onCell(name, (ours, times, now) => (ours ? transport.cachePutCell(true, times, now, -1) : null));
+    },
+  };
+}

@@ -1,0 +1,215 @@
+//! The cache shared beyond this thread (the core's `rules::shared_cache` decides): the fleet's
+//! through the store's Redis client (`cache.lua`), the threads' cells in their shared memory
+//! (`cache_threads.js` holds them, and asks here what each answer means). `cache.js` asks.
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use super::cache::key;
+use super::clock;
+use super::random::process_id;
+use super::text::number;
+use super::transport::Transport;
+use super::Exported;
+use crate::core::rules::shared_cache::{self, Asked, Cell, Sharing};
+use crate::store::cache as script;
+
+#[wasm_bindgen(module = "/src/js/cache_share.js")]
+extern "C" {
+    #[wasm_bindgen(thread_local_v2, js_name = shareOf)]
+    static SHARE_OF: js_sys::Function;
+}
+
+/// An answer's code for `cache.js`: 0 alone, 1 fresh, 2 lead, 3 wait; and its milliseconds.
+fn code(asked: Asked) -> (f64, f64) {
+    match asked {
+        Asked::Alone => (0.0, 0.0),
+        Asked::Fresh { left_ms } => (1.0, left_ms),
+        Asked::Lead => (2.0, shared_cache::LEASE_MS),
+        Asked::Wait { left_ms } => (3.0, left_ms),
+    }
+}
+
+#[wasm_bindgen]
+impl Transport {
+    /// Who shares this wrapper's cache: 0 nobody, 1 the process's threads (`threads`, no
+    /// `store`), 2 the fleet through the store.
+    #[wasm_bindgen(js_name = cacheShared)]
+    pub fn cache_shared(&self) -> u8 {
+        let config = self.config();
+        match (self.cache(), Sharing::of(config.store.is_some(), config.threads)) {
+            (None, _) | (_, Sharing::Alone) => 0,
+            (Some(_), Sharing::Threads) => 1,
+            (Some(_), Sharing::Fleet) => 2,
+        }
+    }
+
+    /// `cache_share.js`'s `shareOf(transport)`, which makes the shared side of a cache that is
+    /// shared; else undefined.
+    #[wasm_bindgen(js_name = cacheShareOf)]
+    pub fn cache_share_of(&self) -> Exported {
+        Ok(match self.cache_shared() {
+            0 => JsValue::UNDEFINED,
+            _ => SHARE_OF.with(Clone::clone).into(),
+        })
+    }
+
+    /// The store failed to answer the shared cache (an error, or no answer in `timeoutMs`).
+    #[wasm_bindgen(js_name = cacheStoreFailed)]
+    pub fn cache_store_failed(&self) {
+        if let Some(store) = &self.config().store {
+            store.cache_failed(clock::now());
+        }
+    }
+
+    /// How long a call waits for the store's answer before it goes on alone (`timeoutMs`).
+    #[wasm_bindgen(js_name = cacheStoreWait)]
+    pub fn cache_store_wait(&self) -> f64 {
+        self.config().store.as_ref().map_or(0.0, |s| s.settings().timeout_ms)
+    }
+
+    /// Asks the fleet for the request (`facts`, `accept`), claiming its fetch when it may: a
+    /// promise of `[code, ms]` (see [`code`]), with a fresh entry `[1, ms, ms since put,
+    /// status, status text, headers (JSON), body (base64), age]`; `[0, 0]` when the store is
+    /// not asked now or said nothing understood; rejected when the store failed (then
+    /// `cacheStoreFailed`).
+    #[wasm_bindgen(js_name = cacheAsk)]
+    pub fn cache_ask(&self, facts: &str, accept: &str) -> Exported {
+        let (Some(store), Some(key)) = (self.config().store.clone(), key(facts, accept)) else {
+            return Ok(js_sys::Promise::resolve(&alone()).into());
+        };
+        if !store.cache_asks(clock::now()) {
+            return Ok(js_sys::Promise::resolve(&alone()).into());
+        }
+        let run = store.cache(&key, script::get(&process_id(), &number));
+        Ok(future_to_promise(async move {
+            let reply = run.await?;
+            if !js_sys::Array::is_array(&reply) {
+                return Ok(alone());
+            }
+            let reply = js_sys::Array::from(&reply);
+            let fields: Vec<String> = reply.iter().map(|v| v.as_string().unwrap_or_default()).collect();
+            let (asked, since) = script::reply(&fields);
+            let (code, ms) = code(asked);
+            let out = js_sys::Array::of2(&code.into(), &ms.into());
+            if code == 1.0 {
+                out.push(&since.into());
+                out.push(&fields[3].parse::<f64>().unwrap_or(0.0).into());
+                for field in &fields[4..8] {
+                    out.push(&JsValue::from_str(field));
+                }
+            }
+            Ok(out.into())
+        })
+        .into())
+    }
+
+    /// Puts the entry this process fetched for the request in the fleet's cache, fresh for
+    /// `fresh_ms` and kept as long as it may answer stale; its claim released. A promise of
+    /// the store's answer (nobody waits on it: a failure only means the others fetch).
+    #[wasm_bindgen(js_name = cachePut)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn cache_put(
+        &self,
+        facts: &str,
+        accept: &str,
+        fresh_ms: f64,
+        status: u16,
+        status_text: String,
+        headers: String,
+        body: String,
+        age: String,
+    ) -> Exported {
+        let (Some(store), Some(cache), Some(key)) =
+            (self.config().store.clone(), self.cache(), key(facts, accept))
+        else {
+            return Ok(js_sys::Promise::resolve(&JsValue::UNDEFINED).into());
+        };
+        let keep = shared_cache::keep_ms(fresh_ms, cache.borrow().0.config().stale_for_ms);
+        let entry = [status.to_string(), status_text, headers, body, age];
+        let args = script::put(&process_id(), fresh_ms, keep, entry, &number);
+        let run = store.cache(&key, args);
+        Ok(future_to_promise(run).into())
+    }
+
+    /// Releases this process's claim on the request's fetch (it has nothing to put).
+    #[wasm_bindgen(js_name = cacheRelease)]
+    pub fn cache_release(&self, facts: &str, accept: &str) -> Exported {
+        let (Some(store), Some(key)) = (self.config().store.clone(), key(facts, accept)) else {
+            return Ok(js_sys::Promise::resolve(&JsValue::UNDEFINED).into());
+        };
+        Ok(future_to_promise(store.cache(&key, script::release(&process_id()))).into())
+    }
+
+    /// The wait before asking the shared cache again, after `polls` asks and `waited_ms`, the
+    /// holder's claim `left_ms` from its end; -1: fetch now.
+    #[wasm_bindgen(js_name = cacheFollow)]
+    pub fn cache_follow(&self, waited_ms: f64, polls: u32, left_ms: f64) -> f64 {
+        shared_cache::follow(waited_ms, polls, left_ms).unwrap_or(-1.0)
+    }
+
+    /// The shared name of the request (`facts`, `accept`), or '' when it is not cached.
+    #[wasm_bindgen(js_name = cacheName)]
+    pub fn cache_name(&self, facts: &str, accept: &str) -> String {
+        key(facts, accept).map_or_else(String::new, |k| script::shared_name(&k))
+    }
+
+    /// A thread asks its request's cell (`ours`: it names this request; times on the shared
+    /// clock, `now` among them) whether to take a fresh entry (`here_ms`: how long the bytes
+    /// this thread holds stay fresh, -1 when it holds none), lead or wait: `[code, ms, write
+    /// (0/1), lease until, fresh until, put at]`.
+    #[wasm_bindgen(js_name = cacheClaim)]
+    pub fn cache_claim(&self, ours: bool, times: &[f64], now: f64, here_ms: f64) -> Vec<f64> {
+        let here = (here_ms > 0.0).then_some(here_ms);
+        let (asked, write) = shared_cache::claim(cell(ours, times), now, here);
+        let (code, ms) = code(asked);
+        let w = write.unwrap_or_default();
+        let written = f64::from(u8::from(write.is_some()));
+        vec![code, ms, written, w.lease_until, w.fresh_until, w.put_at]
+    }
+
+    /// The cell a thread writes back as it puts an entry fresh for `fresh_ms` (-1: none to
+    /// put) at `now`: `[lease until, fresh until, put at]`.
+    #[wasm_bindgen(js_name = cachePutCell)]
+    pub fn cache_put_cell(&self, ours: bool, times: &[f64], now: f64, fresh_ms: f64) -> Vec<f64> {
+        let fresh = (fresh_ms >= 0.0).then_some(fresh_ms);
+        let c = shared_cache::put(cell(ours, times), now, fresh);
+        vec![c.lease_until, c.fresh_until, c.put_at]
+    }
+
+    /// The request `leader` was to lead (for the same `facts` and `accept`) was answered by
+    /// the shared cache: an entry `bytes` long, fresh for `left_ms` more, after it `waited` for
+    /// another's request or not. Returns what `cacheLanded` does.
+    #[wasm_bindgen(js_name = cacheSharedLanded)]
+    pub fn cache_shared_landed(
+        &self,
+        leader: u32,
+        facts: &str,
+        accept: &str,
+        bytes: f64,
+        left_ms: f64,
+        waited: bool,
+    ) -> Vec<f64> {
+        let (Some(cache), Some(key)) = (self.cache(), key(facts, accept)) else {
+            return vec![0.0, 0.0, 0.0];
+        };
+        let cache = &mut cache.borrow_mut().0;
+        let settled = cache.shared(clock::now(), &key, leader, (bytes, left_ms), waited);
+        super::cache::settled_out(&settled)
+    }
+}
+
+/// A cell from `cache_threads.js`'s words: lease until, fresh until, put at.
+fn cell(ours: bool, times: &[f64]) -> Cell {
+    let at = |i: usize| times.get(i).copied().unwrap_or(0.0);
+    Cell {
+        ours,
+        lease_until: at(0),
+        fresh_until: at(1),
+        put_at: at(2),
+    }
+}
+
+fn alone() -> JsValue {
+    js_sys::Array::of2(&0.0.into(), &0.0.into()).into()
+}
