@@ -358,7 +358,7 @@ export interface QuotaOptions {
    * What calls cost in credits, by route pattern: a path whose segments match the end of the
    * request's path, `*` for any one segment (ids: a segment with a digit, or longer than 24
    * characters, is always `*`), after an optional method: `{ 'GET /odds/history': 5 }` costs 5
-   * for `GET /v1/events/{id}/odds/history`. The pattern with the most segments wins. Routes not named are learned from `/usage`, 1 until then.
+   * for `GET /v1/events/{id}/odds/history`. The pattern with the most segments wins. Routes not named are learned from `/usage`, 1 until then (shared by threads or a store: one scale for all of them).
    */
   costs?: Record<string, number>;
 }

@@ -182,6 +182,10 @@ fn load(connection: &mut Connection) -> String {
 /// The processes that ask in order: their names, as their ids go to the script.
 const PROCESSES: [&str; 3] = ["p", "q", "r"];
 
+/// A period's end that readings of one period share (a sequence lasts 3 minutes at most):
+/// learning from a delta needs two readings of the same period.
+const PERIOD_END: Millis = 10_000_000.0;
+
 /// An admission's head: which process asks, how long its head has waited, its lane, how many
 /// wait in its line.
 type Asking = (usize, Millis, Option<(u32, f64)>, u32);
@@ -190,16 +194,17 @@ type Asking = (usize, Millis, Option<(u32, f64)>, u32);
 enum Step {
     /// An admission for this many waiting requests, after what a response said; an account
     /// call's (past a spent quota) when true; with a call's credits (its cost, whether it
-    /// draws on the reserve) where the sequence spreads its quota.
+    /// draws on the reserve, whether its cost is stated) where the sequence spreads its quota.
     Admit(
         u32,
         Option<Counted>,
         bool,
         Option<Asking>,
-        Option<(f64, bool)>,
+        Option<(f64, bool, bool)>,
     ),
-    /// A `/usage` reading's answer (used, limit, ms to the period's end), or none usable.
-    Read(Option<(f64, f64, Millis)>),
+    /// A `/usage` reading's answer (used, limit, ms to the period's end; none: the period
+    /// ends at [`PERIOD_END`], as for every reading that says so), or none usable.
+    Read(Option<(f64, f64, Option<Millis>)>),
     /// An admission with a learning gate's count: exactly (or at most) this many tokens, as
     /// of the request admitted this many admissions back.
     Counted(bool, f64, usize),
@@ -241,9 +246,12 @@ fn step() -> impl Strategy<Value = Step> {
         lane,
         1u32..5,
     ));
-    // A call's credits (costs above the bucket's cap and below a credit among them).
+    // A call's credits (costs above the bucket's cap and below a credit among them; enough
+    // asked at no stated cost between two readings for the scale to learn, and stated costs
+    // beside them).
     let credits = prop::option::of((
-        prop::sample::select(vec![1.0, 1.0, 0.5, 5.0, 40.0]),
+        prop::sample::select(vec![1.0, 1.0, 0.5, 5.0, 12.0, 40.0]),
+        prop::bool::weighted(0.3),
         prop::bool::weighted(0.3),
     ));
     let rate = (
@@ -257,7 +265,10 @@ fn step() -> impl Strategy<Value = Step> {
         2 => prop::option::of((
                 prop::sample::select(vec![0.0, 3.0, 50.0, 94.0, 99.5, 100.0, 400.0]),
                 prop::sample::select(vec![100.0, 1000.0]),
-                prop::sample::select(vec![0.0, 500.0, 20_000.0, 3_600_000.0]),
+                prop::option::weighted(
+                    0.4,
+                    prop::sample::select(vec![0.0, 500.0, 20_000.0, 3_600_000.0]),
+                ),
             ))
             .prop_map(Step::Read),
         2 => (any::<bool>(), counts.clone(), 0usize..5)
@@ -305,6 +316,8 @@ struct Tally {
     claimed: usize,
     /// Readings applied.
     read: usize,
+    /// Of those, readings that changed the scale of costs not stated.
+    scaled: usize,
 }
 
 /// Runs `steps` (each after a pause) through both authorities, for a gate starting at `rate`;
@@ -362,11 +375,14 @@ fn compare(
             }
             Step::Admit(want, seen, account, asking, credits) => Op::Admit {
                 id: i as u64,
-                credits: spread.zip(*credits).map(|(spread, (cost, reserve))| Spend {
-                    cost,
-                    reserve,
-                    spread,
-                }),
+                credits: spread
+                    .zip(*credits)
+                    .map(|(spread, (cost, reserve, stated))| Spend {
+                        cost,
+                        stated,
+                        reserve,
+                        spread,
+                    }),
                 want: *want,
                 account: *account,
                 head: asking.map(|(_, waited_ms, lane, waiting)| Head {
@@ -403,7 +419,7 @@ fn compare(
                     reading: reading.map(|(used, limit, end_ms)| Reading {
                         used,
                         limit,
-                        end_ms,
+                        end_ms: end_ms.unwrap_or(PERIOD_END - now),
                     }),
                 },
                 None => continue,
@@ -454,6 +470,7 @@ fn compare(
         let contested = store.order()[14..]
             .chunks_exact(4)
             .any(|c| c[0] != 0.0 && c[0] != who);
+        let scale = store.memory.shared_credits().scale();
         let a = store.apply_for(now, who, redis.rate, &op);
         let (b, order) = redis.apply_for(now, process, &op);
         if a != b {
@@ -481,7 +498,10 @@ fn compare(
                 },
                 Answer::Read,
             ) => tally.claimed += 1,
-            (Op::Read { .. }, _) => tally.read += 1,
+            (Op::Read { .. }, _) => {
+                tally.read += 1;
+                tally.scaled += usize::from(store.memory.shared_credits().scale() != scale);
+            }
             _ => {}
         }
         if let Op::Admit { head: Some(_), .. } = op {
@@ -566,6 +586,42 @@ fn a_rate_change_reaches_the_store_with_the_next_operation() {
     }
 }
 
+/// A shared spread learns what calls of no stated cost cost, in Lua as in memory: 20 credits
+/// asked at no stated cost and 7 stated, then a reading that counts 67: the 20 cost 60 (a
+/// scale of 3), all of it the callers' own (none left to others: the refill is the spread's).
+#[test]
+#[ignore = "needs redis-server"]
+fn a_reading_teaches_the_scale_in_the_script_as_in_memory() {
+    let server = Server::start();
+    let mut connection = Connection::open(server.port);
+    let sha = load(&mut connection);
+    let rate = Rate::new(10.0, 1000.0).unwrap();
+    let credits = |cost, stated| Step::Admit(1, None, false, None, Some((cost, false, stated)));
+    let mut steps = vec![
+        (0.0, credits(1.0, false)),
+        (5.0, Step::Read(Some((0.0, 100_000.0, None)))),
+    ];
+    steps.extend((0..4).map(|_| (10.0, credits(5.0, false))));
+    steps.push((10.0, credits(7.0, true)));
+    steps.push((Spread::DEFAULT.refresh_ms, credits(1.0, false)));
+    steps.push((5.0, Step::Read(Some((67.0, 100_000.0, None)))));
+    let key = "og:{parity-scale}:gate";
+    let spread = Some(Spread::DEFAULT);
+    let (answers, tally) = compare(&mut connection, &sha, key, rate, None, spread, &steps).unwrap();
+    assert_eq!(tally.scaled, 1, "{answers:?}");
+    assert_eq!((answers[0], answers[7]), (Answer::Read, Answer::Read));
+    let now = 1_000.25 + steps.iter().map(|(pause, _)| pause).sum::<f64>();
+    let spread = 95_000.0 - 67.0;
+    match answers[8] {
+        Answer::Credits { used, per_ms, .. } => {
+            assert_eq!(used, 67.0);
+            let alone = spread / (PERIOD_END - now);
+            assert!((per_ms - alone).abs() < 1e-12, "{per_ms} {alone}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 #[ignore = "needs redis-server"]
 fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
@@ -619,6 +675,7 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
                 spent: sum.spent + done.spent,
                 claimed: sum.claimed + done.claimed,
                 read: sum.read + done.read,
+                scaled: sum.scaled + done.scaled,
             });
             Ok(())
         })
@@ -627,7 +684,8 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
     eprintln!(
         "{} sequences, {} operations ({} brought a new rate, {} waits checked against \
          predict, {} admissions in order, {} of them while another process held a claim; {} \
-         took credits, {} claimed a reading, {} readings): identical answers and order",
+         took credits, {} claimed a reading, {} readings, {} of them changed the scale): \
+         identical answers and order",
         cases.get(),
         total.ops,
         total.retuned,
@@ -636,9 +694,13 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
         total.contested,
         total.spent,
         total.claimed,
-        total.read
+        total.read,
+        total.scaled
     );
     assert!(total.ops > 1_000 && total.retuned > 500 && total.predicted > 500);
     assert!(total.ordered > 1_000 && total.contested > 500);
     assert!(total.spent > 100 && total.claimed > 200 && total.read > 500);
+    // 7 to 10 seen across random runs: a scale is learned from readings of one period with
+    // 10 credits asked at no stated cost between them; the example above checks its value.
+    assert!(total.scaled > 2, "{}", total.scaled);
 }

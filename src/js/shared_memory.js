@@ -61,7 +61,7 @@ import {
 
 const MAGIC = 0x0dd59a7e;
 const NAME = 'odds-gate/shared-memory/v5';
-const WORDS = 81;
+const WORDS = 84;
 const SLOTS = 16384;
 // 16 times that: 262 MB of address space reserved, the memory itself only as the table grows.
 const MOST = 262144;

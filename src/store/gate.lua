@@ -197,20 +197,26 @@ local function unclaim(who)
 end
 
 -- The shared spread (src/core/authority/credits.rs, SharedCredits): c_read (a reading has
--- answered), c_next (no reading claimed before it; absent: due), and once a reading made one, the
--- bucket (src/core/rules/credits.rs, CreditBucket): c_limit, c_end (the period's end), c_rate,
+-- answered), c_next (no reading claimed before it; absent: due), the scale (src/core/rules/
+-- scale.rs, CostScale): c_scale (what a credit asked at no stated cost costs; 0 or absent: 1),
+-- c_stated and c_asked (credits taken at stated costs, and asked at none, since the last usable
+-- reading), and once a reading made one, the bucket (src/core/rules/credits.rs,
+-- CreditBucket): c_limit, c_end (the period's end), c_rate,
 -- c_others, c_tokens, c_last, c_used, c_ru (drawn from the reserve), c_tss (taken since the
 -- reading out was sent), c_read_at, c_read_used, c_pace. The spread's settings come with each
 -- operation that needs them: c_reserve, c_burst, c_refresh.
 local INF = math.huge
 local LEASE_MS, FIRST_READ_RECHECK_MS, MOST_OF_LEFT, NEW_PERIOD_MS = 30000, 100, 0.05, 1000
+local MIN_ASKED, SCALE_LOW, SCALE_HIGH = 10, 0.1, 100
 local cn = {}
 for n in string.gmatch(s[13] or '', '%S+') do cn[#cn + 1] = tonumber(n) end
 local c_read, c_next = cn[1] == 1, cn[2] or -INF
 local c_bucket = cn[3] == 1
+local c_scale, c_stated, c_asked = cn[4] or 0, cn[5] or 0, cn[6] or 0
+if c_scale == 0 then c_scale = 1 end
 local c_limit, c_end, c_rate, c_others, c_tokens, c_last, c_used, c_ru, c_tss, c_read_at,
-  c_read_used, c_pace = cn[4], cn[5], cn[6], cn[7], cn[8], cn[9], cn[10], cn[11], cn[12], cn[13],
-  cn[14], cn[15]
+  c_read_used, c_pace = cn[7], cn[8], cn[9], cn[10], cn[11], cn[12], cn[13], cn[14], cn[15],
+  cn[16], cn[17], cn[18]
 local c_reserve, c_burst, c_refresh
 
 -- CreditBucket::spread_left, cap, refill, repace, wait, spend.
@@ -253,13 +259,30 @@ local function c_ready(cost)
   return now
 end
 local function c_reserve_holds(cost) return c_used + cost <= c_limit + SLACK end
+-- CostScale::credits: what a call asking `spend` takes.
+local function c_credits(spend, stated)
+  if stated then return spend end
+  return spend * c_scale
+end
+-- CostScale::learn: from a usable reading's delta (nil: a period's turn); what the calls
+-- counted cost by the scale now.
+local function c_learn(delta)
+  local stated, asked = c_stated, c_asked
+  c_stated, c_asked = 0, 0
+  if not delta then return 0 end
+  if asked >= MIN_ASKED then
+    c_scale = math.min(math.max((delta - stated) / asked, SCALE_LOW), SCALE_HIGH)
+  end
+  return stated + asked * c_scale
+end
 -- SharedCredits::ask: Go ('go'), a reading claimed ('read'), or wait this many ms.
-local function credits_ask(cost, reserve)
+local function credits_ask(spend, stated, reserve)
   if now >= c_next then
     c_next = now + math.min(LEASE_MS, c_refresh)
     if c_bucket then c_tss = 0 end
     return 'read'
   end
+  local cost = c_credits(spend, stated)
   local at
   if c_bucket then
     at = c_ready(cost)
@@ -272,9 +295,10 @@ local function credits_ask(cost, reserve)
   if at <= now then return 'go' end
   return math.max(math.min(at, c_next) - now, 1)
 end
--- SharedCredits::take: CreditBucket::take, or take_reserved.
-local function credits_take(cost, reserve)
+-- SharedCredits::take: CreditBucket::take, or take_reserved; the call counts for the scale.
+local function credits_take(spend, stated, reserve)
   if not c_bucket then return end
+  local cost = c_credits(spend, stated)
   if c_ready(cost) <= now then
     c_tokens = c_tokens - cost
     c_spend(cost)
@@ -282,8 +306,10 @@ local function credits_take(cost, reserve)
     c_ru = c_ru + cost
     c_spend(cost)
   end
+  if stated then c_stated = c_stated + spend else c_asked = c_asked + spend end
 end
--- SharedCredits::read over CreditBucket::read_shared: the reading's answer corrects the bucket.
+-- SharedCredits::read over CreditBucket::read_shared: the reading's answer corrects the bucket
+-- and teaches the scale.
 local function credits_read(used, limit, end_ms)
   c_read = true
   c_next = now + c_refresh
@@ -291,9 +317,12 @@ local function credits_read(used, limit, end_ms)
   local period_end = now + end_ms
   if not c_bucket then return c_start(used, limit, period_end) end
   used = used + c_tss
-  if period_end > c_end + NEW_PERIOD_MS then return c_start(used, limit, period_end) end
+  if period_end > c_end + NEW_PERIOD_MS then
+    c_learn(nil)
+    return c_start(used, limit, period_end)
+  end
   local delta = used - c_read_used
-  local ours = math.max(0, c_used - c_read_used)
+  local ours = math.max(c_learn(delta), c_used - c_read_used)
   c_refill()
   local seen = now - c_read_at
   if seen > 0 then
@@ -375,13 +404,14 @@ if op == 'admit' then
     answer = {'wait', math.max(cooldown - now, 1), 0}
   end
   -- ARGV[21] the call's credits ("" for none: the gate does not spread), ARGV[22] "1" when it
-  -- may draw on the reserve, ARGV[23..25] the spread's reserve, burst and refresh (ms).
+  -- may draw on the reserve, ARGV[23..25] the spread's reserve, burst and refresh (ms),
+  -- ARGV[26] "1" when its cost is stated (not scaled).
   local spend = tonumber(ARGV[21])
   local credit = 'go'
   if not answer and spend then
     c_reserve, c_burst, c_refresh = tonumber(ARGV[23]), tonumber(ARGV[24]), tonumber(ARGV[25])
     want = 1
-    credit = credits_ask(spend, ARGV[22] == '1')
+    credit = credits_ask(spend, ARGV[26] == '1', ARGV[22] == '1')
     if credit == 'read' then
       answer = {'read', 0, 0}
     elseif credit ~= 'go' then
@@ -401,7 +431,7 @@ if op == 'admit' then
         tokens = tokens - 1
         admissions = admissions + 1
       end
-      if spend then credits_take(spend, ARGV[22] == '1') end
+      if spend then credits_take(spend, ARGV[26] == '1', ARGV[22] == '1') end
       local seq = sent
       sent = sent + admissions
       answer = {'admitted', full and 1 or 0, wait_ms(), admissions, seq}
@@ -494,7 +524,7 @@ else
 end
 if capacity then redis.call('HSET', key, 'budget', exact(budget)) end
 if c_read or c_next > -INF then
-  local c = {c_read and 1 or 0, c_next, c_bucket and 1 or 0}
+  local c = {c_read and 1 or 0, c_next, c_bucket and 1 or 0, c_scale, c_stated, c_asked}
   if c_bucket then
     for _, n in ipairs({c_limit, c_end, c_rate, c_others, c_tokens, c_last, c_used, c_ru, c_tss,
       c_read_at, c_read_used, c_pace}) do c[#c + 1] = n end

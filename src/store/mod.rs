@@ -163,9 +163,10 @@ pub fn args(
             }
             if let Some(spend) = credits {
                 extra.resize(14, String::new());
-                let reserve = if spend.reserve { "1" } else { "" }.to_owned();
-                extra.extend([number(spend.cost), reserve]);
+                let flag = |on: bool| if on { "1" } else { "" }.to_owned();
+                extra.extend([number(spend.cost), flag(spend.reserve)]);
                 extra.extend(spread_args(&spend.spread, number));
+                extra.push(flag(spend.stated));
             }
             ("admit", extra)
         }

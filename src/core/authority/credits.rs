@@ -2,13 +2,15 @@
 //! every thread or process that admits its calls, and when its next `/usage` reading is due.
 //! An admission asks for its call's credits with its token ([`Op::Admit`]'s `credits`); the
 //! first to find a reading due claims it, so exactly one reads; its answer corrects the bucket
-//! for everyone ([`Op::Read`]). `gate.lua` encodes the same rule for Redis.
+//! for everyone ([`Op::Read`]), and teaches it what calls of no stated cost cost
+//! ([`CostScale`]). `gate.lua` encodes the same rule for Redis.
 //!
 //! [`Op::Admit`]: super::Op::Admit
 //! [`Op::Read`]: super::Op::Read
 
 use crate::core::rules::credits::{CreditBucket, Spread};
 use crate::core::rules::quota::Usage;
+use crate::core::rules::scale::CostScale;
 use crate::core::Millis;
 
 /// The longest a claimed reading holds off other readers: as long as the reading may take (the
@@ -23,8 +25,10 @@ pub const FIRST_READ_RECHECK_MS: Millis = 100.0;
 /// A call's credits, asked with its admission.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Spend {
-    /// What the call costs.
+    /// What the call costs: as stated, or 1 (taken times the learned scale).
     pub cost: f64,
+    /// The cost is stated (`quota.costs`): exact, not scaled.
+    pub stated: bool,
     /// It draws on the reserve when the spread has not its credits (`lane({ reserve: true })`).
     pub reserve: bool,
     /// The spread's settings (the gate's: the state keeps none).
@@ -54,10 +58,17 @@ pub enum Credit {
     Wait(Millis),
 }
 
-/// The shared spread: the bucket once a reading made one, and the readings' schedule.
+/// Where the bucket's numbers start in [`SharedCredits::save`]'s: after the flags, the next
+/// reading and the scale's.
+const BUCKET_AT: usize = 3 + CostScale::WORDS;
+
+/// The shared spread: the bucket once a reading made one, what calls cost, and the readings'
+/// schedule.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SharedCredits {
     bucket: Option<CreditBucket>,
+    /// Counts what calls took while there is a bucket, and learns from its readings.
+    scale: CostScale,
     /// A reading has answered, usefully or not: calls no longer wait for the first.
     read: bool,
     /// No reading is claimed before this.
@@ -68,6 +79,7 @@ impl Default for SharedCredits {
     fn default() -> Self {
         SharedCredits {
             bucket: None,
+            scale: CostScale::default(),
             read: false,
             next_reading: Millis::NEG_INFINITY,
         }
@@ -76,17 +88,19 @@ impl Default for SharedCredits {
 
 impl SharedCredits {
     /// Numbers [`save`](Self::save) writes.
-    pub const WORDS: usize = 3 + CreditBucket::WORDS;
+    pub const WORDS: usize = BUCKET_AT + CreditBucket::WORDS;
 
     /// The state as numbers, for a slot shared by threads: whether a reading answered, the
-    /// next reading's time (minus infinity: due), whether there is a bucket, and its numbers.
+    /// next reading's time (minus infinity: due), whether there is a bucket, the scale's
+    /// numbers, and the bucket's.
     pub fn save(&self) -> [f64; Self::WORDS] {
         let mut words = [0.0; Self::WORDS];
         words[0] = f64::from(u8::from(self.read));
         words[1] = self.next_reading;
+        words[3..BUCKET_AT].copy_from_slice(&self.scale.save());
         if let Some(bucket) = &self.bucket {
             words[2] = 1.0;
-            words[3..].copy_from_slice(&bucket.save());
+            words[BUCKET_AT..].copy_from_slice(&bucket.save());
         }
         words
     }
@@ -94,20 +108,23 @@ impl SharedCredits {
     /// The state [`save`](Self::save) wrote (all zeros: a reading due at any time from 0).
     pub fn load(words: [f64; Self::WORDS]) -> SharedCredits {
         let mut bucket = [0.0; CreditBucket::WORDS];
-        bucket.copy_from_slice(&words[3..]);
+        bucket.copy_from_slice(&words[BUCKET_AT..]);
         SharedCredits {
             bucket: (words[2] == 1.0).then(|| CreditBucket::load(bucket)),
+            scale: CostScale::load(std::array::from_fn(|i| words[3 + i])),
             read: words[0] == 1.0,
             next_reading: words[1],
         }
     }
 
     /// Takes in another thread's state kept apart for a while: the bucket that was read
-    /// last, and the later of the next readings.
+    /// last, with the scale that counted since its reading, and the later of the next
+    /// readings.
     pub fn absorb(&mut self, other: &SharedCredits) {
         let read_at = |c: &SharedCredits| c.bucket.map_or(Millis::NEG_INFINITY, |b| b.read_at());
         if read_at(other) > read_at(self) {
             self.bucket = other.bucket;
+            self.scale = other.scale;
         }
         self.read |= other.read;
         self.next_reading = self.next_reading.max(other.next_reading);
@@ -124,9 +141,10 @@ impl SharedCredits {
             }
             return Credit::Read;
         }
+        let cost = self.scale.credits(spend.cost, spend.stated);
         let ready = match (&mut self.bucket, self.read) {
-            (Some(bucket), _) if spend.reserve => bucket.ready_reserved(now, spend.cost),
-            (Some(bucket), _) => bucket.ready(now, spend.cost),
+            (Some(bucket), _) if spend.reserve => bucket.ready_reserved(now, cost),
+            (Some(bucket), _) => bucket.ready(now, cost),
             (None, false) => Err(now + FIRST_READ_RECHECK_MS),
             (None, true) => Ok(()),
         };
@@ -136,19 +154,23 @@ impl SharedCredits {
         }
     }
 
-    /// The call [`ask`](Self::ask) let go at this same `now` takes its credits.
+    /// The call [`ask`](Self::ask) let go at this same `now` takes its credits, and counts
+    /// for the scale.
     pub fn take(&mut self, now: Millis, spend: Spend) {
         if let Some(bucket) = &mut self.bucket {
+            let cost = self.scale.credits(spend.cost, spend.stated);
             // Asked at this same `now`, it has them.
             let _ = match spend.reserve {
-                true => bucket.take_reserved(now, spend.cost),
-                false => bucket.take(now, spend.cost),
+                true => bucket.take_reserved(now, cost),
+                false => bucket.take(now, cost),
             };
+            self.scale.taken(spend.cost, spend.stated);
         }
     }
 
     /// The claimed reading's answer at `now` (`None`: no usable answer): the first usable one
-    /// makes the bucket, later ones correct it; the next reading is due a refresh later.
+    /// makes the bucket, later ones correct it and teach the scale (the counts go on through
+    /// a reading with no answer); the next reading is due a refresh later.
     pub fn read(&mut self, now: Millis, spread: Spread, reading: Option<Reading>) {
         self.read = true;
         self.next_reading = now + spread.refresh_ms;
@@ -161,9 +183,14 @@ impl SharedCredits {
             period_end: Some(now + r.end_ms),
         };
         match &mut self.bucket {
-            Some(bucket) => bucket.read_shared(now, usage),
+            Some(bucket) => bucket.read_shared(now, usage, &mut self.scale),
             None => self.bucket = CreditBucket::start(spread, now, usage),
         }
+    }
+
+    /// What one credit asked at no stated cost is taken to cost.
+    pub fn scale(&self) -> f64 {
+        self.scale.scale()
     }
 
     /// The key's `used`, limit and refill per millisecond as the bucket knows them (zeros
@@ -171,5 +198,61 @@ impl SharedCredits {
     pub fn figures(&self) -> (f64, f64, f64) {
         self.bucket
             .map_or((0.0, 0.0, 0.0), |b| (b.used(), b.limit(), b.per_ms()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: Millis = 3_600_000.0;
+
+    fn spend(cost: f64, stated: bool) -> Spend {
+        Spend {
+            cost,
+            stated,
+            reserve: false,
+            spread: Spread::DEFAULT,
+        }
+    }
+
+    /// A reading at `now` of a period that ends at 700 hours.
+    fn reading(now: Millis, used: f64) -> Option<Reading> {
+        Some(Reading {
+            used,
+            limit: 100_000.0,
+            end_ms: 700.0 * HOUR - now,
+        })
+    }
+
+    /// Asks, and takes when it may go: whether it went.
+    fn call(c: &mut SharedCredits, now: Millis, s: Spend) -> bool {
+        let go = c.ask(now, s) == Credit::Go;
+        if go {
+            c.take(now, s);
+        }
+        go
+    }
+
+    #[test]
+    fn calls_of_no_stated_cost_take_what_the_readings_teach_and_stated_ones_their_cost() {
+        let mut c = SharedCredits::default();
+        assert_eq!(c.ask(0.0, spend(1.0, false)), Credit::Read);
+        c.read(1.0, Spread::DEFAULT, reading(1.0, 0.0));
+        for i in 0..10 {
+            assert!(call(&mut c, 2.0 + f64::from(i), spend(1.0, false)));
+        }
+        assert!(call(&mut c, 20.0, spend(3.0, true)));
+        assert_eq!(c.figures().0, 13.0, "1 a call until a reading says more");
+        let due = 1.0 + Spread::DEFAULT.refresh_ms;
+        assert_eq!(c.ask(due, spend(1.0, false)), Credit::Read);
+        // The server counted 53: the stated 3, and 50 for the 10 credits asked.
+        c.read(due + 1.0, Spread::DEFAULT, reading(due + 1.0, 53.0));
+        assert_eq!(c.scale(), 5.0);
+        let back = SharedCredits::load(c.save());
+        assert_eq!(back, c, "the scale is in the slot's words");
+        assert!(call(&mut c, due + 2.0, spend(1.0, false)));
+        assert!(call(&mut c, due + 3.0, spend(2.0, true)));
+        assert_eq!(c.figures().0, 53.0 + 5.0 + 2.0);
     }
 }

@@ -7,9 +7,10 @@
 //!
 //! With a store or worker threads the spread is the fleet's, or the process's: the credit
 //! bucket lives beside the allowance (`authority/credits.rs`, `gate.lua`, the threads' slot),
-//! each admission asks for its call's credits with its token, the admission that finds a
-//! reading due claims it (this gate then reads, and tells the answer), and the gate decides
-//! nothing of credit itself.
+//! each admission asks for its call's credits with its token (its stated cost, or 1 that the
+//! shared state scales by what its readings taught it: `rules/scale.rs`), the admission that
+//! finds a reading due claims it (this gate then reads, and tells the answer), and the gate
+//! decides nothing of credit itself.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -58,8 +59,10 @@ impl Gate {
         if !self.shares_credits || c.probe || c.spec.account {
             return None;
         }
+        let route = c.spec.route.as_deref();
         Some(Spend {
-            cost: spending.cost(c.spec.route.as_deref()),
+            cost: spending.cost(route),
+            stated: spending.is_stated(route),
             reserve: c.spec.lane.reserve,
             spread: spending.spread(),
         })

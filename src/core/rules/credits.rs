@@ -9,6 +9,7 @@ use crate::core::rules::allowance::{positive, ConfigError};
 use crate::core::rules::classify::valid_method;
 use crate::core::rules::quota::Usage;
 use crate::core::rules::routes::MAX_ROUTES;
+use crate::core::rules::scale::CostScale;
 use crate::core::Millis;
 
 /// Float slack, in credits: a wake-up computed for the exact refill instant must find the
@@ -219,10 +220,11 @@ impl CreditBucket {
     }
 
     /// A reading came at `now`, to a bucket every caller of the key takes from (an
-    /// authority's, shared by threads or a fleet): what it took since the last reading is the
-    /// callers' own spending, the rest others'. Costs are not learned here.
-    pub fn read_shared(&mut self, now: Millis, usage: Usage) {
-        self.correct(now, usage, |_| 0.0);
+    /// authority's, shared by threads or a fleet): `scale` learns from its delta what the
+    /// callers' calls cost, and says what they cost of it (at least what was taken); the rest
+    /// is others'.
+    pub fn read_shared(&mut self, now: Millis, usage: Usage, scale: &mut CostScale) {
+        self.correct(now, usage, |delta| scale.learn(delta));
     }
 
     /// [`read`](Self::read)'s rule; `ours` says what the callers' calls cost of a delta by
@@ -471,6 +473,11 @@ impl Costs {
         self.stated_cost(route)
             .or_else(|| self.learned.get(route).copied())
             .unwrap_or(1.0)
+    }
+
+    /// Whether what a call of `route` costs is stated.
+    pub fn is_stated(&self, route: &str) -> bool {
+        self.stated_cost(route).is_some()
     }
 
     /// A call of `route` was sent.

@@ -1,5 +1,6 @@
 //! What the gate decides: allowances, the token bucket, backoff, budgets, classification,
-//! the retry policy, the quota and its spread over the month, what is cached, learning,
+//! the retry policy, the quota and its spread over the month (and what calls cost where it is
+//! shared), what is cached, learning,
 //! refresh rounds, runs of failures, the fair order of lanes, the ranges of the options, and
 //! what an option given as a flag means.
 
@@ -17,6 +18,7 @@ pub mod policy;
 pub mod quota;
 pub mod ranges;
 pub mod routes;
+pub mod scale;
 pub mod shared_cache;
 pub mod spending;
 pub mod streak;

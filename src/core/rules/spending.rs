@@ -93,6 +93,11 @@ impl Spending {
         self.costs.cost(route.unwrap_or(NO_ROUTE))
     }
 
+    /// Whether what a call of `route` costs is stated (`quota.costs`), not learned.
+    pub fn is_stated(&self, route: Option<&str>) -> bool {
+        self.costs.is_stated(route.unwrap_or(NO_ROUTE))
+    }
+
     /// Whether a call of `route` has its credits at `now`, or when it will (infinite: not
     /// before a reading, the first included); one that draws on the `reserve` (its lane's
     /// `reserve: true`) has them from the reserve when the spread has not. With no bucket
