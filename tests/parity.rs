@@ -697,7 +697,9 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
         total.read,
         total.scaled
     );
-    assert!(total.ops > 1_000 && total.retuned > 500 && total.predicted > 500);
+    // Floors that say each kind was exercised: waits checked against predict ran 470 to 550
+    // across random runs since the credit draws joined the mix (more than 500 failed runs).
+    assert!(total.ops > 1_000 && total.retuned > 500 && total.predicted > 350);
     assert!(total.ordered > 1_000 && total.contested > 500);
     assert!(total.spent > 100 && total.claimed > 200 && total.read > 500);
     // 7 to 10 seen across random runs: a scale is learned from readings of one period with
