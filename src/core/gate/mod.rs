@@ -640,6 +640,11 @@ impl Gate {
         self.authority.cap_budget(left);
     }
 
+    /// Its counts so far, as kept (a wrapper's totals need no more than these).
+    pub(crate) fn counts(&self) -> &Figures {
+        &self.figures
+    }
+
     /// A snapshot of the figures at `now`.
     pub fn figures(&mut self, now: Millis) -> Figures {
         let Held {

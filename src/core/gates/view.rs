@@ -185,6 +185,12 @@ impl Gates {
         self.entries.get(gate)?.gate.budget_config()
     }
 
+    /// A gate's counts so far and its calls waiting, for a wrapper's totals.
+    pub(crate) fn counts(&self, gate: GateId) -> Option<(&Figures, usize)> {
+        let gate = &self.entries.get(gate)?.gate;
+        Some((gate.counts(), gate.waiting()))
+    }
+
     /// What a gate looks like now.
     pub fn view(&mut self, now: Millis, gate: GateId) -> Option<GateView<'_>> {
         let e = self.entries.get_mut(gate)?;
