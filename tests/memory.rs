@@ -103,19 +103,20 @@ fn an_idle_gate_keeps_no_room_for_the_calls_it_had() {
     let fixed = bytes_per_gate(Allowance::Fixed(Rate::new(10.0, 1.0).unwrap()), true);
     let learning = bytes_per_gate(Allowance::Learned(None), true);
     eprintln!("bytes per idle gate: fixed rate {fixed}, learning {learning}");
-    // Measured 64-bit, 10,000 keys: 2,118 and 2,770 bytes (7,904 and 8,070 while an idle gate
-    // kept room for the calls it had: its calls' first 8 slots, 2,816 bytes, its queue's and
+    // Measured 64-bit, 10,000 keys: 2,194 and 2,844 bytes (2,306 and 2,956 while a gate kept
+    // room for a snapshot's state beside its counts; 7,904 and 8,070 while an idle gate kept
+    // room for the calls it had: its calls' first 8 slots, 2,816 bytes, its queue's and
     // actions' buffers; and held a learner, a spread, a 429's headers and histogram bins
     // inline, used or not). Issue #38 asks for a few hundred: not yet.
-    assert!(fixed < 2_400, "fixed rate: {fixed} bytes a gate");
-    assert!(learning < 3_100, "learning: {learning} bytes a gate");
+    assert!(fixed < 2_300, "fixed rate: {fixed} bytes a gate");
+    assert!(learning < 2_950, "learning: {learning} bytes a gate");
 }
 
 #[test]
 fn a_gate_with_one_call_out_holds_room_for_one() {
     let fixed = bytes_per_gate(Allowance::Fixed(Rate::new(10.0, 1.0).unwrap()), false);
     eprintln!("bytes per gate with a call out: {fixed}");
-    // Measured 64-bit, 10,000 keys: 3,375 bytes (6,007 while a gate's calls took 8 slots at
-    // once, some 350 bytes each).
-    assert!(fixed < 3_700, "{fixed} bytes a gate");
+    // Measured 64-bit, 10,000 keys: 3,535 bytes (3,647 with a snapshot's state kept beside the
+    // counts; 6,007 while a gate's calls took 8 slots at once, some 350 bytes each).
+    assert!(fixed < 3_600, "{fixed} bytes a gate");
 }

@@ -1,11 +1,11 @@
-// stats() and the metrics' figures cross from wasm as one JSON string (a call into JavaScript
-// per field cost 25-45 us a gate), in its compact form: parsed here, each histogram's bins
+// stats() and the metrics' figures cross from wasm as JSON text, in 64 KB pieces (a call into
+// JavaScript per field cost 25-45 us a gate), in its compact form: parsed here, each histogram's bins
 // paired with their bounds again and the gates' times, which cross as Unix milliseconds (JSON
 // has no dates), made `Date`s again, so the object is the shape index.d.ts gives.
 
-/** The figures written in `json`; `bounds`: the histograms' bins' upper bounds (ms). */
-export function parseFigures(json, bounds) {
-  const figures = JSON.parse(json);
+/** The figures written in the JSON text `pieces` make; `bounds`: the histograms' bins' upper bounds (ms). */
+export function parseFigures(pieces, bounds) {
+  const figures = JSON.parse(pieces.join(''));
   for (const g of figures.gates) {
     const { quota, learned } = g;
     if (quota.periodEnd !== null) quota.periodEnd = new Date(quota.periodEnd);

@@ -1,7 +1,7 @@
 //! The wrapper's figures (`stats()`, and what the metrics observe) and configuration summary
 //! (`describe()`): the core gathers them in the shapes JavaScript sees (`gates/report.rs`).
-//! The figures cross as one JSON string (`figures.js` parses it and makes their times `Date`s
-//! again): serde-wasm-bindgen's call into JavaScript per field cost 25-45 us a gate. The
+//! The figures cross as JSON text in pieces (`figures.js` joins and parses them and makes their
+//! times `Date`s again): serde-wasm-bindgen's call into JavaScript per field cost 25-45 us a gate. The
 //! summary, one wrapper's, goes through serde-wasm-bindgen, times as `Date`s.
 
 use std::rc::Rc;
@@ -13,7 +13,7 @@ use super::options::Config;
 use super::shapes::{to_js, Date};
 use super::shared_memory;
 use crate::core::base::histogram::BOUNDS_MS;
-use crate::core::base::json::to_json;
+use crate::core::base::json::write_json;
 use crate::core::gates::ids::WrapperId;
 use crate::core::gates::report::Setting;
 use crate::core::gates::Gates;
@@ -27,8 +27,7 @@ pub fn stats(
     lane: &str,
     extra: (Option<(f64, Option<u32>)>, Option<CacheFigures>),
 ) -> JsValue {
-    let stats = gates.stats(clock::now(), wrapper, lane, extra, wall);
-    figures(&stats, stats.len())
+    figures(&gates.stats(clock::now(), wrapper, lane, extra, wall))
 }
 
 /// What the meter observes for the wrappers sharing its instruments (`measured`: a wrapper
@@ -39,25 +38,28 @@ pub fn observed(
     cache: Option<CacheFigures>,
 ) -> JsValue {
     let measured = measured.iter().map(|(w, name)| (*w, &**name));
-    let observed = gates.observed(clock::now(), measured, cache, wall);
-    figures(&observed, observed.len())
+    figures(&gates.observed(clock::now(), measured, cache, wall))
 }
 
 #[wasm_bindgen(module = "/src/js/figures.js")]
 extern "C" {
     #[wasm_bindgen(js_name = parseFigures)]
-    fn parse_figures(json: &str, bounds: &[f64]) -> JsValue;
+    fn parse_figures(pieces: &js_sys::Array, bounds: &[f64]) -> JsValue;
 }
 
-/// A gate's figures in compact JSON are about 800 bytes (the scope's 40 among them).
-const BYTES_PER_GATE: usize = 1_024;
+/// The JSON's pieces cross at about this size: wasm memory holds one piece, not the whole text
+/// (about 800 bytes a gate), and a crossing per 64 KB costs nothing that shows.
+const PIECE: usize = 64 * 1024;
 
-/// `stats()` or the metrics' figures of `gates` gates, through one JSON string, histograms'
-/// bins as counts (`figures.js` pairs them with their bounds, the last `Infinity`).
-fn figures(value: &impl serde::Serialize, gates: usize) -> JsValue {
+/// `stats()` or the metrics' figures, through JSON text crossing in pieces, histograms' bins as
+/// counts (`figures.js` pairs them with their bounds, the last `Infinity`).
+fn figures(value: &impl serde::Serialize) -> JsValue {
     let bounds: Vec<f64> = BOUNDS_MS.iter().copied().chain([f64::INFINITY]).collect();
-    let json = to_json(value, (gates + 1) * BYTES_PER_GATE);
-    json.map_or(JsValue::NULL, |json| parse_figures(&json, &bounds))
+    let pieces = js_sys::Array::new();
+    let written = write_json(value, PIECE, &mut |piece| {
+        pieces.push(&JsValue::from_str(piece));
+    });
+    written.map_or(JsValue::NULL, |()| parse_figures(&pieces, &bounds))
 }
 
 /// A time on the gates' clock as the Unix milliseconds `figures.js` makes a `Date` of.

@@ -10,12 +10,20 @@ use std::fmt::{self, Display, Write};
 
 use serde::ser::{self, Serialize};
 
-/// `value` as JSON text, in a string made with room for `capacity` bytes (a close guess spares
-/// copying a long text as it doubles, and wasm memory, once grown, is never given back).
-pub fn to_json(value: &impl Serialize, capacity: usize) -> Result<String, Error> {
-    let mut json = Json(String::with_capacity(capacity));
+/// `value` as JSON text, handed to `sink` in pieces of about `piece` bytes (cut after an array's
+/// element), so the text of many gates never sits whole in wasm memory, which once grown is never
+/// given back; the pieces joined are the text.
+pub fn write_json(
+    value: &impl Serialize,
+    piece: usize,
+    sink: &mut dyn FnMut(&str),
+) -> Result<(), Error> {
+    let mut json = Json(String::new(), piece, sink);
     value.serialize(&mut json)?;
-    Ok(json.0)
+    if !json.0.is_empty() {
+        (json.2)(&json.0);
+    }
+    Ok(())
 }
 
 /// Why a value could not be written: a map key that is not a string or a number, or what a
@@ -37,10 +45,10 @@ impl ser::Error for Error {
     }
 }
 
-/// The text written so far.
-struct Json(String);
+/// The text written since the last piece, the size of a piece, and where pieces go.
+struct Json<'s>(String, usize, &'s mut dyn FnMut(&str));
 
-impl Json {
+impl<'s> Json<'s> {
     /// Digits by hand: most figures are small counts, and `fmt` is slow for them.
     fn uint(&mut self, mut v: u64) {
         if v < 10 {
@@ -57,7 +65,8 @@ impl Json {
                 break;
             }
         }
-        self.0.extend(digits[at..].iter().map(|&d| char::from(d)));
+        self.0
+            .push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
     }
 
     fn float(&mut self, v: f64) {
@@ -119,7 +128,7 @@ impl Json {
         self.0.push(':');
     }
 
-    fn open(&mut self, bracket: char, close: &'static str) -> Compound<'_> {
+    fn open(&mut self, bracket: char, close: &'static str) -> Compound<'_, 's> {
         self.0.push(bracket);
         Compound {
             json: self,
@@ -130,13 +139,13 @@ impl Json {
 }
 
 /// An array or object being written; `close` ends it (and a variant's tag around it).
-struct Compound<'a> {
-    json: &'a mut Json,
+struct Compound<'a, 's> {
+    json: &'a mut Json<'s>,
     first: bool,
     close: &'static str,
 }
 
-impl Compound<'_> {
+impl Compound<'_, '_> {
     fn comma(&mut self) {
         if !std::mem::take(&mut self.first) {
             self.json.0.push(',');
@@ -145,13 +154,22 @@ impl Compound<'_> {
 
     fn element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
         self.comma();
-        value.serialize(&mut *self.json)
+        value.serialize(&mut *self.json)?;
+        let json = &mut *self.json;
+        if json.0.len() >= json.1 {
+            (json.2)(&json.0);
+            json.0.clear();
+        }
+        Ok(())
     }
 
+    /// A struct's field: its name, a Rust identifier renamed to camelCase, needs no escaping.
     fn field<T: ?Sized + Serialize>(&mut self, key: &str, value: &T) -> Result<(), Error> {
         self.comma();
-        self.json.string(key);
-        self.json.0.push(':');
+        let text = &mut self.json.0;
+        text.push('"');
+        text.push_str(key);
+        text.push_str("\":");
         value.serialize(&mut *self.json)
     }
 
@@ -161,16 +179,16 @@ impl Compound<'_> {
     }
 }
 
-impl<'a> ser::Serializer for &'a mut Json {
+impl<'a, 's> ser::Serializer for &'a mut Json<'s> {
     type Ok = ();
     type Error = Error;
-    type SerializeSeq = Compound<'a>;
-    type SerializeTuple = Compound<'a>;
-    type SerializeTupleStruct = Compound<'a>;
-    type SerializeTupleVariant = Compound<'a>;
-    type SerializeMap = Compound<'a>;
-    type SerializeStruct = Compound<'a>;
-    type SerializeStructVariant = Compound<'a>;
+    type SerializeSeq = Compound<'a, 's>;
+    type SerializeTuple = Compound<'a, 's>;
+    type SerializeTupleStruct = Compound<'a, 's>;
+    type SerializeTupleVariant = Compound<'a, 's>;
+    type SerializeMap = Compound<'a, 's>;
+    type SerializeStruct = Compound<'a, 's>;
+    type SerializeStructVariant = Compound<'a, 's>;
 
     fn is_human_readable(&self) -> bool {
         false
@@ -262,13 +280,13 @@ impl<'a> ser::Serializer for &'a mut Json {
         self.0.push('}');
         Ok(())
     }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Compound<'a>, Error> {
+    fn serialize_seq(self, _: Option<usize>) -> Result<Compound<'a, 's>, Error> {
         Ok(self.open('[', "]"))
     }
-    fn serialize_tuple(self, _: usize) -> Result<Compound<'a>, Error> {
+    fn serialize_tuple(self, _: usize) -> Result<Compound<'a, 's>, Error> {
         Ok(self.open('[', "]"))
     }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Compound<'a>, Error> {
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Compound<'a, 's>, Error> {
         Ok(self.open('[', "]"))
     }
     fn serialize_tuple_variant(
@@ -277,14 +295,14 @@ impl<'a> ser::Serializer for &'a mut Json {
         _: u32,
         variant: &'static str,
         _: usize,
-    ) -> Result<Compound<'a>, Error> {
+    ) -> Result<Compound<'a, 's>, Error> {
         self.tag(variant);
         Ok(self.open('[', "]}"))
     }
-    fn serialize_map(self, _: Option<usize>) -> Result<Compound<'a>, Error> {
+    fn serialize_map(self, _: Option<usize>) -> Result<Compound<'a, 's>, Error> {
         Ok(self.open('{', "}"))
     }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Compound<'a>, Error> {
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Compound<'a, 's>, Error> {
         Ok(self.open('{', "}"))
     }
     fn serialize_struct_variant(
@@ -293,13 +311,13 @@ impl<'a> ser::Serializer for &'a mut Json {
         _: u32,
         variant: &'static str,
         _: usize,
-    ) -> Result<Compound<'a>, Error> {
+    ) -> Result<Compound<'a, 's>, Error> {
         self.tag(variant);
         Ok(self.open('{', "}}"))
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
+impl ser::SerializeSeq for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
     fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
@@ -310,7 +328,7 @@ impl ser::SerializeSeq for Compound<'_> {
     }
 }
 
-impl ser::SerializeTuple for Compound<'_> {
+impl ser::SerializeTuple for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
     fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
@@ -321,7 +339,7 @@ impl ser::SerializeTuple for Compound<'_> {
     }
 }
 
-impl ser::SerializeTupleStruct for Compound<'_> {
+impl ser::SerializeTupleStruct for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
@@ -332,7 +350,7 @@ impl ser::SerializeTupleStruct for Compound<'_> {
     }
 }
 
-impl ser::SerializeTupleVariant for Compound<'_> {
+impl ser::SerializeTupleVariant for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
@@ -343,7 +361,7 @@ impl ser::SerializeTupleVariant for Compound<'_> {
     }
 }
 
-impl ser::SerializeMap for Compound<'_> {
+impl ser::SerializeMap for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
     fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), Error> {
@@ -360,7 +378,7 @@ impl ser::SerializeMap for Compound<'_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_> {
+impl ser::SerializeStruct for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: ?Sized + Serialize>(
@@ -375,7 +393,7 @@ impl ser::SerializeStruct for Compound<'_> {
     }
 }
 
-impl ser::SerializeStructVariant for Compound<'_> {
+impl ser::SerializeStructVariant for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: ?Sized + Serialize>(
@@ -391,11 +409,12 @@ impl ser::SerializeStructVariant for Compound<'_> {
 }
 
 /// A map's key: a string, or a number written as one (an object's keys are strings).
-struct Key<'a>(&'a mut Json);
+struct Key<'a, 's>(&'a mut Json<'s>);
 
-impl Key<'_> {
+impl Key<'_, '_> {
     fn quoted(self, write: impl FnOnce(&mut Json)) -> Result<(), Error> {
-        let mut number = Json(String::new());
+        let mut whole = |_: &str| {};
+        let mut number = Json(String::new(), usize::MAX, &mut whole);
         write(&mut number);
         self.0.string(&number.0);
         Ok(())
@@ -407,7 +426,7 @@ fn not_a_key<T>() -> Result<T, Error> {
     Err(Error("a map key that is not a string or a number".into()))
 }
 
-impl ser::Serializer for Key<'_> {
+impl ser::Serializer for Key<'_, '_> {
     type Ok = ();
     type Error = Error;
     type SerializeSeq = ser::Impossible<(), Error>;
@@ -538,6 +557,17 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
+    /// `value`'s text in pieces of about `piece` bytes.
+    fn pieces(value: &impl Serialize, piece: usize) -> Result<Vec<String>, Error> {
+        let mut out = Vec::new();
+        write_json(value, piece, &mut |text| out.push(text.to_owned()))?;
+        Ok(out)
+    }
+
+    fn to_json(value: &impl Serialize) -> Result<String, Error> {
+        pieces(value, usize::MAX).map(|p| p.concat())
+    }
+
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Shape {
@@ -586,7 +616,7 @@ mod tests {
             by_key: BTreeMap::from([(2, true)]),
             more: Inner { flat: 1 },
         };
-        let json = to_json(&shape, 0).unwrap();
+        let json = to_json(&shape).unwrap();
         assert_eq!(
             json,
             r#"{"count":12345,"below":-7,"ratio":0.30000000000000004,"#.to_owned()
@@ -596,7 +626,7 @@ mod tests {
         );
         let variants = [Kind::Held(3.0), Kind::Spread { per_hour: 0.5 }];
         assert_eq!(
-            to_json(&variants, 0).unwrap(),
+            to_json(&variants).unwrap(),
             r#"[{"held":3},{"spread":{"per_hour":0.5}}]"#
         );
     }
@@ -604,6 +634,16 @@ mod tests {
     #[test]
     fn refuses_a_key_that_names_no_property() {
         let map = BTreeMap::from([((1, 2), 3)]);
-        assert!(to_json(&map, 0).is_err());
+        assert!(to_json(&map).is_err());
+    }
+
+    #[test]
+    fn cuts_a_long_text_after_an_element() {
+        let gates: Vec<(String, u32)> = (0..100).map(|k| (format!("key-{k}"), k)).collect();
+        let whole = to_json(&gates).unwrap();
+        let cut = pieces(&gates, 64).unwrap();
+        assert!(cut.len() > 10, "{} pieces", cut.len());
+        assert!(cut.iter().all(|p| p.len() < 64 + 16), "{cut:?}");
+        assert_eq!(cut.concat(), whole);
     }
 }

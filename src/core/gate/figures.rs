@@ -43,6 +43,57 @@ impl RetryCounts {
     }
 }
 
+/// What a gate counts as it works, as it keeps it: its [`Figures`] without the state a snapshot
+/// reads (kept apart, an idle gate holds no room for them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counts {
+    /// Admission requests (first attempts and retries).
+    pub requests: u64,
+    /// Calls let through (each spent one token).
+    pub admitted: u64,
+    /// Calls that left the queue, or their wait, because their caller aborted.
+    pub cancelled: u64,
+    /// Calls abandoned in the queue because admission would come after their deadline.
+    pub abandoned_in_queue: u64,
+    /// 429s observed.
+    pub throttled: u64,
+    /// Times the gate was woken by its timer.
+    pub wakeups: u64,
+    /// The headers of the last 429 (boxed: most gates never see one).
+    pub(crate) last_feedback: Option<Box<Feedback>>,
+    /// Retries by cause.
+    pub retries: RetryCounts,
+    /// Calls abandoned, by [`Reason::index`].
+    pub abandoned: [u64; Reason::ALL.len()],
+    /// Calls refused because the quota is spent.
+    pub(crate) quota_rejected: u64,
+    /// Time from asking to admission.
+    pub admission_wait: Histogram,
+    /// Backoff delays chosen (without `Retry-After`).
+    pub backoff: Histogram,
+}
+
+impl Counts {
+    /// Adds what another gate did (a wrapper's totals keep the counts of gates that were
+    /// forgotten once idle).
+    pub(crate) fn absorb(&mut self, other: &Counts) {
+        self.requests += other.requests;
+        self.admitted += other.admitted;
+        self.cancelled += other.cancelled;
+        self.abandoned_in_queue += other.abandoned_in_queue;
+        self.throttled += other.throttled;
+        self.wakeups += other.wakeups;
+        self.retries.throttled += other.retries.throttled;
+        self.retries.server_error += other.retries.server_error;
+        self.retries.network += other.retries.network;
+        self.retries.timeout += other.retries.timeout;
+        for (mine, theirs) in self.abandoned.iter_mut().zip(other.abandoned) {
+            *mine += theirs;
+        }
+        self.quota_rejected += other.quota_rejected;
+    }
+}
+
 /// What a gate has done, and its state now.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Figures {
@@ -86,23 +137,41 @@ pub struct Figures {
     pub retry_budget: Option<f64>,
 }
 
+/// The state a snapshot reads beside a gate's [`Counts`].
+pub(crate) struct State {
+    pub waiting: usize,
+    pub peak_waiting: usize,
+    pub cooldown_until: Millis,
+    pub slow: bool,
+    pub quota: Option<QuotaState>,
+    pub credits: Option<CreditFigures>,
+    pub retry_budget: Option<f64>,
+}
+
 impl Figures {
-    /// Adds what another gate did (a wrapper's totals keep the figures of gates that were
-    /// forgotten once idle).
-    pub(crate) fn absorb(&mut self, other: &Figures) {
-        self.requests += other.requests;
-        self.admitted += other.admitted;
-        self.cancelled += other.cancelled;
-        self.abandoned_in_queue += other.abandoned_in_queue;
-        self.throttled += other.throttled;
-        self.wakeups += other.wakeups;
-        self.retries.throttled += other.retries.throttled;
-        self.retries.server_error += other.retries.server_error;
-        self.retries.network += other.retries.network;
-        self.retries.timeout += other.retries.timeout;
-        for (mine, theirs) in self.abandoned.iter_mut().zip(other.abandoned) {
-            *mine += theirs;
+    /// A snapshot: `counts` so far, and the `state` now.
+    pub(crate) fn new(counts: &Counts, state: State) -> Self {
+        let c = counts.clone();
+        Figures {
+            requests: c.requests,
+            admitted: c.admitted,
+            waiting: state.waiting,
+            peak_waiting: state.peak_waiting,
+            cancelled: c.cancelled,
+            abandoned_in_queue: c.abandoned_in_queue,
+            throttled: c.throttled,
+            wakeups: c.wakeups,
+            cooldown_until: state.cooldown_until,
+            slow: state.slow,
+            last_feedback: c.last_feedback,
+            retries: c.retries,
+            abandoned: c.abandoned,
+            quota_rejected: c.quota_rejected,
+            quota: state.quota,
+            credits: state.credits,
+            admission_wait: c.admission_wait,
+            backoff: c.backoff,
+            retry_budget: state.retry_budget,
         }
-        self.quota_rejected += other.quota_rejected;
     }
 }

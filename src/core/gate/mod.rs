@@ -33,7 +33,7 @@ use std::collections::VecDeque;
 use self::action::{End, Event, GateAction};
 use self::authority::{Authority, Held};
 use self::call::{Call, CallSpec, Stage};
-use self::figures::Figures;
+use self::figures::{Counts, Figures, State};
 use self::ids::CallId;
 use self::queue::{Place, Queue, Rank};
 use self::store_link::{StoreLink, StoreSettings};
@@ -107,7 +107,7 @@ pub struct Gate {
     /// A learning gate made anew in a store asks for nothing before this (see
     /// [`recall`](Gate::recall)).
     recalling_until: Millis,
-    figures: Figures,
+    figures: Counts,
     random: Box<dyn Random>,
     /// Made for wrappers that share it with the process's threads.
     threads: bool,
@@ -215,7 +215,7 @@ impl Gate {
             credit_at: f64::NEG_INFINITY,
             untold: Vec::new(),
             recalling_until: f64::NEG_INFINITY,
-            figures: Figures::default(),
+            figures: Counts::default(),
             random,
             threads: false,
             learner: None,
@@ -640,6 +640,11 @@ impl Gate {
         self.authority.cap_budget(left);
     }
 
+    /// Its counts so far, as kept (a wrapper's totals need no more than these).
+    pub(crate) fn counts(&self) -> &Counts {
+        &self.figures
+    }
+
     /// A snapshot of the figures at `now`.
     pub fn figures(&mut self, now: Millis) -> Figures {
         let Held {
@@ -647,7 +652,7 @@ impl Gate {
             slow,
             retry_budget,
         } = self.authority.held();
-        Figures {
+        let state = State {
             waiting: self.waiting(),
             peak_waiting: self.peak_waiting,
             cooldown_until,
@@ -655,8 +660,8 @@ impl Gate {
             retry_budget,
             quota: Some(self.quota.state(now)),
             credits: self.credit_figures(now),
-            ..self.figures.clone()
-        }
+        };
+        Figures::new(&self.figures, state)
     }
 
     /// Whether the gate holds nothing worth keeping: no calls, no operation in flight, a full

@@ -40,7 +40,7 @@ use crate::core::base::slab::{Mirror, Slab};
 use crate::core::base::timeline::Timeline;
 use crate::core::gate::action::{Event, GateAction, OpId};
 use crate::core::gate::call::CallSpec;
-use crate::core::gate::figures::Figures;
+use crate::core::gate::figures::Counts;
 use crate::core::gate::ids::CallId;
 use crate::core::gate::queue::{Lane, Rank};
 use crate::core::gate::respond::BodyFacts;
@@ -111,7 +111,7 @@ struct Wrapper {
     lane_figures: LaneFigures,
     prints: Map<Print, GateId>,
     gates: Set<GateId>,
-    retired: Figures,
+    retired: Counts,
     holders: usize,
 }
 

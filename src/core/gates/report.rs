@@ -3,13 +3,16 @@
 //! serialise them). A time shown as a date is a `D`, what the caller makes of a time on the
 //! gates' clock (the bindings: a `Date`, or `null`), so the core knows nothing of JavaScript.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
+
 use super::ids::{GateId, WrapperId};
 use super::profile::Keeping;
 use super::view::Limits;
 use super::Gates;
 use crate::core::base::histogram::Histogram;
 use crate::core::base::map::Set;
-use crate::core::gate::figures::{Figures, RetryCounts};
+use crate::core::gate::figures::RetryCounts;
 use crate::core::parse::feedback::Feedback;
 use crate::core::rules::allowance::{Allowance, Rate};
 use crate::core::rules::budget::RefillingConfig;
@@ -24,15 +27,15 @@ use crate::core::Millis;
 
 /// `stats()`: totals over a wrapper's gates (those since forgotten included), each live gate in
 /// full, its lane, and a batch's time and retries left.
-#[derive(Debug, serde::Serialize)]
+#[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Stats<'a, D> {
+pub struct Stats<'a, 'g, D> {
     admitted: u64,
     waiting: usize,
     throttled: u64,
     retries: u64,
     abandoned: u64,
-    gates: Vec<GateStats<D>>,
+    gates: Listed<'g, D>,
     lane: LaneStats<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     batch: Option<BatchStats>,
@@ -40,15 +43,26 @@ pub struct Stats<'a, D> {
     cache: Option<CacheStats>,
 }
 
-impl<D> Stats<'_, D> {
-    /// The gates listed.
-    pub fn len(&self) -> usize {
-        self.gates.len()
-    }
+/// Live gates, each gathered in `stats().gates[i]`'s shape as it is written: 10,000 gates'
+/// figures are never all held at once (wasm memory, once grown, is never given back).
+pub struct Listed<'g, D> {
+    gates: RefCell<&'g mut Gates>,
+    ids: Vec<GateId>,
+    now: Millis,
+    date: fn(Option<Millis>) -> D,
+}
 
-    /// No gate listed.
-    pub fn is_empty(&self) -> bool {
-        self.gates.is_empty()
+impl<D: serde::Serialize> serde::Serialize for Listed<'_, D> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut gates = self.gates.borrow_mut();
+        let mut list = s.serialize_seq(Some(self.ids.len()))?;
+        for &gate in &self.ids {
+            if let Some(entry) = gates.gate_stats(self.now, gate, self.date) {
+                list.serialize_element(&entry)?;
+            }
+        }
+        list.end()
     }
 }
 
@@ -99,10 +113,10 @@ struct BatchStats {
 }
 
 /// One gate in `stats().gates`.
-#[derive(Debug, serde::Serialize)]
+#[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-struct GateStats<D> {
-    scope: String,
+struct GateStats<'s, D> {
+    scope: &'s str,
     requests: u64,
     admitted: u64,
     waiting: usize,
@@ -171,7 +185,7 @@ impl<D> SpreadStats<D> {
 #[serde(rename_all = "camelCase")]
 struct StoreStats {
     /// `memory`, or the store's identity.
-    kind: String,
+    kind: Cow<'static, str>,
     /// In memory: whether the process's threads share the gate's state.
     #[serde(skip_serializing_if = "Option::is_none")]
     threads: Option<bool>,
@@ -209,25 +223,13 @@ impl<D> Learned<D> {
 }
 
 /// What the metrics observe: gates, lanes' calls waiting on each, and the wrapper's cache.
-#[derive(Debug, serde::Serialize)]
+#[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Observed<'a, D> {
-    gates: Vec<GateStats<D>>,
+pub struct Observed<'a, 'g, D> {
+    gates: Listed<'g, D>,
     lanes: Vec<LaneDepth<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache: Option<CacheStats>,
-}
-
-impl<D> Observed<'_, D> {
-    /// The gates listed.
-    pub fn len(&self) -> usize {
-        self.gates.len()
-    }
-
-    /// No gate listed.
-    pub fn is_empty(&self) -> bool {
-        self.gates.is_empty()
-    }
 }
 
 /// A lane's calls waiting on a gate.
@@ -361,14 +363,14 @@ impl Gates {
         lane: &'a str,
         (batch, cache): (Option<(Millis, Option<u32>)>, Option<CacheFigures>),
         date: fn(Option<Millis>) -> D,
-    ) -> Stats<'a, D> {
+    ) -> Stats<'a, '_, D> {
         let mut totals = self.retired(wrapper);
         let mut waiting = 0;
         let ids = self.gates_of(wrapper);
-        let entries = self.gate_stats(now, ids, date, &mut |figures| {
+        for (figures, calls) in ids.iter().filter_map(|&gate| self.counts(gate)) {
             totals.absorb(figures);
-            waiting += figures.waiting;
-        });
+            waiting += calls;
+        }
         let (line, figures, lane_waiting) = self.lane_of(wrapper).unwrap_or_default();
         Stats {
             admitted: totals.admitted,
@@ -376,7 +378,6 @@ impl Gates {
             throttled: totals.throttled,
             retries: totals.retries.total(),
             abandoned: totals.abandoned.iter().sum(),
-            gates: entries.into_iter().map(|(_, entry)| entry).collect(),
             lane: LaneStats {
                 name: lane,
                 weight: line.weight,
@@ -389,6 +390,7 @@ impl Gates {
                 retries_left,
             }),
             cache: cache.map(CacheStats::from),
+            gates: self.listed(now, ids, date),
         }
     }
 
@@ -401,7 +403,7 @@ impl Gates {
         measured: impl IntoIterator<Item = (WrapperId, &'a str)>,
         cache: Option<CacheFigures>,
         date: fn(Option<Millis>) -> D,
-    ) -> Observed<'a, D> {
+    ) -> Observed<'a, '_, D> {
         let mut ids: Vec<GateId> = Vec::new();
         let mut seen: Set<GateId> = Set::default();
         let mut lanes: Vec<(LaneId, &str)> = Vec::new();
@@ -413,90 +415,98 @@ impl Gates {
                 lanes.push((lane, name));
             }
         }
-        let entries = self.gate_stats(now, ids, date, &mut |_| {});
         let this = &*self;
-        let depths = entries.iter().flat_map(|(gate, entry)| {
+        let depths = ids
+            .iter()
+            .filter_map(|&gate| Some((gate, this.scope(gate)?)));
+        let depths = depths.flat_map(|(gate, scope)| {
             lanes.iter().map(move |&(lane, name)| LaneDepth {
-                scope: entry.scope.clone(),
+                scope: scope.as_str().to_owned(),
                 lane: name,
-                waiting: this.waiting_in(*gate, lane),
+                waiting: this.waiting_in(gate, lane),
             })
         });
         let lanes = depths.collect();
         Observed {
-            gates: entries.into_iter().map(|(_, entry)| entry).collect(),
             lanes,
             cache: cache.map(CacheStats::from),
+            gates: self.listed(now, ids, date),
         }
     }
 
-    /// The gates of `ids` still known, each in `stats().gates`'s shape, `each` shown its
-    /// figures.
-    fn gate_stats<D>(
+    /// The gates of `ids` still known, to be written in `stats().gates`'s shape as of `now`.
+    fn listed<D>(
         &mut self,
         now: Millis,
         ids: Vec<GateId>,
         date: fn(Option<Millis>) -> D,
-        each: &mut dyn FnMut(&Figures),
-    ) -> Vec<(GateId, GateStats<D>)> {
-        let mut entries = Vec::with_capacity(ids.len());
-        for gate in ids {
-            let kind = match self.keeping(gate) {
-                Some((Keeping::Store(store), ..)) => self.store_identity(store).unwrap_or_default(),
-                _ => "memory",
-            }
-            .to_owned();
-            let Some(view) = self.view(now, gate) else {
-                continue;
-            };
-            each(&view.figures);
-            let threads = matches!(view.keeping, Keeping::Memory { .. }).then_some(view.threads);
-            let f = view.figures;
-            let (state, until) = match f.quota {
-                Some(QuotaState::Probing) => ("probing", None),
-                Some(QuotaState::Exhausted { until }) => ("exhausted", until),
-                _ => ("open", None),
-            };
-            let counts = view.store;
-            let entry = GateStats {
-                scope: view.scope.as_str().to_owned(),
-                requests: f.requests,
-                admitted: f.admitted,
-                waiting: f.waiting,
-                peak_waiting: f.peak_waiting,
-                cancelled: f.cancelled,
-                abandoned_in_queue: f.abandoned_in_queue,
-                throttled: f.throttled,
-                wakeups: f.wakeups,
-                timer_armed: view.timer_armed,
-                cooldown_until: f.cooldown_until,
-                cooldown_remaining_ms: (f.cooldown_until - now).max(0.0),
-                slow: f.slow,
-                retries: f.retries,
-                abandoned: f.abandoned,
-                quota_rejected: f.quota_rejected,
-                quota: QuotaStats {
-                    state,
-                    period_end: date(until),
-                    spread: f.credits.map(|c| SpreadStats::new(c, date)),
-                },
-                retry_budget: f.retry_budget,
-                rate: view.rate,
-                learned: view.learned.map(|e| Learned::new(e, date)),
-                store: StoreStats {
-                    kind,
-                    threads,
-                    calls: counts.map(|c| c.0),
-                    failures: counts.map(|c| c.1),
-                    up: counts.map(|c| c.2),
-                },
-                admission_wait_ms: f.admission_wait,
-                backoff_ms: f.backoff,
-                last_feedback: f.last_feedback,
-            };
-            entries.push((gate, entry));
+    ) -> Listed<'_, D> {
+        Listed {
+            gates: RefCell::new(self),
+            ids,
+            now,
+            date,
         }
-        entries
+    }
+
+    /// A gate in `stats().gates`'s shape, if it is still known.
+    fn gate_stats<D>(
+        &mut self,
+        now: Millis,
+        gate: GateId,
+        date: fn(Option<Millis>) -> D,
+    ) -> Option<GateStats<'_, D>> {
+        let kind = match self.keeping(gate) {
+            Some((Keeping::Store(store), ..)) => {
+                Cow::Owned(self.store_identity(store).unwrap_or_default().to_owned())
+            }
+            _ => Cow::Borrowed("memory"),
+        };
+        let view = self.view(now, gate)?;
+        let threads = matches!(view.keeping, Keeping::Memory { .. }).then_some(view.threads);
+        let f = view.figures;
+        let (state, until) = match f.quota {
+            Some(QuotaState::Probing) => ("probing", None),
+            Some(QuotaState::Exhausted { until }) => ("exhausted", until),
+            _ => ("open", None),
+        };
+        let counts = view.store;
+        Some(GateStats {
+            scope: view.scope.as_str(),
+            requests: f.requests,
+            admitted: f.admitted,
+            waiting: f.waiting,
+            peak_waiting: f.peak_waiting,
+            cancelled: f.cancelled,
+            abandoned_in_queue: f.abandoned_in_queue,
+            throttled: f.throttled,
+            wakeups: f.wakeups,
+            timer_armed: view.timer_armed,
+            cooldown_until: f.cooldown_until,
+            cooldown_remaining_ms: (f.cooldown_until - now).max(0.0),
+            slow: f.slow,
+            retries: f.retries,
+            abandoned: f.abandoned,
+            quota_rejected: f.quota_rejected,
+            quota: QuotaStats {
+                state,
+                period_end: date(until),
+                spread: f.credits.map(|c| SpreadStats::new(c, date)),
+            },
+            retry_budget: f.retry_budget,
+            rate: view.rate,
+            learned: view.learned.map(|e| Learned::new(e, date)),
+            store: StoreStats {
+                kind,
+                threads,
+                calls: counts.map(|c| c.0),
+                failures: counts.map(|c| c.1),
+                up: counts.map(|c| c.2),
+            },
+            admission_wait_ms: f.admission_wait,
+            backoff_ms: f.backoff,
+            last_feedback: f.last_feedback,
+        })
     }
 
     /// What `describe()` of `wrapper` is worded from, at `now`; `None` once it is released.

@@ -61,7 +61,6 @@ impl Gates {
                 self.sweep.push_back(gate);
                 continue;
             }
-            let figures = entry.gate.figures(now);
             let Some(mut entry) = self.entries.remove(gate) else {
                 continue;
             };
@@ -87,6 +86,7 @@ impl Gates {
                     self.limiters.insert(credential.clone(), left);
                 }
             }
+            let counts = entry.gate.counts();
             for (wrapper, print) in entry.users {
                 let Some(w) = self.wrappers.get_mut(wrapper) else {
                     continue;
@@ -97,7 +97,7 @@ impl Gates {
                     }
                 }
                 w.gates.remove(&gate);
-                w.retired.absorb(&figures);
+                w.retired.absorb(counts);
             }
             if !self.scopes.contains_key(&credential) && !self.limiters.contains_key(&credential) {
                 self.routes.remove(&credential);

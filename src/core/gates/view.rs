@@ -8,7 +8,7 @@ use super::profile::Keeping;
 use super::scope::Scope;
 use super::{Gates, LaneFigures};
 use crate::core::authority::LOW_REMAINING;
-use crate::core::gate::figures::Figures;
+use crate::core::gate::figures::{Counts, Figures};
 use crate::core::gate::queue::Lane;
 use crate::core::gate::Gate;
 use crate::core::rules::allowance::Rate;
@@ -129,7 +129,7 @@ impl Gates {
     }
 
     /// The figures of the gates `wrapper` used that have since been forgotten.
-    pub fn retired(&self, wrapper: WrapperId) -> Figures {
+    pub fn retired(&self, wrapper: WrapperId) -> Counts {
         self.wrappers
             .get(wrapper)
             .map(|w| w.retired.clone())
@@ -183,6 +183,12 @@ impl Gates {
     /// A gate's retry budget settings, if it has a budget.
     pub fn budget(&self, gate: GateId) -> Option<RefillingConfig> {
         self.entries.get(gate)?.gate.budget_config()
+    }
+
+    /// A gate's counts so far and its calls waiting, for a wrapper's totals.
+    pub(crate) fn counts(&self, gate: GateId) -> Option<(&Counts, usize)> {
+        let gate = &self.entries.get(gate)?.gate;
+        Some((gate.counts(), gate.waiting()))
     }
 
     /// What a gate looks like now.

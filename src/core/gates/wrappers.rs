@@ -11,7 +11,7 @@ use super::{Entry, Gates, Wrapper, SWEEP_PER_GATE};
 use crate::core::authority::threads::{Settings, ThreadAuthority};
 use crate::core::base::map::{Map, Set};
 use crate::core::base::slab::Mirror;
-use crate::core::gate::figures::Figures;
+use crate::core::gate::figures::Counts;
 use crate::core::gate::queue::Lane;
 use crate::core::gate::store_link::StoreSettings;
 use crate::core::gate::Gate;
@@ -74,7 +74,7 @@ impl Gates {
             lane_figures: Default::default(),
             prints: Map::default(),
             gates: Set::default(),
-            retired: Figures::default(),
+            retired: Counts::default(),
             holders: 1,
         })
     }
