@@ -126,34 +126,35 @@ async function runFleet(job, processes) {
   return { runs: await Promise.all(results), started };
 }
 
-test('8 processes x 8 workers share one allowance through Redis, unlike a gate per process', async () => {
+// 8 x 4 rather than the benchmark's 8 x 8 (bench/fleet.mjs): the wiring shows at 32 jobs in half the time.
+test('8 processes x 4 workers share one allowance through Redis, unlike a gate per process', async () => {
   const api = await startFakeOddsApi(rate);
   try {
     const results = {};
     for (const store of ['redis', 'memory']) {
       api.reset();
       const apiKey = freshKey();
-      const { runs, started } = await runFleet({ store, redisPort: redis.port, baseUrl: api.baseUrl, apiKey, rate, workers: 8 }, 8);
+      const { runs, started } = await runFleet({ store, redisPort: redis.port, baseUrl: api.baseUrl, apiKey, rate, workers: 4 }, 8);
       const server = api.stats();
       results[store] = {
-        jobs: 64,
+        jobs: 32,
         completed: runs.reduce((n, r) => n + r.completed, 0),
         attempts: server.attempts,
         throttled: server.throttled,
         wallS: ((performance.now() - started) / 1000).toFixed(1),
       };
     }
-    console.log('fleet of 8 processes x 8 workers, burst 2 at 2/s:');
+    console.log('fleet of 8 processes x 4 workers, burst 2 at 2/s:');
     console.table(results);
     const shared = results.redis;
-    assert.equal(shared.completed, 64);
+    assert.equal(shared.completed, 32);
     // Wiring, in real time: the fleet shares one allowance. A loaded machine can stall a process
     // for a second between its admission and its request reaching the server, and requests
-    // admitted apart then arrive together (4 429s on 2 busy cores, against 226 with a gate per
-    // process); the policy's 0 429s is the virtual clock's (tests/fleet_counts.rs, simulate({ processes })).
-    assert.ok(shared.attempts <= 1.1 * 64, `${shared.attempts} attempts for 64 jobs`);
+    // admitted apart then arrive together (at 8 x 8, 4 429s on 2 busy cores against 226 with a
+    // gate per process; at 8 x 4, 0 in two runs on cores busy with compiles, against 113-115); the policy's 0 429s is the virtual clock's (tests/fleet_counts.rs, simulate({ processes })).
+    assert.ok(shared.attempts <= 1.1 * 32, `${shared.attempts} attempts for 32 jobs`);
     assert.ok(shared.throttled <= 0.1 * results.memory.throttled, `${shared.throttled} 429s against ${results.memory.throttled} with a gate per process`);
-    assert.ok(results.memory.throttled >= 64, 'a gate per process overruns the key');
+    assert.ok(results.memory.throttled >= 32, 'a gate per process overruns the key');
   } finally {
     await api.close();
   }
