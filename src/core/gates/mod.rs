@@ -11,6 +11,8 @@ pub mod action;
 pub mod compat;
 pub mod fleet;
 pub mod home;
+#[cfg(feature = "serde")]
+pub mod hook;
 pub mod ids;
 pub mod lane_name;
 pub mod memos;
