@@ -16,7 +16,9 @@ use super::readers::{self, rate};
 use super::redis::{is_store, RedisStore};
 use crate::core::gates::lane_name;
 use crate::core::gates::scope::RequestKey;
-use crate::core::gates::profile::{limits, Keeping, LaneAsks, Profile, StoreId};
+use crate::core::gates::profile::{
+    limits, Keeping, LaneAsks, Profile, StoreId, THREADS, TYPED_ERRORS,
+};
 use crate::core::rules::allowance::Allowance;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{Cache, CacheConfig};
@@ -185,7 +187,7 @@ pub fn config(
     let spreads = spread.is_some();
     let metrics = o.meter.map(|m| Metrics::new(&m, caches, spreads).map(Rc::new));
     let metrics = metrics.transpose()?;
-    let threads = o.threads.unwrap_or(true);
+    let threads = o.threads.unwrap_or(THREADS);
     let profile = Profile {
         allowance,
         budget,
@@ -197,7 +199,7 @@ pub fn config(
         max_wait_ms,
         max_waiting,
         reports_wait: metrics.is_some(),
-        typed_errors: o.typed_errors.unwrap_or(false),
+        typed_errors: o.typed_errors.unwrap_or(TYPED_ERRORS),
         spread,
     };
     let config = Config {
@@ -227,12 +229,9 @@ pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsVal
         ..LaneAsks::default()
     };
     if let Some(value) = o.retry {
-        if de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true) {
-            return Err(type_error(
-                "A lane's retries draw on its wrapper's retry budget: set `retry.budget` in \
-                 createFetch, not in lane()",
-            ));
-        }
+        let names_budget =
+            de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true);
+        LaneAsks::own_retry(names_budget).map_err(config_error)?;
         let (policy, _) = RetryGiven::toggled(retry(Some(value))?).map_err(config_error)?;
         asks.policy = Some(policy.map(Rc::new));
     }
