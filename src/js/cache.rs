@@ -12,8 +12,6 @@ use super::Exported;
 use crate::core::gates::scope::{RequestKey, Scope};
 use crate::core::parse::freshness::CacheHeaders;
 use crate::core::rules::cache::{cacheable, Landed, Lookup, Refusal, Settled};
-use crate::core::rules::policy::Reason;
-use crate::core::rules::quota::GIVEN_AGAIN;
 
 #[wasm_bindgen(module = "/src/js/cache.js")]
 extern "C" {
@@ -151,23 +149,14 @@ impl Transport {
     }
 }
 
-/// The gate's refusal `ended` says, if it is one: a `QuotaExhaustedError`, a
-/// `GateAbandonedError` (by its `reason`), or the spent quota's answer given again (marked
-/// `x-odds-gate: quota-exhausted`).
+/// The gate's refusal `ended` says, if it is one (see [`Refusal::of`]): a response's mark, or
+/// a rejection's `name` and `reason`.
 fn refusal(ended: &JsValue) -> Option<Refusal> {
     let headers = get(ended, "headers");
-    if headers.is_object() {
-        let mark = header_value(&headers, &JsValue::from_str("x-odds-gate"));
-        return (mark.as_deref() == Some(GIVEN_AGAIN)).then_some(Refusal::Quota);
-    }
-    match get(ended, "name").as_string()?.as_str() {
-        "QuotaExhaustedError" => Some(Refusal::Quota),
-        "GateAbandonedError" => {
-            let reason = get(ended, "reason").as_string()?;
-            Reason::named(&reason).map(Refusal::Abandoned)
-        }
-        _ => None,
-    }
+    let mark = headers.is_object().then(|| header_value(&headers, &"x-odds-gate".into()));
+    let text = |key| get(ended, key).as_string();
+    let (name, reason) = (text("name"), text("reason"));
+    Refusal::of(mark.as_ref().map(Option::as_deref), name.as_deref(), reason.as_deref())
 }
 
 /// A landing for `cache.js`: `[kept entry or 0, ms it is fresh, n, n entries to drop...,

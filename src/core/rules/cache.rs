@@ -14,6 +14,7 @@ use crate::core::parse::freshness::{freshness, CacheHeaders, Freshness};
 use crate::core::rules::allowance::{at_least, ConfigError};
 use crate::core::rules::classify::Body;
 use crate::core::rules::policy::Reason;
+use crate::core::rules::quota::GIVEN_AGAIN;
 use crate::core::rules::toggle::Toggle;
 use crate::core::Millis;
 
@@ -200,6 +201,25 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// The gate's refusal a led request's end says, if it is one. A response (`mark`: its
+    /// `x-odds-gate` header) is one when it is the spent quota's answer given again; a
+    /// rejection (its error's `name` and `reason`) when it is a `QuotaExhaustedError` or a
+    /// `GateAbandonedError` for a reason the gate has.
+    pub fn of(
+        mark: Option<Option<&str>>,
+        name: Option<&str>,
+        reason: Option<&str>,
+    ) -> Option<Refusal> {
+        if let Some(mark) = mark {
+            return (mark == Some(GIVEN_AGAIN)).then_some(Refusal::Quota);
+        }
+        match name? {
+            "QuotaExhaustedError" => Some(Refusal::Quota),
+            "GateAbandonedError" => Reason::named(reason?).map(Refusal::Abandoned),
+            _ => None,
+        }
+    }
+
     /// Whether a stale entry answers instead: the gate's own refusals, made without an answer
     /// worth more than a kept one (a spent quota, `maxWaitMs`, `maxWaiting`, a batch's
     /// deadline, a store failing closed, a `Retry-After` that outlasts the call). Not retries
