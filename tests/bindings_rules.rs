@@ -1,12 +1,16 @@
 //! Rules the bindings once made and now only translate (#35), pinned natively: what the
-//! `onEvent` hook is told.
+//! `onEvent` hook is told, the options' defaults and a lane's retry budget, which ends of a led
+//! request are the gate's refusals (for the cache), and the typed errors' messages.
 #![cfg(not(target_arch = "wasm32"))]
 
 use odds_gate::core::base::json::write_json;
 use odds_gate::core::gate::action::Event;
 use odds_gate::core::gates::hook::told;
+use odds_gate::core::gates::profile::{LaneAsks, THREADS, TYPED_ERRORS};
+use odds_gate::core::rules::cache::Refusal;
 use odds_gate::core::rules::learn::Estimate;
-use odds_gate::core::rules::policy::Reason;
+use odds_gate::core::rules::policy::{Abandoned, Reason};
+use odds_gate::core::rules::quota::exhausted_message;
 
 /// What the hook gets, as JSON (times as they are: the bindings make them `Date`s).
 fn json(event: Event) -> Option<String> {
@@ -74,4 +78,76 @@ fn the_hook_is_told_each_event_in_the_words_users_see() {
     }));
     let expected = r#"{"type":"learned","scope":"scope-a","learned":{"burst":5,"perSecond":2,"atLeast":1.5,"confidence":0.75,"lastThrottle":10}}"#;
     assert_eq!(learned.as_deref(), Some(expected));
+}
+
+#[test]
+fn threads_share_and_errors_are_the_servers_where_left_out() {
+    assert!(THREADS);
+    assert!(!TYPED_ERRORS);
+}
+
+#[test]
+fn a_lanes_retries_draw_on_its_wrappers_budget() {
+    assert_eq!(LaneAsks::own_retry(false), Ok(()));
+    let refused = LaneAsks::own_retry(true).unwrap_err();
+    assert!(refused.is_shape(), "a TypeError");
+    assert_eq!(
+        refused.message(|n| n.to_string()),
+        "A lane's retries draw on its wrapper's retry budget: set `retry.budget` in \
+         createFetch, not in lane()"
+    );
+}
+
+#[test]
+fn the_gates_refusals_are_the_quotas_answer_given_again_and_its_own_errors() {
+    let of = Refusal::of;
+    assert_eq!(
+        of(Some(Some("quota-exhausted")), None, None),
+        Some(Refusal::Quota)
+    );
+    assert_eq!(of(Some(None), None, None), None, "a plain response");
+    assert_eq!(of(Some(Some("other")), None, None), None);
+    // A response is never read as an error, whatever it carries.
+    let abandoned = Some("GateAbandonedError");
+    assert_eq!(of(Some(None), abandoned, Some("queue-wait")), None);
+    assert_eq!(
+        of(None, Some("QuotaExhaustedError"), None),
+        Some(Refusal::Quota)
+    );
+    assert_eq!(
+        of(None, abandoned, Some("queue-wait")),
+        Some(Refusal::Abandoned(Reason::QueueWait))
+    );
+    assert_eq!(of(None, abandoned, Some("no-such-reason")), None);
+    assert_eq!(of(None, abandoned, None), None);
+    assert_eq!(of(None, Some("TypeError"), None), None);
+    assert_eq!(of(None, None, None), None);
+}
+
+#[test]
+fn typed_errors_say_why_and_how_far() {
+    let mut a = Abandoned {
+        reason: Reason::Attempts,
+        attempts: 3,
+        status: Some(503),
+        retry_after_ms: None,
+    };
+    assert_eq!(
+        a.message(),
+        "odds-gate gave up on the request (attempts) after 3 attempt(s), last status 503"
+    );
+    a.status = None;
+    assert_eq!(
+        a.message(),
+        "odds-gate gave up on the request (attempts) after 3 attempt(s)"
+    );
+    assert_eq!(
+        exhausted_message(Some("2026-12-31T00:00:00.000Z")),
+        "The API key's monthly quota is spent (until 2026-12-31T00:00:00.000Z); calls fail fast \
+         instead of waiting"
+    );
+    assert_eq!(
+        exhausted_message(None),
+        "The API key's monthly quota is spent (until reset); calls fail fast instead of waiting"
+    );
 }

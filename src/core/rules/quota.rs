@@ -12,6 +12,12 @@ use crate::core::Millis;
 /// call path sets and the cache reads as the gate's refusal.
 pub const GIVEN_AGAIN: &str = "quota-exhausted";
 
+/// The `QuotaExhaustedError`'s message, with the period's end (ISO 8601) when known.
+pub fn exhausted_message(period_end: Option<&str>) -> String {
+    let until = period_end.map_or("until reset".to_string(), |end| format!("until {end}"));
+    format!("The API key's monthly quota is spent ({until}); calls fail fast instead of waiting")
+}
+
 /// Consecutive 429s without `Retry-After` that make us suspect the quota rather than the rate.
 pub(crate) const SUSPICIOUS_RUN: u32 = 3;
 
