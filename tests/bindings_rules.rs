@@ -1,6 +1,7 @@
 //! Rules the bindings once made and now only translate (#35), pinned natively: what the
 //! `onEvent` hook is told, the options' defaults and a lane's retry budget, which ends of a led
-//! request are the gate's refusals (for the cache), and the typed errors' messages.
+//! request are the gate's refusals (for the cache), and the typed errors' messages, and
+//! `quota` as given to `createFetch` and `simulate()`.
 #![cfg(not(target_arch = "wasm32"))]
 
 use odds_gate::core::base::json::write_json;
@@ -8,9 +9,11 @@ use odds_gate::core::gate::action::Event;
 use odds_gate::core::gates::hook::told;
 use odds_gate::core::gates::profile::{LaneAsks, THREADS, TYPED_ERRORS};
 use odds_gate::core::rules::cache::Refusal;
+use odds_gate::core::rules::credits::{Spread, SpreadGiven};
 use odds_gate::core::rules::learn::Estimate;
 use odds_gate::core::rules::policy::{Abandoned, Reason};
 use odds_gate::core::rules::quota::exhausted_message;
+use odds_gate::core::sim::SimQuotaGiven;
 
 /// What the hook gets, as JSON (times as they are: the bindings make them `Date`s).
 fn json(event: Event) -> Option<String> {
@@ -150,4 +153,53 @@ fn typed_errors_say_why_and_how_far() {
         exhausted_message(None),
         "The API key's monthly quota is spent (until reset); calls fail fast instead of waiting"
     );
+}
+
+#[test]
+fn quota_as_given_reads_its_costs_then_means_what_the_core_says() {
+    let read = |raw: &str| -> Result<Vec<(String, f64)>, String> {
+        match raw {
+            "" => Ok(Vec::new()),
+            "history" => Ok(vec![("/odds/history".into(), 5.0)]),
+            _ => Err(format!("not costs: {raw}")),
+        }
+    };
+    let given = SpreadGiven {
+        spread: Some(true),
+        costs: "history",
+        ..SpreadGiven::default()
+    };
+    let (settings, _) = given.costs(read).unwrap().spread().unwrap().unwrap();
+    assert_eq!(settings, Spread::DEFAULT, "the defaults fill in");
+    let off = SpreadGiven {
+        costs: "",
+        ..SpreadGiven::default()
+    };
+    assert_eq!(
+        off.costs(read).unwrap().spread().unwrap(),
+        None,
+        "no spread where left out"
+    );
+    let bad = SpreadGiven {
+        reserve: Some(1.0),
+        costs: "",
+        ..SpreadGiven::default()
+    };
+    assert!(
+        bad.costs(read).unwrap().spread().is_err(),
+        "checked even when off"
+    );
+    let wrong = SpreadGiven {
+        costs: "five",
+        ..SpreadGiven::default()
+    };
+    assert_eq!(wrong.costs(read).unwrap_err(), "not costs: five");
+    let month = SimQuotaGiven {
+        limit: Some(100.0),
+        costs: "history",
+        ..SimQuotaGiven::default()
+    };
+    let month = month.costs(read).unwrap();
+    assert_eq!(month.limit, Some(100.0));
+    assert_eq!(month.costs, vec![("/odds/history".to_string(), 5.0)]);
 }

@@ -59,22 +59,6 @@ struct SimulateOptions {
     quota: Option<JsValue>,
 }
 
-/// `quota` as given.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct QuotaOptions {
-    limit: Option<f64>,
-    period_ms: Option<f64>,
-    days: Option<f64>,
-    used: Option<f64>,
-    spread: Option<bool>,
-    reserve: Option<f64>,
-    burst_ms: Option<f64>,
-    refresh_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::value")]
-    costs: Option<JsValue>,
-}
-
 /// Runs the article's virtual-clock model and returns
 /// `{ attempts, throttled, completed, abandoned, lastAttemptMs, timeline }` (with `cache`,
 /// `hits`, `coalesced` and `requestsSaved` too; with `quota`, `quota`: the month's credits).
@@ -140,20 +124,10 @@ fn given(options: &JsValue) -> Result<SimGiven, JsValue> {
     })
 }
 
-/// `quota`, read as given.
+/// `quota`, read as given (its `costs` by [`readers::costs`]).
 fn quota(value: &JsValue) -> Result<SimQuotaGiven, JsValue> {
-    let q: QuotaOptions = de::object(value, "quota", "quota.")?;
-    Ok(SimQuotaGiven {
-        limit: q.limit,
-        period_ms: q.period_ms,
-        days: q.days,
-        used: q.used,
-        spread: q.spread,
-        reserve: q.reserve,
-        burst_ms: q.burst_ms,
-        refresh_ms: q.refresh_ms,
-        costs: readers::costs(q.costs)?,
-    })
+    let q: SimQuotaGiven<readers::Costs> = de::object(value, "quota", "quota.")?;
+    q.costs(readers::costs)
 }
 
 /// `lanes`, each read as given, its errors naming the lane (`lanes[1].weight`).

@@ -23,7 +23,7 @@ use crate::core::rules::allowance::Allowance;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{Cache, CacheConfig};
 use crate::core::rules::classify::valid_method;
-use crate::core::rules::credits::{Costs, Spread};
+use crate::core::rules::credits::{Costs, Spread, SpreadGiven};
 use crate::core::rules::policy::RetryGiven;
 use crate::core::rules::quota::usage_url;
 use crate::core::rules::ranges::STATUSES;
@@ -54,18 +54,6 @@ struct Options {
     cache: Option<JsValue>,
     #[serde(default, deserialize_with = "de::value")]
     quota: Option<JsValue>,
-}
-
-/// `quota: { spread, reserve, burstMs, refreshMs, costs }`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct QuotaOptions {
-    spread: Option<bool>,
-    reserve: Option<f64>,
-    burst_ms: Option<f64>,
-    refresh_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::value")]
-    costs: Option<JsValue>,
 }
 
 /// Reads `rate`: left out, `'auto'` or `{ burst, perSecond, learn? }`.
@@ -262,10 +250,8 @@ fn quota(value: Option<JsValue>) -> Result<Option<(Spread, Costs)>, JsValue> {
     let Some(value) = value else {
         return Ok(None);
     };
-    let q: QuotaOptions = de::object(&value, "quota", "quota.")?;
-    let costs = readers::costs(q.costs)?;
-    let settings = [q.reserve, q.burst_ms, q.refresh_ms];
-    Spread::given(q.spread, settings, costs).map_err(config_error)
+    let q: SpreadGiven<readers::Costs> = de::object(&value, "quota", "quota.")?;
+    q.costs(readers::costs)?.spread().map_err(config_error)
 }
 
 /// `retry.budget` as given: `false` (`None`) or its fields.
