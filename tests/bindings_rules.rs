@@ -1,7 +1,8 @@
 //! Rules the bindings once made and now only translate (#35), pinned natively: what the
 //! `onEvent` hook is told, the options' defaults and a lane's retry budget, which ends of a led
 //! request are the gate's refusals (for the cache), and the typed errors' messages, and
-//! `quota` as given to `createFetch` and `simulate()`, and the forms `simulate()`'s flags take.
+//! `quota` as given to `createFetch` and `simulate()`, the forms `simulate()`'s flags take, and
+//! what an attempt's end means.
 #![cfg(not(target_arch = "wasm32"))]
 
 use odds_gate::core::base::json::write_json;
@@ -9,6 +10,7 @@ use odds_gate::core::gate::action::Event;
 use odds_gate::core::gates::hook::told;
 use odds_gate::core::gates::profile::{LaneAsks, THREADS, TYPED_ERRORS};
 use odds_gate::core::rules::cache::Refusal;
+use odds_gate::core::rules::classify::{Ended, Failure, Outcome};
 use odds_gate::core::rules::credits::{Spread, SpreadGiven};
 use odds_gate::core::rules::learn::Estimate;
 use odds_gate::core::rules::policy::{Abandoned, Reason};
@@ -231,4 +233,33 @@ fn simulates_flags_take_their_forms_or_say_which_they_take() {
     assert_eq!(budget(5.0), Ok(Some(5.0)));
     assert_eq!(budget(()), Ok(None), "null: none");
     assert_eq!(budget(true), Err("a number or null".into()));
+}
+
+#[test]
+fn an_attempts_end_is_a_response_a_failure_or_the_callers_abort() {
+    let ends = [0, 1, 2, 3, 4, 9].map(Ended::from_code);
+    let expected = [
+        Ended::Response,
+        Ended::Failed,
+        Ended::TimedOut,
+        Ended::CallerAborted,
+        Ended::Invalid,
+        Ended::Failed,
+    ];
+    assert_eq!(ends, expected);
+    let outcomes = expected.map(|e| e.failure().map(Failure::outcome));
+    let said = [
+        None,
+        Some(Outcome::Network),
+        Some(Outcome::Timeout),
+        None,
+        Some(Outcome::Invalid),
+        Some(Outcome::Network),
+    ];
+    assert_eq!(outcomes, said);
+    assert_eq!(
+        Failure::UNSENT.outcome(),
+        Outcome::Network,
+        "unsent: as the network"
+    );
 }

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
-use super::attempt::{global_fetch, How};
+use super::attempt::global_fetch;
 use super::calls::CallArgs;
 use super::clock;
 use super::de;
@@ -23,7 +23,7 @@ use crate::core::gates::lane_name;
 use crate::core::gates::profile::Request;
 use crate::core::gates::scope::Scope;
 use crate::core::rules::batch::{Batch, BatchGiven};
-use crate::core::rules::classify::Body;
+use crate::core::rules::classify::{Body, Ended};
 use crate::core::Millis;
 
 /// A gated `fetch`. The package's `createFetch` wraps it in a plain function.
@@ -150,7 +150,7 @@ impl Transport {
             .unpark(handle)
             .ok_or_else(|| range_error("Unknown call handle"))?;
         let driver = driver();
-        driver.attempted(call, value, How::from_js(how), status, feedback.as_deref());
+        driver.attempted(call, value, Ended::from_code(how), status, feedback.as_deref());
         driver.pending(call).map(JsValue::from).or_else(|end| end)
     }
 

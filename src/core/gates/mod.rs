@@ -49,7 +49,7 @@ use crate::core::gate::respond::BodyFacts;
 use crate::core::gate::store_link::{StoreReply, StoreSettings};
 use crate::core::gate::Gate;
 use crate::core::parse::feedback::Feedback;
-use crate::core::rules::classify::{Body, Failure};
+use crate::core::rules::classify::{Body, Ended, Failure};
 use crate::core::rules::fair::LaneId;
 use crate::core::rules::quota::{asks_account, Usage};
 use crate::core::rules::routes::{route_of, LimiterFeedback, Role, Routes};
@@ -359,6 +359,24 @@ impl Gates {
         if let Some(entry) = self.entries.get_mut(gate) {
             f(&mut entry.gate, local);
             self.touch(gate);
+        }
+    }
+
+    /// `call`'s attempt ended as `ended` says: a response of `status`, its headers read by
+    /// `header` (only a date or an epoch in them asks `wall_now`); a failure; or the caller's
+    /// abort, which cancels the call.
+    pub fn attempt_ended(
+        &mut self,
+        now: Millis,
+        wall_now: &dyn Fn() -> Millis,
+        call: CallRef,
+        ended: Ended,
+        (status, header): (u16, &dyn Fn(&str) -> Option<String>),
+    ) {
+        match (ended, ended.failure()) {
+            (Ended::CallerAborted, _) => self.cancel(now, call),
+            (_, Some(failure)) => self.failed(now, call, failure),
+            (_, None) => self.responded(now, wall_now, call, status, header),
         }
     }
 
