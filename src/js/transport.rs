@@ -17,6 +17,7 @@ use super::headers::{self, Credential};
 use super::options::{self, Config};
 use super::text::number;
 use super::Exported;
+use crate::core::base::handles::Handles;
 use crate::core::gates::action::Refused;
 use crate::core::gates::ids::{CallRef, WrapperId};
 use crate::core::gates::lane_name;
@@ -33,8 +34,7 @@ pub struct Transport {
     config: Rc<Config>,
     batch: Option<Rc<RefCell<Batch>>>,
     /// Calls admitted at once whose attempt the package's fast path is making, by handle.
-    parked: RefCell<Vec<Option<CallRef>>>,
-    free: RefCell<Vec<u32>>,
+    parked: RefCell<Handles<CallRef>>,
 }
 
 impl Drop for Transport {
@@ -118,8 +118,8 @@ impl Transport {
                 driver.send(call, timeout);
                 driver.promise(call).into()
             }
-            Ok(Some(0.0)) => JsValue::from(-f64::from(self.park(call)) - 1.0),
-            Ok(Some(_)) => JsValue::from(self.park(call)),
+            Ok(Some(0.0)) => JsValue::from(-f64::from(self.parked.borrow_mut().put(call)) - 1.0),
+            Ok(Some(_)) => JsValue::from(self.parked.borrow_mut().put(call)),
             Ok(None) => driver.promise(call).into(),
         })
     }
@@ -128,11 +128,8 @@ impl Transport {
     /// for none.
     #[wasm_bindgen(js_name = attemptTimeout)]
     pub fn attempt_timeout(&self, handle: u32) -> f64 {
-        let parked = self.parked.borrow();
-        match parked.get(handle as usize) {
-            Some(Some(call)) => driver().timeout(*call),
-            _ => 0.0,
-        }
+        let call = self.parked.borrow().get(handle).copied();
+        call.map_or(0.0, |call| driver().timeout(call))
     }
 
     /// Concludes a fast-path attempt that ended as `attempt.js` says (`how`, and a response's
@@ -147,7 +144,9 @@ impl Transport {
         feedback: Option<String>,
     ) -> Exported {
         let call = self
-            .unpark(handle)
+            .parked
+            .borrow_mut()
+            .take(handle)
             .ok_or_else(|| range_error("Unknown call handle"))?;
         let driver = driver();
         driver.attempted(call, value, Ended::from_code(how), status, feedback.as_deref());
@@ -267,7 +266,6 @@ impl Transport {
             config,
             batch,
             parked: RefCell::default(),
-            free: RefCell::default(),
         }
     }
 
@@ -306,25 +304,5 @@ impl Transport {
             }
             Err(refused) => Err(Err(range_error(&refused.message(&number)))),
         }
-    }
-
-    fn park(&self, call: CallRef) -> u32 {
-        let mut parked = self.parked.borrow_mut();
-        match self.free.borrow_mut().pop() {
-            Some(handle) => {
-                parked[handle as usize] = Some(call);
-                handle
-            }
-            None => {
-                parked.push(Some(call));
-                (parked.len() - 1) as u32
-            }
-        }
-    }
-
-    fn unpark(&self, handle: u32) -> Option<CallRef> {
-        let taken = self.parked.borrow_mut().get_mut(handle as usize)?.take()?;
-        self.free.borrow_mut().push(handle);
-        Some(taken)
     }
 }
