@@ -285,13 +285,11 @@ impl Driver {
                 let response = calls::last_response(&self.calls.borrow(), call);
                 let discarded = async move { body::discard(&response?, read).await };
                 self.then(discarded, move |driver, now, read| {
-                    let facts = read.map(|read| {
-                        if driver.with(|g| g.keeps_answer(gate, &read.facts)) {
-                            driver.answers.borrow_mut().insert(gate, read.kept);
-                        }
-                        read.facts
-                    });
-                    driver.with(|g| g.disposed(now, call, facts));
+                    let (facts, kept) = read.map(|read| (read.facts, read.kept)).unzip();
+                    let keeps = driver.with(|g| g.disposed(now, gate, call, facts));
+                    if let (true, Some(kept)) = (keeps, kept) {
+                        driver.answers.borrow_mut().insert(gate, kept);
+                    }
                 });
             }
             Action::ReadUsage { call } => {

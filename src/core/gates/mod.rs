@@ -402,9 +402,20 @@ impl Gates {
         self.on_call(call, |g, c| g.failed(now, c, failure));
     }
 
-    /// The body of `call`'s last response is disposed of.
-    pub fn disposed(&mut self, now: Millis, call: CallRef, body: Option<BodyFacts>) {
+    /// The body of `call`'s last response, answered in `gate`, is disposed of, having said
+    /// `body` when it was read whole: whether the driver keeps that answer as `gate`'s quota
+    /// answer (see [`Gate::keeps_answer`], asked before the body tells the call's gate).
+    pub fn disposed(
+        &mut self,
+        now: Millis,
+        gate: GateId,
+        call: CallRef,
+        body: Option<BodyFacts>,
+    ) -> bool {
+        let entry = self.entries.get_mut(gate);
+        let keeps = (body.as_ref()).is_some_and(|b| entry.is_some_and(|e| e.gate.keeps_answer(b)));
         self.on_call(call, |g, c| g.disposed(now, c, body));
+        keeps
     }
 
     /// A probe's `/usage` answer, as read.
@@ -450,13 +461,6 @@ impl Gates {
         }
         self.cancel(now, call);
         true
-    }
-
-    /// A 429 of `gate`'s, read whole, said `body`: whether the driver keeps it as the gate's
-    /// quota answer (see [`Gate::keeps_answer`]).
-    pub fn keeps_answer(&mut self, gate: GateId, body: &BodyFacts) -> bool {
-        let entry = self.entries.get_mut(gate);
-        entry.is_some_and(|e| e.gate.keeps_answer(body))
     }
 
     /// The store answered operation `op` of `gate` (`None`: it failed or was too late).
