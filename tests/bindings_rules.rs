@@ -2,14 +2,16 @@
 //! `onEvent` hook is told, the options' defaults and a lane's retry budget, which ends of a led
 //! request are the gate's refusals (for the cache), and the typed errors' messages, and
 //! `quota` as given to `createFetch` and `simulate()`, the forms `simulate()`'s flags take, and
-//! what an attempt's end means.
+//! what an attempt's end means, and the cache's key and numbers for `cache.js`.
 #![cfg(not(target_arch = "wasm32"))]
 
 use odds_gate::core::base::json::write_json;
 use odds_gate::core::gate::action::Event;
 use odds_gate::core::gates::hook::told;
 use odds_gate::core::gates::profile::{LaneAsks, THREADS, TYPED_ERRORS};
-use odds_gate::core::rules::cache::Refusal;
+use odds_gate::core::gates::scope::{request_key, Scope};
+use odds_gate::core::rules::cache::{Lookup, Refusal, Settled};
+use odds_gate::core::rules::classify::Body;
 use odds_gate::core::rules::classify::{Ended, Failure, Outcome};
 use odds_gate::core::rules::credits::{Spread, SpreadGiven};
 use odds_gate::core::rules::learn::Estimate;
@@ -262,4 +264,43 @@ fn an_attempts_end_is_a_response_a_failure_or_the_callers_abort() {
         Outcome::Network,
         "unsent: as the network"
     );
+}
+
+#[test]
+fn the_cache_keys_a_get_without_a_body_and_answers_cache_js_in_numbers() {
+    let key = request_key((Some("k1"), None), ("GET", Body::None), "/a".into(), "*/*");
+    let scope = Scope::of(Some("k1"), None);
+    assert_eq!(key, Some((scope, "/a".to_string(), "*/*".to_string())));
+    for (method, body) in [
+        ("POST", Body::None),
+        ("GET", Body::Reusable),
+        ("HEAD", Body::None),
+    ] {
+        let key = request_key((Some("k1"), None), (method, body), "/a".into(), "*/*");
+        assert_eq!(key, None, "{method} {body:?}");
+    }
+    let fresh = Lookup::Fresh {
+        entry: 7,
+        age_ms: 1.0,
+    };
+    let stale = Lookup::Stale {
+        entry: 7,
+        age_ms: 1.0,
+    };
+    let codes = [fresh, stale, Lookup::Joined, Lookup::Lead].map(|l| l.code());
+    assert_eq!(codes, [7.0, -9.0, 0.0, -1.0]);
+    let settled = Settled {
+        waiting: vec![3_u32, 4],
+        kept: Some(9),
+        fresh_ms: 500.0,
+        dropped: vec![1, 2],
+    };
+    assert_eq!(settled.words(), [9.0, 500.0, 2.0, 1.0, 2.0, 3.0, 4.0]);
+    let nothing = Settled::<u32> {
+        waiting: vec![],
+        kept: None,
+        fresh_ms: 0.0,
+        dropped: vec![],
+    };
+    assert_eq!(nothing.words(), [0.0, 0.0, 0.0]);
 }

@@ -9,9 +9,9 @@ use super::headers::{self, header_value};
 use super::props::get;
 use super::transport::Transport;
 use super::Exported;
-use crate::core::gates::scope::{RequestKey, Scope};
+use crate::core::gates::scope::{request_key, RequestKey};
 use crate::core::parse::freshness::CacheHeaders;
-use crate::core::rules::cache::{cacheable, Landed, Lookup, Refusal, Settled};
+use crate::core::rules::cache::{Landed, Refusal};
 
 #[wasm_bindgen(module = "/src/js/cache.js")]
 extern "C" {
@@ -64,12 +64,8 @@ impl Transport {
         };
         let now = clock::now();
         let held = || self.holds(now, &key.0, &key.1);
-        match cache.borrow_mut().0.lookup(now, &key, waiter, held) {
-            Lookup::Fresh { entry, .. } => entry as f64,
-            Lookup::Stale { entry, .. } => -2.0 - entry as f64,
-            Lookup::Joined => 0.0,
-            Lookup::Lead => -1.0,
-        }
+        let lookup = cache.borrow_mut().0.lookup(now, &key, waiter, held);
+        lookup.code()
     }
 
     /// The request `leader` led (for the same `facts` and `accept`) ended as `ended` (a
@@ -137,7 +133,7 @@ impl Transport {
             default,
         );
         let settled = cache.landed(clock::now(), &key, leader, landed);
-        settled_out(&settled)
+        settled.words()
     }
 
     /// Call `waiter` no longer waits (its signal aborted): the leader of the request to
@@ -159,26 +155,9 @@ fn refusal(ended: &JsValue) -> Option<Refusal> {
     Refusal::of(mark.as_ref().map(Option::as_deref), name.as_deref(), reason.as_deref())
 }
 
-/// A landing for `cache.js`: `[kept entry or 0, ms it is fresh, n, n entries to drop...,
-/// calls to answer...]`.
-pub(super) fn settled_out(settled: &Settled<u32>) -> Vec<f64> {
-    let mut out = vec![
-        settled.kept.unwrap_or(0) as f64,
-        settled.fresh_ms,
-        settled.dropped.len() as f64,
-    ];
-    out.extend(settled.dropped.iter().map(|&id| id as f64));
-    out.extend(settled.waiting.iter().map(|&w| f64::from(w)));
-    out
-}
-
 /// The key of a GET without a body, from the request's `facts` (`reads.js`) and `Accept`.
 pub(super) fn key(facts: &str, accept: &str) -> Option<RequestKey> {
     let (credential, method, body, url) = headers::facts(facts);
-    if !cacheable(&method, body) {
-        return None;
-    }
-    let key = credential.api_key.as_deref();
-    let scope = Scope::of(key, credential.authorization.as_deref());
-    Some((scope, url, accept.to_owned()))
+    let credential = (credential.api_key.as_deref(), credential.authorization.as_deref());
+    request_key(credential, (&method, body), url, accept)
 }

@@ -173,7 +173,7 @@ impl Transport {
         };
         let cache = &mut cache.borrow_mut().0;
         let settled = cache.shared(clock::now(), &key, leader, (bytes, left_ms), waited);
-        super::cache::settled_out(&settled)
+        settled.words()
     }
 }
 

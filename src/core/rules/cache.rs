@@ -191,6 +191,19 @@ pub enum Lookup {
     Lead,
 }
 
+impl Lookup {
+    /// The lookup in `cache.js`'s numbers: the fresh entry that answers, `-2 - entry` for a
+    /// stale one, 0 for a call that joined a request in flight, -1 for one that leads.
+    pub fn code(&self) -> f64 {
+        match *self {
+            Lookup::Fresh { entry, .. } => entry as f64,
+            Lookup::Stale { entry, .. } => -2.0 - entry as f64,
+            Lookup::Joined => 0.0,
+            Lookup::Lead => -1.0,
+        }
+    }
+}
+
 /// How the gate refused a request a cache's caller led, as the bindings read its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -289,6 +302,21 @@ pub struct Settled<C> {
     /// Entries to drop (replaced, past their stale time, or least recently used past
     /// `max_bytes`).
     pub dropped: Vec<EntryId>,
+}
+
+impl<C: Copy + Into<f64>> Settled<C> {
+    /// The landing in `cache.js`'s numbers: `[kept entry or 0, ms it is fresh, n, n entries to
+    /// drop..., calls to answer...]`.
+    pub fn words(&self) -> Vec<f64> {
+        let mut out = vec![
+            self.kept.unwrap_or(0) as f64,
+            self.fresh_ms,
+            self.dropped.len() as f64,
+        ];
+        out.extend(self.dropped.iter().map(|&id| id as f64));
+        out.extend(self.waiting.iter().map(|&w| w.into()));
+        out
+    }
 }
 
 /// The cache's figures (`stats().cache`).
