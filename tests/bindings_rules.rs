@@ -2,11 +2,13 @@
 //! `onEvent` hook is told, the options' defaults and a lane's retry budget, which ends of a led
 //! request are the gate's refusals (for the cache), and the typed errors' messages, and
 //! `quota` as given to `createFetch` and `simulate()`, the forms `simulate()`'s flags take, and
-//! what an attempt's end means, and the cache's key and numbers for `cache.js`.
+//! what an attempt's end means, the cache's key and numbers for `cache.js`, and which unread
+//! bodies are drained.
 #![cfg(not(target_arch = "wasm32"))]
 
 use odds_gate::core::base::json::write_json;
 use odds_gate::core::gate::action::Event;
+use odds_gate::core::gate::respond::drains;
 use odds_gate::core::gates::hook::told;
 use odds_gate::core::gates::profile::{LaneAsks, THREADS, TYPED_ERRORS};
 use odds_gate::core::gates::scope::{request_key, Scope};
@@ -303,4 +305,11 @@ fn the_cache_keys_a_get_without_a_body_and_answers_cache_js_in_numbers() {
         dropped: vec![],
     };
     assert_eq!(nothing.words(), [0.0, 0.0, 0.0]);
+}
+
+#[test]
+fn a_body_nobody_reads_is_drained_up_to_64_kib_and_cancelled_past() {
+    assert!(drains(0));
+    assert!(drains(64 * 1024));
+    assert!(!drains(64 * 1024 + 1));
 }
