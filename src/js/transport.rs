@@ -20,7 +20,6 @@ use super::Exported;
 use crate::core::base::handles::Handles;
 use crate::core::gates::action::Refused;
 use crate::core::gates::ids::{CallRef, WrapperId};
-use crate::core::gates::lane_name;
 use crate::core::gates::profile::Request;
 use crate::core::gates::scope::Scope;
 use crate::core::rules::batch::{Batch, BatchGiven};
@@ -180,17 +179,10 @@ impl Transport {
     pub fn lane(&self, options: JsValue) -> Result<Transport, JsValue> {
         let (asks, weight, name) = options::lane(&options)?;
         let this = driver();
-        let (wrapper, lane) = this
-            .with(|g| {
-                let reserve = asks.reserve;
-                let profile = g.profile(self.wrapper)?.lane(asks);
-                let wrapper = g.lane(profile, (weight, reserve), name.as_deref());
-                Some((wrapper, g.lane_of(wrapper).map(|(lane, ..)| lane)))
-            })
-            .ok_or_else(|| range_error(&Refused::Gone.message(&number)))?;
-        let lane_name = name.unwrap_or_else(|| lane_name::unnamed(lane.unwrap_or_default()).into());
+        let lane = this.with(|g| g.lane_of_wrapper(self.wrapper, asks, weight, name.as_deref()));
+        let (wrapper, lane_name) = lane.ok_or_else(|| range_error(&Refused::Gone.message(&number)))?;
         let config = Rc::new(Config {
-            lane_name,
+            lane_name: lane_name.into(),
             ..(*self.config).clone()
         });
         this.add_wrapper(wrapper, &config);
