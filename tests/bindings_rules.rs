@@ -3,11 +3,12 @@
 //! request are the gate's refusals (for the cache), and the typed errors' messages, and
 //! `quota` as given to `createFetch` and `simulate()`, the forms `simulate()`'s flags take, and
 //! what an attempt's end means, the cache's key and numbers for `cache.js`, and which unread
-//! bodies are drained.
+//! bodies are drained, and what the metrics' histograms record.
 #![cfg(not(target_arch = "wasm32"))]
 
+use odds_gate::core::base::histogram::bounds_seconds;
 use odds_gate::core::base::json::write_json;
-use odds_gate::core::gate::action::Event;
+use odds_gate::core::gate::action::{Event, Measured};
 use odds_gate::core::gate::respond::drains;
 use odds_gate::core::gates::hook::told;
 use odds_gate::core::gates::profile::{LaneAsks, THREADS, TYPED_ERRORS};
@@ -312,4 +313,26 @@ fn a_body_nobody_reads_is_drained_up_to_64_kib_and_cancelled_past() {
     assert!(drains(0));
     assert!(drains(64 * 1024));
     assert!(!drains(64 * 1024 + 1));
+}
+
+#[test]
+fn the_histograms_record_waits_and_the_gates_own_backoffs_in_seconds() {
+    let call = Default::default();
+    let wait = Event::Admitted {
+        call,
+        wait_ms: 250.0,
+    };
+    assert_eq!(wait.measured(), Some(Measured::Wait(0.25)));
+    let retry = |server_delay| Event::Retry {
+        call,
+        attempt: 2,
+        delay_ms: 1_500.0,
+        server_delay,
+    };
+    assert_eq!(retry(false).measured(), Some(Measured::Backoff(1.5)));
+    assert_eq!(retry(true).measured(), None, "a Retry-After is a cooldown");
+    assert_eq!(Event::StoreDown.measured(), None);
+    let bounds = bounds_seconds();
+    assert_eq!(bounds.len(), 14);
+    assert!(bounds.windows(2).all(|w| w[0] < w[1]));
 }
