@@ -9,3 +9,4 @@ pub mod map;
 pub mod random;
 pub mod slab;
 pub mod timeline;
+pub mod wall;
