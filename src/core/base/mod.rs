@@ -1,5 +1,6 @@
 //! Small containers and sources the rest is built from.
 
+pub mod alarm;
 pub mod handles;
 pub mod histogram;
 pub mod indexed;
