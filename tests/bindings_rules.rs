@@ -3,7 +3,8 @@
 //! request are the gate's refusals (for the cache), and the typed errors' messages, and
 //! `quota` as given to `createFetch` and `simulate()`, the forms `simulate()`'s flags take, and
 //! what an attempt's end means, the cache's key and numbers for `cache.js`, and which unread
-//! bodies are drained, and what the metrics' histograms record.
+//! bodies are drained, what the metrics' histograms record, who shares a cache, a request's
+//! kind of body, and where the quota probe asks.
 #![cfg(not(target_arch = "wasm32"))]
 
 use odds_gate::core::base::histogram::bounds_seconds;
@@ -20,6 +21,8 @@ use odds_gate::core::rules::credits::{Spread, SpreadGiven};
 use odds_gate::core::rules::learn::Estimate;
 use odds_gate::core::rules::policy::{Abandoned, Reason};
 use odds_gate::core::rules::quota::exhausted_message;
+use odds_gate::core::rules::quota::probe_url;
+use odds_gate::core::rules::shared_cache::Sharing;
 use odds_gate::core::sim::given::number_or_null;
 use odds_gate::core::sim::{HeadersGiven, SimQuotaGiven, Split};
 use serde::de::value::Error;
@@ -335,4 +338,34 @@ fn the_histograms_record_waits_and_the_gates_own_backoffs_in_seconds() {
     let bounds = bounds_seconds();
     assert_eq!(bounds.len(), 14);
     assert!(bounds.windows(2).all(|w| w[0] < w[1]));
+}
+
+#[test]
+fn who_shares_a_cache_what_body_a_request_has_and_where_the_probe_asks() {
+    let codes = [
+        Sharing::code(false, true, true),
+        Sharing::code(true, false, false),
+        Sharing::code(true, false, true),
+        Sharing::code(true, true, false),
+    ];
+    assert_eq!(codes, [0, 0, 1, 2]);
+    let bodies = ["r", "s", "o", "", "x"].map(Body::from_letter);
+    let expected = [
+        Body::Reusable,
+        Body::Stream,
+        Body::OneShot,
+        Body::None,
+        Body::None,
+    ];
+    assert_eq!(bodies, expected);
+    let request = "https://api.odds-api.net/v1/events/1/odds/snapshot";
+    let derived = Some("https://api.odds-api.net/v1/usage".to_string());
+    assert_eq!(probe_url(None, request), derived);
+    let given = Some("http://127.0.0.1:9/usage".to_string());
+    assert_eq!(
+        probe_url(given.as_deref(), request),
+        given,
+        "the option wins"
+    );
+    assert_eq!(probe_url(None, "not a url"), None);
 }

@@ -27,11 +27,7 @@ impl Transport {
     #[wasm_bindgen(js_name = cacheShared)]
     pub fn cache_shared(&self) -> u8 {
         let config = self.config();
-        match (self.cache(), Sharing::of(config.store.is_some(), config.threads)) {
-            (None, _) | (_, Sharing::Alone) => 0,
-            (Some(_), Sharing::Threads) => 1,
-            (Some(_), Sharing::Fleet) => 2,
-        }
+        Sharing::code(self.cache().is_some(), config.store.is_some(), config.threads)
     }
 
     /// `cache_share.js`'s `shareOf(transport)`, which makes the shared side of a cache that is

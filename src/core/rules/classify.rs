@@ -118,6 +118,19 @@ pub enum Body {
     OneShot,
 }
 
+impl Body {
+    /// The kind `reads.js` names by a letter: `r` reusable, `s` a stream, `o` sent once;
+    /// anything else no body.
+    pub fn from_letter(letter: &str) -> Body {
+        match letter {
+            "r" => Body::Reusable,
+            "s" => Body::Stream,
+            "o" => Body::OneShot,
+            _ => Body::None,
+        }
+    }
+}
+
 /// The retry budget charges throttling and transient failures differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

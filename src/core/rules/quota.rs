@@ -31,6 +31,14 @@ pub fn looks_exhausted(code: Option<&str>, detail: Option<&str>) -> bool {
         || detail.is_some_and(|d| mentions(d, &["quota", "credits", "monthly"]))
 }
 
+/// Where a gate's probe asks `GET /usage`: the `usageUrl` option when given (`given`), else
+/// the address next to the request's (see [`usage_url_for`]).
+pub fn probe_url(given: Option<&str>, request_url: &str) -> Option<String> {
+    given
+        .map(str::to_owned)
+        .or_else(|| usage_url_for(request_url))
+}
+
 /// The `/usage` address next to an API request's: the part of the URL before the first known
 /// route (`/events`, `/bets`, `/usage`, `/limits`), plus `/usage`. `None` for other URLs.
 pub fn usage_url_for(request_url: &str) -> Option<String> {

@@ -50,6 +50,16 @@ impl Sharing {
             (false, false) => Sharing::Alone,
         }
     }
+
+    /// Who shares a wrapper's cache, in `cache_share.js`'s numbers: 0 nobody (nor for a
+    /// wrapper that does not cache), 1 the process's threads, 2 the fleet through the store.
+    pub fn code(caches: bool, store: bool, threads: bool) -> u8 {
+        match (caches, Sharing::of(store, threads)) {
+            (false, _) | (_, Sharing::Alone) => 0,
+            (true, Sharing::Threads) => 1,
+            (true, Sharing::Fleet) => 2,
+        }
+    }
 }
 
 /// What the shared cache answered a process whose own cache missed.
