@@ -14,7 +14,7 @@ use odds_gate::core::gate::respond::drains;
 use odds_gate::core::gates::hook::told;
 use odds_gate::core::gates::profile::{LaneAsks, THREADS, TYPED_ERRORS};
 use odds_gate::core::gates::scope::{request_key, Scope};
-use odds_gate::core::rules::cache::{Lookup, Refusal, Settled};
+use odds_gate::core::rules::cache::{answered_words, Lookup, Refusal, Settled};
 use odds_gate::core::rules::classify::Body;
 use odds_gate::core::rules::classify::{Ended, Failure, Outcome};
 use odds_gate::core::rules::credits::{Spread, SpreadGiven};
@@ -309,6 +309,8 @@ fn the_cache_keys_a_get_without_a_body_and_answers_cache_js_in_numbers() {
         dropped: vec![],
     };
     assert_eq!(nothing.words(), [0.0, 0.0, 0.0]);
+    assert_eq!(answered_words(Some((5, vec![1_u32, 2]))), [5.0, 1.0, 2.0]);
+    assert_eq!(answered_words::<u32>(None), Vec::<f64>::new());
 }
 
 #[test]

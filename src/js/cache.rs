@@ -11,7 +11,7 @@ use super::transport::Transport;
 use super::Exported;
 use crate::core::gates::scope::{request_key, RequestKey};
 use crate::core::parse::freshness::CacheHeaders;
-use crate::core::rules::cache::{Landed, Refusal};
+use crate::core::rules::cache::{answered_words, Landed, Refusal};
 
 #[wasm_bindgen(module = "/src/js/cache.js")]
 extern "C" {
@@ -86,12 +86,7 @@ impl Transport {
             return Vec::new();
         };
         let cache = &mut cache.borrow_mut().0;
-        let Some((entry, waiting)) = cache.refused(clock::now(), &key, leader, refusal) else {
-            return Vec::new();
-        };
-        let mut out = vec![entry as f64];
-        out.extend(waiting.iter().map(|&w| f64::from(w)));
-        out
+        answered_words(cache.refused(clock::now(), &key, leader, refusal))
     }
 
     /// The request `leader` led (for the same `facts` and `accept`) has landed: a response of

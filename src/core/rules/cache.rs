@@ -319,6 +319,17 @@ impl<C: Copy + Into<f64>> Settled<C> {
     }
 }
 
+/// The stale entry that answers the calls a refusal left waiting ([`Cache::refused`]), in
+/// `cache.js`'s numbers: `[entry, calls to answer...]`; `[]` when none answers.
+pub fn answered_words<C: Copy + Into<f64>>(answered: Option<(EntryId, Vec<C>)>) -> Vec<f64> {
+    let Some((entry, waiting)) = answered else {
+        return Vec::new();
+    };
+    let mut out = vec![entry as f64];
+    out.extend(waiting.into_iter().map(Into::into));
+    out
+}
+
 /// The cache's figures (`stats().cache`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CacheFigures {
