@@ -226,7 +226,7 @@ impl Driver {
             Some(_) => &clock::wall_now,
             None => &|| 0.0,
         };
-        self.with(|g| g.attempt_ended(now, wall_now, call, how, (status, &lookup)));
+        self.with(|g| g.attempt_ended(now, wall_now, call, how, status, &lookup));
         if how == Ended::CallerAborted {
             self.finish(call, Err(value));
             return self.drive_at(now);

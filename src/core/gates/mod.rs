@@ -371,7 +371,8 @@ impl Gates {
         wall_now: &dyn Fn() -> Millis,
         call: CallRef,
         ended: Ended,
-        (status, header): (u16, &dyn Fn(&str) -> Option<String>),
+        status: u16,
+        header: &dyn Fn(&str) -> Option<String>,
     ) {
         match (ended, ended.failure()) {
             (Ended::CallerAborted, _) => self.cancel(now, call),
