@@ -33,7 +33,7 @@ pub const WORDS: usize = ORDER_AT + order::WORDS;
 pub(crate) const MAX_THREAD: u32 = 4095;
 
 /// A thread's number for the gates' claims, from its id (`worker_threads`' id, unique in the
-/// process): from 1 to [`MAX_THREAD`].
+/// process): from 1 to `MAX_THREAD`.
 pub fn thread_number(id: f64) -> u32 {
     (id as u32 % MAX_THREAD) + 1
 }
