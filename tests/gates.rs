@@ -12,7 +12,7 @@ use odds_gate::core::gate::store_link::StoreSettings;
 use odds_gate::core::gates::action::{Action, Refused};
 use odds_gate::core::gates::fleet::Shared;
 use odds_gate::core::gates::ids::WrapperId;
-use odds_gate::core::gates::profile::{Keeping, Profile, Request};
+use odds_gate::core::gates::profile::{Keeping, LaneAsks, Profile, Request};
 use odds_gate::core::gates::scope::Scope;
 use odds_gate::core::gates::{Gates, SWEEP_AT_LEAST, SWEEP_EVERY_MS};
 use odds_gate::core::parse::feedback::Feedback;
@@ -1212,5 +1212,30 @@ fn a_gate_holds_all_but_account_calls_once_its_quota_is_known_spent() {
     assert!(
         !gates.holds(w.now, wrapper, &scope, SNAPSHOT),
         "the quota is back"
+    );
+}
+
+#[test]
+fn a_lane_is_made_from_its_wrapper_and_named_by_its_number_when_unnamed() {
+    let mut gates = Gates::new(Box::new(SimHome::alone(1)));
+    let wrapper = gates.wrapper(profile(Allowance::Fixed(Rate::new(1.0, 1.0).unwrap())));
+    let asks = LaneAsks::default;
+    let (first, name) = gates.lane_of_wrapper(wrapper, asks(), 2.0, None).unwrap();
+    assert_eq!(name, "lane-1");
+    assert_eq!(
+        gates.lane_of(first).map(|(lane, ..)| lane.weight),
+        Some(2.0)
+    );
+    let (_, name) = gates.lane_of_wrapper(wrapper, asks(), 1.0, None).unwrap();
+    assert_eq!(name, "lane-2");
+    let (_, name) = gates
+        .lane_of_wrapper(wrapper, asks(), 1.0, Some("bulk"))
+        .unwrap();
+    assert_eq!(name, "bulk");
+    assert!(gates.release(wrapper), "its last holder");
+    assert_eq!(
+        gates.lane_of_wrapper(wrapper, asks(), 1.0, None),
+        None,
+        "gone"
     );
 }

@@ -92,7 +92,9 @@ fn call(gates: &mut Gates, wrapper: WrapperId, key: &str, answered: bool) {
             Action::Send { call, .. } if answered => {
                 gates.responded_with(0.0, call, 200, Feedback::default())
             }
-            Action::Dispose { call, .. } => gates.disposed(0.0, call, None),
+            Action::Dispose { call, gate, .. } => {
+                gates.disposed(0.0, gate, call, None);
+            }
             _ => {}
         }
     }

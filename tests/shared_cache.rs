@@ -11,10 +11,13 @@ use std::collections::{BinaryHeap, HashMap};
 use odds_gate::core::gates::scope::{RequestKey, Scope};
 use odds_gate::core::rules::cache::{Cache, CacheConfig, Landed, Lookup};
 use odds_gate::core::rules::shared_cache::{
-    claim, follow, put, Asked, Cell, ARRIVAL_MS, FIRST_POLL_MS, LEASE_MS, MAX_POLL_MS, WAIT_MS,
+    claim, claim_words, follow, put, put_words, Asked, Cell, ARRIVAL_MS, FIRST_POLL_MS, LEASE_MS,
+    MAX_POLL_MS, WAIT_MS,
 };
 use odds_gate::core::Millis;
-use odds_gate::store::cache::{cache_key, reply, shared_name as name};
+use odds_gate::store::cache::{
+    cache_key, put as put_args, reply, reply_words, shared_name as name,
+};
 
 fn request(api_key: &str, url: &str, accept: &str) -> RequestKey {
     (Scope::of(Some(api_key), None), url.into(), accept.into())
@@ -291,4 +294,63 @@ fn a_store_that_failed_is_not_asked_for_retry_ms() {
     assert!(asks(0.0, Millis::NEG_INFINITY, 1_000.0));
     assert!(!asks(1_500.0, 1_000.0, 1_000.0));
     assert!(asks(2_000.0, 1_000.0, 1_000.0));
+}
+
+#[test]
+fn the_answers_and_cells_cross_to_javascript_as_numbers() {
+    assert_eq!(Asked::Alone.code(), [0.0, 0.0]);
+    assert_eq!(Asked::Fresh { left_ms: 40.0 }.code(), [1.0, 40.0]);
+    assert_eq!(
+        Asked::Lead.code(),
+        [2.0, LEASE_MS],
+        "a leader's claim lasts LEASE_MS"
+    );
+    assert_eq!(Asked::Wait { left_ms: 7.0 }.code(), [3.0, 7.0]);
+    // A stranger's lease: alone, nothing written; a missing word reads as 0.
+    assert_eq!(
+        claim_words(false, &[500.0], 100.0, -1.0),
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    );
+    let lead = [2.0, LEASE_MS, 1.0, 100.0 + LEASE_MS, 0.0, 0.0];
+    assert_eq!(claim_words(true, &[], 100.0, -1.0), lead);
+    // Fresh, with the bytes here (a positive `here_ms`), or on their way (0: none here).
+    let cell = [0.0, 5_000.0, 90.0];
+    assert_eq!(
+        claim_words(true, &cell, 100.0, 4_900.0)[..3],
+        [1.0, 4_900.0, 0.0]
+    );
+    let left = 90.0 + ARRIVAL_MS - 100.0;
+    assert_eq!(claim_words(true, &cell, 100.0, 0.0)[..3], [3.0, left, 0.0]);
+    assert_eq!(
+        put_words(true, &[300.0, 0.0, 0.0], 200.0, 1_000.0),
+        [0.0, 1_200.0, 200.0]
+    );
+    assert_eq!(
+        put_words(true, &[300.0, 9.0, 8.0], 200.0, -1.0),
+        [0.0, 9.0, 8.0],
+        "none to put"
+    );
+}
+
+#[test]
+fn the_fleets_entries_are_written_and_read_field_by_field() {
+    let number = |n: f64| n.to_string();
+    let stored = ["OK".into(), "{}".into(), "e30=".into(), "3".into()];
+    let args = put_args("p1", (5_000.0, 600_000.0), 200, stored, &number);
+    let expected = [
+        "put", "p1", "5000", "605000", "200", "OK", "{}", "e30=", "3",
+    ];
+    assert_eq!(args, expected.map(String::from));
+    let fresh = ["fresh", "4000", "1000", "200", "OK", "{}", "e30=", "3"].map(String::from);
+    let (numbers, texts) = reply_words(&fresh);
+    assert_eq!(numbers, [1.0, 4_000.0, 1_000.0, 200.0]);
+    assert_eq!(texts, ["OK", "{}", "e30=", "3"].map(String::from));
+    let lead = ["lead", "0"].map(String::from);
+    assert_eq!(reply_words(&lead), (vec![2.0, LEASE_MS], &[][..]));
+    let short = ["fresh", "4000", "1000"].map(String::from);
+    assert_eq!(
+        reply_words(&short),
+        (vec![0.0, 0.0], &[][..]),
+        "a fresh answer cut short"
+    );
 }

@@ -38,34 +38,6 @@ pub fn gated_function() -> Exported {
     Ok(GATED.with(Clone::clone).into())
 }
 
-/// How an attempt ended, as `attempt.js` numbers it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum How {
-    /// A response arrived (any status).
-    Response,
-    /// The inner fetch rejected.
-    Failed,
-    /// The inner fetch rejected, and the request cannot even be made.
-    Invalid,
-    /// Our per-attempt timeout aborted it.
-    TimedOut,
-    /// The caller's signal aborted it: never retried.
-    CallerAborted,
-}
-
-impl How {
-    /// `attempt.js`'s number.
-    pub fn from_js(how: u8) -> How {
-        match how {
-            0 => How::Response,
-            2 => How::TimedOut,
-            3 => How::CallerAborted,
-            4 => How::Invalid,
-            _ => How::Failed,
-        }
-    }
-}
-
 /// The global `fetch`, looked up at call time so a test or polyfill installed later is used.
 pub fn global_fetch() -> Result<js_sys::Function, JsValue> {
     get(&js_sys::global(), "fetch")

@@ -9,7 +9,7 @@ use wasm_bindgen_futures::JsFuture;
 use super::clock;
 use super::headers::header_value;
 use super::props::get;
-use crate::core::gate::respond::BodyFacts;
+use crate::core::gate::respond::{drains, BodyFacts};
 use crate::core::rules::quota::Usage;
 
 #[wasm_bindgen(module = "/src/js/body.js")]
@@ -36,9 +36,6 @@ pub struct Read {
     pub kept: JsValue,
 }
 
-/// Bodies up to this size are read to the end; larger ones are cancelled.
-pub const DRAIN_CAP: usize = 64 * 1024;
-
 /// Drains or cancels the body. With `read`, returns what it said when it was small enough to
 /// read whole; without, nothing is decoded or kept.
 pub async fn discard(response: &JsValue, read: bool) -> Option<Read> {
@@ -49,7 +46,7 @@ pub async fn discard(response: &JsValue, read: bool) -> Option<Read> {
     let content_length = JsValue::from_str("content-length");
     let declared = header_value(&get(response, "headers"), &content_length)
         .and_then(|v| v.trim().parse::<usize>().ok());
-    if declared.is_some_and(|n| n > DRAIN_CAP) {
+    if declared.is_some_and(|n| !drains(n)) {
         cancel(&body);
         return None;
     }
@@ -78,7 +75,7 @@ pub async fn discard(response: &JsValue, read: bool) -> Option<Read> {
         }
         let value: js_sys::Uint8Array = get(&chunk, "value").dyn_into().ok()?;
         length += value.length() as usize;
-        if length > DRAIN_CAP {
+        if !drains(length) {
             cancel(&reader);
             return None;
         }

@@ -9,11 +9,9 @@ use super::headers::{self, header_value};
 use super::props::get;
 use super::transport::Transport;
 use super::Exported;
-use crate::core::gates::scope::{RequestKey, Scope};
+use crate::core::gates::scope::{request_key, RequestKey};
 use crate::core::parse::freshness::CacheHeaders;
-use crate::core::rules::cache::{cacheable, Landed, Lookup, Refusal, Settled};
-use crate::core::rules::policy::Reason;
-use crate::core::rules::quota::GIVEN_AGAIN;
+use crate::core::rules::cache::{answered_words, Landed, Refusal};
 
 #[wasm_bindgen(module = "/src/js/cache.js")]
 extern "C" {
@@ -66,12 +64,8 @@ impl Transport {
         };
         let now = clock::now();
         let held = || self.holds(now, &key.0, &key.1);
-        match cache.borrow_mut().0.lookup(now, &key, waiter, held) {
-            Lookup::Fresh { entry, .. } => entry as f64,
-            Lookup::Stale { entry, .. } => -2.0 - entry as f64,
-            Lookup::Joined => 0.0,
-            Lookup::Lead => -1.0,
-        }
+        let lookup = cache.borrow_mut().0.lookup(now, &key, waiter, held);
+        lookup.code()
     }
 
     /// The request `leader` led (for the same `facts` and `accept`) ended as `ended` (a
@@ -92,12 +86,7 @@ impl Transport {
             return Vec::new();
         };
         let cache = &mut cache.borrow_mut().0;
-        let Some((entry, waiting)) = cache.refused(clock::now(), &key, leader, refusal) else {
-            return Vec::new();
-        };
-        let mut out = vec![entry as f64];
-        out.extend(waiting.iter().map(|&w| f64::from(w)));
-        out
+        answered_words(cache.refused(clock::now(), &key, leader, refusal))
     }
 
     /// The request `leader` led (for the same `facts` and `accept`) has landed: a response of
@@ -139,7 +128,7 @@ impl Transport {
             default,
         );
         let settled = cache.landed(clock::now(), &key, leader, landed);
-        settled_out(&settled)
+        settled.words()
     }
 
     /// Call `waiter` no longer waits (its signal aborted): the leader of the request to
@@ -151,45 +140,19 @@ impl Transport {
     }
 }
 
-/// The gate's refusal `ended` says, if it is one: a `QuotaExhaustedError`, a
-/// `GateAbandonedError` (by its `reason`), or the spent quota's answer given again (marked
-/// `x-odds-gate: quota-exhausted`).
+/// The gate's refusal `ended` says, if it is one (see [`Refusal::of`]): a response's mark, or
+/// a rejection's `name` and `reason`.
 fn refusal(ended: &JsValue) -> Option<Refusal> {
     let headers = get(ended, "headers");
-    if headers.is_object() {
-        let mark = header_value(&headers, &JsValue::from_str("x-odds-gate"));
-        return (mark.as_deref() == Some(GIVEN_AGAIN)).then_some(Refusal::Quota);
-    }
-    match get(ended, "name").as_string()?.as_str() {
-        "QuotaExhaustedError" => Some(Refusal::Quota),
-        "GateAbandonedError" => {
-            let reason = get(ended, "reason").as_string()?;
-            Reason::named(&reason).map(Refusal::Abandoned)
-        }
-        _ => None,
-    }
-}
-
-/// A landing for `cache.js`: `[kept entry or 0, ms it is fresh, n, n entries to drop...,
-/// calls to answer...]`.
-pub(super) fn settled_out(settled: &Settled<u32>) -> Vec<f64> {
-    let mut out = vec![
-        settled.kept.unwrap_or(0) as f64,
-        settled.fresh_ms,
-        settled.dropped.len() as f64,
-    ];
-    out.extend(settled.dropped.iter().map(|&id| id as f64));
-    out.extend(settled.waiting.iter().map(|&w| f64::from(w)));
-    out
+    let mark = headers.is_object().then(|| header_value(&headers, &"x-odds-gate".into()));
+    let text = |key| get(ended, key).as_string();
+    let (name, reason) = (text("name"), text("reason"));
+    Refusal::of(mark.as_ref().map(Option::as_deref), name.as_deref(), reason.as_deref())
 }
 
 /// The key of a GET without a body, from the request's `facts` (`reads.js`) and `Accept`.
 pub(super) fn key(facts: &str, accept: &str) -> Option<RequestKey> {
     let (credential, method, body, url) = headers::facts(facts);
-    if !cacheable(&method, body) {
-        return None;
-    }
-    let key = credential.api_key.as_deref();
-    let scope = Scope::of(key, credential.authorization.as_deref());
-    Some((scope, url, accept.to_owned()))
+    let credential = (credential.api_key.as_deref(), credential.authorization.as_deref());
+    request_key(credential, (&method, body), url, accept)
 }

@@ -11,23 +11,13 @@ use super::random::process_id;
 use super::text::number;
 use super::transport::Transport;
 use super::Exported;
-use crate::core::rules::shared_cache::{self, Asked, Cell, Sharing};
+use crate::core::rules::shared_cache::{self, Sharing};
 use crate::store::cache as script;
 
 #[wasm_bindgen(module = "/src/js/cache_share.js")]
 extern "C" {
     #[wasm_bindgen(thread_local_v2, js_name = shareOf)]
     static SHARE_OF: js_sys::Function;
-}
-
-/// An answer's code for `cache.js`: 0 alone, 1 fresh, 2 lead, 3 wait; and its milliseconds.
-fn code(asked: Asked) -> (f64, f64) {
-    match asked {
-        Asked::Alone => (0.0, 0.0),
-        Asked::Fresh { left_ms } => (1.0, left_ms),
-        Asked::Lead => (2.0, shared_cache::LEASE_MS),
-        Asked::Wait { left_ms } => (3.0, left_ms),
-    }
 }
 
 #[wasm_bindgen]
@@ -37,11 +27,7 @@ impl Transport {
     #[wasm_bindgen(js_name = cacheShared)]
     pub fn cache_shared(&self) -> u8 {
         let config = self.config();
-        match (self.cache(), Sharing::of(config.store.is_some(), config.threads)) {
-            (None, _) | (_, Sharing::Alone) => 0,
-            (Some(_), Sharing::Threads) => 1,
-            (Some(_), Sharing::Fleet) => 2,
-        }
+        Sharing::code(self.cache().is_some(), config.store.is_some(), config.threads)
     }
 
     /// `cache_share.js`'s `shareOf(transport)`, which makes the shared side of a cache that is
@@ -69,10 +55,10 @@ impl Transport {
     }
 
     /// Asks the fleet for the request (`facts`, `accept`), claiming its fetch when it may: a
-    /// promise of `[code, ms]` (see [`code`]), with a fresh entry `[1, ms, ms since put,
-    /// status, status text, headers (JSON), body (base64), age]`; `[0, 0]` when the store is
-    /// not asked now or said nothing understood; rejected when the store failed (then
-    /// `cacheStoreFailed`).
+    /// promise of `[code, ms]` (the core's `Asked::code`), with a fresh entry `[1, ms, ms
+    /// since put, status, status text, headers (JSON), body (base64), age]`; `[0, 0]` when
+    /// the store is not asked now or said nothing understood; rejected when the store failed
+    /// (then `cacheStoreFailed`).
     #[wasm_bindgen(js_name = cacheAsk)]
     pub fn cache_ask(&self, facts: &str, accept: &str) -> Exported {
         let (Some(store), Some(key)) = (self.config().store.clone(), key(facts, accept)) else {
@@ -89,15 +75,10 @@ impl Transport {
             }
             let reply = js_sys::Array::from(&reply);
             let fields: Vec<String> = reply.iter().map(|v| v.as_string().unwrap_or_default()).collect();
-            let (asked, since) = script::reply(&fields);
-            let (code, ms) = code(asked);
-            let out = js_sys::Array::of2(&code.into(), &ms.into());
-            if code == 1.0 {
-                out.push(&since.into());
-                out.push(&fields[3].parse::<f64>().unwrap_or(0.0).into());
-                for field in &fields[4..8] {
-                    out.push(&JsValue::from_str(field));
-                }
+            let (numbers, texts) = script::reply_words(&fields);
+            let out: js_sys::Array = numbers.into_iter().map(JsValue::from).collect();
+            for text in texts {
+                out.push(&JsValue::from_str(text));
             }
             Ok(out.into())
         })
@@ -125,9 +106,9 @@ impl Transport {
         else {
             return Ok(js_sys::Promise::resolve(&JsValue::UNDEFINED).into());
         };
-        let keep = shared_cache::keep_ms(fresh_ms, cache.borrow().0.config().stale_for_ms);
-        let entry = [status.to_string(), status_text, headers, body, age];
-        let args = script::put(&process_id(), fresh_ms, keep, entry, &number);
+        let times = (fresh_ms, cache.borrow().0.config().stale_for_ms);
+        let entry = [status_text, headers, body, age];
+        let args = script::put(&process_id(), times, status, entry, &number);
         let run = store.cache(&key, args);
         Ok(future_to_promise(run).into())
     }
@@ -160,21 +141,14 @@ impl Transport {
     /// (0/1), lease until, fresh until, put at]`.
     #[wasm_bindgen(js_name = cacheClaim)]
     pub fn cache_claim(&self, ours: bool, times: &[f64], now: f64, here_ms: f64) -> Vec<f64> {
-        let here = (here_ms > 0.0).then_some(here_ms);
-        let (asked, write) = shared_cache::claim(cell(ours, times), now, here);
-        let (code, ms) = code(asked);
-        let w = write.unwrap_or_default();
-        let written = f64::from(u8::from(write.is_some()));
-        vec![code, ms, written, w.lease_until, w.fresh_until, w.put_at]
+        shared_cache::claim_words(ours, times, now, here_ms).to_vec()
     }
 
     /// The cell a thread writes back as it puts an entry fresh for `fresh_ms` (-1: none to
     /// put) at `now`: `[lease until, fresh until, put at]`.
     #[wasm_bindgen(js_name = cachePutCell)]
     pub fn cache_put_cell(&self, ours: bool, times: &[f64], now: f64, fresh_ms: f64) -> Vec<f64> {
-        let fresh = (fresh_ms >= 0.0).then_some(fresh_ms);
-        let c = shared_cache::put(cell(ours, times), now, fresh);
-        vec![c.lease_until, c.fresh_until, c.put_at]
+        shared_cache::put_words(ours, times, now, fresh_ms).to_vec()
     }
 
     /// The request `leader` was to lead (for the same `facts` and `accept`) was answered by
@@ -195,18 +169,7 @@ impl Transport {
         };
         let cache = &mut cache.borrow_mut().0;
         let settled = cache.shared(clock::now(), &key, leader, (bytes, left_ms), waited);
-        super::cache::settled_out(&settled)
-    }
-}
-
-/// A cell from `cache_threads.js`'s words: lease until, fresh until, put at.
-fn cell(ours: bool, times: &[f64]) -> Cell {
-    let at = |i: usize| times.get(i).copied().unwrap_or(0.0);
-    Cell {
-        ours,
-        lease_until: at(0),
-        fresh_until: at(1),
-        put_at: at(2),
+        settled.words()
     }
 }
 

@@ -16,7 +16,7 @@ use super::replay;
 use crate::core::base::slab::Mirror;
 use crate::core::gate::action::End;
 use crate::core::gates::ids::CallRef;
-use crate::core::rules::quota::{usage_url_for, GIVEN_AGAIN};
+use crate::core::rules::quota::{probe_url, GIVEN_AGAIN};
 use crate::core::Millis;
 
 /// What the caller's promise is.
@@ -95,10 +95,7 @@ impl JsCall {
     pub fn probe(&self) -> JsCall {
         let config = self.config.clone();
         let (credential, _, _, request_url) = headers::request(&self.input, &self.init);
-        let url = config
-            .usage_url
-            .clone()
-            .or_else(|| usage_url_for(&request_url));
+        let url = probe_url(config.usage_url.as_deref(), &request_url);
         let request = url.map(|url| {
             let init = headers::usage_init(credential.api_key, credential.authorization);
             (JsValue::from_str(&url), init)

@@ -11,7 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::spawn_local;
 
-use super::attempt::{self, global_fetch, How};
+use super::attempt::{self, global_fetch};
 use super::body;
 use super::calls::{self, CallArgs, JsCall, Waiter};
 use super::clock;
@@ -33,14 +33,8 @@ use crate::core::gates::action::{Action, Refused, Started};
 use crate::core::gates::ids::{CallRef, GateId, WrapperId};
 use crate::core::gates::profile::{Request, StoreId};
 use crate::core::gates::Gates;
-use crate::core::rules::classify::Failure;
+use crate::core::rules::classify::{Ended, Failure};
 use crate::core::Millis;
-
-/// An attempt that could not be sent (no fetch to call, no probe request): it counts as a
-/// network failure, and the call goes on as the policy says.
-const UNSENT: Failure = Failure::Rejected {
-    request_valid: true,
-};
 
 /// `attempt.js`'s `settle(id, value, how, status, feedback)` for attempts the driver sends.
 type AttemptEnded = Closure<dyn FnMut(f64, JsValue, u8, u16, Option<String>)>;
@@ -100,7 +94,7 @@ thread_local! {
         }),
         on_attempt: Closure::new(move |id: f64, value, how, status, feedback: Option<String>| {
             if let Some(driver) = attempt.upgrade() {
-                let how = How::from_js(how);
+                let how = Ended::from_code(how);
                 driver.attempted(id as CallRef, value, how, status, feedback.as_deref());
             }
         }),
@@ -221,37 +215,25 @@ impl Driver {
         self: &Rc<Self>,
         call: CallRef,
         value: JsValue,
-        how: How,
+        how: Ended,
         status: u16,
         feedback: Option<&str>,
     ) {
         let now = clock::now();
-        match how {
-            How::CallerAborted => {
-                self.with(|g| g.cancel(now, call));
-                self.finish(call, Err(value));
-                return self.drive_at(now);
-            }
-            How::Response => {
-                let lookup = headers::lookup(feedback);
-                // Only a header's date or epoch needs the wall clock: without any, no read.
-                let wall_now: &dyn Fn() -> Millis = match feedback {
-                    Some(_) => &clock::wall_now,
-                    None => &|| 0.0,
-                };
-                self.with(|g| g.responded(now, wall_now, call, status, &lookup));
-            }
-            How::TimedOut => self.with(|g| g.failed(now, call, Failure::TimedOut)),
-            How::Failed | How::Invalid => {
-                let failure = Failure::Rejected {
-                    request_valid: how == How::Failed,
-                };
-                self.with(|g| g.failed(now, call, failure));
-            }
+        let lookup = headers::lookup(feedback);
+        // Only a header's date or epoch needs the wall clock: without any, no read.
+        let wall_now: &dyn Fn() -> Millis = match feedback {
+            Some(_) => &clock::wall_now,
+            None => &|| 0.0,
+        };
+        self.with(|g| g.attempt_ended(now, wall_now, call, how, status, &lookup));
+        if how == Ended::CallerAborted {
+            self.finish(call, Err(value));
+            return self.drive_at(now);
         }
         if let Some(js) = self.calls.borrow_mut().get_mut(call) {
             js.last = Some(match how {
-                How::Response => Ok(value),
+                Ended::Response => Ok(value),
                 _ => Err(value),
             });
         }
@@ -303,13 +285,11 @@ impl Driver {
                 let response = calls::last_response(&self.calls.borrow(), call);
                 let discarded = async move { body::discard(&response?, read).await };
                 self.then(discarded, move |driver, now, read| {
-                    let facts = read.map(|read| {
-                        if driver.with(|g| g.keeps_answer(gate, &read.facts)) {
-                            driver.answers.borrow_mut().insert(gate, read.kept);
-                        }
-                        read.facts
-                    });
-                    driver.with(|g| g.disposed(now, call, facts));
+                    let (facts, kept) = read.map(|read| (read.facts, read.kept)).unzip();
+                    let keeps = driver.with(|g| g.disposed(now, gate, call, facts));
+                    if let (true, Some(kept)) = (keeps, kept) {
+                        driver.answers.borrow_mut().insert(gate, kept);
+                    }
                 });
             }
             Action::ReadUsage { call } => {
@@ -411,7 +391,7 @@ impl Driver {
             Waiter::Probe(None) => {
                 drop(calls);
                 // No request could be made: the probe finds nothing.
-                return self.with(|g| g.failed(clock::now(), call, UNSENT));
+                return self.with(|g| g.failed(clock::now(), call, Failure::UNSENT));
             }
             _ if js.split && !again => {
                 // No attempt can follow: the stream (or the copy kept for this attempt) goes
@@ -434,7 +414,7 @@ impl Driver {
         };
         drop(calls);
         let Ok(fetch) = fetch else {
-            return self.with(|g| g.failed(clock::now(), call, UNSENT));
+            return self.with(|g| g.failed(clock::now(), call, Failure::UNSENT));
         };
         let settle = self.on_attempt.as_ref().unchecked_ref();
         let _ = attempt::send(&fetch, &input, &init, timeout, settle, call as f64);

@@ -12,6 +12,7 @@ use super::props::set;
 use super::text::number;
 use crate::core::rules::allowance::ConfigError;
 use crate::core::rules::policy::Abandoned;
+use crate::core::rules::quota::exhausted_message;
 
 #[wasm_bindgen(module = "/src/js/classes.js")]
 extern "C" {
@@ -85,14 +86,7 @@ pub fn abandoned_error(a: Abandoned, cause: Option<JsValue>) -> JsValue {
         "retryAfterMs",
         a.retry_after_ms.map_or(JsValue::NULL, JsValue::from),
     );
-    let status = a
-        .status
-        .map_or(String::new(), |s| format!(", last status {s}"));
-    let message = format!(
-        "odds-gate gave up on the request ({}) after {} attempt(s){status}",
-        a.reason, a.attempts
-    );
-    package_error("GateAbandonedError", &message, &fields)
+    package_error("GateAbandonedError", &a.message(), &fields)
 }
 
 /// `QuotaExhaustedError`: the key's monthly quota is spent; `periodEnd` is a `Date` when known.
@@ -104,11 +98,7 @@ pub fn quota_error(period_end_wall: Option<f64>) -> JsValue {
         "periodEnd",
         end.clone().map_or(JsValue::NULL, JsValue::from),
     );
-    let until = end.map_or("until reset".to_string(), |d| {
-        format!("until {}", String::from(d.to_iso_string()))
-    });
-    let message = format!(
-        "The API key's monthly quota is spent ({until}); calls fail fast instead of waiting"
-    );
+    let until = end.map(|d| String::from(d.to_iso_string()));
+    let message = exhausted_message(until.as_deref());
     package_error("QuotaExhaustedError", &message, &fields)
 }

@@ -74,12 +74,7 @@ pub fn facts(facts: &str) -> (Credential, String, Body, String) {
         idempotency_key: next() == "1",
     };
     let method = next().to_string();
-    let body = match next() {
-        "r" => Body::Reusable,
-        "s" => Body::Stream,
-        "o" => Body::OneShot,
-        _ => Body::None,
-    };
+    let body = Body::from_letter(next());
     let url = parts
         .next()
         .and_then(|part| std::str::from_utf8(part).ok())

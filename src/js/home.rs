@@ -3,7 +3,8 @@
 //! and the process's fingerprint keys.
 
 use super::random::{fingerprint_keys, OsRandom};
-use super::shared_memory::{self, SharedMemorySlot};
+use super::shared_memory;
+use crate::core::authority::slot::MemorySlot;
 use crate::core::authority::threads::Slot;
 use crate::core::base::random::Random;
 use crate::core::gates::home::Home;
@@ -18,11 +19,7 @@ impl Home for JsHome {
         Box::new(OsRandom)
     }
     fn slot(&mut self, scope: &Scope) -> Option<Box<dyn Slot>> {
-        let slot = SharedMemorySlot::find(
-            shared_memory::current()?,
-            scope,
-            shared_memory::clock_offset(),
-        )?;
+        let slot = MemorySlot::find(shared_memory::current()?, scope.as_str())?;
         Some(Box::new(slot))
     }
     fn shares_memory(&self) -> bool {

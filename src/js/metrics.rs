@@ -10,8 +10,8 @@
 
 use wasm_bindgen::prelude::*;
 
-use crate::core::base::histogram::BOUNDS_MS;
-use crate::core::gate::action::Event;
+use crate::core::base::histogram::bounds_seconds;
+use crate::core::gate::action::{Event, Measured};
 
 #[wasm_bindgen(module = "/src/js/metrics.js")]
 extern "C" {
@@ -49,8 +49,7 @@ impl Metrics {
     /// Makes the instruments on `meter` (a `TypeError` if it is not a Meter), the cache's too
     /// for a wrapper that `caches`, the spread's for one that `spreads`.
     pub fn new(meter: &JsValue, caches: bool, spreads: bool) -> Result<Metrics, JsValue> {
-        let bounds: Vec<f64> = BOUNDS_MS.iter().map(|ms| ms / 1000.0).collect();
-        let instruments = instruments(meter, &bounds, caches, spreads)?;
+        let instruments = instruments(meter, &bounds_seconds(), caches, spreads)?;
         Ok(Metrics {
             wait: instruments.wait(),
             backoff: instruments.backoff(),
@@ -71,17 +70,13 @@ impl Metrics {
         observe(&self.instruments, &read.into_js_value());
     }
 
-    /// Records what `event` measures: an admission's wait, or a backoff the gate chose (a
-    /// `Retry-After` is a cooldown, not a backoff). `attributes` are the gate's and the lane's.
+    /// Records what `event` measures (the core's `Event::measured`). `attributes` are the
+    /// gate's and the lane's.
     pub fn record(&self, event: &Event, attributes: impl FnOnce() -> JsValue) {
-        match *event {
-            Event::Admitted { wait_ms, .. } => self.wait.record(wait_ms / 1000.0, &attributes()),
-            Event::Retry {
-                delay_ms,
-                server_delay: false,
-                ..
-            } => self.backoff.record(delay_ms / 1000.0, &attributes()),
-            _ => {}
+        match event.measured() {
+            Some(Measured::Wait(s)) => self.wait.record(s, &attributes()),
+            Some(Measured::Backoff(s)) => self.backoff.record(s, &attributes()),
+            None => {}
         }
     }
 }

@@ -10,6 +10,7 @@ use super::errors::config_error;
 use super::readers;
 use super::shapes::to_js;
 use crate::core::rules::allowance::finite;
+use crate::core::sim::given::number_or_null;
 use crate::core::sim::{
     self, ArticleGate, HeadersGiven, LaneGiven, SimGiven, SimOptions, SimQuotaGiven, Split,
 };
@@ -20,21 +21,19 @@ use crate::core::sim::{
 struct SimulateOptions {
     shared: Option<bool>,
     /// `true`, `false` or a number of processes.
-    #[serde(default, deserialize_with = "de::value")]
-    separate_gates: Option<JsValue>,
+    separate_gates: Option<Split>,
     always_reject: Option<bool>,
     max_attempts: Option<f64>,
     /// A number, or `null` for none.
-    #[serde(default, deserialize_with = "de::value")]
-    retry_budget: Option<JsValue>,
+    #[serde(default, deserialize_with = "number_or_null")]
+    retry_budget: Option<f64>,
     workers: Option<f64>,
     burst: Option<f64>,
     per_second: Option<f64>,
     retry_after_ms: Option<f64>,
     learn: Option<bool>,
     /// `true` (every answer), `false` (none) or `'throttled'` (429s only).
-    #[serde(default, deserialize_with = "de::value")]
-    headers: Option<JsValue>,
+    headers: Option<HeadersGiven>,
     /// `{ calls, burst, perSecond }`: event lookups on a limiter of their own.
     #[serde(default, deserialize_with = "de::value")]
     lookups: Option<JsValue>,
@@ -59,22 +58,6 @@ struct SimulateOptions {
     quota: Option<JsValue>,
 }
 
-/// `quota` as given.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct QuotaOptions {
-    limit: Option<f64>,
-    period_ms: Option<f64>,
-    days: Option<f64>,
-    used: Option<f64>,
-    spread: Option<bool>,
-    reserve: Option<f64>,
-    burst_ms: Option<f64>,
-    refresh_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::value")]
-    costs: Option<JsValue>,
-}
-
 /// Runs the article's virtual-clock model and returns
 /// `{ attempts, throttled, completed, abandoned, lastAttemptMs, timeline }` (with `cache`,
 /// `hits`, `coalesced` and `requestsSaved` too; with `quota`, `quota`: the month's credits).
@@ -91,41 +74,22 @@ pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
 /// The options read as given: their types checked, their meaning left to the core.
 fn given(options: &JsValue) -> Result<SimGiven, JsValue> {
     let o: SimulateOptions = de::object(options, "options", "")?;
-    let separate_gates = match o.separate_gates.map(|v| (v.as_bool(), v.as_f64(), v)) {
-        None => None,
-        Some((Some(flag), ..)) => Some(Split::Flag(flag)),
-        Some((_, Some(n), _)) => Some(Split::Count(n)),
-        Some((.., v)) => return Err(de::wrong("separateGates", "a boolean or a number", &v)),
-    };
-    let headers = match o.headers.map(|v| (v.as_bool(), v.as_string(), v)) {
-        None => None,
-        Some((Some(flag), ..)) => Some(HeadersGiven::Flag(flag)),
-        Some((_, Some(text), _)) if text == "throttled" => Some(HeadersGiven::Throttled),
-        Some((.., v)) => return Err(de::wrong("headers", "a boolean or 'throttled'", &v)),
-    };
-    let retry_budget = match o.retry_budget.filter(|v| !v.is_null()) {
-        None => None,
-        Some(v) => Some(
-            v.as_f64()
-                .ok_or_else(|| de::wrong("retryBudget", "a number or null", &v))?,
-        ),
-    };
     let lookups = o
         .lookups
         .map(|v| de::object(&v, "lookups", "lookups."))
         .transpose()?;
     Ok(SimGiven {
         shared: o.shared,
-        separate_gates,
+        separate_gates: o.separate_gates,
         always_reject: o.always_reject,
         max_attempts: o.max_attempts,
-        retry_budget,
+        retry_budget: o.retry_budget,
         workers: o.workers,
         burst: o.burst,
         per_second: o.per_second,
         retry_after_ms: o.retry_after_ms,
         learn: o.learn,
-        headers,
+        headers: o.headers,
         lookups,
         processes: o.processes,
         threads: o.threads,
@@ -140,20 +104,10 @@ fn given(options: &JsValue) -> Result<SimGiven, JsValue> {
     })
 }
 
-/// `quota`, read as given.
+/// `quota`, read as given (its `costs` by [`readers::costs`]).
 fn quota(value: &JsValue) -> Result<SimQuotaGiven, JsValue> {
-    let q: QuotaOptions = de::object(value, "quota", "quota.")?;
-    Ok(SimQuotaGiven {
-        limit: q.limit,
-        period_ms: q.period_ms,
-        days: q.days,
-        used: q.used,
-        spread: q.spread,
-        reserve: q.reserve,
-        burst_ms: q.burst_ms,
-        refresh_ms: q.refresh_ms,
-        costs: readers::costs(q.costs)?,
-    })
+    let q: SimQuotaGiven<readers::Costs> = de::object(value, "quota", "quota.")?;
+    q.costs(readers::costs)
 }
 
 /// `lanes`, each read as given, its errors naming the lane (`lanes[1].weight`).

@@ -16,12 +16,14 @@ use super::readers::{self, rate};
 use super::redis::{is_store, RedisStore};
 use crate::core::gates::lane_name;
 use crate::core::gates::scope::RequestKey;
-use crate::core::gates::profile::{limits, Keeping, LaneAsks, Profile, StoreId};
+use crate::core::gates::profile::{
+    limits, Keeping, LaneAsks, Profile, StoreId, THREADS, TYPED_ERRORS,
+};
 use crate::core::rules::allowance::Allowance;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{Cache, CacheConfig};
 use crate::core::rules::classify::valid_method;
-use crate::core::rules::credits::{Costs, Spread};
+use crate::core::rules::credits::{Costs, Spread, SpreadGiven};
 use crate::core::rules::policy::RetryGiven;
 use crate::core::rules::quota::usage_url;
 use crate::core::rules::ranges::STATUSES;
@@ -52,18 +54,6 @@ struct Options {
     cache: Option<JsValue>,
     #[serde(default, deserialize_with = "de::value")]
     quota: Option<JsValue>,
-}
-
-/// `quota: { spread, reserve, burstMs, refreshMs, costs }`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct QuotaOptions {
-    spread: Option<bool>,
-    reserve: Option<f64>,
-    burst_ms: Option<f64>,
-    refresh_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::value")]
-    costs: Option<JsValue>,
 }
 
 /// Reads `rate`: left out, `'auto'` or `{ burst, perSecond, learn? }`.
@@ -185,7 +175,7 @@ pub fn config(
     let spreads = spread.is_some();
     let metrics = o.meter.map(|m| Metrics::new(&m, caches, spreads).map(Rc::new));
     let metrics = metrics.transpose()?;
-    let threads = o.threads.unwrap_or(true);
+    let threads = o.threads.unwrap_or(THREADS);
     let profile = Profile {
         allowance,
         budget,
@@ -197,7 +187,7 @@ pub fn config(
         max_wait_ms,
         max_waiting,
         reports_wait: metrics.is_some(),
-        typed_errors: o.typed_errors.unwrap_or(false),
+        typed_errors: o.typed_errors.unwrap_or(TYPED_ERRORS),
         spread,
     };
     let config = Config {
@@ -227,12 +217,9 @@ pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsVal
         ..LaneAsks::default()
     };
     if let Some(value) = o.retry {
-        if de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true) {
-            return Err(type_error(
-                "A lane's retries draw on its wrapper's retry budget: set `retry.budget` in \
-                 createFetch, not in lane()",
-            ));
-        }
+        let names_budget =
+            de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true);
+        LaneAsks::own_retry(names_budget).map_err(config_error)?;
         let (policy, _) = RetryGiven::toggled(retry(Some(value))?).map_err(config_error)?;
         asks.policy = Some(policy.map(Rc::new));
     }
@@ -263,10 +250,8 @@ fn quota(value: Option<JsValue>) -> Result<Option<(Spread, Costs)>, JsValue> {
     let Some(value) = value else {
         return Ok(None);
     };
-    let q: QuotaOptions = de::object(&value, "quota", "quota.")?;
-    let costs = readers::costs(q.costs)?;
-    let settings = [q.reserve, q.burst_ms, q.refresh_ms];
-    Spread::given(q.spread, settings, costs).map_err(config_error)
+    let q: SpreadGiven<readers::Costs> = de::object(&value, "quota", "quota.")?;
+    q.costs(readers::costs)?.spread().map_err(config_error)
 }
 
 /// `retry.budget` as given: `false` (`None`) or its fields.

@@ -2,7 +2,7 @@
 
 use std::cell::Cell;
 
-use crate::core::base::random::Random;
+use crate::core::base::random::{process_id_of, unit_of, Random};
 
 /// Fresh randomness for every draw: jitter must differ between processes started together.
 pub struct OsRandom;
@@ -16,7 +16,7 @@ impl OsRandom {
 
 impl Random for OsRandom {
     fn unit(&mut self) -> f64 {
-        (self.bits() >> 11) as f64 / (1u64 << 53) as f64
+        unit_of(self.bits())
     }
 }
 
@@ -25,7 +25,7 @@ thread_local! {
     /// nothing outside it. Drawn on first use.
     static FINGERPRINT_KEYS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     /// This process's name for its admissions in a shared store.
-    static PROCESS_ID: String = hex(OsRandom.bits());
+    static PROCESS_ID: String = process_id_of(OsRandom.bits());
 }
 
 /// This process's two fingerprint keys (128 bits between them).
@@ -41,12 +41,4 @@ pub fn fingerprint_keys() -> (u64, u64) {
 /// This process's id in a shared store: 16 random hex digits.
 pub fn process_id() -> String {
     PROCESS_ID.with(Clone::clone)
-}
-
-/// `n` as 16 lower-case hex digits (by hand: `{:016x}` brings padded integer formatting).
-fn hex(n: u64) -> String {
-    (0..16)
-        .rev()
-        .map(|i| char::from(b"0123456789abcdef"[(n >> (4 * i) & 15) as usize]))
-        .collect()
 }

@@ -3,6 +3,7 @@
 //! here rather than in `options.rs`, which the simulator's module does not compile (it reaches
 //! the whole fetch path).
 
+use serde::{Deserialize, Deserializer};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -16,10 +17,20 @@ pub fn rate(value: &JsValue) -> Result<(Rate, bool), JsValue> {
     given.rate().map_err(config_error)
 }
 
+/// `quota.costs` as it was given, for [`costs`] to read.
+#[derive(Default)]
+pub struct Costs(Option<JsValue>);
+
+impl<'de> Deserialize<'de> for Costs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de::value(d).map(Costs)
+    }
+}
+
 /// Reads `quota.costs`: an object of route patterns to credits, as given (the core checks
 /// them); empty when left out.
-pub fn costs(value: Option<JsValue>) -> Result<Vec<(String, f64)>, JsValue> {
-    let Some(given) = value else {
+pub fn costs(value: Costs) -> Result<Vec<(String, f64)>, JsValue> {
+    let Some(given) = value.0 else {
         return Ok(Vec::new());
     };
     let expected = "an object of route patterns to credits";

@@ -5,6 +5,7 @@
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use crate::core::base::alarm::Alarm;
 use crate::core::Millis;
 
 #[wasm_bindgen]
@@ -15,13 +16,13 @@ extern "C" {
     fn clear_timeout(handle: &JsValue);
 }
 
-/// Node's `setTimeout` treats anything above 2^31 - 1 ms as 1 ms; longer waits re-arm.
-const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
-
 /// A re-armable timer that runs one callback.
 pub struct Timer {
     callback: Closure<dyn FnMut()>,
-    armed: Option<(JsValue, Millis)>,
+    /// The pending run's handle, while armed.
+    handle: Option<JsValue>,
+    /// When it is due (the core's [`Alarm`] decides when it is armed again).
+    alarm: Alarm,
     /// Whether it keeps the process alive while armed.
     holds: bool,
 }
@@ -32,7 +33,8 @@ impl Timer {
     pub fn new(callback: Box<dyn FnMut()>, holds: bool) -> Self {
         Timer {
             callback: Closure::wrap(callback),
-            armed: None,
+            handle: None,
+            alarm: Alarm::default(),
             holds,
         }
     }
@@ -40,13 +42,12 @@ impl Timer {
     /// Makes sure the callback runs at `due` (on the clock where it is `now`) or earlier. An
     /// armed timer that is already due no later is kept, so many waiters cost one timer.
     pub fn arm(&mut self, due: Millis, now: Millis) {
-        if matches!(self.armed, Some((_, armed_due)) if armed_due <= due) {
+        let Some(delay) = self.alarm.arm(due, now) else {
             return;
+        };
+        if let Some(handle) = self.handle.take() {
+            clear_timeout(&handle);
         }
-        self.disarm();
-        // Not `clamp`: its NaN assertion would bring float formatting into the module.
-        #[allow(clippy::manual_clamp)]
-        let delay = (due - now).ceil().max(0.0).min(MAX_TIMEOUT_MS);
         let handle = set_timeout(self.callback.as_ref().unchecked_ref(), delay);
         if !self.holds && handle.is_object() {
             let unref = js_sys::Reflect::get(&handle, &JsValue::from_str("unref"));
@@ -57,19 +58,21 @@ impl Timer {
                 let _ = unref.call0(&handle);
             }
         }
-        self.armed = Some((handle, due));
+        self.handle = Some(handle);
     }
 
     /// Cancels the pending run, if any.
     pub fn disarm(&mut self) {
-        if let Some((handle, _)) = self.armed.take() {
+        self.alarm.disarm();
+        if let Some(handle) = self.handle.take() {
             clear_timeout(&handle);
         }
     }
 
     /// Forgets the handle of a run that has just happened; returns when it was due.
     pub fn fired(&mut self) -> Option<Millis> {
-        self.armed.take().map(|(_, due)| due)
+        self.handle = None;
+        self.alarm.fired()
     }
 }
 

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
-use super::attempt::{global_fetch, How};
+use super::attempt::global_fetch;
 use super::calls::CallArgs;
 use super::clock;
 use super::de;
@@ -17,13 +17,13 @@ use super::headers::{self, Credential};
 use super::options::{self, Config};
 use super::text::number;
 use super::Exported;
+use crate::core::base::handles::Handles;
 use crate::core::gates::action::Refused;
 use crate::core::gates::ids::{CallRef, WrapperId};
-use crate::core::gates::lane_name;
 use crate::core::gates::profile::Request;
 use crate::core::gates::scope::Scope;
 use crate::core::rules::batch::{Batch, BatchGiven};
-use crate::core::rules::classify::Body;
+use crate::core::rules::classify::{Body, Ended};
 use crate::core::Millis;
 
 /// A gated `fetch`. The package's `createFetch` wraps it in a plain function.
@@ -33,8 +33,7 @@ pub struct Transport {
     config: Rc<Config>,
     batch: Option<Rc<RefCell<Batch>>>,
     /// Calls admitted at once whose attempt the package's fast path is making, by handle.
-    parked: RefCell<Vec<Option<CallRef>>>,
-    free: RefCell<Vec<u32>>,
+    parked: RefCell<Handles<CallRef>>,
 }
 
 impl Drop for Transport {
@@ -118,8 +117,8 @@ impl Transport {
                 driver.send(call, timeout);
                 driver.promise(call).into()
             }
-            Ok(Some(0.0)) => JsValue::from(-f64::from(self.park(call)) - 1.0),
-            Ok(Some(_)) => JsValue::from(self.park(call)),
+            Ok(Some(0.0)) => JsValue::from(-f64::from(self.parked.borrow_mut().put(call)) - 1.0),
+            Ok(Some(_)) => JsValue::from(self.parked.borrow_mut().put(call)),
             Ok(None) => driver.promise(call).into(),
         })
     }
@@ -128,11 +127,8 @@ impl Transport {
     /// for none.
     #[wasm_bindgen(js_name = attemptTimeout)]
     pub fn attempt_timeout(&self, handle: u32) -> f64 {
-        let parked = self.parked.borrow();
-        match parked.get(handle as usize) {
-            Some(Some(call)) => driver().timeout(*call),
-            _ => 0.0,
-        }
+        let call = self.parked.borrow().get(handle).copied();
+        call.map_or(0.0, |call| driver().timeout(call))
     }
 
     /// Concludes a fast-path attempt that ended as `attempt.js` says (`how`, and a response's
@@ -147,10 +143,12 @@ impl Transport {
         feedback: Option<String>,
     ) -> Exported {
         let call = self
-            .unpark(handle)
+            .parked
+            .borrow_mut()
+            .take(handle)
             .ok_or_else(|| range_error("Unknown call handle"))?;
         let driver = driver();
-        driver.attempted(call, value, How::from_js(how), status, feedback.as_deref());
+        driver.attempted(call, value, Ended::from_code(how), status, feedback.as_deref());
         driver.pending(call).map(JsValue::from).or_else(|end| end)
     }
 
@@ -181,17 +179,10 @@ impl Transport {
     pub fn lane(&self, options: JsValue) -> Result<Transport, JsValue> {
         let (asks, weight, name) = options::lane(&options)?;
         let this = driver();
-        let (wrapper, lane) = this
-            .with(|g| {
-                let reserve = asks.reserve;
-                let profile = g.profile(self.wrapper)?.lane(asks);
-                let wrapper = g.lane(profile, (weight, reserve), name.as_deref());
-                Some((wrapper, g.lane_of(wrapper).map(|(lane, ..)| lane)))
-            })
-            .ok_or_else(|| range_error(&Refused::Gone.message(&number)))?;
-        let lane_name = name.unwrap_or_else(|| lane_name::unnamed(lane.unwrap_or_default()).into());
+        let lane = this.with(|g| g.lane_of_wrapper(self.wrapper, asks, weight, name.as_deref()));
+        let (wrapper, lane_name) = lane.ok_or_else(|| range_error(&Refused::Gone.message(&number)))?;
         let config = Rc::new(Config {
-            lane_name,
+            lane_name: lane_name.into(),
             ..(*self.config).clone()
         });
         this.add_wrapper(wrapper, &config);
@@ -267,7 +258,6 @@ impl Transport {
             config,
             batch,
             parked: RefCell::default(),
-            free: RefCell::default(),
         }
     }
 
@@ -306,25 +296,5 @@ impl Transport {
             }
             Err(refused) => Err(Err(range_error(&refused.message(&number)))),
         }
-    }
-
-    fn park(&self, call: CallRef) -> u32 {
-        let mut parked = self.parked.borrow_mut();
-        match self.free.borrow_mut().pop() {
-            Some(handle) => {
-                parked[handle as usize] = Some(call);
-                handle
-            }
-            None => {
-                parked.push(Some(call));
-                (parked.len() - 1) as u32
-            }
-        }
-    }
-
-    fn unpark(&self, handle: u32) -> Option<CallRef> {
-        let taken = self.parked.borrow_mut().get_mut(handle as usize)?.take()?;
-        self.free.borrow_mut().push(handle);
-        Some(taken)
     }
 }

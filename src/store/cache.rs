@@ -26,23 +26,26 @@ pub fn get(process: &str, number: &dyn Fn(f64) -> String) -> Vec<String> {
     vec!["get".into(), process.into(), number(LEASE_MS)]
 }
 
-/// What `put` stores besides its times: the status, its text, the headers (JSON), the body
+/// What `put` stores beside its status: the status text, the headers (JSON), the body
 /// (base64) and the `Age` it came with.
-pub type Stored = [String; 5];
+pub type Stored = [String; 4];
 
-/// The arguments of `put`: `process` stores an entry fresh for `fresh_ms`, kept `keep_ms`.
+/// The arguments of `put`: `process` stores an entry of `status` fresh for `fresh_ms`, kept as
+/// long as it may answer stale after (`stale_for_ms`).
 pub fn put(
     process: &str,
-    fresh_ms: Millis,
-    keep_ms: Millis,
+    (fresh_ms, stale_for_ms): (Millis, Millis),
+    status: u16,
     entry: Stored,
     number: &dyn Fn(f64) -> String,
 ) -> Vec<String> {
+    let keep_ms = shared_cache::keep_ms(fresh_ms, stale_for_ms);
     let mut args = vec![
         "put".into(),
         process.into(),
         number(fresh_ms),
         number(keep_ms),
+        status.to_string(),
     ];
     args.extend(entry);
     args
@@ -75,4 +78,18 @@ pub fn reply(fields: &[String]) -> (Asked, Millis) {
             0.0
         },
     )
+}
+
+/// `get`'s answer for `cache.js`: its numbers, `[code, ms]` (see [`Asked::code`]) and with a
+/// fresh entry `ms since put` and the status too; then, with a fresh entry, what `put` stored
+/// beside its status ([`Stored`]).
+pub fn reply_words(fields: &[String]) -> (Vec<f64>, &[String]) {
+    let (asked, since) = reply(fields);
+    let mut numbers = asked.code().to_vec();
+    if let Asked::Fresh { .. } = asked {
+        numbers.push(since);
+        numbers.push(fields[3].parse::<f64>().unwrap_or(0.0));
+        return (numbers, &fields[4..8]);
+    }
+    (numbers, &[])
 }

@@ -17,6 +17,7 @@ pub mod credits;
 pub mod fair;
 pub mod memory;
 pub mod order;
+pub mod slot;
 pub mod store;
 pub mod table;
 pub mod threads;

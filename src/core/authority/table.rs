@@ -18,6 +18,16 @@ pub const NEVER_USED: Key = (0, 0);
 /// gives a key a slot in its first segments, short enough to cost little when it has none.
 pub const PROBES: u32 = 64;
 
+/// The key of the scope called `name` in the table: 64 bits of FNV-1a over the name (itself a
+/// hash of the credential), never [`NEVER_USED`].
+pub fn key_of(name: &str) -> Key {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    ((h >> 32) as i32, (h as i32) | 1)
+}
+
 /// The table, held under its lock by the caller.
 pub trait Table {
     /// The first segment's slots.

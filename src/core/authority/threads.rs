@@ -32,6 +32,12 @@ pub const WORDS: usize = ORDER_AT + order::WORDS;
 /// The highest thread number: numbers salt admission ids above 2^40 and stay below 2^53.
 pub(crate) const MAX_THREAD: u32 = 4095;
 
+/// A thread's number for the gates' claims, from its id (`worker_threads`' id, unique in the
+/// process): from 1 to `MAX_THREAD`.
+pub fn thread_number(id: f64) -> u32 {
+    (id as u32 % MAX_THREAD) + 1
+}
+
 /// One gate's state in memory shared by threads.
 pub trait Slot {
     /// Runs `f` on the slot's words while this thread alone holds the slot, and keeps what `f`

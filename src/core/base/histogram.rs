@@ -9,6 +9,12 @@ pub(crate) const BOUNDS_MS: [Millis; 14] = [
 ];
 
 /// Counts per bin.
+/// The bins' upper bounds in seconds, the last bin's (unbounded) left out: the metrics'
+/// histograms' boundaries.
+pub fn bounds_seconds() -> Vec<f64> {
+    BOUNDS_MS.iter().map(|ms| ms / 1000.0).collect()
+}
+
 type Bins = [u64; BOUNDS_MS.len() + 1];
 
 /// Counts of durations per bin, with their count, sum and maximum. The bins are made on the

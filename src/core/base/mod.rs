@@ -1,5 +1,7 @@
 //! Small containers and sources the rest is built from.
 
+pub mod alarm;
+pub mod handles;
 pub mod histogram;
 pub mod indexed;
 #[cfg(feature = "serde")]
@@ -8,3 +10,4 @@ pub mod map;
 pub mod random;
 pub mod slab;
 pub mod timeline;
+pub mod wall;

@@ -7,6 +7,21 @@ pub trait Random {
     fn unit(&mut self) -> f64;
 }
 
+/// A uniform number in `[0, 1)` from 64 random bits: the top 53, as a fraction (exactly
+/// representable, never 1.0).
+pub fn unit_of(bits: u64) -> f64 {
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A process's id in a shared store, from 64 random bits: 16 lower-case hex digits (by hand:
+/// `{:016x}` brings padded integer formatting into the module).
+pub fn process_id_of(bits: u64) -> String {
+    (0..16)
+        .rev()
+        .map(|i| char::from(b"0123456789abcdef"[(bits >> (4 * i) & 15) as usize]))
+        .collect()
+}
+
 /// SplitMix64: tiny, fast, and good enough for jitter; seeded for repeatable runs.
 #[derive(Debug, Clone)]
 pub struct Seeded(u64);
@@ -25,14 +40,22 @@ impl Random for Seeded {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^= z >> 31;
-        // The top 53 bits, as a fraction: exactly representable, never 1.0.
-        (z >> 11) as f64 / (1u64 << 53) as f64
+        unit_of(z)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bits_make_a_unit_number_and_a_process_id() {
+        assert_eq!(unit_of(0), 0.0);
+        assert!(unit_of(u64::MAX) < 1.0);
+        assert_eq!(unit_of(1 << 63), 0.5);
+        assert_eq!(process_id_of(0xfe), "00000000000000fe");
+        assert_eq!(process_id_of(u64::MAX), "ffffffffffffffff");
+    }
 
     #[test]
     fn the_same_seed_gives_the_same_sequence() {

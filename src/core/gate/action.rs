@@ -164,7 +164,30 @@ pub enum Event {
     NoRoom,
 }
 
+/// What the metrics' histograms record of an event, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Measured {
+    /// An admission's wait in the queue (`odds_gate.wait`).
+    Wait(f64),
+    /// A backoff the gate chose (`odds_gate.backoff`).
+    Backoff(f64),
+}
+
 impl Event {
+    /// What the metrics record of this event: an admission's wait, or a backoff the gate chose
+    /// (a `Retry-After` is a cooldown the server set, not a backoff); nothing of the others.
+    pub fn measured(&self) -> Option<Measured> {
+        match *self {
+            Event::Admitted { wait_ms, .. } => Some(Measured::Wait(wait_ms / 1000.0)),
+            Event::Retry {
+                delay_ms,
+                server_delay: false,
+                ..
+            } => Some(Measured::Backoff(delay_ms / 1000.0)),
+            _ => None,
+        }
+    }
+
     /// The call an event is about, if it is about one.
     pub fn call(&self) -> Option<CallId> {
         match *self {

@@ -37,6 +37,16 @@ struct Sent {
     scout: bool,
 }
 
+/// Bodies the caller never sees, up to this size, are read to the end (the connection goes
+/// back to the pool); larger ones are cancelled (the connection closes now).
+pub const DRAIN_CAP: usize = 64 * 1024;
+
+/// Whether a disposed body `bytes` long (as declared, or read so far) is still drained rather
+/// than cancelled.
+pub fn drains(bytes: usize) -> bool {
+    bytes <= DRAIN_CAP
+}
+
 /// What a disposed body read whole said: its JSON `code` and `detail` (none when it was no
 /// JSON).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -28,8 +28,8 @@ pub enum Action {
     Dispose {
         /// The call.
         call: CallRef,
-        /// Read the body's `code` and `detail`; a body read whole is offered to the gate's
-        /// [`keeps_answer`](super::Gates::keeps_answer).
+        /// Read the body's `code` and `detail`; whether the answer read whole is kept is
+        /// what [`disposed`](super::Gates::disposed) says.
         read: bool,
         /// The gate it was answered in.
         gate: GateId,

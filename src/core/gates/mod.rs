@@ -11,6 +11,8 @@ pub mod action;
 pub mod compat;
 pub mod fleet;
 pub mod home;
+#[cfg(feature = "serde")]
+pub mod hook;
 pub mod ids;
 pub mod lane_name;
 pub mod memos;
@@ -47,7 +49,7 @@ use crate::core::gate::respond::BodyFacts;
 use crate::core::gate::store_link::{StoreReply, StoreSettings};
 use crate::core::gate::Gate;
 use crate::core::parse::feedback::Feedback;
-use crate::core::rules::classify::{Body, Failure};
+use crate::core::rules::classify::{Body, Ended, Failure};
 use crate::core::rules::fair::LaneId;
 use crate::core::rules::quota::{asks_account, Usage};
 use crate::core::rules::routes::{route_of, LimiterFeedback, Role, Routes};
@@ -360,6 +362,25 @@ impl Gates {
         }
     }
 
+    /// `call`'s attempt ended as `ended` says: a response of `status`, its headers read by
+    /// `header` (only a date or an epoch in them asks `wall_now`); a failure; or the caller's
+    /// abort, which cancels the call.
+    pub fn attempt_ended(
+        &mut self,
+        now: Millis,
+        wall_now: &dyn Fn() -> Millis,
+        call: CallRef,
+        ended: Ended,
+        status: u16,
+        header: &dyn Fn(&str) -> Option<String>,
+    ) {
+        match (ended, ended.failure()) {
+            (Ended::CallerAborted, _) => self.cancel(now, call),
+            (_, Some(failure)) => self.failed(now, call, failure),
+            (_, None) => self.responded(now, wall_now, call, status, header),
+        }
+    }
+
     /// `call`'s attempt got a response (see [`Gate::responded`]).
     pub fn responded(
         &mut self,
@@ -382,9 +403,20 @@ impl Gates {
         self.on_call(call, |g, c| g.failed(now, c, failure));
     }
 
-    /// The body of `call`'s last response is disposed of.
-    pub fn disposed(&mut self, now: Millis, call: CallRef, body: Option<BodyFacts>) {
+    /// The body of `call`'s last response, answered in `gate`, is disposed of, having said
+    /// `body` when it was read whole: whether the driver keeps that answer as `gate`'s quota
+    /// answer (see [`Gate::keeps_answer`], asked before the body tells the call's gate).
+    pub fn disposed(
+        &mut self,
+        now: Millis,
+        gate: GateId,
+        call: CallRef,
+        body: Option<BodyFacts>,
+    ) -> bool {
+        let entry = self.entries.get_mut(gate);
+        let keeps = (body.as_ref()).is_some_and(|b| entry.is_some_and(|e| e.gate.keeps_answer(b)));
         self.on_call(call, |g, c| g.disposed(now, c, body));
+        keeps
     }
 
     /// A probe's `/usage` answer, as read.
@@ -430,13 +462,6 @@ impl Gates {
         }
         self.cancel(now, call);
         true
-    }
-
-    /// A 429 of `gate`'s, read whole, said `body`: whether the driver keeps it as the gate's
-    /// quota answer (see [`Gate::keeps_answer`]).
-    pub fn keeps_answer(&mut self, gate: GateId, body: &BodyFacts) -> bool {
-        let entry = self.entries.get_mut(gate);
-        entry.is_some_and(|e| e.gate.keeps_answer(body))
     }
 
     /// The store answered operation `op` of `gate` (`None`: it failed or was too late).

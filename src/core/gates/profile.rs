@@ -19,6 +19,12 @@ use crate::core::Millis;
 /// [`Gates::store`]: super::Gates::store
 pub(crate) type StoreId = usize;
 
+/// `threads` where left out: a gate kept in memory is shared by the process's threads.
+pub const THREADS: bool = true;
+
+/// `typedErrors` where left out: off, so the caller gets the server's own answers.
+pub const TYPED_ERRORS: bool = false;
+
 /// Where a gate's state lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Keeping {
@@ -83,6 +89,18 @@ impl LaneAsks {
             expected: "a positive finite number",
             got: weight,
         })
+    }
+
+    /// A lane may give its own `retry`, but not a `budget` in it (`names_budget`): its
+    /// retries draw on its wrapper's retry budget (see [`Profile::lane`]).
+    pub fn own_retry(names_budget: bool) -> Result<(), ConfigError> {
+        match names_budget {
+            true => Err(ConfigError::Shape(
+                "A lane's retries draw on its wrapper's retry budget: set `retry.budget` in \
+                 createFetch, not in lane()",
+            )),
+            false => Ok(()),
+        }
     }
 }
 

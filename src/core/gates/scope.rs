@@ -3,9 +3,23 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::core::rules::cache::cacheable;
+use crate::core::rules::classify::Body;
+
 /// What makes two GETs the same for the cache: the credential (its scope, a hash), the URL and
 /// `Accept`.
 pub type RequestKey = (Scope, String, String);
+
+/// The cache's key of a request: a GET without a body, by its credential's scope (`api_key`,
+/// `authorization`), its URL and its `Accept`; `None` for any other, which is never cached.
+pub fn request_key(
+    (api_key, authorization): (Option<&str>, Option<&str>),
+    (method, body): (&str, Body),
+    url: String,
+    accept: &str,
+) -> Option<RequestKey> {
+    cacheable(method, body).then(|| (Scope::of(api_key, authorization), url, accept.to_owned()))
+}
 
 /// The name of one allowance: a short hash of the credential, safe to log and to use as a
 /// store key.

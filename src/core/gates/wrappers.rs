@@ -4,7 +4,7 @@
 
 use super::action::{Action, Refused};
 use super::ids::{GateId, WrapperId};
-use super::profile::{Keeping, Profile, StoreId};
+use super::profile::{Keeping, LaneAsks, Profile, StoreId};
 use super::scope::{Print, Scope};
 use super::{compat, lane_name};
 use super::{Entry, Gates, Wrapper, SWEEP_PER_GATE};
@@ -65,6 +65,26 @@ impl Gates {
             reserve,
         };
         self.wrapper_in(profile, lane)
+    }
+
+    /// A lane of `parent` (`lane(options)`): its profile the parent's with what `asks` gives
+    /// (see [`Profile::lane`]), its `weight`, and its `name` (an unnamed lane's comes from its
+    /// number). The new wrapper and its lane's name; `None` when `parent` is gone.
+    pub fn lane_of_wrapper(
+        &mut self,
+        parent: WrapperId,
+        asks: LaneAsks,
+        weight: f64,
+        name: Option<&str>,
+    ) -> Option<(WrapperId, String)> {
+        let reserve = asks.reserve;
+        let profile = self.profile(parent)?.lane(asks);
+        let wrapper = self.lane(profile, (weight, reserve), name);
+        let named = match name {
+            Some(name) => name.to_owned(),
+            None => lane_name::unnamed(self.wrappers.get(wrapper)?.lane),
+        };
+        Some((wrapper, named))
     }
 
     fn wrapper_in(&mut self, profile: Profile, lane: Lane) -> WrapperId {

@@ -14,6 +14,7 @@ use crate::core::parse::freshness::{freshness, CacheHeaders, Freshness};
 use crate::core::rules::allowance::{at_least, ConfigError};
 use crate::core::rules::classify::Body;
 use crate::core::rules::policy::Reason;
+use crate::core::rules::quota::GIVEN_AGAIN;
 use crate::core::rules::toggle::Toggle;
 use crate::core::Millis;
 
@@ -190,6 +191,19 @@ pub enum Lookup {
     Lead,
 }
 
+impl Lookup {
+    /// The lookup in `cache.js`'s numbers: the fresh entry that answers, `-2 - entry` for a
+    /// stale one, 0 for a call that joined a request in flight, -1 for one that leads.
+    pub fn code(&self) -> f64 {
+        match *self {
+            Lookup::Fresh { entry, .. } => entry as f64,
+            Lookup::Stale { entry, .. } => -2.0 - entry as f64,
+            Lookup::Joined => 0.0,
+            Lookup::Lead => -1.0,
+        }
+    }
+}
+
 /// How the gate refused a request a cache's caller led, as the bindings read its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -200,6 +214,25 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// The gate's refusal a led request's end says, if it is one. A response (`mark`: its
+    /// `x-odds-gate` header) is one when it is the spent quota's answer given again; a
+    /// rejection (its error's `name` and `reason`) when it is a `QuotaExhaustedError` or a
+    /// `GateAbandonedError` for a reason the gate has.
+    pub fn of(
+        mark: Option<Option<&str>>,
+        name: Option<&str>,
+        reason: Option<&str>,
+    ) -> Option<Refusal> {
+        if let Some(mark) = mark {
+            return (mark == Some(GIVEN_AGAIN)).then_some(Refusal::Quota);
+        }
+        match name? {
+            "QuotaExhaustedError" => Some(Refusal::Quota),
+            "GateAbandonedError" => Reason::named(reason?).map(Refusal::Abandoned),
+            _ => None,
+        }
+    }
+
     /// Whether a stale entry answers instead: the gate's own refusals, made without an answer
     /// worth more than a kept one (a spent quota, `maxWaitMs`, `maxWaiting`, a batch's
     /// deadline, a store failing closed, a `Retry-After` that outlasts the call). Not retries
@@ -269,6 +302,32 @@ pub struct Settled<C> {
     /// Entries to drop (replaced, past their stale time, or least recently used past
     /// `max_bytes`).
     pub dropped: Vec<EntryId>,
+}
+
+impl<C: Copy + Into<f64>> Settled<C> {
+    /// The landing in `cache.js`'s numbers: `[kept entry or 0, ms it is fresh, n, n entries to
+    /// drop..., calls to answer...]`.
+    pub fn words(&self) -> Vec<f64> {
+        let mut out = vec![
+            self.kept.unwrap_or(0) as f64,
+            self.fresh_ms,
+            self.dropped.len() as f64,
+        ];
+        out.extend(self.dropped.iter().map(|&id| id as f64));
+        out.extend(self.waiting.iter().map(|&w| w.into()));
+        out
+    }
+}
+
+/// The stale entry that answers the calls a refusal left waiting ([`Cache::refused`]), in
+/// `cache.js`'s numbers: `[entry, calls to answer...]`; `[]` when none answers.
+pub fn answered_words<C: Copy + Into<f64>>(answered: Option<(EntryId, Vec<C>)>) -> Vec<f64> {
+    let Some((entry, waiting)) = answered else {
+        return Vec::new();
+    };
+    let mut out = vec![entry as f64];
+    out.extend(waiting.into_iter().map(Into::into));
+    out
 }
 
 /// The cache's figures (`stats().cache`).

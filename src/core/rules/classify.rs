@@ -31,6 +31,47 @@ pub enum Outcome {
     Invalid,
 }
 
+/// How an attempt ended, as the bindings' `attempt.js` numbers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// A response arrived (any status).
+    Response,
+    /// The inner fetch rejected.
+    Failed,
+    /// The inner fetch rejected, and the request cannot even be made.
+    Invalid,
+    /// Our per-attempt timeout aborted it.
+    TimedOut,
+    /// The caller's signal aborted it: never retried.
+    CallerAborted,
+}
+
+impl Ended {
+    /// `attempt.js`'s number: 0 a response, 2 timed out, 3 the caller aborted, 4 a request
+    /// that cannot be made; anything else a failed fetch.
+    pub fn from_code(code: u8) -> Ended {
+        match code {
+            0 => Ended::Response,
+            2 => Ended::TimedOut,
+            3 => Ended::CallerAborted,
+            4 => Ended::Invalid,
+            _ => Ended::Failed,
+        }
+    }
+
+    /// The failure an attempt that ended without a response is (`None`: a response, or the
+    /// caller's abort, which ends the call instead).
+    pub fn failure(self) -> Option<Failure> {
+        match self {
+            Ended::Response | Ended::CallerAborted => None,
+            Ended::TimedOut => Some(Failure::TimedOut),
+            Ended::Failed | Ended::Invalid => Some(Failure::Rejected {
+                request_valid: self == Ended::Failed,
+            }),
+        }
+    }
+}
+
 /// How an attempt ended without a response, as the driver saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
@@ -45,6 +86,12 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// An attempt that could not be sent (no fetch to call, no probe request): it counts as a
+    /// network failure, and the call goes on as the policy says.
+    pub const UNSENT: Failure = Failure::Rejected {
+        request_valid: true,
+    };
+
     /// What the failure counts as: a request that cannot be made (a bad URL, a malformed
     /// header) is a programming error, final and never retried; anything else is the network.
     pub fn outcome(self) -> Outcome {
@@ -69,6 +116,19 @@ pub enum Body {
     Stream,
     /// Something fetch reads once and nothing can copy (an async iterable): sent once.
     OneShot,
+}
+
+impl Body {
+    /// The kind `reads.js` names by a letter: `r` reusable, `s` a stream, `o` sent once;
+    /// anything else no body.
+    pub fn from_letter(letter: &str) -> Body {
+        match letter {
+            "r" => Body::Reusable,
+            "s" => Body::Stream,
+            "o" => Body::OneShot,
+            _ => Body::None,
+        }
+    }
 }
 
 /// The retry budget charges throttling and transient failures differently.

@@ -45,6 +45,50 @@ impl Default for Spread {
     }
 }
 
+/// `quota: { spread, reserve, burstMs, refreshMs, costs }` as given (`None`: left out);
+/// `costs` as read (`C`: the bindings first take it as it is, then read it with
+/// [`costs`](Self::costs)).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(rename_all = "camelCase")
+)]
+pub struct SpreadGiven<C = Vec<(String, f64)>> {
+    /// Pace the credits to the period's end.
+    pub spread: Option<bool>,
+    /// [`Spread::reserve`].
+    pub reserve: Option<f64>,
+    /// [`Spread::burst_ms`].
+    pub burst_ms: Option<f64>,
+    /// [`Spread::refresh_ms`].
+    pub refresh_ms: Option<f64>,
+    /// Route patterns and what a call of each costs.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub costs: C,
+}
+
+impl<C> SpreadGiven<C> {
+    /// The same, its `costs` read by `read`.
+    pub fn costs<D, E>(self, read: impl FnOnce(C) -> Result<D, E>) -> Result<SpreadGiven<D>, E> {
+        Ok(SpreadGiven {
+            spread: self.spread,
+            reserve: self.reserve,
+            burst_ms: self.burst_ms,
+            refresh_ms: self.refresh_ms,
+            costs: read(self.costs)?,
+        })
+    }
+}
+
+impl SpreadGiven {
+    /// What was given, checked (see [`Spread::given`]).
+    pub fn spread(self) -> Result<Option<(Spread, Costs)>, ConfigError> {
+        let settings = [self.reserve, self.burst_ms, self.refresh_ms];
+        Spread::given(self.spread, settings, self.costs)
+    }
+}
+
 impl Spread {
     /// 5 % kept in reserve, an hour's refill at most, a reading every 15 minutes.
     pub const DEFAULT: Spread = Spread {

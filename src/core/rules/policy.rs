@@ -97,6 +97,19 @@ pub struct Abandoned {
     pub retry_after_ms: Option<Millis>,
 }
 
+impl Abandoned {
+    /// The `GateAbandonedError`'s message: why, and how far the call got.
+    pub fn message(&self) -> String {
+        let status = self
+            .status
+            .map_or(String::new(), |s| format!(", last status {s}"));
+        format!(
+            "odds-gate gave up on the request ({}) after {} attempt(s){status}",
+            self.reason, self.attempts
+        )
+    }
+}
+
 /// What to do after an attempt.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Verdict {

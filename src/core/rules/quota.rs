@@ -12,6 +12,12 @@ use crate::core::Millis;
 /// call path sets and the cache reads as the gate's refusal.
 pub const GIVEN_AGAIN: &str = "quota-exhausted";
 
+/// The `QuotaExhaustedError`'s message, with the period's end (ISO 8601) when known.
+pub fn exhausted_message(period_end: Option<&str>) -> String {
+    let until = period_end.map_or("until reset".to_string(), |end| format!("until {end}"));
+    format!("The API key's monthly quota is spent ({until}); calls fail fast instead of waiting")
+}
+
 /// Consecutive 429s without `Retry-After` that make us suspect the quota rather than the rate.
 pub(crate) const SUSPICIOUS_RUN: u32 = 3;
 
@@ -23,6 +29,14 @@ pub fn looks_exhausted(code: Option<&str>, detail: Option<&str>) -> bool {
     };
     code.is_some_and(|c| mentions(c, &["quota", "credit", "exhaust"]))
         || detail.is_some_and(|d| mentions(d, &["quota", "credits", "monthly"]))
+}
+
+/// Where a gate's probe asks `GET /usage`: the `usageUrl` option when given (`given`), else
+/// the address next to the request's (see [`usage_url_for`]).
+pub fn probe_url(given: Option<&str>, request_url: &str) -> Option<String> {
+    given
+        .map(str::to_owned)
+        .or_else(|| usage_url_for(request_url))
 }
 
 /// The `/usage` address next to an API request's: the part of the URL before the first known

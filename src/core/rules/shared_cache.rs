@@ -50,6 +50,16 @@ impl Sharing {
             (false, false) => Sharing::Alone,
         }
     }
+
+    /// Who shares a wrapper's cache, in `cache_share.js`'s numbers: 0 nobody (nor for a
+    /// wrapper that does not cache), 1 the process's threads, 2 the fleet through the store.
+    pub fn code(caches: bool, store: bool, threads: bool) -> u8 {
+        match (caches, Sharing::of(store, threads)) {
+            (false, _) | (_, Sharing::Alone) => 0,
+            (true, Sharing::Threads) => 1,
+            (true, Sharing::Fleet) => 2,
+        }
+    }
 }
 
 /// What the shared cache answered a process whose own cache missed.
@@ -187,6 +197,56 @@ pub fn put(cell: Cell, now: Millis, fresh_ms: Option<Millis>) -> Cell {
             ..cell
         },
     }
+}
+
+impl Asked {
+    /// The answer in `cache.js`'s numbers: 0 alone, 1 fresh, 2 lead, 3 wait; with its
+    /// milliseconds (a leader's, how long its claim lasts).
+    pub fn code(self) -> [f64; 2] {
+        match self {
+            Asked::Alone => [0.0, 0.0],
+            Asked::Fresh { left_ms } => [1.0, left_ms],
+            Asked::Lead => [2.0, LEASE_MS],
+            Asked::Wait { left_ms } => [3.0, left_ms],
+        }
+    }
+}
+
+impl Cell {
+    /// A cell from `cache_threads.js`'s words (`ours`: it names this request): lease until,
+    /// fresh until, put at (0 for a word missing).
+    pub fn read(ours: bool, times: &[f64]) -> Cell {
+        let at = |i: usize| times.get(i).copied().unwrap_or(0.0);
+        Cell {
+            ours,
+            lease_until: at(0),
+            fresh_until: at(1),
+            put_at: at(2),
+        }
+    }
+
+    /// The cell in `cache_threads.js`'s words.
+    pub fn words(self) -> [f64; 3] {
+        [self.lease_until, self.fresh_until, self.put_at]
+    }
+}
+
+/// [`claim`] in `cache_threads.js`'s numbers: its cell's `times`, and `here_ms` how long the
+/// bytes this thread holds stay fresh (not above 0: it holds none); the answer's code and ms,
+/// whether to write the cell back (1 or 0), and the cell to write.
+pub fn claim_words(ours: bool, times: &[f64], now: Millis, here_ms: Millis) -> [f64; 6] {
+    let here = (here_ms > 0.0).then_some(here_ms);
+    let (asked, write) = claim(Cell::read(ours, times), now, here);
+    let [code, ms] = asked.code();
+    let [lease, fresh, put] = write.unwrap_or_default().words();
+    let written = f64::from(u8::from(write.is_some()));
+    [code, ms, written, lease, fresh, put]
+}
+
+/// [`put`] in `cache_threads.js`'s numbers: `fresh_ms` below 0 for no entry to put.
+pub fn put_words(ours: bool, times: &[f64], now: Millis, fresh_ms: Millis) -> [f64; 3] {
+    let fresh = (fresh_ms >= 0.0).then_some(fresh_ms);
+    put(Cell::read(ours, times), now, fresh).words()
 }
 
 /// What `cache.lua`'s `get` answered (its code and number), understood.

@@ -22,9 +22,15 @@ pub const DAY_MS: Millis = 86_400_000.0;
 const HELD_MS: Millis = 1_000.0;
 
 /// `quota: { limit, periodMs | days, used, spread, reserve, burstMs, refreshMs, costs }` as
-/// given (`None`: left out).
+/// given (`None`: left out); `costs` as read (`C`: the bindings first take it as it is, then
+/// read it with [`costs`](Self::costs)).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SimQuotaGiven {
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(rename_all = "camelCase")
+)]
+pub struct SimQuotaGiven<C = Vec<(String, f64)>> {
     /// Credits in the period.
     pub limit: Option<f64>,
     /// The period's length, in ms.
@@ -43,7 +49,25 @@ pub struct SimQuotaGiven {
     pub refresh_ms: Option<f64>,
     /// Route patterns and what a call of each costs: the server charges it, the gates are
     /// told it.
-    pub costs: Vec<(String, f64)>,
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub costs: C,
+}
+
+impl<C> SimQuotaGiven<C> {
+    /// The same, its `costs` read by `read`.
+    pub fn costs<D, E>(self, read: impl FnOnce(C) -> Result<D, E>) -> Result<SimQuotaGiven<D>, E> {
+        Ok(SimQuotaGiven {
+            limit: self.limit,
+            period_ms: self.period_ms,
+            days: self.days,
+            used: self.used,
+            spread: self.spread,
+            reserve: self.reserve,
+            burst_ms: self.burst_ms,
+            refresh_ms: self.refresh_ms,
+            costs: read(self.costs)?,
+        })
+    }
 }
 
 /// The month asked for, checked.

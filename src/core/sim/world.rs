@@ -677,12 +677,12 @@ impl World {
                     self.push(now, What::Go(p));
                     return;
                 }
-                Action::Dispose { call, read, .. } => {
+                Action::Dispose { call, read, gate } => {
                     let index = self.index_of(p, call);
                     self.log.disposed.push(index);
                     let process = &mut self.processes[p];
                     let body = read.then(|| process.bodies.get(call).cloned().unwrap_or_default());
-                    process.gates.disposed(now, call, body);
+                    process.gates.disposed(now, gate, call, body);
                 }
                 Action::ReadUsage { call } => {
                     let usage = self.usage_now();

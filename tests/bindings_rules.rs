@@ -1,0 +1,373 @@
+//! Rules the bindings once made and now only translate (#35), pinned natively: what the
+//! `onEvent` hook is told, the options' defaults and a lane's retry budget, which ends of a led
+//! request are the gate's refusals (for the cache), and the typed errors' messages, and
+//! `quota` as given to `createFetch` and `simulate()`, the forms `simulate()`'s flags take, and
+//! what an attempt's end means, the cache's key and numbers for `cache.js`, and which unread
+//! bodies are drained, what the metrics' histograms record, who shares a cache, a request's
+//! kind of body, and where the quota probe asks.
+#![cfg(not(target_arch = "wasm32"))]
+
+use odds_gate::core::base::histogram::bounds_seconds;
+use odds_gate::core::base::json::write_json;
+use odds_gate::core::gate::action::{Event, Measured};
+use odds_gate::core::gate::respond::drains;
+use odds_gate::core::gates::hook::told;
+use odds_gate::core::gates::profile::{LaneAsks, THREADS, TYPED_ERRORS};
+use odds_gate::core::gates::scope::{request_key, Scope};
+use odds_gate::core::rules::cache::{answered_words, Lookup, Refusal, Settled};
+use odds_gate::core::rules::classify::Body;
+use odds_gate::core::rules::classify::{Ended, Failure, Outcome};
+use odds_gate::core::rules::credits::{Spread, SpreadGiven};
+use odds_gate::core::rules::learn::Estimate;
+use odds_gate::core::rules::policy::{Abandoned, Reason};
+use odds_gate::core::rules::quota::exhausted_message;
+use odds_gate::core::rules::quota::probe_url;
+use odds_gate::core::rules::shared_cache::Sharing;
+use odds_gate::core::sim::given::number_or_null;
+use odds_gate::core::sim::{HeadersGiven, SimQuotaGiven, Split};
+use serde::de::value::Error;
+use serde::de::{Deserialize, IntoDeserializer};
+
+/// What the hook gets, as JSON (times as they are: the bindings make them `Date`s).
+fn json(event: Event) -> Option<String> {
+    let told = told("scope-a", &event, || 64, |at| at)?;
+    let mut out = String::new();
+    write_json(&told, usize::MAX, &mut |piece| out.push_str(piece)).unwrap();
+    Some(out)
+}
+
+#[test]
+fn the_hook_is_told_each_event_in_the_words_users_see() {
+    let call = Default::default();
+    assert_eq!(json(Event::Admitted { call, wait_ms: 5.0 }), None);
+    let said = [
+        (
+            Event::Throttled {
+                call,
+                retry_after_ms: None,
+            },
+            r#"{"type":"throttled","scope":"scope-a","retryAfterMs":null}"#,
+        ),
+        (
+            Event::Retry {
+                call,
+                attempt: 2,
+                delay_ms: 250.0,
+                server_delay: true,
+            },
+            r#"{"type":"retry","scope":"scope-a","attempt":2,"delayMs":250,"serverDelay":true}"#,
+        ),
+        (
+            Event::Abandoned {
+                call,
+                reason: Reason::Attempts,
+                attempts: 3,
+            },
+            r#"{"type":"abandoned","scope":"scope-a","reason":"attempts","attempts":3}"#,
+        ),
+        (
+            Event::QuotaProbe {
+                exhausted: true,
+                answered: false,
+            },
+            r#"{"type":"quota-probe","scope":"scope-a","exhausted":true,"answered":false}"#,
+        ),
+        (
+            Event::StoreDown,
+            r#"{"type":"store-down","scope":"scope-a"}"#,
+        ),
+        (Event::StoreUp, r#"{"type":"store-up","scope":"scope-a"}"#),
+        (
+            Event::NoRoom,
+            r#"{"type":"shared-memory-full","scope":"scope-a","slots":64}"#,
+        ),
+    ];
+    for (event, json_said) in said {
+        assert_eq!(json(event).as_deref(), Some(json_said));
+    }
+    let learned = json(Event::Learned(Estimate {
+        burst: Some(5.0),
+        per_second: 2.0,
+        at_least: 1.5,
+        confidence: 0.75,
+        last_throttle: Some(10.0),
+    }));
+    let expected = r#"{"type":"learned","scope":"scope-a","learned":{"burst":5,"perSecond":2,"atLeast":1.5,"confidence":0.75,"lastThrottle":10}}"#;
+    assert_eq!(learned.as_deref(), Some(expected));
+}
+
+#[test]
+fn threads_share_and_errors_are_the_servers_where_left_out() {
+    const { assert!(THREADS) };
+    const { assert!(!TYPED_ERRORS) };
+}
+
+#[test]
+fn a_lanes_retries_draw_on_its_wrappers_budget() {
+    assert_eq!(LaneAsks::own_retry(false), Ok(()));
+    let refused = LaneAsks::own_retry(true).unwrap_err();
+    assert!(refused.is_shape(), "a TypeError");
+    assert_eq!(
+        refused.message(|n| n.to_string()),
+        "A lane's retries draw on its wrapper's retry budget: set `retry.budget` in \
+         createFetch, not in lane()"
+    );
+}
+
+#[test]
+fn the_gates_refusals_are_the_quotas_answer_given_again_and_its_own_errors() {
+    let of = Refusal::of;
+    assert_eq!(
+        of(Some(Some("quota-exhausted")), None, None),
+        Some(Refusal::Quota)
+    );
+    assert_eq!(of(Some(None), None, None), None, "a plain response");
+    assert_eq!(of(Some(Some("other")), None, None), None);
+    // A response is never read as an error, whatever it carries.
+    let abandoned = Some("GateAbandonedError");
+    assert_eq!(of(Some(None), abandoned, Some("queue-wait")), None);
+    assert_eq!(
+        of(None, Some("QuotaExhaustedError"), None),
+        Some(Refusal::Quota)
+    );
+    assert_eq!(
+        of(None, abandoned, Some("queue-wait")),
+        Some(Refusal::Abandoned(Reason::QueueWait))
+    );
+    assert_eq!(of(None, abandoned, Some("no-such-reason")), None);
+    assert_eq!(of(None, abandoned, None), None);
+    assert_eq!(of(None, Some("TypeError"), None), None);
+    assert_eq!(of(None, None, None), None);
+}
+
+#[test]
+fn typed_errors_say_why_and_how_far() {
+    let mut a = Abandoned {
+        reason: Reason::Attempts,
+        attempts: 3,
+        status: Some(503),
+        retry_after_ms: None,
+    };
+    assert_eq!(
+        a.message(),
+        "odds-gate gave up on the request (attempts) after 3 attempt(s), last status 503"
+    );
+    a.status = None;
+    assert_eq!(
+        a.message(),
+        "odds-gate gave up on the request (attempts) after 3 attempt(s)"
+    );
+    assert_eq!(
+        exhausted_message(Some("2026-12-31T00:00:00.000Z")),
+        "The API key's monthly quota is spent (until 2026-12-31T00:00:00.000Z); calls fail fast \
+         instead of waiting"
+    );
+    assert_eq!(
+        exhausted_message(None),
+        "The API key's monthly quota is spent (until reset); calls fail fast instead of waiting"
+    );
+}
+
+#[test]
+fn quota_as_given_reads_its_costs_then_means_what_the_core_says() {
+    let read = |raw: &str| -> Result<Vec<(String, f64)>, String> {
+        match raw {
+            "" => Ok(Vec::new()),
+            "history" => Ok(vec![("/odds/history".into(), 5.0)]),
+            _ => Err(format!("not costs: {raw}")),
+        }
+    };
+    let given = SpreadGiven {
+        spread: Some(true),
+        costs: "history",
+        ..SpreadGiven::default()
+    };
+    let (settings, _) = given.costs(read).unwrap().spread().unwrap().unwrap();
+    assert_eq!(settings, Spread::DEFAULT, "the defaults fill in");
+    let off = SpreadGiven {
+        costs: "",
+        ..SpreadGiven::default()
+    };
+    assert_eq!(
+        off.costs(read).unwrap().spread().unwrap(),
+        None,
+        "no spread where left out"
+    );
+    let bad = SpreadGiven {
+        reserve: Some(1.0),
+        costs: "",
+        ..SpreadGiven::default()
+    };
+    assert!(
+        bad.costs(read).unwrap().spread().is_err(),
+        "checked even when off"
+    );
+    let wrong = SpreadGiven {
+        costs: "five",
+        ..SpreadGiven::default()
+    };
+    assert_eq!(wrong.costs(read).unwrap_err(), "not costs: five");
+    let month = SimQuotaGiven {
+        limit: Some(100.0),
+        costs: "history",
+        ..SimQuotaGiven::default()
+    };
+    let month = month.costs(read).unwrap();
+    assert_eq!(month.limit, Some(100.0));
+    assert_eq!(month.costs, vec![("/odds/history".to_string(), 5.0)]);
+}
+
+#[test]
+fn simulates_flags_take_their_forms_or_say_which_they_take() {
+    fn read<'a, T: Deserialize<'a>>(d: impl IntoDeserializer<'a, Error>) -> Result<T, String> {
+        T::deserialize(d.into_deserializer()).map_err(|e| e.to_string())
+    }
+    assert_eq!(read::<Split>(true), Ok(Split::Flag(true)));
+    assert_eq!(read::<Split>(3.0), Ok(Split::Count(3.0)));
+    assert_eq!(read::<Split>(3_i64), Ok(Split::Count(3.0)));
+    assert_eq!(read::<Split>("two"), Err("a boolean or a number".into()));
+    assert_eq!(read::<Split>(()), Err("a boolean or a number".into()));
+    assert_eq!(read::<HeadersGiven>(false), Ok(HeadersGiven::Flag(false)));
+    assert_eq!(
+        read::<HeadersGiven>("throttled"),
+        Ok(HeadersGiven::Throttled)
+    );
+    let headers = Err("a boolean or 'throttled'".into());
+    assert_eq!(read::<HeadersGiven>("all"), headers);
+    assert_eq!(read::<HeadersGiven>(1.0), headers);
+    fn budget<'a>(d: impl IntoDeserializer<'a, Error>) -> Result<Option<f64>, String> {
+        number_or_null(d.into_deserializer()).map_err(|e| e.to_string())
+    }
+    assert_eq!(budget(5.0), Ok(Some(5.0)));
+    assert_eq!(budget(()), Ok(None), "null: none");
+    assert_eq!(budget(true), Err("a number or null".into()));
+}
+
+#[test]
+fn an_attempts_end_is_a_response_a_failure_or_the_callers_abort() {
+    let ends = [0, 1, 2, 3, 4, 9].map(Ended::from_code);
+    let expected = [
+        Ended::Response,
+        Ended::Failed,
+        Ended::TimedOut,
+        Ended::CallerAborted,
+        Ended::Invalid,
+        Ended::Failed,
+    ];
+    assert_eq!(ends, expected);
+    let outcomes = expected.map(|e| e.failure().map(Failure::outcome));
+    let said = [
+        None,
+        Some(Outcome::Network),
+        Some(Outcome::Timeout),
+        None,
+        Some(Outcome::Invalid),
+        Some(Outcome::Network),
+    ];
+    assert_eq!(outcomes, said);
+    assert_eq!(
+        Failure::UNSENT.outcome(),
+        Outcome::Network,
+        "unsent: as the network"
+    );
+}
+
+#[test]
+fn the_cache_keys_a_get_without_a_body_and_answers_cache_js_in_numbers() {
+    let key = request_key((Some("k1"), None), ("GET", Body::None), "/a".into(), "*/*");
+    let scope = Scope::of(Some("k1"), None);
+    assert_eq!(key, Some((scope, "/a".to_string(), "*/*".to_string())));
+    for (method, body) in [
+        ("POST", Body::None),
+        ("GET", Body::Reusable),
+        ("HEAD", Body::None),
+    ] {
+        let key = request_key((Some("k1"), None), (method, body), "/a".into(), "*/*");
+        assert_eq!(key, None, "{method} {body:?}");
+    }
+    let fresh = Lookup::Fresh {
+        entry: 7,
+        age_ms: 1.0,
+    };
+    let stale = Lookup::Stale {
+        entry: 7,
+        age_ms: 1.0,
+    };
+    let codes = [fresh, stale, Lookup::Joined, Lookup::Lead].map(|l| l.code());
+    assert_eq!(codes, [7.0, -9.0, 0.0, -1.0]);
+    let settled = Settled {
+        waiting: vec![3_u32, 4],
+        kept: Some(9),
+        fresh_ms: 500.0,
+        dropped: vec![1, 2],
+    };
+    assert_eq!(settled.words(), [9.0, 500.0, 2.0, 1.0, 2.0, 3.0, 4.0]);
+    let nothing = Settled::<u32> {
+        waiting: vec![],
+        kept: None,
+        fresh_ms: 0.0,
+        dropped: vec![],
+    };
+    assert_eq!(nothing.words(), [0.0, 0.0, 0.0]);
+    assert_eq!(answered_words(Some((5, vec![1_u32, 2]))), [5.0, 1.0, 2.0]);
+    assert_eq!(answered_words::<u32>(None), Vec::<f64>::new());
+}
+
+#[test]
+fn a_body_nobody_reads_is_drained_up_to_64_kib_and_cancelled_past() {
+    assert!(drains(0));
+    assert!(drains(64 * 1024));
+    assert!(!drains(64 * 1024 + 1));
+}
+
+#[test]
+fn the_histograms_record_waits_and_the_gates_own_backoffs_in_seconds() {
+    let call = Default::default();
+    let wait = Event::Admitted {
+        call,
+        wait_ms: 250.0,
+    };
+    assert_eq!(wait.measured(), Some(Measured::Wait(0.25)));
+    let retry = |server_delay| Event::Retry {
+        call,
+        attempt: 2,
+        delay_ms: 1_500.0,
+        server_delay,
+    };
+    assert_eq!(retry(false).measured(), Some(Measured::Backoff(1.5)));
+    assert_eq!(retry(true).measured(), None, "a Retry-After is a cooldown");
+    assert_eq!(Event::StoreDown.measured(), None);
+    let bounds = bounds_seconds();
+    assert_eq!(bounds.len(), 14);
+    assert!(bounds.windows(2).all(|w| w[0] < w[1]));
+}
+
+#[test]
+fn who_shares_a_cache_what_body_a_request_has_and_where_the_probe_asks() {
+    let codes = [
+        Sharing::code(false, true, true),
+        Sharing::code(true, false, false),
+        Sharing::code(true, false, true),
+        Sharing::code(true, true, false),
+    ];
+    assert_eq!(codes, [0, 0, 1, 2]);
+    let bodies = ["r", "s", "o", "", "x"].map(Body::from_letter);
+    let expected = [
+        Body::Reusable,
+        Body::Stream,
+        Body::OneShot,
+        Body::None,
+        Body::None,
+    ];
+    assert_eq!(bodies, expected);
+    let request = "https://api.odds-api.net/v1/events/1/odds/snapshot";
+    let derived = Some("https://api.odds-api.net/v1/usage".to_string());
+    assert_eq!(probe_url(None, request), derived);
+    let given = Some("http://127.0.0.1:9/usage".to_string());
+    assert_eq!(
+        probe_url(given.as_deref(), request),
+        given,
+        "the option wins"
+    );
+    assert_eq!(probe_url(None, "not a url"), None);
+}
