@@ -8,3 +8,4 @@ pub mod map;
 pub mod random;
 pub mod slab;
 pub mod timeline;
+pub mod wire;
