@@ -2,7 +2,7 @@
 //! (`describe()`): the core gathers them in the shapes JavaScript sees (`gates/report.rs`).
 //! The figures' gates cross as numbers in pieces (`base/wire.rs`; `figures.js` builds the objects
 //! and makes their times `Date`s), the rest as JSON text: serde-wasm-bindgen's call into
-//! JavaScript per field cost 25-45 us a gate, and JSON text 5-8 (writing and parsing it).
+//! JavaScript per field cost 25-45 us a gate, and JSON text about 10 (writing and parsing it).
 //! The summary, one wrapper's, goes through serde-wasm-bindgen, times as `Date`s.
 
 use std::rc::Rc;
@@ -14,7 +14,7 @@ use super::options::Config;
 use super::shapes::{to_js, Date};
 use super::shared_memory;
 use crate::core::base::histogram::BOUNDS_MS;
-use crate::core::base::json::write_json;
+use crate::core::base::json::to_json;
 use crate::core::base::wire::Wire;
 use crate::core::gates::ids::WrapperId;
 use crate::core::gates::report::{Listed, Setting};
@@ -54,7 +54,7 @@ extern "C" {
 }
 
 /// The gates' numbers cross in pieces of about this many (64 KB, some 90 gates): wasm memory
-/// holds one piece, not all (about 700 bytes a gate), and a crossing per piece costs nothing
+/// holds one piece, not all (91 numbers, 728 bytes, a gate), and a crossing per piece costs nothing
 /// that shows.
 const PIECE: usize = 8 * 1024;
 
@@ -70,9 +70,7 @@ fn figures(head: &impl serde::Serialize, listed: Listed) -> JsValue {
     let mut wire = Wire::new(PIECE, &mut sink);
     listed.write(&mut wire);
     wire.finish();
-    let mut text = String::new();
-    let written = write_json(head, usize::MAX, &mut |piece| text.push_str(piece));
-    written.map_or(JsValue::NULL, |()| with_gates(&text, gates))
+    to_json(head).map_or(JsValue::NULL, |head| with_gates(&head, gates))
 }
 
 /// A time on the gates' clock as the Unix milliseconds `figures.js` makes a `Date` of.
