@@ -10,6 +10,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 use super::clock;
+use super::Exported;
 use super::options::Config;
 use super::shapes::{to_js, Date};
 use super::shared_memory;
@@ -28,7 +29,7 @@ pub fn stats(
     wrapper: WrapperId,
     lane: &str,
     extra: (Option<(f64, Option<u32>)>, Option<CacheFigures>),
-) -> JsValue {
+) -> Exported {
     let (head, listed) = gates.stats(clock::now(), wrapper, lane, extra, wall);
     figures(&head, listed)
 }
@@ -39,7 +40,7 @@ pub fn observed(
     gates: &mut Gates,
     measured: &[(WrapperId, Rc<str>)],
     cache: Option<CacheFigures>,
-) -> JsValue {
+) -> Exported {
     let measured = measured.iter().map(|(w, name)| (*w, &**name));
     let (head, listed) = gates.observed(clock::now(), measured, cache, wall);
     figures(&head, listed)
@@ -47,8 +48,14 @@ pub fn observed(
 
 #[wasm_bindgen(module = "/src/js/figures.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = addGates)]
-    fn add_gates(gates: &js_sys::Array, layout: &str, numbers: &[f64], text: &str, bounds: &[f64]);
+    #[wasm_bindgen(js_name = addGates, catch)]
+    fn add_gates(
+        gates: &js_sys::Array,
+        layout: &str,
+        numbers: &[f64],
+        text: &str,
+        bounds: &[f64],
+    ) -> Result<(), JsValue>;
     #[wasm_bindgen(js_name = withGates)]
     fn with_gates(head: &str, gates: js_sys::Array) -> JsValue;
 }
@@ -60,17 +67,22 @@ const PIECE: usize = 8 * 1024;
 
 /// `stats()` or the metrics' figures: the `head` as JSON text, the gates `listed` as numbers
 /// (`base/wire.rs`) that `figures.js` makes objects of, piece by piece, histograms' bins
-/// paired with their bounds (the last `Infinity`).
-fn figures(head: &impl serde::Serialize, listed: Listed) -> JsValue {
+/// paired with their bounds (the last `Infinity`). An error when `figures.js` reads another
+/// layout than the core writes (a package built from mismatched sources).
+fn figures(head: &impl serde::Serialize, listed: Listed) -> Exported {
     let bounds: Vec<f64> = BOUNDS_MS.iter().copied().chain([f64::INFINITY]).collect();
     let gates = js_sys::Array::new();
+    let mut refused = Ok(());
     let mut sink = |layout: &str, numbers: &[f64], text: &str| {
-        add_gates(&gates, layout, numbers, text, &bounds);
+        if refused.is_ok() {
+            refused = add_gates(&gates, layout, numbers, text, &bounds);
+        }
     };
     let mut wire = Wire::new(PIECE, &mut sink);
     listed.write(&mut wire);
     wire.finish();
-    to_json(head).map_or(JsValue::NULL, |head| with_gates(&head, gates))
+    refused?;
+    Ok(to_json(head).map_or(JsValue::NULL, |head| with_gates(&head, gates)))
 }
 
 /// A time on the gates' clock as the Unix milliseconds `figures.js` makes a `Date` of.
