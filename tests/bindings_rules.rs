@@ -8,7 +8,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use odds_gate::core::base::histogram::bounds_seconds;
-use odds_gate::core::base::json::write_json;
+use odds_gate::core::base::json::to_json;
 use odds_gate::core::gate::action::{Event, Measured};
 use odds_gate::core::gate::respond::drains;
 use odds_gate::core::gates::hook::told;
@@ -31,9 +31,7 @@ use serde::de::{Deserialize, IntoDeserializer};
 /// What the hook gets, as JSON (times as they are: the bindings make them `Date`s).
 fn json(event: Event) -> Option<String> {
     let told = told("scope-a", &event, || 64, |at| at)?;
-    let mut out = String::new();
-    write_json(&told, usize::MAX, &mut |piece| out.push_str(piece)).unwrap();
-    Some(out)
+    Some(to_json(&told).unwrap())
 }
 
 #[test]

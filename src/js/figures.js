@@ -1,25 +1,136 @@
-// stats() and the metrics' figures cross from wasm as JSON text, in 64 KB pieces (a call into
-// JavaScript per field cost 25-45 us a gate), in its compact form: parsed here, each histogram's bins
-// paired with their bounds again and the gates' times, which cross as Unix milliseconds (JSON
-// has no dates), made `Date`s again, so the object is the shape index.d.ts gives.
+// stats() and the metrics' figures cross from wasm in two parts: the gates as numbers in a row,
+// their texts beside them (the core's base/wire.rs, in pieces of some 90 gates), and the rest as
+// JSON text with `gates: null` in its place. Building each gate's object from the numbers costs
+// far less than writing and parsing its JSON. Only this file reads the numbers: each value's
+// place is its name's in the layout the core sends with every piece, which must be LAYOUT below
+// (the builders spell it out, key by key, in the order index.d.ts gives); NaN is null (or a key
+// left out), times cross as Unix milliseconds and become `Date`s, histograms' bins cross as
+// counts and are paired with their bounds again.
 
-/** The figures written in the JSON text `pieces` make; `bounds`: the histograms' bins' upper bounds (ms). */
-export function parseFigures(pieces, bounds) {
-  const figures = JSON.parse(pieces.join(''));
-  for (const g of figures.gates) {
-    const { quota, learned } = g;
-    if (quota.periodEnd !== null) quota.periodEnd = new Date(quota.periodEnd);
-    if (quota.projectedEnd != null) quota.projectedEnd = new Date(quota.projectedEnd);
-    if (learned !== null && learned.lastThrottle !== null) learned.lastThrottle = new Date(learned.lastThrottle);
-    g.admissionWaitMs.bins = bins(g.admissionWaitMs.bins, bounds);
-    g.backoffMs.bins = bins(g.backoffMs.bins, bounds);
-  }
+const LAYOUT = 'scope,requests,admitted,waiting,peakWaiting,cancelled,abandonedInQueue,throttled,wakeups,'
+  + 'timerArmed,cooldownUntil,cooldownRemainingMs,slow,retries{throttled,serverError,network,timeout},'
+  + 'abandoned{attempts,time-budget,retry-budget,deadline,retry-after-exceeds-deadline,store-unavailable,'
+  + 'queue-wait,queue-full},quotaRejected,'
+  + 'quota{state,periodEnd,spread?{used,limit,spreadPerHour,waitingForCredit,unpaced,projectedEnd}},'
+  + 'retryBudget,rate{burst,perSecond},learned?{burst,perSecond,atLeast,confidence,lastThrottle},'
+  + 'store{kind,threads,calls,failures,up},admissionWaitMs{count,sumMs,maxMs,bins[]},'
+  + 'backoffMs{count,sumMs,maxMs,bins[]},lastFeedback?{retryAfterMs,limit,remaining,resetMs,limiter}';
+
+// The piece being read: its numbers, the next one's index, its text and the next character's.
+let n;
+let i = 0;
+let text = '';
+let at = 0;
+let bounds;
+
+/** Builds the gates of one piece (`numbers`, `chars`, written in `layout`) onto `gates`; `binBounds`: the histograms' bins' upper bounds (ms). */
+export function addGates(gates, layout, numbers, chars, binBounds) {
+  if (layout !== LAYOUT) throw new Error(`odds-gate: stats() gates written as ${layout}, read as ${LAYOUT}`);
+  [n, i, text, at, bounds] = [numbers, 0, chars, 0, binBounds];
+  while (i < n.length) gates.push(gate());
+  n = bounds = undefined;
+}
+
+/** The figures the JSON text `head` gives, `gates` in their place. */
+export function withGates(head, gates) {
+  const figures = JSON.parse(head);
+  figures.gates = gates;
   return figures;
 }
 
-/** `[{ leMs, count }]` from the counts alone. */
-function bins(counts, bounds) {
-  const out = new Array(counts.length);
-  for (let i = 0; i < counts.length; i++) out[i] = { leMs: bounds[i], count: counts[i] };
-  return out;
+const num = () => {
+  const v = n[i++];
+  return v === v ? v : null;
+};
+const flag = () => n[i++] === 1;
+const date = () => {
+  const v = n[i++];
+  return v === v ? new Date(v) : null;
+};
+function str() {
+  const units = n[i++];
+  if (units !== units) return null;
+  at += units;
+  return text.slice(at - units, at);
+}
+// An optional group's header: whether it is there; when not, its values are passed over.
+function present() {
+  const width = n[i++];
+  if (width < 0) i -= width;
+  return width >= 0;
+}
+
+function gate() {
+  return {
+    scope: str(),
+    requests: num(),
+    admitted: num(),
+    waiting: num(),
+    peakWaiting: num(),
+    cancelled: num(),
+    abandonedInQueue: num(),
+    throttled: num(),
+    wakeups: num(),
+    timerArmed: flag(),
+    cooldownUntil: num(),
+    cooldownRemainingMs: num(),
+    slow: flag(),
+    retries: { throttled: num(), serverError: num(), network: num(), timeout: num() },
+    abandoned: {
+      attempts: num(),
+      'time-budget': num(),
+      'retry-budget': num(),
+      deadline: num(),
+      'retry-after-exceeds-deadline': num(),
+      'store-unavailable': num(),
+      'queue-wait': num(),
+      'queue-full': num(),
+    },
+    quotaRejected: num(),
+    quota: quota(),
+    retryBudget: num(),
+    rate: { burst: num(), perSecond: num() },
+    learned: present()
+      ? { burst: num(), perSecond: num(), atLeast: num(), confidence: num(), lastThrottle: date() }
+      : null,
+    store: store(),
+    admissionWaitMs: histogram(),
+    backoffMs: histogram(),
+    lastFeedback: present()
+      ? { retryAfterMs: num(), limit: num(), remaining: num(), resetMs: num(), limiter: str() }
+      : null,
+  };
+}
+
+function quota() {
+  const q = { state: str(), periodEnd: date() };
+  if (present()) {
+    q.used = num();
+    q.limit = num();
+    q.spreadPerHour = num();
+    q.waitingForCredit = num();
+    q.unpaced = num();
+    q.projectedEnd = date();
+  }
+  return q;
+}
+
+// Each key but `kind` is left out when it does not apply (NaN).
+function store() {
+  const s = { kind: str() };
+  let v = n[i++];
+  if (v === v) s.threads = v === 1;
+  v = n[i++];
+  if (v === v) s.calls = v;
+  v = n[i++];
+  if (v === v) s.failures = v;
+  v = n[i++];
+  if (v === v) s.up = v === 1;
+  return s;
+}
+
+function histogram() {
+  const h = { count: num(), sumMs: num(), maxMs: num(), bins: new Array(bounds.length) };
+  for (let k = 0; k < bounds.length; k++) h.bins[k] = { leMs: bounds[k], count: n[i++] };
+  return h;
 }

@@ -1,21 +1,24 @@
 //! The wrapper's figures (`stats()`, and what the metrics observe) and configuration summary
 //! (`describe()`): the core gathers them in the shapes JavaScript sees (`gates/report.rs`).
-//! The figures cross as JSON text in pieces (`figures.js` joins and parses them and makes their
-//! times `Date`s again): serde-wasm-bindgen's call into JavaScript per field cost 25-45 us a gate. The
-//! summary, one wrapper's, goes through serde-wasm-bindgen, times as `Date`s.
+//! The figures' gates cross as numbers in pieces (`base/wire.rs`; `figures.js` builds the objects
+//! and makes their times `Date`s), the rest as JSON text: serde-wasm-bindgen's call into
+//! JavaScript per field cost 25-45 us a gate, and JSON text about 10 (writing and parsing it).
+//! The summary, one wrapper's, goes through serde-wasm-bindgen, times as `Date`s.
 
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
 use super::clock;
+use super::Exported;
 use super::options::Config;
 use super::shapes::{to_js, Date};
 use super::shared_memory;
 use crate::core::base::histogram::BOUNDS_MS;
-use crate::core::base::json::write_json;
+use crate::core::base::json::to_json;
+use crate::core::base::wire::Wire;
 use crate::core::gates::ids::WrapperId;
-use crate::core::gates::report::Setting;
+use crate::core::gates::report::{Listed, Setting};
 use crate::core::gates::Gates;
 use crate::core::rules::cache::CacheFigures;
 
@@ -26,8 +29,9 @@ pub fn stats(
     wrapper: WrapperId,
     lane: &str,
     extra: (Option<(f64, Option<u32>)>, Option<CacheFigures>),
-) -> JsValue {
-    figures(&gates.stats(clock::now(), wrapper, lane, extra, wall))
+) -> Exported {
+    let (head, listed) = gates.stats(clock::now(), wrapper, lane, extra, wall);
+    figures(&head, listed)
 }
 
 /// What the meter observes for the wrappers sharing its instruments (`measured`: a wrapper
@@ -36,30 +40,49 @@ pub fn observed(
     gates: &mut Gates,
     measured: &[(WrapperId, Rc<str>)],
     cache: Option<CacheFigures>,
-) -> JsValue {
+) -> Exported {
     let measured = measured.iter().map(|(w, name)| (*w, &**name));
-    figures(&gates.observed(clock::now(), measured, cache, wall))
+    let (head, listed) = gates.observed(clock::now(), measured, cache, wall);
+    figures(&head, listed)
 }
 
 #[wasm_bindgen(module = "/src/js/figures.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = parseFigures)]
-    fn parse_figures(pieces: &js_sys::Array, bounds: &[f64]) -> JsValue;
+    #[wasm_bindgen(js_name = addGates, catch)]
+    fn add_gates(
+        gates: &js_sys::Array,
+        layout: &str,
+        numbers: &[f64],
+        text: &str,
+        bounds: &[f64],
+    ) -> Result<(), JsValue>;
+    #[wasm_bindgen(js_name = withGates)]
+    fn with_gates(head: &str, gates: js_sys::Array) -> JsValue;
 }
 
-/// The JSON's pieces cross at about this size: wasm memory holds one piece, not the whole text
-/// (about 800 bytes a gate), and a crossing per 64 KB costs nothing that shows.
-const PIECE: usize = 64 * 1024;
+/// The gates' numbers cross in pieces of about this many (64 KB, some 90 gates): wasm memory
+/// holds one piece, not all (91 numbers, 728 bytes, a gate), and a crossing per piece costs nothing
+/// that shows.
+const PIECE: usize = 8 * 1024;
 
-/// `stats()` or the metrics' figures, through JSON text crossing in pieces, histograms' bins as
-/// counts (`figures.js` pairs them with their bounds, the last `Infinity`).
-fn figures(value: &impl serde::Serialize) -> JsValue {
+/// `stats()` or the metrics' figures: the `head` as JSON text, the gates `listed` as numbers
+/// (`base/wire.rs`) that `figures.js` makes objects of, piece by piece, histograms' bins
+/// paired with their bounds (the last `Infinity`). An error when `figures.js` reads another
+/// layout than the core writes (a package built from mismatched sources).
+fn figures(head: &impl serde::Serialize, listed: Listed) -> Exported {
     let bounds: Vec<f64> = BOUNDS_MS.iter().copied().chain([f64::INFINITY]).collect();
-    let pieces = js_sys::Array::new();
-    let written = write_json(value, PIECE, &mut |piece| {
-        pieces.push(&JsValue::from_str(piece));
-    });
-    written.map_or(JsValue::NULL, |()| parse_figures(&pieces, &bounds))
+    let gates = js_sys::Array::new();
+    let mut refused = Ok(());
+    let mut sink = |layout: &str, numbers: &[f64], text: &str| {
+        if refused.is_ok() {
+            refused = add_gates(&gates, layout, numbers, text, &bounds);
+        }
+    };
+    let mut wire = Wire::new(PIECE, &mut sink);
+    listed.write(&mut wire);
+    wire.finish();
+    refused?;
+    Ok(to_json(head).map_or(JsValue::NULL, |head| with_gates(&head, gates)))
 }
 
 /// A time on the gates' clock as the Unix milliseconds `figures.js` makes a `Date` of.

@@ -65,7 +65,7 @@ impl Transport {
                 let measured = driver.measured_by(&metrics);
                 let cache = cache.as_ref().and_then(|c| c.upgrade());
                 let cache = cache.map(|c| c.borrow().0.figures());
-                Ok(driver.with(|g| figures::observed(g, &measured, cache)))
+                driver.with(|g| figures::observed(g, &measured, cache))
             }));
         }
         Ok(Transport::of(wrapper, config, None))
@@ -200,7 +200,7 @@ impl Transport {
         });
         let lane = &self.config.lane_name;
         let cache = self.cache().map(|c| c.borrow().0.figures());
-        Ok(driver().with(|g| figures::stats(g, self.wrapper, lane, (batch, cache))))
+        driver().with(|g| figures::stats(g, self.wrapper, lane, (batch, cache)))
     }
 
     /// The configuration summary, as an object with a `text` rendering.

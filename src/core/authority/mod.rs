@@ -262,6 +262,11 @@ pub trait Immediate: Transitions {
     fn slow(&mut self) -> bool;
     /// Tokens in the retry budget, if there is one.
     fn budget_left(&mut self) -> Option<f64>;
+    /// [`cooldown_until`](Self::cooldown_until), [`slow`](Self::slow) and
+    /// [`budget_left`](Self::budget_left) at one look (`stats()` asks them of every gate).
+    fn held(&mut self) -> (Millis, bool, Option<f64>) {
+        (self.cooldown_until(), self.slow(), self.budget_left())
+    }
     /// Whether nothing here is worth keeping (made anew, the state would be the same).
     fn idle(&mut self, now: Millis) -> bool;
     /// Gives a budget-less gate this budget.

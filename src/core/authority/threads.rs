@@ -396,13 +396,7 @@ impl Immediate for ThreadAuthority {
     }
 
     fn cooldown_until(&mut self) -> Millis {
-        let offset = self.offset;
-        let until = self.with(0.0, |a, _, _| (a.cooldown_until(), false));
-        if until > 0.0 {
-            until - offset
-        } else {
-            0.0
-        }
+        Immediate::held(self).0
     }
 
     fn slow(&mut self) -> bool {
@@ -411,6 +405,16 @@ impl Immediate for ThreadAuthority {
 
     fn budget_left(&mut self) -> Option<f64> {
         self.with(0.0, |a, _, _| (a.budget_left(), false))
+    }
+
+    /// One hold of the slot rather than three: a hold is two calls into JavaScript.
+    fn held(&mut self) -> (Millis, bool, Option<f64>) {
+        let offset = self.offset;
+        self.with(0.0, |a, _, _| {
+            let until = a.cooldown_until();
+            let until = if until > 0.0 { until - offset } else { 0.0 };
+            ((until, a.slow(), a.budget_left()), false)
+        })
     }
 
     fn idle(&mut self, now: Millis) -> bool {

@@ -1,6 +1,7 @@
 //! A fixed-bin histogram of durations: cheap to record, and enough to see the shape of
 //! admission waits and backoffs without keeping every sample.
 
+use super::wire::Wire;
 use crate::core::Millis;
 
 /// Upper bounds of the bins, in milliseconds; a last bin holds everything above.
@@ -52,38 +53,17 @@ impl Histogram {
     }
 }
 
-/// For JavaScript: `{ count, sumMs, maxMs, bins: [{ leMs, count }] }`, the last bin's bound
-/// `Infinity`. In the compact form (JSON for `stats()`: `base/json.rs`) the bins are their
-/// counts alone, in the order of `BOUNDS_MS`: the bindings pair them with the bounds, which
-/// costs JavaScript less than parsing thirty small objects a gate.
-#[cfg(feature = "serde")]
-impl serde::Serialize for Histogram {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        if !s.is_human_readable() {
-            let mut h = s.serialize_struct("Histogram", 4)?;
-            h.serialize_field("count", &self.count)?;
-            h.serialize_field("sumMs", &self.sum)?;
-            h.serialize_field("maxMs", &self.max)?;
-            h.serialize_field("bins", &self.counts())?;
-            return h.end();
-        }
-        #[derive(serde::Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Bin {
-            le_ms: Millis,
-            count: u64,
-        }
-        let bounds = BOUNDS_MS.iter().copied().chain([f64::INFINITY]);
-        let bins = bounds
-            .zip(self.counts())
-            .map(|(le_ms, count)| Bin { le_ms, count });
-        let mut h = s.serialize_struct("Histogram", 4)?;
-        h.serialize_field("count", &self.count)?;
-        h.serialize_field("sumMs", &self.sum)?;
-        h.serialize_field("maxMs", &self.max)?;
-        h.serialize_field("bins", &bins.collect::<Vec<_>>())?;
-        h.end()
+impl Histogram {
+    /// For JavaScript, as `name`: `{ count, sumMs, maxMs, bins: [{ leMs, count }] }`, the bins
+    /// written as their counts alone, in the order of `BOUNDS_MS` and the last bin's: the
+    /// bindings pair them with the bounds (the last `Infinity`).
+    pub fn write(&self, name: &str, w: &mut Wire) {
+        w.open(name);
+        w.count("count", self.count);
+        w.number("sumMs", self.sum);
+        w.number("maxMs", self.max);
+        w.counts("bins", &self.counts());
+        w.close();
     }
 }
 

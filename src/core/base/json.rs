@@ -1,29 +1,20 @@
 //! A `serde::Serializer` that writes JSON, for figures that cross to JavaScript as one string
-//! (`stats()` over many gates): one `JSON.parse` there costs far less than a call into
-//! JavaScript per field. It writes what serde-wasm-bindgen's JSON-compatible mode builds:
-//! `None` and units `null`, maps as objects, enums externally tagged; and infinities as
-//! `1e999`/`-1e999`, which `JSON.parse` reads back as `Infinity`/`-Infinity` (`NaN`, which
-//! JSON cannot say, as `null`, as `JSON.stringify` does). It is not human-readable in serde's
-//! sense: a type with a compact form writes that (a histogram's bins as counts alone).
+//! (what `stats()` and the metrics report beside the gates, which cross as numbers,
+//! `wire.rs`): one `JSON.parse` there costs less than a call into JavaScript per field. It
+//! writes what serde-wasm-bindgen's JSON-compatible mode builds: `None` and units `null`, maps
+//! as objects, enums externally tagged; and infinities as `1e999`/`-1e999`, which `JSON.parse`
+//! reads back as `Infinity`/`-Infinity` (`NaN`, which JSON cannot say, as `null`, as
+//! `JSON.stringify` does).
 
 use std::fmt::{self, Display, Write};
 
 use serde::ser::{self, Serialize};
 
-/// `value` as JSON text, handed to `sink` in pieces of about `piece` bytes (cut after an array's
-/// element), so the text of many gates never sits whole in wasm memory, which once grown is never
-/// given back; the pieces joined are the text.
-pub fn write_json(
-    value: &impl Serialize,
-    piece: usize,
-    sink: &mut dyn FnMut(&str),
-) -> Result<(), Error> {
-    let mut json = Json(String::new(), piece, sink);
+/// `value` as JSON text.
+pub fn to_json(value: &impl Serialize) -> Result<String, Error> {
+    let mut json = Json(String::new());
     value.serialize(&mut json)?;
-    if !json.0.is_empty() {
-        (json.2)(&json.0);
-    }
-    Ok(())
+    Ok(json.0)
 }
 
 /// Why a value could not be written: a map key that is not a string or a number, or what a
@@ -45,10 +36,10 @@ impl ser::Error for Error {
     }
 }
 
-/// The text written since the last piece, the size of a piece, and where pieces go.
-struct Json<'s>(String, usize, &'s mut dyn FnMut(&str));
+/// The text written so far.
+struct Json(String);
 
-impl<'s> Json<'s> {
+impl Json {
     /// Digits by hand: most figures are small counts, and `fmt` is slow for them.
     fn uint(&mut self, mut v: u64) {
         if v < 10 {
@@ -128,7 +119,7 @@ impl<'s> Json<'s> {
         self.0.push(':');
     }
 
-    fn open(&mut self, bracket: char, close: &'static str) -> Compound<'_, 's> {
+    fn open(&mut self, bracket: char, close: &'static str) -> Compound<'_> {
         self.0.push(bracket);
         Compound {
             json: self,
@@ -139,13 +130,13 @@ impl<'s> Json<'s> {
 }
 
 /// An array or object being written; `close` ends it (and a variant's tag around it).
-struct Compound<'a, 's> {
-    json: &'a mut Json<'s>,
+struct Compound<'a> {
+    json: &'a mut Json,
     first: bool,
     close: &'static str,
 }
 
-impl Compound<'_, '_> {
+impl Compound<'_> {
     fn comma(&mut self) {
         if !std::mem::take(&mut self.first) {
             self.json.0.push(',');
@@ -154,13 +145,7 @@ impl Compound<'_, '_> {
 
     fn element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
         self.comma();
-        value.serialize(&mut *self.json)?;
-        let json = &mut *self.json;
-        if json.0.len() >= json.1 {
-            (json.2)(&json.0);
-            json.0.clear();
-        }
-        Ok(())
+        value.serialize(&mut *self.json)
     }
 
     /// A struct's field: its name, a Rust identifier renamed to camelCase, needs no escaping.
@@ -179,20 +164,17 @@ impl Compound<'_, '_> {
     }
 }
 
-impl<'a, 's> ser::Serializer for &'a mut Json<'s> {
+impl<'a> ser::Serializer for &'a mut Json {
     type Ok = ();
     type Error = Error;
-    type SerializeSeq = Compound<'a, 's>;
-    type SerializeTuple = Compound<'a, 's>;
-    type SerializeTupleStruct = Compound<'a, 's>;
-    type SerializeTupleVariant = Compound<'a, 's>;
-    type SerializeMap = Compound<'a, 's>;
-    type SerializeStruct = Compound<'a, 's>;
-    type SerializeStructVariant = Compound<'a, 's>;
+    type SerializeSeq = Compound<'a>;
+    type SerializeTuple = Compound<'a>;
+    type SerializeTupleStruct = Compound<'a>;
+    type SerializeTupleVariant = Compound<'a>;
+    type SerializeMap = Compound<'a>;
+    type SerializeStruct = Compound<'a>;
+    type SerializeStructVariant = Compound<'a>;
 
-    fn is_human_readable(&self) -> bool {
-        false
-    }
     fn serialize_bool(self, v: bool) -> Result<(), Error> {
         self.0.push_str(if v { "true" } else { "false" });
         Ok(())
@@ -280,13 +262,13 @@ impl<'a, 's> ser::Serializer for &'a mut Json<'s> {
         self.0.push('}');
         Ok(())
     }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Compound<'a, 's>, Error> {
+    fn serialize_seq(self, _: Option<usize>) -> Result<Compound<'a>, Error> {
         Ok(self.open('[', "]"))
     }
-    fn serialize_tuple(self, _: usize) -> Result<Compound<'a, 's>, Error> {
+    fn serialize_tuple(self, _: usize) -> Result<Compound<'a>, Error> {
         Ok(self.open('[', "]"))
     }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Compound<'a, 's>, Error> {
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Compound<'a>, Error> {
         Ok(self.open('[', "]"))
     }
     fn serialize_tuple_variant(
@@ -295,14 +277,14 @@ impl<'a, 's> ser::Serializer for &'a mut Json<'s> {
         _: u32,
         variant: &'static str,
         _: usize,
-    ) -> Result<Compound<'a, 's>, Error> {
+    ) -> Result<Compound<'a>, Error> {
         self.tag(variant);
         Ok(self.open('[', "]}"))
     }
-    fn serialize_map(self, _: Option<usize>) -> Result<Compound<'a, 's>, Error> {
+    fn serialize_map(self, _: Option<usize>) -> Result<Compound<'a>, Error> {
         Ok(self.open('{', "}"))
     }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Compound<'a, 's>, Error> {
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Compound<'a>, Error> {
         Ok(self.open('{', "}"))
     }
     fn serialize_struct_variant(
@@ -311,13 +293,13 @@ impl<'a, 's> ser::Serializer for &'a mut Json<'s> {
         _: u32,
         variant: &'static str,
         _: usize,
-    ) -> Result<Compound<'a, 's>, Error> {
+    ) -> Result<Compound<'a>, Error> {
         self.tag(variant);
         Ok(self.open('{', "}}"))
     }
 }
 
-impl ser::SerializeSeq for Compound<'_, '_> {
+impl ser::SerializeSeq for Compound<'_> {
     type Ok = ();
     type Error = Error;
     fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
@@ -328,7 +310,7 @@ impl ser::SerializeSeq for Compound<'_, '_> {
     }
 }
 
-impl ser::SerializeTuple for Compound<'_, '_> {
+impl ser::SerializeTuple for Compound<'_> {
     type Ok = ();
     type Error = Error;
     fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
@@ -339,7 +321,7 @@ impl ser::SerializeTuple for Compound<'_, '_> {
     }
 }
 
-impl ser::SerializeTupleStruct for Compound<'_, '_> {
+impl ser::SerializeTupleStruct for Compound<'_> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
@@ -350,7 +332,7 @@ impl ser::SerializeTupleStruct for Compound<'_, '_> {
     }
 }
 
-impl ser::SerializeTupleVariant for Compound<'_, '_> {
+impl ser::SerializeTupleVariant for Compound<'_> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
@@ -361,7 +343,7 @@ impl ser::SerializeTupleVariant for Compound<'_, '_> {
     }
 }
 
-impl ser::SerializeMap for Compound<'_, '_> {
+impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
     type Error = Error;
     fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), Error> {
@@ -378,7 +360,7 @@ impl ser::SerializeMap for Compound<'_, '_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_, '_> {
+impl ser::SerializeStruct for Compound<'_> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: ?Sized + Serialize>(
@@ -393,7 +375,7 @@ impl ser::SerializeStruct for Compound<'_, '_> {
     }
 }
 
-impl ser::SerializeStructVariant for Compound<'_, '_> {
+impl ser::SerializeStructVariant for Compound<'_> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: ?Sized + Serialize>(
@@ -409,12 +391,11 @@ impl ser::SerializeStructVariant for Compound<'_, '_> {
 }
 
 /// A map's key: a string, or a number written as one (an object's keys are strings).
-struct Key<'a, 's>(&'a mut Json<'s>);
+struct Key<'a>(&'a mut Json);
 
-impl Key<'_, '_> {
+impl Key<'_> {
     fn quoted(self, write: impl FnOnce(&mut Json)) -> Result<(), Error> {
-        let mut whole = |_: &str| {};
-        let mut number = Json(String::new(), usize::MAX, &mut whole);
+        let mut number = Json(String::new());
         write(&mut number);
         self.0.string(&number.0);
         Ok(())
@@ -426,7 +407,7 @@ fn not_a_key<T>() -> Result<T, Error> {
     Err(Error("a map key that is not a string or a number".into()))
 }
 
-impl ser::Serializer for Key<'_, '_> {
+impl ser::Serializer for Key<'_> {
     type Ok = ();
     type Error = Error;
     type SerializeSeq = ser::Impossible<(), Error>;
@@ -557,17 +538,6 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    /// `value`'s text in pieces of about `piece` bytes.
-    fn pieces(value: &impl Serialize, piece: usize) -> Result<Vec<String>, Error> {
-        let mut out = Vec::new();
-        write_json(value, piece, &mut |text| out.push(text.to_owned()))?;
-        Ok(out)
-    }
-
-    fn to_json(value: &impl Serialize) -> Result<String, Error> {
-        pieces(value, usize::MAX).map(|p| p.concat())
-    }
-
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Shape {
@@ -635,15 +605,5 @@ mod tests {
     fn refuses_a_key_that_names_no_property() {
         let map = BTreeMap::from([((1, 2), 3)]);
         assert!(to_json(&map).is_err());
-    }
-
-    #[test]
-    fn cuts_a_long_text_after_an_element() {
-        let gates: Vec<(String, u32)> = (0..100).map(|k| (format!("key-{k}"), k)).collect();
-        let whole = to_json(&gates).unwrap();
-        let cut = pieces(&gates, 64).unwrap();
-        assert!(cut.len() > 10, "{} pieces", cut.len());
-        assert!(cut.iter().all(|p| p.len() < 64 + 16), "{cut:?}");
-        assert_eq!(cut.concat(), whole);
     }
 }

@@ -11,3 +11,4 @@ pub mod random;
 pub mod slab;
 pub mod timeline;
 pub mod wall;
+pub mod wire;

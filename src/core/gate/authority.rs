@@ -183,10 +183,11 @@ impl<T: Immediate> Authority for T {
         Immediate::cooldown_until(self)
     }
     fn held(&mut self) -> Held {
+        let (cooldown_until, slow, retry_budget) = Immediate::held(self);
         Held {
-            cooldown_until: Immediate::cooldown_until(self),
-            slow: self.slow(),
-            retry_budget: self.budget_left(),
+            cooldown_until,
+            slow,
+            retry_budget,
         }
     }
     fn tell(&mut self, now: Millis, op: Op) {

@@ -1,19 +1,18 @@
 //! What `stats()`, the metrics and `describe()` report of the gates, gathered here in the shapes
 //! JavaScript sees (camelCase, fields in the order `index.d.ts` gives them; the bindings only
-//! serialise them). A time shown as a date is a `D`, what the caller makes of a time on the
-//! gates' clock (the bindings: a `Date`, or `null`), so the core knows nothing of JavaScript.
+//! serialise them). The gates' own figures, many, are written to a [`Wire`] rather than
+//! serialised. A time shown as a date is a `D`, what the caller makes of a time on the gates'
+//! clock (the bindings: a `Date`, or `null`), so the core knows nothing of JavaScript.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 
 use super::ids::{GateId, WrapperId};
 use super::profile::Keeping;
 use super::view::Limits;
 use super::Gates;
-use crate::core::base::histogram::Histogram;
 use crate::core::base::map::Set;
-use crate::core::gate::figures::RetryCounts;
-use crate::core::parse::feedback::Feedback;
+use crate::core::base::wire::Wire;
+use crate::core::gate::figures::Figures;
 use crate::core::rules::allowance::{Allowance, Rate};
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{CacheConfig, CacheFigures};
@@ -22,20 +21,19 @@ use crate::core::rules::fair::LaneId;
 use crate::core::rules::learn::Estimate;
 use crate::core::rules::policy::{Reason, RetryPolicy};
 use crate::core::rules::quota::QuotaState;
-use crate::core::rules::spending::CreditFigures;
 use crate::core::Millis;
 
-/// `stats()`: totals over a wrapper's gates (those since forgotten included), each live gate in
-/// full, its lane, and a batch's time and retries left.
+/// `stats()` but its gates: totals over a wrapper's gates (those since forgotten included), its
+/// lane, and a batch's time and retries left. Each live gate in full is a [`Listed`].
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Stats<'a, 'g, D> {
+pub struct Stats<'a> {
     admitted: u64,
     waiting: usize,
     throttled: u64,
     retries: u64,
     abandoned: u64,
-    gates: Listed<'g, D>,
+    gates: Apart,
     lane: LaneStats<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     batch: Option<BatchStats>,
@@ -43,26 +41,29 @@ pub struct Stats<'a, 'g, D> {
     cache: Option<CacheStats>,
 }
 
-/// Live gates, each gathered in `stats().gates[i]`'s shape as it is written: 10,000 gates'
-/// figures are never all held at once (wasm memory, once grown, is never given back).
-pub struct Listed<'g, D> {
-    gates: RefCell<&'g mut Gates>,
+/// The place of `gates` among a report's keys: `null`, which the bindings replace with the
+/// gates [`Listed`] writes apart.
+#[derive(serde::Serialize)]
+struct Apart;
+
+/// Live gates, to be written one by one in `stats().gates[i]`'s shape: 10,000 gates' figures are
+/// never all held at once (wasm memory, once grown, is never given back).
+pub struct Listed<'g> {
+    gates: &'g mut Gates,
     ids: Vec<GateId>,
     now: Millis,
-    date: fn(Option<Millis>) -> D,
+    wall: fn(Option<Millis>) -> Option<Millis>,
 }
 
-impl<D: serde::Serialize> serde::Serialize for Listed<'_, D> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        let mut gates = self.gates.borrow_mut();
-        let mut list = s.serialize_seq(Some(self.ids.len()))?;
+impl Listed<'_> {
+    /// Writes each gate still known as a record of `wire`, its times as `wall` makes them
+    /// (Unix milliseconds, for dates).
+    pub fn write(self, wire: &mut Wire) {
         for &gate in &self.ids {
-            if let Some(entry) = gates.gate_stats(self.now, gate, self.date) {
-                list.serialize_element(&entry)?;
+            if self.gates.write_gate(self.now, gate, self.wall, wire) {
+                wire.end();
             }
         }
-        list.end()
     }
 }
 
@@ -112,91 +113,6 @@ struct BatchStats {
     retries_left: Option<u32>,
 }
 
-/// One gate in `stats().gates`.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct GateStats<'s, D> {
-    scope: &'s str,
-    requests: u64,
-    admitted: u64,
-    waiting: usize,
-    peak_waiting: usize,
-    cancelled: u64,
-    abandoned_in_queue: u64,
-    throttled: u64,
-    wakeups: u64,
-    timer_armed: bool,
-    cooldown_until: Millis,
-    cooldown_remaining_ms: Millis,
-    slow: bool,
-    retries: RetryCounts,
-    /// Calls abandoned, by reason, in the order of [`Reason::ALL`].
-    #[serde(serialize_with = "by_reason")]
-    abandoned: [u64; Reason::ALL.len()],
-    quota_rejected: u64,
-    quota: QuotaStats<D>,
-    retry_budget: Option<f64>,
-    rate: Rate,
-    learned: Option<Learned<D>>,
-    store: StoreStats,
-    admission_wait_ms: Histogram,
-    backoff_ms: Histogram,
-    last_feedback: Option<Box<Feedback>>,
-}
-
-/// `stats().gates[i].quota`: `open`, `probing` or `exhausted`, and until when; for a gate that
-/// spreads its quota, the spread's figures too.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct QuotaStats<D> {
-    state: &'static str,
-    period_end: D,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    spread: Option<SpreadStats<D>>,
-}
-
-/// The spread's part of `stats().gates[i].quota`.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SpreadStats<D> {
-    used: f64,
-    limit: f64,
-    spread_per_hour: f64,
-    waiting_for_credit: usize,
-    unpaced: u64,
-    projected_end: D,
-}
-
-impl<D> SpreadStats<D> {
-    fn new(f: CreditFigures, date: fn(Option<Millis>) -> D) -> Self {
-        SpreadStats {
-            used: f.used,
-            limit: f.limit,
-            spread_per_hour: f.per_hour,
-            waiting_for_credit: f.waiting_for_credit,
-            unpaced: f.unpaced,
-            projected_end: date(f.projected_end),
-        }
-    }
-}
-
-/// `stats().gates[i].store`: where the gate's state lives, and how a store answers.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StoreStats {
-    /// `memory`, or the store's identity.
-    kind: Cow<'static, str>,
-    /// In memory: whether the process's threads share the gate's state.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    threads: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    calls: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    failures: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    up: Option<bool>,
-}
-
 /// What a learning gate has learned, its last 429 a date (`stats()`, `describe()` and the
 /// `learned` event).
 #[derive(Debug, serde::Serialize)]
@@ -222,11 +138,12 @@ impl<D> Learned<D> {
     }
 }
 
-/// What the metrics observe: gates, lanes' calls waiting on each, and the wrapper's cache.
+/// What the metrics observe but the gates (a [`Listed`]): lanes' calls waiting on each gate, and
+/// the wrapper's cache.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Observed<'a, 'g, D> {
-    gates: Listed<'g, D>,
+pub struct Observed<'a> {
+    gates: Apart,
     lanes: Vec<LaneDepth<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache: Option<CacheStats>,
@@ -239,19 +156,6 @@ struct LaneDepth<'a> {
     scope: String,
     lane: &'a str,
     waiting: usize,
-}
-
-/// Calls abandoned, by reason, in the order of [`Reason::ALL`].
-fn by_reason<S: serde::Serializer>(
-    counts: &[u64; Reason::ALL.len()],
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let mut map = s.serialize_map(Some(counts.len()))?;
-    for (reason, count) in Reason::ALL.iter().zip(counts) {
-        map.serialize_entry(reason.as_str(), count)?;
-    }
-    map.end()
 }
 
 /// What `describe()` is worded from: the wrapper's profile, what its gates learned, and what
@@ -352,18 +256,45 @@ struct Waiting {
     max_waiting: Option<usize>,
 }
 
+/// `stats().gates[i].quota`: `open`, `probing` or `exhausted`, and until when; for a gate that
+/// spreads its quota, the spread's figures too (keys left out otherwise).
+fn write_quota(f: &Figures, wall: fn(Option<Millis>) -> Option<Millis>, w: &mut Wire) {
+    let (state, until) = match f.quota {
+        Some(QuotaState::Probing) => ("probing", None),
+        Some(QuotaState::Exhausted { until }) => ("exhausted", until),
+        _ => ("open", None),
+    };
+    w.open("quota");
+    w.text("state", Some(state));
+    w.maybe("periodEnd", wall(until));
+    let spread = f.credits.as_ref();
+    w.open_if("spread", spread.is_some());
+    w.maybe("used", spread.map(|c| c.used));
+    w.maybe("limit", spread.map(|c| c.limit));
+    w.maybe("spreadPerHour", spread.map(|c| c.per_hour));
+    w.maybe(
+        "waitingForCredit",
+        spread.map(|c| c.waiting_for_credit as f64),
+    );
+    w.maybe("unpaced", spread.map(|c| c.unpaced as f64));
+    w.maybe("projectedEnd", wall(spread.and_then(|c| c.projected_end)));
+    w.close();
+    w.close();
+}
+
 impl Gates {
     /// `stats()` of `wrapper`, whose calls wait in the lane called `lane`, at `now`: totals
     /// over its gates (and over those since forgotten), then each live gate in full, most
     /// recently used first; for a batch, its time (ms) and retries left; its cache's figures.
-    pub fn stats<'a, D>(
+    /// `wall` makes a time on the gates' clock the Unix milliseconds a date is made of.
+    pub fn stats<'a>(
         &mut self,
         now: Millis,
         wrapper: WrapperId,
         lane: &'a str,
         (batch, cache): (Option<(Millis, Option<u32>)>, Option<CacheFigures>),
-        date: fn(Option<Millis>) -> D,
-    ) -> Stats<'a, '_, D> {
+        wall: fn(Option<Millis>) -> Option<Millis>,
+    ) -> (Stats<'a>, Listed<'_>) {
         let mut totals = self.retired(wrapper);
         let mut waiting = 0;
         let ids = self.gates_of(wrapper);
@@ -372,7 +303,7 @@ impl Gates {
             waiting += calls;
         }
         let (line, figures, lane_waiting) = self.lane_of(wrapper).unwrap_or_default();
-        Stats {
+        let stats = Stats {
             admitted: totals.admitted,
             waiting,
             throttled: totals.throttled,
@@ -390,20 +321,21 @@ impl Gates {
                 retries_left,
             }),
             cache: cache.map(CacheStats::from),
-            gates: self.listed(now, ids, date),
-        }
+            gates: Apart,
+        };
+        (stats, self.listed(now, ids, wall))
     }
 
     /// What the meter observes for the wrappers sharing its instruments (`measured`: a wrapper
     /// made with a `meter` and its lanes, with their lanes' names): each gate any of them used,
     /// once, in full, each of their lanes' calls waiting on it, and their `cache`'s figures.
-    pub fn observed<'a, D>(
+    pub fn observed<'a>(
         &mut self,
         now: Millis,
         measured: impl IntoIterator<Item = (WrapperId, &'a str)>,
         cache: Option<CacheFigures>,
-        date: fn(Option<Millis>) -> D,
-    ) -> Observed<'a, '_, D> {
+        wall: fn(Option<Millis>) -> Option<Millis>,
+    ) -> (Observed<'a>, Listed<'_>) {
         let mut ids: Vec<GateId> = Vec::new();
         let mut seen: Set<GateId> = Set::default();
         let mut lanes: Vec<(LaneId, &str)> = Vec::new();
@@ -426,87 +358,111 @@ impl Gates {
                 waiting: this.waiting_in(gate, lane),
             })
         });
-        let lanes = depths.collect();
-        Observed {
-            lanes,
+        let observed = Observed {
+            lanes: depths.collect(),
             cache: cache.map(CacheStats::from),
-            gates: self.listed(now, ids, date),
-        }
+            gates: Apart,
+        };
+        (observed, self.listed(now, ids, wall))
     }
 
     /// The gates of `ids` still known, to be written in `stats().gates`'s shape as of `now`.
-    fn listed<D>(
+    fn listed(
         &mut self,
         now: Millis,
         ids: Vec<GateId>,
-        date: fn(Option<Millis>) -> D,
-    ) -> Listed<'_, D> {
+        wall: fn(Option<Millis>) -> Option<Millis>,
+    ) -> Listed<'_> {
         Listed {
-            gates: RefCell::new(self),
+            gates: self,
             ids,
             now,
-            date,
+            wall,
         }
     }
 
-    /// A gate in `stats().gates`'s shape, if it is still known.
-    fn gate_stats<D>(
+    /// Writes a gate in `stats().gates[i]`'s shape (keys in `index.d.ts`'s order), if it is
+    /// still known.
+    fn write_gate(
         &mut self,
         now: Millis,
         gate: GateId,
-        date: fn(Option<Millis>) -> D,
-    ) -> Option<GateStats<'_, D>> {
+        wall: fn(Option<Millis>) -> Option<Millis>,
+        w: &mut Wire,
+    ) -> bool {
         let kind = match self.keeping(gate) {
             Some((Keeping::Store(store), ..)) => {
                 Cow::Owned(self.store_identity(store).unwrap_or_default().to_owned())
             }
             _ => Cow::Borrowed("memory"),
         };
-        let view = self.view(now, gate)?;
-        let threads = matches!(view.keeping, Keeping::Memory { .. }).then_some(view.threads);
-        let f = view.figures;
-        let (state, until) = match f.quota {
-            Some(QuotaState::Probing) => ("probing", None),
-            Some(QuotaState::Exhausted { until }) => ("exhausted", until),
-            _ => ("open", None),
+        let Some(view) = self.view(now, gate) else {
+            return false;
         };
+        let f = &view.figures;
+        w.text("scope", Some(view.scope.as_str()));
+        w.count("requests", f.requests);
+        w.count("admitted", f.admitted);
+        w.count("waiting", f.waiting as u64);
+        w.count("peakWaiting", f.peak_waiting as u64);
+        w.count("cancelled", f.cancelled);
+        w.count("abandonedInQueue", f.abandoned_in_queue);
+        w.count("throttled", f.throttled);
+        w.count("wakeups", f.wakeups);
+        w.flag("timerArmed", view.timer_armed);
+        w.number("cooldownUntil", f.cooldown_until);
+        w.number("cooldownRemainingMs", (f.cooldown_until - now).max(0.0));
+        w.flag("slow", f.slow);
+        w.open("retries");
+        w.count("throttled", f.retries.throttled);
+        w.count("serverError", f.retries.server_error);
+        w.count("network", f.retries.network);
+        w.count("timeout", f.retries.timeout);
+        w.close();
+        w.open("abandoned");
+        for (reason, &count) in Reason::ALL.iter().zip(&f.abandoned) {
+            w.count(reason.as_str(), count);
+        }
+        w.close();
+        w.count("quotaRejected", f.quota_rejected);
+        write_quota(f, wall, w);
+        w.maybe("retryBudget", f.retry_budget);
+        w.open("rate");
+        w.number("burst", view.rate.burst());
+        w.number("perSecond", view.rate.per_second());
+        w.close();
+        let learned = view.learned.as_ref();
+        w.open_if("learned", learned.is_some());
+        w.maybe("burst", learned.and_then(|l| l.burst));
+        w.maybe("perSecond", learned.map(|l| l.per_second));
+        w.maybe("atLeast", learned.map(|l| l.at_least));
+        w.maybe("confidence", learned.map(|l| l.confidence));
+        w.maybe("lastThrottle", wall(learned.and_then(|l| l.last_throttle)));
+        w.close();
+        // `threads` in memory; a store's answers with a store (each key left out otherwise).
+        w.open("store");
+        w.text("kind", Some(&kind));
+        let threads = matches!(view.keeping, Keeping::Memory { .. }).then_some(view.threads);
+        w.maybe("threads", threads.map(|t| f64::from(u8::from(t))));
         let counts = view.store;
-        Some(GateStats {
-            scope: view.scope.as_str(),
-            requests: f.requests,
-            admitted: f.admitted,
-            waiting: f.waiting,
-            peak_waiting: f.peak_waiting,
-            cancelled: f.cancelled,
-            abandoned_in_queue: f.abandoned_in_queue,
-            throttled: f.throttled,
-            wakeups: f.wakeups,
-            timer_armed: view.timer_armed,
-            cooldown_until: f.cooldown_until,
-            cooldown_remaining_ms: (f.cooldown_until - now).max(0.0),
-            slow: f.slow,
-            retries: f.retries,
-            abandoned: f.abandoned,
-            quota_rejected: f.quota_rejected,
-            quota: QuotaStats {
-                state,
-                period_end: date(until),
-                spread: f.credits.map(|c| SpreadStats::new(c, date)),
-            },
-            retry_budget: f.retry_budget,
-            rate: view.rate,
-            learned: view.learned.map(|e| Learned::new(e, date)),
-            store: StoreStats {
-                kind,
-                threads,
-                calls: counts.map(|c| c.0),
-                failures: counts.map(|c| c.1),
-                up: counts.map(|c| c.2),
-            },
-            admission_wait_ms: f.admission_wait,
-            backoff_ms: f.backoff,
-            last_feedback: f.last_feedback,
-        })
+        w.maybe("calls", counts.map(|c| c.0 as f64));
+        w.maybe("failures", counts.map(|c| c.1 as f64));
+        w.maybe("up", counts.map(|c| f64::from(u8::from(c.2))));
+        w.close();
+        f.admission_wait.write("admissionWaitMs", w);
+        f.backoff.write("backoffMs", w);
+        let feedback = f.last_feedback.as_deref();
+        w.open_if("lastFeedback", feedback.is_some());
+        w.maybe("retryAfterMs", feedback.and_then(|b| b.retry_after_ms));
+        w.maybe("limit", feedback.and_then(|b| b.limit).map(|n| n as f64));
+        w.maybe(
+            "remaining",
+            feedback.and_then(|b| b.remaining).map(|n| n as f64),
+        );
+        w.maybe("resetMs", feedback.and_then(|b| b.reset_ms));
+        w.text("limiter", feedback.and_then(|b| b.limiter.as_deref()));
+        w.close();
+        true
     }
 
     /// What `describe()` of `wrapper` is worded from, at `now`; `None` once it is released.
