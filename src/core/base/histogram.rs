@@ -32,6 +32,15 @@ impl PartialEq for Histogram {
 }
 
 impl Histogram {
+    /// No durations.
+    pub(crate) const EMPTY: Histogram = Histogram {
+        counts: None,
+        only: 0,
+        count: 0,
+        sum: 0.0,
+        max: 0.0,
+    };
+
     /// Adds one duration (negative ones count as 0).
     pub(crate) fn record(&mut self, ms: Millis) {
         let ms = ms.max(0.0);

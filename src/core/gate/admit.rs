@@ -79,7 +79,7 @@ impl Gate {
             && self.credit_ready(now, head.call);
         if deadline < now && !in_time {
             self.queue.pass(head);
-            self.figures.abandoned_in_queue += 1;
+            self.figures.trouble().abandoned_in_queue += 1;
             self.give_up(now, head.call, reason);
             return true;
         }
@@ -354,7 +354,7 @@ impl Gate {
                 continue;
             }
             self.queue.left(c.lane_in_queue());
-            self.figures.abandoned_in_queue += 1;
+            self.figures.trouble().abandoned_in_queue += 1;
             self.give_up(now, call, reason);
         }
     }

@@ -323,7 +323,7 @@ impl Gate {
     fn join(&mut self, now: Millis, id: CallId) {
         let account = self.calls.get(id).is_some_and(|c| c.spec.account);
         if let (QuotaState::Exhausted { until }, false) = (self.quota.state(now), account) {
-            self.figures.quota_rejected += 1;
+            self.figures.trouble().quota_rejected += 1;
             return self.settle(now, id, End::Exhausted { until });
         }
         if self.fails_closed(now) {
@@ -341,7 +341,7 @@ impl Gate {
         let newcomer = call.first_sent.is_none();
         let ahead = self.queue.ahead(call.spec.lane);
         if deadline.is_finite() && newcomer && self.predict_call(now, ahead, id) > deadline {
-            self.figures.abandoned_in_queue += 1;
+            self.figures.trouble().abandoned_in_queue += 1;
             return self.give_up(now, id, reason);
         }
         let Some(call) = self.calls.get_mut(id) else {
@@ -435,7 +435,7 @@ impl Gate {
                 answer,
             });
         }
-        self.figures.cancelled += 1;
+        self.figures.trouble().cancelled += 1;
         self.calls.remove(call);
     }
 
@@ -509,7 +509,7 @@ impl Gate {
             }
             self.finish_reading(now, call, None);
         } else if let End::Abandoned { abandoned, .. } = end {
-            self.figures.abandoned[abandoned.reason.index()] += 1;
+            self.figures.trouble().abandoned[abandoned.reason.index()] += 1;
             self.actions.push_back(GateAction::Event(Event::Abandoned {
                 call,
                 reason: abandoned.reason,
@@ -542,7 +542,7 @@ impl Gate {
                     // An account call is how one checks the quota: it stays.
                     continue;
                 }
-                self.figures.quota_rejected += 1;
+                self.figures.trouble().quota_rejected += 1;
             }
             self.queue.left(from);
             self.settle(now, call, end);
@@ -570,7 +570,7 @@ impl Gate {
             let from = c.lane_in_queue();
             if self.predict_call(now, kept, call) > deadline {
                 self.queue.left(from);
-                self.figures.abandoned_in_queue += 1;
+                self.figures.trouble().abandoned_in_queue += 1;
                 self.give_up(now, call, reason);
             } else {
                 kept += 1;

@@ -274,12 +274,12 @@ impl Gate {
         self.observed(now, cooldown_ms, remaining);
         let has_retry_after = feedback.retry_after_ms.is_some();
         if status == 429 {
-            self.figures.throttled += 1;
+            self.figures.trouble().throttled += 1;
             self.actions.push_back(GateAction::Event(Event::Throttled {
                 call,
                 retry_after_ms: feedback.retry_after_ms,
             }));
-            self.figures.last_feedback = Some(Box::new(feedback));
+            self.figures.trouble().last_feedback = Some(Box::new(feedback));
         }
         if self.quota.observe(now, status, has_retry_after) {
             self.start_probe(now, call);
@@ -600,7 +600,7 @@ impl Gate {
             return;
         }
         if let (QuotaState::Exhausted { until }, false) = (self.quota.state(now), c.spec.account) {
-            self.figures.quota_rejected += 1;
+            self.figures.trouble().quota_rejected += 1;
             return self.settle(now, call, End::Exhausted { until });
         }
         let attempts = c.attempts;
@@ -616,9 +616,9 @@ impl Gate {
                 cause,
                 ..
             } => {
-                self.figures.retries.count(cause);
+                self.figures.trouble().retries.count(cause);
                 if !server_delay {
-                    self.figures.backoff.record(delay_ms);
+                    self.figures.trouble().backoff.record(delay_ms);
                 }
                 self.actions.push_back(GateAction::Event(Event::Retry {
                     call,

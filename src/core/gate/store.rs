@@ -87,7 +87,7 @@ impl Gate {
                     match deadline {
                         Some((deadline, reason)) if deadline < now => {
                             self.queue.pass(head);
-                            self.figures.abandoned_in_queue += 1;
+                            self.figures.trouble().abandoned_in_queue += 1;
                             self.give_up(now, head.call, reason);
                         }
                         _ => {
