@@ -289,7 +289,7 @@ impl Gate {
         }
         if due.is_none() {
             // Nothing to wake for: an idle gate gives back its calls' room now.
-            self.busy.release();
+            self.compact();
         }
         due
     }

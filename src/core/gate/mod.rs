@@ -644,10 +644,8 @@ impl Gate {
     /// state, not space for calls: memory grows with calls waiting, not with keys).
     pub(crate) fn compact(&mut self) {
         self.busy.release();
-        if self.busy.calls.is_empty() {
-            self.actions.shrink_to_fit();
-            self.untold.shrink_to_fit();
-        }
+        self.actions.shrink_to_fit();
+        self.untold.shrink_to_fit();
     }
 }
 
