@@ -132,7 +132,7 @@ impl LaneQueue {
 #[derive(Debug, Default)]
 pub(super) struct Turns {
     clock: Tag,
-    lanes: Vec<(LaneId, Tag)>,
+    lanes: Box<[(LaneId, Tag)]>,
 }
 
 /// The places: the front (the probe and scouts, first come, first served, before anyone), then
@@ -327,7 +327,7 @@ impl Queue {
 
     /// An empty queue that goes on from `turns`.
     pub(super) fn resume(turns: Turns) -> Queue {
-        let lanes = turns.lanes.into_iter().map(|(id, finish)| LaneQueue {
+        let lanes = turns.lanes.iter().map(|&(id, finish)| LaneQueue {
             finish,
             ..LaneQueue::new(Lane {
                 id,
