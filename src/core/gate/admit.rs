@@ -233,8 +233,7 @@ impl Gate {
     pub fn poll_timeout(&mut self, now: Millis) -> Option<Millis> {
         let mut due = self.busy.sleepers.peek().map(|(at, _)| at);
         let mut consider = |at: Millis| due = Some(due.map_or(at, |d: Millis| d.min(at)));
-        if !self.busy.scouts.is_empty() {
-            let busy = &mut *self.busy;
+        if let Some(busy) = self.busy.made() {
             busy.scouts.retain(|s| calls_scouting(&busy.calls, s.call));
         }
         if let Some(at) = self.busy.scouts.iter().map(|s| s.at).reduce(f64::min) {
@@ -319,8 +318,7 @@ impl Gate {
         }
         self.let_go_past_deadlines(now);
         self.scouts_overdue(now);
-        if !self.busy.queue.is_empty() {
-            let busy = &mut *self.busy;
+        if let Some(busy) = self.busy.made() {
             busy.queue.compact(|p| live(&busy.calls, p));
         }
     }
@@ -329,6 +327,9 @@ impl Gate {
     /// calls behind it go into the queue (as when a scout gets no answer at all), and the next
     /// call of its route scouts again, rather than all of them waiting out its time limit.
     fn scouts_overdue(&mut self, now: Millis) {
+        if self.busy.scouts.is_empty() {
+            return;
+        }
         let (overdue, out): (Vec<Due>, Vec<Due>) = std::mem::take(&mut self.busy.scouts)
             .into_iter()
             .partition(|s| s.at <= now + EARLY_MS);

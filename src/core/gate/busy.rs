@@ -95,6 +95,11 @@ impl State {
 }
 
 impl Busy {
+    /// The state, if made: for what only tidies it (an idle gate has nothing to tidy).
+    pub(super) fn made(&mut self) -> Option<&mut State> {
+        self.state.as_deref_mut()
+    }
+
     /// Drops the state when no call is left (nor anything a call left behind), keeping what
     /// the next call needs of it.
     pub(super) fn release(&mut self) {

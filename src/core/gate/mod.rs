@@ -508,8 +508,9 @@ impl Gate {
             self.busy.queue.left(from);
             self.settle(now, call, end);
         }
-        let busy = &mut *self.busy;
-        busy.queue.compact(|p| live(&busy.calls, p));
+        if let Some(busy) = self.busy.made() {
+            busy.queue.compact(|p| live(&busy.calls, p));
+        }
     }
 
     /// Lets go of waiters that a new cooldown has made hopeless: their admission is now
