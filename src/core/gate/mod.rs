@@ -218,10 +218,10 @@ impl Gate {
         self.authority.store_counts()
     }
 
-    /// Makes a call at `now`, `rank` in the call order (see [`Queue`]). It joins the queue at
-    /// once, behind everyone already there who came before it, or is refused at once (spending
-    /// no token): the quota is spent, the store is down and the gate fails closed, the queue is
-    /// full, or its admission is predicted after its deadline.
+    /// Makes a call at `now`, `rank` in the call order (see [`Queue`](queue::Queue)). It joins
+    /// the queue at once, behind everyone already there who came before it, or is refused at
+    /// once (spending no token): the quota is spent, the store is down and the gate fails
+    /// closed, the queue is full, or its admission is predicted after its deadline.
     pub fn start(&mut self, now: Millis, spec: CallSpec, rank: Rank) -> CallId {
         self.arrivals = self.arrivals.max(rank + 1);
         let full = spec.max_waiting.is_some_and(|max| self.waiting() >= max);
