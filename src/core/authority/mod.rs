@@ -239,10 +239,18 @@ pub trait Immediate: Transitions {
         account: bool,
         credits: Option<Spend>,
     ) -> Answer;
-    /// The fair order the queues sharing the state keep, as the last admission found it (none
-    /// where no other queue shares it).
-    fn shares(&self) -> Option<Shares> {
-        None
+    /// [`admit`](Self::admit), with the fair order the queues sharing the state keep as this
+    /// admission found it (none where no other queue shares it, or when it was not asked).
+    /// Returned, not kept: an idle gate holds no copy of it.
+    fn admit_in_order(
+        &mut self,
+        now: Millis,
+        id: AdmissionId,
+        turn: Turn,
+        account: bool,
+        credits: Option<Spend>,
+    ) -> (Answer, Option<Shares>) {
+        (self.admit(now, id, turn, account, credits), None)
     }
     /// The allowance the queues sharing the state follow, where another of them may have set
     /// it (none where no other queue shares it).

@@ -154,8 +154,6 @@ pub struct ThreadAuthority {
     offset: Millis,
     /// Held back (on this thread's clock) for a head of another thread that came first.
     yield_until: Millis,
-    /// The fair order as the last admission found it.
-    shares: Shares,
     /// Successes' refunds to the retry budget not yet told: they ride along with this thread's
     /// next transaction (a success costs none of its own).
     refund: f64,
@@ -206,7 +204,6 @@ impl ThreadAuthority {
             thread: thread.clamp(1, MAX_THREAD),
             offset,
             yield_until: f64::NEG_INFINITY,
-            shares: Shares::default(),
             refund: 0.0,
         })
     }
@@ -330,6 +327,17 @@ impl Immediate for ThreadAuthority {
         account: bool,
         credits: Option<Spend>,
     ) -> Answer {
+        self.admit_in_order(now, id, turn, account, credits).0
+    }
+
+    fn admit_in_order(
+        &mut self,
+        now: Millis,
+        id: AdmissionId,
+        turn: Turn,
+        account: bool,
+        credits: Option<Spend>,
+    ) -> (Answer, Option<Shares>) {
         let ask = Ask {
             who: f64::from(self.thread),
             turn: Turn {
@@ -342,29 +350,24 @@ impl Immediate for ThreadAuthority {
             account,
             credits,
         };
-        let mut shares = self.shares;
+        let mut shares = None;
         let timing = order::timing(self.settings.rate);
         let answer = self.transact(
             now,
             |a, order, t| {
                 let answer = order.admit(a, t, &ask, timing);
-                shares = order.shares();
+                shares = Some(order.shares());
                 (answer, true)
             },
             true,
         );
-        self.shares = shares;
         // Not asked: the slot waits for this thread's event loop to turn.
         let answer = answer.unwrap_or((Answer::Wait(1.0), true));
         match answer {
             (Answer::Wait(ms), true) => self.yield_until = now + ms,
             _ => self.yield_until = f64::NEG_INFINITY,
         }
-        answer.0
-    }
-
-    fn shares(&self) -> Option<Shares> {
-        Some(self.shares)
+        (answer.0, shares)
     }
 
     fn followed(&mut self) -> Option<Rate> {

@@ -18,17 +18,36 @@ pub fn bounds_seconds() -> Vec<f64> {
 
 type Bins = [u64; BOUNDS_MS.len() + 1];
 
-/// Counts of durations per bin, with their count, sum and maximum. The bins are made on the
-/// first duration: every gate has two histograms, and most never see a backoff.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Counts of durations per bin, with their count, sum and maximum. The bins are made when a
+/// duration falls in a second bin: until then `only` names the one bin every duration fell
+/// in (every gate has two histograms; most never see a backoff, and a key called now and then
+/// waits alike each time).
+#[derive(Debug, Clone, Default)]
 pub struct Histogram {
     counts: Option<Box<Bins>>,
+    only: u8,
     count: u64,
     sum: Millis,
     max: Millis,
 }
 
+impl PartialEq for Histogram {
+    fn eq(&self, other: &Self) -> bool {
+        (self.count, self.sum, self.max, self.counts())
+            == (other.count, other.sum, other.max, other.counts())
+    }
+}
+
 impl Histogram {
+    /// No durations.
+    pub(crate) const EMPTY: Histogram = Histogram {
+        counts: None,
+        only: 0,
+        count: 0,
+        sum: 0.0,
+        max: 0.0,
+    };
+
     /// Adds one duration (negative ones count as 0).
     pub(crate) fn record(&mut self, ms: Millis) {
         let ms = ms.max(0.0);
@@ -36,7 +55,15 @@ impl Histogram {
             .iter()
             .position(|&b| ms <= b)
             .unwrap_or(BOUNDS_MS.len());
-        self.counts.get_or_insert_default()[bin] += 1;
+        match &mut self.counts {
+            Some(counts) => counts[bin] += 1,
+            None if self.count == 0 || usize::from(self.only) == bin => self.only = bin as u8,
+            None => {
+                let mut counts = Box::new(self.counts());
+                counts[bin] += 1;
+                self.counts = Some(counts);
+            }
+        }
         self.count += 1;
         self.sum += ms;
         self.max = self.max.max(ms);
@@ -49,7 +76,12 @@ impl Histogram {
 
     /// Durations recorded per bin, in the order of [`BOUNDS_MS`] and the last bin's.
     fn counts(&self) -> Bins {
-        self.counts.as_deref().copied().unwrap_or_default()
+        if let Some(counts) = self.counts.as_deref() {
+            return *counts;
+        }
+        let mut counts = Bins::default();
+        counts[usize::from(self.only)] = self.count;
+        counts
     }
 }
 
@@ -84,5 +116,18 @@ mod tests {
         assert_eq!(counts[9], 1);
         assert_eq!(counts[14], 1);
         assert_eq!((h.count(), h.max), (7, 1e6));
+    }
+
+    #[test]
+    fn makes_its_bins_on_a_second_bin() {
+        let mut h = Histogram::default();
+        assert_eq!(h.counts(), Bins::default());
+        h.record(700.0);
+        h.record(600.0);
+        assert!(h.counts.is_none(), "one bin so far");
+        assert_eq!((h.counts()[9], h.counts().iter().sum::<u64>()), (2, 2));
+        h.record(0.5);
+        assert!(h.counts.is_some());
+        assert_eq!((h.counts()[0], h.counts()[9], h.count()), (1, 2, 3));
     }
 }

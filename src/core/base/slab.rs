@@ -158,6 +158,21 @@ impl<T> Slab<T> {
         Some(value)
     }
 
+    /// The generation its next new slot starts at: above every generation it gave out once
+    /// emptied.
+    pub(crate) fn floor(&self) -> u32 {
+        self.floor
+    }
+
+    /// An empty slab whose slots start at generation `floor` (another's [`floor`](Self::floor)):
+    /// numbers that one gave out never find values kept here.
+    pub(crate) fn from_floor(floor: u32) -> Slab<T> {
+        Slab {
+            floor,
+            ..Slab::default()
+        }
+    }
+
     /// Whether `id` is here.
     pub fn contains(&self, id: Id) -> bool {
         self.get(id).is_some()

@@ -92,11 +92,6 @@ impl<T, At: Time, Tie: Ord> Timeline<T, At, Tie> {
         self.heap.is_empty()
     }
 
-    /// Gives back the room no item uses.
-    pub(crate) fn shrink(&mut self) {
-        self.heap.shrink_to_fit();
-    }
-
     /// Keeps only the items `keep` says yes to.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(At, &T) -> bool) {
         self.heap.retain(|e| keep(e.at, &e.item));

@@ -4,12 +4,13 @@
 
 use super::action::{End, Event, GateAction};
 use super::authority::{Admission, Needs};
+use super::busy::{live, Due};
 use super::call::Stage;
 use super::early::EARLY_MS;
 use super::ids::CallId;
 use super::queue::Place;
 use super::spread::Credit;
-use super::{Due, Gate, STORE_BATCH};
+use super::{Gate, STORE_BATCH};
 use crate::core::rules::learn::Learner;
 
 /// How often a learning gate that shares its allowance and has heard no answer yet looks for
@@ -59,7 +60,7 @@ impl Gate {
         let Some(head) = self.next_up(now) else {
             return false;
         };
-        let Some(call) = self.calls.get(head.call) else {
+        let Some(call) = self.busy.calls.get(head.call) else {
             return false;
         };
         let (deadline, reason) = call.admission_deadline();
@@ -70,7 +71,7 @@ impl Gate {
                 _ => now,
             },
             lane: call.lane_in_queue().map(|id| (id, call.spec.lane.weight)),
-            waiting: self.queue.len() as u32,
+            waiting: self.busy.queue.len() as u32,
         };
         // A call let in because its token comes within `maxWaitMs` goes when it comes: a
         // wake-up that comes late (a busy event loop) turns it into no refusal after the wait.
@@ -78,8 +79,8 @@ impl Gate {
             && self.ready_by(now, deadline)
             && self.credit_ready(now, head.call);
         if deadline < now && !in_time {
-            self.queue.pass(head);
-            self.figures.abandoned_in_queue += 1;
+            self.busy.queue.pass(head);
+            self.figures.trouble().abandoned_in_queue += 1;
             self.give_up(now, head.call, reason);
             return true;
         }
@@ -110,7 +111,7 @@ impl Gate {
         // many 429s as it took. It asks a store for one at a time.
         let want = match (&self.learner, account) {
             (Some(_), _) | (_, true) => 1,
-            (None, false) => self.queue.len().clamp(1, STORE_BATCH),
+            (None, false) => self.busy.queue.len().clamp(1, STORE_BATCH),
         };
         let learning = self.learner.is_some();
         let needs = Needs {
@@ -133,7 +134,7 @@ impl Gate {
             } => {
                 self.next_admission += 1;
                 self.admit(now, head, id, anchor, seq);
-                self.queue.follow(shares.as_ref());
+                self.busy.queue.follow(shares.as_ref());
                 true
             }
             Admission::Answered {
@@ -155,7 +156,7 @@ impl Gate {
                     // The credits (or the token) come then: look again then, not sooner.
                     self.credit_at = now + ms;
                 }
-                self.queue.follow(shares.as_ref());
+                self.busy.queue.follow(shares.as_ref());
                 false
             }
         }
@@ -165,8 +166,8 @@ impl Gate {
     /// to the probe's end, nothing but account calls is sent (each other would likely be one
     /// more quota 429).
     fn held_for_probe(&self, head: CallId) -> bool {
-        let account = self.calls.get(head).is_some_and(|c| c.spec.account);
-        self.probe.is_some_and(|probe| probe != head) && !account
+        let account = self.busy.calls.get(head).is_some_and(|c| c.spec.account);
+        self.busy.probe.is_some_and(|probe| probe != head) && !account
     }
 
     /// Whether the head could have gone by `at` (at most `now`), in this process's memory.
@@ -183,9 +184,10 @@ impl Gate {
         anchor: bool,
         seq: f64,
     ) {
-        self.queue.pop(head);
+        self.busy.queue.pop(head);
         self.spend_credit(now, head.call);
-        let Some(call) = self.calls.get_mut(head.call) else {
+        let busy = &mut *self.busy;
+        let Some(call) = busy.calls.get_mut(head.call) else {
             return;
         };
         let wait_ms = match call.stage {
@@ -196,17 +198,17 @@ impl Gate {
             self.figures.admission_wait.record(wait_ms);
         }
         self.figures.admitted += 1;
-        call.ahead = self.sending as f64;
-        self.sending += 1;
-        let at = self.out.partition_point(|q| q.0 < seq);
-        self.out.insert(at, (seq, now));
+        call.ahead = busy.sending as f64;
+        busy.sending += 1;
+        let at = busy.out.partition_point(|q| q.0 < seq);
+        busy.out.insert(at, (seq, now));
         self.last_seq = self.last_seq.max(seq);
         call.admission = Some((admission, anchor));
         call.seq = Some(seq);
         call.waited = wait_ms.is_some_and(|ms| ms > 1.0);
         let reports_wait = call.spec.reports_wait.then_some(wait_ms).flatten();
         if call.spec.scout {
-            self.scouts.push(Due {
+            busy.scouts.push(Due {
                 at: now + SCOUT_OVERDUE_MS,
                 call: head.call,
             });
@@ -229,35 +231,38 @@ impl Gate {
     /// prediction that let it join may not hold where others share the allowance), the end of
     /// a backoff, a store operation's time limit.
     pub fn poll_timeout(&mut self, now: Millis) -> Option<Millis> {
-        let mut due = self.sleepers.peek().map(|(at, _)| at);
+        let mut due = self.busy.sleepers.peek().map(|(at, _)| at);
         let mut consider = |at: Millis| due = Some(due.map_or(at, |d: Millis| d.min(at)));
-        self.scouts.retain(|s| calls_scouting(&self.calls, s.call));
-        if let Some(at) = self.scouts.iter().map(|s| s.at).reduce(f64::min) {
+        if let Some(busy) = self.busy.made() {
+            busy.scouts.retain(|s| calls_scouting(&busy.calls, s.call));
+        }
+        if let Some(at) = self.busy.scouts.iter().map(|s| s.at).reduce(f64::min) {
             consider(at);
         }
         // Deadlines of calls no longer waiting wake nobody (nor keep an idle gate).
-        while let Some((_, &call)) = self.deadlines.peek() {
+        while let Some((_, &call)) = self.busy.deadlines.peek() {
             let waiting = self
+                .busy
                 .calls
                 .get(call)
                 .is_some_and(|c| matches!(c.stage, Stage::Queued { .. }));
             if waiting {
                 break;
             }
-            self.deadlines.pop();
+            self.busy.deadlines.pop();
         }
-        if let Some((deadline, _)) = self.deadlines.peek() {
+        if let Some((deadline, _)) = self.busy.deadlines.peek() {
             consider(deadline + EARLY_MS);
         }
         let head = self.next_up(now);
-        if let Some(call) = head.and_then(|h| self.calls.get(h.call)) {
+        if let Some(call) = head.and_then(|h| self.busy.calls.get(h.call)) {
             let (deadline, _) = call.admission_deadline();
             if deadline.is_finite() {
                 consider(deadline + EARLY_MS);
             }
         }
         let recalling = self.recalling(now);
-        if recalling && !self.queue.is_empty() {
+        if recalling && !self.busy.queue.is_empty() {
             consider(self.recalling_until);
         }
         let credit = self.credit_wait(now);
@@ -266,7 +271,7 @@ impl Gate {
         }
         let held =
             recalling || head.is_some_and(|h| self.held_for_probe(h.call)) || credit.is_some();
-        if !self.queue.is_empty() && !self.window_full() && !held {
+        if !self.busy.queue.is_empty() && !self.window_full() && !held {
             if let Some(at) = self.authority.head_due(now) {
                 consider(at);
             }
@@ -277,9 +282,13 @@ impl Gate {
         }
         let shared = self.threads || link.is_some();
         let opening = self.learner.as_deref().is_some_and(Learner::opening);
-        if shared && opening && !self.queue.is_empty() {
+        if shared && opening && !self.busy.queue.is_empty() {
             // Another thread or process may hear the allowance's first answer: look again soon.
             consider(now + OPENING_RECHECK_MS);
+        }
+        if due.is_none() {
+            // Nothing to wake for: an idle gate gives back its calls' room now.
+            self.compact();
         }
         due
     }
@@ -289,12 +298,13 @@ impl Gate {
     /// [`poll_action`](Self::poll_action).
     pub fn handle_timeout(&mut self, now: Millis) {
         self.figures.wakeups += 1;
-        while let Some((at, &call)) = self.sleepers.peek() {
+        while let Some((at, &call)) = self.busy.sleepers.peek() {
             if at > now + EARLY_MS {
                 break;
             }
-            self.sleepers.pop();
+            self.busy.sleepers.pop();
             let asleep = self
+                .busy
                 .calls
                 .get(call)
                 .is_some_and(|c| c.stage == Stage::Sleeping { until: at });
@@ -308,23 +318,27 @@ impl Gate {
         }
         self.let_go_past_deadlines(now);
         self.scouts_overdue(now);
-        let calls = &self.calls;
-        self.queue.compact(|p| Gate::live(calls, p));
+        if let Some(busy) = self.busy.made() {
+            busy.queue.compact(|p| live(&busy.calls, p));
+        }
     }
 
     /// A route's scout that has had no answer for [`SCOUT_OVERDUE_MS`] scouts no more: the
     /// calls behind it go into the queue (as when a scout gets no answer at all), and the next
     /// call of its route scouts again, rather than all of them waiting out its time limit.
     fn scouts_overdue(&mut self, now: Millis) {
-        let (overdue, out): (Vec<Due>, Vec<Due>) = std::mem::take(&mut self.scouts)
+        if self.busy.scouts.is_empty() {
+            return;
+        }
+        let (overdue, out): (Vec<Due>, Vec<Due>) = std::mem::take(&mut self.busy.scouts)
             .into_iter()
             .partition(|s| s.at <= now + EARLY_MS);
-        self.scouts = out;
+        self.busy.scouts = out;
         for Due { call, .. } in overdue {
-            if !calls_scouting(&self.calls, call) {
+            if !calls_scouting(&self.busy.calls, call) {
                 continue;
             }
-            if let Some(c) = self.calls.get_mut(call) {
+            if let Some(c) = self.busy.calls.get_mut(call) {
                 c.spec.scout = false;
             }
             let (heard, answer) = (LimiterFeedback::Nothing, None);
@@ -341,20 +355,21 @@ impl Gate {
     /// [`admit_head`](Self::admit_head), which lets it go when its token came in time.
     fn let_go_past_deadlines(&mut self, now: Millis) {
         let head = self.next_up(now).map(|p| p.call);
-        while let Some((at, &call)) = self.deadlines.peek() {
+        while let Some((at, &call)) = self.busy.deadlines.peek() {
             if at >= now {
                 break;
             }
-            self.deadlines.pop();
-            let Some(c) = self.calls.get(call) else {
+            self.busy.deadlines.pop();
+            let Some(c) = self.busy.calls.get(call) else {
                 continue;
             };
             let (deadline, reason) = c.admission_deadline();
             if !matches!(c.stage, Stage::Queued { .. }) || deadline >= now || head == Some(call) {
                 continue;
             }
-            self.queue.left(c.lane_in_queue());
-            self.figures.abandoned_in_queue += 1;
+            let from = c.lane_in_queue();
+            self.busy.queue.left(from);
+            self.figures.trouble().abandoned_in_queue += 1;
             self.give_up(now, call, reason);
         }
     }

@@ -152,14 +152,14 @@ impl<T: Immediate> Authority for T {
         learning: bool,
         Needs { account, credits }: Needs,
     ) -> Admission {
-        let mut answer = Immediate::admit(self, now, id, turn, account, credits);
+        let (mut answer, mut shares) = self.admit_in_order(now, id, turn, account, credits);
         // A token due within a timer's tolerance is taken now.
         if let Answer::Wait(ms) = answer {
             if ms <= EARLY_MS {
-                answer = Immediate::admit(self, now + ms, id, turn, account, credits);
+                let again = self.admit_in_order(now + ms, id, turn, account, credits);
+                (answer, shares) = (again.0, again.1.or(shares));
             }
         }
-        let shares = self.shares();
         if let Answer::Admitted { anchor, .. } = &mut answer {
             // A learned pace already runs behind the server's refill: pausing it for each
             // response too would hold a learning gate to one request in flight.

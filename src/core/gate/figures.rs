@@ -51,14 +51,24 @@ pub struct Counts {
     pub requests: u64,
     /// Calls let through (each spent one token).
     pub admitted: u64,
+    /// Times the gate was woken by its timer.
+    pub wakeups: u64,
+    /// Time from asking to admission.
+    pub admission_wait: Histogram,
+    /// What only a gate that met trouble counts (boxed, made on the first: most gates never
+    /// see a 429, a retry or a call given up, and each of those counts is 0 until then).
+    troubles: Option<Box<Troubles>>,
+}
+
+/// The counts of [`Counts`] that stay 0 until something goes wrong.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Troubles {
     /// Calls that left the queue, or their wait, because their caller aborted.
     pub cancelled: u64,
     /// Calls abandoned in the queue because admission would come after their deadline.
     pub abandoned_in_queue: u64,
     /// 429s observed.
     pub throttled: u64,
-    /// Times the gate was woken by its timer.
-    pub wakeups: u64,
     /// The headers of the last 429 (boxed: most gates never see one).
     pub(crate) last_feedback: Option<Box<Feedback>>,
     /// Retries by cause.
@@ -67,30 +77,59 @@ pub struct Counts {
     pub abandoned: [u64; Reason::ALL.len()],
     /// Calls refused because the quota is spent.
     pub(crate) quota_rejected: u64,
-    /// Time from asking to admission.
-    pub admission_wait: Histogram,
     /// Backoff delays chosen (without `Retry-After`).
     pub backoff: Histogram,
 }
 
+/// No trouble yet: what [`Counts::troubles`] reads before the first.
+static NO_TROUBLES: Troubles = Troubles {
+    cancelled: 0,
+    abandoned_in_queue: 0,
+    throttled: 0,
+    last_feedback: None,
+    retries: RetryCounts {
+        throttled: 0,
+        server_error: 0,
+        network: 0,
+        timeout: 0,
+    },
+    abandoned: [0; Reason::ALL.len()],
+    quota_rejected: 0,
+    backoff: Histogram::EMPTY,
+};
+
 impl Counts {
+    /// The counts of trouble (all 0 before the first).
+    pub fn troubles(&self) -> &Troubles {
+        self.troubles.as_deref().unwrap_or(&NO_TROUBLES)
+    }
+
+    /// The counts of trouble, to count one.
+    pub(crate) fn trouble(&mut self) -> &mut Troubles {
+        self.troubles.get_or_insert_default()
+    }
+
     /// Adds what another gate did (a wrapper's totals keep the counts of gates that were
     /// forgotten once idle).
     pub(crate) fn absorb(&mut self, other: &Counts) {
         self.requests += other.requests;
         self.admitted += other.admitted;
-        self.cancelled += other.cancelled;
-        self.abandoned_in_queue += other.abandoned_in_queue;
-        self.throttled += other.throttled;
         self.wakeups += other.wakeups;
-        self.retries.throttled += other.retries.throttled;
-        self.retries.server_error += other.retries.server_error;
-        self.retries.network += other.retries.network;
-        self.retries.timeout += other.retries.timeout;
-        for (mine, theirs) in self.abandoned.iter_mut().zip(other.abandoned) {
+        let Some(theirs) = other.troubles.as_deref() else {
+            return;
+        };
+        let mine = self.trouble();
+        mine.cancelled += theirs.cancelled;
+        mine.abandoned_in_queue += theirs.abandoned_in_queue;
+        mine.throttled += theirs.throttled;
+        mine.retries.throttled += theirs.retries.throttled;
+        mine.retries.server_error += theirs.retries.server_error;
+        mine.retries.network += theirs.retries.network;
+        mine.retries.timeout += theirs.retries.timeout;
+        for (mine, theirs) in mine.abandoned.iter_mut().zip(theirs.abandoned) {
             *mine += theirs;
         }
-        self.quota_rejected += other.quota_rejected;
+        mine.quota_rejected += theirs.quota_rejected;
     }
 }
 
@@ -151,26 +190,26 @@ pub(crate) struct State {
 impl Figures {
     /// A snapshot: `counts` so far, and the `state` now.
     pub(crate) fn new(counts: &Counts, state: State) -> Self {
-        let c = counts.clone();
+        let t = counts.troubles().clone();
         Figures {
-            requests: c.requests,
-            admitted: c.admitted,
+            requests: counts.requests,
+            admitted: counts.admitted,
             waiting: state.waiting,
             peak_waiting: state.peak_waiting,
-            cancelled: c.cancelled,
-            abandoned_in_queue: c.abandoned_in_queue,
-            throttled: c.throttled,
-            wakeups: c.wakeups,
+            cancelled: t.cancelled,
+            abandoned_in_queue: t.abandoned_in_queue,
+            throttled: t.throttled,
+            wakeups: counts.wakeups,
             cooldown_until: state.cooldown_until,
             slow: state.slow,
-            last_feedback: c.last_feedback,
-            retries: c.retries,
-            abandoned: c.abandoned,
-            quota_rejected: c.quota_rejected,
+            last_feedback: t.last_feedback,
+            retries: t.retries,
+            abandoned: t.abandoned,
+            quota_rejected: t.quota_rejected,
             quota: state.quota,
             credits: state.credits,
-            admission_wait: c.admission_wait,
-            backoff: c.backoff,
+            admission_wait: counts.admission_wait.clone(),
+            backoff: t.backoff,
             retry_budget: state.retry_budget,
         }
     }

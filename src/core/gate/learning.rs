@@ -155,6 +155,6 @@ impl Gate {
     /// answer; without counts, a window that grows with each answer until the first 429).
     pub(super) fn window_full(&self) -> bool {
         let window = self.learner.as_deref().and_then(Learner::window);
-        window.is_some_and(|w| self.sending as f64 >= w)
+        window.is_some_and(|w| self.busy.sending as f64 >= w)
     }
 }

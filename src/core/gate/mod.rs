@@ -13,6 +13,7 @@
 //! charges the budgets, and sends the call back to the queue, after its backoff if it has one.
 
 pub mod action;
+mod busy;
 pub mod call;
 pub mod early;
 pub mod figures;
@@ -32,17 +33,16 @@ use std::collections::VecDeque;
 
 use self::action::{End, Event, GateAction};
 use self::authority::{Authority, Held};
+use self::busy::{live, Busy};
 use self::call::{Call, CallSpec, Stage};
 use self::figures::{Counts, Figures, State};
 use self::ids::CallId;
-use self::queue::{Place, Queue, Rank};
+use self::queue::{Place, Rank};
 use self::store_link::{StoreLink, StoreSettings};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::threads::{Settings, ThreadAuthority};
 use crate::core::authority::{AdmissionId, Op};
 use crate::core::base::random::Random;
-use crate::core::base::slab::Slab;
-use crate::core::base::timeline::Timeline;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::fair::LaneId;
@@ -60,40 +60,20 @@ use crate::core::Millis;
 /// learning gate asks for one at a time.)
 pub(crate) const STORE_BATCH: usize = 64;
 
-/// A route's scout, overdue at `at`.
-#[derive(Debug, Clone, Copy)]
-struct Due {
-    at: Millis,
-    call: CallId,
-}
-
 /// One credential's gate.
 pub struct Gate {
     authority: Box<dyn Authority>,
     rate: Rate,
     budget: Option<RefillingConfig>,
-    queue: Queue,
-    calls: Slab<Call>,
-    /// Calls in a backoff, by when it ends (equal times by call number).
-    sleepers: Timeline<CallId>,
-    /// When waiting calls with a deadline are due to be let go, should they still wait then:
-    /// a call behind a head that may wait longer (a retry, whose bound is its time budget)
-    /// is let go at its own deadline, not when it reaches the head.
-    deadlines: Timeline<CallId>,
-    /// Routes' scouts out, and when each is overdue (a handful at most: one per route).
-    scouts: Vec<Due>,
+    /// The queue, the calls and what they wait for, while it has calls.
+    busy: Busy,
     actions: VecDeque<GateAction>,
     next_admission: AdmissionId,
     quota: QuotaWatch,
     /// Whether the driver keeps a 429 to give again to the calls the spent quota refuses.
     answer: QuotaAnswer,
-    /// The `/usage` probe in progress, and the calls waiting for its answer.
-    probe: Option<CallId>,
-    awaiting_probe: Vec<CallId>,
-    /// The spread, when the gate paces its key's credits (see `spread.rs`), and its `/usage`
-    /// reading out.
+    /// The spread, when the gate paces its key's credits (see `spread.rs`).
     spending: Option<Box<Spending>>,
-    reading: Option<CallId>,
     /// The spread is the shared state's (the store's or the threads' slot: its credit bucket
     /// beside the allowance, one reader at a time): the gate asks for credits with each
     /// admission and decides nothing.
@@ -113,16 +93,10 @@ pub struct Gate {
     threads: bool,
     /// Learns the allowance from the responses, when nobody configured it.
     learner: Option<Box<Learner>>,
-    /// Attempts admitted whose outcome has not come back.
-    sending: usize,
-    /// Their requests' numbers, in order, and when each went.
-    out: Vec<(f64, Millis)>,
     /// The highest request number the gate admitted.
     last_seq: f64,
     /// The next call's place in the call order, above every rank seen.
     arrivals: Rank,
-    /// Calls waiting beside the queue for their routes' scouts.
-    behind_scout: usize,
     /// The most calls ever waiting at once.
     peak_waiting: usize,
     /// The run of failures the server answered with, which holds the gate.
@@ -132,8 +106,8 @@ pub struct Gate {
 impl std::fmt::Debug for Gate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gate")
-            .field("waiting", &self.queue.len())
-            .field("calls", &self.calls.len())
+            .field("waiting", &self.busy.queue.len())
+            .field("calls", &self.busy.calls.len())
             .finish_non_exhaustive()
     }
 }
@@ -198,19 +172,12 @@ impl Gate {
             authority,
             rate,
             budget,
-            queue: Queue::default(),
-            calls: Slab::default(),
-            sleepers: Timeline::default(),
-            deadlines: Timeline::default(),
-            scouts: Vec::new(),
+            busy: Busy::default(),
             actions: VecDeque::new(),
             next_admission: 0,
             quota: QuotaWatch::default(),
             answer: QuotaAnswer::default(),
-            probe: None,
-            awaiting_probe: Vec::new(),
             spending: None,
-            reading: None,
             shares_credits: false,
             credit_at: f64::NEG_INFINITY,
             untold: Vec::new(),
@@ -219,11 +186,8 @@ impl Gate {
             random,
             threads: false,
             learner: None,
-            sending: 0,
-            out: Vec::new(),
             last_seq: 0.0,
             arrivals: 0,
-            behind_scout: 0,
             peak_waiting: 0,
             streak: Streak::default(),
         }
@@ -254,23 +218,23 @@ impl Gate {
         self.authority.store_counts()
     }
 
-    /// Makes a call at `now`, `rank` in the call order (see [`Queue`]). It joins the queue at
-    /// once, behind everyone already there who came before it, or is refused at once (spending
-    /// no token): the quota is spent, the store is down and the gate fails closed, the queue is
-    /// full, or its admission is predicted after its deadline.
+    /// Makes a call at `now`, `rank` in the call order (see [`Queue`](queue::Queue)). It joins
+    /// the queue at once, behind everyone already there who came before it, or is refused at
+    /// once (spending no token): the quota is spent, the store is down and the gate fails
+    /// closed, the queue is full, or its admission is predicted after its deadline.
     pub fn start(&mut self, now: Millis, spec: CallSpec, rank: Rank) -> CallId {
         self.arrivals = self.arrivals.max(rank + 1);
         let full = spec.max_waiting.is_some_and(|max| self.waiting() >= max);
         let behind_scout = spec.behind_scout;
-        let id = self.calls.insert(Call::new(spec, false, now, rank));
+        let id = self.busy.calls.insert(Call::new(spec, false, now, rank));
         if full {
             self.figures.requests += 1;
             self.give_up(now, id, Reason::QueueFull);
         } else if behind_scout {
-            if let Some(c) = self.calls.get_mut(id) {
+            if let Some(c) = self.busy.calls.get_mut(id) {
                 c.stage = Stage::BehindScout;
             }
-            self.behind_scout += 1;
+            self.busy.behind_scout += 1;
             self.peak_waiting = self.peak_waiting.max(self.waiting());
         } else {
             self.join(now, id);
@@ -282,11 +246,12 @@ impl Gate {
     /// at `now`.
     pub fn release(&mut self, now: Millis, call: CallId) {
         if self
+            .busy
             .calls
             .get(call)
             .is_some_and(|c| c.stage == Stage::BehindScout)
         {
-            self.behind_scout -= 1;
+            self.busy.behind_scout -= 1;
             self.join(now, call);
         }
     }
@@ -297,33 +262,33 @@ impl Gate {
     /// from when it was made.
     pub(crate) fn take_in(&mut self, now: Millis, call: Call) -> CallId {
         self.arrivals = self.arrivals.max(call.rank + 1);
-        let id = self.calls.insert(call);
+        let id = self.busy.calls.insert(call);
         self.join(now, id);
         id
     }
 
     /// Calls waiting: in queue, and beside it for their routes' scouts.
     pub fn waiting(&self) -> usize {
-        self.queue.len() + self.behind_scout
+        self.busy.queue.len() + self.busy.behind_scout
     }
 
     /// Calls waiting in the queue in `lane`.
     pub(crate) fn waiting_in(&self, lane: LaneId) -> usize {
-        self.queue.waiting_in(lane)
+        self.busy.queue.waiting_in(lane)
     }
 
     fn make(&mut self, now: Millis, spec: CallSpec, probe: bool) -> CallId {
         let rank = self.arrivals;
         self.arrivals += 1;
-        self.calls.insert(Call::new(spec, probe, now, rank))
+        self.busy.calls.insert(Call::new(spec, probe, now, rank))
     }
 
     /// Puts a call (new, or back from an attempt) in queue, or settles it if it cannot be
     /// admitted.
     fn join(&mut self, now: Millis, id: CallId) {
-        let account = self.calls.get(id).is_some_and(|c| c.spec.account);
+        let account = self.busy.calls.get(id).is_some_and(|c| c.spec.account);
         if let (QuotaState::Exhausted { until }, false) = (self.quota.state(now), account) {
-            self.figures.quota_rejected += 1;
+            self.figures.trouble().quota_rejected += 1;
             return self.settle(now, id, End::Exhausted { until });
         }
         if self.fails_closed(now) {
@@ -331,7 +296,7 @@ impl Gate {
             return self.give_up(now, id, Reason::StoreUnavailable);
         }
         self.figures.requests += 1;
-        let Some(call) = self.calls.get(id) else {
+        let Some(call) = self.busy.calls.get(id) else {
             return;
         };
         let (deadline, reason) = call.admission_deadline();
@@ -339,19 +304,20 @@ impl Gate {
         // A call back from an attempt goes ahead of those who came after it, which the count
         // of calls ahead of a newcomer would not know: it waits, and goes at its deadline.
         let newcomer = call.first_sent.is_none();
-        let ahead = self.queue.ahead(call.spec.lane);
+        let ahead = self.busy.queue.ahead(call.spec.lane);
         if deadline.is_finite() && newcomer && self.predict_call(now, ahead, id) > deadline {
-            self.figures.abandoned_in_queue += 1;
+            self.figures.trouble().abandoned_in_queue += 1;
             return self.give_up(now, id, reason);
         }
-        let Some(call) = self.calls.get_mut(id) else {
+        let busy = &mut *self.busy;
+        let Some(call) = busy.calls.get_mut(id) else {
             return;
         };
         call.visits += 1;
         let visit = call.visits;
         call.stage = Stage::Queued { visit, since: now };
         if deadline.is_finite() {
-            self.deadlines.push(deadline, id, id);
+            busy.deadlines.push(deadline, id, id);
         }
         let place = Place {
             rank: call.rank,
@@ -361,9 +327,9 @@ impl Gate {
         // The quota's probe goes ahead of everyone (they wait for it); a route's scout goes to
         // the front.
         match (call.probe, call.lane_in_queue()) {
-            (true, _) => self.queue.push_first(place),
-            (false, None) => self.queue.push_front(place),
-            (false, Some(_)) => self.queue.push(place, call.spec.lane),
+            (true, _) => busy.queue.push_first(place),
+            (false, None) => busy.queue.push_front(place),
+            (false, Some(_)) => busy.queue.push(place, call.spec.lane),
         }
         self.peak_waiting = self.peak_waiting.max(self.waiting());
     }
@@ -397,33 +363,26 @@ impl Gate {
         token.max(self.predict_credit(now, ahead, call))
     }
 
-    /// Whether `place` in queue is still the live visit of a waiting call.
-    fn live(calls: &Slab<Call>, place: Place) -> bool {
-        calls
-            .get(place.call)
-            .is_some_and(|c| matches!(c.stage, Stage::Queued { visit, .. } if visit == place.visit))
-    }
-
     /// The caller gave up on `call` (its signal aborted): it leaves the queue, its backoff or
     /// whatever it waits for, spending nothing more. The driver settles it with the abort
     /// reason; the gate forgets it.
     pub(crate) fn cancel(&mut self, now: Millis, call: CallId) {
-        let Some(c) = self.calls.get(call) else {
+        let Some(c) = self.busy.calls.get(call) else {
             return;
         };
         let (scout, seq, from) = (c.spec.scout, c.seq.unwrap_or(0.0), c.lane_in_queue());
         self.tell_learner(now, call, None);
-        let Some(c) = self.calls.get(call) else {
+        let Some(c) = self.busy.calls.get(call) else {
             return;
         };
         match c.stage {
-            Stage::Queued { .. } => self.queue.left(from),
-            Stage::BehindScout => self.behind_scout -= 1,
+            Stage::Queued { .. } => self.busy.queue.left(from),
+            Stage::BehindScout => self.busy.behind_scout -= 1,
             Stage::Sending => {
                 self.resume(now, call);
                 self.unanswered(now, seq);
             }
-            Stage::AwaitingProbe { .. } => self.awaiting_probe.retain(|&c| c != call),
+            Stage::AwaitingProbe { .. } => self.busy.awaiting_probe.retain(|&c| c != call),
             _ => {}
         }
         if scout {
@@ -435,28 +394,28 @@ impl Gate {
                 answer,
             });
         }
-        self.figures.cancelled += 1;
-        self.calls.remove(call);
+        self.figures.trouble().cancelled += 1;
+        self.busy.calls.remove(call);
     }
 
     /// Takes `call` out of the gate when it waits for its route's scout, or in queue, and was
     /// never sent: its route turned out to draw from another limiter, whose gate takes
     /// it in (`take_in`) as it is, neither a scout nor behind one any more.
     pub fn withdraw(&mut self, call: CallId) -> Option<Call> {
-        let c = self.calls.get(call)?;
+        let c = self.busy.calls.get(call)?;
         if c.probe || c.first_sent.is_some() {
             return None;
         }
         let from = c.lane_in_queue();
         match c.stage {
             Stage::Queued { .. } => {
-                self.queue.left(from);
+                self.busy.queue.left(from);
                 self.figures.requests = self.figures.requests.saturating_sub(1);
             }
-            Stage::BehindScout => self.behind_scout -= 1,
+            Stage::BehindScout => self.busy.behind_scout -= 1,
             _ => return None,
         }
-        let mut c = self.calls.remove(call)?;
+        let mut c = self.busy.calls.remove(call)?;
         c.spec.behind_scout = false;
         c.spec.scout = false;
         Some(c)
@@ -464,24 +423,25 @@ impl Gate {
 
     /// Whether `call` is being sent (its attempt is in the driver's hands).
     pub fn in_flight(&self, call: CallId) -> bool {
-        self.calls
+        self.busy
+            .calls
             .get(call)
             .is_some_and(|c| c.stage == Stage::Sending)
     }
 
     /// Whether another attempt of `call` may follow the one out (see [`Call::may_retry`]).
     pub(crate) fn may_retry(&self, call: CallId) -> bool {
-        self.calls.get(call).is_some_and(Call::may_retry)
+        self.busy.calls.get(call).is_some_and(Call::may_retry)
     }
 
     /// Whether `call` went ahead of its route's other calls to learn the route's limiter.
     pub fn scouts(&self, call: CallId) -> bool {
-        self.calls.get(call).is_some_and(|c| c.spec.scout)
+        self.busy.calls.get(call).is_some_and(|c| c.spec.scout)
     }
 
     /// Gives `call` up for `reason`, with what it got to.
     fn give_up(&mut self, now: Millis, call: CallId, reason: Reason) {
-        if let Some(c) = self.calls.get(call) {
+        if let Some(c) = self.busy.calls.get(call) {
             let end = End::abandoned_by(c, reason);
             self.settle(now, call, end);
         }
@@ -491,7 +451,7 @@ impl Gate {
     fn settle(&mut self, now: Millis, call: CallId, end: End) {
         // A bare 429 whose body nobody read (the caller gets it) says nothing yet.
         self.tell_learner(now, call, None);
-        if self.calls.get(call).is_some_and(|c| c.spec.scout) {
+        if self.busy.calls.get(call).is_some_and(|c| c.spec.scout) {
             // Whatever became of it, the calls behind it wait no more.
             let (heard, answer) = (LimiterFeedback::Nothing, None);
             self.actions.push_back(GateAction::Route {
@@ -500,16 +460,16 @@ impl Gate {
                 answer,
             });
         }
-        let Some(c) = self.calls.remove(call) else {
+        let Some(c) = self.busy.calls.remove(call) else {
             return;
         };
         if c.probe {
-            if self.probe == Some(call) {
+            if self.busy.probe == Some(call) {
                 self.finish_probe(now, None);
             }
             self.finish_reading(now, call, None);
         } else if let End::Abandoned { abandoned, .. } = end {
-            self.figures.abandoned[abandoned.reason.index()] += 1;
+            self.figures.trouble().abandoned[abandoned.reason.index()] += 1;
             self.actions.push_back(GateAction::Event(Event::Abandoned {
                 call,
                 reason: abandoned.reason,
@@ -525,15 +485,16 @@ impl Gate {
     /// Settles everyone in queue, each as `end` says (the store failed closed, the quota is
     /// spent).
     fn drain(&mut self, now: Millis, end: &dyn Fn(&Call) -> End) {
-        let calls = &self.calls;
+        let calls = &self.busy.calls;
         let waiting: Vec<CallId> = self
+            .busy
             .queue
-            .ordered(|p| Gate::live(calls, p))
+            .ordered(|p| live(calls, p))
             .into_iter()
             .map(|p| p.call)
             .collect();
         for call in waiting {
-            let Some(c) = self.calls.get(call) else {
+            let Some(c) = self.busy.calls.get(call) else {
                 continue;
             };
             let (end, from) = (end(c), c.lane_in_queue());
@@ -542,35 +503,37 @@ impl Gate {
                     // An account call is how one checks the quota: it stays.
                     continue;
                 }
-                self.figures.quota_rejected += 1;
+                self.figures.trouble().quota_rejected += 1;
             }
-            self.queue.left(from);
+            self.busy.queue.left(from);
             self.settle(now, call, end);
         }
-        let calls = &self.calls;
-        self.queue.compact(|p| Gate::live(calls, p));
+        if let Some(busy) = self.busy.made() {
+            busy.queue.compact(|p| live(&busy.calls, p));
+        }
     }
 
     /// Lets go of waiters that a new cooldown has made hopeless: their admission is now
     /// predicted after their deadline.
     fn expire_hopeless(&mut self, now: Millis) {
-        let calls = &self.calls;
+        let calls = &self.busy.calls;
         let waiting: Vec<CallId> = self
+            .busy
             .queue
-            .ordered(|p| Gate::live(calls, p))
+            .ordered(|p| live(calls, p))
             .into_iter()
             .map(|p| p.call)
             .collect();
         let mut kept = 0;
         for call in waiting {
-            let Some(c) = self.calls.get(call) else {
+            let Some(c) = self.busy.calls.get(call) else {
                 continue;
             };
             let (deadline, reason) = c.admission_deadline();
             let from = c.lane_in_queue();
             if self.predict_call(now, kept, call) > deadline {
-                self.queue.left(from);
-                self.figures.abandoned_in_queue += 1;
+                self.busy.queue.left(from);
+                self.figures.trouble().abandoned_in_queue += 1;
                 self.give_up(now, call, reason);
             } else {
                 kept += 1;
@@ -672,7 +635,7 @@ impl Gate {
     /// A gate that spreads its quota is never idle: forgotten, its pace for the period would
     /// start over (a reading, and a fresh bucket's credits) with the next call.
     pub fn idle(&mut self, now: Millis) -> bool {
-        if !self.calls.is_empty() || !self.quota.idle(now) || self.spending.is_some() {
+        if !self.busy.calls.is_empty() || !self.quota.idle(now) || self.spending.is_some() {
             return false;
         }
         self.authority.idle(now)
@@ -681,17 +644,9 @@ impl Gate {
     /// Gives back the room its calls used, once it has none (a gate kept idle holds its
     /// state, not space for calls: memory grows with calls waiting, not with keys).
     pub(crate) fn compact(&mut self) {
-        if !self.calls.is_empty() {
-            return;
-        }
-        self.queue.shrink();
-        self.sleepers.shrink();
-        self.deadlines.shrink();
-        self.scouts.shrink_to_fit();
+        self.busy.release();
         self.actions.shrink_to_fit();
-        self.awaiting_probe.shrink_to_fit();
         self.untold.shrink_to_fit();
-        self.out.shrink_to_fit();
     }
 }
 

@@ -24,7 +24,7 @@ const UNKNOWN_PERIOD_MS: Millis = 86_400_000.0;
 impl Gate {
     /// Starts the one probe, suspicion raised by `origin`'s response.
     pub(super) fn start_probe(&mut self, now: Millis, origin: CallId) {
-        if self.probe.is_some() {
+        if self.busy.probe.is_some() {
             return;
         }
         let spec = CallSpec {
@@ -35,7 +35,7 @@ impl Gate {
             ..CallSpec::default()
         };
         let probe = self.make(now, spec, true);
-        self.probe = Some(probe);
+        self.busy.probe = Some(probe);
         self.actions
             .push_back(GateAction::StartProbe { probe, origin });
         self.join(now, probe);
@@ -44,6 +44,7 @@ impl Gate {
     /// The probe's `/usage` answer, as read (`None`: no usable answer).
     pub fn usage(&mut self, now: Millis, probe: CallId, usage: Option<Usage>) {
         let reading = self
+            .busy
             .calls
             .get(probe)
             .is_some_and(|c| c.probe && c.stage == Stage::ReadingUsage);
@@ -61,7 +62,7 @@ impl Gate {
     /// The probe is over: confirmed exhaustion closes the gate (here and, with a store, for
     /// every process) and fails everyone in queue; the calls that awaited the answer go on.
     pub(super) fn finish_probe(&mut self, now: Millis, usage: Option<Usage>) {
-        if self.probe.take().is_none() {
+        if self.busy.probe.take().is_none() {
             return;
         }
         let state = self.quota.probed(now, usage);
@@ -76,8 +77,8 @@ impl Gate {
             self.close_quota(now, ms);
             self.drain(now, &|_| End::Exhausted { until });
         }
-        for call in std::mem::take(&mut self.awaiting_probe) {
-            let next = match self.calls.get(call).map(|c| &c.stage) {
+        for call in std::mem::take(&mut self.busy.awaiting_probe) {
+            let next = match self.busy.calls.get(call).map(|c| &c.stage) {
                 Some(Stage::AwaitingProbe { next }) => *next,
                 _ => continue,
             };

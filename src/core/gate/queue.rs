@@ -127,6 +127,14 @@ impl LaneQueue {
     }
 }
 
+/// An empty queue's place in the fair order (see [`Queue::turns`]): all an idle gate keeps of
+/// its queue.
+#[derive(Debug, Default)]
+pub(super) struct Turns {
+    clock: Tag,
+    lanes: Box<[(LaneId, Tag)]>,
+}
+
 /// The places: the front (the probe and scouts, first come, first served, before anyone), then
 /// the lanes, by start-time fair queuing.
 #[derive(Debug, Default)]
@@ -307,13 +315,29 @@ impl Queue {
         self.live == 0
     }
 
-    /// Gives back the room no waiting call uses (each lane's place in the turns stays).
-    pub(super) fn shrink(&mut self) {
-        self.front.shrink_to_fit();
-        self.lanes.shrink_to_fit();
-        for lane in &mut self.lanes {
-            lane.arrivals.shrink_to_fit();
-            lane.returns.shrink();
+    /// What an empty queue keeps of the order: the clock, and each lane's next start where it
+    /// is past the clock (where it is not, a lane starts at the clock, as a new one does).
+    pub(super) fn turns(&self) -> Turns {
+        let lanes = self.lanes.iter().filter(|l| l.finish > self.clock);
+        Turns {
+            clock: self.clock,
+            lanes: lanes.map(|l| (l.lane.id, l.finish)).collect(),
+        }
+    }
+
+    /// An empty queue that goes on from `turns`.
+    pub(super) fn resume(turns: Turns) -> Queue {
+        let lanes = turns.lanes.iter().map(|&(id, finish)| LaneQueue {
+            finish,
+            ..LaneQueue::new(Lane {
+                id,
+                ..Lane::default()
+            })
+        });
+        Queue {
+            lanes: lanes.collect(),
+            clock: turns.clock,
+            ..Queue::default()
         }
     }
 

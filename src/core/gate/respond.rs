@@ -76,7 +76,12 @@ impl Gate {
         status: u16,
         header: &dyn Fn(&str) -> Option<String>,
     ) {
-        let Some(c) = self.calls.get(call).filter(|c| c.stage == Stage::Sending) else {
+        let Some(c) = self
+            .busy
+            .calls
+            .get(call)
+            .filter(|c| c.stage == Stage::Sending)
+        else {
             return;
         };
         // Without retries only a 429 is read: the response goes back as it is.
@@ -107,7 +112,7 @@ impl Gate {
                 let rest = |name: &str| (name != "retry-after").then(|| header(name)).flatten();
                 let feedback = parse_feedback(&rest, wall_now).unwrap_or_default();
                 self.observe(now, call, status, feedback, Some(MAX_DELAY_MS as Millis));
-                if let Some(c) = self.calls.get_mut(call) {
+                if let Some(c) = self.busy.calls.get_mut(call) {
                     c.last_status = Some(status);
                 }
                 self.settle(now, call, End::RetryAfterTooLarge);
@@ -117,7 +122,12 @@ impl Gate {
 
     /// As [`responded`](Self::responded), with the headers already read into `feedback`.
     pub fn responded_with(&mut self, now: Millis, call: CallId, status: u16, feedback: Feedback) {
-        let Some(c) = self.calls.get(call).filter(|c| c.stage == Stage::Sending) else {
+        let Some(c) = self
+            .busy
+            .calls
+            .get(call)
+            .filter(|c| c.stage == Stage::Sending)
+        else {
             return;
         };
         let probe = c.probe;
@@ -142,13 +152,13 @@ impl Gate {
             scout,
         };
         let bare_429 = status == 429 && retry_after_ms.is_none();
-        if !bare_429 && spends && self.probe.is_none() {
+        if !bare_429 && spends && self.busy.probe.is_none() {
             // The bare 429s in a row are over: they were the rate's (an account call's answer
             // says nothing of the quota: `/usage` answers when it is spent).
             self.hear_untold(now, true);
         }
         self.learn(now, sent, bare_429, (status, counted), limiter);
-        let Some(c) = self.calls.get_mut(call) else {
+        let Some(c) = self.busy.calls.get_mut(call) else {
             return;
         };
         c.last_status = Some(status);
@@ -174,6 +184,7 @@ impl Gate {
     /// attempt's time limit aborted it.
     pub fn failed(&mut self, now: Millis, call: CallId, failure: Failure) {
         let Some(c) = self
+            .busy
             .calls
             .get_mut(call)
             .filter(|c| c.stage == Stage::Sending)
@@ -220,22 +231,23 @@ impl Gate {
     /// will, as a request that hangs).
     fn behind(&self, now: Millis, sent: &Sent) -> f64 {
         let since = sent.at - (4.0 * (now - sent.at)).max(REORDER_MS);
-        let before = &self.out[..self.out.partition_point(|q| q.0 < sent.seq)];
+        let before = &self.busy.out[..self.busy.out.partition_point(|q| q.0 < sent.seq)];
         before.iter().filter(|q| q.1 >= since).count() as f64
     }
 
     /// Restarts the refill if `call`'s admission paused it, wherever the pause was made.
     pub(super) fn resume(&mut self, now: Millis, call: CallId) {
-        let Some(c) = self.calls.get_mut(call) else {
+        let busy = &mut *self.busy;
+        let Some(c) = busy.calls.get_mut(call) else {
             return;
         };
         let Some((id, anchor)) = c.admission.take() else {
             return;
         };
-        self.sending = self.sending.saturating_sub(1);
+        busy.sending = busy.sending.saturating_sub(1);
         if let Some(seq) = c.seq {
-            if let Ok(at) = self.out.binary_search_by(|q| q.0.total_cmp(&seq)) {
-                self.out.remove(at);
+            if let Ok(at) = busy.out.binary_search_by(|q| q.0.total_cmp(&seq)) {
+                busy.out.remove(at);
             }
         }
         if !anchor {
@@ -263,7 +275,7 @@ impl Gate {
         if let Some(ms) = at_least {
             cooldown_ms = longer(cooldown_ms, ms);
         }
-        let age_ms = self.calls.get(call).map_or(0.0, |c| now - c.last_sent);
+        let age_ms = self.busy.calls.get(call).map_or(0.0, |c| now - c.last_sent);
         let mut remaining = match (feedback.limit, feedback.remaining) {
             (Some(limit), Some(remaining)) => Some(Remaining {
                 limit,
@@ -284,12 +296,12 @@ impl Gate {
         self.observed(now, cooldown_ms, remaining);
         let has_retry_after = feedback.retry_after_ms.is_some();
         if status == 429 {
-            self.figures.throttled += 1;
+            self.figures.trouble().throttled += 1;
             self.actions.push_back(GateAction::Event(Event::Throttled {
                 call,
                 retry_after_ms: feedback.retry_after_ms,
             }));
-            self.figures.last_feedback = Some(Box::new(feedback));
+            self.figures.trouble().last_feedback = Some(Box::new(feedback));
         }
         if self.quota.observe(now, status, has_retry_after) {
             self.start_probe(now, call);
@@ -336,7 +348,7 @@ impl Gate {
             // The allowance has answered, in some thread or process.
             self.streak.answered_elsewhere();
         }
-        let c = self.calls.get(call)?;
+        let c = self.busy.calls.get(call)?;
         let backoff = c
             .spec
             .policy
@@ -375,7 +387,7 @@ impl Gate {
             ahead: sent.ahead,
             heard: self.last_seq,
             behind: self.behind(now, &sent),
-            backlogged: sent.waited || !self.queue.is_empty() || self.behind_scout > 0,
+            backlogged: sent.waited || !self.busy.queue.is_empty() || self.busy.behind_scout > 0,
         };
         if sent.scout || !own {
             let call = sent.call;
@@ -390,7 +402,7 @@ impl Gate {
         if !own {
             return;
         }
-        let c = self.calls.get_mut(sent.call);
+        let c = self.busy.calls.get_mut(sent.call);
         match c.filter(|c| bare_429 && !c.probe) {
             Some(c) => c.untold = Some(sample),
             None => self.teach(now, sample),
@@ -411,7 +423,7 @@ impl Gate {
         if let Some(estimate) = news {
             self.actions
                 .push_back(GateAction::Event(Event::Learned(estimate)));
-            if !self.deadlines.is_empty() {
+            if !self.busy.deadlines.is_empty() {
                 // What the gate can promise changed: calls it can no longer admit in time go
                 // now, not at their deadline.
                 self.expire_hopeless(now);
@@ -425,7 +437,7 @@ impl Gate {
     /// which waits for the bare 429s in a row to end: the quota's probe finds the quota spent
     /// or not, or an answer that is no bare 429 comes (see [`hear_untold`](Self::hear_untold)).
     pub(super) fn tell_learner(&mut self, now: Millis, call: CallId, quota: Option<bool>) {
-        let Some(sample) = self.calls.get_mut(call).and_then(|c| c.untold.take()) else {
+        let Some(sample) = self.busy.calls.get_mut(call).and_then(|c| c.untold.take()) else {
             return;
         };
         match quota {
@@ -458,7 +470,7 @@ impl Gate {
 
     /// Asks the policy what follows `outcome`, and charges the budgets for a retry.
     fn conclude(&mut self, now: Millis, call: CallId, outcome: Outcome) {
-        let Some(c) = self.calls.get(call) else {
+        let Some(c) = self.busy.calls.get(call) else {
             return;
         };
         let Some(policy) = c.spec.policy.clone() else {
@@ -522,7 +534,7 @@ impl Gate {
             Some(paid) => self.charged(now, call, cost, next, paid),
             None => {
                 self.flush();
-                if let Some(c) = self.calls.get_mut(call) {
+                if let Some(c) = self.busy.calls.get_mut(call) {
                     c.stage = Stage::Charging { next };
                 }
             }
@@ -531,7 +543,7 @@ impl Gate {
 
     /// The budget's answer for `call`'s retry costing `cost`: on with `next`, or give up.
     pub(super) fn charged(&mut self, now: Millis, call: CallId, cost: f64, next: Next, paid: bool) {
-        let Some(c) = self.calls.get_mut(call) else {
+        let Some(c) = self.busy.calls.get_mut(call) else {
             return;
         };
         if paid {
@@ -549,7 +561,7 @@ impl Gate {
     /// Has the body of a response nobody will see disposed of (reading a 429's for signs of a
     /// spent quota), or goes straight on when the attempt had no response.
     fn dispose(&mut self, now: Millis, call: CallId, next: Next) {
-        let Some(c) = self.calls.get_mut(call) else {
+        let Some(c) = self.busy.calls.get_mut(call) else {
             return;
         };
         if c.last_failed {
@@ -580,7 +592,7 @@ impl Gate {
     /// The body of `call`'s last response is disposed of; `body` is what it said, when read
     /// whole (its fields empty when it was no JSON).
     pub fn disposed(&mut self, now: Millis, call: CallId, body: Option<BodyFacts>) {
-        let Some(c) = self.calls.get(call) else {
+        let Some(c) = self.busy.calls.get(call) else {
             return;
         };
         let Stage::Disposing { next } = c.stage else {
@@ -601,16 +613,17 @@ impl Gate {
     /// Carries a call on after its attempt: it waits for a running probe if it was throttled,
     /// fails fast if the quota is spent, or gives up, or backs off and joins the queue again.
     pub(super) fn proceed(&mut self, now: Millis, call: CallId, next: Next) {
-        let Some(c) = self.calls.get_mut(call) else {
+        let busy = &mut *self.busy;
+        let Some(c) = busy.calls.get_mut(call) else {
             return;
         };
-        if self.probe.is_some() && c.last_status == Some(429) {
+        if busy.probe.is_some() && c.last_status == Some(429) {
             c.stage = Stage::AwaitingProbe { next };
-            self.awaiting_probe.push(call);
+            busy.awaiting_probe.push(call);
             return;
         }
         if let (QuotaState::Exhausted { until }, false) = (self.quota.state(now), c.spec.account) {
-            self.figures.quota_rejected += 1;
+            self.figures.trouble().quota_rejected += 1;
             return self.settle(now, call, End::Exhausted { until });
         }
         let attempts = c.attempts;
@@ -626,9 +639,9 @@ impl Gate {
                 cause,
                 ..
             } => {
-                self.figures.retries.count(cause);
+                self.figures.trouble().retries.count(cause);
                 if !server_delay {
-                    self.figures.backoff.record(delay_ms);
+                    self.figures.trouble().backoff.record(delay_ms);
                 }
                 self.actions.push_back(GateAction::Event(Event::Retry {
                     call,
@@ -638,10 +651,10 @@ impl Gate {
                 }));
                 // A Retry-After already holds the whole gate; only our own backoff sleeps.
                 if not_before > self.cooldown_until() {
-                    if let Some(c) = self.calls.get_mut(call) {
+                    if let Some(c) = self.busy.calls.get_mut(call) {
                         c.stage = Stage::Sleeping { until: not_before };
                     }
-                    self.sleepers.push(not_before, call, call);
+                    self.busy.sleepers.push(not_before, call, call);
                 } else {
                     self.join(now, call);
                 }

@@ -53,7 +53,7 @@ impl Gate {
     /// The credits `call` asks the shared spread for with its token (none: the gate keeps no
     /// shared spread, or the call spends no credit).
     pub(super) fn credits_asked(&self, call: CallId) -> Option<Spend> {
-        let (Some(c), Some(spending)) = (self.calls.get(call), &self.spending) else {
+        let (Some(c), Some(spending)) = (self.busy.calls.get(call), &self.spending) else {
             return None;
         };
         if !self.shares_credits || c.probe || c.spec.account {
@@ -70,7 +70,7 @@ impl Gate {
 
     /// The shared spread answered that `origin`'s admission claimed the reading due.
     pub(super) fn reading_claimed(&mut self, now: Millis, origin: CallId) {
-        if self.reading.is_none() {
+        if self.busy.reading.is_none() {
             self.start_reading(now, origin);
         }
     }
@@ -78,7 +78,7 @@ impl Gate {
     /// The spread's figures, when the gate spreads.
     pub(super) fn credit_figures(&mut self, now: Millis) -> Option<CreditFigures> {
         let waiting = match self.credit_wait(now) {
-            Some(_) => self.queue.len(),
+            Some(_) => self.busy.queue.len(),
             None => 0,
         };
         let mut figures = self.spending.as_ref()?.figures(now, waiting);
@@ -101,13 +101,13 @@ impl Gate {
     /// Whether `head` may go as far as credit goes, starting a reading when one is due (with
     /// `head`'s request beside it). The gate's own calls and account calls spend no credit.
     pub(super) fn credit_for(&mut self, now: Millis, head: CallId) -> Credit {
-        let (Some(c), Some(spending)) = (self.calls.get(head), &mut self.spending) else {
+        let (Some(c), Some(spending)) = (self.busy.calls.get(head), &mut self.spending) else {
             return Credit::Go;
         };
         if c.probe || c.spec.account || self.shares_credits {
             return Credit::Go;
         }
-        if self.reading.is_none() && spending.reading_due(now) {
+        if self.busy.reading.is_none() && spending.reading_due(now) {
             self.start_reading(now, head);
             return Credit::Reading;
         }
@@ -121,13 +121,14 @@ impl Gate {
     /// first of the lanes that draw on the reserve, when the reserve has its credits (live
     /// calls are not held behind background calls the spread has no credit for).
     pub(super) fn next_up(&mut self, now: Millis) -> Option<Place> {
-        let calls = &self.calls;
-        let head = self.queue.front(|p| Gate::live(calls, p))?;
+        if self.busy.queue.is_empty() {
+            return None;
+        }
+        let head = self.busy.front()?;
         if self.spending.is_none() || self.shares_credits || self.credit_ready(now, head.call) {
             return Some(head);
         }
-        let calls = &self.calls;
-        match self.queue.reserve_front(|p| Gate::live(calls, p)) {
+        match self.busy.reserve_front() {
             Some(other) if self.credit_ready(now, other.call) => Some(other),
             _ => Some(head),
         }
@@ -143,7 +144,7 @@ impl Gate {
             return (self.credit_at > now).then_some(self.credit_at);
         }
         let head = self.next_up(now)?;
-        let c = self.calls.get(head.call)?;
+        let c = self.busy.calls.get(head.call)?;
         let spending = self.spending.as_mut()?;
         if c.probe || c.spec.account {
             return None;
@@ -153,7 +154,7 @@ impl Gate {
         // A reading due now starts at the next admission (this wake-up comes after one that
         // could not start it: something else holds the queue, and its end wakes the gate).
         let next = spending.next_reading();
-        match self.reading {
+        match self.busy.reading {
             None if next > now => Some(at.min(next)),
             _ => Some(at),
         }
@@ -166,7 +167,7 @@ impl Gate {
         if self.shares_credits {
             return self.credits_asked(call).is_none();
         }
-        let (Some(c), Some(spending)) = (self.calls.get(call), &mut self.spending) else {
+        let (Some(c), Some(spending)) = (self.busy.calls.get(call), &mut self.spending) else {
             return true;
         };
         let reserve = c.spec.lane.reserve;
@@ -180,7 +181,7 @@ impl Gate {
     /// When `call`, joining behind `ahead` others, could have its credits (minus infinity
     /// when it spends none: nothing to wait for).
     pub(super) fn predict_credit(&mut self, now: Millis, ahead: usize, call: CallId) -> Millis {
-        let (Some(c), Some(spending)) = (self.calls.get(call), &mut self.spending) else {
+        let (Some(c), Some(spending)) = (self.busy.calls.get(call), &mut self.spending) else {
             return Millis::NEG_INFINITY;
         };
         if c.probe || c.spec.account || self.shares_credits {
@@ -202,20 +203,20 @@ impl Gate {
         if self.shares_credits {
             return self.spending.is_some() && self.credit_at > now;
         }
-        let ahead = self.queue.len();
+        let ahead = self.busy.queue.len();
         (self.spending.as_mut()).is_some_and(|s| s.predict(now, ahead, route, reserve) > now)
     }
 
     /// `call` is admitted at `now`: a reading goes out, or a call takes its credits.
     pub(super) fn spend_credit(&mut self, now: Millis, call: CallId) {
-        let (Some(c), Some(spending)) = (self.calls.get(call), &mut self.spending) else {
+        let (Some(c), Some(spending)) = (self.busy.calls.get(call), &mut self.spending) else {
             return;
         };
         if self.shares_credits {
             // The store took the credits with the token.
             return;
         }
-        if self.reading == Some(call) {
+        if self.busy.reading == Some(call) {
             spending.sent();
         } else if !(c.probe || c.spec.account) {
             spending.take(now, c.spec.route.as_deref(), c.spec.lane.reserve);
@@ -234,7 +235,7 @@ impl Gate {
             ..CallSpec::default()
         };
         let reading = self.make(now, spec, true);
-        self.reading = Some(reading);
+        self.busy.reading = Some(reading);
         self.actions.push_back(GateAction::StartProbe {
             probe: reading,
             origin,
@@ -244,15 +245,15 @@ impl Gate {
 
     /// Whether `call` is the reading out.
     pub(super) fn is_reading(&self, call: CallId) -> bool {
-        self.reading == Some(call)
+        self.busy.reading == Some(call)
     }
 
     /// The reading `call` is over at `now`, with `usage` (`None`: no usable answer).
     pub(super) fn finish_reading(&mut self, now: Millis, call: CallId, usage: Option<Usage>) {
-        if self.reading != Some(call) {
+        if self.busy.reading != Some(call) {
             return;
         }
-        self.reading = None;
+        self.busy.reading = None;
         let Some(spending) = &mut self.spending else {
             return;
         };

@@ -40,7 +40,7 @@ impl Gate {
             (Purpose::Admit(id), Some(answer)) => {
                 self.store_admission(now, id, answer);
                 // The processes' queues follow one fair order (see `authority::order`).
-                self.queue.follow(shares.as_ref());
+                self.busy.queue.follow(shares.as_ref());
             }
             (Purpose::Charge { call, cost }, answer) => {
                 let paid = match answer {
@@ -51,7 +51,7 @@ impl Gate {
                         .link()
                         .is_none_or(|link| link.charge_alone(now, cost)),
                 };
-                let next = match self.calls.get(call).map(|c| &c.stage) {
+                let next = match self.busy.calls.get(call).map(|c| &c.stage) {
                     Some(Stage::Charging { next }) => *next,
                     _ => return,
                 };
@@ -79,15 +79,18 @@ impl Gate {
                 // nobody to take it, a paused refill restarts at once.
                 let mut given = 0;
                 while given < admissions {
-                    let calls = &self.calls;
-                    let Some(head) = self.queue.front(|p| Gate::live(calls, p)) else {
+                    let Some(head) = self.busy.front() else {
                         break;
                     };
-                    let deadline = self.calls.get(head.call).map(|c| c.admission_deadline());
+                    let deadline = self
+                        .busy
+                        .calls
+                        .get(head.call)
+                        .map(|c| c.admission_deadline());
                     match deadline {
                         Some((deadline, reason)) if deadline < now => {
-                            self.queue.pass(head);
-                            self.figures.abandoned_in_queue += 1;
+                            self.busy.queue.pass(head);
+                            self.figures.trouble().abandoned_in_queue += 1;
                             self.give_up(now, head.call, reason);
                         }
                         _ => {
@@ -125,8 +128,7 @@ impl Gate {
             Answer::Exhausted(ms) => self.quota_closed(now, ms),
             // This admission claimed the fleet's `/usage` reading: the head's gate reads.
             Answer::Read => {
-                let calls = &self.calls;
-                if let Some(head) = self.queue.front(|p| Gate::live(calls, p)) {
+                if let Some(head) = self.busy.front() {
                     self.reading_claimed(now, head.call);
                 }
             }

@@ -306,9 +306,9 @@ impl Gates {
         let stats = Stats {
             admitted: totals.admitted,
             waiting,
-            throttled: totals.throttled,
-            retries: totals.retries.total(),
-            abandoned: totals.abandoned.iter().sum(),
+            throttled: totals.troubles().throttled,
+            retries: totals.troubles().retries.total(),
+            abandoned: totals.troubles().abandoned.iter().sum(),
             lane: LaneStats {
                 name: lane,
                 weight: line.weight,

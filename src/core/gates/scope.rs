@@ -1,6 +1,8 @@
 //! Which allowance a request draws from: the credential it carries, known only by a hash so the
 //! raw key is never kept, logged or shown.
 
+use std::rc::Rc;
+
 use sha2::{Digest, Sha256};
 
 use crate::core::rules::cache::cacheable;
@@ -22,14 +24,14 @@ pub fn request_key(
 }
 
 /// The name of one allowance: a short hash of the credential, safe to log and to use as a
-/// store key.
+/// store key. Shared, not copied: a gate's entry and the gates' map by scope hold one string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Scope(String);
+pub struct Scope(Rc<str>);
 
 impl Scope {
     /// The scope of requests that carry no credential at all.
     pub fn anonymous() -> Scope {
-        Scope("anonymous".to_string())
+        Scope(Rc::from("anonymous"))
     }
 
     /// The scope of a credential. `X-API-Key` names the key's allowance, so it wins over an
@@ -52,7 +54,7 @@ impl Scope {
             name.push(HEX[usize::from(b >> 4)] as char);
             name.push(HEX[usize::from(b & 15)] as char);
         }
-        Scope(name)
+        Scope(Rc::from(name))
     }
 
     /// The scope's printable name.
@@ -63,13 +65,13 @@ impl Scope {
     /// The scope of limiter `limiter` of this credential: its own allowance, apart from
     /// the credential's first limiter (whose scope is the credential's).
     pub fn in_limiter(&self, limiter: &str) -> Scope {
-        Scope(format!("{}#{limiter}", self.credential().0))
+        Scope(Rc::from(format!("{}#{limiter}", self.credential().0)))
     }
 
     /// The credential's scope, without a limiter.
     pub fn credential(&self) -> Scope {
         match self.0.split_once('#') {
-            Some((credential, _)) => Scope(credential.to_owned()),
+            Some((credential, _)) => Scope(Rc::from(credential)),
             None => self.clone(),
         }
     }

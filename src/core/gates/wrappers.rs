@@ -217,7 +217,11 @@ impl Gates {
         };
         match entry.users.iter_mut().find(|(w, _)| *w == wrapper) {
             Some(user) => user.1 = user.1.or(print),
-            None => entry.users.push((wrapper, print)),
+            None => {
+                // Most gates have one user: room for it alone.
+                entry.users.reserve_exact(1);
+                entry.users.push((wrapper, print));
+            }
         }
         if let Some(w) = self.wrappers.get_mut(wrapper) {
             w.gates.insert(gate);
