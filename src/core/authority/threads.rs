@@ -55,8 +55,8 @@ pub trait Slot {
 
     /// Runs `f` on the slot's first `len` words, as they are while this thread holds the slot,
     /// changing nothing: `stats()` reads every gate's few words this way (copying all of a
-    /// slot's words, and its transaction's two calls into JavaScript, cost more than the rest
-    /// of a gate's figures together).
+    /// slot's words, at a transaction's two calls into JavaScript, cost about as much as the
+    /// rest of a gate's figures in wasm).
     fn read(&mut self, len: usize, f: &mut dyn FnMut(&[f64])) {
         self.transact(
             &mut |words| {
