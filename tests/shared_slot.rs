@@ -1,7 +1,7 @@
 //! A gate's slot on the memory threads share (`authority/slot.rs`), over a memory in a vector:
 //! an admission waits until the thread has heard of the others and of a memory that replaced
 //! its own, other transactions go on meanwhile, a key's state moves with the memory exactly
-//! once, and a slot given to another key is found again.
+//! once, a slot given to another key is found again, and the figures' read writes nothing.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::cell::{Cell, RefCell};
@@ -232,4 +232,25 @@ fn keys_and_thread_numbers_stay_in_their_ranges() {
     assert_eq!(thread_number(0.0), 1);
     assert_eq!(thread_number(4094.0), 4095);
     assert_eq!(thread_number(4095.0), 1);
+}
+
+#[test]
+fn the_figures_read_a_slot_without_writing_it_and_follow_a_moved_memory() {
+    SETTLED.with(|s| s.set(true));
+    let old = Vecs::new(8);
+    old.tell();
+    let mut a = join(&old, "scope-r");
+    let i = old.slot_of("scope-r").unwrap();
+    // Given back fresh (its thread moved it): read as a fresh state, and left fresh.
+    old.0.borrow_mut().words[i] = [0.0; WORDS];
+    assert_eq!(a.held(), (0.0, false, None));
+    assert_eq!(old.0.borrow().words[i], [0.0; WORDS], "nothing written");
+    // On a replaced memory, the read moves to the new one as a transaction would.
+    assert!(matches!(admit(&mut a, 0), Answer::Admitted { .. }));
+    let new = Vecs::new(16);
+    old.0.borrow_mut().superseded = true;
+    new.tell();
+    assert_eq!(a.held(), (0.0, false, None));
+    let j = new.slot_of("scope-r").expect("moved");
+    assert_eq!(new.0.borrow().words[j][0], 1.0, "ready on the new memory");
 }

@@ -362,6 +362,19 @@ export function leave(s, i, held, from) {
   return release(s, i, held, b);
 }
 
+// Holds slot i (a key's, as in enter), copies its first `len` live words to the module's memory at
+// f64 index `to` and lets go, at one call: false when it was not held (see hold()) or the hold was
+// taken over meanwhile (what it copied may be torn); the caller then reads it by a transaction.
+export function peek(s, i, high, low, to, len) {
+  const held = hold(s, i, false, high, low);
+  if (held < 0) return false;
+  const w = wasmWords();
+  const f = s.f64;
+  const from = bufferAt(i, live(held));
+  for (let k = 0; k < len; k++) w[to + k] = f[from + k];
+  return release(s, i, held, live(held));
+}
+
 // The slots some key ever used.
 export function used(s) {
   const out = [];

@@ -33,6 +33,7 @@ extern "C" {
     fn grow(s: &SharedMemory) -> bool;
     fn enter(s: &SharedMemory, i: u32, force: bool, high: i32, low: i32, to: u32) -> i32;
     fn leave(s: &SharedMemory, i: u32, held: i32, from: i32) -> bool;
+    fn peek(s: &SharedMemory, i: u32, high: i32, low: i32, to: u32, len: u32) -> bool;
     #[wasm_bindgen(js_name = holdTable)]
     fn hold_table(s: &SharedMemory) -> i32;
     #[wasm_bindgen(js_name = releaseTable)]
@@ -105,6 +106,10 @@ impl Memory for SharedMemory {
     }
     fn leave(&self, i: u32, held: i32, words: Option<&[f64; WORDS]>) -> bool {
         leave(self, i, held, index_of(words))
+    }
+    fn peek(&self, i: u32, key: Key, words: &mut [f64]) -> bool {
+        let to = (words.as_ptr() as usize / 8) as u32;
+        peek(self, i, key.0, key.1, to, words.len() as u32)
     }
     fn hold_table(&self) -> i32 {
         hold_table(self)

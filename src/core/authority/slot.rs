@@ -32,6 +32,15 @@ pub trait Memory: Sized {
     /// Lets go of the hold `held` on slot `i`, making `words` live (`None`: nothing written);
     /// false when the hold was taken over meanwhile and nothing it wrote counts.
     fn leave(&self, i: u32, held: i32, words: Option<&[f64; WORDS]>) -> bool;
+    /// Holds slot `i` for `key`, copies its first live words into `words` and lets go, at
+    /// one call: false when the memory was replaced, the slot given to another key or the
+    /// hold taken over meanwhile (then a transaction reads it).
+    fn peek(&self, i: u32, key: Key, words: &mut [f64]) -> bool {
+        let mut all = [0.0; WORDS];
+        let held = self.enter(i, false, key, &mut all);
+        words.copy_from_slice(&all[..words.len()]);
+        held >= 0 && self.leave(i, held, None)
+    }
     /// Takes the table's lock: the hold, for [`release_table`](Self::release_table).
     fn hold_table(&self) -> i32;
     /// Lets go of the table's lock.
@@ -175,6 +184,20 @@ impl<M: Memory> Slot for MemorySlot<M> {
                 }
             }
         }
+    }
+
+    fn read(&mut self, len: usize, f: &mut dyn FnMut(&[f64])) {
+        let mut words = [0.0; WORDS];
+        let part = &mut words[..len];
+        if self.alone.is_none() && self.memory.peek(self.index, self.key, part) {
+            return f(part);
+        }
+        // Kept alone, moved or taken: a transaction that writes nothing finds it.
+        let read = &mut |words: &mut [f64; WORDS]| {
+            f(&words[..len]);
+            false
+        };
+        self.transact(read, false);
     }
 }
 
