@@ -8,14 +8,14 @@
 //! timer serves every gate ([`poll_timeout`](Gates::poll_timeout)).
 
 pub mod action;
-pub mod compat;
+pub(crate) mod compat;
 pub mod fleet;
 pub mod home;
 #[cfg(feature = "serde")]
 pub mod hook;
 pub mod ids;
 pub mod lane_name;
-pub mod memos;
+pub(crate) mod memos;
 pub mod profile;
 #[cfg(feature = "serde")]
 pub mod report;

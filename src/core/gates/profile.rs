@@ -124,7 +124,7 @@ impl Profile {
 
     /// Whether its calls' routes are read: to tell limiters apart, or to say what a call
     /// costs the spread.
-    pub fn reads_routes(&self) -> bool {
+    pub(crate) fn reads_routes(&self) -> bool {
         self.learns() || self.spread.is_some()
     }
 

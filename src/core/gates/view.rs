@@ -29,7 +29,7 @@ use crate::core::Millis;
     derive(serde::Serialize),
     serde(rename_all = "camelCase")
 )]
-pub struct Limits {
+pub(crate) struct Limits {
     /// A `Remaining` below this share of the limit means someone else drains the key.
     pub low_remaining: f64,
     /// Bare 429s in a row that make the quota suspect.
@@ -122,7 +122,7 @@ impl Gates {
     }
 
     /// Calls waiting on `gate` in `lane`.
-    pub fn waiting_in(&self, gate: GateId, lane: LaneId) -> usize {
+    pub(crate) fn waiting_in(&self, gate: GateId, lane: LaneId) -> usize {
         self.entries
             .get(gate)
             .map_or(0, |e| e.gate.waiting_in(lane))
