@@ -100,7 +100,7 @@ static NO_TROUBLES: Troubles = Troubles {
 
 impl Counts {
     /// The counts of trouble (all 0 before the first).
-    pub fn troubles(&self) -> &Troubles {
+    pub(crate) fn troubles(&self) -> &Troubles {
         self.troubles.as_deref().unwrap_or(&NO_TROUBLES)
     }
 

@@ -219,7 +219,7 @@ impl Queue {
 
     /// The first live place of the lanes that draw on the reserve, in their fair order (the
     /// one that may go when the head waits for credit the reserve has).
-    pub fn reserve_front(&mut self, is_live: impl Fn(Place) -> bool) -> Option<Place> {
+    pub(crate) fn reserve_front(&mut self, is_live: impl Fn(Place) -> bool) -> Option<Place> {
         self.head(&is_live, true).map(|(_, place)| place)
     }
 
