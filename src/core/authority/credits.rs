@@ -20,7 +20,7 @@ use crate::core::Millis;
 pub const LEASE_MS: Millis = 30_000.0;
 
 /// How soon a call waiting for the key's first reading, claimed by another, asks again.
-pub const FIRST_READ_RECHECK_MS: Millis = 100.0;
+const FIRST_READ_RECHECK_MS: Millis = 100.0;
 
 /// A call's credits, asked with its admission.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -120,7 +120,7 @@ impl SharedCredits {
     /// Takes in another thread's state kept apart for a while: the bucket that was read
     /// last, with the scale that counted since its reading, and the later of the next
     /// readings.
-    pub fn absorb(&mut self, other: &SharedCredits) {
+    pub(crate) fn absorb(&mut self, other: &SharedCredits) {
         let read_at = |c: &SharedCredits| c.bucket.map_or(Millis::NEG_INFINITY, |b| b.read_at());
         if read_at(other) > read_at(self) {
             self.bucket = other.bucket;

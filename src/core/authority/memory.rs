@@ -85,7 +85,7 @@ impl MemoryAuthority {
     /// started from a full bucket of the same allowance), as is its retry budget's spending;
     /// the later cooldown and quota closure hold, and a slow refill. Two threads that kept the
     /// same key apart for a while join their states this way, once each.
-    pub fn absorb(&mut self, now: Millis, other: &mut MemoryAuthority) {
+    pub(crate) fn absorb(&mut self, now: Millis, other: &mut MemoryAuthority) {
         let spent = self.bucket.rate().burst() - other.bucket.tokens(now);
         let left = self.bucket.tokens(now) - spent.max(0.0);
         self.bucket.at_most(now, left);
@@ -130,11 +130,6 @@ impl MemoryAuthority {
         self.sent
     }
 
-    /// The retry budget's settings, if there is a budget.
-    pub fn budget_config(&self) -> Option<RefillingConfig> {
-        self.budget.as_ref().map(RefillingBudget::config)
-    }
-
     /// Gives a budget-less gate this budget (a gate never changes a budget it has).
     pub(crate) fn install_budget(&mut self, config: RefillingConfig) {
         if self.budget.is_none() {
@@ -155,11 +150,6 @@ impl MemoryAuthority {
     /// Whether the refill runs at half rate.
     pub fn slow(&self) -> bool {
         self.bucket.is_slow()
-    }
-
-    /// Closed for the quota until this time (0: open).
-    pub fn quota_until(&self) -> Millis {
-        self.quota_until
     }
 
     /// The shared spread.

@@ -111,7 +111,7 @@ pub fn vacant(words: &mut [f64; WORDS], now: Millis) -> bool {
 /// (`into`), at `now` on the shared clock: a fresh slot takes it as it is; otherwise what was
 /// spent in either is spent (see [`MemoryAuthority::absorb`]). The caller empties `from` as it
 /// takes it, so nothing is counted twice.
-pub fn merge(into: &mut [f64; WORDS], from: &[f64; WORDS], now: Millis) {
+pub(crate) fn merge(into: &mut [f64; WORDS], from: &[f64; WORDS], now: Millis) {
     let Some(theirs) = Settings::load(from).filter(|_| from[READY] == 1.0) else {
         return;
     };
