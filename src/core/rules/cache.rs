@@ -165,7 +165,7 @@ pub fn lifetime(
 const SWEEP_EVERY_MS: Millis = 1_000.0;
 
 /// An entry's number: the bindings keep its bytes under it.
-pub type EntryId = u64;
+type EntryId = u64;
 
 /// What [`Cache::lookup`] decided for a call.
 #[derive(Debug, Clone, Copy, PartialEq)]

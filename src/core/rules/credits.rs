@@ -267,7 +267,7 @@ impl CreditBucket {
     /// authority's, shared by threads or a fleet): `scale` learns from its delta what the
     /// callers' calls cost, and says what they cost of it (at least what was taken); the rest
     /// is others'.
-    pub fn read_shared(&mut self, now: Millis, usage: Usage, scale: &mut CostScale) {
+    pub(crate) fn read_shared(&mut self, now: Millis, usage: Usage, scale: &mut CostScale) {
         self.correct(now, usage, |delta| scale.learn(delta));
     }
 
@@ -351,7 +351,7 @@ impl CreditBucket {
     }
 
     /// What [`take_reserved`](Self::take_reserved) would answer at `now`, spending nothing.
-    pub fn ready_reserved(&mut self, now: Millis, cost: f64) -> Result<(), Millis> {
+    pub(crate) fn ready_reserved(&mut self, now: Millis, cost: f64) -> Result<(), Millis> {
         match self.ready(now, cost) {
             Err(_) if self.reserve_holds(cost) => Ok(()),
             spread => spread,
@@ -365,7 +365,7 @@ impl CreditBucket {
     }
 
     /// When the last reading came.
-    pub fn read_at(&self) -> Millis {
+    pub(crate) fn read_at(&self) -> Millis {
         self.read_at
     }
 
@@ -387,7 +387,7 @@ impl CreditBucket {
     /// When the limit would be reached at the pace the key spent between the last two
     /// readings, from `now`; `None` before two readings, with no spending, or when that comes
     /// after the period's end (the quota lasts the period).
-    pub fn projected_end(&self, now: Millis) -> Option<Millis> {
+    pub(crate) fn projected_end(&self, now: Millis) -> Option<Millis> {
         if self.pace <= 0.0 {
             return None;
         }
@@ -520,7 +520,7 @@ impl Costs {
     }
 
     /// Whether what a call of `route` costs is stated.
-    pub fn is_stated(&self, route: &str) -> bool {
+    pub(crate) fn is_stated(&self, route: &str) -> bool {
         self.stated_cost(route).is_some()
     }
 

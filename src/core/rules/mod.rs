@@ -21,5 +21,5 @@ pub mod routes;
 pub mod scale;
 pub mod shared_cache;
 pub mod spending;
-pub mod streak;
+pub(crate) mod streak;
 pub mod toggle;

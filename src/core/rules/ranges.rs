@@ -46,10 +46,10 @@ impl Whole {
 
 /// A count with no bound of its own but what a `u32` holds: `maxWaiting`, and a round's
 /// `retryBudget` (`batch()`, `simulate()`).
-pub const COUNT: Whole = Whole { min: 0.0, max: 1e9 };
+pub(crate) const COUNT: Whole = Whole { min: 0.0, max: 1e9 };
 
 /// Attempts per call, the first included (`retry.maxAttempts`).
-pub const ATTEMPTS: Whole = Whole {
+pub(crate) const ATTEMPTS: Whole = Whole {
     min: 1.0,
     max: 100.0,
 };
@@ -74,7 +74,7 @@ pub(crate) const SIM_ATTEMPTS: Whole = Whole {
 };
 
 /// The gates, processes or threads `simulate()` spreads its workers over.
-pub const SIM_SPLIT: Whole = Whole {
+pub(crate) const SIM_SPLIT: Whole = Whole {
     min: 1.0,
     max: 1_000.0,
 };

@@ -6,11 +6,11 @@
 /// Credits asked (at no stated cost) since the last reading below which a reading's delta
 /// says too little to learn from: one credit counted twice, or a call in flight as the
 /// reading was sent, would move the scale by 10 % or more.
-pub const MIN_ASKED: f64 = 10.0;
+const MIN_ASKED: f64 = 10.0;
 
 /// The scale's range: a delta far off what was asked (a reading lost its calls, another key's
 /// user spent a burst) paces no call at more than 100 credits, nor at less than a tenth.
-pub const SCALE_RANGE: (f64, f64) = (0.1, 100.0);
+const SCALE_RANGE: (f64, f64) = (0.1, 100.0);
 
 /// The scale and what it learns from, in a shared spread.
 ///
@@ -27,7 +27,7 @@ pub const SCALE_RANGE: (f64, f64) = (0.1, 100.0);
 /// What another key user spends between two readings reads as a dearer call here (the shared
 /// state cannot tell them apart); the total is paced the same either way.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CostScale {
+pub(crate) struct CostScale {
     /// What one credit asked at no stated cost is taken to cost.
     scale: f64,
     /// Credits of stated costs taken since the last usable reading.

@@ -112,7 +112,7 @@ pub fn asks(now: Millis, failed_at: Millis, retry_ms: Millis) -> bool {
 
 /// How long the store keeps an entry fresh for `fresh_ms`: its lifetime and the time it may
 /// still answer stale.
-pub fn keep_ms(fresh_ms: Millis, stale_for_ms: Millis) -> Millis {
+pub(crate) fn keep_ms(fresh_ms: Millis, stale_for_ms: Millis) -> Millis {
     fresh_ms + stale_for_ms
 }
 

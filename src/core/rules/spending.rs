@@ -32,7 +32,7 @@ pub struct CreditFigures {
 
 /// A gate's spread: its bucket once read, and the readings' schedule.
 #[derive(Debug, Clone)]
-pub struct Spending {
+pub(crate) struct Spending {
     spread: Spread,
     costs: Costs,
     bucket: Option<CreditBucket>,
@@ -57,12 +57,12 @@ impl Spending {
     }
 
     /// Whether a reading is due at `now` (the gate starts one when a call waits).
-    pub fn reading_due(&self, now: Millis) -> bool {
+    pub(crate) fn reading_due(&self, now: Millis) -> bool {
         now >= self.next_reading
     }
 
     /// When the next reading is due.
-    pub fn next_reading(&self) -> Millis {
+    pub(crate) fn next_reading(&self) -> Millis {
         self.next_reading
     }
 
@@ -94,7 +94,7 @@ impl Spending {
     }
 
     /// Whether what a call of `route` costs is stated (`quota.costs`), not learned.
-    pub fn is_stated(&self, route: Option<&str>) -> bool {
+    pub(crate) fn is_stated(&self, route: Option<&str>) -> bool {
         self.costs.is_stated(route.unwrap_or(NO_ROUTE))
     }
 
