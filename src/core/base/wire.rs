@@ -62,7 +62,7 @@ impl<'s> Wire<'s> {
     }
 
     /// A number or nothing (NaN).
-    pub fn maybe(&mut self, name: &str, v: Option<f64>) {
+    pub(crate) fn maybe(&mut self, name: &str, v: Option<f64>) {
         self.number(name, v.unwrap_or(f64::NAN));
     }
 
@@ -96,7 +96,7 @@ impl<'s> Wire<'s> {
 
     /// Opens a group that may be absent (`null`, or keys left out): it writes its values all
     /// the same, behind a header the group's [`close`](Self::close) writes.
-    pub fn open_if(&mut self, name: &str, present: bool) {
+    pub(crate) fn open_if(&mut self, name: &str, present: bool) {
         self.name(name);
         if self.records == 0 {
             self.layout.push_str("?{");
