@@ -118,7 +118,7 @@ pub fn limits(
 
 impl Profile {
     /// Whether the wrapper learns its allowance (and so tells limiters apart by route).
-    pub fn learns(&self) -> bool {
+    pub(crate) fn learns(&self) -> bool {
         matches!(self.allowance, Allowance::Learned(_))
     }
 

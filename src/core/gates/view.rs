@@ -137,7 +137,7 @@ impl Gates {
     }
 
     /// A gate's scope.
-    pub fn scope(&self, gate: GateId) -> Option<&Scope> {
+    pub(crate) fn scope(&self, gate: GateId) -> Option<&Scope> {
         self.entries.get(gate).map(|e| &e.scope)
     }
 
@@ -174,7 +174,7 @@ impl Gates {
 
     /// Where a gate's state lives, its allowance now, and its retry budget's capacity: what a
     /// store operation carries.
-    pub fn keeping(&self, gate: GateId) -> Option<(Keeping, Rate, Option<f64>)> {
+    pub(crate) fn keeping(&self, gate: GateId) -> Option<(Keeping, Rate, Option<f64>)> {
         let e = self.entries.get(gate)?;
         let budget = e.gate.budget_config().map(|b| b.capacity);
         Some((e.keeping, e.gate.rate(), budget))
