@@ -60,7 +60,7 @@ pub struct CallSpec {
 
 /// Where a call is.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Stage {
+pub(crate) enum Stage {
     /// Waiting beside the queue for its route's scout (see [`CallSpec::behind_scout`]).
     BehindScout,
     /// In queue (its `visit`-th time), since `since`.
@@ -98,7 +98,7 @@ pub enum Stage {
 
 /// What a call does once the response it will not deliver has been dealt with.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Try again, not before `not_before`.
     Retry {
         /// Earliest admission request.
@@ -173,7 +173,7 @@ impl Call {
     }
 
     /// A call made at `now`, not yet in queue.
-    pub fn new(spec: CallSpec, probe: bool, now: Millis, rank: Rank) -> Call {
+    pub(crate) fn new(spec: CallSpec, probe: bool, now: Millis, rank: Rank) -> Call {
         Call {
             spec,
             probe,
@@ -265,7 +265,7 @@ impl Call {
     }
 
     /// How the call is abandoned for `reason`, with what it got to.
-    pub fn abandoned(&self, reason: Reason) -> Abandoned {
+    pub(crate) fn abandoned(&self, reason: Reason) -> Abandoned {
         Abandoned {
             reason,
             attempts: self.attempts,

@@ -435,7 +435,7 @@ impl Gate {
     }
 
     /// Whether `call` went ahead of its route's other calls to learn the route's limiter.
-    pub fn scouts(&self, call: CallId) -> bool {
+    pub(crate) fn scouts(&self, call: CallId) -> bool {
         self.busy.calls.get(call).is_some_and(|c| c.spec.scout)
     }
 
@@ -545,7 +545,7 @@ impl Gate {
     /// held for credit the spread has not (never an `account` call, `GET /usage` or
     /// `/limits`): what lets a cache answer it from a stale entry without waiting. `route`
     /// and `reserve` say what it costs and whether its lane draws on the reserve.
-    pub fn holds(
+    pub(crate) fn holds(
         &mut self,
         now: Millis,
         account: bool,

@@ -232,7 +232,7 @@ impl Queue {
 
     /// `place`, as for [`pop`](Self::pop), leaves without a token (its deadline passed): no
     /// lane's turn is spent.
-    pub fn pass(&mut self, place: Place) {
+    pub(crate) fn pass(&mut self, place: Place) {
         self.take(place, false);
     }
 
@@ -274,7 +274,7 @@ impl Queue {
 
     /// A live place left the queue from anywhere in it (it is skipped later): from the front, or
     /// from its lane.
-    pub fn left(&mut self, from: Option<LaneId>) {
+    pub(crate) fn left(&mut self, from: Option<LaneId>) {
         match from.and_then(|id| self.lanes.iter_mut().find(|l| l.lane.id == id)) {
             Some(lane) => lane.live -= 1,
             None => self.front_live -= 1,
@@ -285,7 +285,7 @@ impl Queue {
     /// Follows the order other threads' queues share with this one: the clock moves up to
     /// theirs, and each lane starts no earlier than they say (what this queue has not heard of
     /// yet, they admitted).
-    pub fn follow(&mut self, shares: Option<&Shares>) {
+    pub(crate) fn follow(&mut self, shares: Option<&Shares>) {
         let Some(shares) = shares else {
             return;
         };

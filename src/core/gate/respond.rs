@@ -59,7 +59,7 @@ pub struct BodyFacts {
 
 impl BodyFacts {
     /// Whether the body says the quota is spent (see [`looks_exhausted`]).
-    pub fn names_quota(&self) -> bool {
+    pub(crate) fn names_quota(&self) -> bool {
         looks_exhausted(self.code.as_deref(), self.detail.as_deref())
     }
 }
