@@ -3,7 +3,7 @@
 pub mod alarm;
 pub mod handles;
 pub mod histogram;
-pub(crate) mod indexed;
+pub mod indexed;
 #[cfg(feature = "serde")]
 pub mod json;
 pub mod map;
