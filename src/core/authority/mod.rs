@@ -16,7 +16,7 @@
 pub mod credits;
 pub mod fair;
 pub mod memory;
-pub mod order;
+pub(crate) mod order;
 pub mod slot;
 pub mod store;
 pub mod table;

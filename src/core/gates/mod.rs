@@ -498,7 +498,12 @@ impl Gates {
 
     /// Makes a call on `gate` at `now` with `spec` as it is (no wrapper, no route): the gate's
     /// own rules, driven as every call is.
-    pub(crate) fn start_on(&mut self, now: Millis, gate: GateId, spec: CallSpec) -> Option<CallRef> {
+    pub(crate) fn start_on(
+        &mut self,
+        now: Millis,
+        gate: GateId,
+        spec: CallSpec,
+    ) -> Option<CallRef> {
         let call = self.calls.insert(Placed {
             gate,
             call: 0,
