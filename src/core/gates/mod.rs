@@ -18,9 +18,9 @@ pub(crate) mod lane_name;
 pub(crate) mod memos;
 pub mod profile;
 #[cfg(feature = "serde")]
-pub(crate) mod report;
+pub mod report;
 pub mod scope;
-pub(crate) mod view;
+pub mod view;
 
 mod moves;
 mod sharing;

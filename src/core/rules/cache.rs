@@ -272,7 +272,7 @@ impl Landed {
     /// A response of `status` (0: none) whose body, `bytes` long, was copied whole (`copied`),
     /// with its caching `headers` and its JSON body's `ttl_seconds`, received at `wall_now`
     /// (Unix ms); `default_ttl_ms` for a 200 that says no lifetime.
-    pub fn of(
+    pub(crate) fn of(
         (status, bytes, copied): (u16, f64, bool),
         headers: CacheHeaders<'_>,
         ttl_seconds: Option<f64>,
@@ -405,7 +405,7 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
     }
 
     /// The configuration.
-    pub fn config(&self) -> CacheConfig {
+    pub(crate) fn config(&self) -> CacheConfig {
         self.config
     }
 

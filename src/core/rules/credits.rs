@@ -100,7 +100,7 @@ impl Spread {
     /// `quota: { spread, reserve, burstMs, refreshMs, costs }` as given (`None`: left out),
     /// the defaults filling in, every value checked: the spread and its costs when `spread` is
     /// true; nothing when it is false or left out (the quota is then guarded as before).
-    pub fn given(
+    pub(crate) fn given(
         spread: Option<bool>,
         [reserve, burst_ms, refresh_ms]: [Option<f64>; 3],
         costs: Vec<(String, f64)>,
@@ -200,10 +200,10 @@ impl CreditBucket {
     }
 
     /// Numbers [`save`](Self::save) writes.
-    pub const WORDS: usize = 15;
+    pub(crate) const WORDS: usize = 15;
 
     /// The bucket as numbers, its settings first, for a slot shared by threads.
-    pub fn save(&self) -> [f64; Self::WORDS] {
+    pub(crate) fn save(&self) -> [f64; Self::WORDS] {
         let s = self.spread;
         [
             s.reserve,
@@ -225,7 +225,7 @@ impl CreditBucket {
     }
 
     /// The bucket [`save`](Self::save) wrote.
-    pub fn load(words: [f64; Self::WORDS]) -> CreditBucket {
+    pub(crate) fn load(words: [f64; Self::WORDS]) -> CreditBucket {
         let [reserve, burst_ms, refresh_ms, limit, period_end, rate, others, tokens, last, used, reserve_used, taken_since_sent, read_at, read_used, pace] =
             words;
         CreditBucket {
@@ -313,7 +313,7 @@ impl CreditBucket {
 
     /// What [`take`](Self::take) would answer at `now`, spending nothing: a gate asks before
     /// the allowance's token, and takes once both are there.
-    pub fn ready(&mut self, now: Millis, cost: f64) -> Result<(), Millis> {
+    pub(crate) fn ready(&mut self, now: Millis, cost: f64) -> Result<(), Millis> {
         match self.predict(now, 0.0, cost) {
             at if at <= now => Ok(()),
             at => Err(at),
@@ -324,7 +324,7 @@ impl CreditBucket {
     /// later) behind calls costing `before` in all, each taken as its credits come;
     /// infinite when the spread has not that many left (not before a reading). A call that
     /// costs more than the bucket can hold goes when the bucket is full, and leaves it in debt.
-    pub fn predict(&mut self, now: Millis, before: f64, cost: f64) -> Millis {
+    pub(crate) fn predict(&mut self, now: Millis, before: f64, cost: f64) -> Millis {
         self.refill(now);
         let all = before + cost;
         if all > self.spread_left() + SLACK || self.used + all > self.limit + SLACK {
@@ -370,17 +370,17 @@ impl CreditBucket {
     }
 
     /// The server's `used` as this process knows it.
-    pub fn used(&self) -> f64 {
+    pub(crate) fn used(&self) -> f64 {
         self.used
     }
 
     /// The period's limit.
-    pub fn limit(&self) -> f64 {
+    pub(crate) fn limit(&self) -> f64 {
         self.limit
     }
 
     /// The refill, in credits per millisecond.
-    pub fn per_ms(&self) -> f64 {
+    pub(crate) fn per_ms(&self) -> f64 {
         self.rate
     }
 
@@ -508,7 +508,7 @@ impl Costs {
     }
 
     /// The costs stated, pattern and credits, in order.
-    pub fn stated(&self) -> &[(String, f64)] {
+    pub(crate) fn stated(&self) -> &[(String, f64)] {
         &self.stated
     }
 

@@ -15,14 +15,18 @@ pub struct Whole {
 
 impl Whole {
     /// `n`, when it is a whole number in the range.
-    pub fn holds(self, n: f64) -> Option<u32> {
+    pub(crate) fn holds(self, n: f64) -> Option<u32> {
         (n.fract() == 0.0 && n >= self.min && n <= self.max).then_some(n as u32)
     }
 
     /// `n` when it was given, checked: a whole number in the range, or an error naming `field`.
     // One copy for its dozen callers: inlined, each built the error again (1 KB of wasm).
     #[inline(never)]
-    pub fn given(self, field: &'static str, n: Option<f64>) -> Result<Option<u32>, ConfigError> {
+    pub(crate) fn given(
+        self,
+        field: &'static str,
+        n: Option<f64>,
+    ) -> Result<Option<u32>, ConfigError> {
         let Some(got) = n else {
             return Ok(None);
         };

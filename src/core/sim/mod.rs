@@ -3,8 +3,8 @@
 
 pub mod given;
 pub mod home;
-pub(crate) mod lanes;
-pub(crate) mod model;
+pub mod lanes;
+pub mod model;
 pub mod month;
 pub mod server;
 pub mod store;
