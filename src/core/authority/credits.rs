@@ -3,7 +3,7 @@
 //! An admission asks for its call's credits with its token ([`Op::Admit`]'s `credits`); the
 //! first to find a reading due claims it, so exactly one reads; its answer corrects the bucket
 //! for everyone ([`Op::Read`]), and teaches it what calls of no stated cost cost
-//! ([`CostScale`]). `gate.lua` encodes the same rule for Redis.
+//! (`CostScale`). `gate.lua` encodes the same rule for Redis.
 //!
 //! [`Op::Admit`]: super::Op::Admit
 //! [`Op::Read`]: super::Op::Read

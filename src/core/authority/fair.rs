@@ -1,6 +1,6 @@
 //! The fair order between queues that share one gate's state (the threads of a process, or the
-//! processes of a fleet through their store: see [`order`](super::order)): the virtual clock of
-//! [`fair`] queuing and each lane's next start, kept beside the state, so that the heads of
+//! processes of a fleet through their store: see `order`): the virtual clock of
+//! `fair` queuing and each lane's next start, kept beside the state, so that the heads of
 //! every queue are ordered by the one schedule a single queue of all their calls would follow. A
 //! lane is the same lane in every queue (lane 0, a wrapper's own calls; a named lane by its name;
 //! an unnamed one by the order its queue made it); within a lane, heads go by arrival, whichever

@@ -1,7 +1,7 @@
 //! Which slot of the table the process's threads share holds a key, and how the table grows.
 //!
 //! The table is open addressing in segments: the first of `first` slots, then each new one as
-//! large as the table was (the table doubles). A key is looked for in a window of [`PROBES`]
+//! large as the table was (the table doubles). A key is looked for in a window of `PROBES`
 //! slots in each segment, segment after segment, and a never-used slot ends the search. A key
 //! takes a slot only under the table's lock, only when no window before that slot had a
 //! never-used one, and a used slot is never unused again: so whoever looks, in any thread,

@@ -3,7 +3,7 @@
 //! a lone thread) lives in a [`Slot`] of shared memory that one thread changes at a time. The
 //! transitions are the memory authority's own: a transaction loads the state from the slot's
 //! words, applies the operation and saves it back. What sharing adds is the
-//! [`order`] between the queues: the head of each waiting queue leaves a claim, and
+//! `order` between the queues: the head of each waiting queue leaves a claim, and
 //! a token goes to the head the fair order puts first.
 //!
 //! A slot's words, in order: `READY` (1 once anything was saved), the gate's allowance and

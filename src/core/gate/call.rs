@@ -43,7 +43,7 @@ pub struct CallSpec {
     /// An account call (`GET /usage`, `/limits`): never refused for the quota, which it is how
     /// one checks, nor held while the quota's probe is out.
     pub account: bool,
-    /// Its route's scout is out: the call waits beside the queue ([`Stage::BehindScout`]) until
+    /// Its route's scout is out: the call waits beside the queue (`Stage::BehindScout`) until
     /// the scout's answer lets it into this gate's queue or moves it to its limiter's gate. It
     /// counts as waiting (`maxWaiting` judges it as it comes).
     pub behind_scout: bool,

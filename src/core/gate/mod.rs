@@ -629,7 +629,7 @@ impl Gate {
 
     /// Whether the gate holds nothing worth keeping: no calls, no operation in flight, a full
     /// bucket, no cooldown, no quota state. Forgetting it then changes nothing but what a
-    /// learning gate learned, which its [`memo`](Self::memo) keeps, and what is left of a
+    /// learning gate learned, which its `memo` keeps, and what is left of a
     /// retry budget kept in this process, which the gates keep beside it. A store's gate
     /// leaves the budget to the store (a fallback's, spent while the store was down, goes).
     /// A gate that spreads its quota is never idle: forgotten, its pace for the period would

@@ -1,5 +1,5 @@
 //! The gate's queue: calls waiting for admission. Calls come in lanes (a wrapper's `lane()`, each
-//! with a weight), and tokens go to the lanes' heads in the fair order of [`fair`]: the smallest
+//! with a weight), and tokens go to the lanes' heads in the fair order of `fair`: the smallest
 //! start tag first, the earlier call on a tie.
 //!
 //! Within a lane a call keeps the place its arrival gave it: a retry that comes back from its
@@ -224,7 +224,7 @@ impl Queue {
     }
 
     /// `place`, at the front or at its lane's head (the caller found it live with
-    /// [`front`](Self::front) or [`reserve_front`](Self::reserve_front)), is admitted: its
+    /// [`front`](Self::front) or `reserve_front`), is admitted: its
     /// lane's turn is spent.
     pub fn pop(&mut self, place: Place) {
         self.take(place, true);

@@ -162,7 +162,7 @@ pub struct Request<'a> {
     /// What kind of body it sends.
     pub body: Body,
     /// The URL: its route tells limiters apart and says what a call costs the spread (see
-    /// [`Profile::reads_routes`]); it also tells account calls (`GET /usage`) from others.
+    /// `Profile::reads_routes`); it also tells account calls (`GET /usage`) from others.
     pub url: &'a str,
     /// The refresh round it belongs to.
     pub batch: Option<Rc<RefCell<Batch>>>,

@@ -1,7 +1,7 @@
 //! One request per snapshot (`createFetch({ cache })`): which answers are kept and for how long,
 //! which calls join a request already in flight, which are answered from a kept entry (fresh,
 //! or stale instead of refused), and which entries go when the bytes run out. The index only:
-//! the bindings hold the bytes, known here by an [`EntryId`] and their length.
+//! the bindings hold the bytes, known here by an `EntryId` and their length.
 //!
 //! A key `K` is what makes two GETs identical (the credential's scope, the URL, `Accept`): an
 //! entry is only ever found under its own key, so a credential never sees another's. A caller

@@ -82,7 +82,7 @@ impl<C> SpreadGiven<C> {
 }
 
 impl SpreadGiven {
-    /// What was given, checked (see [`Spread::given`]).
+    /// What was given, checked (see `Spread::given`).
     pub fn spread(self) -> Result<Option<(Spread, Costs)>, ConfigError> {
         let settings = [self.reserve, self.burst_ms, self.refresh_ms];
         Spread::given(self.spread, settings, self.costs)
@@ -134,7 +134,7 @@ impl Spread {
 /// A key's credits paced to the end of its period. Plain numbers, `Copy`: an authority can keep
 /// it wherever a gate's state lives.
 ///
-/// Counting: the bucket keeps its own view of the server's `used` ([`used`](Self::used)): the
+/// Counting: the bucket keeps its own view of the server's `used`: the
 /// last reading plus what this process took since. A reading counts the calls the server had
 /// when it answered, so the credits taken after the reading was sent ([`sent`](Self::sent))
 /// are counted once, by this process: they are added to the reading's `used`, as not in it yet.

@@ -1,5 +1,5 @@
 //! The ranges of the options given as whole numbers, each defined once: a caller's number is
-//! checked against them ([`Whole::given`], its error worded as a JavaScript caller reads it),
+//! checked against them (`Whole::given`, its error worded as a JavaScript caller reads it),
 //! and the core's own checks use the same bounds.
 
 use super::allowance::ConfigError;
