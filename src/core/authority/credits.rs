@@ -3,7 +3,7 @@
 //! An admission asks for its call's credits with its token ([`Op::Admit`]'s `credits`); the
 //! first to find a reading due claims it, so exactly one reads; its answer corrects the bucket
 //! for everyone ([`Op::Read`]), and teaches it what calls of no stated cost cost
-//! ([`CostScale`]). `gate.lua` encodes the same rule for Redis.
+//! (`CostScale`). `gate.lua` encodes the same rule for Redis.
 //!
 //! [`Op::Admit`]: super::Op::Admit
 //! [`Op::Read`]: super::Op::Read
@@ -17,10 +17,10 @@ use crate::core::Millis;
 /// probe's budget), and never more than a refresh. Its answer moves the next reading a refresh
 /// on; a reader that died, or a claim whose answer was lost (a store operation out of time),
 /// frees it at the lease's end.
-pub const LEASE_MS: Millis = 30_000.0;
+pub(crate) const LEASE_MS: Millis = 30_000.0;
 
 /// How soon a call waiting for the key's first reading, claimed by another, asks again.
-pub const FIRST_READ_RECHECK_MS: Millis = 100.0;
+const FIRST_READ_RECHECK_MS: Millis = 100.0;
 
 /// A call's credits, asked with its admission.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,7 +49,7 @@ pub struct Reading {
 
 /// What an admission's credits say.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Credit {
+pub(crate) enum Credit {
     /// The call has them.
     Go,
     /// A reading is due and the asker has claimed it: it reads before anyone is paced.
@@ -88,12 +88,12 @@ impl Default for SharedCredits {
 
 impl SharedCredits {
     /// Numbers [`save`](Self::save) writes.
-    pub const WORDS: usize = BUCKET_AT + CreditBucket::WORDS;
+    pub(crate) const WORDS: usize = BUCKET_AT + CreditBucket::WORDS;
 
     /// The state as numbers, for a slot shared by threads: whether a reading answered, the
     /// next reading's time (minus infinity: due), whether there is a bucket, the scale's
     /// numbers, and the bucket's.
-    pub fn save(&self) -> [f64; Self::WORDS] {
+    pub(crate) fn save(&self) -> [f64; Self::WORDS] {
         let mut words = [0.0; Self::WORDS];
         words[0] = f64::from(u8::from(self.read));
         words[1] = self.next_reading;
@@ -106,7 +106,7 @@ impl SharedCredits {
     }
 
     /// The state [`save`](Self::save) wrote (all zeros: a reading due at any time from 0).
-    pub fn load(words: [f64; Self::WORDS]) -> SharedCredits {
+    pub(crate) fn load(words: [f64; Self::WORDS]) -> SharedCredits {
         let mut bucket = [0.0; CreditBucket::WORDS];
         bucket.copy_from_slice(&words[BUCKET_AT..]);
         SharedCredits {
@@ -120,7 +120,7 @@ impl SharedCredits {
     /// Takes in another thread's state kept apart for a while: the bucket that was read
     /// last, with the scale that counted since its reading, and the later of the next
     /// readings.
-    pub fn absorb(&mut self, other: &SharedCredits) {
+    pub(crate) fn absorb(&mut self, other: &SharedCredits) {
         let read_at = |c: &SharedCredits| c.bucket.map_or(Millis::NEG_INFINITY, |b| b.read_at());
         if read_at(other) > read_at(self) {
             self.bucket = other.bucket;
@@ -133,7 +133,7 @@ impl SharedCredits {
     /// Whether a call costing `spend` may go at `now`: a reading due is claimed first (the
     /// asker reads; what is taken from now on is not in its answer); before the first answer
     /// calls wait for it; with no bucket after it, they go unpaced.
-    pub fn ask(&mut self, now: Millis, spend: Spend) -> Credit {
+    pub(crate) fn ask(&mut self, now: Millis, spend: Spend) -> Credit {
         if now >= self.next_reading {
             self.next_reading = now + LEASE_MS.min(spend.spread.refresh_ms);
             if let Some(bucket) = &mut self.bucket {
@@ -156,7 +156,7 @@ impl SharedCredits {
 
     /// The call [`ask`](Self::ask) let go at this same `now` takes its credits, and counts
     /// for the scale.
-    pub fn take(&mut self, now: Millis, spend: Spend) {
+    pub(crate) fn take(&mut self, now: Millis, spend: Spend) {
         if let Some(bucket) = &mut self.bucket {
             let cost = self.scale.credits(spend.cost, spend.stated);
             // Asked at this same `now`, it has them.
@@ -171,7 +171,7 @@ impl SharedCredits {
     /// The claimed reading's answer at `now` (`None`: no usable answer): the first usable one
     /// makes the bucket, later ones correct it and teach the scale (the counts go on through
     /// a reading with no answer); the next reading is due a refresh later.
-    pub fn read(&mut self, now: Millis, spread: Spread, reading: Option<Reading>) {
+    pub(crate) fn read(&mut self, now: Millis, spread: Spread, reading: Option<Reading>) {
         self.read = true;
         self.next_reading = now + spread.refresh_ms;
         let Some(r) = reading else {
@@ -195,7 +195,7 @@ impl SharedCredits {
 
     /// The key's `used`, limit and refill per millisecond as the bucket knows them (zeros
     /// before a reading made one).
-    pub fn figures(&self) -> (f64, f64, f64) {
+    pub(crate) fn figures(&self) -> (f64, f64, f64) {
         self.bucket
             .map_or((0.0, 0.0, 0.0), |b| (b.used(), b.limit(), b.per_ms()))
     }

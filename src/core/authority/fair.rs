@@ -1,6 +1,6 @@
 //! The fair order between queues that share one gate's state (the threads of a process, or the
-//! processes of a fleet through their store: see [`order`](super::order)): the virtual clock of
-//! [`fair`] queuing and each lane's next start, kept beside the state, so that the heads of
+//! processes of a fleet through their store: see `order`): the virtual clock of
+//! `fair` queuing and each lane's next start, kept beside the state, so that the heads of
 //! every queue are ordered by the one schedule a single queue of all their calls would follow. A
 //! lane is the same lane in every queue (lane 0, a wrapper's own calls; a named lane by its name;
 //! an unnamed one by the order its queue made it); within a lane, heads go by arrival, whichever
@@ -17,7 +17,7 @@ use crate::core::rules::fair::{self, LaneId, Tag};
 /// Lanes whose next start the threads share.
 pub(crate) const LANES: usize = 4;
 /// Numbers the fair order takes in a slot.
-pub const WORDS: usize = 2 + 3 * LANES;
+pub(crate) const WORDS: usize = 2 + 3 * LANES;
 
 const LOW: Tag = 1 << 32;
 
@@ -46,13 +46,13 @@ pub struct Shares {
 
 impl Shares {
     /// The start tag of a head of `lane` (the front's: the clock).
-    pub fn start(&self, lane: Option<LaneId>) -> Tag {
+    pub(crate) fn start(&self, lane: Option<LaneId>) -> Tag {
         let next = lane.and_then(|id| self.finish(id)).unwrap_or(0);
         fair::start(next, self.clock)
     }
 
     /// Where `lane` may start next, as far as the threads say.
-    pub fn finish(&self, lane: LaneId) -> Option<Tag> {
+    pub(crate) fn finish(&self, lane: LaneId) -> Option<Tag> {
         self.lanes
             .iter()
             .flatten()
@@ -75,7 +75,7 @@ pub(crate) struct Fair<'a>(pub &'a mut [f64]);
 
 impl Fair<'_> {
     /// What a queue follows.
-    pub fn shares(&self) -> Shares {
+    pub(crate) fn shares(&self) -> Shares {
         let mut shares = Shares {
             clock: read(&self.0[..2]),
             ..Shares::default()
@@ -87,13 +87,13 @@ impl Fair<'_> {
     }
 
     /// The start tag of a head of `lane` (the front's: the clock).
-    pub fn start(&self, lane: Option<LaneId>) -> Tag {
+    pub(crate) fn start(&self, lane: Option<LaneId>) -> Tag {
         self.shares().start(lane)
     }
 
     /// A head of `turn`'s lane was admitted: the clock moves to its start, and the lane's next
     /// start one turn (`1 / weight`) later. The front (at the clock) spends no lane's turn.
-    pub fn admitted(&mut self, turn: &Turn) {
+    pub(crate) fn admitted(&mut self, turn: &Turn) {
         let start = self.start(turn.lane.map(|(id, _)| id));
         let Some((lane, weight)) = turn.lane else {
             return;

@@ -31,7 +31,7 @@ pub struct MemoryAuthority {
 
 impl MemoryAuthority {
     /// A full bucket whose clock starts at `now`, with no cooldown, and the given retry budget.
-    pub fn new(rate: Rate, budget: Option<RefillingConfig>, now: Millis) -> Self {
+    pub(crate) fn new(rate: Rate, budget: Option<RefillingConfig>, now: Millis) -> Self {
         MemoryAuthority {
             bucket: TokenBucket::new(rate, now),
             anchor: None,
@@ -44,7 +44,7 @@ impl MemoryAuthority {
     }
 
     /// Numbers [`save`](Self::save) writes: the state's 9, then the shared spread's.
-    pub const WORDS: usize = 9 + SharedCredits::WORDS;
+    pub(crate) const WORDS: usize = 9 + SharedCredits::WORDS;
 
     /// The state as numbers, for a slot shared by threads (the rate and the budget's settings
     /// are the gate's, not state). -1 stands for no anchor and for no budget.
@@ -63,7 +63,11 @@ impl MemoryAuthority {
 
     /// The authority [`save`](Self::save) wrote, for `rate`. A budget saved by a gate without
     /// one's settings is dropped; `budget`'s settings with none saved start full.
-    pub fn load(rate: Rate, budget: Option<RefillingConfig>, words: [f64; Self::WORDS]) -> Self {
+    pub(crate) fn load(
+        rate: Rate,
+        budget: Option<RefillingConfig>,
+        words: [f64; Self::WORDS],
+    ) -> Self {
         let [tokens, last, paused, slow, anchor, cooldown, left, quota, sent] =
             std::array::from_fn(|i| words[i]);
         let credits = SharedCredits::load(std::array::from_fn(|i| words[9 + i]));
@@ -85,7 +89,7 @@ impl MemoryAuthority {
     /// started from a full bucket of the same allowance), as is its retry budget's spending;
     /// the later cooldown and quota closure hold, and a slow refill. Two threads that kept the
     /// same key apart for a while join their states this way, once each.
-    pub fn absorb(&mut self, now: Millis, other: &mut MemoryAuthority) {
+    pub(crate) fn absorb(&mut self, now: Millis, other: &mut MemoryAuthority) {
         let spent = self.bucket.rate().burst() - other.bucket.tokens(now);
         let left = self.bucket.tokens(now) - spent.max(0.0);
         self.bucket.at_most(now, left);
@@ -111,7 +115,7 @@ impl MemoryAuthority {
     /// Follows a learned allowance from `now`, with the server's count of tokens when it gave
     /// one, as of the request numbered `at`: the requests admitted after it come off (see
     /// [`TokenBucket::retune`]).
-    pub fn tune(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>) {
+    pub(crate) fn tune(&mut self, now: Millis, rate: Rate, count: Option<(Count, f64)>) {
         let count = count.map(|(count, at)| {
             let since = (self.sent - at - 1.0).max(0.0);
             match count {
@@ -125,16 +129,6 @@ impl MemoryAuthority {
         self.bucket.retune(now, rate, count);
     }
 
-    /// Requests admitted so far.
-    pub fn sent(&self) -> f64 {
-        self.sent
-    }
-
-    /// The retry budget's settings, if there is a budget.
-    pub fn budget_config(&self) -> Option<RefillingConfig> {
-        self.budget.as_ref().map(RefillingBudget::config)
-    }
-
     /// Gives a budget-less gate this budget (a gate never changes a budget it has).
     pub(crate) fn install_budget(&mut self, config: RefillingConfig) {
         if self.budget.is_none() {
@@ -143,7 +137,7 @@ impl MemoryAuthority {
     }
 
     /// Tokens in the retry budget, if there is one.
-    pub fn budget_left(&self) -> Option<f64> {
+    pub(crate) fn budget_left(&self) -> Option<f64> {
         self.budget.as_ref().map(RefillingBudget::available)
     }
 
@@ -155,11 +149,6 @@ impl MemoryAuthority {
     /// Whether the refill runs at half rate.
     pub fn slow(&self) -> bool {
         self.bucket.is_slow()
-    }
-
-    /// Closed for the quota until this time (0: open).
-    pub fn quota_until(&self) -> Millis {
-        self.quota_until
     }
 
     /// The shared spread.
@@ -174,7 +163,7 @@ impl MemoryAuthority {
     /// until it is full again may never go. Nor is a slow refill a reason to keep it: a full
     /// bucket has nothing left to refill, and the answers to its next burst (the same burst
     /// either way) say again whether the key runs low.
-    pub fn idle(&mut self, now: Millis) -> bool {
+    pub(crate) fn idle(&mut self, now: Millis) -> bool {
         self.bucket.tokens(now) >= self.bucket.rate().burst()
             && !self.bucket.is_paused()
             && self.cooldown_until <= now
@@ -242,7 +231,7 @@ impl MemoryAuthority {
 impl MemoryAuthority {
     /// Applies what a recent response said of the tokens (what an admission carries, applied
     /// before it is judged).
-    pub fn see(&mut self, now: Millis, seen: Option<Seen>) {
+    pub(crate) fn see(&mut self, now: Millis, seen: Option<Seen>) {
         match seen {
             Some(Seen::Remaining(remaining)) => self.feedback(now, None, Some(remaining)),
             Some(Seen::Count(count, at)) => self.tune(now, self.bucket.rate(), Some((count, at))),

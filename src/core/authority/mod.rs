@@ -16,7 +16,7 @@
 pub mod credits;
 pub mod fair;
 pub mod memory;
-pub mod order;
+pub(crate) mod order;
 pub mod slot;
 pub mod store;
 pub mod table;
@@ -54,7 +54,7 @@ pub enum Op {
         /// since it is how one checks the quota.
         account: bool,
         /// The head of the queue, for the order between the queues of several processes (see
-        /// [`order`]); `None` asks out of order (the memory authority always does).
+        /// `order`); `None` asks out of order (the memory authority always does).
         head: Option<Head>,
         /// The call's credits, where the gate spreads its quota (see [`credits`]): asked
         /// after the cooldown and before the token, taken with it (one admission at a time).

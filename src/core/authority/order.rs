@@ -19,7 +19,7 @@ use crate::core::Millis;
 pub(crate) const CLAIMS: usize = 8;
 const CLAIM: usize = 4;
 /// Numbers the order takes.
-pub const WORDS: usize = fair::WORDS + CLAIM * CLAIMS;
+pub(crate) const WORDS: usize = fair::WORDS + CLAIM * CLAIMS;
 
 /// The longest a claim outlives its time: a queue that emptied, or whose thread or process died,
 /// holds the others back at most this long (and at most one token interval).
@@ -69,7 +69,7 @@ impl Order<'_> {
     }
 
     /// What the queues follow of the order.
-    pub fn shares(&mut self) -> Shares {
+    pub(crate) fn shares(&mut self) -> Shares {
         self.parts().0.shares()
     }
 
@@ -91,7 +91,7 @@ impl Order<'_> {
     /// forgotten) gets the token: a head behind another waits until that one asks (`again`
     /// at least), and leaves its claim. While other queues have claims, one token at a time.
     /// The answer, and whether it is a wait for another queue's head.
-    pub fn admit(
+    pub(crate) fn admit(
         &mut self,
         authority: &mut MemoryAuthority,
         now: Millis,

@@ -45,7 +45,7 @@ pub trait Memory: Sized {
     fn hold_table(&self) -> i32;
     /// Lets go of the table's lock.
     fn release_table(&self, held: i32);
-    /// The table's first segment's slots (see [`Table::first`]).
+    /// The table's first segment's slots (see `Table::first`).
     fn first(&self) -> u32;
     /// The slots there are now.
     fn slots(&self) -> u32;

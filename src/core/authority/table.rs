@@ -1,7 +1,7 @@
 //! Which slot of the table the process's threads share holds a key, and how the table grows.
 //!
 //! The table is open addressing in segments: the first of `first` slots, then each new one as
-//! large as the table was (the table doubles). A key is looked for in a window of [`PROBES`]
+//! large as the table was (the table doubles). A key is looked for in a window of `PROBES`
 //! slots in each segment, segment after segment, and a never-used slot ends the search. A key
 //! takes a slot only under the table's lock, only when no window before that slot had a
 //! never-used one, and a used slot is never unused again: so whoever looks, in any thread,
@@ -16,7 +16,7 @@ pub const NEVER_USED: Key = (0, 0);
 
 /// Slots looked at for a key in each segment: a window long enough that a table with room
 /// gives a key a slot in its first segments, short enough to cost little when it has none.
-pub const PROBES: u32 = 64;
+const PROBES: u32 = 64;
 
 /// The key of the scope called `name` in the table: 64 bits of FNV-1a over the name (itself a
 /// hash of the credential), never [`NEVER_USED`].
@@ -29,7 +29,7 @@ pub fn key_of(name: &str) -> Key {
 }
 
 /// The table, held under its lock by the caller.
-pub trait Table {
+pub(crate) trait Table {
     /// The first segment's slots.
     fn first(&self) -> u32;
     /// The slots there are now: `first` times a power of two.
@@ -47,7 +47,7 @@ pub trait Table {
 /// The slot of `key`, taking one if it has none: the first never-used slot of its windows,
 /// else the first vacant one, else one in a new segment. `None` when every slot of its windows
 /// is busy and the table may not grow.
-pub fn locate(table: &mut dyn Table, key: Key) -> Option<u32> {
+pub(crate) fn locate(table: &mut dyn Table, key: Key) -> Option<u32> {
     loop {
         let (first, len) = (table.first(), table.slots());
         let mut spare = None;

@@ -3,7 +3,7 @@
 //! a lone thread) lives in a [`Slot`] of shared memory that one thread changes at a time. The
 //! transitions are the memory authority's own: a transaction loads the state from the slot's
 //! words, applies the operation and saves it back. What sharing adds is the
-//! [`order`] between the queues: the head of each waiting queue leaves a claim, and
+//! `order` between the queues: the head of each waiting queue leaves a claim, and
 //! a token goes to the head the fair order puts first.
 //!
 //! A slot's words, in order: `READY` (1 once anything was saved), the gate's allowance and
@@ -127,7 +127,7 @@ pub fn vacant(words: &mut [f64; WORDS], now: Millis) -> bool {
 /// (`into`), at `now` on the shared clock: a fresh slot takes it as it is; otherwise what was
 /// spent in either is spent (see [`MemoryAuthority::absorb`]). The caller empties `from` as it
 /// takes it, so nothing is counted twice.
-pub fn merge(into: &mut [f64; WORDS], from: &[f64; WORDS], now: Millis) {
+pub(crate) fn merge(into: &mut [f64; WORDS], from: &[f64; WORDS], now: Millis) {
     let Some(theirs) = Settings::load(from).filter(|_| from[READY] == 1.0) else {
         return;
     };

@@ -89,7 +89,7 @@ impl Histogram {
     /// For JavaScript, as `name`: `{ count, sumMs, maxMs, bins: [{ leMs, count }] }`, the bins
     /// written as their counts alone, in the order of `BOUNDS_MS` and the last bin's: the
     /// bindings pair them with the bounds (the last `Infinity`).
-    pub fn write(&self, name: &str, w: &mut Wire) {
+    pub(crate) fn write(&self, name: &str, w: &mut Wire) {
         w.open(name);
         w.count("count", self.count);
         w.number("sumMs", self.sum);

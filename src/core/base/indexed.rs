@@ -21,7 +21,7 @@ impl<T> Default for Indexed<T> {
 
 impl<T> Indexed<T> {
     /// Keeps `value` under `i`; what was there before.
-    pub fn insert(&mut self, i: usize, value: T) -> Option<T> {
+    pub(crate) fn insert(&mut self, i: usize, value: T) -> Option<T> {
         if self.slots.len() <= i {
             self.slots.resize_with(i + 1, || None);
         }
@@ -36,7 +36,7 @@ impl<T> Indexed<T> {
     }
 
     /// The value under `i`, mutably, made with `make` if there is none.
-    pub fn entry(&mut self, i: usize, make: impl FnOnce() -> T) -> &mut T {
+    pub(crate) fn entry(&mut self, i: usize, make: impl FnOnce() -> T) -> &mut T {
         if self.get(&i).is_none() {
             self.insert(i, make());
         }
@@ -49,7 +49,7 @@ impl<T> Indexed<T> {
     }
 
     /// Takes the value under `i` out.
-    pub fn remove(&mut self, i: &usize) -> Option<T> {
+    pub(crate) fn remove(&mut self, i: &usize) -> Option<T> {
         let old = self.slots.get_mut(*i)?.take();
         self.len -= usize::from(old.is_some());
         old

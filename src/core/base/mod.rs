@@ -9,6 +9,6 @@ pub mod json;
 pub mod map;
 pub mod random;
 pub mod slab;
-pub mod timeline;
+pub(crate) mod timeline;
 pub mod wall;
-pub mod wire;
+pub(crate) mod wire;

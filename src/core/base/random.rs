@@ -9,7 +9,7 @@ pub trait Random {
 
 /// A uniform number in `[0, 1)` from 64 random bits: the top 53, as a fraction (exactly
 /// representable, never 1.0).
-pub fn unit_of(bits: u64) -> f64 {
+pub(crate) fn unit_of(bits: u64) -> f64 {
     (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 

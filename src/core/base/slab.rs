@@ -97,7 +97,7 @@ fn split(id: Id) -> (usize, u32) {
 
 impl<T> Slab<T> {
     /// Keeps `value`; its number.
-    pub fn insert(&mut self, value: T) -> Id {
+    pub(crate) fn insert(&mut self, value: T) -> Id {
         self.len += 1;
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -121,7 +121,7 @@ impl<T> Slab<T> {
     }
 
     /// The value numbered `id`, if it is still here.
-    pub fn get(&self, id: Id) -> Option<&T> {
+    pub(crate) fn get(&self, id: Id) -> Option<&T> {
         let (slot, generation) = split(id);
         let entry = self.entries.get(slot)?;
         (entry.generation == generation)
@@ -130,7 +130,7 @@ impl<T> Slab<T> {
     }
 
     /// The value numbered `id`, mutably, if it is still here.
-    pub fn get_mut(&mut self, id: Id) -> Option<&mut T> {
+    pub(crate) fn get_mut(&mut self, id: Id) -> Option<&mut T> {
         let (slot, generation) = split(id);
         let entry = self.entries.get_mut(slot)?;
         if entry.generation != generation {
@@ -140,7 +140,7 @@ impl<T> Slab<T> {
     }
 
     /// Takes the value numbered `id` out, if it is still here.
-    pub fn remove(&mut self, id: Id) -> Option<T> {
+    pub(crate) fn remove(&mut self, id: Id) -> Option<T> {
         let (slot, generation) = split(id);
         let entry = self.entries.get_mut(slot)?;
         if entry.generation != generation {
@@ -209,7 +209,7 @@ impl<T> Default for Mirror<T> {
 
 impl<T> Mirror<T> {
     /// Keeps `value` under `id` (replacing whatever an older number left in its slot).
-    pub fn insert(&mut self, id: Id, value: T) {
+    pub(crate) fn insert(&mut self, id: Id, value: T) {
         let (slot, _) = split(id);
         while self.entries.len() <= slot {
             self.entries.push(None);
@@ -221,7 +221,7 @@ impl<T> Mirror<T> {
     }
 
     /// The value under `id`.
-    pub fn get(&self, id: Id) -> Option<&T> {
+    pub(crate) fn get(&self, id: Id) -> Option<&T> {
         match self.entries.get(split(id).0)? {
             Some((kept, value)) if *kept == id => Some(value),
             _ => None,
@@ -237,7 +237,7 @@ impl<T> Mirror<T> {
     }
 
     /// Every value with its number.
-    pub fn iter(&self) -> impl Iterator<Item = (Id, &T)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (Id, &T)> {
         self.entries
             .iter()
             .flatten()
@@ -245,7 +245,7 @@ impl<T> Mirror<T> {
     }
 
     /// Takes the value under `id` out.
-    pub fn remove(&mut self, id: Id) -> Option<T> {
+    pub(crate) fn remove(&mut self, id: Id) -> Option<T> {
         let entry = self.entries.get_mut(split(id).0)?;
         let value = match entry {
             Some((kept, _)) if *kept == id => entry.take().map(|(_, value)| value),

@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 use crate::core::Millis;
 
 /// What a `Timeline` orders by: virtual milliseconds, or a place in call order.
-pub trait Time: Copy {
+pub(crate) trait Time: Copy {
     /// The order of two times (a total one: milliseconds by [`f64::total_cmp`]).
     fn order(self, other: Self) -> Ordering;
 }
@@ -68,7 +68,7 @@ impl<T, At, Tie> Default for Timeline<T, At, Tie> {
 impl<T, At: Time, Tie: Ord> Timeline<T, At, Tie> {
     /// Keeps `item` until `at`; among items of the same time the smaller `tie` comes first
     /// (items of the same time and tie come in no particular order).
-    pub fn push(&mut self, at: At, tie: Tie, item: T) {
+    pub(crate) fn push(&mut self, at: At, tie: Tie, item: T) {
         self.heap.push(Entry { at, tie, item });
     }
 
@@ -78,17 +78,17 @@ impl<T, At: Time, Tie: Ord> Timeline<T, At, Tie> {
     }
 
     /// Takes the first item out, with its time.
-    pub fn pop(&mut self) -> Option<(At, T)> {
+    pub(crate) fn pop(&mut self) -> Option<(At, T)> {
         self.heap.pop().map(|e| (e.at, e.item))
     }
 
     /// How many items wait.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.heap.len()
     }
 
     /// Whether none waits.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
 
@@ -98,7 +98,7 @@ impl<T, At: Time, Tie: Ord> Timeline<T, At, Tie> {
     }
 
     /// Every item, with its time, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (At, &T)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (At, &T)> {
         self.heap.iter().map(|e| (e.at, &e.item))
     }
 

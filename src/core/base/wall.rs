@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use crate::core::Millis;
 
 /// Wall times converted lately are remembered, this many.
-pub const REMEMBERED: usize = 64;
+const REMEMBERED: usize = 64;
 
 /// The conversions made lately, newest last.
 #[derive(Debug, Clone, Default)]

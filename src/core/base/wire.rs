@@ -46,28 +46,28 @@ impl<'s> Wire<'s> {
     }
 
     /// A number.
-    pub fn number(&mut self, name: &str, v: f64) {
+    pub(crate) fn number(&mut self, name: &str, v: f64) {
         self.name(name);
         self.numbers.push(v);
     }
 
     /// A count (exact up to 2^53, as JSON's numbers are for JavaScript).
-    pub fn count(&mut self, name: &str, v: u64) {
+    pub(crate) fn count(&mut self, name: &str, v: u64) {
         self.number(name, v as f64);
     }
 
     /// A flag: 1 or 0.
-    pub fn flag(&mut self, name: &str, v: bool) {
+    pub(crate) fn flag(&mut self, name: &str, v: bool) {
         self.number(name, f64::from(u8::from(v)));
     }
 
     /// A number or nothing (NaN).
-    pub fn maybe(&mut self, name: &str, v: Option<f64>) {
+    pub(crate) fn maybe(&mut self, name: &str, v: Option<f64>) {
         self.number(name, v.unwrap_or(f64::NAN));
     }
 
     /// Counts in a row, as many as the reader's bounds (named `name[]`).
-    pub fn counts(&mut self, name: &str, v: &[u64]) {
+    pub(crate) fn counts(&mut self, name: &str, v: &[u64]) {
         self.name(name);
         if self.records == 0 {
             self.layout.push_str("[]");
@@ -76,7 +76,7 @@ impl<'s> Wire<'s> {
     }
 
     /// A text or nothing: its length in UTF-16 units (NaN for none), its characters in the text.
-    pub fn text(&mut self, name: &str, v: Option<&str>) {
+    pub(crate) fn text(&mut self, name: &str, v: Option<&str>) {
         let units = v.map(|v| match v.is_ascii() {
             true => v.len(),
             false => v.encode_utf16().count(),
@@ -86,7 +86,7 @@ impl<'s> Wire<'s> {
     }
 
     /// Opens a group of values (an object).
-    pub fn open(&mut self, name: &str) {
+    pub(crate) fn open(&mut self, name: &str) {
         self.name(name);
         if self.records == 0 {
             self.layout.push('{');
@@ -96,7 +96,7 @@ impl<'s> Wire<'s> {
 
     /// Opens a group that may be absent (`null`, or keys left out): it writes its values all
     /// the same, behind a header the group's [`close`](Self::close) writes.
-    pub fn open_if(&mut self, name: &str, present: bool) {
+    pub(crate) fn open_if(&mut self, name: &str, present: bool) {
         self.name(name);
         if self.records == 0 {
             self.layout.push_str("?{");
@@ -107,7 +107,7 @@ impl<'s> Wire<'s> {
 
     /// Closes the group opened last; an optional one's header is its width, negative when
     /// absent.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         if self.records == 0 {
             self.layout.push('}');
         }
@@ -118,7 +118,7 @@ impl<'s> Wire<'s> {
     }
 
     /// Ends a record; a piece goes once it holds `piece` numbers.
-    pub fn end(&mut self) {
+    pub(crate) fn end(&mut self) {
         self.records += 1;
         if self.numbers.len() >= self.piece {
             self.flush();

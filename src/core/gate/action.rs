@@ -189,7 +189,7 @@ impl Event {
     }
 
     /// The call an event is about, if it is about one.
-    pub fn call(&self) -> Option<CallId> {
+    pub(crate) fn call(&self) -> Option<CallId> {
         match *self {
             Event::Admitted { call, .. }
             | Event::Throttled { call, .. }

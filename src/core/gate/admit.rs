@@ -37,7 +37,7 @@ impl Gate {
     /// What the gate already decided and has not handed out, without admitting anyone: the
     /// driver takes it before it makes a call here, whose number may be one an ended call's
     /// settlement still names.
-    pub fn decided(&mut self) -> Option<GateAction> {
+    pub(crate) fn decided(&mut self) -> Option<GateAction> {
         self.actions.pop_front()
     }
 

@@ -43,7 +43,7 @@ pub struct CallSpec {
     /// An account call (`GET /usage`, `/limits`): never refused for the quota, which it is how
     /// one checks, nor held while the quota's probe is out.
     pub account: bool,
-    /// Its route's scout is out: the call waits beside the queue ([`Stage::BehindScout`]) until
+    /// Its route's scout is out: the call waits beside the queue (`Stage::BehindScout`) until
     /// the scout's answer lets it into this gate's queue or moves it to its limiter's gate. It
     /// counts as waiting (`maxWaiting` judges it as it comes).
     pub behind_scout: bool,
@@ -60,7 +60,7 @@ pub struct CallSpec {
 
 /// Where a call is.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Stage {
+pub(crate) enum Stage {
     /// Waiting beside the queue for its route's scout (see [`CallSpec::behind_scout`]).
     BehindScout,
     /// In queue (its `visit`-th time), since `since`.
@@ -98,7 +98,7 @@ pub enum Stage {
 
 /// What a call does once the response it will not deliver has been dealt with.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Try again, not before `not_before`.
     Retry {
         /// Earliest admission request.
@@ -173,7 +173,7 @@ impl Call {
     }
 
     /// A call made at `now`, not yet in queue.
-    pub fn new(spec: CallSpec, probe: bool, now: Millis, rank: Rank) -> Call {
+    pub(crate) fn new(spec: CallSpec, probe: bool, now: Millis, rank: Rank) -> Call {
         Call {
             spec,
             probe,
@@ -265,7 +265,7 @@ impl Call {
     }
 
     /// How the call is abandoned for `reason`, with what it got to.
-    pub fn abandoned(&self, reason: Reason) -> Abandoned {
+    pub(crate) fn abandoned(&self, reason: Reason) -> Abandoned {
         Abandoned {
             reason,
             attempts: self.attempts,

@@ -28,7 +28,7 @@ pub struct RetryCounts {
 
 impl RetryCounts {
     /// Counts a retry of `cause`.
-    pub fn count(&mut self, cause: Outcome) {
+    pub(crate) fn count(&mut self, cause: Outcome) {
         match cause {
             Outcome::Response { status: 429, .. } => self.throttled += 1,
             Outcome::Response { .. } => self.server_error += 1,
@@ -38,7 +38,7 @@ impl RetryCounts {
     }
 
     /// All retries.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.throttled + self.server_error + self.network + self.timeout
     }
 }
@@ -62,7 +62,7 @@ pub struct Counts {
 
 /// The counts of [`Counts`] that stay 0 until something goes wrong.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Troubles {
+pub(crate) struct Troubles {
     /// Calls that left the queue, or their wait, because their caller aborted.
     pub cancelled: u64,
     /// Calls abandoned in the queue because admission would come after their deadline.
@@ -100,7 +100,7 @@ static NO_TROUBLES: Troubles = Troubles {
 
 impl Counts {
     /// The counts of trouble (all 0 before the first).
-    pub fn troubles(&self) -> &Troubles {
+    pub(crate) fn troubles(&self) -> &Troubles {
         self.troubles.as_deref().unwrap_or(&NO_TROUBLES)
     }
 

@@ -59,7 +59,7 @@ impl Gate {
     }
 
     /// What to keep of a learning gate's estimate once it is forgotten (see [`Memo`]).
-    pub fn memo(&self) -> Option<Memo> {
+    pub(crate) fn memo(&self) -> Option<Memo> {
         self.learner.as_deref().and_then(Learner::memo)
     }
 
@@ -130,7 +130,7 @@ impl Gate {
     }
 
     /// What the gate was told of the allowance.
-    pub fn allowance(&self) -> Allowance {
+    pub(crate) fn allowance(&self) -> Allowance {
         match &self.learner {
             Some(learner) => Allowance::Learned(learner.ceiling()),
             None => Allowance::Fixed(self.rate),

@@ -435,7 +435,7 @@ impl Gate {
     }
 
     /// Whether `call` went ahead of its route's other calls to learn the route's limiter.
-    pub fn scouts(&self, call: CallId) -> bool {
+    pub(crate) fn scouts(&self, call: CallId) -> bool {
         self.busy.calls.get(call).is_some_and(|c| c.spec.scout)
     }
 
@@ -545,7 +545,7 @@ impl Gate {
     /// held for credit the spread has not (never an `account` call, `GET /usage` or
     /// `/limits`): what lets a cache answer it from a stale entry without waiting. `route`
     /// and `reserve` say what it costs and whether its lane draws on the reserve.
-    pub fn holds(
+    pub(crate) fn holds(
         &mut self,
         now: Millis,
         account: bool,
@@ -629,7 +629,7 @@ impl Gate {
 
     /// Whether the gate holds nothing worth keeping: no calls, no operation in flight, a full
     /// bucket, no cooldown, no quota state. Forgetting it then changes nothing but what a
-    /// learning gate learned, which its [`memo`](Self::memo) keeps, and what is left of a
+    /// learning gate learned, which its `memo` keeps, and what is left of a
     /// retry budget kept in this process, which the gates keep beside it. A store's gate
     /// leaves the budget to the store (a fallback's, spent while the store was down, goes).
     /// A gate that spreads its quota is never idle: forgotten, its pace for the period would

@@ -1,5 +1,5 @@
 //! The gate's queue: calls waiting for admission. Calls come in lanes (a wrapper's `lane()`, each
-//! with a weight), and tokens go to the lanes' heads in the fair order of [`fair`]: the smallest
+//! with a weight), and tokens go to the lanes' heads in the fair order of `fair`: the smallest
 //! start tag first, the earlier call on a tie.
 //!
 //! Within a lane a call keeps the place its arrival gave it: a retry that comes back from its
@@ -219,12 +219,12 @@ impl Queue {
 
     /// The first live place of the lanes that draw on the reserve, in their fair order (the
     /// one that may go when the head waits for credit the reserve has).
-    pub fn reserve_front(&mut self, is_live: impl Fn(Place) -> bool) -> Option<Place> {
+    pub(crate) fn reserve_front(&mut self, is_live: impl Fn(Place) -> bool) -> Option<Place> {
         self.head(&is_live, true).map(|(_, place)| place)
     }
 
     /// `place`, at the front or at its lane's head (the caller found it live with
-    /// [`front`](Self::front) or [`reserve_front`](Self::reserve_front)), is admitted: its
+    /// [`front`](Self::front) or `reserve_front`), is admitted: its
     /// lane's turn is spent.
     pub fn pop(&mut self, place: Place) {
         self.take(place, true);
@@ -232,7 +232,7 @@ impl Queue {
 
     /// `place`, as for [`pop`](Self::pop), leaves without a token (its deadline passed): no
     /// lane's turn is spent.
-    pub fn pass(&mut self, place: Place) {
+    pub(crate) fn pass(&mut self, place: Place) {
         self.take(place, false);
     }
 
@@ -274,7 +274,7 @@ impl Queue {
 
     /// A live place left the queue from anywhere in it (it is skipped later): from the front, or
     /// from its lane.
-    pub fn left(&mut self, from: Option<LaneId>) {
+    pub(crate) fn left(&mut self, from: Option<LaneId>) {
         match from.and_then(|id| self.lanes.iter_mut().find(|l| l.lane.id == id)) {
             Some(lane) => lane.live -= 1,
             None => self.front_live -= 1,
@@ -285,7 +285,7 @@ impl Queue {
     /// Follows the order other threads' queues share with this one: the clock moves up to
     /// theirs, and each lane starts no earlier than they say (what this queue has not heard of
     /// yet, they admitted).
-    pub fn follow(&mut self, shares: Option<&Shares>) {
+    pub(crate) fn follow(&mut self, shares: Option<&Shares>) {
         let Some(shares) = shares else {
             return;
         };

@@ -39,7 +39,7 @@ struct Sent {
 
 /// Bodies the caller never sees, up to this size, are read to the end (the connection goes
 /// back to the pool); larger ones are cancelled (the connection closes now).
-pub const DRAIN_CAP: usize = 64 * 1024;
+const DRAIN_CAP: usize = 64 * 1024;
 
 /// Whether a disposed body `bytes` long (as declared, or read so far) is still drained rather
 /// than cancelled.
@@ -59,7 +59,7 @@ pub struct BodyFacts {
 
 impl BodyFacts {
     /// Whether the body says the quota is spent (see [`looks_exhausted`]).
-    pub fn names_quota(&self) -> bool {
+    pub(crate) fn names_quota(&self) -> bool {
         looks_exhausted(self.code.as_deref(), self.detail.as_deref())
     }
 }

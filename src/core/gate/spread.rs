@@ -94,7 +94,7 @@ impl Gate {
     }
 
     /// The settings it spreads with, when it does.
-    pub fn spread(&self) -> Option<Spread> {
+    pub(crate) fn spread(&self) -> Option<Spread> {
         self.spending.as_deref().map(Spending::spread)
     }
 

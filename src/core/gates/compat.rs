@@ -178,7 +178,7 @@ fn keeping_words(keeping: Keeping, stores: &[String]) -> String {
 
 /// Whether `profile` agrees with `gate`, made for `keeping`, as `scope`'s gate. A retrying
 /// wrapper brings its budget to a gate that has none.
-pub fn check(
+pub(crate) fn check(
     scope: &Scope,
     gate: &mut Gate,
     keeping: Keeping,

@@ -9,11 +9,11 @@ use crate::core::rules::fair::LaneId;
 pub(crate) const MAX_CHARS: usize = 64;
 
 /// The name of every wrapper's own calls (lane 0, which they share).
-pub const DEFAULT: &str = "default";
+pub(crate) const DEFAULT: &str = "default";
 
 /// Accepts a name of 1 to `MAX_CHARS` characters; names `field` otherwise (with the length
 /// given).
-pub fn check(field: &'static str, name: &str) -> Result<(), ConfigError> {
+pub(crate) fn check(field: &'static str, name: &str) -> Result<(), ConfigError> {
     let chars = name.chars().count();
     match (1..=MAX_CHARS).contains(&chars) {
         true => Ok(()),
@@ -27,7 +27,7 @@ pub fn check(field: &'static str, name: &str) -> Result<(), ConfigError> {
 
 /// The lane a name stands for wherever gates are shared: its FNV-1a hash with the top bit set,
 /// apart from the numbers unnamed lanes get in the order they are made.
-pub fn id(name: &str) -> LaneId {
+pub(crate) fn id(name: &str) -> LaneId {
     let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
     });
@@ -37,7 +37,7 @@ pub fn id(name: &str) -> LaneId {
 /// The name of a lane not given one: [`DEFAULT`] for lane 0, else `lane-<n>` with the lane's
 /// number among the gates' lanes (1, 2, ... as they were made), so that two unnamed lanes never
 /// share a name, and with it a metrics series.
-pub fn unnamed(lane: Lane) -> String {
+pub(crate) fn unnamed(lane: Lane) -> String {
     match lane.id {
         0 => DEFAULT.to_owned(),
         n => format!("lane-{n}"),

@@ -44,7 +44,7 @@ impl Memos {
     }
 
     /// What was kept for `print`, which leaves the table.
-    pub fn take(&mut self, print: Print) -> Option<Kept> {
+    pub(crate) fn take(&mut self, print: Print) -> Option<Kept> {
         self.young
             .remove(&print)
             .or_else(|| self.old.remove(&print))

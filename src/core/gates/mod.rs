@@ -8,14 +8,14 @@
 //! timer serves every gate ([`poll_timeout`](Gates::poll_timeout)).
 
 pub mod action;
-pub mod compat;
+pub(crate) mod compat;
 pub mod fleet;
-pub mod home;
+pub(crate) mod home;
 #[cfg(feature = "serde")]
 pub mod hook;
 pub mod ids;
-pub mod lane_name;
-pub mod memos;
+pub(crate) mod lane_name;
+pub(crate) mod memos;
 pub mod profile;
 #[cfg(feature = "serde")]
 pub mod report;
@@ -382,7 +382,7 @@ impl Gates {
     }
 
     /// `call`'s attempt got a response (see [`Gate::responded`]).
-    pub fn responded(
+    pub(crate) fn responded(
         &mut self,
         now: Millis,
         wall_now: &dyn Fn() -> Millis,
@@ -399,7 +399,7 @@ impl Gates {
     }
 
     /// `call`'s attempt ended without a response.
-    pub fn failed(&mut self, now: Millis, call: CallRef, failure: Failure) {
+    pub(crate) fn failed(&mut self, now: Millis, call: CallRef, failure: Failure) {
         self.on_call(call, |g, c| g.failed(now, c, failure));
     }
 
@@ -420,7 +420,7 @@ impl Gates {
     }
 
     /// A probe's `/usage` answer, as read.
-    pub fn usage(&mut self, now: Millis, call: CallRef, usage: Option<Usage>) {
+    pub(crate) fn usage(&mut self, now: Millis, call: CallRef, usage: Option<Usage>) {
         self.on_call(call, |g, c| g.usage(now, c, usage));
     }
 
@@ -498,7 +498,12 @@ impl Gates {
 
     /// Makes a call on `gate` at `now` with `spec` as it is (no wrapper, no route): the gate's
     /// own rules, driven as every call is.
-    pub fn start_on(&mut self, now: Millis, gate: GateId, spec: CallSpec) -> Option<CallRef> {
+    pub(crate) fn start_on(
+        &mut self,
+        now: Millis,
+        gate: GateId,
+        spec: CallSpec,
+    ) -> Option<CallRef> {
         let call = self.calls.insert(Placed {
             gate,
             call: 0,

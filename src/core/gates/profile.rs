@@ -118,13 +118,13 @@ pub fn limits(
 
 impl Profile {
     /// Whether the wrapper learns its allowance (and so tells limiters apart by route).
-    pub fn learns(&self) -> bool {
+    pub(crate) fn learns(&self) -> bool {
         matches!(self.allowance, Allowance::Learned(_))
     }
 
     /// Whether its calls' routes are read: to tell limiters apart, or to say what a call
     /// costs the spread.
-    pub fn reads_routes(&self) -> bool {
+    pub(crate) fn reads_routes(&self) -> bool {
         self.learns() || self.spread.is_some()
     }
 
@@ -162,7 +162,7 @@ pub struct Request<'a> {
     /// What kind of body it sends.
     pub body: Body,
     /// The URL: its route tells limiters apart and says what a call costs the spread (see
-    /// [`Profile::reads_routes`]); it also tells account calls (`GET /usage`) from others.
+    /// `Profile::reads_routes`); it also tells account calls (`GET /usage`) from others.
     pub url: &'a str,
     /// The refresh round it belongs to.
     pub batch: Option<Rc<RefCell<Batch>>>,

@@ -1,6 +1,6 @@
 //! What `stats()`, the metrics and `describe()` report of the gates, gathered here in the shapes
 //! JavaScript sees (camelCase, fields in the order `index.d.ts` gives them; the bindings only
-//! serialise them). The gates' own figures, many, are written to a [`Wire`] rather than
+//! serialise them). The gates' own figures, many, are written to a `Wire` rather than
 //! serialised. A time shown as a date is a `D`, what the caller makes of a time on the gates'
 //! clock (the bindings: a `Date`, or `null`), so the core knows nothing of JavaScript.
 

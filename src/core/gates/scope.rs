@@ -30,7 +30,7 @@ pub struct Scope(Rc<str>);
 
 impl Scope {
     /// The scope of requests that carry no credential at all.
-    pub fn anonymous() -> Scope {
+    pub(crate) fn anonymous() -> Scope {
         Scope(Rc::from("anonymous"))
     }
 
@@ -69,7 +69,7 @@ impl Scope {
     }
 
     /// The credential's scope, without a limiter.
-    pub fn credential(&self) -> Scope {
+    pub(crate) fn credential(&self) -> Scope {
         match self.0.split_once('#') {
             Some((credential, _)) => Scope(Rc::from(credential)),
             None => self.clone(),

@@ -29,7 +29,7 @@ use crate::core::Millis;
     derive(serde::Serialize),
     serde(rename_all = "camelCase")
 )]
-pub struct Limits {
+pub(crate) struct Limits {
     /// A `Remaining` below this share of the limit means someone else drains the key.
     pub low_remaining: f64,
     /// Bare 429s in a row that make the quota suspect.
@@ -122,7 +122,7 @@ impl Gates {
     }
 
     /// Calls waiting on `gate` in `lane`.
-    pub fn waiting_in(&self, gate: GateId, lane: LaneId) -> usize {
+    pub(crate) fn waiting_in(&self, gate: GateId, lane: LaneId) -> usize {
         self.entries
             .get(gate)
             .map_or(0, |e| e.gate.waiting_in(lane))
@@ -137,7 +137,7 @@ impl Gates {
     }
 
     /// A gate's scope.
-    pub fn scope(&self, gate: GateId) -> Option<&Scope> {
+    pub(crate) fn scope(&self, gate: GateId) -> Option<&Scope> {
         self.entries.get(gate).map(|e| &e.scope)
     }
 
@@ -174,7 +174,7 @@ impl Gates {
 
     /// Where a gate's state lives, its allowance now, and its retry budget's capacity: what a
     /// store operation carries.
-    pub fn keeping(&self, gate: GateId) -> Option<(Keeping, Rate, Option<f64>)> {
+    pub(crate) fn keeping(&self, gate: GateId) -> Option<(Keeping, Rate, Option<f64>)> {
         let e = self.entries.get(gate)?;
         let budget = e.gate.budget_config().map(|b| b.capacity);
         Some((e.keeping, e.gate.rate(), budget))

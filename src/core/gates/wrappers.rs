@@ -31,7 +31,7 @@ impl Gates {
     }
 
     /// A store's identity.
-    pub fn store_identity(&self, store: StoreId) -> Option<&str> {
+    pub(crate) fn store_identity(&self, store: StoreId) -> Option<&str> {
         self.identities.get(store).map(String::as_str)
     }
 

@@ -34,7 +34,7 @@ pub enum Freshness {
 
 /// The response headers [`freshness`] reads, as given (`None` when absent).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CacheHeaders<'a> {
+pub(crate) struct CacheHeaders<'a> {
     /// `Cache-Control`.
     pub cache_control: Option<&'a str>,
     /// `Expires`.
@@ -46,7 +46,7 @@ pub struct CacheHeaders<'a> {
 }
 
 /// The freshness the headers give a response received at `wall_now` (Unix ms).
-pub fn freshness(h: CacheHeaders<'_>, wall_now: Millis) -> Freshness {
+pub(crate) fn freshness(h: CacheHeaders<'_>, wall_now: Millis) -> Freshness {
     let mut max_age = None;
     let mut no_cache = false;
     for directive in h.cache_control.unwrap_or("").split(',') {

@@ -5,4 +5,4 @@ pub mod decimal;
 pub mod feedback;
 pub mod freshness;
 pub mod http_date;
-pub mod iso_date;
+pub(crate) mod iso_date;

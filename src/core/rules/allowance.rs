@@ -242,7 +242,7 @@ pub fn finite(field: &'static str, value: f64) -> Result<f64, ConfigError> {
 }
 
 /// Accepts a finite number `> 0`; names `field` otherwise.
-pub fn positive(field: &'static str, value: f64) -> Result<f64, ConfigError> {
+pub(crate) fn positive(field: &'static str, value: f64) -> Result<f64, ConfigError> {
     if value.is_finite() && value > 0.0 {
         Ok(value)
     } else {
@@ -262,7 +262,7 @@ impl Rate {
     }
 
     /// `{ burst, perSecond }` as given (`None`: left out), both required, named `fields`.
-    pub fn given(
+    pub(crate) fn given(
         [burst, per_second]: [Option<f64>; 2],
         fields: [&'static str; 2],
     ) -> Result<Rate, ConfigError> {
@@ -273,7 +273,7 @@ impl Rate {
     }
 
     /// As [`Rate::new`], with the caller's names for the two fields in its errors.
-    pub fn named(
+    pub(crate) fn named(
         burst: f64,
         per_second: f64,
         fields: [&'static str; 2],

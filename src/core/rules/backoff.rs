@@ -20,7 +20,7 @@ pub struct Backoff {
 
 impl Backoff {
     /// The provider's guidance: about 2 s, doubling, up to about 60 s.
-    pub const DEFAULT: Backoff = Backoff {
+    pub(crate) const DEFAULT: Backoff = Backoff {
         base_ms: 2_000.0,
         cap_ms: 60_000.0,
     };
@@ -48,12 +48,12 @@ impl Backoff {
     }
 
     /// The ceiling for retry number `n` (0 for the first retry).
-    pub fn ceiling(&self, n: u32) -> Millis {
+    pub(crate) fn ceiling(&self, n: u32) -> Millis {
         (self.base_ms * 2f64.powi(n.min(64) as i32)).min(self.cap_ms)
     }
 
     /// A delay for retry number `n`, uniform in `[0, ceiling(n))`.
-    pub fn delay(&self, n: u32, random: &mut dyn Random) -> Millis {
+    pub(crate) fn delay(&self, n: u32, random: &mut dyn Random) -> Millis {
         random.unit() * self.ceiling(n)
     }
 }

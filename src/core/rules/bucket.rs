@@ -52,7 +52,7 @@ impl TokenBucket {
 
     /// The state as numbers (tokens, last refill, pause start or -inf, slow as 0/1), for an
     /// authority whose state lives outside this value: a slot shared by threads.
-    pub fn save(&self) -> [f64; 4] {
+    pub(crate) fn save(&self) -> [f64; 4] {
         let paused = self.paused_at.unwrap_or(f64::NEG_INFINITY);
         [
             self.tokens,
@@ -63,7 +63,7 @@ impl TokenBucket {
     }
 
     /// The bucket [`save`](Self::save) wrote, enforcing `rate`.
-    pub fn load(rate: Rate, words: [f64; 4]) -> Self {
+    pub(crate) fn load(rate: Rate, words: [f64; 4]) -> Self {
         let [tokens, last, paused, slow] = words;
         TokenBucket {
             rate,
@@ -75,7 +75,7 @@ impl TokenBucket {
     }
 
     /// The allowance this bucket enforces.
-    pub fn rate(&self) -> Rate {
+    pub(crate) fn rate(&self) -> Rate {
         self.rate
     }
 
@@ -139,7 +139,7 @@ impl TokenBucket {
     }
 
     /// Restarts a paused refill from `now` (the response came back).
-    pub fn resume(&mut self, now: Millis) {
+    pub(crate) fn resume(&mut self, now: Millis) {
         if let Some(at) = self.paused_at.take() {
             // Not `clamp`: its NaN assertion would bring float formatting into the wasm module.
             self.last = now.max(at).min(at + MAX_PAUSE_MS);
@@ -157,7 +157,7 @@ impl TokenBucket {
     /// With `count` (what the server says it holds for us), the count becomes that, or at
     /// most that, and a paused refill restarts: the server's own count has taken the pause's
     /// place.
-    pub fn retune(&mut self, now: Millis, rate: Rate, count: Option<Count>) {
+    pub(crate) fn retune(&mut self, now: Millis, rate: Rate, count: Option<Count>) {
         self.refill(now);
         self.rate = rate;
         if let Some(count) = count {

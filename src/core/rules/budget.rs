@@ -35,12 +35,12 @@ impl BatchBudget {
     }
 
     /// Spends one retry.
-    pub fn withdraw(&mut self) {
+    pub(crate) fn withdraw(&mut self) {
         self.left = self.left.saturating_sub(1);
     }
 
     /// Gives back a retry that another budget refused.
-    pub fn refund(&mut self) {
+    pub(crate) fn refund(&mut self) {
         self.left += 1;
     }
 }
@@ -80,7 +80,7 @@ impl RefillingConfig {
     };
 
     /// What a retry of this kind costs.
-    pub fn cost(&self, kind: Kind) -> f64 {
+    pub(crate) fn cost(&self, kind: Kind) -> f64 {
         match kind {
             Kind::Throttle => self.throttle_cost,
             Kind::Transient => self.transient_cost,
@@ -115,7 +115,7 @@ pub(crate) struct RefillingBudget {
 
 impl RefillingBudget {
     /// A full budget.
-    pub fn new(config: RefillingConfig) -> Self {
+    pub(crate) fn new(config: RefillingConfig) -> Self {
         RefillingBudget {
             config,
             available: config.capacity,
@@ -123,12 +123,12 @@ impl RefillingBudget {
     }
 
     /// A budget holding `available` tokens (as a shared slot saved it).
-    pub fn holding(config: RefillingConfig, available: f64) -> Self {
+    pub(crate) fn holding(config: RefillingConfig, available: f64) -> Self {
         RefillingBudget { config, available }
     }
 
     /// The settings.
-    pub fn config(&self) -> RefillingConfig {
+    pub(crate) fn config(&self) -> RefillingConfig {
         self.config
     }
 
@@ -138,12 +138,12 @@ impl RefillingBudget {
     }
 
     /// Credits `amount` (a success's refund), up to the capacity.
-    pub fn credit(&mut self, amount: f64) {
+    pub(crate) fn credit(&mut self, amount: f64) {
         self.available = (self.available + amount).min(self.config.capacity);
     }
 
     /// Spends `cost` if the budget has it; false (and nothing spent) otherwise.
-    pub fn spend(&mut self, cost: f64) -> bool {
+    pub(crate) fn spend(&mut self, cost: f64) -> bool {
         if self.available < cost {
             return false;
         }

@@ -1,7 +1,7 @@
 //! One request per snapshot (`createFetch({ cache })`): which answers are kept and for how long,
 //! which calls join a request already in flight, which are answered from a kept entry (fresh,
 //! or stale instead of refused), and which entries go when the bytes run out. The index only:
-//! the bindings hold the bytes, known here by an [`EntryId`] and their length.
+//! the bindings hold the bytes, known here by an `EntryId` and their length.
 //!
 //! A key `K` is what makes two GETs identical (the credential's scope, the URL, `Accept`): an
 //! entry is only ever found under its own key, so a credential never sees another's. A caller
@@ -165,7 +165,7 @@ pub fn lifetime(
 const SWEEP_EVERY_MS: Millis = 1_000.0;
 
 /// An entry's number: the bindings keep its bytes under it.
-pub type EntryId = u64;
+type EntryId = u64;
 
 /// What [`Cache::lookup`] decided for a call.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -272,7 +272,7 @@ impl Landed {
     /// A response of `status` (0: none) whose body, `bytes` long, was copied whole (`copied`),
     /// with its caching `headers` and its JSON body's `ttl_seconds`, received at `wall_now`
     /// (Unix ms); `default_ttl_ms` for a 200 that says no lifetime.
-    pub fn of(
+    pub(crate) fn of(
         (status, bytes, copied): (u16, f64, bool),
         headers: CacheHeaders<'_>,
         ttl_seconds: Option<f64>,
@@ -405,7 +405,7 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
     }
 
     /// The configuration.
-    pub fn config(&self) -> CacheConfig {
+    pub(crate) fn config(&self) -> CacheConfig {
         self.config
     }
 

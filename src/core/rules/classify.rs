@@ -133,7 +133,7 @@ impl Body {
 
 /// The retry budget charges throttling and transient failures differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// 429: the allowance is spent for now.
     Throttle,
     /// 5xx, network failure or timeout: something is unwell.

@@ -82,7 +82,7 @@ impl<C> SpreadGiven<C> {
 }
 
 impl SpreadGiven {
-    /// What was given, checked (see [`Spread::given`]).
+    /// What was given, checked (see `Spread::given`).
     pub fn spread(self) -> Result<Option<(Spread, Costs)>, ConfigError> {
         let settings = [self.reserve, self.burst_ms, self.refresh_ms];
         Spread::given(self.spread, settings, self.costs)
@@ -100,7 +100,7 @@ impl Spread {
     /// `quota: { spread, reserve, burstMs, refreshMs, costs }` as given (`None`: left out),
     /// the defaults filling in, every value checked: the spread and its costs when `spread` is
     /// true; nothing when it is false or left out (the quota is then guarded as before).
-    pub fn given(
+    pub(crate) fn given(
         spread: Option<bool>,
         [reserve, burst_ms, refresh_ms]: [Option<f64>; 3],
         costs: Vec<(String, f64)>,
@@ -134,7 +134,7 @@ impl Spread {
 /// A key's credits paced to the end of its period. Plain numbers, `Copy`: an authority can keep
 /// it wherever a gate's state lives.
 ///
-/// Counting: the bucket keeps its own view of the server's `used` ([`used`](Self::used)): the
+/// Counting: the bucket keeps its own view of the server's `used`: the
 /// last reading plus what this process took since. A reading counts the calls the server had
 /// when it answered, so the credits taken after the reading was sent ([`sent`](Self::sent))
 /// are counted once, by this process: they are added to the reading's `used`, as not in it yet.
@@ -200,10 +200,10 @@ impl CreditBucket {
     }
 
     /// Numbers [`save`](Self::save) writes.
-    pub const WORDS: usize = 15;
+    pub(crate) const WORDS: usize = 15;
 
     /// The bucket as numbers, its settings first, for a slot shared by threads.
-    pub fn save(&self) -> [f64; Self::WORDS] {
+    pub(crate) fn save(&self) -> [f64; Self::WORDS] {
         let s = self.spread;
         [
             s.reserve,
@@ -225,7 +225,7 @@ impl CreditBucket {
     }
 
     /// The bucket [`save`](Self::save) wrote.
-    pub fn load(words: [f64; Self::WORDS]) -> CreditBucket {
+    pub(crate) fn load(words: [f64; Self::WORDS]) -> CreditBucket {
         let [reserve, burst_ms, refresh_ms, limit, period_end, rate, others, tokens, last, used, reserve_used, taken_since_sent, read_at, read_used, pace] =
             words;
         CreditBucket {
@@ -267,7 +267,7 @@ impl CreditBucket {
     /// authority's, shared by threads or a fleet): `scale` learns from its delta what the
     /// callers' calls cost, and says what they cost of it (at least what was taken); the rest
     /// is others'.
-    pub fn read_shared(&mut self, now: Millis, usage: Usage, scale: &mut CostScale) {
+    pub(crate) fn read_shared(&mut self, now: Millis, usage: Usage, scale: &mut CostScale) {
         self.correct(now, usage, |delta| scale.learn(delta));
     }
 
@@ -313,7 +313,7 @@ impl CreditBucket {
 
     /// What [`take`](Self::take) would answer at `now`, spending nothing: a gate asks before
     /// the allowance's token, and takes once both are there.
-    pub fn ready(&mut self, now: Millis, cost: f64) -> Result<(), Millis> {
+    pub(crate) fn ready(&mut self, now: Millis, cost: f64) -> Result<(), Millis> {
         match self.predict(now, 0.0, cost) {
             at if at <= now => Ok(()),
             at => Err(at),
@@ -324,7 +324,7 @@ impl CreditBucket {
     /// later) behind calls costing `before` in all, each taken as its credits come;
     /// infinite when the spread has not that many left (not before a reading). A call that
     /// costs more than the bucket can hold goes when the bucket is full, and leaves it in debt.
-    pub fn predict(&mut self, now: Millis, before: f64, cost: f64) -> Millis {
+    pub(crate) fn predict(&mut self, now: Millis, before: f64, cost: f64) -> Millis {
         self.refill(now);
         let all = before + cost;
         if all > self.spread_left() + SLACK || self.used + all > self.limit + SLACK {
@@ -351,7 +351,7 @@ impl CreditBucket {
     }
 
     /// What [`take_reserved`](Self::take_reserved) would answer at `now`, spending nothing.
-    pub fn ready_reserved(&mut self, now: Millis, cost: f64) -> Result<(), Millis> {
+    pub(crate) fn ready_reserved(&mut self, now: Millis, cost: f64) -> Result<(), Millis> {
         match self.ready(now, cost) {
             Err(_) if self.reserve_holds(cost) => Ok(()),
             spread => spread,
@@ -365,29 +365,29 @@ impl CreditBucket {
     }
 
     /// When the last reading came.
-    pub fn read_at(&self) -> Millis {
+    pub(crate) fn read_at(&self) -> Millis {
         self.read_at
     }
 
     /// The server's `used` as this process knows it.
-    pub fn used(&self) -> f64 {
+    pub(crate) fn used(&self) -> f64 {
         self.used
     }
 
     /// The period's limit.
-    pub fn limit(&self) -> f64 {
+    pub(crate) fn limit(&self) -> f64 {
         self.limit
     }
 
     /// The refill, in credits per millisecond.
-    pub fn per_ms(&self) -> f64 {
+    pub(crate) fn per_ms(&self) -> f64 {
         self.rate
     }
 
     /// When the limit would be reached at the pace the key spent between the last two
     /// readings, from `now`; `None` before two readings, with no spending, or when that comes
     /// after the period's end (the quota lasts the period).
-    pub fn projected_end(&self, now: Millis) -> Option<Millis> {
+    pub(crate) fn projected_end(&self, now: Millis) -> Option<Millis> {
         if self.pace <= 0.0 {
             return None;
         }
@@ -508,7 +508,7 @@ impl Costs {
     }
 
     /// The costs stated, pattern and credits, in order.
-    pub fn stated(&self) -> &[(String, f64)] {
+    pub(crate) fn stated(&self) -> &[(String, f64)] {
         &self.stated
     }
 
@@ -520,7 +520,7 @@ impl Costs {
     }
 
     /// Whether what a call of `route` costs is stated.
-    pub fn is_stated(&self, route: &str) -> bool {
+    pub(crate) fn is_stated(&self, route: &str) -> bool {
         self.stated_cost(route).is_some()
     }
 

@@ -25,7 +25,7 @@ const MAX_COST: f64 = 9_007_199_254_740_992.0;
 
 /// What one admission costs a lane of `weight` in virtual time: `2^32 / weight`, at least one
 /// unit (weights above 2^32 are all alike) and at most 2^53.
-pub fn cost(weight: f64) -> Tag {
+pub(crate) fn cost(weight: f64) -> Tag {
     ((4_294_967_296.0 / weight).round().min(MAX_COST) as u64)
         .max(1)
         .into()
@@ -33,7 +33,7 @@ pub fn cost(weight: f64) -> Tag {
 
 /// The start tag of a lane's head at virtual time `clock`: its lane's next start (0 for a lane
 /// that kept none), or the clock if that is later.
-pub fn start(next: Tag, clock: Tag) -> Tag {
+pub(crate) fn start(next: Tag, clock: Tag) -> Tag {
     next.max(clock)
 }
 

@@ -32,7 +32,7 @@
 //! allowance is one token, the next a long while later. A configured allowance stays a
 //! ceiling: learning only goes below it.
 
-pub mod memo;
+pub(crate) mod memo;
 
 use std::collections::VecDeque;
 
@@ -263,7 +263,7 @@ pub struct Estimate {
 impl Estimate {
     /// Whether `self` is news next to `before`: a capacity learned or changed, a throttle, or
     /// the pace moved by a tenth or more.
-    pub fn differs(&self, before: &Estimate) -> bool {
+    pub(crate) fn differs(&self, before: &Estimate) -> bool {
         self.burst != before.burst
             || self.last_throttle != before.last_throttle
             || (self.per_second - before.per_second).abs() >= 0.1 * before.per_second
@@ -273,7 +273,7 @@ impl Estimate {
 /// What an answer taught: the allowance to follow, and the server's count of tokens as of the
 /// answered request (the authority takes off the requests admitted after it).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Lesson {
+pub(crate) struct Lesson {
     /// The allowance admissions follow from now.
     pub rate: Rate,
     /// Tokens the server held when it answered (at most that many under a ceiling: learning
@@ -318,7 +318,7 @@ pub struct Learner {
 
 impl Learner {
     /// Learning from nothing, below `ceiling` if one was configured.
-    pub fn new(ceiling: Option<Rate>) -> Learner {
+    pub(crate) fn new(ceiling: Option<Rate>) -> Learner {
         Learner {
             ceiling,
             phase: Phase::Opening,
@@ -342,7 +342,7 @@ impl Learner {
     }
 
     /// The limiter this gate's answers came from, once one named it.
-    pub fn limiter(&self) -> Option<&str> {
+    pub(crate) fn limiter(&self) -> Option<&str> {
         self.limiter.as_deref()
     }
 
@@ -360,7 +360,7 @@ impl Learner {
     }
 
     /// Whether `rate` is an allowance learning could have come to.
-    pub fn plausible(rate: Rate) -> bool {
+    pub(crate) fn plausible(rate: Rate) -> bool {
         rate.per_second() <= MAX_PACE && rate.burst() <= MAX_BURST
     }
 
@@ -379,7 +379,7 @@ impl Learner {
     /// Learning goes on from `shared`, what another thread spending the allowance set, so
     /// the threads follow one estimate. An opening's or a window's allowance says nothing of
     /// the pace.
-    pub fn follow(&mut self, shared: Rate) {
+    pub(crate) fn follow(&mut self, shared: Rate) {
         let opening = shared.burst() == 1.0 && shared.per_second() == self.opening_pace();
         if opening || shared.per_second() >= UNPACED || !Learner::plausible(shared) {
             return;
@@ -403,19 +403,19 @@ impl Learner {
     }
 
     /// The configured allowance learning stays under, if any.
-    pub fn ceiling(&self) -> Option<Rate> {
+    pub(crate) fn ceiling(&self) -> Option<Rate> {
         self.ceiling
     }
 
     /// Whether no answer has come yet (one request in flight at a time).
-    pub fn opening(&self) -> bool {
+    pub(crate) fn opening(&self) -> bool {
         self.phase == Phase::Opening
     }
 
     /// How many requests may be in flight at once, when that is what paces admissions
     /// (without counts, before the first 429; before the first answer the opening's slow token
     /// does, so a request that hangs does not hold the key).
-    pub fn window(&self) -> Option<f64> {
+    pub(crate) fn window(&self) -> Option<f64> {
         match self.phase {
             Phase::Window { size } => Some(size),
             Phase::Counted => self.unconfirmed,
@@ -448,7 +448,7 @@ impl Learner {
     }
 
     /// The allowance admissions follow at `now` (the pace grows between 429s by itself).
-    pub fn rate(&self, now: Millis) -> Rate {
+    pub(crate) fn rate(&self, now: Millis) -> Rate {
         let (burst, pace) = match self.phase {
             Phase::Opening => (1.0, self.opening_pace()),
             Phase::Window { size } => (size, UNPACED),
@@ -471,7 +471,7 @@ impl Learner {
     }
 
     /// What was learned so far, at `now`.
-    pub fn estimate(&self, now: Millis) -> Estimate {
+    pub(crate) fn estimate(&self, now: Millis) -> Estimate {
         let per_second = self.rate(now).per_second();
         Estimate {
             burst: self.burst,
@@ -496,7 +496,7 @@ impl Learner {
 
     /// Learns from an answer at `now`. A 429 to a request sent before the last 429 came is the
     /// same overshoot, already answered: it cuts nothing more.
-    pub fn observe(&mut self, now: Millis, s: &Sample) -> Lesson {
+    pub(crate) fn observe(&mut self, now: Millis, s: &Sample) -> Lesson {
         let took = took_token(s.status);
         let throttled = s.status == 429;
         let fresh = throttled && self.last_throttle.is_none_or(|at| s.sent > at);

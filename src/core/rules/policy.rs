@@ -133,7 +133,7 @@ pub(crate) enum Verdict {
 
 /// What the policy needs to know of a call that just made an attempt.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// Attempts sent, this one included.
     pub attempts: u32,
     /// Nothing may be admitted for the call after this time.

@@ -195,7 +195,7 @@ impl Default for QuotaWatch {
 
 impl QuotaWatch {
     /// The state at `now`; an exhaustion whose period has ended reopens.
-    pub fn state(&mut self, now: Millis) -> QuotaState {
+    pub(crate) fn state(&mut self, now: Millis) -> QuotaState {
         if let QuotaState::Exhausted { until: Some(until) } = self.state {
             if now >= until {
                 self.state = QuotaState::Open;
@@ -207,7 +207,7 @@ impl QuotaWatch {
     /// Records a response's status at `now`. Returns true when a probe should start now: 429s
     /// without `Retry-After` keep coming, no probe is running, and the last answer no longer
     /// stands.
-    pub fn observe(&mut self, now: Millis, status: u16, has_retry_after: bool) -> bool {
+    pub(crate) fn observe(&mut self, now: Millis, status: u16, has_retry_after: bool) -> bool {
         if status != 429 || has_retry_after {
             self.bare_429s = 0;
             return false;
@@ -247,17 +247,17 @@ impl QuotaWatch {
     }
 
     /// Exhaustion confirmed elsewhere (another process, through the shared store) until `until`.
-    pub fn close(&mut self, until: Option<Millis>) {
+    pub(crate) fn close(&mut self, until: Option<Millis>) {
         self.state = QuotaState::Exhausted { until };
     }
 
     /// The caller says the quota is back (a new plan, a top-up).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         *self = QuotaWatch::default();
     }
 
     /// Whether nothing here is worth keeping (as a new watch would be).
-    pub fn idle(&mut self, now: Millis) -> bool {
+    pub(crate) fn idle(&mut self, now: Millis) -> bool {
         self.state(now) == QuotaState::Open && self.bare_429s == 0 && now >= self.next_probe_at
     }
 }
@@ -284,17 +284,17 @@ impl QuotaAnswer {
 
     /// A call got an answer with `status`: whether the kept answer goes now (the call spends
     /// the quota and the answer is no refusal).
-    pub fn answered(&mut self, spends_quota: bool, status: u16) -> bool {
+    pub(crate) fn answered(&mut self, spends_quota: bool, status: u16) -> bool {
         spends_quota && not_refused(status) && self.reset()
     }
 
     /// The quota is declared back: whether a kept answer goes now.
-    pub fn reset(&mut self) -> bool {
+    pub(crate) fn reset(&mut self) -> bool {
         std::mem::take(&mut self.kept)
     }
 
     /// Whether an answer is kept, to be given again.
-    pub fn kept(&self) -> bool {
+    pub(crate) fn kept(&self) -> bool {
         self.kept
     }
 }

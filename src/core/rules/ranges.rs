@@ -1,5 +1,5 @@
 //! The ranges of the options given as whole numbers, each defined once: a caller's number is
-//! checked against them ([`Whole::given`], its error worded as a JavaScript caller reads it),
+//! checked against them (`Whole::given`, its error worded as a JavaScript caller reads it),
 //! and the core's own checks use the same bounds.
 
 use super::allowance::ConfigError;
@@ -15,14 +15,18 @@ pub struct Whole {
 
 impl Whole {
     /// `n`, when it is a whole number in the range.
-    pub fn holds(self, n: f64) -> Option<u32> {
+    pub(crate) fn holds(self, n: f64) -> Option<u32> {
         (n.fract() == 0.0 && n >= self.min && n <= self.max).then_some(n as u32)
     }
 
     /// `n` when it was given, checked: a whole number in the range, or an error naming `field`.
     // One copy for its dozen callers: inlined, each built the error again (1 KB of wasm).
     #[inline(never)]
-    pub fn given(self, field: &'static str, n: Option<f64>) -> Result<Option<u32>, ConfigError> {
+    pub(crate) fn given(
+        self,
+        field: &'static str,
+        n: Option<f64>,
+    ) -> Result<Option<u32>, ConfigError> {
         let Some(got) = n else {
             return Ok(None);
         };
@@ -46,10 +50,10 @@ impl Whole {
 
 /// A count with no bound of its own but what a `u32` holds: `maxWaiting`, and a round's
 /// `retryBudget` (`batch()`, `simulate()`).
-pub const COUNT: Whole = Whole { min: 0.0, max: 1e9 };
+pub(crate) const COUNT: Whole = Whole { min: 0.0, max: 1e9 };
 
 /// Attempts per call, the first included (`retry.maxAttempts`).
-pub const ATTEMPTS: Whole = Whole {
+pub(crate) const ATTEMPTS: Whole = Whole {
     min: 1.0,
     max: 100.0,
 };
@@ -74,7 +78,7 @@ pub(crate) const SIM_ATTEMPTS: Whole = Whole {
 };
 
 /// The gates, processes or threads `simulate()` spreads its workers over.
-pub const SIM_SPLIT: Whole = Whole {
+pub(crate) const SIM_SPLIT: Whole = Whole {
     min: 1.0,
     max: 1_000.0,
 };

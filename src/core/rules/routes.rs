@@ -41,7 +41,7 @@ pub(crate) struct Routes {
 
 impl Routes {
     /// The limiter `route` draws from, when it is not the credential's first.
-    pub fn limiter(&self, route: &str) -> Option<&str> {
+    pub(crate) fn limiter(&self, route: &str) -> Option<&str> {
         self.other.get(route).map(String::as_str)
     }
 
@@ -64,7 +64,7 @@ impl Routes {
     /// What an answer to a call of `route` said of its limiter (`first` is the credential's
     /// first limiter, when known). An answer that names none keeps the route where it went; no
     /// answer lets the next call scout again.
-    pub fn heard(&mut self, route: &str, heard: &LimiterFeedback, first: Option<&str>) {
+    pub(crate) fn heard(&mut self, route: &str, heard: &LimiterFeedback, first: Option<&str>) {
         self.scouting.remove(route);
         let limiter = match heard {
             LimiterFeedback::Nothing => return,

@@ -6,11 +6,11 @@
 /// Credits asked (at no stated cost) since the last reading below which a reading's delta
 /// says too little to learn from: one credit counted twice, or a call in flight as the
 /// reading was sent, would move the scale by 10 % or more.
-pub const MIN_ASKED: f64 = 10.0;
+const MIN_ASKED: f64 = 10.0;
 
 /// The scale's range: a delta far off what was asked (a reading lost its calls, another key's
 /// user spent a burst) paces no call at more than 100 credits, nor at less than a tenth.
-pub const SCALE_RANGE: (f64, f64) = (0.1, 100.0);
+const SCALE_RANGE: (f64, f64) = (0.1, 100.0);
 
 /// The scale and what it learns from, in a shared spread.
 ///
@@ -27,7 +27,7 @@ pub const SCALE_RANGE: (f64, f64) = (0.1, 100.0);
 /// What another key user spends between two readings reads as a dearer call here (the shared
 /// state cannot tell them apart); the total is paced the same either way.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CostScale {
+pub(crate) struct CostScale {
     /// What one credit asked at no stated cost is taken to cost.
     scale: f64,
     /// Credits of stated costs taken since the last usable reading.
@@ -48,16 +48,16 @@ impl Default for CostScale {
 
 impl CostScale {
     /// Numbers [`save`](Self::save) writes.
-    pub const WORDS: usize = 3;
+    pub(crate) const WORDS: usize = 3;
 
     /// The scale as numbers, for a slot shared by threads.
-    pub fn save(&self) -> [f64; Self::WORDS] {
+    pub(crate) fn save(&self) -> [f64; Self::WORDS] {
         [self.scale, self.stated, self.asked]
     }
 
     /// The scale [`save`](Self::save) wrote; a scale of 0 (never saved: a fresh slot's zeros,
     /// below the range) is 1.
-    pub fn load([scale, stated, asked]: [f64; Self::WORDS]) -> CostScale {
+    pub(crate) fn load([scale, stated, asked]: [f64; Self::WORDS]) -> CostScale {
         CostScale {
             scale: if scale == 0.0 { 1.0 } else { scale },
             stated,
@@ -67,7 +67,7 @@ impl CostScale {
 
     /// What a call asking `cost` credits takes: `cost` when `stated`, else `cost` times the
     /// scale.
-    pub fn credits(&self, cost: f64, stated: bool) -> f64 {
+    pub(crate) fn credits(&self, cost: f64, stated: bool) -> f64 {
         if stated {
             cost
         } else {
@@ -76,7 +76,7 @@ impl CostScale {
     }
 
     /// A call asking `cost` took its credits: it counts for the next reading.
-    pub fn taken(&mut self, cost: f64, stated: bool) {
+    pub(crate) fn taken(&mut self, cost: f64, stated: bool) {
         if stated {
             self.stated += cost;
         } else {
@@ -86,7 +86,7 @@ impl CostScale {
 
     /// Learns from a usable reading's `delta` (`None`: a period's turn, nothing to learn)
     /// and starts counting again. Returns what the calls counted cost, by the scale now.
-    pub fn learn(&mut self, delta: Option<f64>) -> f64 {
+    pub(crate) fn learn(&mut self, delta: Option<f64>) -> f64 {
         let (stated, asked) = (self.stated, self.asked);
         (self.stated, self.asked) = (0.0, 0.0);
         let Some(delta) = delta else {
@@ -100,7 +100,7 @@ impl CostScale {
     }
 
     /// What one credit asked at no stated cost is taken to cost.
-    pub fn scale(&self) -> f64 {
+    pub(crate) fn scale(&self) -> f64 {
         self.scale
     }
 }

@@ -87,7 +87,7 @@ pub enum Asked {
 /// credential on one Redis Cluster slot, as the gate's), and 128 bits of a hash of the scope,
 /// URL and `Accept` (so no URL is written to the store, and two requests never share an
 /// entry); its last 16 hex digits tell requests apart in the threads' shared memory.
-pub fn name(scope: &str, url: &str, accept: &str) -> String {
+pub(crate) fn name(scope: &str, url: &str, accept: &str) -> String {
     let mut hash = Sha256::new();
     hash.update(b"odds-gate/cache/v1\0");
     hash.update(scope.as_bytes());
@@ -112,7 +112,7 @@ pub fn asks(now: Millis, failed_at: Millis, retry_ms: Millis) -> bool {
 
 /// How long the store keeps an entry fresh for `fresh_ms`: its lifetime and the time it may
 /// still answer stale.
-pub fn keep_ms(fresh_ms: Millis, stale_for_ms: Millis) -> Millis {
+pub(crate) fn keep_ms(fresh_ms: Millis, stale_for_ms: Millis) -> Millis {
     fresh_ms + stale_for_ms
 }
 
@@ -250,7 +250,7 @@ pub fn put_words(ours: bool, times: &[f64], now: Millis, fresh_ms: Millis) -> [f
 }
 
 /// What `cache.lua`'s `get` answered (its code and number), understood.
-pub fn answer(code: &str, ms: f64) -> Asked {
+pub(crate) fn answer(code: &str, ms: f64) -> Asked {
     match code {
         "fresh" if ms.is_finite() && ms > 0.0 => Asked::Fresh { left_ms: ms },
         "lead" => Asked::Lead,

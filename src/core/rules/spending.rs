@@ -32,7 +32,7 @@ pub struct CreditFigures {
 
 /// A gate's spread: its bucket once read, and the readings' schedule.
 #[derive(Debug, Clone)]
-pub struct Spending {
+pub(crate) struct Spending {
     spread: Spread,
     costs: Costs,
     bucket: Option<CreditBucket>,
@@ -45,7 +45,7 @@ pub struct Spending {
 
 impl Spending {
     /// A spread (validated by the caller) not read yet: the first call's reading is due.
-    pub fn new(spread: Spread, costs: Costs) -> Spending {
+    pub(crate) fn new(spread: Spread, costs: Costs) -> Spending {
         Spending {
             spread,
             costs,
@@ -57,17 +57,17 @@ impl Spending {
     }
 
     /// Whether a reading is due at `now` (the gate starts one when a call waits).
-    pub fn reading_due(&self, now: Millis) -> bool {
+    pub(crate) fn reading_due(&self, now: Millis) -> bool {
         now >= self.next_reading
     }
 
     /// When the next reading is due.
-    pub fn next_reading(&self) -> Millis {
+    pub(crate) fn next_reading(&self) -> Millis {
         self.next_reading
     }
 
     /// A reading goes now: what is taken from now on is not in its answer.
-    pub fn sent(&mut self) {
+    pub(crate) fn sent(&mut self) {
         if let Some(bucket) = &mut self.bucket {
             bucket.sent();
         }
@@ -76,7 +76,7 @@ impl Spending {
     /// A reading's answer at `now` (`None`: no usable answer). The first usable one makes the
     /// bucket; later ones correct it; none leaves it as it is. Either way the next reading is
     /// due a refresh later, and calls wait for no other.
-    pub fn read(&mut self, now: Millis, usage: Option<Usage>) {
+    pub(crate) fn read(&mut self, now: Millis, usage: Option<Usage>) {
         self.first_read = true;
         self.next_reading = now + self.spread.refresh_ms;
         let Some(usage) = usage else {
@@ -89,12 +89,12 @@ impl Spending {
     }
 
     /// What a call of `route` costs: as stated or learned, 1 when nothing is known.
-    pub fn cost(&self, route: Option<&str>) -> f64 {
+    pub(crate) fn cost(&self, route: Option<&str>) -> f64 {
         self.costs.cost(route.unwrap_or(NO_ROUTE))
     }
 
     /// Whether what a call of `route` costs is stated (`quota.costs`), not learned.
-    pub fn is_stated(&self, route: Option<&str>) -> bool {
+    pub(crate) fn is_stated(&self, route: Option<&str>) -> bool {
         self.costs.is_stated(route.unwrap_or(NO_ROUTE))
     }
 
@@ -102,7 +102,12 @@ impl Spending {
     /// before a reading, the first included); one that draws on the `reserve` (its lane's
     /// `reserve: true`) has them from the reserve when the spread has not. With no bucket
     /// after the first reading, the call goes unpaced.
-    pub fn ready(&mut self, now: Millis, route: Option<&str>, reserve: bool) -> Result<(), Millis> {
+    pub(crate) fn ready(
+        &mut self,
+        now: Millis,
+        route: Option<&str>,
+        reserve: bool,
+    ) -> Result<(), Millis> {
         let cost = self.cost(route);
         match (&mut self.bucket, self.first_read) {
             (Some(bucket), _) if reserve => bucket.ready_reserved(now, cost),
@@ -116,7 +121,7 @@ impl Spending {
     /// each of them to cost what it does: `now` for one that draws on the `reserve` while the
     /// reserve has them. Before the first reading nothing is known, and nothing is predicted:
     /// `now`.
-    pub fn predict(
+    pub(crate) fn predict(
         &mut self,
         now: Millis,
         ahead: usize,
@@ -137,7 +142,7 @@ impl Spending {
     /// are taken (from the reserve, for one that draws on the `reserve`, when the spread has
     /// not them), and it counts for the costs learned from the next reading's delta (an
     /// unpaced call has no reading before it to count from).
-    pub fn take(&mut self, now: Millis, route: Option<&str>, reserve: bool) {
+    pub(crate) fn take(&mut self, now: Millis, route: Option<&str>, reserve: bool) {
         let route = route.unwrap_or(NO_ROUTE);
         let cost = self.costs.cost(route);
         match &mut self.bucket {
@@ -154,12 +159,12 @@ impl Spending {
     }
 
     /// The settings it spreads with.
-    pub fn spread(&self) -> Spread {
+    pub(crate) fn spread(&self) -> Spread {
         self.spread
     }
 
     /// The figures at `now`, with `waiting` calls in queue behind a head that waits for credit.
-    pub fn figures(&self, now: Millis, waiting: usize) -> CreditFigures {
+    pub(crate) fn figures(&self, now: Millis, waiting: usize) -> CreditFigures {
         let (used, limit, per_hour) = self.bucket.map_or((0.0, 0.0, 0.0), |b| {
             (b.used(), b.limit(), b.per_ms() * HOUR_MS)
         });

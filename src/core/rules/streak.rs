@@ -22,7 +22,7 @@ pub(crate) const TOLERATED: u32 = 2;
 
 /// A gate's run of failures.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Streak {
+pub(crate) struct Streak {
     /// Failures in a row, each of a request sent after the one before it came back.
     run: u32,
     /// When the run's last failure came.
@@ -46,7 +46,7 @@ impl Streak {
     /// run's failures that hold (1 for the first). A failure of a request sent before the
     /// run's last failure came back is that same failure heard again: it neither lengthens
     /// the run nor holds.
-    pub fn failed(&mut self, now: Millis, sent: Millis) -> Option<u32> {
+    pub(crate) fn failed(&mut self, now: Millis, sent: Millis) -> Option<u32> {
         if sent < self.last {
             return None;
         }
@@ -62,7 +62,7 @@ impl Streak {
     }
 
     /// The server answered (anything but a failure): the run is over.
-    pub fn answered(&mut self) {
+    pub(crate) fn answered(&mut self) {
         *self = Streak {
             tolerated: TOLERATED,
             ..Streak::default()

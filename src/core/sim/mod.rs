@@ -10,10 +10,8 @@ pub mod server;
 pub mod store;
 pub mod world;
 
-pub use self::given::{HeadersGiven, LaneGiven, LookupsGiven, SimCacheGiven, SimGiven, Split};
-pub use self::lanes::{LaneReport, SimLane};
-pub use self::model::{
-    simulate, ArticleGate, Coordination, Lookups, SimCache, SimOptions, SimReport,
-};
-pub use self::month::{MonthReport, SimQuota, SimQuotaGiven};
+pub use self::given::{HeadersGiven, LaneGiven, SimGiven, Split};
+pub use self::lanes::SimLane;
+pub use self::model::{simulate, ArticleGate, Coordination, SimCache, SimOptions, SimReport};
+pub use self::month::{MonthReport, SimQuotaGiven};
 pub use self::world::Served;

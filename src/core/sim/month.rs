@@ -117,7 +117,7 @@ impl SimQuotaGiven {
 impl SimQuota {
     /// How long a slice of the report is: a day when the period holds two or more, else a
     /// tenth of the period.
-    pub fn slice_ms(&self) -> Millis {
+    fn slice_ms(&self) -> Millis {
         match self.period_ms >= 2.0 * DAY_MS {
             true => DAY_MS,
             false => self.period_ms / 10.0,
@@ -146,7 +146,7 @@ pub struct Meter {
 
 /// [`Allowances`] that charge credits: a call the allowance answers with a 200 is charged its
 /// cost; one the credits left cannot pay for gets the quota's 429.
-pub struct Metered {
+pub(crate) struct Metered {
     /// The allowance behind the meter.
     pub inner: Allowances,
     /// What it counted, shared with the report.

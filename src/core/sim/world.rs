@@ -328,7 +328,7 @@ impl World {
 
     /// The processes' caches' figures, their calls (hits, coalesced, stale) added up
     /// (`None`: no cache).
-    pub fn cache_figures(&self) -> Option<CacheFigures> {
+    pub(crate) fn cache_figures(&self) -> Option<CacheFigures> {
         let mut caches = self.processes.iter().filter_map(|p| p.cache.as_ref());
         let first = caches.next()?.figures();
         Some(caches.fold(first, |mut all, c| {

@@ -7,7 +7,7 @@ use crate::core::Millis;
 
 /// A forgotten learner's estimate (see [`Learner::memo`] and [`Learner::resume`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Memo {
+pub(crate) struct Memo {
     /// The pace, per second (a window's requests in flight pace it when `window` is set).
     pace: f64,
     /// Requests in flight allowed (no counts, no 429 yet), or 0 once paced. Whole numbers
@@ -27,7 +27,7 @@ impl Learner {
     /// What to keep of this learning when its gate is forgotten: nothing before the first
     /// answer. A slow start keeps the pace it started from, not what the idle seconds since
     /// would have doubled it to.
-    pub fn memo(&self) -> Option<Memo> {
+    pub(crate) fn memo(&self) -> Option<Memo> {
         let (window, counted) = match self.phase {
             Phase::Opening => return None,
             Phase::Window { size } => (size as f32, false),
@@ -49,7 +49,7 @@ impl Learner {
     /// Goes on at `now` from `memo`, what this key's forgotten gate had learned, when nothing
     /// was learned here yet (another thread's estimate, adopted already, is fresher). Without
     /// counts it climbs on from the pace by the smallest step, as after `adopt`.
-    pub fn resume(&mut self, now: Millis, memo: &Memo) {
+    pub(crate) fn resume(&mut self, now: Millis, memo: &Memo) {
         if !self.opening() {
             return;
         }
