@@ -1,7 +1,8 @@
-// stats() and the metrics' figures cross from wasm in two parts: the gates as numbers in a row,
-// their texts beside them (the core's base/wire.rs, in pieces of some 90 gates), and the rest as
-// JSON text with `gates: null` in its place. Building each gate's object from the numbers costs
-// far less than writing and parsing its JSON. Only this file reads the numbers: each value's
+// stats() and the metrics' figures cross from wasm in two parts: their many records (the gates,
+// and the metrics' lanes on each gate) as numbers in a row, their texts beside them (the core's
+// base/wire.rs, in pieces of some 90 gates), and the rest, a few keys, as an object with `gates`
+// (and `lanes`) null in their places. Building each gate's object from the numbers costs far less
+// than a call into JavaScript per field. Only this file reads the numbers: each value's
 // place is its name's in the layout the core sends with every piece, which must be LAYOUT below
 // (the builders spell it out, key by key, in the order index.d.ts gives); NaN is null (or a key
 // left out), times cross as Unix milliseconds and become `Date`s, histograms' bins cross as
@@ -36,11 +37,15 @@ export function addGates(gates, layout, numbers, chars, binBounds) {
   n = bounds = undefined;
 }
 
-/** The figures the JSON text `head` gives, `gates` in their place. */
-export function withGates(head, gates) {
-  const figures = JSON.parse(head);
-  figures.gates = gates;
-  return figures;
+// The metrics' lanes: each lane's calls waiting on each gate.
+const LANES = 'scope,lane,waiting';
+
+/** Builds the lanes of one piece (`numbers`, `chars`, written in `layout`) onto `lanes`: `{ scope, lane, waiting }` each. */
+export function addLanes(lanes, layout, numbers, chars) {
+  if (layout !== LANES) throw new Error(`odds-gate: the metrics' lanes written as ${layout}, read as ${LANES}`);
+  [n, i, text, at] = [numbers, 0, chars, 0];
+  while (i < n.length) lanes.push({ scope: str(), lane: str(), waiting: num() });
+  n = undefined;
 }
 
 // `v`, an int32 when it is one (-0 stays -0).

@@ -4,8 +4,6 @@ pub mod alarm;
 pub mod handles;
 pub mod histogram;
 pub mod indexed;
-#[cfg(feature = "serde")]
-pub mod json;
 pub mod map;
 pub mod random;
 pub mod slab;

@@ -1,8 +1,9 @@
 //! What `stats()`, the metrics and `describe()` report of the gates, gathered here in the shapes
 //! JavaScript sees (camelCase, fields in the order `index.d.ts` gives them; the bindings only
-//! serialise them). The gates' own figures, many, are written to a `Wire` rather than
-//! serialised. A time shown as a date is a `D`, what the caller makes of a time on the gates'
-//! clock (the bindings: a `Date`, or `null`), so the core knows nothing of JavaScript.
+//! serialise them). The many records (the gates' own figures, and the lanes' calls waiting on
+//! each gate) are written to a `Wire` rather than serialised. A time shown as a date is a `D`,
+//! what the caller makes of a time on the gates' clock (the bindings: a `Date`, or `null`), so
+//! the core knows nothing of JavaScript.
 
 use std::borrow::Cow;
 
@@ -41,21 +42,38 @@ pub struct Stats<'a> {
     cache: Option<CacheStats>,
 }
 
-/// The place of `gates` among a report's keys: `null`, which the bindings replace with the
-/// gates [`Listed`] writes apart.
+/// The place of records written apart among a report's keys (`gates`, the metrics' `lanes`):
+/// `null`, which the bindings replace with what [`Listed`] writes.
 #[derive(serde::Serialize)]
 struct Apart;
 
 /// Live gates, to be written one by one in `stats().gates[i]`'s shape: 10,000 gates' figures are
-/// never all held at once (wasm memory, once grown, is never given back).
-pub struct Listed<'g> {
+/// never all held at once (wasm memory, once grown, is never given back). For the metrics, the
+/// lanes too: each one's calls waiting on each gate.
+pub struct Listed<'g, 'a> {
     gates: &'g mut Gates,
     ids: Vec<GateId>,
+    lanes: Vec<(LaneId, &'a str)>,
     now: Millis,
     wall: fn(Option<Millis>) -> Option<Millis>,
 }
 
-impl Listed<'_> {
+impl Listed<'_, '_> {
+    /// Writes each lane's calls waiting on each gate still known as a record of `wire`
+    /// (`scope`, `lane`, `waiting`): none for `stats()`, one per gate and lane for the metrics,
+    /// 10,000s at 10,000 gates, which serialised one by one would cost tens of ms.
+    pub fn write_lanes(&self, wire: &mut Wire) {
+        let gates = &*self.gates;
+        for (gate, scope) in self.ids.iter().filter_map(|&g| Some((g, gates.scope(g)?))) {
+            for &(lane, name) in &self.lanes {
+                wire.text("scope", Some(scope.as_str()));
+                wire.text("lane", Some(name));
+                wire.count("waiting", gates.waiting_in(gate, lane) as u64);
+                wire.end();
+            }
+        }
+    }
+
     /// Writes each gate still known as a record of `wire`, its times as `wall` makes them
     /// (Unix milliseconds, for dates).
     pub fn write(self, wire: &mut Wire) {
@@ -138,24 +156,15 @@ impl<D> Learned<D> {
     }
 }
 
-/// What the metrics observe but the gates (a [`Listed`]): lanes' calls waiting on each gate, and
-/// the wrapper's cache.
+/// What the metrics observe but the gates and the lanes' calls waiting on each (a [`Listed`]
+/// writes both): the wrapper's cache.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Observed<'a> {
+pub struct Observed {
     gates: Apart,
-    lanes: Vec<LaneDepth<'a>>,
+    lanes: Apart,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache: Option<CacheStats>,
-}
-
-/// A lane's calls waiting on a gate.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LaneDepth<'a> {
-    scope: String,
-    lane: &'a str,
-    waiting: usize,
 }
 
 /// What `describe()` is worded from: the wrapper's profile, what its gates learned, and what
@@ -294,7 +303,7 @@ impl Gates {
         lane: &'a str,
         (batch, cache): (Option<(Millis, Option<u32>)>, Option<CacheFigures>),
         wall: fn(Option<Millis>) -> Option<Millis>,
-    ) -> (Stats<'a>, Listed<'_>) {
+    ) -> (Stats<'a>, Listed<'_, 'a>) {
         let mut totals = self.retired(wrapper);
         let mut waiting = 0;
         let ids = self.gates_of(wrapper);
@@ -323,7 +332,7 @@ impl Gates {
             cache: cache.map(CacheStats::from),
             gates: Apart,
         };
-        (stats, self.listed(now, ids, wall))
+        (stats, self.listed(now, ids, Vec::new(), wall))
     }
 
     /// What the meter observes for the wrappers sharing its instruments (`measured`: a wrapper
@@ -335,7 +344,7 @@ impl Gates {
         measured: impl IntoIterator<Item = (WrapperId, &'a str)>,
         cache: Option<CacheFigures>,
         wall: fn(Option<Millis>) -> Option<Millis>,
-    ) -> (Observed<'a>, Listed<'_>) {
+    ) -> (Observed, Listed<'_, 'a>) {
         let mut ids: Vec<GateId> = Vec::new();
         let mut seen: Set<GateId> = Set::default();
         let mut lanes: Vec<(LaneId, &str)> = Vec::new();
@@ -347,35 +356,27 @@ impl Gates {
                 lanes.push((lane, name));
             }
         }
-        let this = &*self;
-        let depths = ids
-            .iter()
-            .filter_map(|&gate| Some((gate, this.scope(gate)?)));
-        let depths = depths.flat_map(|(gate, scope)| {
-            lanes.iter().map(move |&(lane, name)| LaneDepth {
-                scope: scope.as_str().to_owned(),
-                lane: name,
-                waiting: this.waiting_in(gate, lane),
-            })
-        });
         let observed = Observed {
-            lanes: depths.collect(),
-            cache: cache.map(CacheStats::from),
             gates: Apart,
+            lanes: Apart,
+            cache: cache.map(CacheStats::from),
         };
-        (observed, self.listed(now, ids, wall))
+        (observed, self.listed(now, ids, lanes, wall))
     }
 
-    /// The gates of `ids` still known, to be written in `stats().gates`'s shape as of `now`.
-    fn listed(
+    /// The gates of `ids` still known, to be written in `stats().gates`'s shape as of `now`,
+    /// and `lanes`' calls waiting on each.
+    fn listed<'a>(
         &mut self,
         now: Millis,
         ids: Vec<GateId>,
+        lanes: Vec<(LaneId, &'a str)>,
         wall: fn(Option<Millis>) -> Option<Millis>,
-    ) -> Listed<'_> {
+    ) -> Listed<'_, 'a> {
         Listed {
             gates: self,
             ids,
+            lanes,
             now,
             wall,
         }
