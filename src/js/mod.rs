@@ -22,6 +22,8 @@ fetch_modules!(
 // The simulator's module (feature `sim`), loaded by `simulate()` and `new Gate()` on first use.
 #[cfg(feature = "sim")]
 mod model;
+#[cfg(feature = "sim")]
+mod sim_de;
 
 /// Talc instead of the default dlmalloc: a few KB less wasm. The module is single-threaded.
 #[global_allocator]
