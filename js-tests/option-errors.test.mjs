@@ -143,3 +143,93 @@ test('retry, retry.budget and cache: what a flag means, and what is refused', ()
   });
   assert.throws(() => createFetch().lane({ retry: 1 }), { name: 'TypeError', message: 'Expected `retry` to be a boolean or an object, got number' });
 });
+
+test("the main module's options reader: unknown keys, wrong types and list items in serde's words, the first bad key in the object's own order", () => {
+  const client = { evalsha() {}, script() {} };
+  const known = {
+    options: 'rate, fetch, retry, onEvent, usageUrl, store, maxWaitMs, maxWaiting, meter, threads, typedErrors, cache, quota',
+    retry: 'maxAttempts, timeBudgetMs, attemptTimeoutMs, baseMs, capMs, statuses, methods, budget',
+    'retry.budget': 'capacity, throttleCost, transientCost, successRefill',
+    rate: 'burst, perSecond, learn',
+    quota: 'spread, reserve, burstMs, refreshMs, costs',
+    cache: 'maxBytes, maxEntryBytes, defaultTtlMs, staleForMs',
+    'lane options': 'name, weight, reserve, retry, maxWaitMs, maxWaiting',
+    'batch options': 'deadlineMs, retryBudget',
+  };
+  const unknown = (what, key) => `Unknown option \`${what}.${key}\`; known options: ${known[what]}`;
+  const statuses = 'Expected `retry.statuses` to hold HTTP status codes (integers from 100 to 599)';
+  const methods = 'Expected `retry.methods` to hold HTTP method names (tokens)';
+  const cases = [
+    // Unknown keys, each object's known ones in their order; a key spelled in snake case is one.
+    [() => createFetch({ burst: 2 }), 'TypeError', unknown('options', 'burst')],
+    [() => createFetch({ max_wait_ms: 5 }), 'TypeError', unknown('options', 'max_wait_ms')],
+    [() => createFetch({ 1: 2 }), 'TypeError', unknown('options', '1')],
+    [() => createFetch({ retry: { attempts: 3 } }), 'TypeError', unknown('retry', 'attempts')],
+    [() => createFetch({ retry: { budget: { size: 5 } } }), 'TypeError', unknown('retry.budget', 'size')],
+    [() => createFetch({ rate: { burst: 2, perSecond: 2, perMinute: 1 } }), 'TypeError', unknown('rate', 'perMinute')],
+    [() => createFetch({ quota: { limit: 5 } }), 'TypeError', unknown('quota', 'limit')],
+    [() => createFetch({ cache: { maxbytes: 5 } }), 'TypeError', unknown('cache', 'maxbytes')],
+    [() => createFetch().lane({ wieght: 2 }), 'TypeError', unknown('lane options', 'wieght')],
+    [() => createFetch().lane({ retry: { cap: 5 } }), 'TypeError', unknown('retry', 'cap')],
+    [() => createFetch().batch({ deadlineMs: 10, budget: 1 }), 'TypeError', unknown('batch options', 'budget')],
+    [() => new Gate({ burst: 2, perSecond: 2, rate: 1 }), 'TypeError', unknown('rate', 'rate')],
+    // Wrong types: what the field takes and the type given, never the value.
+    [() => createFetch({ maxWaitMs: '5' }), 'TypeError', 'Expected `maxWaitMs` to be a number, got string'],
+    [() => createFetch({ maxWaiting: 5n }), 'TypeError', 'Expected `maxWaiting` to be a number, got bigint'],
+    [() => createFetch({ usageUrl: new URL('https://x.test/usage') }), 'TypeError', 'Expected `usageUrl` to be a string, got object'],
+    [() => createFetch({ threads: 1 }), 'TypeError', 'Expected `threads` to be a boolean, got number'],
+    [() => createFetch({ typedErrors: null }), 'TypeError', 'Expected `typedErrors` to be a boolean, got null'],
+    [() => createFetch({ fetch: {} }), 'TypeError', 'Expected `fetch` to be a function, got object'],
+    [() => createFetch({ onEvent: [] }), 'TypeError', 'Expected `onEvent` to be a function, got an array'],
+    [() => createFetch({ rate: { burst: 2, perSecond: Symbol('s') } }), 'TypeError', 'Expected `rate.perSecond` to be a number, got symbol'],
+    [() => createFetch({ rate: { burst: 2, perSecond: 2, learn: 'yes' } }), 'TypeError', 'Expected `rate.learn` to be a boolean, got string'],
+    [() => createFetch({ rate: null }), 'TypeError', 'Expected `rate` to be an object, got null'],
+    [() => createFetch({ rate: 'fast' }), 'TypeError', "Expected `rate` to be 'auto' or { burst, perSecond }, got string"],
+    [() => createFetch({ retry: { maxAttempts: '3' } }), 'TypeError', 'Expected `retry.maxAttempts` to be a number, got string'],
+    [() => createFetch({ retry: { budget: { capacity: null } } }), 'TypeError', 'Expected `retry.budget.capacity` to be a number, got null'],
+    [() => createFetch({ quota: { spread: 1 } }), 'TypeError', 'Expected `quota.spread` to be a boolean, got number'],
+    [() => createFetch({ quota: { costs: { '/a': '2' } } }), 'TypeError', 'Expected `quota.costs` to be an object of route patterns to credits, got string'],
+    [() => createFetch({ quota: [] }), 'TypeError', 'Expected `quota` to be an object, got an array'],
+    [() => createFetch({ cache: { staleForMs: () => 1 } }), 'TypeError', 'Expected `cache.staleForMs` to be a number, got function'],
+    [() => createFetch().lane({ name: 3 }), 'TypeError', 'Expected `name` to be a string, got number'],
+    [() => createFetch().lane({ reserve: 'yes' }), 'TypeError', 'Expected `reserve` to be a boolean, got string'],
+    [() => createFetch().batch({ deadlineMs: '10' }), 'TypeError', 'Expected `deadlineMs` to be a number, got string'],
+    [() => createFetch().batch(), 'TypeError', 'Expected `batch options` to be an object, got undefined'],
+    [() => createFetch(null), 'TypeError', 'Expected `options` to be an object, got null'],
+    [() => createFetch().lane([]), 'TypeError', 'Expected `lane options` to be an object, got an array'],
+    [() => redisStore(client, () => 1), 'TypeError', 'Expected `redisStore options` to be an object, got function'],
+    [() => redisStore(client, { localShare: '1' }), 'TypeError', 'Expected `localShare` to be a number, got string'],
+    // Lists: an array, each item of its kind.
+    [() => createFetch({ retry: { statuses: 429 } }), 'TypeError', 'Expected `retry.statuses` to be an array, got number'],
+    [() => createFetch({ retry: { statuses: [429, 600] } }), 'TypeError', statuses],
+    [() => createFetch({ retry: { statuses: [429.5] } }), 'TypeError', statuses],
+    [() => createFetch({ retry: { statuses: ['429'] } }), 'TypeError', statuses],
+    [() => createFetch({ retry: { methods: 'GET' } }), 'TypeError', 'Expected `retry.methods` to be an array, got string'],
+    [() => createFetch({ retry: { methods: ['GET', 'GET POST'] } }), 'TypeError', methods],
+    [() => createFetch().lane({ retry: { methods: [1] } }), 'TypeError', methods],
+    // Unknown keys are found first, wherever they are; then the first bad key in the object's order.
+    [() => createFetch({ maxWaitMs: null, bogus: 1 }), 'TypeError', unknown('options', 'bogus')],
+    [() => createFetch({ retry: { maxAttempts: null, bogus: 1 } }), 'TypeError', unknown('retry', 'bogus')],
+    [() => createFetch({ maxWaitMs: null, threads: 1 }), 'TypeError', 'Expected `maxWaitMs` to be a number, got null'],
+    [() => createFetch({ threads: 1, maxWaitMs: null }), 'TypeError', 'Expected `threads` to be a boolean, got number'],
+    [() => createFetch({ retry: { statuses: [1], baseMs: 'x' } }), 'TypeError', statuses],
+    [() => createFetch({ retry: { baseMs: 'x', statuses: [1] } }), 'TypeError', 'Expected `retry.baseMs` to be a number, got string'],
+    [() => createFetch().lane({ maxWaiting: null, name: 1 }), 'TypeError', 'Expected `maxWaiting` to be a number, got null'],
+    [() => createFetch().lane({ name: 1, maxWaiting: null }), 'TypeError', 'Expected `name` to be a string, got number'],
+    [() => redisStore(client, { retryMs: null, prefix: 1 }), 'TypeError', 'Expected `retryMs` to be a number, got null'],
+  ];
+  for (const [make, name, message] of cases) {
+    assert.throws(make, { name, message }, make.toString());
+  }
+  // A key whose value is undefined is left out: an unknown one too.
+  const left = { rate: undefined, bogus: undefined, retry: { baseMs: undefined, nope: undefined }, cache: { maxBytes: undefined } };
+  assert.equal(createFetch(left).describe().rate, null);
+  assert.match(createFetch().lane({ weight: undefined, other: undefined }).describe().lane, /^lane "lane-\d+", of weight 1:/);
+  assert.equal(typeof createFetch().batch({ deadlineMs: 10, retryBudget: undefined, other: undefined }), 'function');
+  assert.equal(new Gate({ burst: 2, perSecond: 2, learn: undefined, other: undefined }).blockedUntil, 0);
+  // What was read is what the gate uses: lists, the budget's fields left out at their defaults.
+  const d = createFetch({ retry: { statuses: [429], methods: ['GET', 'PATCH'], budget: { capacity: 40 } } }).describe();
+  assert.match(d.retry, /^on for 429 and network failures/);
+  assert.match(d.retry, /methods GET, PATCH/);
+  assert.match(d.retryBudget, /^shared per gate: 40 tokens, a 429 retry costs 5, a transient one 10/);
+});

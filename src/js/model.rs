@@ -9,6 +9,7 @@ use super::de;
 use super::errors::config_error;
 use super::readers;
 use super::shapes::to_js;
+use super::sim_de;
 use crate::core::rules::allowance::finite;
 use crate::core::sim::given::number_or_null;
 use crate::core::sim::{
@@ -35,7 +36,7 @@ struct SimulateOptions {
     /// `true` (every answer), `false` (none) or `'throttled'` (429s only).
     headers: Option<HeadersGiven>,
     /// `{ calls, burst, perSecond }`: event lookups on a limiter of their own.
-    #[serde(default, deserialize_with = "de::value")]
+    #[serde(default, deserialize_with = "sim_de::value")]
     lookups: Option<JsValue>,
     /// Processes sharing a store.
     processes: Option<f64>,
@@ -45,16 +46,16 @@ struct SimulateOptions {
     snapshots: Option<f64>,
     latency_ms: Option<f64>,
     /// `[{ name, weight, workers, snapshots, startMs }]`: lanes of workers on the shared gate.
-    #[serde(default, deserialize_with = "de::value")]
+    #[serde(default, deserialize_with = "sim_de::value")]
     lanes: Option<JsValue>,
     polls: Option<f64>,
     poll_every_ms: Option<f64>,
     /// `true`, `false` or `{ ttlMs }`: the workers' GETs go through the cache.
-    #[serde(default, deserialize_with = "de::value")]
+    #[serde(default, deserialize_with = "sim_de::value")]
     cache: Option<JsValue>,
     /// `{ limit, periodMs | days, used, spread, reserve, burstMs, refreshMs, costs }`: the
     /// key's monthly credits.
-    #[serde(default, deserialize_with = "de::value")]
+    #[serde(default, deserialize_with = "sim_de::value")]
     quota: Option<JsValue>,
 }
 
@@ -73,10 +74,10 @@ pub fn simulate(options: JsValue) -> Result<JsValue, JsValue> {
 
 /// The options read as given: their types checked, their meaning left to the core.
 fn given(options: &JsValue) -> Result<SimGiven, JsValue> {
-    let o: SimulateOptions = de::object(options, "options", "")?;
+    let o: SimulateOptions = sim_de::object(options, "options", "")?;
     let lookups = o
         .lookups
-        .map(|v| de::object(&v, "lookups", "lookups."))
+        .map(|v| sim_de::object(&v, "lookups", "lookups."))
         .transpose()?;
     Ok(SimGiven {
         shared: o.shared,
@@ -99,15 +100,15 @@ fn given(options: &JsValue) -> Result<SimGiven, JsValue> {
         lanes: o.lanes.as_ref().map(lanes).transpose()?,
         polls: o.polls,
         poll_every_ms: o.poll_every_ms,
-        cache: de::toggle(o.cache, "cache", |v| de::object(v, "cache", "cache."))?,
+        cache: de::toggle(o.cache, "cache", |v| sim_de::object(v, "cache", "cache."))?,
         quota: o.quota.as_ref().map(quota).transpose()?,
     })
 }
 
 /// `quota`, read as given (its `costs` by [`readers::costs`]).
 fn quota(value: &JsValue) -> Result<SimQuotaGiven, JsValue> {
-    let q: SimQuotaGiven<readers::Costs> = de::object(value, "quota", "quota.")?;
-    q.costs(readers::costs)
+    let q: SimQuotaGiven<sim_de::Costs> = sim_de::object(value, "quota", "quota.")?;
+    q.costs(|c| readers::costs(c.0))
 }
 
 /// `lanes`, each read as given, its errors naming the lane (`lanes[1].weight`).
@@ -116,7 +117,7 @@ fn lanes(value: &JsValue) -> Result<Vec<LaneGiven>, JsValue> {
         return Err(de::wrong("lanes", "an array", value));
     }
     let lanes: &js_sys::Array = value.unchecked_ref();
-    let lane = |(i, lane)| de::object(&lane, &format!("lanes[{i}]"), &format!("lanes[{i}]."));
+    let lane = |(i, lane)| sim_de::object(&lane, &format!("lanes[{i}]"), &format!("lanes[{i}]."));
     lanes.iter().enumerate().map(lane).collect()
 }
 

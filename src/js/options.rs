@@ -1,14 +1,13 @@
-//! `createFetch` options and `batch` options, read into the core's types. serde (through
-//! `de.rs`) checks every field's type and refuses unknown keys; the core checks ranges. Either
+//! `createFetch` options and `lane` options, read into the core's types. `de.rs` checks each
+//! field's type by the tables below and refuses unknown keys; the core checks ranges. Either
 //! way the error names the field.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
-use super::de::{self, Item};
+use super::de::{self, Field, Kind};
 use super::errors::{config_error, type_error};
 use super::events::Events;
 use super::metrics::Metrics;
@@ -21,7 +20,7 @@ use crate::core::gates::profile::{
 };
 use crate::core::rules::allowance::Allowance;
 use crate::core::rules::budget::RefillingConfig;
-use crate::core::rules::cache::{Cache, CacheConfig};
+use crate::core::rules::cache::{Cache, CacheConfig, CacheGiven};
 use crate::core::rules::classify::valid_method;
 use crate::core::rules::credits::{Costs, Spread, SpreadGiven};
 use crate::core::rules::policy::RetryGiven;
@@ -29,32 +28,22 @@ use crate::core::rules::quota::usage_url;
 use crate::core::rules::ranges::STATUSES;
 use crate::core::rules::toggle::Toggle;
 
-/// `createFetch(options)` as given.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Options {
-    #[serde(default, deserialize_with = "de::value")]
-    rate: Option<JsValue>,
-    #[serde(default, deserialize_with = "de::function")]
-    fetch: Option<js_sys::Function>,
-    #[serde(default, deserialize_with = "de::value")]
-    retry: Option<JsValue>,
-    #[serde(default, deserialize_with = "de::function")]
-    on_event: Option<js_sys::Function>,
-    usage_url: Option<String>,
-    #[serde(default, deserialize_with = "de::value")]
-    store: Option<JsValue>,
-    max_wait_ms: Option<f64>,
-    max_waiting: Option<f64>,
-    #[serde(default, deserialize_with = "de::value")]
-    meter: Option<JsValue>,
-    threads: Option<bool>,
-    typed_errors: Option<bool>,
-    #[serde(default, deserialize_with = "de::value")]
-    cache: Option<JsValue>,
-    #[serde(default, deserialize_with = "de::value")]
-    quota: Option<JsValue>,
-}
+/// `createFetch(options)`'s fields.
+const OPTIONS: [Field; 13] = [
+    ("rate", Kind::Value),
+    ("fetch", Kind::Function),
+    ("retry", Kind::Value),
+    ("onEvent", Kind::Function),
+    ("usageUrl", Kind::String),
+    ("store", Kind::Value),
+    ("maxWaitMs", Kind::Number),
+    ("maxWaiting", Kind::Number),
+    ("meter", Kind::Value),
+    ("threads", Kind::Boolean),
+    ("typedErrors", Kind::Boolean),
+    ("cache", Kind::Value),
+    ("quota", Kind::Value),
+];
 
 /// Reads `rate`: left out, `'auto'` or `{ burst, perSecond, learn? }`.
 fn allowance(value: Option<JsValue>) -> Result<Allowance, JsValue> {
@@ -69,55 +58,58 @@ fn allowance(value: Option<JsValue>) -> Result<Allowance, JsValue> {
     Ok(Allowance::given(rate))
 }
 
-/// `retry: { ... }`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RetryOptions {
-    max_attempts: Option<f64>,
-    time_budget_ms: Option<f64>,
-    attempt_timeout_ms: Option<f64>,
-    base_ms: Option<f64>,
-    cap_ms: Option<f64>,
-    #[serde(default, deserialize_with = "de::list")]
-    statuses: Option<Vec<Status>>,
-    #[serde(default, deserialize_with = "de::list")]
-    methods: Option<Vec<Method>>,
-    #[serde(default, deserialize_with = "de::value")]
-    budget: Option<JsValue>,
-}
+/// `retry: { ... }`'s fields.
+const RETRY: [Field; 8] = [
+    ("maxAttempts", Kind::Number),
+    ("timeBudgetMs", Kind::Number),
+    ("attemptTimeoutMs", Kind::Number),
+    ("baseMs", Kind::Number),
+    ("capMs", Kind::Number),
+    ("statuses", Kind::List {
+        what: "HTTP status codes (integers from 100 to 599)",
+        holds: |v| v.as_f64().and_then(|n| STATUSES.holds(n)).is_some(),
+    }),
+    ("methods", Kind::List {
+        what: "HTTP method names (tokens)",
+        holds: |v| v.as_string().is_some_and(|m| valid_method(&m)),
+    }),
+    ("budget", Kind::Value),
+];
 
-/// `lane({ name, weight, reserve, retry, maxWaitMs, maxWaiting })`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct LaneOptions {
-    name: Option<String>,
-    weight: Option<f64>,
-    reserve: Option<bool>,
-    #[serde(default, deserialize_with = "de::value")]
-    retry: Option<JsValue>,
-    max_wait_ms: Option<f64>,
-    max_waiting: Option<f64>,
-}
+/// `lane({ name, weight, reserve, retry, maxWaitMs, maxWaiting })`'s fields.
+const LANE: [Field; 6] = [
+    ("name", Kind::String),
+    ("weight", Kind::Number),
+    ("reserve", Kind::Boolean),
+    ("retry", Kind::Value),
+    ("maxWaitMs", Kind::Number),
+    ("maxWaiting", Kind::Number),
+];
 
-/// An item of `retry.statuses`.
-struct Status(u16);
+/// `quota: { spread, reserve, burstMs, refreshMs, costs }`'s fields.
+const QUOTA: [Field; 5] = [
+    ("spread", Kind::Boolean),
+    ("reserve", Kind::Number),
+    ("burstMs", Kind::Number),
+    ("refreshMs", Kind::Number),
+    ("costs", Kind::Value),
+];
 
-impl Item for Status {
-    const WHAT: &'static str = "HTTP status codes (integers from 100 to 599)";
-    fn from_js(value: JsValue) -> Option<Self> {
-        STATUSES.holds(value.as_f64()?).map(|n| Status(n as u16))
-    }
-}
+/// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }`'s fields.
+const CACHE: [Field; 4] = [
+    ("maxBytes", Kind::Number),
+    ("maxEntryBytes", Kind::Number),
+    ("defaultTtlMs", Kind::Number),
+    ("staleForMs", Kind::Number),
+];
 
-/// An item of `retry.methods`.
-struct Method(String);
-
-impl Item for Method {
-    const WHAT: &'static str = "HTTP method names (tokens)";
-    fn from_js(value: JsValue) -> Option<Self> {
-        value.as_string().filter(|m| valid_method(m)).map(Method)
-    }
-}
+/// `retry.budget: { capacity, throttleCost, transientCost, successRefill }`'s fields.
+const BUDGET: [Field; 4] = [
+    ("capacity", Kind::Number),
+    ("throttleCost", Kind::Number),
+    ("transientCost", Kind::Number),
+    ("successRefill", Kind::Number),
+];
 
 /// A wrapper's cache (the core's index; `cache.js`'s side of it, the bytes, made on first use),
 /// shared by its lanes and batches.
@@ -153,12 +145,14 @@ pub fn config(
     number: impl FnOnce(&Rc<RedisStore>) -> StoreId,
 ) -> Result<(Config, Profile), JsValue> {
     // `createFetch()` alone learns the allowance with every default.
-    let o: Options = de::options(options, "options")?;
-    let allowance = allowance(o.rate)?;
-    let (retry, budget) = RetryGiven::toggled(retry(o.retry)?).map_err(config_error)?;
-    let usage_url = usage_url(o.usage_url).map_err(config_error)?;
-    let (max_wait_ms, max_waiting) = limits(o.max_wait_ms, o.max_waiting).map_err(config_error)?;
-    let store = match o.store {
+    let [rate, fetch, retry_given, on_event, usage, store, max_wait_ms, max_waiting, meter, threads, typed_errors, cache, quota_given] =
+        de::options(options, "options", &OPTIONS)?;
+    let allowance = allowance(rate.value())?;
+    let (retry, budget) = RetryGiven::toggled(retry(retry_given.value())?).map_err(config_error)?;
+    let usage_url = usage_url(usage.string()).map_err(config_error)?;
+    let (max_wait_ms, max_waiting) =
+        limits(max_wait_ms.number(), max_waiting.number()).map_err(config_error)?;
+    let store = match store.value() {
         None => None,
         Some(store) if is_store(&store) => Some(RedisStore::from_descriptor(&store)?),
         Some(_) => {
@@ -167,15 +161,15 @@ pub fn config(
             ))
         }
     };
-    let cache = de::toggle(o.cache, "cache", |v| de::object(v, "cache", "cache."))?;
+    let cache = de::toggle(cache.value(), "cache", cache_given)?;
     let cache = CacheConfig::toggled(cache).map_err(config_error)?;
     let cache = cache.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
     let caches = cache.is_some();
-    let spread = quota(o.quota)?;
+    let spread = quota(quota_given.value())?;
     let spreads = spread.is_some();
-    let metrics = o.meter.map(|m| Metrics::new(&m, caches, spreads).map(Rc::new));
+    let metrics = meter.value().map(|m| Metrics::new(&m, caches, spreads).map(Rc::new));
     let metrics = metrics.transpose()?;
-    let threads = o.threads.unwrap_or(THREADS);
+    let threads = threads.flag().unwrap_or(THREADS);
     let profile = Profile {
         allowance,
         budget,
@@ -187,13 +181,13 @@ pub fn config(
         max_wait_ms,
         max_waiting,
         reports_wait: metrics.is_some(),
-        typed_errors: o.typed_errors.unwrap_or(TYPED_ERRORS),
+        typed_errors: typed_errors.flag().unwrap_or(TYPED_ERRORS),
         spread,
     };
     let config = Config {
         store,
-        fetch: o.fetch,
-        events: Events::new(o.on_event),
+        fetch: fetch.function(),
+        events: Events::new(on_event.function()),
         usage_url,
         metrics,
         threads,
@@ -207,16 +201,18 @@ pub fn config(
 /// weight, and its name if given (an unnamed lane's comes from its number, once the gates have
 /// made it).
 pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsValue> {
-    let o: LaneOptions = de::options(options, "lane options")?;
-    if let Some(name) = &o.name {
+    let [name, weight, reserve, retry_given, max_wait_ms, max_waiting] =
+        de::options(options, "lane options", &LANE)?;
+    let name = name.string();
+    if let Some(name) = &name {
         lane_name::check("name", name).map_err(config_error)?;
     }
-    let weight = LaneAsks::weight(o.weight).map_err(config_error)?;
+    let weight = LaneAsks::weight(weight.number()).map_err(config_error)?;
     let mut asks = LaneAsks {
-        reserve: o.reserve.unwrap_or(false),
+        reserve: reserve.flag().unwrap_or(false),
         ..LaneAsks::default()
     };
-    if let Some(value) = o.retry {
+    if let Some(value) = retry_given.value() {
         let names_budget =
             de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true);
         LaneAsks::own_retry(names_budget).map_err(config_error)?;
@@ -224,23 +220,25 @@ pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsVal
         asks.policy = Some(policy.map(Rc::new));
     }
     (asks.max_wait_ms, asks.max_waiting) =
-        limits(o.max_wait_ms, o.max_waiting).map_err(config_error)?;
-    Ok((asks, weight, o.name.map(Rc::from)))
+        limits(max_wait_ms.number(), max_waiting.number()).map_err(config_error)?;
+    Ok((asks, weight, name.map(Rc::from)))
 }
 
 /// `retry` as given: a flag or its fields.
 fn retry(value: Option<JsValue>) -> Result<Option<Toggle<RetryGiven>>, JsValue> {
     de::toggle(value, "retry", |value| {
-        let r: RetryOptions = de::object(value, "retry", "retry.")?;
+        let [max_attempts, time_budget_ms, attempt_timeout_ms, base_ms, cap_ms, statuses, methods, budget_given] =
+            de::object(value, "retry", "retry.", &RETRY)?;
         Ok(RetryGiven {
-            max_attempts: r.max_attempts,
-            time_budget_ms: r.time_budget_ms,
-            attempt_timeout_ms: r.attempt_timeout_ms,
-            base_ms: r.base_ms,
-            cap_ms: r.cap_ms,
-            statuses: r.statuses.map(|s| s.into_iter().map(|s| s.0).collect()),
-            methods: r.methods.map(|m| m.into_iter().map(|m| m.0).collect()),
-            budget: r.budget.map(budget).transpose()?,
+            max_attempts: max_attempts.number(),
+            time_budget_ms: time_budget_ms.number(),
+            attempt_timeout_ms: attempt_timeout_ms.number(),
+            base_ms: base_ms.number(),
+            cap_ms: cap_ms.number(),
+            // The items were checked: whole numbers from 100 to 599, and method names.
+            statuses: statuses.list(|s| s.as_f64().map(|n| n as u16)),
+            methods: methods.list(|m| m.as_string()),
+            budget: budget_given.value().map(budget).transpose()?,
         })
     })
 }
@@ -250,8 +248,16 @@ fn quota(value: Option<JsValue>) -> Result<Option<(Spread, Costs)>, JsValue> {
     let Some(value) = value else {
         return Ok(None);
     };
-    let q: SpreadGiven<readers::Costs> = de::object(&value, "quota", "quota.")?;
-    q.costs(readers::costs)?.spread().map_err(config_error)
+    let [spread, reserve, burst_ms, refresh_ms, costs] =
+        de::object(&value, "quota", "quota.", &QUOTA)?;
+    let given = SpreadGiven {
+        spread: spread.flag(),
+        reserve: reserve.number(),
+        burst_ms: burst_ms.number(),
+        refresh_ms: refresh_ms.number(),
+        costs: costs.value(),
+    };
+    given.costs(readers::costs)?.spread().map_err(config_error)
 }
 
 /// `retry.budget` as given: `false` (`None`) or its fields.
@@ -262,5 +268,18 @@ fn budget(value: JsValue) -> Result<Option<RefillingConfig>, JsValue> {
     if !de::is_object(&value) {
         return Err(de::wrong("retry.budget", "false or an object", &value));
     }
-    de::object(&value, "retry.budget", "retry.budget.").map(Some)
+    let fields = de::object(&value, "retry.budget", "retry.budget.", &BUDGET)?;
+    Ok(Some(RefillingConfig::given(fields.map(|f| f.number()))))
+}
+
+/// `cache: { ... }` as given.
+fn cache_given(value: &JsValue) -> Result<CacheGiven, JsValue> {
+    let [max_bytes, max_entry_bytes, default_ttl_ms, stale_for_ms] =
+        de::object(value, "cache", "cache.", &CACHE)?;
+    Ok(CacheGiven {
+        max_bytes: max_bytes.number(),
+        max_entry_bytes: max_entry_bytes.number(),
+        default_ttl_ms: default_ttl_ms.number(),
+        stale_for_ms: stale_for_ms.number(),
+    })
 }

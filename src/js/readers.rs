@@ -3,34 +3,33 @@
 //! here rather than in `options.rs`, which the simulator's module does not compile (it reaches
 //! the whole fetch path).
 
-use serde::{Deserialize, Deserializer};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::de;
+use super::de::{self, Kind};
 use super::errors::config_error;
 use crate::core::rules::allowance::{Rate, RateGiven};
 
 /// Reads and checks `rate: { burst, perSecond, learn? }`, and whether it learns.
 pub fn rate(value: &JsValue) -> Result<(Rate, bool), JsValue> {
-    let given: RateGiven = de::object(value, "rate", "rate.")?;
+    let fields = [
+        ("burst", Kind::Number),
+        ("perSecond", Kind::Number),
+        ("learn", Kind::Boolean),
+    ];
+    let [burst, per_second, learn] = de::object(value, "rate", "rate.", &fields)?;
+    let given = RateGiven {
+        burst: burst.number(),
+        per_second: per_second.number(),
+        learn: learn.flag(),
+    };
     given.rate().map_err(config_error)
-}
-
-/// `quota.costs` as it was given, for [`costs`] to read.
-#[derive(Default)]
-pub struct Costs(Option<JsValue>);
-
-impl<'de> Deserialize<'de> for Costs {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        de::value(d).map(Costs)
-    }
 }
 
 /// Reads `quota.costs`: an object of route patterns to credits, as given (the core checks
 /// them); empty when left out.
-pub fn costs(value: Costs) -> Result<Vec<(String, f64)>, JsValue> {
-    let Some(given) = value.0 else {
+pub fn costs(value: Option<JsValue>) -> Result<Vec<(String, f64)>, JsValue> {
+    let Some(given) = value else {
         return Ok(Vec::new());
     };
     let expected = "an object of route patterns to credits";

@@ -11,7 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
 
-use super::de;
+use super::de::{self, Kind};
 use super::errors::{config_error, type_error};
 use super::props::get;
 use super::text::number;
@@ -73,8 +73,23 @@ fn check_client(client: &JsValue) -> Result<(), JsValue> {
 
 /// The store's prefix and settings, from `redisStore()`'s options.
 fn settings(options: &JsValue) -> Result<(String, StoreSettings), JsValue> {
-    let o: StoreGiven = de::options(options, "redisStore options")?;
-    o.settings().map_err(config_error)
+    let fields = [
+        ("prefix", Kind::String),
+        ("timeoutMs", Kind::Number),
+        ("onFailure", Kind::String),
+        ("localShare", Kind::Number),
+        ("retryMs", Kind::Number),
+    ];
+    let [prefix, timeout_ms, on_failure, local_share, retry_ms] =
+        de::options(options, "redisStore options", &fields)?;
+    let given = StoreGiven {
+        prefix: prefix.string(),
+        timeout_ms: timeout_ms.number(),
+        on_failure: on_failure.string(),
+        local_share: local_share.number(),
+        retry_ms: retry_ms.number(),
+    };
+    given.settings().map_err(config_error)
 }
 
 /// A connection to the shared store for the gates of one wrapper; `describe()` words its

@@ -9,7 +9,7 @@ use wasm_bindgen::prelude::*;
 use super::attempt::global_fetch;
 use super::calls::CallArgs;
 use super::clock;
-use super::de;
+use super::de::{self, Kind};
 use super::driver::{driver, Driver};
 use super::errors::{abort_reason, config_error, range_error, type_error};
 use super::figures;
@@ -166,7 +166,12 @@ impl Transport {
     /// gives up rather than be admitted after `deadlineMs` from now, and the round's retries
     /// are limited to `retryBudget` in all.
     pub fn batch(&self, options: JsValue) -> Result<Transport, JsValue> {
-        let given: BatchGiven = de::object(&options, "batch options", "")?;
+        let fields = [("deadlineMs", Kind::Number), ("retryBudget", Kind::Number)];
+        let [deadline_ms, retry_budget] = de::object(&options, "batch options", "", &fields)?;
+        let given = BatchGiven {
+            deadline_ms: deadline_ms.number(),
+            retry_budget: retry_budget.number(),
+        };
         let batch = given.batch(clock::now()).map_err(config_error)?;
         driver().with(|g| g.hold(self.wrapper));
         let batch = Some(Rc::new(RefCell::new(batch)));

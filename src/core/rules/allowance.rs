@@ -29,11 +29,6 @@ pub enum Allowance {
 
 /// `rate: { burst, perSecond, learn }` as given (`None`: left out).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Deserialize),
-    serde(rename_all = "camelCase")
-)]
 pub struct RateGiven {
     /// The burst, required.
     pub burst: Option<f64>,

@@ -9,11 +9,6 @@ use crate::core::Millis;
 
 /// `batch({ deadlineMs, retryBudget })` as given (`None`: left out).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Deserialize),
-    serde(rename_all = "camelCase")
-)]
 pub struct BatchGiven {
     /// The round's length, required.
     pub deadline_ms: Option<f64>,

@@ -50,8 +50,8 @@ impl BatchBudget {
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(
     feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(rename_all = "camelCase", default)
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
 )]
 pub struct RefillingConfig {
     /// Tokens when full (AWS: 500).
@@ -78,6 +78,20 @@ impl RefillingConfig {
         transient_cost: 10.0,
         success_refill: 1.0,
     };
+
+    /// `retry.budget: { capacity, throttleCost, transientCost, successRefill }` as given, a
+    /// field left out (`None`) [`RefillingConfig::DEFAULT`]'s; [`validate`](Self::validate)
+    /// checks them.
+    pub fn given(fields: [Option<f64>; 4]) -> RefillingConfig {
+        let d = RefillingConfig::DEFAULT;
+        let [capacity, throttle_cost, transient_cost, success_refill] = fields;
+        RefillingConfig {
+            capacity: capacity.unwrap_or(d.capacity),
+            throttle_cost: throttle_cost.unwrap_or(d.throttle_cost),
+            transient_cost: transient_cost.unwrap_or(d.transient_cost),
+            success_refill: success_refill.unwrap_or(d.success_refill),
+        }
+    }
 
     /// What a retry of this kind costs.
     pub(crate) fn cost(&self, kind: Kind) -> f64 {
@@ -165,6 +179,19 @@ mod tests {
         assert!(!b.can_withdraw());
         b.withdraw();
         assert_eq!(b.left(), 0);
+    }
+
+    #[test]
+    fn a_budget_field_left_out_is_the_defaults() {
+        let given = RefillingConfig::given([Some(5.0), None, Some(0.0), None]);
+        let d = RefillingConfig::DEFAULT;
+        let expected = RefillingConfig {
+            capacity: 5.0,
+            transient_cost: 0.0,
+            ..d
+        };
+        assert_eq!(given, expected);
+        assert_eq!(RefillingConfig::given([None; 4]), d);
     }
 
     #[test]

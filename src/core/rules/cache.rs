@@ -20,11 +20,6 @@ use crate::core::Millis;
 
 /// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }` as given (`None`: left out).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Deserialize),
-    serde(rename_all = "camelCase")
-)]
 pub struct CacheGiven {
     /// [`CacheConfig::max_bytes`].
     pub max_bytes: Option<f64>,

@@ -49,11 +49,6 @@ impl Default for Spread {
 /// `costs` as read (`C`: the bindings first take it as it is, then read it with
 /// [`costs`](Self::costs)).
 #[derive(Debug, Clone, Default, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Deserialize),
-    serde(rename_all = "camelCase")
-)]
 pub struct SpreadGiven<C = Vec<(String, f64)>> {
     /// Pace the credits to the period's end.
     pub spread: Option<bool>,
@@ -64,7 +59,6 @@ pub struct SpreadGiven<C = Vec<(String, f64)>> {
     /// [`Spread::refresh_ms`].
     pub refresh_ms: Option<f64>,
     /// Route patterns and what a call of each costs.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub costs: C,
 }
 

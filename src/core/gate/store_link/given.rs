@@ -6,11 +6,6 @@ use crate::core::rules::allowance::ConfigError;
 
 /// `{ prefix, timeoutMs, onFailure, localShare, retryMs }` as given (`None`: left out).
 #[derive(Debug, Clone, Default, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Deserialize),
-    serde(rename_all = "camelCase")
-)]
 pub struct StoreGiven {
     /// What the store's keys start with.
     pub prefix: Option<String>,
