@@ -287,6 +287,8 @@ impl StoreLink {
     }
 
     /// When the next operation's time is up, if any is in flight.
+    // Never inlined: one copy for its callers (smaller gzipped).
+    #[inline(never)]
     pub(super) fn next_deadline(&self) -> Option<Millis> {
         self.in_flight.iter().map(|&(_, d, _)| d).reduce(f64::min)
     }
