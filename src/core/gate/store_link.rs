@@ -233,7 +233,10 @@ impl StoreLink {
     }
 
     fn take(&mut self, id: OpId) -> Option<Purpose> {
-        let at = self.in_flight.binary_search_by_key(&id, |&(id, ..)| id).ok()?;
+        let at = self
+            .in_flight
+            .binary_search_by_key(&id, |&(id, ..)| id)
+            .ok()?;
         let (_, _, purpose) = self.in_flight.remove(at)?;
         if let Purpose::Admit(_) = purpose {
             self.admitting = false;
@@ -282,7 +285,10 @@ impl StoreLink {
 
     /// Operations whose time is up at `now`, oldest first.
     pub(super) fn overdue(&self, now: Millis) -> Vec<OpId> {
-        let late = self.in_flight.iter().filter(|(_, deadline, _)| *deadline <= now);
+        let late = self
+            .in_flight
+            .iter()
+            .filter(|(_, deadline, _)| *deadline <= now);
         late.map(|&(id, ..)| id).collect()
     }
 

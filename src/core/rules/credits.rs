@@ -525,7 +525,12 @@ impl Costs {
     #[inline(never)]
     pub fn cost(&self, route: &str) -> f64 {
         self.stated_cost(route)
-            .or_else(|| self.learned.iter().find(|(r, _)| r == route).map(|&(_, c)| c))
+            .or_else(|| {
+                self.learned
+                    .iter()
+                    .find(|(r, _)| r == route)
+                    .map(|&(_, c)| c)
+            })
             .unwrap_or(1.0)
     }
 
