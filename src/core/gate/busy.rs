@@ -21,8 +21,6 @@ pub(super) struct Due {
 }
 
 /// Whether `place` in queue is still the live visit of a waiting call.
-// Never inlined: one copy, not one in each of its dozen callers (smaller gzipped).
-#[inline(never)]
 pub(super) fn live(calls: &Slab<Call>, place: Place) -> bool {
     calls
         .get(place.call)

@@ -270,8 +270,6 @@ impl Gate {
     }
 
     /// Calls waiting: in queue, and beside it for their routes' scouts.
-    // Never inlined: one copy for its callers (smaller gzipped).
-    #[inline(never)]
     pub fn waiting(&self) -> usize {
         self.busy.queue.len() + self.busy.behind_scout
     }
