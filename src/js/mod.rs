@@ -28,7 +28,29 @@ mod sim_de;
 
 /// Talc instead of the default dlmalloc: a few KB less wasm. The module is single-threaded.
 #[global_allocator]
-static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+static ALLOCATOR: Outlined = Outlined(talc::wasm::new_wasm_dynamic_allocator());
+
+/// The allocator behind calls that are never inlined: with LTO, Talc's `deallocate` was
+/// inlined into a few dozen drops (seven copies in the wrappers' slab's alone), some 10 KB.
+struct Outlined(talc::wasm::WasmDynamicTalc);
+
+// SAFETY: each method forwards to Talc's, which upholds `GlobalAlloc`'s contract.
+unsafe impl std::alloc::GlobalAlloc for Outlined {
+    #[inline(never)]
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        self.0.alloc(layout)
+    }
+
+    #[inline(never)]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        self.0.dealloc(ptr, layout)
+    }
+
+    #[inline(never)]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
+        self.0.realloc(ptr, layout, size)
+    }
+}
 
 /// What an export hands JavaScript: never a lone `JsValue`. TurboFan inlines a call to a wasm
 /// export whose one result is an `externref` into the hot JavaScript that makes it, and if that

@@ -7,7 +7,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::spawn_local;
 
 use super::abort::AbortListener;
-use crate::core::base::map::{Map, Set};
+use crate::core::base::handles::Handles;
+use crate::core::base::map::Set;
 
 struct Watch {
     signal: web_sys::AbortSignal,
@@ -15,13 +16,14 @@ struct Watch {
     _listener: AbortListener,
 }
 
-/// The signals a gate's waiters carry, each listened to once per run.
+/// The signals a gate's waiters carry, each listened to once per run, by handle (a handle
+/// given back is given out again: a call that still names a watch taken by its signal's abort
+/// may name a new watch, which holds no ticket of its, so removing it there changes nothing).
 #[derive(Default)]
 pub struct Watches {
     /// The watch the previous waiter joined.
     last: Option<u32>,
-    by_id: Map<u32, Watch>,
-    next: u32,
+    by_id: Handles<Watch>,
 }
 
 impl Watches {
@@ -33,28 +35,25 @@ impl Watches {
         on_abort: &js_sys::Function,
     ) -> u32 {
         if let Some(id) = self.last {
-            if let Some(watch) = self.by_id.get_mut(&id) {
+            if let Some(watch) = self.by_id.get_mut(id) {
                 if JsValue::from(&watch.signal) == JsValue::from(signal) {
                     watch.tickets.insert(ticket);
                     return id;
                 }
             }
         }
-        let id = self.next;
-        self.next = self.next.wrapping_add(1);
-        let watch = Watch {
+        let id = self.by_id.put_with(|id| Watch {
             signal: signal.clone(),
             tickets: Set::from_iter([ticket]),
             _listener: AbortListener::new(signal, on_abort, id),
-        };
-        self.by_id.insert(id, watch);
+        });
         self.last = Some(id);
         id
     }
 
     /// `ticket` no longer waits; a watch nobody uses stops listening.
     pub fn remove(&mut self, id: u32, ticket: u64) {
-        let empty = match self.by_id.get_mut(&id) {
+        let empty = match self.by_id.get_mut(id) {
             Some(watch) => {
                 watch.tickets.remove(&ticket);
                 watch.tickets.is_empty()
@@ -62,14 +61,14 @@ impl Watches {
             None => false,
         };
         if empty {
-            self.by_id.remove(&id);
+            self.by_id.take(id);
         }
     }
 
     /// The signal aborted: its tickets, and the signal for the reason. The listener is running
     /// right now, so the watch is dropped on the next microtask, not from inside itself.
     pub fn take(&mut self, id: u32) -> Option<(web_sys::AbortSignal, Vec<u64>)> {
-        let watch = self.by_id.remove(&id)?;
+        let watch = self.by_id.take(id)?;
         let signal = watch.signal.clone();
         let tickets = watch.tickets.iter().copied().collect();
         spawn_local(async move { drop(watch) });

@@ -94,6 +94,8 @@ impl Settings {
     }
 
     /// The settings a slot holds, if they make an allowance.
+    // Never inlined: one copy, not one per transaction (1 KB of wasm).
+    #[inline(never)]
     fn load(words: &[f64; WORDS]) -> Option<Settings> {
         let w = &words[CONFIG..STATE];
         let budget = (w[2] >= 0.0).then_some(RefillingConfig {
@@ -258,6 +260,8 @@ impl ThreadAuthority {
 
     /// The one body of every transaction (not generic, so the module holds one copy): loads the
     /// state from the slot's words, lets `f` work on it, saves it when `f` says it changed.
+    // Never inlined: LLVM copied it into each of its callers (2 KB of wasm).
+    #[inline(never)]
     fn run(
         &mut self,
         now: Millis,

@@ -22,6 +22,9 @@ impl IdHasher {
 }
 
 impl Hasher for IdHasher {
+    // Never inlined: a loop over the bytes of each string key, copied into every table's
+    // hashing code otherwise (smaller gzipped).
+    #[inline(never)]
     fn write(&mut self, bytes: &[u8]) {
         for &byte in bytes {
             self.add(byte.into());

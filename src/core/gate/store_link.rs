@@ -6,7 +6,7 @@
 //! (`Authority`, answered in `answers.rs`); the fail-safe is the
 //! link's alone.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 mod answers;
 pub mod given;
@@ -16,7 +16,6 @@ use super::ids::CallId;
 use crate::core::authority::fair::Shares;
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::{AdmissionId, Answer, Op, Seen, Transitions};
-use crate::core::base::map::IdHasher;
 use crate::core::rules::allowance::{positive, ConfigError, Rate};
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::Millis;
@@ -124,7 +123,9 @@ pub(crate) struct StoreLink {
     rate: Rate,
     /// Admissions and budget while the store is down.
     fallback: MemoryAuthority,
-    in_flight: HashMap<OpId, (Millis, Purpose), std::hash::BuildHasherDefault<IdHasher>>,
+    /// Operations sent and not yet answered, with their deadlines, in the order sent (so by
+    /// number: no hashed table, which would be another copy of its code in the module).
+    in_flight: VecDeque<(OpId, Millis, Purpose)>,
     next_op: OpId,
     /// Operations sent and not yet handed to the driver, oldest first.
     outbox: VecDeque<(OpId, Op)>,
@@ -168,7 +169,7 @@ impl StoreLink {
             fallback: MemoryAuthority::new(settings.local_rate(rate), budget, now),
             settings,
             rate,
-            in_flight: HashMap::default(),
+            in_flight: VecDeque::new(),
             next_op: 0,
             outbox: VecDeque::new(),
             down: false,
@@ -224,7 +225,7 @@ impl StoreLink {
         self.next_op += 1;
         self.calls += 1;
         let deadline = now + self.settings.timeout_ms;
-        self.in_flight.insert(id, (deadline, purpose));
+        self.in_flight.push_back((id, deadline, purpose));
         if let Purpose::Admit(_) = purpose {
             self.admitting = true;
         }
@@ -232,7 +233,11 @@ impl StoreLink {
     }
 
     fn take(&mut self, id: OpId) -> Option<Purpose> {
-        let (_, purpose) = self.in_flight.remove(&id)?;
+        let at = self
+            .in_flight
+            .binary_search_by_key(&id, |&(id, ..)| id)
+            .ok()?;
+        let (_, _, purpose) = self.in_flight.remove(at)?;
         if let Purpose::Admit(_) = purpose {
             self.admitting = false;
         }
@@ -280,19 +285,18 @@ impl StoreLink {
 
     /// Operations whose time is up at `now`, oldest first.
     pub(super) fn overdue(&self, now: Millis) -> Vec<OpId> {
-        let mut late: Vec<OpId> = self
+        let late = self
             .in_flight
             .iter()
-            .filter(|(_, (deadline, _))| *deadline <= now)
-            .map(|(&id, _)| id)
-            .collect();
-        late.sort_unstable();
-        late
+            .filter(|(_, deadline, _)| *deadline <= now);
+        late.map(|&(id, ..)| id).collect()
     }
 
     /// When the next operation's time is up, if any is in flight.
+    // Never inlined: one copy for its callers (smaller gzipped).
+    #[inline(never)]
     pub(super) fn next_deadline(&self) -> Option<Millis> {
-        self.in_flight.values().map(|(d, _)| *d).reduce(f64::min)
+        self.in_flight.iter().map(|&(_, d, _)| d).reduce(f64::min)
     }
 
     /// An estimate of when the caller with `ahead` others in front could be admitted: the

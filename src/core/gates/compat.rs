@@ -100,6 +100,8 @@ struct Words<'a> {
 }
 
 impl Words<'_> {
+    // Never inlined: words a refusal, a cold path (smaller gzipped).
+    #[inline(never)]
     fn rate(&self, rate: Rate) -> String {
         let n = self.number;
         format!(

@@ -123,8 +123,10 @@ pub struct Gates {
     keys: (u64, u64),
     entries: Slab<Entry>,
     scopes: Map<Scope, GateId>,
-    /// Each credential's routes.
-    routes: Map<Scope, Routes>,
+    /// Each credential's routes, boxed: the table's slots are a scope and a pointer, as the
+    /// limiters' are, so both tables share one copy of the table's code, and an empty slot
+    /// costs a pointer rather than the routes.
+    routes: Map<Scope, Box<Routes>>,
     /// How many gates each credential has for limiters other than its first (at most
     /// [`MAX_LIMITERS`](crate::core::rules::routes::MAX_LIMITERS)).
     limiters: Map<Scope, usize>,

@@ -4,7 +4,6 @@
 //! the server's `used` (what others spent counts). [`Costs`] says what a call costs in credits:
 //! stated per route (`quota.costs`), or learned from the readings' deltas.
 
-use crate::core::base::map::Map;
 use crate::core::rules::allowance::{positive, ConfigError};
 use crate::core::rules::classify::valid_method;
 use crate::core::rules::quota::Usage;
@@ -462,9 +461,18 @@ impl CreditBucket {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Costs {
     stated: Vec<(String, f64)>,
-    learned: Map<String, f64>,
-    /// Calls per route since the last delta.
-    calls: Map<String, u32>,
+    /// What each unstated route was learned to cost. This and `calls` are vectors searched in
+    /// order: a credential has a handful of routes (at most [`MAX_ROUTES`]), and each hashed
+    /// table was another copy of its code in the module.
+    learned: Vec<(String, f64)>,
+    /// Calls per route since the last delta, in the order of their routes' first calls.
+    calls: Vec<(String, u32)>,
+}
+
+/// The value kept for `route` in `pairs`.
+fn value_of<'a, T>(pairs: &'a mut [(String, T)], route: &str) -> Option<&'a mut T> {
+    let (_, value) = pairs.iter_mut().find(|(r, _)| r == route)?;
+    Some(value)
 }
 
 impl Costs {
@@ -507,9 +515,16 @@ impl Costs {
     }
 
     /// What a call of `route` costs.
+    // Never inlined: one copy for its callers (smaller gzipped).
+    #[inline(never)]
     pub fn cost(&self, route: &str) -> f64 {
         self.stated_cost(route)
-            .or_else(|| self.learned.get(route).copied())
+            .or_else(|| {
+                self.learned
+                    .iter()
+                    .find(|(r, _)| r == route)
+                    .map(|&(_, c)| c)
+            })
             .unwrap_or(1.0)
     }
 
@@ -520,10 +535,10 @@ impl Costs {
 
     /// A call of `route` was sent.
     pub fn called(&mut self, route: &str) {
-        if let Some(n) = self.calls.get_mut(route) {
+        if let Some(n) = value_of(&mut self.calls, route) {
             *n += 1;
         } else if self.calls.len() < MAX_ROUTES {
-            self.calls.insert(route.to_owned(), 1);
+            self.calls.push((route.to_owned(), 1));
         }
     }
 
@@ -537,7 +552,8 @@ impl Costs {
         };
         let mut left = delta;
         let (mut thought, mut unknown) = (0.0, 0.0);
-        for (route, &n) in &calls {
+        for (route, n) in &calls {
+            let n = *n;
             match self.stated_cost(route) {
                 Some(credits) => left -= credits * f64::from(n),
                 None => {
@@ -547,7 +563,7 @@ impl Costs {
             }
         }
         let left = left.max(0.0);
-        for route in calls.keys() {
+        for (route, _) in &calls {
             if self.stated_cost(route).is_some() {
                 continue;
             }
@@ -556,13 +572,15 @@ impl Costs {
             } else {
                 left / unknown
             };
-            if self.learned.len() < MAX_ROUTES || self.learned.contains_key(route) {
-                self.learned.insert(route.clone(), cost);
+            if let Some(kept) = value_of(&mut self.learned, route) {
+                *kept = cost;
+            } else if self.learned.len() < MAX_ROUTES {
+                self.learned.push((route.clone(), cost));
             }
         }
         calls
             .iter()
-            .map(|(route, &n)| self.cost(route) * f64::from(n))
+            .map(|(route, n)| self.cost(route) * f64::from(*n))
             .sum()
     }
 

@@ -448,6 +448,8 @@ impl Learner {
     }
 
     /// The allowance admissions follow at `now` (the pace grows between 429s by itself).
+    // Never inlined: asked from a dozen places, each with its own copy (5 KB of wasm).
+    #[inline(never)]
     pub(crate) fn rate(&self, now: Millis) -> Rate {
         let (burst, pace) = match self.phase {
             Phase::Opening => (1.0, self.opening_pace()),
@@ -485,6 +487,8 @@ impl Learner {
     /// The estimate at `now` when it differs from the one reported last (see
     /// [`Estimate::differs`]), which it becomes: a pace that creeps up a step per answer is
     /// news once it has moved a tenth.
+    // Never inlined: one copy for its callers (smaller gzipped).
+    #[inline(never)]
     pub(crate) fn news(&mut self, now: Millis) -> Option<Estimate> {
         let estimate = self.estimate(now);
         let news = self.told.is_none_or(|told| estimate.differs(&told));
@@ -828,6 +832,8 @@ impl Learner {
         best
     }
 
+    // Never inlined: one copy for its three callers (1 KB of wasm).
+    #[inline(never)]
     fn remember(&mut self, mark: Mark) {
         if self.marks.len() == MARKS {
             // Keep the oldest (the longest window) and the newest: drop the second.

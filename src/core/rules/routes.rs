@@ -2,8 +2,6 @@
 //! say: a route is the method and the path, ids written `*`; a route nobody has heard from
 //! sends one call ahead (its scout) and the rest wait behind it.
 
-use crate::core::base::map::{Map, Set};
-
 /// Routes a credential remembers the limiter of; past this, new routes stay on the first limiter
 /// and send no scout.
 pub(crate) const MAX_ROUTES: usize = 256;
@@ -29,35 +27,44 @@ pub enum LimiterFeedback {
 /// [`CallSpec::scout`]).
 ///
 /// [`CallSpec::scout`]: crate::core::gate::call::CallSpec::scout
+///
+/// Vectors searched in order, not hash sets: a credential has a handful of routes (at most
+/// [`MAX_ROUTES`]), and each hashed table was another copy of the table's code in the module.
 #[derive(Debug, Default)]
 pub(crate) struct Routes {
     /// Routes that draw from another limiter than the first, and that limiter.
-    other: Map<String, String>,
+    other: Vec<(String, String)>,
     /// Routes an answer spoke for.
-    heard: Set<String>,
+    heard: Vec<String>,
     /// Routes whose scout is out.
-    scouting: Set<String>,
+    scouting: Vec<String>,
+}
+
+/// Where `route` is in `routes`.
+fn find(routes: &[String], route: &str) -> Option<usize> {
+    routes.iter().position(|r| r == route)
 }
 
 impl Routes {
     /// The limiter `route` draws from, when it is not the credential's first.
     pub(crate) fn limiter(&self, route: &str) -> Option<&str> {
-        self.other.get(route).map(String::as_str)
+        let (_, limiter) = self.other.iter().find(|(r, _)| r == route)?;
+        Some(limiter)
     }
 
     /// What a new call of `route` does: it scouts when no answer spoke for the route yet and no
     /// scout is out (one is out from now on); it waits behind the scout while one is out.
     pub(crate) fn role(&mut self, route: &str) -> Role {
-        if self.heard.contains(route) {
+        if find(&self.heard, route).is_some() {
             return Role::Free;
         }
-        if self.scouting.contains(route) {
+        if find(&self.scouting, route).is_some() {
             return Role::BehindScout;
         }
         if self.heard.len() + self.scouting.len() >= MAX_ROUTES {
             return Role::Free;
         }
-        self.scouting.insert(route.to_owned());
+        self.scouting.push(route.to_owned());
         Role::Scout
     }
 
@@ -65,24 +72,27 @@ impl Routes {
     /// first limiter, when known). An answer that names none keeps the route where it went; no
     /// answer lets the next call scout again.
     pub(crate) fn heard(&mut self, route: &str, heard: &LimiterFeedback, first: Option<&str>) {
-        self.scouting.remove(route);
+        if let Some(at) = find(&self.scouting, route) {
+            self.scouting.swap_remove(at);
+        }
         let limiter = match heard {
             LimiterFeedback::Nothing => return,
             LimiterFeedback::Unnamed => None,
             LimiterFeedback::Limiter(limiter) => Some(limiter.as_str()),
         };
-        if self.heard.len() < MAX_ROUTES {
-            self.heard.insert(route.to_owned());
+        if self.heard.len() < MAX_ROUTES && find(&self.heard, route).is_none() {
+            self.heard.push(route.to_owned());
         }
-        match limiter {
-            Some(limiter) if first != Some(limiter) => {
-                if self.other.len() < MAX_ROUTES || self.other.contains_key(route) {
-                    self.other.insert(route.to_owned(), limiter.to_owned());
-                }
+        let other = limiter.filter(|&limiter| first != Some(limiter));
+        match (other, self.other.iter().position(|(r, _)| r == route)) {
+            (Some(limiter), Some(at)) => self.other[at].1 = limiter.to_owned(),
+            (Some(limiter), None) if self.other.len() < MAX_ROUTES => {
+                self.other.push((route.to_owned(), limiter.to_owned()));
             }
-            _ => {
-                self.other.remove(route);
+            (None, Some(at)) => {
+                self.other.swap_remove(at);
             }
+            (_, None) => {}
         }
     }
 }
