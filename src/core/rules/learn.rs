@@ -562,9 +562,6 @@ impl Learner {
                 None
             }
         };
-        if std::env::var("LEARN_TRACE").is_ok() {
-            eprintln!("TRACE {now:.0} st {} seq {} sent {:.0} ahead {} heard {} counts {:?} pace {:.3} atleast {:.3} phase {:?} win {:?} fresh {fresh} tokens {tokens:?}", s.status, s.seq, s.sent, s.ahead, s.heard, s.counts, self.rate(now).per_second(), self.at_least, self.phase, self.window());
-        }
         Lesson {
             rate: self.rate(now),
             tokens: tokens.map(|n| self.count(n)),
