@@ -75,8 +75,8 @@ extern "C" {
 }
 
 /// The records' numbers cross in pieces of about this many (64 KB, some 90 gates): wasm memory
-/// holds one piece, not all (91 numbers, 728 bytes, a gate), and a crossing per piece costs nothing
-/// that shows.
+/// holds one piece, not all (91 numbers, 728 bytes, a gate), and a crossing per piece costs
+/// nothing that shows.
 const PIECE: usize = 8 * 1024;
 
 /// The histograms' bins' upper bounds (ms), the last `Infinity`, for `figures.js` to pair the

@@ -1,9 +1,9 @@
 //! Records for JavaScript as numbers in a row, their texts beside them: how `stats()` hands out
 //! each gate, and the metrics each lane's calls waiting on each gate (10,000 gates' JSON cost
 //! more to write and to parse than the objects built from numbers, and a call into JavaScript
-//! per field more still). A value's place is its name's in the layout, which the writer records as it writes
-//! the first record, so the layout comes from the code that writes, and the reader checks it
-//! against its own. Every record writes the same values: a `None` is NaN, an optional group
+//! per field more still). A value's place is its name's in the layout, which the writer
+//! records as it writes the first record, so the layout comes from the code that writes, and
+//! the reader checks it against its own. Every record writes the same values: a `None` is NaN, an optional group
 //! writes its values all the same (NaN) behind a header, its width, negative when absent; a
 //! text is its length in UTF-16 units among the numbers, its characters in the text.
 
