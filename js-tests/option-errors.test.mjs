@@ -152,7 +152,7 @@ test("the main module's options reader: unknown keys, wrong types and list items
     'retry.budget': 'capacity, throttleCost, transientCost, successRefill',
     rate: 'burst, perSecond, learn',
     quota: 'spread, reserve, burstMs, refreshMs, costs',
-    cache: 'maxBytes, maxEntryBytes, defaultTtlMs, staleForMs',
+    cache: 'maxBytes, maxEntryBytes, defaultTtlMs, staleForMs, keyHeaders',
     'lane options': 'name, weight, reserve, retry, maxWaitMs, maxWaiting',
     'batch options': 'deadlineMs, retryBudget',
   };
@@ -206,6 +206,9 @@ test("the main module's options reader: unknown keys, wrong types and list items
     [() => createFetch({ retry: { statuses: ['429'] } }), 'TypeError', statuses],
     [() => createFetch({ retry: { methods: 'GET' } }), 'TypeError', 'Expected `retry.methods` to be an array, got string'],
     [() => createFetch({ retry: { methods: ['GET', 'GET POST'] } }), 'TypeError', methods],
+    [() => createFetch({ cache: { keyHeaders: 'X-Odds-Key' } }), 'TypeError', 'Expected `cache.keyHeaders` to be an array, got string'],
+    [() => createFetch({ cache: { keyHeaders: ['X-Odds-Key', 'X Odds'] } }), 'TypeError', 'Expected `cache.keyHeaders` to hold header names (tokens)'],
+    [() => createFetch({ cache: { keyHeaders: [7] } }), 'TypeError', 'Expected `cache.keyHeaders` to hold header names (tokens)'],
     [() => createFetch().lane({ retry: { methods: [1] } }), 'TypeError', methods],
     // Unknown keys are found first, wherever they are; then the first bad key in the object's order.
     [() => createFetch({ maxWaitMs: null, bogus: 1 }), 'TypeError', unknown('options', 'bogus')],

@@ -398,6 +398,13 @@ export interface CacheOptions {
    * @default 600000
    */
   staleForMs?: number;
+  /**
+   * Request headers that say who asks, beside `Authorization`, `Proxy-Authorization`, `Cookie`,
+   * `X-API-Key` and the URL's `apiKey`: each a part of an entry's key. A request that carries
+   * none of these is neither kept nor joined to another's. Header names (tokens), any case.
+   * @default []
+   */
+  keyHeaders?: readonly string[];
 }
 
 /** `stats().cache`: what the wrapper's cache holds and saved. */

@@ -14,6 +14,7 @@ use odds_gate::core::gates::hook::told;
 use odds_gate::core::gates::profile::{LaneAsks, THREADS, TYPED_ERRORS};
 use odds_gate::core::gates::scope::{request_key, Scope};
 use odds_gate::core::rules::cache::{answered_words, Lookup, Refusal, Settled};
+use odds_gate::core::rules::cache_request::CacheRequest;
 use odds_gate::core::rules::classify::Body;
 use odds_gate::core::rules::classify::{Ended, Failure, Outcome};
 use odds_gate::core::rules::credits::{Spread, SpreadGiven};
@@ -272,15 +273,18 @@ fn an_attempts_end_is_a_response_a_failure_or_the_callers_abort() {
 
 #[test]
 fn the_cache_keys_a_get_without_a_body_and_answers_cache_js_in_numbers() {
-    let key = request_key((Some("k1"), None), ("GET", Body::None), "/a".into(), "*/*");
+    let asked = CacheRequest::new("", [("X-API-Key", "k1"), ("Accept", "*/*")]);
+    let by = (&asked, &[][..]);
+    let key = request_key((Some("k1"), None), ("GET", Body::None), "/a".into(), by);
     let scope = Scope::of(Some("k1"), None);
-    assert_eq!(key, Some((scope, "/a".to_string(), "*/*".to_string())));
+    let identity = asked.identity("/a", &[]).expect("a credential");
+    assert_eq!(key, Some((scope, "/a".to_string(), identity)));
     for (method, body) in [
         ("POST", Body::None),
         ("GET", Body::Reusable),
         ("HEAD", Body::None),
     ] {
-        let key = request_key((Some("k1"), None), (method, body), "/a".into(), "*/*");
+        let key = request_key((Some("k1"), None), (method, body), "/a".into(), by);
         assert_eq!(key, None, "{method} {body:?}");
     }
     let fresh = Lookup::Fresh {
@@ -297,16 +301,22 @@ fn the_cache_keys_a_get_without_a_body_and_answers_cache_js_in_numbers() {
         waiting: vec![3_u32, 4],
         kept: Some(9),
         fresh_ms: 500.0,
+        share_ms: 400.0,
         dropped: vec![1, 2],
+        resend: vec![6],
     };
-    assert_eq!(settled.words(), [9.0, 500.0, 2.0, 1.0, 2.0, 3.0, 4.0]);
+    let words = [9.0, 400.0, 2.0, 1.0, 2.0, 1.0, 6.0, 3.0, 4.0];
+    assert_eq!(settled.words(), words);
     let nothing = Settled::<u32> {
         waiting: vec![],
         kept: None,
         fresh_ms: 0.0,
+        share_ms: 0.0,
         dropped: vec![],
+        resend: vec![],
     };
-    assert_eq!(nothing.words(), [0.0, 0.0, 0.0]);
+    // What the bindings answer when the cache is gone (`cacheLanded`).
+    assert_eq!(nothing.words(), [0.0, 0.0, 0.0, 0.0]);
     assert_eq!(answered_words(Some((5, vec![1_u32, 2]))), [5.0, 1.0, 2.0]);
     assert_eq!(answered_words::<u32>(None), Vec::<f64>::new());
 }

@@ -9,6 +9,7 @@ use odds_gate::core::rules::allowance::ConfigError;
 use odds_gate::core::rules::cache::{
     cacheable, lifetime, Cache, CacheConfig, CacheGiven, Landed, Lookup, Refusal,
 };
+use odds_gate::core::rules::cache_request::CacheRequest;
 use odds_gate::core::rules::classify::Body;
 use odds_gate::core::rules::policy::Reason;
 use odds_gate::core::rules::toggle::Toggle;
@@ -117,13 +118,22 @@ fn bad_options_name_the_field() {
 fn identical_gets_in_flight_share_one_request_and_each_caller_gets_its_answer() {
     let mut c = cache(CacheConfig::DEFAULT);
     let k = key("a", 1);
-    assert_eq!(c.lookup(0.0, &k, 0, open), Lookup::Lead);
+    assert_eq!(
+        c.lookup(0.0, &k, (0, &CacheRequest::default()), open),
+        Lookup::Lead
+    );
     for caller in 1..32 {
-        assert_eq!(c.lookup(1.0, &k, caller, open), Lookup::Joined);
+        assert_eq!(
+            c.lookup(1.0, &k, (caller, &CacheRequest::default()), open),
+            Lookup::Joined
+        );
     }
     // Another credential's identical URL is another request.
-    assert_eq!(c.lookup(1.0, &key("b", 1), 99, open), Lookup::Lead);
-    let settled = c.landed(50.0, &k, 0, ok(1_000.0, 5_000.0));
+    assert_eq!(
+        c.lookup(1.0, &key("b", 1), (99, &CacheRequest::default()), open),
+        Lookup::Lead
+    );
+    let settled = c.landed(50.0, &k, 0, (ok(1_000.0, 5_000.0), None));
     assert_eq!(settled.waiting, (0..32).collect::<Vec<_>>());
     assert!(settled.kept.is_some() && settled.dropped.is_empty());
     assert_eq!(c.figures().coalesced, 31);
@@ -138,12 +148,15 @@ fn a_kept_answer_is_fresh_for_its_lifetime_then_stale_for_stale_for_ms() {
     };
     let mut c = cache(config);
     let k = key("a", 1);
-    c.lookup(0.0, &k, 0, open);
-    let id = c.landed(100.0, &k, 0, ok(10.0, 5_000.0)).kept.unwrap();
+    c.lookup(0.0, &k, (0, &CacheRequest::default()), open);
+    let id = c
+        .landed(100.0, &k, 0, (ok(10.0, 5_000.0), None))
+        .kept
+        .unwrap();
     // Fresh, the gate is not even asked.
     let never = || -> bool { panic!("a fresh entry asks nothing of the gate") };
     assert_eq!(
-        c.lookup(5_099.0, &k, 1, never),
+        c.lookup(5_099.0, &k, (1, &CacheRequest::default()), never),
         Lookup::Fresh {
             entry: id,
             age_ms: 4_999.0
@@ -151,23 +164,35 @@ fn a_kept_answer_is_fresh_for_its_lifetime_then_stale_for_stale_for_ms() {
     );
     // At its lifetime's end it is no longer fresh: while the gate lets calls through, a new
     // request leads...
-    assert_eq!(c.lookup(5_100.0, &k, 2, open), Lookup::Lead);
+    assert_eq!(
+        c.lookup(5_100.0, &k, (2, &CacheRequest::default()), open),
+        Lookup::Lead
+    );
     // ...and while the gate would hold or refuse one, the old entry answers at once, with no
     // request (not even joining the one in flight), until stale_for_ms past its lifetime.
     assert_eq!(
-        c.lookup(6_100.0, &k, 3, held),
+        c.lookup(6_100.0, &k, (3, &CacheRequest::default()), held),
         Lookup::Stale {
             entry: id,
             age_ms: 6_000.0
         }
     );
-    assert_eq!(c.lookup(6_101.0, &k, 4, held), Lookup::Joined);
+    assert_eq!(
+        c.lookup(6_101.0, &k, (4, &CacheRequest::default()), held),
+        Lookup::Joined
+    );
     let f = c.figures();
     assert_eq!((f.hits, f.stale, f.coalesced), (1, 1, 1));
     assert_eq!(f.requests_saved(), 3);
     // A key with no entry has nothing stale to give, however the gate stands.
-    assert_eq!(c.lookup(6_101.0, &key("a", 2), 5, held), Lookup::Lead);
-    assert_eq!(c.lookup(0.0, &key("b", 1), 6, held), Lookup::Lead);
+    assert_eq!(
+        c.lookup(6_101.0, &key("a", 2), (5, &CacheRequest::default()), held),
+        Lookup::Lead
+    );
+    assert_eq!(
+        c.lookup(0.0, &key("b", 1), (6, &CacheRequest::default()), held),
+        Lookup::Lead
+    );
 }
 
 #[test]
@@ -211,12 +236,18 @@ fn a_refused_request_answers_everyone_waiting_from_a_stale_entry_within_stale_fo
     };
     let mut c = cache(config);
     let k = key("a", 1);
-    c.lookup(0.0, &k, 0, open);
-    let id = c.landed(0.0, &k, 0, ok(10.0, 5_000.0)).kept.unwrap();
+    c.lookup(0.0, &k, (0, &CacheRequest::default()), open);
+    let id = c
+        .landed(0.0, &k, 0, (ok(10.0, 5_000.0), None))
+        .kept
+        .unwrap();
     // Past its lifetime, 1 leads and 2, 3 join; 3 leaves; the gate refuses 1's request.
-    assert_eq!(c.lookup(5_000.0, &k, 1, open), Lookup::Lead);
-    c.lookup(5_100.0, &k, 2, open);
-    c.lookup(5_100.0, &k, 3, open);
+    assert_eq!(
+        c.lookup(5_000.0, &k, (1, &CacheRequest::default()), open),
+        Lookup::Lead
+    );
+    c.lookup(5_100.0, &k, (2, &CacheRequest::default()), open);
+    c.lookup(5_100.0, &k, (3, &CacheRequest::default()), open);
     assert_eq!(c.leave(3), None);
     let quota = Refusal::Quota;
     // A refusal that serves nothing stale leaves the request to land as any other does...
@@ -228,14 +259,23 @@ fn a_refused_request_answers_everyone_waiting_from_a_stale_entry_within_stale_fo
     let f = c.figures();
     assert_eq!((f.stale, f.coalesced, f.requests_saved()), (2, 2, 4));
     // The request is settled: its landing settles nobody, the next call leads anew.
-    assert!(c.landed(5_300.0, &k, 1, Landed::Other).waiting.is_empty());
-    assert_eq!(c.lookup(5_300.0, &k, 4, open), Lookup::Lead);
+    assert!(c
+        .landed(5_300.0, &k, 1, (Landed::Other, None))
+        .waiting
+        .is_empty());
+    assert_eq!(
+        c.lookup(5_300.0, &k, (4, &CacheRequest::default()), open),
+        Lookup::Lead
+    );
     // Past stale_for_ms, the refusal reaches the callers.
     assert_eq!(c.refused(6_001.0, &k, 4, quota), None);
-    assert_eq!(c.landed(6_001.0, &k, 4, Landed::Other).waiting, vec![4]);
+    assert_eq!(
+        c.landed(6_001.0, &k, 4, (Landed::Other, None)).waiting,
+        vec![4]
+    );
     // Another key's request has no entry to fall back on.
     let other = key("b", 1);
-    c.lookup(5_300.0, &other, 5, held);
+    c.lookup(5_300.0, &other, (5, &CacheRequest::default()), held);
     assert_eq!(c.refused(5_300.0, &other, 5, quota), None);
     assert_eq!(c.figures().stale, 2);
 }
@@ -258,16 +298,20 @@ fn nothing_is_kept_that_may_not_be_or_does_not_fit() {
     ];
     for (n, landed) in cases.into_iter().enumerate() {
         let k = key("a", n as u32);
-        c.lookup(0.0, &k, 0, open);
-        c.lookup(0.0, &k, 1, open);
-        let settled = c.landed(1.0, &k, 0, landed);
+        c.lookup(0.0, &k, (0, &CacheRequest::default()), open);
+        c.lookup(0.0, &k, (1, &CacheRequest::default()), open);
+        let settled = c.landed(1.0, &k, 0, (landed, None));
         assert_eq!(
             settled.waiting,
             vec![0, 1],
             "{landed:?}: every caller answered"
         );
         assert_eq!(settled.kept, None, "{landed:?}");
-        assert_eq!(c.lookup(2.0, &k, 2, open), Lookup::Lead, "{landed:?}");
+        assert_eq!(
+            c.lookup(2.0, &k, (2, &CacheRequest::default()), open),
+            Lookup::Lead,
+            "{landed:?}"
+        );
     }
     assert_eq!(c.figures().entries, 0);
     // With no lifetime and no stale use, an answer is shared in flight only.
@@ -276,8 +320,8 @@ fn nothing_is_kept_that_may_not_be_or_does_not_fit() {
         ..config
     });
     let k = key("a", 9);
-    c.lookup(0.0, &k, 0, open);
-    assert_eq!(c.landed(1.0, &k, 0, ok(10.0, 0.0)).kept, None);
+    c.lookup(0.0, &k, (0, &CacheRequest::default()), open);
+    assert_eq!(c.landed(1.0, &k, 0, (ok(10.0, 0.0), None)).kept, None);
 }
 
 #[test]
@@ -291,28 +335,32 @@ fn entries_go_least_recently_used_first_when_the_bytes_run_out() {
     let mut ids = Vec::new();
     for n in 0..2 {
         let k = key("a", n);
-        c.lookup(0.0, &k, n, open);
-        ids.push(c.landed(0.0, &k, n, ok(40.0, 60_000.0)).kept.unwrap());
+        c.lookup(0.0, &k, (n, &CacheRequest::default()), open);
+        ids.push(
+            c.landed(0.0, &k, n, (ok(40.0, 60_000.0), None))
+                .kept
+                .unwrap(),
+        );
     }
     // Entry 0 is used again, so entry 1 is the least recent when entry 2 needs room.
     assert!(matches!(
-        c.lookup(1.0, &key("a", 0), 7, open),
+        c.lookup(1.0, &key("a", 0), (7, &CacheRequest::default()), open),
         Lookup::Fresh { .. }
     ));
-    c.lookup(2.0, &key("a", 2), 8, open);
-    let settled = c.landed(2.0, &key("a", 2), 8, ok(40.0, 60_000.0));
+    c.lookup(2.0, &key("a", 2), (8, &CacheRequest::default()), open);
+    let settled = c.landed(2.0, &key("a", 2), 8, (ok(40.0, 60_000.0), None));
     assert_eq!(settled.dropped, vec![ids[1]]);
     let f = c.figures();
     assert_eq!((f.entries, f.bytes, f.evictions), (2, 80.0, 1));
     // A new answer for a kept key replaces its entry (not an eviction).
-    c.lookup(70_000.0, &key("a", 0), 9, open);
-    let settled = c.landed(70_000.0, &key("a", 0), 9, ok(10.0, 60_000.0));
+    c.lookup(70_000.0, &key("a", 0), (9, &CacheRequest::default()), open);
+    let settled = c.landed(70_000.0, &key("a", 0), 9, (ok(10.0, 60_000.0), None));
     assert_eq!(settled.dropped, vec![ids[0]]);
     assert_eq!(c.figures().evictions, 1);
     // The next landing past both entries' stale time drops them (an answer not kept, here).
     let late = 70_000.0 + 60_000.0 + 600_001.0;
-    c.lookup(late, &key("b", 0), 10, open);
-    let settled = c.landed(late, &key("b", 0), 10, Landed::Other);
+    c.lookup(late, &key("b", 0), (10, &CacheRequest::default()), open);
+    let settled = c.landed(late, &key("b", 0), 10, (Landed::Other, None));
     assert_eq!(settled.dropped.len(), 2);
     assert_eq!((c.figures().entries, c.figures().bytes), (0, 0.0));
 }
@@ -321,24 +369,33 @@ fn entries_go_least_recently_used_first_when_the_bytes_run_out() {
 fn a_request_goes_on_while_anyone_waits_for_it() {
     let mut c = cache(CacheConfig::DEFAULT);
     let k = key("a", 1);
-    c.lookup(0.0, &k, 0, open);
-    c.lookup(0.0, &k, 1, open);
-    c.lookup(0.0, &k, 2, open);
+    c.lookup(0.0, &k, (0, &CacheRequest::default()), open);
+    c.lookup(0.0, &k, (1, &CacheRequest::default()), open);
+    c.lookup(0.0, &k, (2, &CacheRequest::default()), open);
     assert_eq!(c.leave(0), None, "the leader aborts: two still wait");
     assert_eq!(c.leave(2), None);
-    assert_eq!(c.landed(5.0, &k, 0, ok(1.0, 1_000.0)).waiting, vec![1]);
+    assert_eq!(
+        c.landed(5.0, &k, 0, (ok(1.0, 1_000.0), None)).waiting,
+        vec![1]
+    );
     // When the last caller leaves, the request (led by 3) is cancelled and the next call leads
     // anew; the cancelled one's landing settles nothing of the new one's.
     let k = key("a", 2);
-    c.lookup(0.0, &k, 3, open);
-    c.lookup(0.0, &k, 4, open);
+    c.lookup(0.0, &k, (3, &CacheRequest::default()), open);
+    c.lookup(0.0, &k, (4, &CacheRequest::default()), open);
     assert_eq!(c.leave(3), None);
     assert_eq!(c.leave(4), Some(3));
-    assert_eq!(c.lookup(1.0, &k, 5, open), Lookup::Lead);
-    c.lookup(1.0, &k, 6, open);
-    let stale = c.landed(2.0, &k, 3, ok(1.0, 1_000.0));
+    assert_eq!(
+        c.lookup(1.0, &k, (5, &CacheRequest::default()), open),
+        Lookup::Lead
+    );
+    c.lookup(1.0, &k, (6, &CacheRequest::default()), open);
+    let stale = c.landed(2.0, &k, 3, (ok(1.0, 1_000.0), None));
     assert!(stale.waiting.is_empty() && stale.kept.is_none());
-    assert_eq!(c.landed(3.0, &k, 5, ok(1.0, 1_000.0)).waiting, vec![5, 6]);
+    assert_eq!(
+        c.landed(3.0, &k, 5, (ok(1.0, 1_000.0), None)).waiting,
+        vec![5, 6]
+    );
 }
 
 /// The polling load: `workers` poll `snapshots` URLs every `every_ms` (offset per
@@ -363,7 +420,10 @@ fn poll(
         landing.sort_by(|a, b| a.0.total_cmp(&b.0));
         while landing.first().is_some_and(|(at, ..)| *at <= now) {
             let (at, k, leader) = landing.remove(0);
-            for waiting in c.landed(at, &k, leader, ok(2_000.0, ttl_ms)).waiting {
+            for waiting in c
+                .landed(at, &k, leader, (ok(2_000.0, ttl_ms), None))
+                .waiting
+            {
                 let asked = sent_at.iter().find(|(c, _)| *c == waiting).unwrap().1;
                 longest = longest.max(at - asked);
             }
@@ -378,7 +438,7 @@ fn poll(
                 let k = key("a", s);
                 caller += 1;
                 sent_at.push((caller, now));
-                if c.lookup(now, &k, caller, open) == Lookup::Lead {
+                if c.lookup(now, &k, (caller, &CacheRequest::default()), open) == Lookup::Lead {
                     requests += 1;
                     landing.push((now + latency_ms, k, caller));
                 }
@@ -426,7 +486,7 @@ proptest! {
                 0 | 1 => {
                     next += 1;
                     // op 1: the gate would hold the call or refuse it.
-                    match c.lookup(now, &k, next, || op == 1) {
+                    match c.lookup(now, &k, (next, &CacheRequest::default()), || op == 1) {
                         Lookup::Fresh { entry, age_ms } | Lookup::Stale { entry, age_ms } => {
                             prop_assert!(kept.values().any(|&id| id == entry));
                             prop_assert!(age_ms >= 0.0);
@@ -441,7 +501,7 @@ proptest! {
                 }
                 2 => {
                     let Some(leader) = leaders.remove(&k) else { continue };
-                    let settled = c.landed(now, &k, leader, ok(f64::from(n), f64::from(n) * 3.0));
+                    let settled = c.landed(now, &k, leader, (ok(f64::from(n), f64::from(n) * 3.0), None));
                     for caller in settled.waiting {
                         prop_assert!(answered.insert(caller), "answered twice");
                         waiting.retain(|(_, w)| *w != caller);
@@ -471,7 +531,7 @@ proptest! {
         let keys: std::collections::HashSet<Key> = waiting.iter().map(|(k, _)| k.clone()).collect();
         for k in keys {
             let Some(&leader) = leaders.get(&k) else { continue };
-            for caller in c.landed(now, &k, leader, Landed::Other).waiting {
+            for caller in c.landed(now, &k, leader, (Landed::Other, None)).waiting {
                 prop_assert!(answered.insert(caller), "answered twice");
             }
         }

@@ -10,6 +10,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use odds_gate::core::gates::scope::{RequestKey, Scope};
 use odds_gate::core::rules::cache::{Cache, CacheConfig, Landed, Lookup};
+use odds_gate::core::rules::cache_request::CacheRequest;
 use odds_gate::core::rules::shared_cache::{
     claim, claim_words, follow, put, put_words, Asked, Cell, ARRIVAL_MS, FIRST_POLL_MS, LEASE_MS,
     MAX_POLL_MS, WAIT_MS,
@@ -144,8 +145,14 @@ fn an_entry_from_the_shared_cache_lands_as_a_hit_for_its_leader_and_answers_who_
     let mut c: Cache<RequestKey, u32> = Cache::new(CacheConfig::DEFAULT);
     let k = request("key-a", "/v1/events/e1/odds/snapshot", "");
     let open = || false;
-    assert_eq!(c.lookup(0.0, &k, 1, open), Lookup::Lead);
-    assert_eq!(c.lookup(1.0, &k, 2, open), Lookup::Joined);
+    assert_eq!(
+        c.lookup(0.0, &k, (1, &CacheRequest::default()), open),
+        Lookup::Lead
+    );
+    assert_eq!(
+        c.lookup(1.0, &k, (2, &CacheRequest::default()), open),
+        Lookup::Joined
+    );
     let settled = c.shared(30.0, &k, 1, (500.0, 4_000.0), false);
     assert_eq!(settled.waiting, vec![1, 2]);
     assert_eq!(settled.fresh_ms, 4_000.0);
@@ -153,16 +160,22 @@ fn an_entry_from_the_shared_cache_lands_as_a_hit_for_its_leader_and_answers_who_
     let f = c.figures();
     assert_eq!((f.hits, f.coalesced, f.requests_saved()), (1, 1, 2));
     assert!(matches!(
-        c.lookup(4_029.0, &k, 3, open),
+        c.lookup(4_029.0, &k, (3, &CacheRequest::default()), open),
         Lookup::Fresh { .. }
     ));
-    assert_eq!(c.lookup(4_030.0, &k, 4, open), Lookup::Lead);
+    assert_eq!(
+        c.lookup(4_030.0, &k, (4, &CacheRequest::default()), open),
+        Lookup::Lead
+    );
     // A leader that waited for another's request joined it.
     let joined = c.shared(4_100.0, &k, 4, (500.0, 4_000.0), true);
     assert_eq!(joined.waiting, vec![4]);
     assert_eq!((c.figures().hits, c.figures().coalesced), (2, 2));
     // A leader that lost its flight (everyone left) counts nothing.
-    assert_eq!(c.lookup(8_100.0, &k, 5, open), Lookup::Lead);
+    assert_eq!(
+        c.lookup(8_100.0, &k, (5, &CacheRequest::default()), open),
+        Lookup::Lead
+    );
     assert_eq!(c.leave(5), Some(5));
     let late = c.shared(8_101.0, &k, 5, (500.0, 4_000.0), false);
     assert!(late.waiting.is_empty());
@@ -216,7 +229,7 @@ fn four_processes_polling_ten_snapshots_make_one_request_per_snapshot_per_lifeti
                     next_caller += 1;
                     let caller = next_caller;
                     asked_at.insert((p, caller), now);
-                    match caches[p].lookup(now, &s, caller, || false) {
+                    match caches[p].lookup(now, &s, (caller, &CacheRequest::default()), || false) {
                         Lookup::Lead => queue.push(Reverse((t, Event::Ask(p, caller, s, 0, t)))),
                         Lookup::Joined => {}
                         _ => waits.push(0.0),
@@ -258,7 +271,7 @@ fn four_processes_polling_ten_snapshots_make_one_request_per_snapshot_per_lifeti
                     bytes: 100.0,
                     lifetime: Some(TTL_MS),
                 };
-                for c in caches[p].landed(now, &s, leader, landed).waiting {
+                for c in caches[p].landed(now, &s, leader, (landed, None)).waiting {
                     waits.push(now - asked_at[&(p, c)]);
                 }
             }

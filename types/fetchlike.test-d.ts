@@ -114,6 +114,9 @@ createFetch({ threads: false, quota: { spread: true, costs: { '/odds/history': '
 expectType<number | undefined>(createFetch({ cache: { maxBytes: 1 << 20, defaultTtlMs: 5_000 } }).stats().cache?.requestsSaved);
 // @ts-expect-error cache options are numbers
 createFetch({ cache: { maxBytes: "1MB" } });
+createFetch({ cache: { keyHeaders: ['X-Odds-Key'] } });
+// @ts-expect-error keyHeaders is a list of header names
+createFetch({ cache: { keyHeaders: 'X-Odds-Key' } });
 // @ts-expect-error typedErrors is a boolean
 createFetch({ typedErrors: "yes" });
 createFetch({ rate: { burst: 1, perSecond: 1 }, retry: { budget: false } });

@@ -5,23 +5,11 @@
 // Response, and passes aborts on. A call that is not a GET without a body goes to the gate as
 // it is. When the cache is shared (cache_share.js: the process's threads, or the fleet through
 // the store), a call that would lead a request asks there first.
-import { requestFacts, requestHeaders, callerSignal } from './reads.js';
+import { requestFacts, cacheFacts, callerSignal } from './reads.js';
 import { FRESH, LEAD, WAIT } from './cache_share.js';
 
 const MARK = 'x-odds-gate-cache';
 const isObject = (v) => v !== null && typeof v === 'object';
-
-/** The Accept header of a fetch(input, init) call ('' when none). */
-function acceptOf(input, init) {
-  const headers = requestHeaders(input, init);
-  if (!isObject(headers)) return '';
-  if (typeof headers.get === 'function') return headers.get('accept') ?? '';
-  const pairs = Array.isArray(headers) ? headers : Object.entries(headers);
-  for (const pair of pairs) {
-    if (isObject(pair) && typeof pair[0] === 'string' && pair[0].toLowerCase() === 'accept') return String(pair[1]);
-  }
-  return '';
-}
 
 /** `response`'s status, headers and whole body, read from a clone (the caller's is left unread); null when its body is longer than `limit` bytes or cannot be read. */
 async function copyOf(clone, limit) {
@@ -97,12 +85,18 @@ export function cached(transport, send) {
     return w;
   };
 
-  // A landing `out` ([kept, ms fresh, n, n entries to drop, calls...]): drops and keeps what
-  // it says; the calls to answer.
+  // A landing `out` (the core's Settled::words: [kept, ms to share for, n, n entries to drop,
+  // m, m calls that send their own, calls...]): drops and keeps what it says; every call that
+  // sends its own does; the calls to answer.
   const store = (out, kept) => {
     for (let i = 0; i < out[2]; i++) entries.delete(out[3 + i]);
     if (out[0] > 0 && kept !== null) entries.set(out[0], kept);
-    return out.slice(3 + out[2]);
+    const m = out[3 + out[2]];
+    for (const call of out.slice(4 + out[2], 4 + out[2] + m)) {
+      const w = take(call);
+      if (w !== undefined) send(w.input, w.init).then(w.resolve, w.reject);
+    }
+    return out.slice(4 + out[2] + m);
   };
 
   // Waiter `w` gets its own Response of `kept`, marked `mark`.
@@ -124,9 +118,9 @@ export function cached(transport, send) {
 
   // The gate refused the request: `out` (cacheRefused's) names the stale entry that answers
   // instead and the calls it answers; the refusal's own answer, if any, goes unread.
-  const refused = (facts, accept, out, response, error) => {
+  const refused = (facts, asked, out, response, error) => {
     response?.body?.cancel().catch(() => {});
-    share?.release(facts, accept);
+    share?.release(facts, asked);
     const kept = entries.get(out[0]);
     const now = performance.now();
     for (let i = 1; i < out.length; i++) {
@@ -145,10 +139,10 @@ export function cached(transport, send) {
   // gets a copy (or, when its body could not be copied, sends its own), and what is kept is kept.
   // A rejection, or an answer the gate marked (x-odds-gate), may be the gate's refusal: the
   // core says whether a stale entry answers instead.
-  const landed = async (id, facts, accept, response, error) => {
+  const landed = async (id, facts, asked, response, error) => {
     if (response === undefined || response?.headers?.has?.('x-odds-gate')) {
-      const out = transport.cacheRefused(id, facts, accept, response ?? error);
-      if (out.length > 0) return refused(facts, accept, out, response, error);
+      const out = transport.cacheRefused(id, facts, asked, response ?? error);
+      if (out.length > 0) return refused(facts, asked, out, response, error);
     }
     let copy = null;
     let body = null;
@@ -171,17 +165,18 @@ export function cached(transport, send) {
       }
     }
     const header = (name) => copy?.headers.find(([n]) => n === name)?.[1];
-    const out = transport.cacheLanded(id, facts, accept, copy?.status ?? 0, copy?.bytes ?? 0, copy !== null,
-      header('cache-control'), header('expires'), header('date'), header('age'), ttl);
+    const out = transport.cacheLanded(id, facts, asked, copy?.status ?? 0, copy?.bytes ?? 0, copy !== null,
+      header('cache-control'), header('expires'), header('date'), header('age'), header('vary'), ttl);
     const now = performance.now();
     const kept = copy === null ? null : {
       status: copy.status, statusText: copy.statusText, headers: copy.headers, body, at: now,
       age: Number.parseInt(header('age') ?? '0', 10) || 0,
     };
     const calls = store(out, kept);
-    // What others may take from the shared cache: an entry still fresh; else the claim goes.
-    if (out[0] > 0 && out[1] > 0 && kept !== null) share?.put(facts, accept, out[1], kept, copy.chunks);
-    else share?.release(facts, accept);
+    // What others may take from the shared cache: what the core says to share; else the claim
+    // goes.
+    if (out[1] > 0 && kept !== null) share?.put(facts, asked, out[1], kept, copy.chunks);
+    else share?.release(facts, asked);
     for (const call of calls) {
       const w = take(call);
       if (w === undefined) continue;
@@ -194,9 +189,9 @@ export function cached(transport, send) {
   // The shared cache answered the request `id` was to lead with `entry`, fresh `left` ms more,
   // after it `waited` for another's request or not: it is kept here too, and answers every call
   // waiting (the leader's a hit, unless it waited: then it joined that request).
-  const arrived = (id, facts, accept, left, entry, waited) => {
+  const arrived = (id, facts, asked, left, entry, waited) => {
     requests.delete(id);
-    const out = transport.cacheSharedLanded(id, facts, accept, entry.bytes.byteLength, left, waited);
+    const out = transport.cacheSharedLanded(id, facts, asked, entry.bytes.byteLength, left, waited);
     const now = performance.now();
     const { status, statusText, headers, age } = entry;
     const kept = { status, statusText, headers, body: new Blob([entry.bytes]), at: now - entry.since, age };
@@ -210,25 +205,25 @@ export function cached(transport, send) {
   // this call claims the fetch and leads, or waits for whoever holds it, asking again after
   // the core's backoff, and leads when the claim ends or it waited long enough. When everyone
   // left meanwhile (the controller aborted), it stops.
-  const ask = async (id, input, init, facts, accept) => {
+  const ask = async (id, input, init, facts, asked) => {
     const controller = new AbortController();
     requests.set(id, controller);
     const began = performance.now();
     for (let polls = 0; ; polls++) {
-      const [code, ms, entry] = await share.ask(facts, accept);
+      const [code, ms, entry] = await share.ask(facts, asked);
       if (controller.signal.aborted) {
         requests.delete(id);
-        if (code === LEAD) share.release(facts, accept);
+        if (code === LEAD) share.release(facts, asked);
         return;
       }
-      if (code === FRESH) return arrived(id, facts, accept, ms, entry, polls > 0);
+      if (code === FRESH) return arrived(id, facts, asked, ms, entry, polls > 0);
       const delay = code === WAIT ? transport.cacheFollow(performance.now() - began, polls, ms) : -1;
-      if (delay < 0) return lead(id, input, init, facts, accept, controller);
+      if (delay < 0) return lead(id, input, init, facts, asked, controller);
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   };
 
-  const lead = (id, input, init, facts, accept, controller = new AbortController()) => {
+  const lead = (id, input, init, facts, asked, controller = new AbortController()) => {
     // The request goes out under a signal of its own: it goes on while anyone waits for it.
     requests.set(id, controller);
     const own = Object.assign({}, isObject(init) ? init : undefined, { signal: controller.signal });
@@ -239,8 +234,8 @@ export function cached(transport, send) {
       sent = Promise.reject(error); // refused at once: whoever joined hears the same
     }
     sent.then(
-      (response) => landed(id, facts, accept, response),
-      (error) => landed(id, facts, accept, undefined, error),
+      (response) => landed(id, facts, asked, response),
+      (error) => landed(id, facts, asked, undefined, error),
     ).finally(() => requests.delete(id));
   };
 
@@ -250,8 +245,8 @@ export function cached(transport, send) {
     side.last = side.last >= 0xfffffffe ? 1 : side.last + 1;
     const id = side.last;
     const facts = requestFacts(input, init);
-    const accept = acceptOf(input, init);
-    const step = transport.cacheLookup(facts, accept, id);
+    const asked = cacheFacts(input, init);
+    const step = transport.cacheLookup(facts, asked, id);
     if (step === -2) return send(input, init);
     if (step > 0 || step <= -3) {
       // A fresh entry (`step`), or a stale one (`-2 - step`) the gate would hold or refuse.
@@ -266,9 +261,9 @@ export function cached(transport, send) {
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
       waiters.set(id, w);
-      if (step === -1 && share === null) lead(id, input, init, facts, accept);
+      if (step === -1 && share === null) lead(id, input, init, facts, asked);
       // A shared cache that throws before it answered is one that does not answer.
-      else if (step === -1) ask(id, input, init, facts, accept).catch(() => requests.has(id) && lead(id, input, init, facts, accept));
+      else if (step === -1) ask(id, input, init, facts, asked).catch(() => requests.has(id) && lead(id, input, init, facts, asked));
     });
   };
 }

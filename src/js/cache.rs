@@ -11,7 +11,8 @@ use super::transport::Transport;
 use super::Exported;
 use crate::core::gates::scope::{request_key, RequestKey};
 use crate::core::parse::freshness::CacheHeaders;
-use crate::core::rules::cache::{answered_words, Landed, Refusal};
+use crate::core::rules::cache::{answered_words, Cache, Landed, Refusal};
+use crate::core::rules::cache_request::CacheRequest;
 
 #[wasm_bindgen(module = "/src/js/cache.js")]
 extern "C" {
@@ -53,22 +54,26 @@ impl Transport {
             .map_or(0.0, |c| c.borrow().0.config().max_entry_bytes)
     }
 
-    /// Call `waiter` with the request's `facts` (`reads.js`) and `Accept`: -2 when it is not
-    /// cached (not a GET, or it has a body), -1 when it leads a request, 0 when it joined one
-    /// in flight, the fresh entry that answers it, or `-2 - entry` for a stale entry that
-    /// answers it because the gate would hold it past a cooldown or refuse it.
+    /// Call `waiter` with the request's `facts` and headers (`asked`: `reads.js`'s
+    /// `requestFacts` and `cacheFacts`): -2 when it is not cached (not a GET, a body, a request
+    /// that asks to go upstream or carries no identity), -1 when it leads a request, 0 when it
+    /// joined one in flight, the fresh entry that answers it, or `-2 - entry` for a stale entry
+    /// that answers it because the gate would hold it past a cooldown or refuse it.
     #[wasm_bindgen(js_name = cacheLookup)]
-    pub fn cache_lookup(&self, facts: &str, accept: &str, waiter: u32) -> f64 {
-        let (Some(cache), Some(key)) = (self.cache(), key(facts, accept)) else {
+    pub fn cache_lookup(&self, facts: &str, asked: &str, waiter: u32) -> f64 {
+        let Some(cache) = self.cache() else {
+            return -2.0;
+        };
+        let Some((key, request)) = read(&cache.borrow().0, facts, asked) else {
             return -2.0;
         };
         let now = clock::now();
         let held = || self.holds(now, &key.0, &key.1);
-        let lookup = cache.borrow_mut().0.lookup(now, &key, waiter, held);
+        let lookup = cache.borrow_mut().0.lookup(now, &key, (waiter, &request), held);
         lookup.code()
     }
 
-    /// The request `leader` led (for the same `facts` and `accept`) ended as `ended` (a
+    /// The request `leader` led (for the same `facts` and `asked`) ended as `ended` (a
     /// rejection, or a response the gate marked): when that is the gate's refusal and a stale
     /// entry may answer instead, `[entry, calls to answer with it...]`; else `[]`, and it lands
     /// as anything else does (`cacheLanded`).
@@ -77,29 +82,30 @@ impl Transport {
         &self,
         leader: u32,
         facts: &str,
-        accept: &str,
+        asked: &str,
         ended: JsValue,
     ) -> Vec<f64> {
-        let (Some(cache), Some(key), Some(refusal)) =
-            (self.cache(), key(facts, accept), refusal(&ended))
-        else {
+        let (Some(cache), Some(refusal)) = (self.cache(), refusal(&ended)) else {
             return Vec::new();
         };
         let cache = &mut cache.borrow_mut().0;
+        let Some((key, _)) = read(cache, facts, asked) else {
+            return Vec::new();
+        };
         answered_words(cache.refused(clock::now(), &key, leader, refusal))
     }
 
-    /// The request `leader` led (for the same `facts` and `accept`) has landed: a response of
+    /// The request `leader` led (for the same `facts` and `asked`) has landed: a response of
     /// `status` (0: none) whose body, `bytes` long, was copied whole (`copied`), with its
-    /// caching headers and its JSON body's `ttl_seconds`. Returns `[kept entry or 0, ms it is
-    /// fresh, n, n entries to drop..., calls to answer...]`.
+    /// caching headers, its `Vary` and its JSON body's `ttl_seconds`. Returns the core's
+    /// `Settled::words`.
     #[wasm_bindgen(js_name = cacheLanded)]
     #[allow(clippy::too_many_arguments)]
     pub fn cache_landed(
         &self,
         leader: u32,
         facts: &str,
-        accept: &str,
+        asked: &str,
         status: u16,
         bytes: f64,
         copied: bool,
@@ -107,10 +113,15 @@ impl Transport {
         expires: Option<String>,
         date: Option<String>,
         age: Option<String>,
+        vary: Option<String>,
         ttl_seconds: Option<f64>,
     ) -> Vec<f64> {
-        let (Some(cache), Some(key)) = (self.cache(), key(facts, accept)) else {
-            return vec![0.0, 0.0];
+        let Some(cache) = self.cache() else {
+            return vec![0.0, 0.0, 0.0, 0.0];
+        };
+        let cache = &mut cache.borrow_mut().0;
+        let Some((key, _)) = read(cache, facts, asked) else {
+            return vec![0.0, 0.0, 0.0, 0.0];
         };
         let headers = CacheHeaders {
             cache_control: cache_control.as_deref(),
@@ -118,7 +129,6 @@ impl Transport {
             date: date.as_deref(),
             age: age.as_deref(),
         };
-        let cache = &mut cache.borrow_mut().0;
         let default = cache.config().default_ttl_ms;
         let landed = Landed::of(
             (status, bytes, copied),
@@ -127,7 +137,7 @@ impl Transport {
             clock::wall_now(),
             default,
         );
-        let settled = cache.landed(clock::now(), &key, leader, landed);
+        let settled = cache.landed(clock::now(), &key, leader, (landed, vary.as_deref()));
         settled.words()
     }
 
@@ -150,9 +160,23 @@ fn refusal(ended: &JsValue) -> Option<Refusal> {
     Refusal::of(mark.as_ref().map(Option::as_deref), name.as_deref(), reason.as_deref())
 }
 
-/// The key of a GET without a body, from the request's `facts` (`reads.js`) and `Accept`.
-pub(super) fn key(facts: &str, accept: &str) -> Option<RequestKey> {
+/// The key and headers of a request `cache` keeps or joins, from its `facts` and `asked`
+/// (`reads.js`'s `requestFacts` and `cacheFacts`); `None` for any other (see `request_key`).
+pub(super) fn read(
+    cache: &Cache<RequestKey, u32>,
+    facts: &str,
+    asked: &str,
+) -> Option<(RequestKey, CacheRequest)> {
     let (credential, method, body, url) = headers::facts(facts);
     let credential = (credential.api_key.as_deref(), credential.authorization.as_deref());
-    request_key(credential, (&method, body), url, accept)
+    let request = CacheRequest::parse(asked)?;
+    let key = request_key(credential, (&method, body), url, (&request, cache.key_headers()))?;
+    Some((key, request))
+}
+
+/// The key of a request `transport`'s cache keeps or joins (see [`read`]).
+pub(super) fn key(transport: &Transport, facts: &str, asked: &str) -> Option<RequestKey> {
+    let cache = transport.cache()?;
+    let cache = cache.borrow();
+    read(&cache.0, facts, asked).map(|(key, _)| key)
 }

@@ -42,8 +42,8 @@ function fleet(transport) {
   const FAILED = Symbol('failed');
   const quietly = (promise) => bounded(promise, wait, FAILED);
   return {
-    async ask(facts, accept) {
-      const r = await quietly(transport.cacheAsk(facts, accept));
+    async ask(facts, asked) {
+      const r = await quietly(transport.cacheAsk(facts, asked));
       if (r === FAILED) transport.cacheStoreFailed();
       if (!Array.isArray(r)) return [ALONE, 0];
       if (r[0] !== FRESH) return [r[0], r[1]];
@@ -54,12 +54,12 @@ function fleet(transport) {
         return [ALONE, 0];
       }
     },
-    put(facts, accept, freshMs, kept, chunks) {
+    put(facts, asked, freshMs, kept, chunks) {
       const body = bytesOf(chunks).toString('base64');
-      quietly(transport.cachePut(facts, accept, freshMs, kept.status, kept.statusText, JSON.stringify(kept.headers), body, String(kept.age)));
+      quietly(transport.cachePut(facts, asked, freshMs, kept.status, kept.statusText, JSON.stringify(kept.headers), body, String(kept.age)));
     },
-    release(facts, accept) {
-      quietly(transport.cacheRelease(facts, accept));
+    release(facts, asked) {
+      quietly(transport.cacheRelease(facts, asked));
     },
   };
 }
@@ -136,8 +136,8 @@ function threads(transport) {
   };
 
   return {
-    async ask(facts, accept) {
-      const name = transport.cacheName(facts, accept);
+    async ask(facts, asked) {
+      const name = transport.cacheName(facts, asked);
       const here = arrived.get(name);
       let out = null;
       onCell(name, (ours, times, now) => {
@@ -148,8 +148,8 @@ function threads(transport) {
       if (out === null) return [ALONE, 0];
       return out[0] === FRESH ? [FRESH, out[1], { ...here.entry, since: sharedNow() - here.at }] : [out[0], out[1]];
     },
-    put(facts, accept, freshMs, kept, chunks) {
-      const name = transport.cacheName(facts, accept);
+    put(facts, asked, freshMs, kept, chunks) {
+      const name = transport.cacheName(facts, asked);
       const now = onCell(name, (ours, times, now) => (ours ? transport.cachePutCell(true, times, now, freshMs) : null));
       if (now === null) return;
       const entry = { status: kept.status, statusText: kept.statusText, headers: kept.headers, bytes: bytesOf(chunks), age: kept.age };
@@ -158,8 +158,8 @@ function threads(transport) {
       arrive(message);
       channel.postMessage(message);
     },
-    release(facts, accept) {
-      const name = transport.cacheName(facts, accept);
+    release(facts, asked) {
+      const name = transport.cacheName(facts, asked);
       onCell(name, (ours, times, now) => (ours ? transport.cachePutCell(true, times, now, -1) : null));
     },
   };

@@ -54,14 +54,14 @@ impl Transport {
         self.config().store.as_ref().map_or(0.0, |s| s.settings().timeout_ms)
     }
 
-    /// Asks the fleet for the request (`facts`, `accept`), claiming its fetch when it may: a
+    /// Asks the fleet for the request (`facts`, `asked`), claiming its fetch when it may: a
     /// promise of `[code, ms]` (the core's `Asked::code`), with a fresh entry `[1, ms, ms
     /// since put, status, status text, headers (JSON), body (base64), age]`; `[0, 0]` when
     /// the store is not asked now or said nothing understood; rejected when the store failed
     /// (then `cacheStoreFailed`).
     #[wasm_bindgen(js_name = cacheAsk)]
-    pub fn cache_ask(&self, facts: &str, accept: &str) -> Exported {
-        let (Some(store), Some(key)) = (self.config().store.clone(), key(facts, accept)) else {
+    pub fn cache_ask(&self, facts: &str, asked: &str) -> Exported {
+        let (Some(store), Some(key)) = (self.config().store.clone(), key(self, facts, asked)) else {
             return Ok(js_sys::Promise::resolve(&alone()).into());
         };
         if !store.cache_asks(clock::now()) {
@@ -93,7 +93,7 @@ impl Transport {
     pub fn cache_put(
         &self,
         facts: &str,
-        accept: &str,
+        asked: &str,
         fresh_ms: f64,
         status: u16,
         status_text: String,
@@ -102,7 +102,7 @@ impl Transport {
         age: String,
     ) -> Exported {
         let (Some(store), Some(cache), Some(key)) =
-            (self.config().store.clone(), self.cache(), key(facts, accept))
+            (self.config().store.clone(), self.cache(), key(self, facts, asked))
         else {
             return Ok(js_sys::Promise::resolve(&JsValue::UNDEFINED).into());
         };
@@ -115,8 +115,8 @@ impl Transport {
 
     /// Releases this process's claim on the request's fetch (it has nothing to put).
     #[wasm_bindgen(js_name = cacheRelease)]
-    pub fn cache_release(&self, facts: &str, accept: &str) -> Exported {
-        let (Some(store), Some(key)) = (self.config().store.clone(), key(facts, accept)) else {
+    pub fn cache_release(&self, facts: &str, asked: &str) -> Exported {
+        let (Some(store), Some(key)) = (self.config().store.clone(), key(self, facts, asked)) else {
             return Ok(js_sys::Promise::resolve(&JsValue::UNDEFINED).into());
         };
         Ok(future_to_promise(store.cache(&key, script::release(&process_id()))).into())
@@ -129,10 +129,10 @@ impl Transport {
         shared_cache::follow(waited_ms, polls, left_ms).unwrap_or(-1.0)
     }
 
-    /// The shared name of the request (`facts`, `accept`), or '' when it is not cached.
+    /// The shared name of the request (`facts`, `asked`), or '' when it is not cached.
     #[wasm_bindgen(js_name = cacheName)]
-    pub fn cache_name(&self, facts: &str, accept: &str) -> String {
-        key(facts, accept).map_or_else(String::new, |k| script::shared_name(&k))
+    pub fn cache_name(&self, facts: &str, asked: &str) -> String {
+        key(self, facts, asked).map_or_else(String::new, |k| script::shared_name(&k))
     }
 
     /// A thread asks its request's cell (`ours`: it names this request; times on the shared
@@ -151,7 +151,7 @@ impl Transport {
         shared_cache::put_words(ours, times, now, fresh_ms).to_vec()
     }
 
-    /// The request `leader` was to lead (for the same `facts` and `accept`) was answered by
+    /// The request `leader` was to lead (for the same `facts` and `asked`) was answered by
     /// the shared cache: an entry `bytes` long, fresh for `left_ms` more, after it `waited` for
     /// another's request or not. Returns what `cacheLanded` does.
     #[wasm_bindgen(js_name = cacheSharedLanded)]
@@ -159,13 +159,13 @@ impl Transport {
         &self,
         leader: u32,
         facts: &str,
-        accept: &str,
+        asked: &str,
         bytes: f64,
         left_ms: f64,
         waited: bool,
     ) -> Vec<f64> {
-        let (Some(cache), Some(key)) = (self.cache(), key(facts, accept)) else {
-            return vec![0.0, 0.0, 0.0];
+        let (Some(cache), Some(key)) = (self.cache(), key(self, facts, asked)) else {
+            return vec![0.0, 0.0, 0.0, 0.0];
         };
         let cache = &mut cache.borrow_mut().0;
         let settled = cache.shared(clock::now(), &key, leader, (bytes, left_ms), waited);

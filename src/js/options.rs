@@ -96,11 +96,15 @@ const QUOTA: [Field; 5] = [
 ];
 
 /// `cache: { maxBytes, maxEntryBytes, defaultTtlMs, staleForMs }`'s fields.
-const CACHE: [Field; 4] = [
+const CACHE: [Field; 5] = [
     ("maxBytes", Kind::Number),
     ("maxEntryBytes", Kind::Number),
     ("defaultTtlMs", Kind::Number),
     ("staleForMs", Kind::Number),
+    ("keyHeaders", Kind::List {
+        what: "header names (tokens)",
+        holds: |v| v.as_string().is_some_and(|name| valid_method(&name)),
+    }),
 ];
 
 /// `retry.budget: { capacity, throttleCost, transientCost, successRefill }`'s fields.
@@ -162,8 +166,19 @@ pub fn config(
         }
     };
     let cache = de::toggle(cache.value(), "cache", cache_given)?;
+    let key_headers = match &cache {
+        Some(Toggle::Given((_, names))) => names.clone(),
+        _ => Vec::new(),
+    };
+    let cache = cache.map(|given| match given {
+        Toggle::Flag(flag) => Toggle::Flag(flag),
+        Toggle::Given((given, _)) => Toggle::Given(given),
+    });
     let cache = CacheConfig::toggled(cache).map_err(config_error)?;
-    let cache = cache.map(|c| Rc::new(RefCell::new((Cache::new(c), JsValue::UNDEFINED))));
+    let cache = cache.map(|c| {
+        let cache = Cache::new(c).with_key_headers(key_headers);
+        Rc::new(RefCell::new((cache, JsValue::UNDEFINED)))
+    });
     let caches = cache.is_some();
     let spread = quota(quota_given.value())?;
     let spreads = spread.is_some();
@@ -272,14 +287,16 @@ fn budget(value: JsValue) -> Result<Option<RefillingConfig>, JsValue> {
     Ok(Some(RefillingConfig::given(fields.map(|f| f.number()))))
 }
 
-/// `cache: { ... }` as given.
-fn cache_given(value: &JsValue) -> Result<CacheGiven, JsValue> {
-    let [max_bytes, max_entry_bytes, default_ttl_ms, stale_for_ms] =
+/// `cache: { ... }` as given, and its `keyHeaders` (none when left out).
+fn cache_given(value: &JsValue) -> Result<(CacheGiven, Vec<String>), JsValue> {
+    let [max_bytes, max_entry_bytes, default_ttl_ms, stale_for_ms, key_headers] =
         de::object(value, "cache", "cache.", &CACHE)?;
-    Ok(CacheGiven {
+    let given = CacheGiven {
         max_bytes: max_bytes.number(),
         max_entry_bytes: max_entry_bytes.number(),
         default_ttl_ms: default_ttl_ms.number(),
         stale_for_ms: stale_for_ms.number(),
-    })
+    };
+    // The items were checked: header names.
+    Ok((given, key_headers.list(|n| n.as_string()).unwrap_or_default()))
 }

@@ -54,6 +54,34 @@ export function requestFacts(input, init) {
   return `${key}\0${auth}\0${idempotent}\0${method}\0${bodyKind(input, init, isObject)}\0${requestUrl(input)}`;
 }
 
+/**
+ * `mode \0 name \0 value \0 ...` of a fetch(input, init) call, for the cache (the core's
+ * `CacheRequest::parse` reads it): its `cache` mode (init's, else a Request's) and every header
+ * it sends, in every shape fetch takes. '\u0002' when a part holds a NUL (fetch refuses such a
+ * header; the cache leaves the call alone).
+ */
+export function cacheFacts(input, init) {
+  const mode = [init, input].find((v) => isObject(v) && typeof v.cache === 'string')?.cache ?? '';
+  const headers = requestHeaders(input, init);
+  let out = mode;
+  let odd = mode.includes('\0');
+  const add = (name, value) => {
+    const [n, v] = [String(name), String(value)];
+    odd ||= n.includes('\0') || v.includes('\0');
+    out += `\0${n}\0${v}`;
+  };
+  if (isObject(headers)) {
+    if (Array.isArray(headers)) {
+      for (const pair of headers) if (isObject(pair)) add(pair[0], pair[1]);
+    } else if (typeof headers.forEach === 'function' && typeof headers.get === 'function') {
+      headers.forEach((value, name) => add(name, value));
+    } else {
+      for (const name of Object.keys(headers)) add(name, headers[name]);
+    }
+  }
+  return odd ? '\u0002' : out;
+}
+
 /** The URL of a fetch(input, init) call, as a string ('' when it has none: fetch will say so). */
 function requestUrl(input) {
   if (typeof input === 'string') return input;

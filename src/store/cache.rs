@@ -16,8 +16,8 @@ pub fn cache_key(prefix: &str, key: &RequestKey) -> String {
 }
 
 /// The shared name of a request (`rules::shared_cache::name`).
-pub fn shared_name((scope, url, accept): &RequestKey) -> String {
-    shared_cache::name(scope.as_str(), url, accept)
+pub fn shared_name((scope, url, identity): &RequestKey) -> String {
+    shared_cache::name(scope.as_str(), url, identity)
 }
 
 /// The arguments of `get`: `process` asks, and claims the fetch for [`LEASE_MS`] when nobody

@@ -2,6 +2,7 @@
 
 pub mod alarm;
 pub mod handles;
+pub mod hex;
 pub mod histogram;
 pub mod indexed;
 pub mod map;

@@ -5,22 +5,31 @@ use std::rc::Rc;
 
 use sha2::{Digest, Sha256};
 
+use crate::core::base::hex::hex;
 use crate::core::rules::cache::cacheable;
+use crate::core::rules::cache_request::CacheRequest;
 use crate::core::rules::classify::Body;
 
 /// What makes two GETs the same for the cache: the credential (its scope, a hash), the URL and
-/// `Accept`.
+/// a hash of `Accept` and every part of the request that carries identity.
 pub type RequestKey = (Scope, String, String);
 
 /// The cache's key of a request: a GET without a body, by its credential's scope (`api_key`,
-/// `authorization`), its URL and its `Accept`; `None` for any other, which is never cached.
+/// `authorization`), its URL and its identity (`request`'s `Accept` and credentials, the
+/// headers `key_headers` names: [`CacheRequest::identity`]); `None` for any other, never
+/// cached: another method, a body, a request that asks to go upstream, or one that carries no
+/// identity.
 pub fn request_key(
     (api_key, authorization): (Option<&str>, Option<&str>),
     (method, body): (&str, Body),
     url: String,
-    accept: &str,
+    (request, key_headers): (&CacheRequest, &[String]),
 ) -> Option<RequestKey> {
-    cacheable(method, body).then(|| (Scope::of(api_key, authorization), url, accept.to_owned()))
+    if !cacheable(method, body) || request.goes_upstream() {
+        return None;
+    }
+    let identity = request.identity(&url, key_headers)?;
+    Some((Scope::of(api_key, authorization), url, identity))
 }
 
 /// The name of one allowance: a short hash of the credential, safe to log and to use as a
@@ -35,7 +44,7 @@ impl Scope {
     }
 
     /// The scope of a credential. `X-API-Key` names the key's allowance, so it wins over an
-    /// `Authorization` header when both are sent.
+    /// `Authorization` header when both are sent; an empty (or blank) value is no credential.
     pub fn of(api_key: Option<&str>, authorization: Option<&str>) -> Scope {
         let Some((kind, secret)) = credential(api_key, authorization) else {
             return Scope::anonymous();
@@ -47,14 +56,7 @@ impl Scope {
         hash.update(secret.as_bytes());
         let digest = hash.finalize();
         // 128 bits: collisions are out of reach, and the prefix alone says nothing of the key.
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut name = String::with_capacity(4 + 32);
-        name.push_str("key:");
-        for b in &digest[..16] {
-            name.push(HEX[usize::from(b >> 4)] as char);
-            name.push(HEX[usize::from(b & 15)] as char);
-        }
-        Scope(Rc::from(name))
+        Scope(Rc::from(format!("key:{}", hex(&digest[..16]))))
     }
 
     /// The scope's printable name.
@@ -83,14 +85,16 @@ pub fn sendable(value: &str) -> bool {
     !value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0))
 }
 
-/// Which header names the allowance, and its value, trimmed as the server would.
+/// Which header names the allowance, and its value, trimmed as the server would; an empty
+/// value is absent (`X-API-Key: ''` beside an `Authorization` leaves the `Authorization`).
 fn credential<'a>(
     api_key: Option<&'a str>,
     authorization: Option<&'a str>,
 ) -> Option<(&'static str, &'a str)> {
-    match (api_key, authorization) {
-        (Some(key), _) => Some(("x-api-key", key.trim())),
-        (None, Some(auth)) => Some(("authorization", auth.trim())),
+    let present = |value: Option<&'a str>| value.map(str::trim).filter(|v| !v.is_empty());
+    match (present(api_key), present(authorization)) {
+        (Some(key), _) => Some(("x-api-key", key)),
+        (None, Some(auth)) => Some(("authorization", auth)),
         (None, None) => None,
     }
 }
@@ -174,6 +178,15 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_value_is_no_credential() {
+        assert_eq!(Scope::of(Some(""), None), Scope::anonymous());
+        assert_eq!(Scope::of(Some("  "), Some("")), Scope::anonymous());
+        let a = Scope::of(Some(""), Some("Bearer A"));
+        assert_eq!(a, Scope::of(None, Some("Bearer A")));
+        assert_ne!(a, Scope::of(Some(""), Some("Bearer B")));
+    }
+
+    #[test]
     fn the_api_key_wins_over_authorization() {
         assert_eq!(
             Scope::of(Some("k1"), Some("Bearer t")),
@@ -190,7 +203,12 @@ mod tests {
         );
         assert_ne!(print(Some("k1"), None), print(Some("k2"), None));
         assert_ne!(print(Some("k1"), None), print(None, Some("k1")));
-        assert_ne!(print(None, None), print(Some(""), None));
+        // An empty value is no credential, for the scope and its fingerprint alike.
+        assert_eq!(print(None, None), print(Some(""), None));
+        assert_eq!(
+            print(Some(" "), Some("Bearer A")),
+            print(None, Some("Bearer A"))
+        );
         // Other keys, another process: the same credential, an unrelated fingerprint.
         assert_ne!(
             print(Some("k1"), None),

@@ -3,15 +3,18 @@
 //! or stale instead of refused), and which entries go when the bytes run out. The index only:
 //! the bindings hold the bytes, known here by an `EntryId` and their length.
 //!
-//! A key `K` is what makes two GETs identical (the credential's scope, the URL, `Accept`): an
-//! entry is only ever found under its own key, so a credential never sees another's. A caller
-//! `C` is a call waiting for a request's answer.
+//! A key `K` is what makes two GETs identical (the credential's scope, the URL, a hash of
+//! `Accept` and every part that carries identity, see `cache_request`): an entry is only ever
+//! found under its own key, so a credential never sees another's. Within a key, an answer's
+//! `Vary` decides which callers it answers. A caller `C` is a call waiting for a request's
+//! answer.
 
 use std::hash::Hash;
 
 use crate::core::base::map::Map;
 use crate::core::parse::freshness::{freshness, CacheHeaders, Freshness};
 use crate::core::rules::allowance::{at_least, ConfigError};
+use crate::core::rules::cache_request::{CacheRequest, Vary};
 use crate::core::rules::classify::Body;
 use crate::core::rules::policy::Reason;
 use crate::core::rules::quota::GIVEN_AGAIN;
@@ -292,23 +295,31 @@ pub struct Settled<C> {
     pub waiting: Vec<C>,
     /// The entry the answer is kept as, if it is.
     pub kept: Option<EntryId>,
-    /// How long the kept entry is fresh (what a shared cache is told).
+    /// How long the kept entry is fresh.
     pub fresh_ms: Millis,
+    /// How long the shared cache (the threads', the fleet's) may hold it fresh: 0 when it is
+    /// not to be shared (not kept, already stale, or it varies by the request's headers).
+    pub share_ms: Millis,
     /// Entries to drop (replaced, past their stale time, or least recently used past
     /// `max_bytes`).
     pub dropped: Vec<EntryId>,
+    /// Calls that joined the request but whose headers its answer's `Vary` does not accept:
+    /// each sends its own.
+    pub resend: Vec<C>,
 }
 
 impl<C: Copy + Into<f64>> Settled<C> {
-    /// The landing in `cache.js`'s numbers: `[kept entry or 0, ms it is fresh, n, n entries to
-    /// drop..., calls to answer...]`.
+    /// The landing in `cache.js`'s numbers: `[kept entry or 0, ms to share it for (0: not),
+    /// n, n entries to drop..., m, m calls to send their own..., calls to answer...]`.
     pub fn words(&self) -> Vec<f64> {
         let mut out = vec![
             self.kept.unwrap_or(0) as f64,
-            self.fresh_ms,
+            self.share_ms,
             self.dropped.len() as f64,
         ];
         out.extend(self.dropped.iter().map(|&id| id as f64));
+        out.push(self.resend.len() as f64);
+        out.extend(self.resend.iter().map(|&w| w.into()));
         out.extend(self.waiting.iter().map(|&w| w.into()));
         out
     }
@@ -360,11 +371,20 @@ struct Entry {
     used: u64,
 }
 
+/// A kept answer's times and place, and the requests its `Vary` lets it answer.
+#[derive(Debug, Clone)]
+struct Kept {
+    entry: Entry,
+    vary: Vary,
+}
+
 /// A request in flight: the call that leads it (sends it through the gate), and the calls
 /// waiting for its answer (the leader first, while it waits).
 #[derive(Debug)]
 struct Flight<C> {
     leader: C,
+    /// What the leader sent: an answer's `Vary` is matched against it.
+    request: CacheRequest,
     waiting: Vec<C>,
 }
 
@@ -372,13 +392,16 @@ struct Flight<C> {
 #[derive(Debug)]
 pub struct Cache<K, C> {
     config: CacheConfig,
-    entries: Map<K, Entry>,
+    /// `cache.keyHeaders`: the request headers, beside the credentials, that say who asks.
+    key_headers: Vec<String>,
+    entries: Map<K, Kept>,
     /// Uses so far: an entry's last is its place in the order of use.
     uses: u64,
     next_id: EntryId,
-    /// Requests in flight, and what each call waiting for one asked for.
+    /// Requests in flight, and what each call waiting for one asked for, and with which
+    /// headers.
     flights: Map<K, Flight<C>>,
-    asked: Map<C, K>,
+    asked: Map<C, (K, CacheRequest)>,
     figures: CacheFigures,
     /// No look for entries past their stale time before this.
     next_sweep: Millis,
@@ -389,6 +412,7 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
     pub fn new(config: CacheConfig) -> Self {
         Cache {
             config,
+            key_headers: Vec::new(),
             entries: Map::default(),
             uses: 0,
             next_id: 1,
@@ -399,22 +423,36 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
         }
     }
 
+    /// The cache with `names` (`cache.keyHeaders`, checked as tokens) as headers that say who
+    /// asks, beside the credentials: in lower case, each a part of every key.
+    pub fn with_key_headers(mut self, names: Vec<String>) -> Self {
+        self.key_headers = names.iter().map(|n| n.to_ascii_lowercase()).collect();
+        self
+    }
+
+    /// `cache.keyHeaders`, in lower case.
+    pub fn key_headers(&self) -> &[String] {
+        &self.key_headers
+    }
+
     /// The configuration.
     pub(crate) fn config(&self) -> CacheConfig {
         self.config
     }
 
-    /// What `caller`, a GET for `key` at `now`, does: answer from a fresh entry, from a stale
-    /// one when `held()` says the gate would hold it past a cooldown or refuse it (asked only
-    /// then), join the request in flight, or lead a new one.
+    /// What `caller`, a GET for `key` with the headers `request` at `now`, does: answer from
+    /// a fresh entry, from a stale one when `held()` says the gate would hold it past a
+    /// cooldown or refuse it (asked only then), join the request in flight, or lead a new one.
+    /// An entry answers only the requests its `Vary` accepts.
     pub fn lookup(
         &mut self,
         now: Millis,
         key: &K,
-        caller: C,
+        (caller, request): (C, &CacheRequest),
         held: impl FnOnce() -> bool,
     ) -> Lookup {
-        if let Some(e) = self.entries.get(key).copied() {
+        let kept = self.entries.get(key);
+        if let Some(e) = kept.filter(|k| k.vary.matches(request)).map(|k| k.entry) {
             if now < e.fresh_until {
                 self.touch(key);
                 self.figures.hits += 1;
@@ -431,17 +469,18 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
         match self.flights.get_mut(key) {
             Some(flight) => {
                 flight.waiting.push(caller);
-                self.asked.insert(caller, key.clone());
+                self.asked.insert(caller, (key.clone(), request.clone()));
                 self.figures.coalesced += 1;
                 Lookup::Joined
             }
             None => {
                 let flight = Flight {
                     leader: caller,
+                    request: request.clone(),
                     waiting: vec![caller],
                 };
                 self.flights.insert(key.clone(), flight);
-                self.asked.insert(caller, key.clone());
+                self.asked.insert(caller, (key.clone(), request.clone()));
                 Lookup::Lead
             }
         }
@@ -450,8 +489,8 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
     /// The request `leader` led for `key` was refused by the gate at `now`: when `refusal`
     /// lets a stale entry answer (see [`Refusal::serves_stale`]) and an entry no older than
     /// `stale_for_ms` past its lifetime is kept, the request is settled and every call still
-    /// waiting for it gets that entry (each counted as stale). Else `None`: it lands as
-    /// anything else does ([`landed`](Self::landed)).
+    /// waiting for it gets that entry (each counted as stale), when its `Vary` accepts every
+    /// one of them. Else `None`: it lands as anything else does ([`landed`](Self::landed)).
     pub fn refused(
         &mut self,
         now: Millis,
@@ -459,9 +498,12 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
         leader: C,
         refusal: Refusal,
     ) -> Option<(EntryId, Vec<C>)> {
-        let e = self.entries.get(key).copied()?;
-        let ours = self.flights.get(key).is_some_and(|f| f.leader == leader);
-        if !refusal.serves_stale() || !ours || !self.usable(now, &e) {
+        let Kept { entry: e, vary } = self.entries.get(key)?;
+        let flight = self.flights.get(key).filter(|f| f.leader == leader)?;
+        let accepted = |c: &C| self.asked.get(c).is_some_and(|(_, r)| vary.matches(r));
+        let e = *e;
+        if !refusal.serves_stale() || !self.usable(now, &e) || !flight.waiting.iter().all(accepted)
+        {
             return None;
         }
         let waiting = self
@@ -488,15 +530,25 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
         (e.id, now - e.stored_at)
     }
 
-    /// The request `leader` led for `key` has landed at `now`: who gets its answer, and what
-    /// is kept and dropped. A request cancelled because nobody waited for it (see
-    /// [`leave`](Self::leave)) settles nothing, even if a new one for `key` is in flight.
-    pub fn landed(&mut self, now: Millis, key: &K, leader: C, landed: Landed) -> Settled<C> {
+    /// The request `leader` led for `key` has landed at `now`, its answer's `Vary` read
+    /// against what the leader sent: who gets its answer (and who, its `Vary` not matching,
+    /// sends their own), and what is kept and dropped. A request cancelled because nobody
+    /// waited for it (see [`leave`](Self::leave)) settles nothing, even if a new one for `key`
+    /// is in flight.
+    pub fn landed(
+        &mut self,
+        now: Millis,
+        key: &K,
+        leader: C,
+        (landed, vary): (Landed, Option<&str>),
+    ) -> Settled<C> {
         let mut settled = Settled {
             waiting: Vec::new(),
             kept: None,
             fresh_ms: 0.0,
+            share_ms: 0.0,
             dropped: Vec::new(),
+            resend: Vec::new(),
         };
         self.asked.remove(&leader);
         match self.flights.get(key) {
@@ -510,12 +562,19 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
             self.next_sweep = now + SWEEP_EVERY_MS;
             settled.dropped = self.sweep(now);
         }
-        settled.waiting = self
-            .flights
-            .remove(key)
-            .map_or_else(Vec::new, |f| f.waiting);
-        for caller in &settled.waiting {
-            self.asked.remove(caller);
+        let Some(flight) = self.flights.remove(key) else {
+            return settled;
+        };
+        let vary = Vary::of(vary, &flight.request);
+        for caller in flight.waiting {
+            let accepted = match self.asked.remove(&caller) {
+                Some((_, request)) => vary.matches(&request),
+                None => true, // the leader, whose request the answer is
+            };
+            match accepted || caller == leader {
+                true => settled.waiting.push(caller),
+                false => settled.resend.push(caller),
+            }
         }
         let Landed::Ok {
             bytes,
@@ -524,7 +583,7 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
         else {
             return settled;
         };
-        if lifetime <= 0.0 && self.config.stale_for_ms <= 0.0 {
+        if (lifetime <= 0.0 && self.config.stale_for_ms <= 0.0) || !vary.keeps() {
             return settled;
         }
         if bytes > self.config.max_entry_bytes {
@@ -537,7 +596,7 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
         // (a heap or a list in use order would cost more code than the few thousand entries
         // that fit in `max_bytes` cost time).
         while self.figures.bytes + bytes > self.config.max_bytes {
-            let oldest = self.entries.iter().min_by_key(|(_, e)| e.used);
+            let oldest = self.entries.iter().min_by_key(|(_, k)| k.entry.used);
             let Some(oldest) = oldest.map(|(k, _)| k.clone()) else {
                 break;
             };
@@ -549,16 +608,19 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
         let id = self.next_id;
         self.next_id += 1;
         self.uses += 1;
-        self.entries.insert(
-            key.clone(),
-            Entry {
-                id,
-                bytes,
-                stored_at: now,
-                fresh_until: now + lifetime,
-                used: self.uses,
-            },
-        );
+        let entry = Entry {
+            id,
+            bytes,
+            stored_at: now,
+            fresh_until: now + lifetime,
+            used: self.uses,
+        };
+        // Only an answer every request under its key may take goes to the shared cache, and
+        // only while it is fresh.
+        if vary == Vary::Any && lifetime > 0.0 {
+            settled.share_ms = lifetime;
+        }
+        self.entries.insert(key.clone(), Kept { entry, vary });
         self.figures.entries += 1;
         self.figures.bytes += bytes;
         settled.kept = Some(id);
@@ -588,14 +650,15 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
             bytes,
             lifetime: Some(left_ms),
         };
-        self.landed(now, key, leader, landed)
+        // Only answers without `Vary` are shared (see `landed`).
+        self.landed(now, key, leader, (landed, None))
     }
 
     /// `caller` no longer waits for the request it asked for (its signal aborted). When nobody
     /// does any more, the leader of the request to cancel (while anyone waits, it goes on, its
     /// leader's abort included).
     pub fn leave(&mut self, caller: C) -> Option<C> {
-        let key = self.asked.remove(&caller)?;
+        let (key, _) = self.asked.remove(&caller)?;
         let flight = self.flights.get_mut(&key)?;
         flight.waiting.retain(|&c| c != caller);
         if !flight.waiting.is_empty() {
@@ -608,7 +671,7 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
     fn sweep(&mut self, now: Millis) -> Vec<EntryId> {
         let stale_for = self.config.stale_for_ms;
         let old: Vec<K> = (self.entries.iter())
-            .filter(|(_, e)| now > e.fresh_until + stale_for)
+            .filter(|(_, k)| now > k.entry.fresh_until + stale_for)
             .map(|(k, _)| k.clone())
             .collect();
         old.iter().filter_map(|k| self.remove(k)).collect()
@@ -621,13 +684,13 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
 
     fn touch(&mut self, key: &K) {
         self.uses += 1;
-        if let Some(e) = self.entries.get_mut(key) {
-            e.used = self.uses;
+        if let Some(k) = self.entries.get_mut(key) {
+            k.entry.used = self.uses;
         }
     }
 
     fn remove(&mut self, key: &K) -> Option<EntryId> {
-        let e = self.entries.remove(key)?;
+        let e = self.entries.remove(key)?.entry;
         self.figures.entries -= 1;
         self.figures.bytes -= e.bytes;
         Some(e.id)

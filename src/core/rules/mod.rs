@@ -10,6 +10,7 @@ pub mod batch;
 pub mod bucket;
 pub mod budget;
 pub mod cache;
+pub mod cache_request;
 pub mod classify;
 pub mod credits;
 pub(crate) mod fair;

@@ -8,6 +8,7 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::core::base::hex::hex;
 use crate::core::Millis;
 
 /// How long a claim holds: longer than a request usually waits in the gate's line and takes,
@@ -82,25 +83,21 @@ pub enum Asked {
     Alone,
 }
 
-/// The shared name of a request (its credential's scope, URL and `Accept`): the scope in a
-/// hash tag (every key of one
+/// The shared name of a request (its credential's scope, URL and identity: a hash of `Accept`
+/// and its credentials, see `cache_request`): the scope in a hash tag (every key of one
 /// credential on one Redis Cluster slot, as the gate's), and 128 bits of a hash of the scope,
-/// URL and `Accept` (so no URL is written to the store, and two requests never share an
-/// entry); its last 16 hex digits tell requests apart in the threads' shared memory.
-pub(crate) fn name(scope: &str, url: &str, accept: &str) -> String {
+/// URL and identity (so no URL or credential is written to the store, and two requests never
+/// share an entry); its last 16 hex digits tell requests apart in the threads' shared memory.
+pub(crate) fn name(scope: &str, url: &str, identity: &str) -> String {
     let mut hash = Sha256::new();
     hash.update(b"odds-gate/cache/v1\0");
     hash.update(scope.as_bytes());
     hash.update(b"\0");
     hash.update(url.as_bytes());
     hash.update(b"\0");
-    hash.update(accept.as_bytes());
+    hash.update(identity.as_bytes());
     let digest = hash.finalize();
-    let mut out = format!("{{{scope}}}:cache:");
-    for b in &digest[..16] {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    format!("{{{scope}}}:cache:{}", hex(&digest[..16]))
 }
 
 /// Whether to ask the store at `now`, its last failure (an error, or no answer within its

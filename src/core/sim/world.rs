@@ -26,11 +26,12 @@ use crate::core::gates::action::{Action, Refused};
 use crate::core::gates::fleet::Shared;
 use crate::core::gates::ids::{CallRef, GateId, WrapperId};
 use crate::core::gates::profile::{Keeping, Request};
-use crate::core::gates::scope::Scope;
+use crate::core::gates::scope::{request_key, RequestKey, Scope};
 use crate::core::gates::Gates;
 use crate::core::parse::freshness::CacheHeaders;
 use crate::core::rules::batch::Batch;
 use crate::core::rules::cache::{Cache, CacheConfig, CacheFigures, Landed, Lookup, Refusal};
+use crate::core::rules::cache_request::CacheRequest;
 use crate::core::rules::classify::{Body, Failure};
 use crate::core::rules::quota::Usage;
 use crate::core::Millis;
@@ -45,9 +46,6 @@ const MAX_STEPS: usize = 20_000_000;
 
 /// A snapshot's body length, as the cache counts its bytes.
 const SNAPSHOT_BYTES: f64 = 2_000.0;
-
-/// What makes two GETs the same: the credential's scope and the URL.
-type CacheKey = (Scope, String);
 
 /// A call to make: who makes it and what it sends.
 #[derive(Debug, Clone)]
@@ -179,7 +177,7 @@ pub struct Process {
     /// Each call's index and request.
     calls: Mirror<(usize, Rc<SimCall>)>,
     /// Its cache: calls are known by their index.
-    cache: Option<Cache<CacheKey, usize>>,
+    cache: Option<Cache<RequestKey, usize>>,
 }
 
 #[derive(Debug, Clone)]
@@ -544,13 +542,13 @@ impl World {
         let Some(cache) = cache.as_mut() else {
             return true;
         };
-        if call.method != "GET" || call.body != Body::None {
+        let request = cache_request(call);
+        let Some(key) = cache_key(call, &request) else {
             return true;
-        }
-        let key = cache_key(call);
+        };
         let stale = cache.config().stale_for_ms > 0.0;
         let held = || stale && gates.holds(now, call.wrapper, &key.0, &call.url);
-        let served = match cache.lookup(now, &key, index, held) {
+        let served = match cache.lookup(now, &key, (index, &request), held) {
             Lookup::Lead => return true,
             Lookup::Joined => return false,
             Lookup::Fresh { .. } => Served::Hit,
@@ -565,10 +563,13 @@ impl World {
     /// none): the calls that joined it get its answer and end now.
     fn landed(&mut self, p: usize, index: usize, call: &SimCall, landed: Landed, status: u16) {
         let now = self.now;
-        let Some(cache) = self.processes[p].cache.as_mut() else {
+        let (Some(cache), Some(key)) = (
+            self.processes[p].cache.as_mut(),
+            cache_key(call, &cache_request(call)),
+        ) else {
             return;
         };
-        let settled = cache.landed(now, &cache_key(call), index, landed);
+        let settled = cache.landed(now, &key, index, (landed, None));
         for joined in settled.waiting.into_iter().filter(|&w| w != index) {
             self.log
                 .cached
@@ -587,10 +588,13 @@ impl World {
             _ => return false,
         };
         let now = self.now;
-        let Some(cache) = self.processes[p].cache.as_mut() else {
+        let (Some(cache), Some(key)) = (
+            self.processes[p].cache.as_mut(),
+            cache_key(call, &cache_request(call)),
+        ) else {
             return false;
         };
-        let Some((_, waiting)) = cache.refused(now, &cache_key(call), index, refusal) else {
+        let Some((_, waiting)) = cache.refused(now, &key, index, refusal) else {
             return false;
         };
         let others = waiting.into_iter().filter(|&w| w != index);
@@ -847,9 +851,20 @@ impl World {
     }
 }
 
-/// The cache's key of `call`.
-fn cache_key(call: &SimCall) -> CacheKey {
-    (Scope::of(Some(&call.key), None), call.url.clone())
+/// The headers the cache reads of `call`: its key, as `X-API-Key`.
+fn cache_request(call: &SimCall) -> CacheRequest {
+    CacheRequest::new("", [("x-api-key", call.key.as_str())])
+}
+
+/// The cache's key of `call`, by the bindings' rule (`None`: not cached).
+fn cache_key(call: &SimCall, request: &CacheRequest) -> Option<RequestKey> {
+    let credential = (Some(call.key.as_str()), None);
+    request_key(
+        credential,
+        (call.method, call.body),
+        call.url.clone(),
+        (request, &[]),
+    )
 }
 
 /// Sets a process's timer (`armed`) to fire `late` ms after `due` (not before `now`), or clears
