@@ -6,13 +6,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { randomUUID } from 'node:crypto';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { Worker } from 'node:worker_threads';
 import Redis from 'ioredis';
 import { createFetch, redisStore, QuotaExhaustedError } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 import { startRedis } from './support/redis-server.mjs';
+import { group, processMember, threadMember } from './support/cache-group.mjs';
 
 const MARK = 'x-odds-gate-cache';
 const rate = { burst: 2, perSecond: 2 };
@@ -306,43 +304,6 @@ test('bad cache options get typed errors naming the option', () => {
   const client = { scriptLoad: async () => '', evalSha: async () => [] };
   assert.match(createFetch({ cache: true, store: redisStore(client) }).describe().cache, /across the fleet sharing the store \(shared: the fleet\)/);
 });
-
-// A group sharing one cache: processes through a real redis-server, or worker threads of this
-// process (support/cache-child.mjs), each answering commands in turn.
-const CHILD = new URL('./support/cache-child.mjs', import.meta.url);
-
-function member(send, onReply, end) {
-  const queue = [];
-  onReply((reply) => queue.shift()?.(reply));
-  const ready = new Promise((resolve) => queue.push(resolve));
-  const ask = (command) => new Promise((resolve) => {
-    queue.push(resolve);
-    send(command);
-  });
-  return { ready, ask, end };
-}
-
-function processMember(job) {
-  const proc = spawn(process.execPath, [CHILD.pathname, JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: proc.stdout });
-  const exited = new Promise((resolve) => proc.once('exit', resolve));
-  const end = () => (proc.kill(), exited);
-  return member((c) => proc.stdin.write(`${JSON.stringify(c)}\n`), (on) => lines.on('line', (l) => on(JSON.parse(l))), end);
-}
-
-function threadMember(job) {
-  const worker = new Worker(CHILD, { workerData: job });
-  return member((c) => worker.postMessage(c), (on) => worker.on('message', on), () => worker.terminate());
-}
-
-async function group(make, n, job) {
-  const members = Array.from({ length: n }, () => make(job));
-  await Promise.all(members.map((m) => m.ready));
-  const all = (command) => Promise.all(members.map((m) => m.ask(command)));
-  // Quit closes each member's Redis client; then the member goes.
-  const quit = () => Promise.all(members.map((m) => Promise.race([m.ask({ op: 'quit' }), sleep(2_000)]).then(m.end)));
-  return { all, quit };
-}
 
 // 32 identical GETs over the group: one request; at once again: every one a hit; after the
 // lifetime: one more; another key's identical GET: its own request.
