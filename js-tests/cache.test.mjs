@@ -379,3 +379,56 @@ test('4 worker threads share one cache: 32 identical GETs make one request, entr
     await api.close();
   }
 });
+
+test('threads on: what a thread holds of the threads\' entries counts against maxBytes: 32 URLs x 6 KB through 64 KiB', async () => {
+  const api = await startFakeOddsApi({ burst: 64, perSecond: 64, ttlSeconds: 30, snapshotBytes: 6_000 });
+  // A process of its own (this one's threads hold the entries of other tests' caches): threads
+  // on, the default, so every answer is also posted to the threads and held there.
+  const g = await group(processMember, 1, { rate: { burst: 64, perSecond: 64 }, cache: { maxBytes: 65_536 } });
+  try {
+    const apiKey = randomUUID();
+    const pass = async () => {
+      const got = [];
+      for (let n = 0; n < 32; n++) {
+        const [reply] = await g.all({ op: 'get', url: `${api.baseUrl}/events/e${n}/odds/snapshot`, apiKey, n: 1 });
+        got.push(...reply.marks);
+      }
+      return got;
+    };
+    assert.deepEqual(count(await pass()), { null: 32 });
+    await sleep(50);
+    const later = count(await pass());
+    // 10 bodies of 6 KB fit in 64 KiB: no more than that many answers can come from memory.
+    assert.ok((later.hit ?? 0) + (later.coalesced ?? 0) <= 10, JSON.stringify(later));
+    const [stats] = await g.all({ op: 'stats' });
+    assert.ok(stats.entries <= 10 && stats.bytes <= 65_536, JSON.stringify(stats));
+  } finally {
+    await g.quit();
+    await api.close();
+  }
+});
+
+test('a worker thread that starts late finds the entries the other threads already keep', async () => {
+  const api = await startFakeOddsApi({ ...rate, ttlSeconds: 30 });
+  const first = await group(threadMember, 1, { rate });
+  try {
+    const url = `${api.baseUrl}/events/e1/odds/snapshot`;
+    const apiKey = randomUUID();
+    const [a] = await first.all({ op: 'get', url, apiKey, n: 1 });
+    assert.deepEqual(a.marks, [null]);
+    await sleep(400); // past the bytes' journey (ARRIVAL_MS): only a thread that asks gets them
+    const late = await group(threadMember, 2, { rate });
+    try {
+      const replies = await late.all({ op: 'get', url, apiKey, n: 2 });
+      assert.ok(replies.every((r) => r.statuses.every((s) => s === 200)), JSON.stringify(replies));
+      assert.deepEqual(replies.map((r) => r.bodies), [a.bodies.concat(a.bodies), a.bodies.concat(a.bodies)]);
+      assert.ok(replies.flatMap((r) => r.marks).every((m) => m === 'hit' || m === 'coalesced'), JSON.stringify(replies));
+      assert.equal(api.stats().attempts, 1);
+    } finally {
+      await late.quit();
+    }
+  } finally {
+    await first.quit();
+    await api.close();
+  }
+});

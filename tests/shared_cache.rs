@@ -12,8 +12,8 @@ use odds_gate::core::gates::scope::{RequestKey, Scope};
 use odds_gate::core::rules::cache::{Cache, CacheConfig, Landed, Lookup};
 use odds_gate::core::rules::cache_request::CacheRequest;
 use odds_gate::core::rules::shared_cache::{
-    claim, claim_words, follow, put, put_words, Asked, Cell, ARRIVAL_MS, FIRST_POLL_MS, LEASE_MS,
-    MAX_POLL_MS, WAIT_MS,
+    claim, claim_words, follow, put, put_words, thread_claim, Asked, Cell, ARRIVAL_MS,
+    FIRST_POLL_MS, LEASE_MS, MAX_POLL_MS, WAIT_MS,
 };
 use odds_gate::core::Millis;
 use odds_gate::store::cache::{
@@ -67,6 +67,67 @@ fn a_put_entry_answers_while_fresh_where_its_bytes_are_and_is_waited_for_where_n
     assert_eq!(claim(cell, 100.0 + ARRIVAL_MS, None).0, Asked::Lead);
     // Past its lifetime, the next to ask claims.
     assert_eq!(claim(cell, 5_100.0, here).0, Asked::Lead);
+}
+
+#[test]
+fn a_thread_that_started_after_a_fresh_entry_was_posted_asks_the_others_once_then_fetches() {
+    let (_, cell) = claim(Cell::default(), 0.0, None);
+    let cell = put(cell.unwrap(), 100.0, Some(5_000.0));
+    // This thread began to listen after the entry was posted.
+    let since = 2_000.0;
+    // Within the bytes' journey it waits for them as any thread does, asking nobody.
+    let waits = thread_claim(cell, 150.0, None, (since, None)).0;
+    assert_eq!(
+        waits,
+        Asked::Wait {
+            left_ms: ARRIVAL_MS - 50.0
+        }
+    );
+    // Past it, it asks the others, nothing written...
+    let late = 3_000.0;
+    assert_eq!(
+        thread_claim(cell, late, None, (since, None)),
+        (Asked::Want, None)
+    );
+    assert_eq!(Asked::Want.code(), [4.0, ARRIVAL_MS]);
+    // ...waits ARRIVAL_MS for an answer...
+    let asked = thread_claim(cell, late + 50.0, None, (since, Some(late))).0;
+    assert_eq!(
+        asked,
+        Asked::Wait {
+            left_ms: ARRIVAL_MS - 50.0
+        }
+    );
+    let here = Some(1_900.0);
+    let fresh = thread_claim(cell, late + 60.0, here, (since, Some(late))).0;
+    assert_eq!(fresh, Asked::Fresh { left_ms: 1_900.0 });
+    // ...then claims the fetch, as claim() would.
+    let (asked, write) = thread_claim(cell, late + ARRIVAL_MS, None, (since, Some(late)));
+    assert_eq!(asked, Asked::Lead);
+    assert_eq!(
+        write.map(|c| c.lease_until),
+        Some(late + ARRIVAL_MS + LEASE_MS)
+    );
+    // An ask made before this entry was put says nothing of it: ask again.
+    assert_eq!(
+        thread_claim(cell, late, None, (since, Some(50.0))).0,
+        Asked::Want
+    );
+    // A thread that heard the entry and dropped it for room fetches at once, as claim().
+    assert_eq!(thread_claim(cell, late, None, (50.0, None)).0, Asked::Lead);
+    // Past the entry's lifetime, or under a stranger's claim: as claim().
+    assert_eq!(
+        thread_claim(cell, 5_100.0, None, (since, None)).0,
+        Asked::Lead
+    );
+    let stranger = Cell {
+        ours: false,
+        ..cell
+    };
+    let theirs = thread_claim(stranger, late, None, (since, None)).0;
+    assert_eq!(theirs, claim(stranger, late, None).0);
+    let words = claim_words(true, &cell.words(), late, (-1.0, since, -1.0));
+    assert_eq!(words[..3], [4.0, ARRIVAL_MS, 0.0]);
 }
 
 #[test]
@@ -258,6 +319,7 @@ fn four_processes_polling_ten_snapshots_make_one_request_per_snapshot_per_lifeti
                         let ask = Event::Ask(p, leader, s, polls + 1, since);
                         queue.push(Reverse((at(now + delay), ask)));
                     }
+                    Asked::Want => unreachable!("claim() never asks the threads for bytes"),
                     Asked::Lead | Asked::Alone => {
                         upstream += 1;
                         queue.push(Reverse((at(now + UPSTREAM_MS), Event::Land(p, leader, s))));
@@ -321,19 +383,22 @@ fn the_answers_and_cells_cross_to_javascript_as_numbers() {
     assert_eq!(Asked::Wait { left_ms: 7.0 }.code(), [3.0, 7.0]);
     // A stranger's lease: alone, nothing written; a missing word reads as 0.
     assert_eq!(
-        claim_words(false, &[500.0], 100.0, -1.0),
+        claim_words(false, &[500.0], 100.0, (-1.0, 0.0, -1.0)),
         [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     );
     let lead = [2.0, LEASE_MS, 1.0, 100.0 + LEASE_MS, 0.0, 0.0];
-    assert_eq!(claim_words(true, &[], 100.0, -1.0), lead);
+    assert_eq!(claim_words(true, &[], 100.0, (-1.0, 0.0, -1.0)), lead);
     // Fresh, with the bytes here (a positive `here_ms`), or on their way (0: none here).
     let cell = [0.0, 5_000.0, 90.0];
     assert_eq!(
-        claim_words(true, &cell, 100.0, 4_900.0)[..3],
+        claim_words(true, &cell, 100.0, (4_900.0, 0.0, -1.0))[..3],
         [1.0, 4_900.0, 0.0]
     );
     let left = 90.0 + ARRIVAL_MS - 100.0;
-    assert_eq!(claim_words(true, &cell, 100.0, 0.0)[..3], [3.0, left, 0.0]);
+    assert_eq!(
+        claim_words(true, &cell, 100.0, (0.0, 0.0, -1.0))[..3],
+        [3.0, left, 0.0]
+    );
     assert_eq!(
         put_words(true, &[300.0, 0.0, 0.0], 200.0, 1_000.0),
         [0.0, 1_200.0, 200.0]

@@ -12,6 +12,7 @@ export const ALONE = 0;
 export const FRESH = 1;
 export const LEAD = 2;
 export const WAIT = 3;
+const WANT = 4; // the threads' own: answered to cache.js as WAIT
 
 /** The shared side of `transport`'s cache, or null when nothing shares it. */
 export function shareOf(transport) {
@@ -87,28 +88,61 @@ function unlock(ints, at) {
 
 // Entries fetched by this thread's caches and the other threads', by shared name, while
 // fresh: { name, at, until, entry } (put at, fresh until: shared clock). One channel and one
-// map per thread, made when a cache first shares with the threads.
+// map per thread, made when a cache first shares with the threads. The core's index
+// (arrivals.rs, through `owner`, any of the thread's transports) says which to keep: no more
+// than the caches' maxBytes, none past its lifetime, dropped at a wake-up of an unref'd timer.
 let arrived = null;
+// When this thread last asked the others for an entry's bytes it never received, by name
+// (shared clock): until they come or it claims the fetch.
+const wanted = new Map();
 let channel = null;
-let swept = 0;
+let listening = 0; // since when (shared clock) this thread hears the channel
+let owner = null;
+let sweeper;
+let wakeAt = Infinity;
+
+const drop = (names) => {
+  for (const name of names) arrived.delete(name);
+};
+
+function schedule() {
+  const at = owner.cacheArrivedWake();
+  if (at < 0 || at >= wakeAt) return;
+  clearTimeout(sweeper);
+  wakeAt = at;
+  sweeper = setTimeout(() => {
+    wakeAt = Infinity;
+    drop(owner.cacheArrivedSweep(sharedNow()));
+    schedule();
+  }, Math.max(0, at - sharedNow()) + 1);
+  sweeper.unref?.();
+}
 
 function arrive(message) {
-  const now = sharedNow();
-  // Those past their lifetime go, in a look at most once a second.
-  if (now - swept > 1_000) {
-    swept = now;
-    for (const [name, a] of arrived) if (a.until <= now) arrived.delete(name);
+  // Another thread asks for an entry it never received: whoever holds it fresh posts it again.
+  if (typeof message?.want === 'string') {
+    const held = arrived.get(message.want);
+    if (held !== undefined && owner.cacheArrivedLeft(message.want, sharedNow()) > 0) channel.postMessage(held);
+    return;
   }
-  if (typeof message?.name === 'string' && message.until > now) arrived.set(message.name, message);
+  const bytes = message?.entry?.bytes?.byteLength;
+  if (typeof message?.name !== 'string' || typeof bytes !== 'number' || typeof message.until !== 'number') return;
+  arrived.set(message.name, message);
+  wanted.delete(message.name);
+  drop(owner.cacheArrive(message.name, bytes, message.until, sharedNow()));
+  schedule();
 }
 
 function threads(transport) {
   if (channel === null) {
     arrived = new Map();
+    owner = transport;
+    listening = sharedNow();
     channel = new BroadcastChannel(CHANNEL);
     channel.unref();
     channel.onmessage = ({ data }) => arrive(data);
   }
+  transport.cacheArrivalsBound();
 
   // Runs `step(ours, times, now)` on the request's cell, locked; it returns the times to write
   // (lease until, fresh until, put at) or null. Null when the threads share no memory now.
@@ -140,12 +174,20 @@ function threads(transport) {
       const name = transport.cacheName(facts, asked);
       const here = arrived.get(name);
       let out = null;
+      let at = 0;
       onCell(name, (ours, times, now) => {
-        const left = here !== undefined && here.until > now ? here.until - now : -1;
-        out = transport.cacheClaim(ours, times, now, left);
+        const left = here === undefined ? -1 : transport.cacheArrivedLeft(name, now);
+        out = transport.cacheClaim(ours, times, now, left, listening, wanted.get(name) ?? -1);
+        at = now;
         return out[2] === 1 ? out.slice(3) : null;
       });
       if (out === null) return [ALONE, 0];
+      if (out[0] === WANT) {
+        wanted.set(name, at);
+        channel.postMessage({ want: name });
+        return [WAIT, out[1]];
+      }
+      if (out[0] === LEAD) wanted.delete(name);
       return out[0] === FRESH ? [FRESH, out[1], { ...here.entry, since: sharedNow() - here.at }] : [out[0], out[1]];
     },
     put(facts, asked, freshMs, kept, chunks) {

@@ -2,6 +2,8 @@
 //! through the store's Redis client (`cache.lua`), the threads' cells in their shared memory
 //! (`cache_threads.js` holds them, and asks here what each answer means). `cache.js` asks.
 
+use std::cell::RefCell;
+
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -11,6 +13,7 @@ use super::random::process_id;
 use super::text::number;
 use super::transport::Transport;
 use super::Exported;
+use crate::core::rules::arrivals::Arrivals;
 use crate::core::rules::shared_cache::{self, Sharing};
 use crate::store::cache as script;
 
@@ -18,6 +21,12 @@ use crate::store::cache as script;
 extern "C" {
     #[wasm_bindgen(thread_local_v2, js_name = shareOf)]
     static SHARE_OF: js_sys::Function;
+}
+
+thread_local! {
+    /// The entries this thread holds of what the process's threads fetched: one index for every
+    /// cache of the thread that shares with the threads (`cache_share.js` keeps the bytes).
+    static ARRIVALS: RefCell<Arrivals> = RefCell::default();
 }
 
 #[wasm_bindgen]
@@ -137,11 +146,21 @@ impl Transport {
 
     /// A thread asks its request's cell (`ours`: it names this request; times on the shared
     /// clock, `now` among them) whether to take a fresh entry (`here_ms`: how long the bytes
-    /// this thread holds stay fresh, -1 when it holds none), lead or wait: `[code, ms, write
-    /// (0/1), lease until, fresh until, put at]`.
+    /// this thread holds stay fresh, -1 when it holds none), ask the other threads for its bytes
+    /// (`since`: when this thread began to listen; `wanted_at`: when it last asked, -1 never),
+    /// lead or wait: `[code, ms, write (0/1), lease until, fresh until, put at]`.
     #[wasm_bindgen(js_name = cacheClaim)]
-    pub fn cache_claim(&self, ours: bool, times: &[f64], now: f64, here_ms: f64) -> Vec<f64> {
-        shared_cache::claim_words(ours, times, now, here_ms).to_vec()
+    #[allow(clippy::too_many_arguments)]
+    pub fn cache_claim(
+        &self,
+        ours: bool,
+        times: &[f64],
+        now: f64,
+        here_ms: f64,
+        since: f64,
+        wanted_at: f64,
+    ) -> Vec<f64> {
+        shared_cache::claim_words(ours, times, now, (here_ms, since, wanted_at)).to_vec()
     }
 
     /// The cell a thread writes back as it puts an entry fresh for `fresh_ms` (-1: none to
@@ -170,6 +189,45 @@ impl Transport {
         let cache = &mut cache.borrow_mut().0;
         let settled = cache.shared(clock::now(), &key, leader, (bytes, left_ms), waited);
         settled.words()
+    }
+}
+
+/// The threads' entries as this thread holds them (see `rules::arrivals`), times on the shared
+/// clock; any transport asks, the index is the thread's.
+#[wasm_bindgen]
+impl Transport {
+    /// The thread's index holds at least this cache's `maxBytes`.
+    #[wasm_bindgen(js_name = cacheArrivalsBound)]
+    pub fn cache_arrivals_bound(&self) {
+        if let Some(cache) = self.cache() {
+            let max = cache.borrow().0.config().max_bytes;
+            ARRIVALS.with(|a| a.borrow_mut().bound(max));
+        }
+    }
+
+    /// Entry `name`, `bytes` long and fresh until `until`, arrived at `now`: the names whose
+    /// bytes to drop (`name` itself when it is not kept).
+    #[wasm_bindgen(js_name = cacheArrive)]
+    pub fn cache_arrive(&self, name: &str, bytes: f64, until: f64, now: f64) -> Vec<String> {
+        ARRIVALS.with(|a| a.borrow_mut().arrive(now, name, bytes, until))
+    }
+
+    /// How long entry `name` stays fresh after `now`; -1 when it is not here, or stale.
+    #[wasm_bindgen(js_name = cacheArrivedLeft)]
+    pub fn cache_arrived_left(&self, name: &str, now: f64) -> f64 {
+        ARRIVALS.with(|a| a.borrow_mut().left(now, name)).unwrap_or(-1.0)
+    }
+
+    /// The names whose lifetime ended by `now`, their bytes to drop.
+    #[wasm_bindgen(js_name = cacheArrivedSweep)]
+    pub fn cache_arrived_sweep(&self, now: f64) -> Vec<String> {
+        ARRIVALS.with(|a| a.borrow_mut().sweep(now))
+    }
+
+    /// When to sweep next (the shared clock); -1 when nothing is held.
+    #[wasm_bindgen(js_name = cacheArrivedWake)]
+    pub fn cache_arrived_wake(&self) -> f64 {
+        ARRIVALS.with(|a| a.borrow().wake_at()).unwrap_or(-1.0)
     }
 }
 

@@ -81,6 +81,9 @@ pub enum Asked {
     /// Not shared now (the shared cache did not answer, or its answer was not understood):
     /// fetch as if alone.
     Alone,
+    /// A thread that never received a fresh entry's bytes (it started after they were posted,
+    /// or dropped them for room): ask the other threads for them, then wait `ARRIVAL_MS`.
+    Want,
 }
 
 /// The shared name of a request (its credential's scope, URL and identity: a hash of `Accept`
@@ -179,6 +182,32 @@ pub fn claim(cell: Cell, now: Millis, here: Option<Millis>) -> (Asked, Option<Ce
     (Asked::Lead, Some(keep))
 }
 
+/// [`claim`] for a thread that has listened to the threads' channel since `since`, and last
+/// asked the other threads for the entry's bytes at `wanted_at`: a thread that finds a fresh
+/// entry posted before it listened (it started late), once the bytes' journey is over, asks the
+/// others for them ([`Asked::Want`]) and waits [`ARRIVAL_MS`] for them before it claims the
+/// fetch; a thread that starts late then finds the entries already kept. One that heard the
+/// entry and dropped it for room fetches at once: the others, bounded alike, likely did too.
+pub fn thread_claim(
+    cell: Cell,
+    now: Millis,
+    here: Option<Millis>,
+    (since, wanted_at): (Millis, Option<Millis>),
+) -> (Asked, Option<Cell>) {
+    let missed = cell.ours && now < cell.fresh_until && here.is_none() && cell.put_at < since;
+    if missed && now >= cell.put_at + ARRIVAL_MS {
+        match wanted_at.filter(|&at| at >= cell.put_at) {
+            None => return (Asked::Want, None),
+            Some(at) if now < at + ARRIVAL_MS => {
+                let left_ms = at + ARRIVAL_MS - now;
+                return (Asked::Wait { left_ms }, None);
+            }
+            Some(_) => {}
+        }
+    }
+    claim(cell, now, here)
+}
+
 /// The leader put an entry fresh for `fresh_ms` at `now` (`None`: it has none to put): the cell
 /// it writes back, its claim released.
 pub fn put(cell: Cell, now: Millis, fresh_ms: Option<Millis>) -> Cell {
@@ -197,14 +226,15 @@ pub fn put(cell: Cell, now: Millis, fresh_ms: Option<Millis>) -> Cell {
 }
 
 impl Asked {
-    /// The answer in `cache.js`'s numbers: 0 alone, 1 fresh, 2 lead, 3 wait; with its
-    /// milliseconds (a leader's, how long its claim lasts).
+    /// The answer in `cache.js`'s numbers: 0 alone, 1 fresh, 2 lead, 3 wait, 4 want; with its
+    /// milliseconds (a leader's, how long its claim lasts; a want's, how long to wait).
     pub fn code(self) -> [f64; 2] {
         match self {
             Asked::Alone => [0.0, 0.0],
             Asked::Fresh { left_ms } => [1.0, left_ms],
             Asked::Lead => [2.0, LEASE_MS],
             Asked::Wait { left_ms } => [3.0, left_ms],
+            Asked::Want => [4.0, ARRIVAL_MS],
         }
     }
 }
@@ -228,12 +258,19 @@ impl Cell {
     }
 }
 
-/// [`claim`] in `cache_threads.js`'s numbers: its cell's `times`, and `here_ms` how long the
-/// bytes this thread holds stay fresh (not above 0: it holds none); the answer's code and ms,
-/// whether to write the cell back (1 or 0), and the cell to write.
-pub fn claim_words(ours: bool, times: &[f64], now: Millis, here_ms: Millis) -> [f64; 6] {
+/// [`thread_claim`] in `cache_share.js`'s numbers: its cell's `times`, `here_ms` how long the
+/// bytes this thread holds stay fresh (not above 0: it holds none), since when it listens, and
+/// when it last asked the others for them (below 0: never); the answer's code and ms, whether to
+/// write the cell back (1 or 0), and the cell to write.
+pub fn claim_words(
+    ours: bool,
+    times: &[f64],
+    now: Millis,
+    (here_ms, since, wanted_at): (Millis, Millis, Millis),
+) -> [f64; 6] {
     let here = (here_ms > 0.0).then_some(here_ms);
-    let (asked, write) = claim(Cell::read(ours, times), now, here);
+    let wanted_at = (wanted_at >= 0.0).then_some(wanted_at);
+    let (asked, write) = thread_claim(Cell::read(ours, times), now, here, (since, wanted_at));
     let [code, ms] = asked.code();
     let [lease, fresh, put] = write.unwrap_or_default().words();
     let written = f64::from(u8::from(write.is_some()));
