@@ -16,8 +16,11 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 step "core (native cargo test)"
 cargo test
 # The store's parity tests need a redis-server (scripts/setup.sh installs it): ignored by a plain
-# `cargo test`, run here, where a missing server fails them.
+# `cargo test`, run here, where a missing server fails them. One per script: gate.lua, cache.lua
+# and learned.lua.
 cargo test --test parity -- --ignored
+cargo test --test parity_cache -- --ignored
+cargo test --test parity_learned -- --ignored
 step "bindings (wasm-bindgen-test under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test --target wasm32-unknown-unknown --tests

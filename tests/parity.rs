@@ -1,19 +1,15 @@
 //! Parity of the two admission authorities: random sequences of operations run through the
 //! store authority (the memory authority, and the order between processes' lines) and through
-//! `gate.lua` on a real `redis-server` (started here, on a free loopback port), with the same
-//! virtual clock, must give identical answers, number for number, and keep the same order. The
-//! Redis side runs the script synchronously.
+//! `gate.lua` on a real `redis-server` (started for the test by `tests/redis_support/`, on a
+//! free loopback port), with the same virtual clock, must give identical answers, number for
+//! number, and keep the same order. The Redis side runs the script synchronously.
 //!
 //! Both tests are `#[ignore]`d, so that `cargo test` on a machine without Redis still runs
 //! everything else and says they did not run; `scripts/test.sh` runs them with
 //! `cargo test --test parity -- --ignored`, and there a missing `redis-server` fails them.
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+mod redis_support;
 
 use odds_gate::core::authority::credits::{Reading, Spend};
 use odds_gate::core::authority::fair::Shares;
@@ -27,109 +23,7 @@ use odds_gate::core::rules::credits::Spread;
 use odds_gate::core::Millis;
 use odds_gate::store::{answer, args, claimant, shares, GATE_SCRIPT};
 use proptest::prelude::*;
-
-/// A throwaway `redis-server`, stopped on drop.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    /// Starts one; a test asked to run never passes without it.
-    fn start() -> Server {
-        // One start at a time: a port just freed can be handed out again, and two servers
-        // told the same port would leave both tests on one redis-server, which the first to
-        // finish stops under the other.
-        static STARTING: Mutex<()> = Mutex::new(());
-        let _one = STARTING.lock().unwrap_or_else(|e| e.into_inner());
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("cannot run redis-server ({e}): scripts/setup.sh puts one on PATH")
-            });
-        let mut server = Server { child, port };
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "redis-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // Listening, and ours: a server that could not take the port has exited.
-        assert!(
-            matches!(server.child.try_wait(), Ok(None)),
-            "redis-server exited"
-        );
-        server
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Just enough RESP to load the script and run it.
-struct Connection {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
-}
-
-#[derive(Debug)]
-enum Reply {
-    Bulk(String),
-    Array(Vec<Reply>),
-}
-
-impl Connection {
-    fn open(port: u16) -> Connection {
-        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to redis-server");
-        stream.set_nodelay(true).unwrap();
-        Connection {
-            reader: BufReader::new(stream.try_clone().unwrap()),
-            writer: stream,
-        }
-    }
-
-    fn command(&mut self, parts: &[&str]) -> Reply {
-        let mut out = format!("*{}\r\n", parts.len());
-        for part in parts {
-            out.push_str(&format!("${}\r\n{part}\r\n", part.len()));
-        }
-        self.writer.write_all(out.as_bytes()).unwrap();
-        self.reply()
-    }
-
-    fn reply(&mut self) -> Reply {
-        let mut line = String::new();
-        self.reader.read_line(&mut line).unwrap();
-        let (kind, rest) = line.trim_end().split_at(1);
-        match kind {
-            "$" => {
-                let len: usize = rest.parse().unwrap();
-                let mut data = vec![0; len + 2];
-                self.reader.read_exact(&mut data).unwrap();
-                Reply::Bulk(String::from_utf8_lossy(&data[..len]).into_owned())
-            }
-            "*" => {
-                let n: usize = rest.parse().unwrap();
-                Reply::Array((0..n).map(|_| self.reply()).collect())
-            }
-            _ => panic!("redis answered {line:?}"),
-        }
-    }
-}
+use redis_support::{Connection, Reply, Server};
 
 /// `gate.lua` on Redis as [`Transitions`]: each operation is one `EVALSHA`, on the caller's
 /// clock.
@@ -173,10 +67,7 @@ impl RedisAuthority<'_> {
 }
 
 fn load(connection: &mut Connection) -> String {
-    match connection.command(&["SCRIPT", "LOAD", GATE_SCRIPT]) {
-        Reply::Bulk(sha) => sha,
-        other => panic!("SCRIPT LOAD failed: {other:?}"),
-    }
+    connection.load(GATE_SCRIPT)
 }
 
 /// The processes that ask in order: their names, as their ids go to the script.

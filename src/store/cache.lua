@@ -12,10 +12,15 @@
 --          entry for keep ms and releases any claim; answers 'ok'.
 --          release: ARGV[2] claimant: releases its claim (nothing to put); answers 'ok'.
 -- Fields: fresh_until, put_at, status, text, headers, body, age; lead, lease_until.
+-- Tests only: an argument after an operation's own (ARGV[4] of get, ARGV[10] of put) is now in
+-- ms, a virtual clock (tests/parity_cache.rs); production never passes one: Redis TIME.
 local key = KEYS[1]
 local op = ARGV[1]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = tonumber(ARGV[op == 'put' and 10 or 4])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local function n(x) return string.format('%.17g', x) end
 if op == 'get' then
   local s = redis.call('HMGET', key, 'fresh_until', 'lead', 'lease_until')
