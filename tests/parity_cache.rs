@@ -242,6 +242,7 @@ fn compare(
                         "wait"
                     }
                     Asked::Alone => return fail("the core went alone on its own cell".into()),
+                    Asked::Want => return fail("claim() never asks the threads for bytes".into()),
                 };
                 let edge = [before.cell.fresh_until, before.cell.lease_until];
                 tally.at_edge += usize::from(edge.contains(&now));
