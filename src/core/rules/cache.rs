@@ -424,13 +424,16 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
     }
 
     /// The cache with `names` (`cache.keyHeaders`, checked as tokens) as headers that say who
-    /// asks, beside the credentials: in lower case, each a part of every key.
+    /// asks, beside the credentials: in lower case, sorted, once each, a part of every key.
     pub fn with_key_headers(mut self, names: Vec<String>) -> Self {
-        self.key_headers = names.iter().map(|n| n.to_ascii_lowercase()).collect();
+        let mut names: Vec<String> = names.iter().map(|n| n.to_ascii_lowercase()).collect();
+        names.sort_unstable();
+        names.dedup();
+        self.key_headers = names;
         self
     }
 
-    /// `cache.keyHeaders`, in lower case.
+    /// `cache.keyHeaders`, in lower case, sorted, once each.
     pub fn key_headers(&self) -> &[String] {
         &self.key_headers
     }

@@ -132,19 +132,18 @@ impl CacheRequest {
 
     /// What identifies the request beside its gate's scope: a hash of `Accept` and every part
     /// that carries identity (see the rules above), never the values themselves; `None` when
-    /// no part does, and the request is not cached.
+    /// no part does, and the request is not cached. `key_headers` in lower case, sorted, once
+    /// each, as `Cache::key_headers` gives them.
     pub fn identity(&self, url: &str, key_headers: &[String]) -> Option<String> {
         let mut hash = Sha256::new();
         hash.update(b"odds-gate/cache-identity/v1\0");
         hash.update(self.header("accept").unwrap_or("").as_bytes());
         let mut found = false;
-        let names = IDENTITY_HEADERS.iter().copied();
-        let mut names: Vec<&str> = names
-            .chain(key_headers.iter().map(String::as_str))
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        for name in names {
+        // No list made per call: `key_headers` comes sorted and deduplicated (`Cache::
+        // with_key_headers`); a name among the built-in ones is read once, with them.
+        let extra = key_headers.iter().map(String::as_str);
+        let extra = extra.filter(|n| !IDENTITY_HEADERS.contains(n));
+        for name in IDENTITY_HEADERS.iter().copied().chain(extra) {
             if let Some(value) = self.header(name) {
                 found = true;
                 hash.update(b"\0");
