@@ -11,6 +11,11 @@
 //! bindings do: a fresh entry answers it at once (a stale one too, when its gate would hold or
 //! refuse it), a request in flight is joined, else it leads.
 
+mod cache;
+mod log;
+
+pub use self::log::{Log, Sent, Served};
+
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -19,19 +24,18 @@ use super::store::FakeStore;
 use crate::core::base::indexed::Indexed;
 use crate::core::base::slab::Mirror;
 use crate::core::base::timeline::Timeline;
-use crate::core::gate::action::{End, Event, OpId};
+use crate::core::gate::action::{End, OpId};
 use crate::core::gate::respond::BodyFacts;
 use crate::core::gate::store_link::StoreReply;
-use crate::core::gates::action::{Action, Refused};
+use crate::core::gates::action::Action;
 use crate::core::gates::fleet::Shared;
 use crate::core::gates::ids::{CallRef, GateId, WrapperId};
 use crate::core::gates::profile::{Keeping, Request};
-use crate::core::gates::scope::{request_key, RequestKey, Scope};
+use crate::core::gates::scope::RequestKey;
 use crate::core::gates::Gates;
 use crate::core::parse::freshness::CacheHeaders;
 use crate::core::rules::batch::Batch;
-use crate::core::rules::cache::{Cache, CacheConfig, CacheFigures, Landed, Lookup, Refusal};
-use crate::core::rules::cache_request::CacheRequest;
+use crate::core::rules::cache::{Cache, Landed};
 use crate::core::rules::classify::{Body, Failure};
 use crate::core::rules::quota::Usage;
 use crate::core::Millis;
@@ -86,80 +90,6 @@ impl SimCall {
 enum How {
     Wrapper(SimCall),
     Gate(usize, GateId, crate::core::gate::call::CallSpec),
-}
-
-/// One attempt the server saw.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sent {
-    /// When.
-    pub at: Millis,
-    /// Which process sent it.
-    pub process: usize,
-    /// The call (its number in that process's gates).
-    pub call: CallRef,
-    /// The call's number in start order (`usize::MAX` for a probe).
-    pub index: usize,
-    /// A gate's `/usage` probe rather than a caller's request.
-    pub probe: bool,
-    /// The scope of the gate that admitted it.
-    pub scope: Option<Scope>,
-    /// The answer's status, once it came (`None`: it failed, or has not come yet).
-    pub status: Option<u16>,
-}
-
-/// What happened, for reports and assertions.
-#[derive(Debug, Default)]
-pub struct Log {
-    /// Every attempt, in order.
-    pub sent: Vec<Sent>,
-    /// Responses as they arrived: when, to which call (by index), the status and the
-    /// `Retry-After`.
-    pub responses: Vec<(Millis, usize, u16, Option<String>)>,
-    /// How each attempt of each call (by index) ended: a status, or `None` for a failure or
-    /// timeout.
-    pub outcomes: Indexed<Vec<Option<u16>>>,
-    /// Calls settled, by index: when and how.
-    pub settled: Indexed<(Millis, End)>,
-    /// Calls whose caller aborted, by index.
-    pub aborted: Indexed<()>,
-    /// The calls (by index) of each response body disposed of: nobody saw it.
-    pub disposed: Vec<usize>,
-    /// Events, with their process and gate.
-    pub events: Vec<(Millis, usize, GateId, Event)>,
-    /// Calls refused before they reached a gate, by index.
-    pub refused: Indexed<Refused>,
-    /// Timer firings.
-    pub wakeups: usize,
-    /// Calls the cache answered, by index: when, how, and the status they got (0: none).
-    pub cached: Indexed<(Millis, Served, u16)>,
-    /// When each call started, by index.
-    pub started: Indexed<Millis>,
-}
-
-/// How the cache answered a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize),
-    serde(rename_all = "lowercase")
-)]
-pub enum Served {
-    /// A fresh entry answered it.
-    Hit,
-    /// It joined a request in flight and got its answer.
-    Coalesced,
-    /// A kept entry past its lifetime answered it at once: its gate would have held it (a
-    /// cooldown, no credit left in the spread) or refused it (a spent quota).
-    Stale,
-}
-
-impl Log {
-    /// How an attempt of the `index`-th call ended (a probe's are not kept).
-    fn outcome(&mut self, index: usize, status: Option<u16>) {
-        if index != usize::MAX {
-            self.outcomes.entry(index, Vec::new).push(status);
-        }
-    }
 }
 
 /// One simulated process: its gates, its timer, and what it has in flight.
@@ -313,29 +243,6 @@ impl World {
         self.calls.push(None);
         self.followers.insert(index, (next, at));
         next
-    }
-
-    /// Every process's GETs go through a cache of its own with `config` (see
-    /// `createFetch({ cache })`); its answers are fresh for `config.default_ttl_ms`. A call
-    /// waiting for another's request cannot be aborted here (`simulate()` aborts nothing).
-    pub fn cache(&mut self, config: CacheConfig) {
-        for process in &mut self.processes {
-            process.cache = Some(Cache::new(config));
-        }
-    }
-
-    /// The processes' caches' figures, their calls (hits, coalesced, stale) added up
-    /// (`None`: no cache).
-    pub(crate) fn cache_figures(&self) -> Option<CacheFigures> {
-        let mut caches = self.processes.iter().filter_map(|p| p.cache.as_ref());
-        let first = caches.next()?.figures();
-        Some(caches.fold(first, |mut all, c| {
-            let f = c.figures();
-            all.hits += f.hits;
-            all.coalesced += f.coalesced;
-            all.stale += f.stale;
-            all
-        }))
     }
 
     fn schedule_start(&mut self, at: Millis, how: How) -> usize {
@@ -531,78 +438,6 @@ impl World {
                 Some(p)
             }
         }
-    }
-
-    /// Whether the `index`-th call goes to the gates: it is not a GET its process's cache
-    /// answers now (fresh, or stale when its gate would hold it) or later (with the request in
-    /// flight it joins). With no stale use (`stale_for_ms` 0), the gate is not asked.
-    fn leads(&mut self, index: usize, call: &SimCall) -> bool {
-        let now = self.now;
-        let Process { cache, gates, .. } = &mut self.processes[call.process];
-        let Some(cache) = cache.as_mut() else {
-            return true;
-        };
-        let request = cache_request(call);
-        let Some(key) = cache_key(call, &request) else {
-            return true;
-        };
-        let stale = cache.config().stale_for_ms > 0.0;
-        let held = || stale && gates.holds(now, call.wrapper, &key.0, &call.url);
-        let served = match cache.lookup(now, &key, (index, &request), held) {
-            Lookup::Lead => return true,
-            Lookup::Joined => return false,
-            Lookup::Fresh { .. } => Served::Hit,
-            Lookup::Stale { .. } => Served::Stale,
-        };
-        self.log.cached.insert(index, (now, served, 200));
-        self.ended_now(index);
-        false
-    }
-
-    /// The request the `index`-th call of process `p` led has `landed` with `status` (0:
-    /// none): the calls that joined it get its answer and end now.
-    fn landed(&mut self, p: usize, index: usize, call: &SimCall, landed: Landed, status: u16) {
-        let now = self.now;
-        let (Some(cache), Some(key)) = (
-            self.processes[p].cache.as_mut(),
-            cache_key(call, &cache_request(call)),
-        ) else {
-            return;
-        };
-        let settled = cache.landed(now, &key, index, (landed, None));
-        for joined in settled.waiting.into_iter().filter(|&w| w != index) {
-            self.log
-                .cached
-                .insert(joined, (now, Served::Coalesced, status));
-            self.ended_now(joined);
-        }
-    }
-
-    /// The gate ended the request the `index`-th call of process `p` led with `end`: when that
-    /// is a refusal a kept entry answers instead (see [`Refusal::serves_stale`]), the call and
-    /// every call waiting for it get the entry, stale, and end now; whether they did.
-    fn served_stale(&mut self, p: usize, index: usize, call: &SimCall, end: &End) -> bool {
-        let refusal = match end {
-            End::Exhausted { .. } => Refusal::Quota,
-            End::Abandoned { abandoned, .. } => Refusal::Abandoned(abandoned.reason),
-            _ => return false,
-        };
-        let now = self.now;
-        let (Some(cache), Some(key)) = (
-            self.processes[p].cache.as_mut(),
-            cache_key(call, &cache_request(call)),
-        ) else {
-            return false;
-        };
-        let Some((_, waiting)) = cache.refused(now, &key, index, refusal) else {
-            return false;
-        };
-        let others = waiting.into_iter().filter(|&w| w != index);
-        for answered in std::iter::once(index).chain(others) {
-            self.log.cached.insert(answered, (now, Served::Stale, 200));
-            self.ended_now(answered);
-        }
-        true
     }
 
     /// The index of `call` of process `p` (`usize::MAX` for a probe).
@@ -849,22 +684,6 @@ impl World {
             None => {}
         }
     }
-}
-
-/// The headers the cache reads of `call`: its key, as `X-API-Key`.
-fn cache_request(call: &SimCall) -> CacheRequest {
-    CacheRequest::new("", [("x-api-key", call.key.as_str())])
-}
-
-/// The cache's key of `call`, by the bindings' rule (`None`: not cached).
-fn cache_key(call: &SimCall, request: &CacheRequest) -> Option<RequestKey> {
-    let credential = (Some(call.key.as_str()), None);
-    request_key(
-        credential,
-        (call.method, call.body),
-        call.url.clone(),
-        (request, &[]),
-    )
 }
 
 /// Sets a process's timer (`armed`) to fire `late` ms after `due` (not before `now`), or clears
