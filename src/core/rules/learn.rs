@@ -31,11 +31,29 @@
 //! Before any answer, one request at a time, for every spender of the allowance: the opening
 //! allowance is one token, the next a long while later. A configured allowance stays a
 //! ceiling: learning only goes below it.
+//!
+//! Here: the [`Learner`] itself, what it says (the allowance, the estimate), and how answers and
+//! other spenders' estimates reach it. Its parts each have a file under `learn/`: the phases, the
+//! marks, one answer and what it taught, the estimate; learning from trusted counts, learning
+//! without them, and the bounds the marks prove; and the memo a forgotten gate leaves.
 
+mod answer;
+mod blind;
+mod bounds;
+mod counted;
+mod estimate;
+mod marks;
 pub(crate) mod memo;
+mod phase;
+
+pub use self::answer::Sample;
+pub use self::estimate::Estimate;
 
 use std::collections::VecDeque;
 
+use self::answer::Lesson;
+use self::marks::{Mark, Untaken};
+use self::phase::Phase;
 use crate::core::rules::allowance::{Rate, MIN_PER_SECOND};
 use crate::core::rules::bucket::Count;
 use crate::core::rules::classify::took_token;
@@ -52,10 +70,6 @@ const HOPE: f64 = 2.0;
 pub const MIN_PACE: f64 = 1.0 / 60.0;
 /// The pace a learning gate starts from once it knows the answers' kind, per second.
 const START_PACE: f64 = 1.0;
-/// With counts, until they show a refill, the pace is at least the burst over this many
-/// seconds, up to [`MAX_GUESS`] a second (a claim of thousands sets no pace).
-const REFILL_GUESS_S: f64 = 10.0;
-const MAX_GUESS: f64 = 10.0;
 /// Until the first answer, the allowance's one token refills this slowly (per second): the
 /// first answer normally comes first, whoever else spends the allowance, and a first request
 /// that hangs holds the key no longer than this (not for its attempt's whole time limit).
@@ -69,217 +83,8 @@ const UNPACED: f64 = 1_000_000.0;
 pub(crate) const MAX_PACE: f64 = 10_000.0;
 /// The largest burst learning takes from a count.
 pub(crate) const MAX_BURST: f64 = 1_000_000.0;
-/// Marks kept to bound the rate from (the windows' starts).
-const MARKS: usize = 32;
 /// How long a bound holds: marks older than this no longer count.
 pub(crate) const HORIZON_MS: Millis = 30_000.0;
-/// Contradictions between the counts and 429s before the counts are distrusted.
-pub(crate) const DOUBTS: u32 = 2;
-/// A 429 while the count claims this many tokens or more distrusts the counts at once: not a
-/// token someone else took meanwhile, but a count of something else (a monthly quota's).
-const FAR_OFF: f64 = 10.0;
-/// Without counts, while the rate is unconfirmed each success raises the pace by a step: this
-/// much after slow start, halved by each 429 down to [`MIN_STEP`]. After a 429 the pace first
-/// holds for [`SEARCH_HOLD`] successes, so the bucket it just emptied has a moment to gain.
-const FIRST_STEP: f64 = 0.01;
-const MIN_STEP: f64 = 0.004;
-const SEARCH_HOLD: u32 = 8;
-/// A 429 at a pace no more than this over the bound the 429s prove pins the rate between the
-/// two: the estimate is confirmed, and the pace holds at the bound.
-const CONFIRM: f64 = 1.25;
-/// Where a confirmed pace holds between the bound (0) and the pace of the 429 (1): a pace above
-/// the true rate drains the bucket and meets a 429 at the next, narrower, pair.
-const WITHIN: f64 = 0.5;
-/// Successes at a confirmed pace before it tries above it, and between trials: a trial that
-/// finds the limit costs a 429, so about one attempt in this many is one once learning has
-/// settled.
-const HOLD: u32 = 100;
-/// ... and at least this long: a fast key's trials cost it a `Retry-After` each.
-const HOLD_MS: Millis = 20_000.0;
-/// A trial's first step above the confirmed pace; each trial that finds no limit doubles it, up
-/// to [`MAX_TRIAL`], so an allowance that grew is found in a few trials.
-const FIRST_TRIAL: f64 = 0.02;
-const MAX_TRIAL: f64 = 0.5;
-/// Without counts, marks (all 429s) hold this long: a confirmed pace holds for [`HOLD`]
-/// successes, and the 429s on either side of it bound the rate best. A 429 at the proven bound
-/// itself (the allowance dropped, or someone else spends the key) clears them sooner.
-const BLIND_HORIZON_MS: Millis = 600_000.0;
-
-/// Which kind of feedback the API gives this key, and how far learning has come.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Phase {
-    /// No answer yet: one request at a time.
-    Opening,
-    /// No counts, no 429 yet: as many requests in flight as `size`, one more per success.
-    Window { size: f64 },
-    /// No counts, after the first 429: the pace doubles each time a second's worth of it
-    /// (`count` successes so far) has gone out without a 429, so a pace held back by a
-    /// cooldown or by want of calls does not double blind.
-    SlowStart { count: f64 },
-    /// No counts, the rate not pinned yet: after `wait` more successes, each success raises the
-    /// pace by `step`; each 429 cuts it.
-    Climbing { step: f64, wait: u32 },
-    /// No counts, the rate pinned between the bound the 429s prove and the pace of the last 429:
-    /// the pace holds for `hold` more successes and until `until`, then tries `trial` above
-    /// it; `held` is the pace that last held a whole hold (0: none yet), which a trial's 429
-    /// goes back to.
-    Settled {
-        trial: f64,
-        hold: u32,
-        until: Millis,
-        held: f64,
-    },
-    /// Answers carry trusted `X-RateLimit-Limit` and `-Remaining`.
-    Counted,
-}
-
-impl Phase {
-    /// Settled at `now` at a confirmed pace, or one taken from elsewhere.
-    fn settled(now: Millis) -> Phase {
-        Phase::Settled {
-            trial: FIRST_TRIAL,
-            hold: HOLD,
-            until: now + HOLD_MS,
-            held: 0.0,
-        }
-    }
-
-    /// Searching from a 429, by `step` a success once the pace has held a little.
-    fn climbing(step: f64) -> Phase {
-        Phase::Climbing {
-            step,
-            wait: SEARCH_HOLD,
-        }
-    }
-}
-
-/// One answer, as learning needs it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Sample {
-    /// When its request went out.
-    pub sent: Millis,
-    /// Its status.
-    pub status: u16,
-    /// `X-RateLimit-Limit` and `-Remaining`, when both came.
-    pub counts: Option<(u64, u64)>,
-    /// Its request's number among every request the allowance admitted.
-    pub seq: f64,
-    /// The gate's requests still out when it went: numbered before it, they may reach the
-    /// server after it.
-    pub ahead: f64,
-    /// The highest number the gate had admitted when the answer came: requests numbered above
-    /// this one, up to that, may have reached the server before it.
-    pub heard: f64,
-    /// The gate's requests numbered before this one still out when its answer came: they
-    /// may reach the server after it, so its count has not taken them off yet.
-    pub behind: f64,
-    /// Calls were waiting for a token (a full server bucket then means the pace is too slow).
-    pub backlogged: bool,
-}
-
-/// One answer to bound the rate from: when its request went and its answer came, what was
-/// left, the request's number (with [`Sample::ahead`] and [`Sample::heard`]), and how many
-/// answers had taken no token by then.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Mark {
-    sent: Millis,
-    at: Millis,
-    remaining: f64,
-    seq: f64,
-    ahead: f64,
-    heard: f64,
-    untaken: f64,
-}
-
-impl Mark {
-    /// The lower bound on the refill rate (per second) from `self` to `later`, when `later`'s
-    /// request surely reached the server after `self`'s (it went after `self`'s answer came).
-    /// Requests do not reach the server in the order they were numbered (connections open at
-    /// their own pace, latency varies): counted between the two are only those surely taken
-    /// between (numbered after what `self`'s answer had seen, and not still out when `later`'s
-    /// went), over the longest time the two can lie apart at the server.
-    /// `untaken` says how many answers numbered between took no token (see
-    /// [`Untaken::between`]).
-    fn bound_to(&self, later: &Mark, untaken: &Untaken) -> Option<f64> {
-        if later.at <= self.at || later.seq <= self.heard {
-            return None;
-        }
-        let between = (later.seq - self.heard) - later.ahead;
-        let taken = between - untaken.between(self, later);
-        let dt = (later.at - self.sent) / 1000.0;
-        Some((later.remaining - self.remaining - 1.0 + taken) / dt)
-    }
-}
-
-/// The numbers of the latest answers that took no token: the requests between two marks that
-/// took none are these, where the count of every such answer since the first mark would also
-/// take off answers to requests numbered before it (out when it came).
-#[derive(Debug, Clone, Default)]
-struct Untaken {
-    seqs: VecDeque<f64>,
-    /// The highest number let go to keep [`UNTAKEN_KEPT`].
-    forgotten: f64,
-}
-
-/// Numbers of answers that took no token kept, at most.
-const UNTAKEN_KEPT: usize = 64;
-
-impl Untaken {
-    fn push(&mut self, seq: f64) {
-        if self.seqs.len() == UNTAKEN_KEPT {
-            if let Some(old) = self.seqs.pop_front() {
-                self.forgotten = self.forgotten.max(old);
-            }
-        }
-        self.seqs.push_back(seq);
-    }
-
-    /// Answers numbered after what `from`'s answer had seen, up to `to`'s own, that took no
-    /// token; every one that came between the two when some may have been let go.
-    fn between(&self, from: &Mark, to: &Mark) -> f64 {
-        if self.forgotten > from.heard {
-            return (to.untaken - from.untaken).max(0.0);
-        }
-        let within = |&&seq: &&f64| seq > from.heard && seq <= to.seq;
-        self.seqs.iter().filter(within).count() as f64
-    }
-}
-
-/// What was learned, for `describe()`, `stats()` and the change event.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Estimate {
-    /// The bucket's capacity, once a response gave it.
-    pub burst: Option<f64>,
-    /// The pace admissions follow now, per second.
-    pub per_second: f64,
-    /// The best lower bound on the server's refill rate, per second (0: none yet).
-    pub at_least: f64,
-    /// How much of the pace the evidence backs: the bound over the pace, at most 1.
-    pub confidence: f64,
-    /// When the last 429 came (on the gate's clock).
-    pub last_throttle: Option<Millis>,
-}
-
-impl Estimate {
-    /// Whether `self` is news next to `before`: a capacity learned or changed, a throttle, or
-    /// the pace moved by a tenth or more.
-    pub(crate) fn differs(&self, before: &Estimate) -> bool {
-        self.burst != before.burst
-            || self.last_throttle != before.last_throttle
-            || (self.per_second - before.per_second).abs() >= 0.1 * before.per_second
-    }
-}
-
-/// What an answer taught: the allowance to follow, and the server's count of tokens as of the
-/// answered request (the authority takes off the requests admitted after it).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Lesson {
-    /// The allowance admissions follow from now.
-    pub rate: Rate,
-    /// Tokens the server held when it answered (at most that many under a ceiling: learning
-    /// never spends faster than the ceiling allows).
-    pub tokens: Option<Count>,
-}
 
 /// One gate's learning.
 #[derive(Debug, Clone)]
@@ -297,6 +102,8 @@ pub struct Learner {
     /// Answers that took a token since the last 429 that cut the pace.
     since_cut: u32,
     /// 429s in a row that came within [`SEARCH_HOLD`] successes of the one before.
+    ///
+    /// [`SEARCH_HOLD`]: phase::SEARCH_HOLD
     quick: u32,
     last_throttle: Option<Millis>,
     /// The limiter whose answers these are (`X-RateLimit-Bucket`), once one named it.
@@ -596,273 +403,6 @@ impl Learner {
         self.at_least = 0.0;
         Some(self.rate(now))
     }
-
-    /// A token-taking answer with trusted counts.
-    fn counted(&mut self, now: Millis, limit: f64, remaining: f64, s: &Sample) {
-        let opening = matches!(self.phase, Phase::Opening | Phase::Window { .. });
-        // Until the counts prove their bucket refills, a count is a claim (the first answer's
-        // may be a monthly quota's 9,999): it releases a window of requests, one more per
-        // success, not the whole queue.
-        self.unconfirmed = match (self.unconfirmed, opening) {
-            (None, true) => Some(2.0),
-            (Some(size), _) => Some(size + 1.0),
-            (None, false) => None,
-        };
-        self.pace = match self.unconfirmed {
-            // Until a refill is seen, look for one soon: a bucket that holds many tokens seldom
-            // takes minutes to refill them, and a burst of 50 spent at once, then a second at
-            // the start's pace before the next request shows the refill, costs a second.
-            Some(_) => self
-                .pace_at(now)
-                .max((limit / REFILL_GUESS_S).min(MAX_GUESS)),
-            None => self.pace_at(now),
-        };
-        self.phase = Phase::Counted;
-        self.burst = Some(limit.max(1.0));
-        self.claim = Some((remaining, s.seq));
-        let mark = self.mark(now, remaining, s);
-        self.remember(mark);
-        self.at_least = self.best_bound();
-        if self.at_least > 0.0 {
-            self.unconfirmed = None;
-        }
-        // Found full (with a bucket of one, every answer that took a token looks so).
-        let full = remaining >= 1.0 && remaining + 1.0 >= limit;
-        let calm = self.last_throttle.is_none_or(|at| now - at > HORIZON_MS);
-        if full && s.backlogged && calm && !opening {
-            // Found full while calls waited: the refill outran the pace. Twice the best bound
-            // at most, so a run of such answers cannot run away with it (and never lower: a
-            // pace taken from another process may be above this gate's own bound).
-            let cap = 2.0 * self.at_least.max(START_PACE);
-            self.pace = (self.pace * 2.0).min(cap).max(self.pace);
-        } else {
-            self.pace = self.pace.max(self.at_least).max(MIN_PACE);
-        }
-    }
-
-    /// A 429 while the counts are trusted.
-    fn counted_throttle(&mut self, now: Millis, s: &Sample, fresh: bool) {
-        let mark = self.mark(now, 0.0, s);
-        self.remember(mark);
-        if fresh {
-            self.throttled(now, self.pace);
-            self.at_least = self.best_bound();
-            self.pace = (self.pace * BETA).max(self.at_least).max(MIN_PACE);
-        }
-    }
-
-    /// A 429 came while the latest count claimed room: a contradiction; enough of them and the
-    /// counts are distrusted (their bounds go with them).
-    fn contradicted(&mut self, now: Millis, seq: f64) {
-        let Some((remaining, at)) = self.claim else {
-            return;
-        };
-        let claimed = remaining - (seq - at - 1.0).max(0.0);
-        if claimed < 1.0 {
-            return;
-        }
-        // One 429 against a claim this far off is enough.
-        self.doubts += if claimed >= FAR_OFF { DOUBTS } else { 1 };
-        if self.doubts >= DOUBTS && !self.distrusted {
-            self.distrusted = true;
-            self.claim = None;
-            self.marks.clear();
-            self.at_least = 0.0;
-            self.burst = None;
-            // Learning starts again as without counts, from a 429: slow start.
-            self.phase = Phase::SlowStart { count: 0.0 };
-            self.pace = START_PACE;
-            self.last_throttle = Some(now);
-        }
-    }
-
-    /// An answer without (trusted) counts.
-    fn blind(&mut self, now: Millis, s: &Sample, fresh: bool) {
-        let took = took_token(s.status);
-        if s.status == 429 && !fresh {
-            return;
-        }
-        if took && matches!(self.phase, Phase::Climbing { .. } | Phase::Settled { .. }) {
-            // Empty at each 429 kept, holding at least nothing now: the same bound.
-            let mark = self.mark(now, 0.0, s);
-            self.at_least = self.bound(&mark).max(self.at_least);
-        }
-        match (self.phase, fresh) {
-            (Phase::Opening, false) if took => self.phase = Phase::Window { size: 2.0 },
-            (Phase::Window { size }, false) if took => {
-                self.phase = Phase::Window { size: size + 1.0 }
-            }
-            // The counts stopped coming: go on from the pace they led to.
-            (Phase::Counted, false) if took => self.phase = Phase::settled(now),
-            (Phase::SlowStart { count }, false) if took => {
-                let count = count + 1.0;
-                self.phase = match count >= self.pace {
-                    true => {
-                        self.pace = (self.pace * 2.0).min(MAX_PACE);
-                        Phase::SlowStart { count: 0.0 }
-                    }
-                    false => Phase::SlowStart { count },
-                };
-            }
-            (Phase::Climbing { step, wait }, false) if took => {
-                self.phase = match wait {
-                    0 => {
-                        self.pace *= 1.0 + step;
-                        Phase::Climbing { step, wait }
-                    }
-                    _ => Phase::Climbing {
-                        step,
-                        wait: wait - 1,
-                    },
-                };
-            }
-            (
-                Phase::Settled {
-                    trial,
-                    hold,
-                    until,
-                    held,
-                },
-                false,
-            ) if took => {
-                self.pace = self.pace.max(self.at_least);
-                let hold = hold.saturating_sub(1);
-                self.phase = match hold == 0 && now >= until {
-                    true => {
-                        // A whole hold without a 429: this pace holds; try above it.
-                        let held = self.pace;
-                        self.pace *= 1.0 + trial;
-                        Phase::Settled {
-                            trial: (trial * 2.0).min(MAX_TRIAL),
-                            hold: HOLD,
-                            until: now + HOLD_MS,
-                            held,
-                        }
-                    }
-                    false => Phase::Settled {
-                        trial,
-                        hold,
-                        until,
-                        held,
-                    },
-                };
-            }
-            (phase, true) => {
-                let mark = self.mark(now, 0.0, s);
-                let pace = self.rate(now).per_second();
-                self.last_throttle = Some(now);
-                let quick = std::mem::take(&mut self.since_cut) < SEARCH_HOLD;
-                self.quick = if quick { self.quick + 1 } else { 0 };
-                let dropped = matches!(phase, Phase::Settled { .. })
-                    && (pace <= self.at_least || self.quick >= 2);
-                if dropped {
-                    // A 429 at the proven bound itself, or soon after the last: the allowance
-                    // dropped, or someone else spends the key. The bounds start again from here.
-                    self.marks.clear();
-                    self.at_least = 0.0;
-                }
-                self.at_least = self.bound(&mark).max(self.best_bound());
-                self.remember(mark);
-                let searched = matches!(phase, Phase::Climbing { .. } | Phase::Settled { .. });
-                let confirmed = searched && !dropped && pace <= CONFIRM * self.at_least;
-                let (pace, next) = match phase {
-                    // The 429s pin the rate between the bound and this pace: hold between them, and
-                    // no higher than a pace that held a whole hold.
-                    _ if confirmed => {
-                        let within = self.at_least + (pace - self.at_least) * WITHIN;
-                        let held = match phase {
-                            Phase::Settled { held, .. } if held > 0.0 => held,
-                            _ => f64::INFINITY,
-                        };
-                        (within.min(held), Phase::settled(now))
-                    }
-                    // The first 429 ends the window: start again at a pace, doubling.
-                    Phase::Opening | Phase::Window { .. } => {
-                        (START_PACE, Phase::SlowStart { count: 0.0 })
-                    }
-                    // Slow start overshot by at most its last doubling.
-                    Phase::SlowStart { .. } => (pace / 2.0, Phase::climbing(FIRST_STEP)),
-                    Phase::Climbing { step, .. } => {
-                        (pace * BETA, Phase::climbing((step / 2.0).max(MIN_STEP)))
-                    }
-                    Phase::Settled { .. } | Phase::Counted => {
-                        (pace * BETA, Phase::climbing(FIRST_STEP))
-                    }
-                };
-                self.pace = pace.max(self.at_least).max(MIN_PACE);
-                self.phase = next;
-            }
-            _ => {}
-        }
-    }
-
-    /// This answer at `now`, to bound the rate from: `remaining` left after it (0: empty at a
-    /// 429).
-    fn mark(&self, now: Millis, remaining: f64, s: &Sample) -> Mark {
-        Mark {
-            sent: s.sent,
-            at: now,
-            remaining,
-            seq: s.seq,
-            ahead: s.ahead,
-            heard: s.heard.max(s.seq),
-            untaken: self.untaken,
-        }
-    }
-
-    /// The lower bound on the rate that `mark` and the kept marks give.
-    fn bound(&self, mark: &Mark) -> f64 {
-        self.marks
-            .iter()
-            .filter_map(|m| m.bound_to(mark, &self.untaken_seqs))
-            .fold(0.0, f64::max)
-    }
-
-    /// The best lower bound the kept marks give, each against those before it.
-    fn best_bound(&self) -> f64 {
-        let mut best: f64 = 0.0;
-        for (i, mark) in self.marks.iter().enumerate() {
-            for m in self.marks.iter().take(i) {
-                best = best.max(m.bound_to(mark, &self.untaken_seqs).unwrap_or(0.0));
-            }
-        }
-        best
-    }
-
-    // Never inlined: one copy for its three callers (1 KB of wasm).
-    #[inline(never)]
-    fn remember(&mut self, mark: Mark) {
-        if self.marks.len() == MARKS {
-            // Keep the oldest (the longest window) and the newest: drop the second.
-            self.marks.remove(1);
-        }
-        self.marks.push_back(mark);
-    }
-
-    /// Bounds older than the horizon no longer hold.
-    fn expire(&mut self, now: Millis) {
-        let before = self.marks.len();
-        let horizon = match self.phase {
-            Phase::Climbing { .. } | Phase::Settled { .. } => BLIND_HORIZON_MS,
-            _ => HORIZON_MS,
-        };
-        while self.marks.front().is_some_and(|m| now - m.at > horizon) {
-            self.marks.pop_front();
-        }
-        if self.marks.len() != before {
-            self.at_least = self.best_bound();
-        }
-    }
-
-    /// A 429 came at `now`, the pace being `pace`. Throttled at the bound itself, the
-    /// allowance changed or someone else spends the key: the bounds start again from here.
-    fn throttled(&mut self, now: Millis, pace: f64) {
-        self.last_throttle = Some(now);
-        if pace <= self.at_least * 1.05 {
-            self.marks.clear();
-            self.at_least = 0.0;
-        }
-    }
 }
 
 #[cfg(test)]
@@ -870,7 +410,7 @@ mod tests {
     use super::*;
 
     /// A server bucket of `burst` at `per_second`, full at 0, that our requests alone spend.
-    struct Server {
+    pub(super) struct Server {
         tokens: f64,
         last: Millis,
         burst: f64,
@@ -878,7 +418,7 @@ mod tests {
     }
 
     impl Server {
-        fn new(burst: f64, per_second: f64) -> Server {
+        pub(super) fn new(burst: f64, per_second: f64) -> Server {
             Server {
                 tokens: burst,
                 last: 0.0,
@@ -888,7 +428,7 @@ mod tests {
         }
 
         /// Takes a token at `now`: the status and what is left.
-        fn take(&mut self, now: Millis) -> (u16, u64) {
+        pub(super) fn take(&mut self, now: Millis) -> (u16, u64) {
             self.tokens =
                 (self.tokens + (now - self.last) / 1000.0 * self.per_second).min(self.burst);
             self.last = now;
@@ -901,7 +441,7 @@ mod tests {
         }
     }
 
-    fn sample(now: Millis, status: u16, counts: Option<(u64, u64)>, seq: f64) -> Sample {
+    pub(super) fn sample(now: Millis, status: u16, counts: Option<(u64, u64)>, seq: f64) -> Sample {
         Sample {
             sent: now,
             status,
@@ -1094,127 +634,6 @@ mod tests {
             learner.estimate(now).at_least > 1.0,
             "the bound itself is not capped"
         );
-    }
-
-    #[test]
-    fn without_counts_the_window_grows_each_answer_until_a_429_then_slow_start() {
-        let mut learner = Learner::new(None);
-        learner.observe(20.0, &sample(0.0, 200, None, 0.0));
-        assert_eq!(learner.window(), Some(2.0));
-        learner.observe(40.0, &sample(20.0, 200, None, 1.0));
-        learner.observe(40.0, &sample(20.0, 200, None, 2.0));
-        assert_eq!(learner.window(), Some(4.0), "doubling each round trip");
-        learner.observe(60.0, &sample(40.0, 429, None, 3.0));
-        assert_eq!(learner.window(), None);
-        assert_eq!(learner.rate(60.0).per_second(), START_PACE);
-        assert_eq!(
-            learner.rate(9_000.0).per_second(),
-            START_PACE,
-            "no doubling while nothing went out"
-        );
-        // A second's worth of successes at each pace doubles it: 1, then 2, then 4 more.
-        let mut seq = 4.0;
-        for _ in 0..7 {
-            learner.observe(9_000.0, &sample(9_000.0, 200, None, seq));
-            seq += 1.0;
-        }
-        assert_eq!(learner.rate(9_000.0).per_second(), 8.0 * START_PACE);
-        learner.observe(9_100.0, &sample(9_050.0, 429, None, seq));
-        assert_eq!(learner.rate(9_100.0).per_second(), 4.0 * START_PACE);
-        // The pace holds a little, then grows a step a success.
-        for _ in 0..=SEARCH_HOLD {
-            seq += 1.0;
-            learner.observe(9_200.0, &sample(9_200.0, 200, None, seq));
-        }
-        assert_eq!(
-            learner.rate(9_200.0).per_second(),
-            4.0 * START_PACE * (1.0 + FIRST_STEP)
-        );
-    }
-
-    /// A sender that always has a call waiting, pacing by the learner, against `server`
-    /// without counts: the 429s among the last `tail` of `requests`, and how fast those took
-    /// tokens (per second).
-    fn backlogged(server: &mut Server, requests: u32, tail: u32) -> (u32, f64) {
-        let mut learner = Learner::new(None);
-        learner.observe(0.0, &sample(0.0, 200, None, 0.0));
-        learner.observe(10.0, &sample(10.0, 429, None, 1.0));
-        let (mut now, mut throttled, mut from) = (10.0, 0, 0.0);
-        for seq in 2..requests {
-            now += 1000.0 / learner.rate(now).per_second();
-            let (status, _) = server.take(now);
-            if seq == requests - tail {
-                from = now;
-            }
-            if status == 429 && seq >= requests - tail {
-                throttled += 1;
-            }
-            learner.observe(now, &sample(now, status, None, f64::from(seq)));
-        }
-        (
-            throttled,
-            f64::from(tail - throttled) / ((now - from) / 1000.0),
-        )
-    }
-
-    #[test]
-    fn without_counts_a_confirmed_rate_holds_and_probes_rarely() {
-        for (burst, per_second) in [(10.0, 5.0), (2.0, 2.0), (1.0, 0.5), (50.0, 20.0)] {
-            let (throttled, rate) = backlogged(&mut Server::new(burst, per_second), 3_000, 2_000);
-            let ratio = rate / per_second;
-            // Measured: 5-15 429s in 2,000 (at most 0.75 %), 0.92-1.00 x the true rate (0.92 for
-            // a bucket of one, whose bounds are the loosest).
-            assert!(
-                throttled <= 17,
-                "{throttled} 429s at {burst} @ {per_second}/s"
-            );
-            assert!(
-                (0.9..=1.01).contains(&ratio),
-                "{ratio} x at {burst} @ {per_second}/s"
-            );
-        }
-    }
-
-    #[test]
-    fn answers_out_when_a_429_came_do_not_weaken_its_bound() {
-        let mut learner = Learner::new(None);
-        learner.observe(0.0, &sample(0.0, 200, None, 0.0));
-        // Requests 1-3 went together; 1 is a 429, and 2 and 3 were out when it came.
-        let at_429 = Sample {
-            heard: 3.0,
-            ..sample(10.0, 429, None, 1.0)
-        };
-        learner.observe(20.0, &at_429);
-        learner.observe(21.0, &sample(10.0, 429, None, 2.0));
-        learner.observe(22.0, &sample(10.0, 429, None, 3.0));
-        // Then four successes a second apart, then a 429: four taken after the first 429.
-        for (i, seq) in (4..8).enumerate() {
-            let at = 1_000.0 * (i as f64 + 1.0);
-            learner.observe(at, &sample(at, 200, None, f64::from(seq)));
-        }
-        learner.observe(5_000.0, &sample(5_000.0, 429, None, 8.0));
-        // (4 taken - 1) over the 4.99 s from the first 429's sending: 2 and 3 are not counted
-        // as untaken between them (they were numbered before what its answer had seen).
-        let bound = learner.estimate(5_000.0).at_least;
-        assert!((bound - 3.0 / 4.99).abs() < 1e-9, "{bound}");
-    }
-
-    #[test]
-    fn one_overshoot_is_cut_once() {
-        let mut learner = Learner::new(None);
-        learner.observe(0.0, &sample(0.0, 200, None, 0.0));
-        learner.observe(2_000.0, &sample(2_000.0, 429, None, 1.0));
-        learner.observe(5_000.0, &sample(5_000.0, 429, None, 2.0));
-        let pace = learner.rate(5_000.0).per_second();
-        // Sent before that 429 came back: the same overshoot.
-        learner.observe(5_010.0, &sample(4_990.0, 429, None, 3.0));
-        assert_eq!(learner.rate(5_010.0).per_second(), pace);
-        learner.observe(5_500.0, &sample(5_400.0, 429, None, 4.0));
-        assert_eq!(
-            learner.rate(5_500.0).per_second(),
-            (pace * BETA).max(MIN_PACE)
-        );
-        assert_eq!(learner.estimate(5_500.0).last_throttle, Some(5_500.0));
     }
 
     #[test]
