@@ -7,7 +7,7 @@
 // the source the package is built from.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { current, enter, leave, useMemory, words } from '../src/js/shared_memory.js';
+import { cells, current, enter, enterCell, leave, leaveCell, useMemory, words } from '../src/js/shared_memory.js';
 
 const WORDS = words();
 const s = current();
@@ -38,9 +38,9 @@ function assertLive(slot, v) {
   assert.equal(leave(s, slot, held, -1), true);
   assert.deepEqual([...new Set(heap.subarray(IN * WORDS, (IN + 1) * WORDS))], [v]);
 }
-// How many buffers hold WORDS copies of v: the first slots lie well within the first 8,192 f64s
-// (after the header and the cache's cells), and each test's values are its own.
-const buffers = (v) => s.f64.subarray(0, 8192).filter((x) => x === v).length / WORDS;
+// How many buffers hold WORDS copies of v: the first slots lie well within the first 32,768 f64s
+// (after the header and the cache's cells, 17,416), and each test's values are its own.
+const buffers = (v) => s.f64.subarray(0, 32768).filter((x) => x === v).length / WORDS;
 // A hold that another hold takes over: it stalls (its thread descheduled, collecting garbage)
 // from now until the test lets it go.
 function stall(slot, v) {
@@ -90,4 +90,32 @@ test("no write targets a taken-over holder's buffer while it may yet copy into i
   assert.equal(leave(s, slot, again, STALLED * WORDS), false);
   assertLive(slot, 34);
   assert.deepEqual([777, 888].map(buffers), [0, 0]);
+});
+
+test("the cache's cells are held the same way: a taken-over holder's late write counts for nothing", () => {
+  const [CELLS, CELL_WORDS] = cells();
+  const cell = CELLS - 1;
+  const at = (r) => r * WORDS;
+  const writeCell = (v) => {
+    const held = enterCell(s, cell, at(IN));
+    heap.fill(v, at(OUT), at(OUT) + CELL_WORDS);
+    assert.equal(leaveCell(s, cell, held, at(OUT)), true, `writing ${v}`);
+  };
+  const liveCell = () => {
+    const held = enterCell(s, cell, at(IN));
+    assert.equal(leaveCell(s, cell, held, -1), true);
+    return [...new Set(heap.subarray(at(IN), at(IN) + CELL_WORDS))];
+  };
+  writeCell(41);
+  assert.deepEqual(liveCell(), [41]);
+  const stalled = enterCell(s, cell, at(IN));
+  heap.fill(999, at(STALLED), at(STALLED) + CELL_WORDS);
+  const start = performance.now();
+  writeCell(42);
+  assert.ok(performance.now() - start >= 100, 'the write waited out the lease');
+  assert.equal(leaveCell(s, cell, stalled, at(STALLED)), false, 'the late leave fails');
+  assert.deepEqual(liveCell(), [42]);
+  writeCell(43);
+  assert.deepEqual(liveCell(), [43]);
+  assert.equal(s.f64.subarray(0, 17416).filter((x) => x === 999).length, 0, 'nothing it wrote is in a cell');
 });

@@ -13,7 +13,8 @@ use odds_gate::core::gate::respond::drains;
 use odds_gate::core::gates::hook::told;
 use odds_gate::core::gates::profile::{LaneAsks, THREADS, TYPED_ERRORS};
 use odds_gate::core::gates::scope::{request_key, Scope};
-use odds_gate::core::rules::cache::{answered_words, Lookup, Refusal, Settled};
+use odds_gate::core::rules::cache::Refusal;
+use odds_gate::core::rules::cache_flow::{CacheAction, How};
 use odds_gate::core::rules::cache_request::CacheRequest;
 use odds_gate::core::rules::classify::Body;
 use odds_gate::core::rules::classify::{Ended, Failure, Outcome};
@@ -114,29 +115,13 @@ fn a_lanes_retries_draw_on_its_wrappers_budget() {
 }
 
 #[test]
-fn the_gates_refusals_are_the_quotas_answer_given_again_and_its_own_errors() {
-    let of = Refusal::of;
+fn a_response_is_the_gates_refusal_only_when_marked_as_the_quotas_answer_given_again() {
     assert_eq!(
-        of(Some(Some("quota-exhausted")), None, None),
+        Refusal::marked(Some("quota-exhausted")),
         Some(Refusal::Quota)
     );
-    assert_eq!(of(Some(None), None, None), None, "a plain response");
-    assert_eq!(of(Some(Some("other")), None, None), None);
-    // A response is never read as an error, whatever it carries.
-    let abandoned = Some("GateAbandonedError");
-    assert_eq!(of(Some(None), abandoned, Some("queue-wait")), None);
-    assert_eq!(
-        of(None, Some("QuotaExhaustedError"), None),
-        Some(Refusal::Quota)
-    );
-    assert_eq!(
-        of(None, abandoned, Some("queue-wait")),
-        Some(Refusal::Abandoned(Reason::QueueWait))
-    );
-    assert_eq!(of(None, abandoned, Some("no-such-reason")), None);
-    assert_eq!(of(None, abandoned, None), None);
-    assert_eq!(of(None, Some("TypeError"), None), None);
-    assert_eq!(of(None, None, None), None);
+    assert_eq!(Refusal::marked(None), None, "a plain response");
+    assert_eq!(Refusal::marked(Some("other")), None);
 }
 
 #[test]
@@ -287,38 +272,29 @@ fn the_cache_keys_a_get_without_a_body_and_answers_cache_js_in_numbers() {
         let key = request_key((Some("k1"), None), (method, body), "/a".into(), by);
         assert_eq!(key, None, "{method} {body:?}");
     }
-    let fresh = Lookup::Fresh {
+    let stale = CacheAction::Answer {
+        call: 3,
         entry: 7,
-        age_ms: 1.0,
+        how: How::Stale,
+        age_s: 12.0,
     };
-    let stale = Lookup::Stale {
-        entry: 7,
-        age_ms: 1.0,
+    assert_eq!(stale.words(), [2.0, 3.0, 7.0, 12.0]);
+    let take = CacheAction::Take {
+        leader: 4,
+        give: true,
+        ttl: false,
     };
-    let codes = [fresh, stale, Lookup::Joined, Lookup::Lead].map(|l| l.code());
-    assert_eq!(codes, [7.0, -9.0, 0.0, -1.0]);
-    let settled = Settled {
-        waiting: vec![3_u32, 4],
-        kept: Some(9),
+    assert_eq!(take.words(), [9.0, 4.0, 1.0, 0.0]);
+    let put = CacheAction::Put {
+        leader: 4,
         fresh_ms: 500.0,
-        share_ms: 400.0,
-        dropped: vec![1, 2],
-        resend: vec![6],
+        age_s: 3.0,
     };
-    let words = [9.0, 400.0, 2.0, 1.0, 2.0, 1.0, 6.0, 3.0, 4.0];
-    assert_eq!(settled.words(), words);
-    let nothing = Settled::<u32> {
-        waiting: vec![],
-        kept: None,
-        fresh_ms: 0.0,
-        share_ms: 0.0,
-        dropped: vec![],
-        resend: vec![],
-    };
-    // What the bindings answer when the cache is gone (`cacheLanded`).
-    assert_eq!(nothing.words(), [0.0, 0.0, 0.0, 0.0]);
-    assert_eq!(answered_words(Some((5, vec![1_u32, 2]))), [5.0, 1.0, 2.0]);
-    assert_eq!(answered_words::<u32>(None), Vec::<f64>::new());
+    assert_eq!(put.words(), [12.0, 4.0, 500.0, 3.0]);
+    assert_eq!(
+        CacheAction::Done { leader: 4 }.words(),
+        [16.0, 4.0, 0.0, 0.0]
+    );
 }
 
 #[test]

@@ -12,8 +12,8 @@ use odds_gate::core::gates::scope::{RequestKey, Scope};
 use odds_gate::core::rules::cache::{Cache, CacheConfig, Landed, Lookup};
 use odds_gate::core::rules::cache_request::CacheRequest;
 use odds_gate::core::rules::shared_cache::{
-    claim, claim_words, follow, put, put_words, thread_claim, Asked, Cell, ARRIVAL_MS,
-    FIRST_POLL_MS, LEASE_MS, MAX_POLL_MS, WAIT_MS,
+    claim, follow, put, thread_claim, Asked, Cell, ARRIVAL_MS, FIRST_POLL_MS, LEASE_MS,
+    MAX_POLL_MS, WAIT_MS,
 };
 use odds_gate::core::Millis;
 use odds_gate::store::cache::{
@@ -126,8 +126,6 @@ fn a_thread_that_started_after_a_fresh_entry_was_posted_asks_the_others_once_the
     };
     let theirs = thread_claim(stranger, late, None, (since, None)).0;
     assert_eq!(theirs, claim(stranger, late, None).0);
-    let words = claim_words(true, &cell.words(), late, (-1.0, since, -1.0));
-    assert_eq!(words[..3], [4.0, ARRIVAL_MS, 0.0]);
 }
 
 #[test]
@@ -381,33 +379,20 @@ fn the_answers_and_cells_cross_to_javascript_as_numbers() {
         "a leader's claim lasts LEASE_MS"
     );
     assert_eq!(Asked::Wait { left_ms: 7.0 }.code(), [3.0, 7.0]);
-    // A stranger's lease: alone, nothing written; a missing word reads as 0.
+    for code in [0.0, 1.0, 2.0, 3.0, 4.0, 9.0] {
+        let back = Asked::from_code(code, 40.0);
+        let again = match back {
+            Asked::Alone => [0.0, 0.0],
+            _ => back.code(),
+        };
+        assert_eq!(Asked::from_code(again[0], again[1]), back, "{code}");
+    }
     assert_eq!(
-        claim_words(false, &[500.0], 100.0, (-1.0, 0.0, -1.0)),
-        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        Asked::from_code(1.0, 0.0),
+        Asked::Alone,
+        "fresh for no time"
     );
-    let lead = [2.0, LEASE_MS, 1.0, 100.0 + LEASE_MS, 0.0, 0.0];
-    assert_eq!(claim_words(true, &[], 100.0, (-1.0, 0.0, -1.0)), lead);
-    // Fresh, with the bytes here (a positive `here_ms`), or on their way (0: none here).
-    let cell = [0.0, 5_000.0, 90.0];
-    assert_eq!(
-        claim_words(true, &cell, 100.0, (4_900.0, 0.0, -1.0))[..3],
-        [1.0, 4_900.0, 0.0]
-    );
-    let left = 90.0 + ARRIVAL_MS - 100.0;
-    assert_eq!(
-        claim_words(true, &cell, 100.0, (0.0, 0.0, -1.0))[..3],
-        [3.0, left, 0.0]
-    );
-    assert_eq!(
-        put_words(true, &[300.0, 0.0, 0.0], 200.0, 1_000.0),
-        [0.0, 1_200.0, 200.0]
-    );
-    assert_eq!(
-        put_words(true, &[300.0, 9.0, 8.0], 200.0, -1.0),
-        [0.0, 9.0, 8.0],
-        "none to put"
-    );
+    assert_eq!(Asked::from_code(2.5, 1.0), Asked::Alone);
 }
 
 #[test]

@@ -1,17 +1,14 @@
 // One request per snapshot (`createFetch({ cache })`), the JavaScript side. The core decides
-// (cache.rs asks its rules which GETs join a request in flight, which a fresh entry answers,
-// which a stale one answers instead of the gate's hold or refusal, how long an answer is kept
-// and which entries go); this file keeps the entries' bytes, makes every caller its own
-// Response, and passes aborts on. A call that is not a GET without a body goes to the gate as
-// it is. When the cache is shared (cache_share.js: the process's threads, or the fleet through
-// the store), a call that would lead a request asks there first.
+// (cache_flow.rs): every call reports to it, and this file performs the actions it answers
+// (`run`): it keeps the entries' bytes, makes every caller its own Response, sends, copies,
+// asks the shared cache (cache_share.js), and settles each caller's promise once.
 import { requestFacts, cacheFacts, callerSignal } from './reads.js';
-import { FRESH, LEAD, WAIT } from './cache_share.js';
 
 const MARK = 'x-odds-gate-cache';
+const MARKS = [undefined, 'hit', 'stale', 'coalesced'];
 const isObject = (v) => v !== null && typeof v === 'object';
 
-/** `response`'s status, headers and whole body, read from a clone (the caller's is left unread); null when its body is longer than `limit` bytes or cannot be read. */
+/** `clone`'s status, headers and whole body; null when its body is longer than `limit` bytes or cannot be read. */
 async function copyOf(clone, limit) {
   const copy = { status: clone.status, statusText: clone.statusText, headers: [...clone.headers], chunks: [], bytes: 0 };
   if (clone.body === null) return copy;
@@ -32,28 +29,24 @@ async function copyOf(clone, limit) {
   }
 }
 
-/** A JSON body's `ttl_seconds`, when it is JSON and says one. */
-function ttlOf(copy, body) {
-  const type = copy.headers.find(([name]) => name === 'content-type')?.[1] ?? '';
-  if (!type.includes('json')) return Promise.resolve(undefined);
-  return body.text().then((text) => {
-    try {
-      const ttl = JSON.parse(text)?.ttl_seconds;
-      return typeof ttl === 'number' ? ttl : undefined;
-    } catch {
-      return undefined;
-    }
-  });
+/** A JSON body's `ttl_seconds`, when it says one. */
+async function ttlOf(body) {
+  try {
+    const ttl = JSON.parse(await body.text())?.ttl_seconds;
+    return typeof ttl === 'number' ? ttl : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 // Statuses whose Response has no body (the constructor refuses one).
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
-/** A caller's own Response of an answer the cache holds, marked with how it came (`hit`, `coalesced`, `stale`) and its age. */
-function answer(kept, mark, now) {
+/** A caller's own Response of a kept answer, marked with how it came and its `Age`. */
+function answer(kept, mark, age) {
   const headers = new Headers(kept.headers);
   headers.set(MARK, mark);
-  headers.set('age', String(kept.age + Math.floor(Math.max(0, now - kept.at) / 1000)));
+  headers.set('age', String(age));
   const body = NULL_BODY.has(kept.status) ? null : kept.body;
   return new Response(body, { status: kept.status, statusText: kept.statusText, headers });
 }
@@ -64,206 +57,186 @@ function sideOf(transport) {
   if (side === undefined) {
     const shareOf = transport.cacheShareOf();
     const share = shareOf === undefined ? null : shareOf(transport);
-    side = { entries: new Map(), waiters: new Map(), requests: new Map(), last: 0, share };
-    transport.setCacheSide(side);
+    // calls: the callers' promises by the machine's numbers; leaders: what a request led for
+    // them holds (its request, signal, response or error, copy); entries: the kept bytes.
+    side = { transport, limit: transport.cacheEntryBytes(), share, calls: new Map(), leaders: new Map(), entries: new Map() };
+    transport.setCacheSide(side, share !== null);
   }
   return side;
 }
 
+/** Call `id`'s caller, taken from those waiting (undefined when it has settled or left). */
+function take(side, id) {
+  const w = side.calls.get(id);
+  if (w === undefined) return undefined;
+  side.calls.delete(id);
+  w.signal?.removeEventListener('abort', w.onAbort);
+  return w;
+}
+
+/** Call `id` settles with `make()`'s Response (or what it throws). */
+function settle(side, id, make) {
+  const w = take(side, id);
+  if (w === undefined) return;
+  try {
+    w.resolve(make());
+  } catch (failed) {
+    w.reject(failed);
+  }
+}
+
+/** Call `id` goes to the gate as it is. */
+function forward(side, id) {
+  const w = take(side, id);
+  if (w === undefined) return;
+  let sent;
+  try {
+    sent = w.send(w.input, w.init);
+  } catch (error) {
+    sent = Promise.reject(error);
+  }
+  Promise.resolve(sent).then(w.resolve, w.reject);
+}
+
+/** What call `id`'s request, led for everyone waiting for it, holds (made when it first leads or asks). */
+function leaderOf(side, id) {
+  let l = side.leaders.get(id);
+  if (l === undefined) {
+    const w = side.calls.get(id);
+    l = { facts: w.facts, asked: w.asked, input: w.input, init: w.init, send: w.send, controller: new AbortController() };
+    side.leaders.set(id, l);
+  }
+  return l;
+}
+
+/** Call `id` sends its request under a signal of its own: it goes on while anyone waits for it. */
+function lead(side, id) {
+  const l = leaderOf(side, id);
+  const own = Object.assign({}, isObject(l.init) ? l.init : undefined, { signal: l.controller.signal });
+  let sent;
+  try {
+    sent = l.send(l.input, own);
+  } catch (error) {
+    sent = Promise.reject(error); // refused at once: whoever joined hears the same
+  }
+  const ended = (response, error) => {
+    l.response = response;
+    l.error = error;
+    run(side, side.transport.cacheEnded(id, response, error));
+  };
+  Promise.resolve(sent).then((response) => ended(response, undefined), (error) => ended(undefined, error));
+}
+
+/** Call `id` asks the shared cache for its request; a side that fails answers as one alone. */
+function ask(side, id) {
+  const l = leaderOf(side, id);
+  const asked = (code, ms, entry) => {
+    if (entry !== undefined) {
+      const { status, statusText, headers } = entry;
+      l.kept = { status, statusText, headers, body: new Blob([entry.bytes]) };
+      l.chunks = [entry.bytes];
+    }
+    const bytes = entry === undefined ? -1 : entry.bytes.byteLength;
+    const age = entry === undefined ? 0 : entry.age * 1000 + entry.since;
+    run(side, side.transport.cacheAsked(id, code, ms, bytes, age));
+  };
+  let asking;
+  try {
+    asking = side.share.ask(l.facts, l.asked);
+  } catch (error) {
+    asking = Promise.reject(error);
+  }
+  asking.then(([code, ms, entry]) => asked(code, ms, entry), () => asked(0, 0, undefined));
+}
+
+/** `leader`'s response: a clone read whole, the response itself to its caller when `give`, else its body cancelled. */
+async function copyResponse(side, leader, give, ttl) {
+  const l = side.leaders.get(leader);
+  const response = l.response;
+  let clone;
+  try {
+    clone = response.clone();
+  } catch {
+    clone = undefined;
+  }
+  if (give) settle(side, leader, () => response);
+  else response.body?.cancel().catch(() => {});
+  const copy = clone === undefined ? null : await copyOf(clone, side.limit);
+  let seconds;
+  if (copy !== null) {
+    const body = new Blob(copy.chunks);
+    l.kept = { status: copy.status, statusText: copy.statusText, headers: copy.headers, body };
+    l.chunks = copy.chunks;
+    if (ttl) seconds = await ttlOf(body);
+  }
+  const header = (name) => copy?.headers.find(([n]) => n === name)?.[1];
+  run(side, side.transport.cacheCopied(leader, copy?.status ?? 0, copy?.bytes ?? 0, copy !== null,
+    header('cache-control'), header('expires'), header('date'), header('age'), header('vary'), seconds));
+}
+
+/** Performs the core's actions (`words`, four numbers each: cache_flow.rs's `CacheAction::words`). */
+export function run(side, words) {
+  const { leaders, entries, share } = side;
+  for (let i = 0; i < words.length; i += 4) {
+    const [code, a, b, c] = [words[i], words[i + 1], words[i + 2], words[i + 3]];
+    switch (code) {
+      case 1: case 2: case 3: case 4: {
+        const kept = code === 4 ? leaders.get(b)?.kept : entries.get(b);
+        // Bytes the core counts on are always here; were they not, the call sends its own.
+        if (kept === undefined) forward(side, a);
+        else settle(side, a, () => answer(kept, MARKS[code === 4 ? 3 : code], c));
+        break;
+      }
+      case 5: forward(side, a); break;
+      case 6: lead(side, a); break;
+      case 7: ask(side, a); break;
+      case 8: {
+        const w = take(side, a);
+        w?.reject(leaders.get(b)?.error);
+        break;
+      }
+      case 9: copyResponse(side, a, b === 1, c === 1); break;
+      case 10: {
+        const kept = leaders.get(b)?.kept;
+        if (kept !== undefined) entries.set(a, kept);
+        break;
+      }
+      case 11: entries.delete(a); break;
+      case 12: {
+        const l = leaders.get(a);
+        share?.put(l.facts, l.asked, b, { ...l.kept, age: c }, l.chunks);
+        break;
+      }
+      case 13: {
+        const l = leaders.get(a);
+        share?.release(l.facts, l.asked);
+        break;
+      }
+      case 14: leaders.get(a)?.controller.abort(); break;
+      case 15: leaders.get(a)?.response?.body?.cancel().catch(() => {}); break;
+      case 16: leaders.delete(a); break;
+    }
+  }
+}
+
 /** `send` (the wrapper's gated fetch) behind the transport's cache. */
 export function cached(transport, send) {
-  const limit = transport.cacheEntryBytes();
   const side = sideOf(transport);
-  const { entries, waiters, requests, share } = side;
-
-  // The waiter `id` gets its answer (`how` does it) once, unless it left.
-  const take = (id) => {
-    const w = waiters.get(id);
-    if (w === undefined) return undefined;
-    waiters.delete(id);
-    w.signal?.removeEventListener('abort', w.onAbort);
-    return w;
-  };
-
-  // A landing `out` (the core's Settled::words: [kept, ms to share for, n, n entries to drop,
-  // m, m calls that send their own, calls...]): drops and keeps what it says; every call that
-  // sends its own does; the calls to answer.
-  const store = (out, kept) => {
-    for (let i = 0; i < out[2]; i++) entries.delete(out[3 + i]);
-    if (out[0] > 0 && kept !== null) entries.set(out[0], kept);
-    const m = out[3 + out[2]];
-    for (const call of out.slice(4 + out[2], 4 + out[2] + m)) {
-      const w = take(call);
-      if (w !== undefined) send(w.input, w.init).then(w.resolve, w.reject);
-    }
-    return out.slice(4 + out[2] + m);
-  };
-
-  // Waiter `w` gets its own Response of `kept`, marked `mark`.
-  const give = (w, kept, mark, now) => {
-    try {
-      w.resolve(answer(kept, mark, now));
-    } catch (failed) {
-      w.reject(failed); // settled all the same, and the others after it too
-    }
-  };
-
-  const leave = (id, reason) => {
-    const w = take(id);
-    if (w === undefined) return;
-    w.reject(reason);
-    const cancel = transport.cacheLeave(id);
-    if (cancel >= 0) requests.get(cancel)?.abort(reason);
-  };
-
-  // The gate refused the request: `out` (cacheRefused's) names the stale entry that answers
-  // instead and the calls it answers; the refusal's own answer, if any, goes unread.
-  const refused = (facts, asked, out, response, error) => {
-    response?.body?.cancel().catch(() => {});
-    share?.release(facts, asked);
-    const kept = entries.get(out[0]);
-    const now = performance.now();
-    for (let i = 1; i < out.length; i++) {
-      const w = take(out[i]);
-      if (w === undefined) continue;
-      if (kept === undefined) {
-        if (response === undefined) w.reject(error);
-        else send(w.input, w.init).then(w.resolve, w.reject);
-        continue;
-      }
-      give(w, kept, 'stale', now);
-    }
-  };
-
-  // The request `id` leads has landed as `response` (or failed with `error`): who else waited
-  // gets a copy (or, when its body could not be copied, sends its own), and what is kept is kept.
-  // A rejection, or an answer the gate marked (x-odds-gate), may be the gate's refusal: the
-  // core says whether a stale entry answers instead.
-  const landed = async (id, facts, asked, response, error) => {
-    if (response === undefined || response?.headers?.has?.('x-odds-gate')) {
-      const out = transport.cacheRefused(id, facts, asked, response ?? error);
-      if (out.length > 0) return refused(facts, asked, out, response, error);
-    }
-    let copy = null;
-    let body = null;
-    let ttl;
-    if (response !== undefined) {
-      let clone;
-      try {
-        clone = response.clone();
-      } catch {
-        clone = undefined;
-      }
-      const leader = take(id);
-      // A leader that left never sees its response: its body goes (the copy reads on).
-      if (leader !== undefined) leader.resolve(response);
-      else response.body?.cancel().catch(() => {});
-      copy = clone === undefined ? null : await copyOf(clone, limit);
-      if (copy !== null) {
-        body = new Blob(copy.chunks);
-        if (copy.status === 200) ttl = await ttlOf(copy, body);
-      }
-    }
-    const header = (name) => copy?.headers.find(([n]) => n === name)?.[1];
-    const out = transport.cacheLanded(id, facts, asked, copy?.status ?? 0, copy?.bytes ?? 0, copy !== null,
-      header('cache-control'), header('expires'), header('date'), header('age'), header('vary'), ttl);
-    const now = performance.now();
-    const kept = copy === null ? null : {
-      status: copy.status, statusText: copy.statusText, headers: copy.headers, body, at: now,
-      age: Number.parseInt(header('age') ?? '0', 10) || 0,
-    };
-    const calls = store(out, kept);
-    // What others may take from the shared cache: what the core says to share; else the claim
-    // goes.
-    if (out[1] > 0 && kept !== null) share?.put(facts, asked, out[1], kept, copy.chunks);
-    else share?.release(facts, asked);
-    for (const call of calls) {
-      const w = take(call);
-      if (w === undefined) continue;
-      if (response === undefined) w.reject(error);
-      else if (kept === null) send(w.input, w.init).then(w.resolve, w.reject);
-      else give(w, kept, 'coalesced', now);
-    }
-  };
-
-  // The shared cache answered the request `id` was to lead with `entry`, fresh `left` ms more,
-  // after it `waited` for another's request or not: it is kept here too, and answers every call
-  // waiting (the leader's a hit, unless it waited: then it joined that request).
-  const arrived = (id, facts, asked, left, entry, waited) => {
-    requests.delete(id);
-    const out = transport.cacheSharedLanded(id, facts, asked, entry.bytes.byteLength, left, waited);
-    const now = performance.now();
-    const { status, statusText, headers, age } = entry;
-    const kept = { status, statusText, headers, body: new Blob([entry.bytes]), at: now - entry.since, age };
-    for (const call of store(out, kept)) {
-      const w = take(call);
-      if (w !== undefined) give(w, kept, call === id && !waited ? 'hit' : 'coalesced', now);
-    }
-  };
-
-  // The request `id` leads goes to the shared cache first: a fresh entry there answers; else
-  // this call claims the fetch and leads, or waits for whoever holds it, asking again after
-  // the core's backoff, and leads when the claim ends or it waited long enough. When everyone
-  // left meanwhile (the controller aborted), it stops.
-  const ask = async (id, input, init, facts, asked) => {
-    const controller = new AbortController();
-    requests.set(id, controller);
-    const began = performance.now();
-    for (let polls = 0; ; polls++) {
-      const [code, ms, entry] = await share.ask(facts, asked);
-      if (controller.signal.aborted) {
-        requests.delete(id);
-        if (code === LEAD) share.release(facts, asked);
-        return;
-      }
-      if (code === FRESH) return arrived(id, facts, asked, ms, entry, polls > 0);
-      const delay = code === WAIT ? transport.cacheFollow(performance.now() - began, polls, ms) : -1;
-      if (delay < 0) return lead(id, input, init, facts, asked, controller);
-      await new Promise((resolve) => setTimeout(resolve, delay));
-    }
-  };
-
-  const lead = (id, input, init, facts, asked, controller = new AbortController()) => {
-    // The request goes out under a signal of its own: it goes on while anyone waits for it.
-    requests.set(id, controller);
-    const own = Object.assign({}, isObject(init) ? init : undefined, { signal: controller.signal });
-    let sent;
-    try {
-      sent = send(input, own);
-    } catch (error) {
-      sent = Promise.reject(error); // refused at once: whoever joined hears the same
-    }
-    sent.then(
-      (response) => landed(id, facts, asked, response),
-      (error) => landed(id, facts, asked, undefined, error),
-    ).finally(() => requests.delete(id));
-  };
-
-  return (input, init) => {
+  return (input, init) => new Promise((resolve, reject) => {
     const signal = callerSignal(input, init);
-    if (signal?.aborted) return send(input, init);
-    side.last = side.last >= 0xfffffffe ? 1 : side.last + 1;
-    const id = side.last;
     const facts = requestFacts(input, init);
     const asked = cacheFacts(input, init);
-    const step = transport.cacheLookup(facts, asked, id);
-    if (step === -2) return send(input, init);
-    if (step > 0 || step <= -3) {
-      // A fresh entry (`step`), or a stale one (`-2 - step`) the gate would hold or refuse.
-      const kept = entries.get(step > 0 ? step : -2 - step);
-      if (kept !== undefined) return Promise.resolve(answer(kept, step > 0 ? 'hit' : 'stale', performance.now()));
-      return send(input, init);
+    const id = transport.cacheBegin(facts, asked, signal?.aborted === true);
+    const w = { resolve, reject, input, init, signal, onAbort: undefined, facts, asked, send };
+    side.calls.set(id, w);
+    if (signal && !signal.aborted) {
+      w.onAbort = () => {
+        if (take(side, id) === undefined) return;
+        reject(signal.reason);
+        run(side, transport.cacheLeave(id));
+      };
+      signal.addEventListener('abort', w.onAbort, { once: true });
     }
-    return new Promise((resolve, reject) => {
-      const w = { resolve, reject, input, init, signal, onAbort: undefined };
-      if (signal) {
-        w.onAbort = () => leave(id, signal.reason);
-        signal.addEventListener('abort', w.onAbort, { once: true });
-      }
-      waiters.set(id, w);
-      if (step === -1 && share === null) lead(id, input, init, facts, asked);
-      // A shared cache that throws before it answered is one that does not answer.
-      else if (step === -1) ask(id, input, init, facts, asked).catch(() => requests.has(id) && lead(id, input, init, facts, asked));
-    });
-  };
+    run(side, transport.cacheActions());
+  });
 }

@@ -1,23 +1,44 @@
-//! `createFetch({ cache })`: the wrapper's cache (the core's `rules::cache` decides), and what
-//! `cache.js`, which keeps the entries' bytes and the callers' promises, asks of it. Calls are
-//! known here by `cache.js`'s numbers.
+//! `createFetch({ cache })`: the wrapper's cache (the core's `rules::cache_flow` decides), and
+//! what `cache.js`, which keeps the entries' bytes and the callers' promises, reports to it.
+//! Every report returns the actions to perform next, four numbers each (see
+//! [`CacheAction::words`]); calls are known by the machine's numbers.
 
 use wasm_bindgen::prelude::*;
 
 use super::clock;
+use super::driver::driver;
+use super::errors;
 use super::headers::{self, header_value};
+use super::options::SharedCache;
 use super::props::get;
 use super::transport::Transport;
 use super::Exported;
 use crate::core::gates::scope::{request_key, RequestKey};
 use crate::core::parse::freshness::CacheHeaders;
-use crate::core::rules::cache::{answered_words, Cache, Landed, Refusal};
+use crate::core::rules::cache::{Cache, Refusal};
+use crate::core::rules::cache_flow::{says_json, CallId, Copied, Ended};
 use crate::core::rules::cache_request::CacheRequest;
+use crate::core::rules::shared_cache::Asked;
 
 #[wasm_bindgen(module = "/src/js/cache.js")]
 extern "C" {
     #[wasm_bindgen(thread_local_v2, js_name = cached)]
     static CACHED: js_sys::Function;
+    /// Performs `words` (actions) on `cache.js`'s side of a cache.
+    #[wasm_bindgen(js_name = run)]
+    fn run_actions(side: &JsValue, words: Vec<f64>);
+}
+
+/// The timer woke `cache`'s machine at `now`: what it asks is done on its side.
+pub(super) fn wake(cache: &SharedCache, now: f64) {
+    let (words, side) = {
+        let mut c = cache.borrow_mut();
+        c.0.wake(now);
+        (c.0.take_words(), c.1.clone())
+    };
+    if !words.is_empty() {
+        run_actions(&side, words);
+    }
 }
 
 #[wasm_bindgen]
@@ -39,11 +60,14 @@ impl Transport {
             .map_or(JsValue::UNDEFINED, |c| c.borrow().1.clone()))
     }
 
-    /// Keeps `side` as `cache.js`'s side of the cache.
+    /// Keeps `side` as `cache.js`'s side of the cache, which asks a shared cache first when
+    /// `shared` (it has one).
     #[wasm_bindgen(js_name = setCacheSide)]
-    pub fn set_cache_side(&self, side: JsValue) {
+    pub fn set_cache_side(&self, side: JsValue, shared: bool) {
         if let Some(c) = self.cache() {
-            c.borrow_mut().1 = side;
+            let mut c = c.borrow_mut();
+            c.1 = side;
+            c.0.share(shared);
         }
     }
 
@@ -51,61 +75,74 @@ impl Transport {
     #[wasm_bindgen(js_name = cacheEntryBytes)]
     pub fn cache_entry_bytes(&self) -> f64 {
         self.cache()
-            .map_or(0.0, |c| c.borrow().0.config().max_entry_bytes)
+            .map_or(0.0, |c| c.borrow().0.cache().config().max_entry_bytes)
     }
 
-    /// Call `waiter` with the request's `facts` and headers (`asked`: `reads.js`'s
-    /// `requestFacts` and `cacheFacts`): -2 when it is not cached (not a GET, a body, a request
-    /// that asks to go upstream or carries no identity), -1 when it leads a request, 0 when it
-    /// joined one in flight, the fresh entry that answers it, or `-2 - entry` for a stale entry
-    /// that answers it because the gate would hold it past a cooldown or refuse it.
-    #[wasm_bindgen(js_name = cacheLookup)]
-    pub fn cache_lookup(&self, facts: &str, asked: &str, waiter: u32) -> f64 {
+    /// A call begins, with the request's `facts` and headers (`asked`: `reads.js`'s
+    /// `requestFacts` and `cacheFacts`), its signal already `aborted` or not: its number. Its
+    /// actions follow with `cacheActions`.
+    #[wasm_bindgen(js_name = cacheBegin)]
+    pub fn cache_begin(&self, facts: &str, asked: &str, aborted: bool) -> u32 {
         let Some(cache) = self.cache() else {
-            return -2.0;
-        };
-        let Some((key, request)) = read(&cache.borrow().0, facts, asked) else {
-            return -2.0;
+            return 0;
         };
         let now = clock::now();
-        let held = || self.holds(now, &key.0, &key.1);
-        let lookup = cache.borrow_mut().0.lookup(now, &key, (waiter, &request), held);
-        lookup.code()
+        let mut c = cache.borrow_mut();
+        let request = read(c.0.cache(), facts, asked);
+        let held = |key: &RequestKey| self.holds(now, &key.0, &key.1);
+        let key = request.as_ref().map(|(k, _)| k.clone());
+        c.0.begin(now, request, aborted, || key.as_ref().is_some_and(held))
     }
 
-    /// The request `leader` led (for the same `facts` and `asked`) ended as `ended` (a
-    /// rejection, or a response the gate marked): when that is the gate's refusal and a stale
-    /// entry may answer instead, `[entry, calls to answer with it...]`; else `[]`, and it lands
-    /// as anything else does (`cacheLanded`).
-    #[wasm_bindgen(js_name = cacheRefused)]
-    pub fn cache_refused(
-        &self,
-        leader: u32,
-        facts: &str,
-        asked: &str,
-        ended: JsValue,
-    ) -> Vec<f64> {
-        let (Some(cache), Some(refusal)) = (self.cache(), refusal(&ended)) else {
-            return Vec::new();
-        };
-        let cache = &mut cache.borrow_mut().0;
-        let Some((key, _)) = read(cache, facts, asked) else {
-            return Vec::new();
-        };
-        answered_words(cache.refused(clock::now(), &key, leader, refusal))
+    /// The actions to perform now.
+    #[wasm_bindgen(js_name = cacheActions)]
+    pub fn cache_actions(&self) -> Vec<f64> {
+        self.report(|_| {})
     }
 
-    /// The request `leader` led (for the same `facts` and `asked`) has landed: a response of
-    /// `status` (0: none) whose body, `bytes` long, was copied whole (`copied`), with its
-    /// caching headers, its `Vary` and its JSON body's `ttl_seconds`. Returns the core's
-    /// `Settled::words`.
-    #[wasm_bindgen(js_name = cacheLanded)]
+    /// The shared cache answered `leader`'s ask `[code, ms]` (`cache_share.js`'s; 0 for a
+    /// failure), with a fresh entry `bytes` long (below 0: none) and `age_ms` old.
+    #[wasm_bindgen(js_name = cacheAsked)]
+    pub fn cache_asked(&self, leader: CallId, code: f64, ms: f64, bytes: f64, age_ms: f64) -> Vec<f64> {
+        let answer = Asked::from_code(code, ms);
+        let entry = (bytes >= 0.0).then_some((bytes, age_ms.max(0.0)));
+        let words = self.report(|c| c.asked(clock::now(), leader, answer, entry));
+        self.watch_wake();
+        words
+    }
+
+    /// `leader`'s request ended: `response` (undefined: none), else the rejection `error`.
+    #[wasm_bindgen(js_name = cacheEnded)]
+    pub fn cache_ended(&self, leader: CallId, response: JsValue, error: JsValue) -> Vec<f64> {
+        let ended = match response.is_object() {
+            true => {
+                let headers = get(&response, "headers");
+                let header = |name: &str| match headers.is_object() {
+                    true => header_value(&headers, &name.into()),
+                    false => None,
+                };
+                let status = get(&response, "status").as_f64().unwrap_or(0.0);
+                Ended::Responded {
+                    status: if (0.0..=999.0).contains(&status) { status as u16 } else { 0 },
+                    json: says_json(header("content-type").as_deref()),
+                    refusal: Refusal::marked(header("x-odds-gate").as_deref()),
+                }
+            }
+            false => Ended::Failed {
+                refusal: errors::refusal(&error),
+            },
+        };
+        self.report(|c| c.ended(clock::now(), leader, ended))
+    }
+
+    /// `leader`'s answer was read: a response of `status` whose body, `bytes` long, was copied
+    /// whole (`copied`; else it could not be), with its caching headers, its `Vary` and its
+    /// JSON body's `ttl_seconds` (when the machine asked for it).
+    #[wasm_bindgen(js_name = cacheCopied)]
     #[allow(clippy::too_many_arguments)]
-    pub fn cache_landed(
+    pub fn cache_copied(
         &self,
-        leader: u32,
-        facts: &str,
-        asked: &str,
+        leader: CallId,
         status: u16,
         bytes: f64,
         copied: bool,
@@ -116,48 +153,53 @@ impl Transport {
         vary: Option<String>,
         ttl_seconds: Option<f64>,
     ) -> Vec<f64> {
-        let Some(cache) = self.cache() else {
-            return vec![0.0, 0.0, 0.0, 0.0];
-        };
-        let cache = &mut cache.borrow_mut().0;
-        let Some((key, _)) = read(cache, facts, asked) else {
-            return vec![0.0, 0.0, 0.0, 0.0];
-        };
         let headers = CacheHeaders {
             cache_control: cache_control.as_deref(),
             expires: expires.as_deref(),
             date: date.as_deref(),
             age: age.as_deref(),
         };
-        let default = cache.config().default_ttl_ms;
-        let landed = Landed::of(
-            (status, bytes, copied),
+        let copy = copied.then_some(Copied {
+            status,
+            bytes,
             headers,
+            vary: vary.as_deref(),
             ttl_seconds,
-            clock::wall_now(),
-            default,
-        );
-        let settled = cache.landed(clock::now(), &key, leader, (landed, vary.as_deref()));
-        settled.words()
+        });
+        let (now, wall) = (clock::now(), clock::wall_now());
+        self.report(|c| c.copied(now, wall, leader, copy))
     }
 
-    /// Call `waiter` no longer waits (its signal aborted): the leader of the request to
-    /// cancel when nobody waits for it any more, else -1.
+    /// `call` no longer waits (its signal aborted; `cache.js` rejects it).
     #[wasm_bindgen(js_name = cacheLeave)]
-    pub fn cache_leave(&self, waiter: u32) -> f64 {
-        let left = self.cache().and_then(|c| c.borrow_mut().0.leave(waiter));
-        left.map_or(-1.0, f64::from)
+    pub fn cache_leave(&self, call: CallId) -> Vec<f64> {
+        self.report(|c| c.leave(call))
     }
 }
 
-/// The gate's refusal `ended` says, if it is one (see [`Refusal::of`]): a response's mark, or
-/// a rejection's `name` and `reason`.
-fn refusal(ended: &JsValue) -> Option<Refusal> {
-    let headers = get(ended, "headers");
-    let mark = headers.is_object().then(|| header_value(&headers, &"x-odds-gate".into()));
-    let text = |key| get(ended, key).as_string();
-    let (name, reason) = (text("name"), text("reason"));
-    Refusal::of(mark.as_ref().map(Option::as_deref), name.as_deref(), reason.as_deref())
+impl Transport {
+    /// Reports to the cache's machine (`f`), and returns the actions it has now.
+    fn report(&self, f: impl FnOnce(&mut crate::core::rules::cache_flow::CacheFlow<RequestKey>)) -> Vec<f64> {
+        let Some(cache) = self.cache() else {
+            return Vec::new();
+        };
+        let mut c = cache.borrow_mut();
+        f(&mut c.0);
+        c.0.take_words()
+    }
+
+    /// When the machine waits for a time (a poll of the shared cache), the driver's timer
+    /// wakes it.
+    fn watch_wake(&self) {
+        let Some(cache) = self.cache() else {
+            return;
+        };
+        if cache.borrow().0.next_wake().is_some() {
+            let driver = driver();
+            driver.watch_cache(cache);
+            driver.drive();
+        }
+    }
 }
 
 /// The key and headers of a request `cache` keeps or joins, from its `facts` and `asked`
@@ -178,5 +220,5 @@ pub(super) fn read(
 pub(super) fn key(transport: &Transport, facts: &str, asked: &str) -> Option<RequestKey> {
     let cache = transport.cache()?;
     let cache = cache.borrow();
-    read(&cache.0, facts, asked).map(|(key, _)| key)
+    read(cache.0.cache(), facts, asked).map(|(key, _)| key)
 }

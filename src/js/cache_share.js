@@ -1,12 +1,12 @@
 // The cache shared beyond this thread, for cache.js: the fleet's through the store's Redis
 // client (cache.lua, run by the module), or the process's threads' (a cell per request in their
-// shared memory, entries passed along a BroadcastChannel). The core decides (shared_cache.rs):
-// what an answer means, how long a claim holds, how long to wait; this file moves bytes and
-// holds the cells' lock. Either side answers `ask` with [code, ms] (codes below), a fresh
+// shared memory, entries passed along a BroadcastChannel). The core decides (shared_cache.rs,
+// and cache_cells.rs for the threads' claims): what an answer means, how long a claim holds, how
+// long to wait; this file moves bytes. Either side answers `ask` with [code, ms] (codes below), a fresh
 // entry as [FRESH, ms fresh left, { since, status, statusText, headers, bytes, age }]; a side
 // that fails answers ALONE, so a call never fails because the shared cache does.
 import { BroadcastChannel } from 'node:worker_threads';
-import { current, sharedNow, cellAt, CELLS } from './shared_memory.js';
+import { current, sharedNow } from './shared_memory.js';
 
 export const ALONE = 0;
 export const FRESH = 1;
@@ -65,26 +65,7 @@ function fleet(transport) {
   };
 }
 
-// A cell (shared_memory.js says where): 0 i32 lock, 4 i32 key high, 8 i32 key low, 16 f64
-// lease until, 24 f64 fresh until, 32 f64 put at (shared clock ms). The lock is held for a
-// few reads and writes; one held longer than HOLD_MS belonged to a thread that died in it.
-const HOLD_MS = 100;
 const CHANNEL = 'odds-gate/cache/v1';
-
-function lock(ints, at) {
-  let since = 0;
-  for (let spins = 0; Atomics.compareExchange(ints, at, 0, 1) !== 0; spins++) {
-    if (spins < 64) continue;
-    if (since === 0) since = performance.now();
-    else if (performance.now() - since > HOLD_MS) return;
-    Atomics.wait(ints, at, 1, 1);
-  }
-}
-
-function unlock(ints, at) {
-  Atomics.store(ints, at, 0);
-  Atomics.notify(ints, at, 1);
-}
 
 // Entries fetched by this thread's caches and the other threads', by shared name, while
 // fresh: { name, at, until, entry } (put at, fresh until: shared clock). One channel and one
@@ -144,56 +125,27 @@ function threads(transport) {
   }
   transport.cacheArrivalsBound();
 
-  // Runs `step(ours, times, now)` on the request's cell, locked; it returns the times to write
-  // (lease until, fresh until, put at) or null. Null when the threads share no memory now.
-  const onCell = (name, step) => {
-    const s = current();
-    if (s === null || name === '') return null;
-    const high = Number.parseInt(name.slice(-16, -8), 16) | 0;
-    const low = Number.parseInt(name.slice(-8), 16) | 0;
-    const at = cellAt((low >>> 0) % CELLS);
-    const [ints, f64] = [s.ints, s.f64];
-    lock(ints, at / 4);
-    try {
-      const ours = ints[at / 4 + 1] === high && ints[at / 4 + 2] === low;
-      const f = at / 8 + 2;
-      const now = sharedNow();
-      const write = step(ours, [f64[f], f64[f + 1], f64[f + 2]], now);
-      if (write !== null) {
-        [ints[at / 4 + 1], ints[at / 4 + 2]] = [high, low];
-        [f64[f], f64[f + 1], f64[f + 2]] = write;
-      }
-      return now;
-    } finally {
-      unlock(ints, at / 4);
-    }
-  };
-
+  // The request's claim is the core's (authority/cache_cells.rs, on the shared memory's
+  // cells); this side posts and hears the bytes.
   return {
     async ask(facts, asked) {
       const name = transport.cacheName(facts, asked);
-      const here = arrived.get(name);
-      let out = null;
-      let at = 0;
-      onCell(name, (ours, times, now) => {
-        const left = here === undefined ? -1 : transport.cacheArrivedLeft(name, now);
-        out = transport.cacheClaim(ours, times, now, left, listening, wanted.get(name) ?? -1);
-        at = now;
-        return out[2] === 1 ? out.slice(3) : null;
-      });
-      if (out === null) return [ALONE, 0];
-      if (out[0] === WANT) {
-        wanted.set(name, at);
+      if (name === '') return [ALONE, 0];
+      const [code, ms, now] = transport.cacheClaimCell(name, listening, wanted.get(name) ?? -1);
+      if (code === WANT) {
+        wanted.set(name, now);
         channel.postMessage({ want: name });
-        return [WAIT, out[1]];
+        return [WAIT, ms];
       }
-      if (out[0] === LEAD) wanted.delete(name);
-      return out[0] === FRESH ? [FRESH, out[1], { ...here.entry, since: sharedNow() - here.at }] : [out[0], out[1]];
+      if (code === LEAD) wanted.delete(name);
+      if (code !== FRESH) return [code, ms];
+      const here = arrived.get(name);
+      return here === undefined ? [ALONE, 0] : [FRESH, ms, { ...here.entry, since: now - here.at }];
     },
     put(facts, asked, freshMs, kept, chunks) {
       const name = transport.cacheName(facts, asked);
-      const now = onCell(name, (ours, times, now) => (ours ? transport.cachePutCell(true, times, now, freshMs) : null));
-      if (now === null) return;
+      const now = name === '' ? -1 : transport.cacheSettleCell(name, freshMs);
+      if (now < 0) return;
       const entry = { status: kept.status, statusText: kept.statusText, headers: kept.headers, bytes: bytesOf(chunks), age: kept.age };
       const message = { name, at: now, until: now + freshMs, entry };
       // This thread's other caches find it here; the other threads', on the channel.
@@ -202,7 +154,7 @@ function threads(transport) {
     },
     release(facts, asked) {
       const name = transport.cacheName(facts, asked);
-      onCell(name, (ours, times, now) => (ours ? transport.cachePutCell(true, times, now, -1) : null));
+      if (name !== '') transport.cacheSettleCell(name, -1);
     },
   };
 }

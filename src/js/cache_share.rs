@@ -14,7 +14,10 @@ use super::text::number;
 use super::transport::Transport;
 use super::Exported;
 use crate::core::rules::arrivals::Arrivals;
-use crate::core::rules::shared_cache::{self, Sharing};
+use super::shared_memory::{self, SharedMemory};
+use crate::core::authority::cache_cells;
+use crate::core::authority::slot::Memory;
+use crate::core::rules::shared_cache::{Asked, Sharing};
 use crate::store::cache as script;
 
 #[wasm_bindgen(module = "/src/js/cache_share.js")]
@@ -115,7 +118,7 @@ impl Transport {
         else {
             return Ok(js_sys::Promise::resolve(&JsValue::UNDEFINED).into());
         };
-        let times = (fresh_ms, cache.borrow().0.config().stale_for_ms);
+        let times = (fresh_ms, cache.borrow().0.cache().config().stale_for_ms);
         let entry = [status_text, headers, body, age];
         let args = script::put(&process_id(), times, status, entry, &number);
         let run = store.cache(&key, args);
@@ -131,64 +134,42 @@ impl Transport {
         Ok(future_to_promise(store.cache(&key, script::release(&process_id()))).into())
     }
 
-    /// The wait before asking the shared cache again, after `polls` asks and `waited_ms`, the
-    /// holder's claim `left_ms` from its end; -1: fetch now.
-    #[wasm_bindgen(js_name = cacheFollow)]
-    pub fn cache_follow(&self, waited_ms: f64, polls: u32, left_ms: f64) -> f64 {
-        shared_cache::follow(waited_ms, polls, left_ms).unwrap_or(-1.0)
-    }
-
     /// The shared name of the request (`facts`, `asked`), or '' when it is not cached.
     #[wasm_bindgen(js_name = cacheName)]
     pub fn cache_name(&self, facts: &str, asked: &str) -> String {
         key(self, facts, asked).map_or_else(String::new, |k| script::shared_name(&k))
     }
 
-    /// A thread asks its request's cell (`ours`: it names this request; times on the shared
-    /// clock, `now` among them) whether to take a fresh entry (`here_ms`: how long the bytes
-    /// this thread holds stay fresh, -1 when it holds none), ask the other threads for its bytes
-    /// (`since`: when this thread began to listen; `wanted_at`: when it last asked, -1 never),
-    /// lead or wait: `[code, ms, write (0/1), lease until, fresh until, put at]`.
-    #[wasm_bindgen(js_name = cacheClaim)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn cache_claim(
-        &self,
-        ours: bool,
-        times: &[f64],
-        now: f64,
-        here_ms: f64,
-        since: f64,
-        wanted_at: f64,
-    ) -> Vec<f64> {
-        shared_cache::claim_words(ours, times, now, (here_ms, since, wanted_at)).to_vec()
-    }
-
-    /// The cell a thread writes back as it puts an entry fresh for `fresh_ms` (-1: none to
-    /// put) at `now`: `[lease until, fresh until, put at]`.
-    #[wasm_bindgen(js_name = cachePutCell)]
-    pub fn cache_put_cell(&self, ours: bool, times: &[f64], now: f64, fresh_ms: f64) -> Vec<f64> {
-        shared_cache::put_words(ours, times, now, fresh_ms).to_vec()
-    }
-
-    /// The request `leader` was to lead (for the same `facts` and `asked`) was answered by
-    /// the shared cache: an entry `bytes` long, fresh for `left_ms` more, after it `waited` for
-    /// another's request or not. Returns what `cacheLanded` does.
-    #[wasm_bindgen(js_name = cacheSharedLanded)]
-    pub fn cache_shared_landed(
-        &self,
-        leader: u32,
-        facts: &str,
-        asked: &str,
-        bytes: f64,
-        left_ms: f64,
-        waited: bool,
-    ) -> Vec<f64> {
-        let (Some(cache), Some(key)) = (self.cache(), key(self, facts, asked)) else {
-            return vec![0.0, 0.0, 0.0, 0.0];
+    /// A thread asks the threads' shared memory for the request called `name`: whether to
+    /// take a fresh entry (when the bytes this thread holds of it are fresh), ask the other
+    /// threads for its bytes (`since`: when this thread began to listen; `wanted_at`: when it
+    /// last asked, -1 never), lead or wait: `[code, ms, now]` (the shared clock); `[0, 0, now]`
+    /// when nothing is shared now.
+    #[wasm_bindgen(js_name = cacheClaimCell)]
+    pub fn cache_claim_cell(&self, name: &str, since: f64, wanted_at: f64) -> Vec<f64> {
+        let now = SharedMemory::now();
+        let here = ARRIVALS.with(|a| a.borrow_mut().left(now, name));
+        let wanted_at = (wanted_at >= 0.0).then_some(wanted_at);
+        let asked = match (shared_memory::current(), cache_cells::key_of_name(name)) {
+            (Some(memory), Some(key)) => {
+                cache_cells::claim(&memory, key, now, here, (since, wanted_at))
+            }
+            _ => Asked::Alone,
         };
-        let cache = &mut cache.borrow_mut().0;
-        let settled = cache.shared(clock::now(), &key, leader, (bytes, left_ms), waited);
-        settled.words()
+        let [code, ms] = asked.code();
+        vec![code, ms, now]
+    }
+
+    /// This thread's claim on the request called `name` ends, with an entry fresh for
+    /// `fresh_ms` put (below 0: none): the shared clock's time, or -1 when nothing is shared.
+    #[wasm_bindgen(js_name = cacheSettleCell)]
+    pub fn cache_settle_cell(&self, name: &str, fresh_ms: f64) -> f64 {
+        let (Some(memory), Some(key)) = (shared_memory::current(), cache_cells::key_of_name(name)) else {
+            return -1.0;
+        };
+        let now = SharedMemory::now();
+        cache_cells::settle(&memory, key, now, (fresh_ms >= 0.0).then_some(fresh_ms));
+        now
     }
 }
 
@@ -200,7 +181,7 @@ impl Transport {
     #[wasm_bindgen(js_name = cacheArrivalsBound)]
     pub fn cache_arrivals_bound(&self) {
         if let Some(cache) = self.cache() {
-            let max = cache.borrow().0.config().max_bytes;
+            let max = cache.borrow().0.cache().config().max_bytes;
             ARRIVALS.with(|a| a.borrow_mut().bound(max));
         }
     }

@@ -2,6 +2,9 @@
 // load time, so `instanceof` works against the classes the package exports; unregistered (the
 // wasm tests) a plain Error with the same name and fields stands in.
 let classes = {};
+// Every error packageError made, by its name: the gate's own refusals are known by who made
+// them, never by a name anyone's error can carry.
+const made = new WeakMap();
 
 /** Keeps the package's `GateAbandonedError` and `QuotaExhaustedError` classes. */
 export function keepClasses(abandoned, quota) {
@@ -10,6 +13,17 @@ export function keepClasses(abandoned, quota) {
 
 /** An error of the package's class `name` with `message` and `fields`. */
 export function packageError(name, message, fields) {
+  const error = build(name, message, fields);
+  made.set(error, name);
+  return error;
+}
+
+/** The package's class name `value` was made as by packageError, or undefined. */
+export function madeAs(value) {
+  return value !== null && typeof value === 'object' ? made.get(value) : undefined;
+}
+
+function build(name, message, fields) {
   const Class = classes[name];
   if (Class !== undefined) {
     try {

@@ -20,7 +20,8 @@ use super::events::Events;
 use super::headers;
 use super::home::JsHome;
 use super::metrics::Metrics;
-use super::options::Config;
+use super::cache;
+use super::options::{CacheCell, Config};
 use super::random::process_id;
 use super::redis::RedisStore;
 use super::replay;
@@ -64,6 +65,9 @@ pub struct Driver {
     /// The 429 each gate keeps to give again to the calls a spent quota refuses, as the gates
     /// say (see [`QuotaAnswer`](crate::core::rules::quota::QuotaAnswer)).
     answers: RefCell<Map<GateId, JsValue>>,
+    /// The caches whose machines wait for a time (a poll of the shared cache): the timer wakes
+    /// them too.
+    caches: RefCell<Vec<Weak<CacheCell>>>,
     /// Actions are being performed: a call made meanwhile (from a hook or an inner fetch)
     /// leaves its actions to the loop already running.
     driving: Cell<bool>,
@@ -102,6 +106,7 @@ thread_local! {
         configs: RefCell::new(Mirror::default()),
         answers: RefCell::new(Map::default()),
         attributes: RefCell::new(Mirror::default()),
+        caches: RefCell::new(Vec::new()),
         driving: Cell::new(false),
         }
     });
@@ -257,6 +262,10 @@ impl Driver {
         }
         self.driving.set(false);
         let (due, sweep) = self.with(|g| (g.poll_timeout(), g.sweep_timeout(now)));
+        let due = match (due, self.cache_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         set_timer(&self.timer, due, now);
         set_timer(&self.sweeper, sweep, now);
     }
@@ -461,9 +470,45 @@ impl Driver {
         self.drive();
     }
 
-    /// The timer fired.
+    /// The timer fired: the gates and the caches that wait for a time are woken.
     fn woken(self: &Rc<Self>) {
-        self.fired(&self.timer, Gates::handle_timeout);
+        self.timer.borrow_mut().fired();
+        let now = clock::now();
+        let caches: Vec<Rc<CacheCell>> = (self.caches.borrow().iter())
+            .filter_map(Weak::upgrade)
+            .collect();
+        for cache in caches {
+            cache::wake(&cache, now);
+        }
+        self.with(|g| g.handle_timeout(now));
+        self.drive_at(now);
+    }
+
+    /// `cache`'s machine waits for a time: the timer wakes it (see [`drive`](Self::drive)).
+    pub fn watch_cache(&self, cache: &Rc<CacheCell>) {
+        let mut caches = self.caches.borrow_mut();
+        caches.retain(|c| c.strong_count() > 0);
+        if !caches.iter().any(|c| c.as_ptr() == Rc::as_ptr(cache)) {
+            caches.push(Rc::downgrade(cache));
+        }
+    }
+
+    /// When the earliest cache machine waits for; the caches that wait for nothing are let go.
+    fn cache_due(&self) -> Option<Millis> {
+        let mut caches = self.caches.borrow_mut();
+        let mut due: Option<Millis> = None;
+        caches.retain(|c| {
+            let Some(c) = c.upgrade() else { return false };
+            let Ok(c) = c.try_borrow() else { return true };
+            match c.0.next_wake() {
+                Some(at) => {
+                    due = Some(due.map_or(at, |d| d.min(at)));
+                    true
+                }
+                None => false,
+            }
+        });
+        due
     }
 
     /// The sweep's timer fired.

@@ -8,10 +8,11 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::props::set;
+use super::props::{get, set};
 use super::text::number;
 use crate::core::rules::allowance::ConfigError;
-use crate::core::rules::policy::Abandoned;
+use crate::core::rules::cache::Refusal;
+use crate::core::rules::policy::{Abandoned, Reason};
 use crate::core::rules::quota::exhausted_message;
 
 #[wasm_bindgen(module = "/src/js/classes.js")]
@@ -21,6 +22,26 @@ extern "C" {
     /// The package's error `name` with `message` and `fields`.
     #[wasm_bindgen(js_name = packageError)]
     fn package_error(name: &str, message: &str, fields: &js_sys::Object) -> JsValue;
+    #[wasm_bindgen(js_name = madeAs)]
+    fn made_as(value: &JsValue) -> Option<String>;
+}
+
+/// The class of the package's own errors `GateAbandonedError`.
+const ABANDONED: &str = "GateAbandonedError";
+/// The class of the package's own errors `QuotaExhaustedError`.
+const QUOTA: &str = "QuotaExhaustedError";
+
+/// The gate's own refusal `error` is, if the package made it (an error of the same name made
+/// elsewhere is not one).
+pub fn refusal(error: &JsValue) -> Option<Refusal> {
+    match made_as(error)?.as_str() {
+        QUOTA => Some(Refusal::Quota),
+        ABANDONED => {
+            let reason = get(error, "reason").as_string()?;
+            Reason::named(&reason).map(Refusal::Abandoned)
+        }
+        _ => None,
+    }
 }
 
 /// Registers the package's `GateAbandonedError` and `QuotaExhaustedError` classes (the main
@@ -86,7 +107,7 @@ pub fn abandoned_error(a: Abandoned, cause: Option<JsValue>) -> JsValue {
         "retryAfterMs",
         a.retry_after_ms.map_or(JsValue::NULL, JsValue::from),
     );
-    package_error("GateAbandonedError", &a.message(), &fields)
+    package_error(ABANDONED, &a.message(), &fields)
 }
 
 /// `QuotaExhaustedError`: the key's monthly quota is spent; `periodEnd` is a `Date` when known.
@@ -100,5 +121,5 @@ pub fn quota_error(period_end_wall: Option<f64>) -> JsValue {
     );
     let until = end.map(|d| String::from(d.to_iso_string()));
     let message = exhausted_message(until.as_deref());
-    package_error("QuotaExhaustedError", &message, &fields)
+    package_error(QUOTA, &message, &fields)
 }

@@ -124,7 +124,7 @@ pub fn describe(config: &Config, gates: &mut Gates, wrapper: WrapperId) -> JsVal
         shared_memory: shared_memory::size(),
         metrics: config.metrics.is_some(),
         lane_name: &config.lane_name,
-        cache: config.cache.as_ref().map(|c| c.borrow().0.config()),
+        cache: config.cache.as_ref().map(|c| c.borrow().0.cache().config()),
     };
     match gates.facts(clock::now(), wrapper, setting, Date) {
         Some(facts) => summary(&to_js(&facts)),

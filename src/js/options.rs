@@ -21,6 +21,7 @@ use crate::core::gates::profile::{
 use crate::core::rules::allowance::Allowance;
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{Cache, CacheConfig, CacheGiven};
+use crate::core::rules::cache_flow::CacheFlow;
 use crate::core::rules::classify::valid_method;
 use crate::core::rules::credits::{Costs, Spread, SpreadGiven};
 use crate::core::rules::policy::RetryGiven;
@@ -115,9 +116,12 @@ const BUDGET: [Field; 4] = [
     ("successRefill", Kind::Number),
 ];
 
-/// A wrapper's cache (the core's index; `cache.js`'s side of it, the bytes, made on first use),
+/// A wrapper's cache (the core's machine and index; `cache.js`'s side of it, the bytes, made on first use),
 /// shared by its lanes and batches.
-pub type SharedCache = Rc<RefCell<(Cache<RequestKey, u32>, JsValue)>>;
+pub type SharedCache = Rc<CacheCell>;
+
+/// A wrapper's cache: the core's machine, and `cache.js`'s side of it.
+pub type CacheCell = RefCell<(CacheFlow<RequestKey>, JsValue)>;
 
 /// A wrapper's JavaScript side: what the gates never see (they have its [`Profile`]).
 #[derive(Clone)]
@@ -176,7 +180,7 @@ pub fn config(
     });
     let cache = CacheConfig::toggled(cache).map_err(config_error)?;
     let cache = cache.map(|c| {
-        let cache = Cache::new(c).with_key_headers(key_headers);
+        let cache = CacheFlow::new(Cache::new(c).with_key_headers(key_headers), false);
         Rc::new(RefCell::new((cache, JsValue::UNDEFINED)))
     });
     let caches = cache.is_some();

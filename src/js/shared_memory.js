@@ -31,7 +31,9 @@
 //   0  i32 magic             4  i32 first segment   8  i32 slots now    12 i32 superseded (0/1)
 //   16 f64 made (Unix ms)    24 f64 tie-break       32 i32 made by the main thread (0/1)
 //   40 i32 table lock        52 i32 threads asleep on the table lock
-//   64 + c * CELL_BYTES: the cache's cell c of CELLS (cache_share.js: a claim per request)
+//   64 + c * CELL_BYTES: the cache's cell c of CELLS (the core's authority/cache_cells.rs)
+//      0 i32 lock    12 i32 threads asleep on the lock
+//      16 + b * CELL_WORDS * 8: buffer b of 3, CELL_WORDS f64 each
 //   HEAD_BYTES + i * SLOT_BYTES: slot i
 //      0 i32 lock    4 i32 key high    8 i32 key low (0, 0: never used)
 //      12 i32 threads asleep on the lock
@@ -50,7 +52,7 @@
 // still be copying (it was taken over mid-copy) no writer targets its buffer: the quarantine stays
 // until the next take-over (a dead thread never lifts it; two buffers are enough for holds that
 // are not taken over). Nothing a dead or stalled thread did half-way is ever live. The table lock
-// (for claiming a slot) works the same way.
+// (for claiming a slot) and the cache's cells work the same way.
 import {
   BroadcastChannel,
   getEnvironmentData,
@@ -60,13 +62,14 @@ import {
 } from 'node:worker_threads';
 
 const MAGIC = 0x0dd59a7e;
-const NAME = 'odds-gate/shared-memory/v5';
+const NAME = 'odds-gate/shared-memory/v6';
 const WORDS = 84;
 const SLOTS = 16384;
 // 16 times that: 262 MB of address space reserved, the memory itself only as the table grows.
 const MOST = 262144;
-export const CELLS = 1024;
-const CELL_BYTES = 40;
+const CELLS = 1024;
+const CELL_WORDS = 5;
+const CELL_BYTES = 16 + 3 * CELL_WORDS * 8;
 const HEAD_BYTES = 64 + CELLS * CELL_BYTES;
 const SLOT_BYTES = 16 + 3 * WORDS * 8;
 const SUPERSEDED = 3;
@@ -93,9 +96,6 @@ export function onMove(move) {
 let turned = true;
 
 export const sharedNow = () => performance.timeOrigin + performance.now();
-
-// The byte offset of the cache's cell c (cache_share.js says what it holds).
-export const cellAt = (c) => 64 + c * CELL_BYTES;
 
 // The tests' way to a small table: [first, most] slots, set as environment data under this name
 // before the package loads.
@@ -209,6 +209,7 @@ try {
 }
 
 export const words = () => WORDS;
+export const cells = () => [CELLS, CELL_WORDS];
 export const thread = () => threadId;
 export const first = (s) => s.ints[1];
 export const slots = (s) => Atomics.load(s.ints, 2);
@@ -271,6 +272,9 @@ const wasmWords = () => (heap?.length ? heap : (heap = new Float64Array(memory.b
 
 // The i32 index of a lock word: slot i's, or (i = -1) the table's.
 const lockAt = (i) => (i < 0 ? TABLE_LOCK : (HEAD_BYTES + i * SLOT_BYTES) / 4);
+// The i32 index of the cache's cell c's lock word, and the f64 index of its buffer b.
+const cellLockAt = (c) => (64 + c * CELL_BYTES) / 4;
+const cellBufferAt = (c, b) => (64 + c * CELL_BYTES + 16) / 8 + b * CELL_WORDS;
 // The f64 index of buffer b of slot i.
 const bufferAt = (i, b) => (HEAD_BYTES + i * SLOT_BYTES + 16) / 8 + b * WORDS;
 // A lock word's sequence number and quarantined buffer (see "Locking").
@@ -289,8 +293,12 @@ function target(held) {
 // belongs to key (high, low) (it was idle and another key took it; 0, 0 checks nothing).
 function hold(s, i, force, high, low) {
   fit(s, i);
+  return holdAt(s, lockAt(i), force, high, low);
+}
+
+// Holds the lock word at i32 index `at` (see hold()).
+function holdAt(s, at, force, high, low) {
   const ints = s.ints;
-  const at = lockAt(i);
   let seen = Atomics.load(ints, at);
   let since = -1;
   for (let spins = 0; ; ) {
@@ -302,7 +310,7 @@ function hold(s, i, force, high, low) {
       const was = Atomics.compareExchange(ints, at, seen, next);
       if (was === seen) {
         if ((high | low) === 0 || (ints[at + 1] === high && ints[at + 2] === low)) return next;
-        release(s, i, next, live(next));
+        releaseAt(s, at, next, live(next));
         return -2;
       }
       [seen, since, spins] = [was, -1, 0];
@@ -326,8 +334,12 @@ function hold(s, i, force, high, low) {
 // Lets go of a hold with `buffer` live (the hold's target when it wrote). False when the hold was
 // taken over meanwhile: nothing it wrote counts.
 function release(s, i, held, buffer) {
+  return releaseAt(s, lockAt(i), held, buffer);
+}
+
+// Lets go of the lock word at i32 index `at` (see release()).
+function releaseAt(s, at, held, buffer) {
   const ints = s.ints;
-  const at = lockAt(i);
   const next = (held & ~7) | (buffer << 1);
   const ok = Atomics.compareExchange(ints, at, held, next) === held;
   if (Atomics.load(ints, at + 3) !== 0) Atomics.notify(ints, at);
@@ -373,6 +385,28 @@ export function peek(s, i, high, low, to, len) {
   const from = bufferAt(i, live(held));
   for (let k = 0; k < len; k++) w[to + k] = f[from + k];
   return release(s, i, held, live(held));
+}
+
+// Holds the cache's cell c and copies its live words to the module's memory at f64 index `to`:
+// the lock word held.
+export function enterCell(s, c, to) {
+  const held = holdAt(s, cellLockAt(c), true, 0, 0);
+  const w = wasmWords();
+  const from = cellBufferAt(c, live(held));
+  for (let k = 0; k < CELL_WORDS; k++) w[to + k] = s.f64[from + k];
+  return held;
+}
+
+// As leave(), for the cache's cell c.
+export function leaveCell(s, c, held, from) {
+  const at = cellLockAt(c);
+  if (from < 0) return releaseAt(s, at, held, live(held));
+  if (Atomics.load(s.ints, at) !== held) return false;
+  const w = wasmWords();
+  const b = target(held);
+  const to = cellBufferAt(c, b);
+  for (let k = 0; k < CELL_WORDS; k++) s.f64[to + k] = w[from + k];
+  return releaseAt(s, at, held, b);
 }
 
 // The slots some key ever used.

@@ -5,6 +5,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::clock;
+use crate::core::authority::cache_cells::{Cells, CELLS, CELL_WORDS};
 use crate::core::authority::slot::{self, Memory};
 use crate::core::authority::table::Key;
 use crate::core::authority::threads::{self, WORDS};
@@ -44,10 +45,16 @@ extern "C" {
     fn key_low(s: &SharedMemory, i: u32) -> i32;
     #[wasm_bindgen(js_name = setKey)]
     fn set_key(s: &SharedMemory, i: u32, high: i32, low: i32);
+    #[wasm_bindgen(js_name = cells)]
+    fn shared_memory_cells() -> Vec<u32>;
+    #[wasm_bindgen(js_name = enterCell)]
+    fn enter_cell(s: &SharedMemory, c: u32, to: u32) -> i32;
+    #[wasm_bindgen(js_name = leaveCell)]
+    fn leave_cell(s: &SharedMemory, c: u32, held: i32, from: i32) -> bool;
 }
 
 /// The shared memory threads share now, if memory can be shared here (and the JavaScript side agrees on
-/// the size of a slot).
+/// the size of a slot and of the cache's cells).
 pub fn current() -> Option<SharedMemory> {
     thread_local!(static WIRED: () = {
         use_memory(&wasm_bindgen::memory());
@@ -59,7 +66,9 @@ pub fn current() -> Option<SharedMemory> {
         mover.forget();
     });
     WIRED.with(|_| ());
-    shared_memory_now().filter(|_| shared_memory_words() as usize == WORDS)
+    thread_local!(static AGREES: bool = shared_memory_words() as usize == WORDS
+        && shared_memory_cells() == [CELLS, CELL_WORDS as u32]);
+    shared_memory_now().filter(|_| AGREES.with(|a| *a))
 }
 
 /// This thread's number for the gates' claims, from `worker_threads`' id.
@@ -134,5 +143,15 @@ impl Memory for SharedMemory {
     }
     fn used(&self) -> Vec<u32> {
         used(self)
+    }
+}
+
+impl Cells for SharedMemory {
+    fn enter(&self, cell: u32, words: &mut [f64; CELL_WORDS]) -> i32 {
+        enter_cell(self, cell, (words.as_ptr() as usize / 8) as u32)
+    }
+    fn leave(&self, cell: u32, held: i32, words: Option<&[f64; CELL_WORDS]>) -> bool {
+        let from = words.map_or(-1, |w| (w.as_ptr() as usize / 8) as i32);
+        leave_cell(self, cell, held, from)
     }
 }

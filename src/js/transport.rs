@@ -64,7 +64,7 @@ impl Transport {
                 let driver = driver();
                 let measured = driver.measured_by(&metrics);
                 let cache = cache.as_ref().and_then(|c| c.upgrade());
-                let cache = cache.map(|c| c.borrow().0.figures());
+                let cache = cache.map(|c| c.borrow().0.cache().figures());
                 driver.with(|g| figures::observed(g, &measured, cache))
             }));
         }
@@ -204,7 +204,7 @@ impl Transport {
             )
         });
         let lane = &self.config.lane_name;
-        let cache = self.cache().map(|c| c.borrow().0.figures());
+        let cache = self.cache().map(|c| c.borrow().0.cache().figures());
         driver().with(|g| figures::stats(g, self.wrapper, lane, (batch, cache)))
     }
 

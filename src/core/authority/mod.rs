@@ -13,6 +13,7 @@
 //! [`MemoryAuthority`]: crate::core::authority::memory::MemoryAuthority
 //! [`ThreadAuthority`]: crate::core::authority::threads::ThreadAuthority
 
+pub mod cache_cells;
 pub mod credits;
 pub mod fair;
 pub mod memory;

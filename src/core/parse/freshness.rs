@@ -34,7 +34,7 @@ pub enum Freshness {
 
 /// The response headers [`freshness`] reads, as given (`None` when absent).
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct CacheHeaders<'a> {
+pub struct CacheHeaders<'a> {
     /// `Cache-Control`.
     pub cache_control: Option<&'a str>,
     /// `Expires`.
@@ -73,11 +73,16 @@ pub(crate) fn freshness(h: CacheHeaders<'_>, wall_now: Millis) -> Freshness {
     } else {
         None
     };
-    let age = h.age.and_then(seconds).unwrap_or(0.0);
+    let age = age_ms(h.age);
     match lifetime {
         Some(ms) => Freshness::For((ms - age).max(0.0)),
         None => Freshness::Unsaid,
     }
+}
+
+/// An `Age` header's value in ms: 0 when absent or not delta-seconds.
+pub(crate) fn age_ms(age: Option<&str>) -> Millis {
+    age.and_then(seconds).unwrap_or(0.0)
 }
 
 /// Delta-seconds (ASCII digits, optionally quoted) in ms; a value too large to matter is

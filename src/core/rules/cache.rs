@@ -163,7 +163,7 @@ pub fn lifetime(
 const SWEEP_EVERY_MS: Millis = 1_000.0;
 
 /// An entry's number: the bindings keep its bytes under it.
-type EntryId = u64;
+pub type EntryId = u64;
 
 /// What [`Cache::lookup`] decided for a call.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -189,19 +189,6 @@ pub enum Lookup {
     Lead,
 }
 
-impl Lookup {
-    /// The lookup in `cache.js`'s numbers: the fresh entry that answers, `-2 - entry` for a
-    /// stale one, 0 for a call that joined a request in flight, -1 for one that leads.
-    pub fn code(&self) -> f64 {
-        match *self {
-            Lookup::Fresh { entry, .. } => entry as f64,
-            Lookup::Stale { entry, .. } => -2.0 - entry as f64,
-            Lookup::Joined => 0.0,
-            Lookup::Lead => -1.0,
-        }
-    }
-}
-
 /// How the gate refused a request a cache's caller led, as the bindings read its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -212,23 +199,10 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    /// The gate's refusal a led request's end says, if it is one. A response (`mark`: its
-    /// `x-odds-gate` header) is one when it is the spent quota's answer given again; a
-    /// rejection (its error's `name` and `reason`) when it is a `QuotaExhaustedError` or a
-    /// `GateAbandonedError` for a reason the gate has.
-    pub fn of(
-        mark: Option<Option<&str>>,
-        name: Option<&str>,
-        reason: Option<&str>,
-    ) -> Option<Refusal> {
-        if let Some(mark) = mark {
-            return (mark == Some(GIVEN_AGAIN)).then_some(Refusal::Quota);
-        }
-        match name? {
-            "QuotaExhaustedError" => Some(Refusal::Quota),
-            "GateAbandonedError" => Reason::named(reason?).map(Refusal::Abandoned),
-            _ => None,
-        }
+    /// The gate's refusal a led request's response stands for, by its `x-odds-gate` header:
+    /// the spent quota's answer given again, or none.
+    pub fn marked(mark: Option<&str>) -> Option<Refusal> {
+        (mark == Some(GIVEN_AGAIN)).then_some(Refusal::Quota)
     }
 
     /// Whether a stale entry answers instead: the gate's own refusals, made without an answer
@@ -270,7 +244,7 @@ impl Landed {
     /// A response of `status` (0: none) whose body, `bytes` long, was copied whole (`copied`),
     /// with its caching `headers` and its JSON body's `ttl_seconds`, received at `wall_now`
     /// (Unix ms); `default_ttl_ms` for a 200 that says no lifetime.
-    pub(crate) fn of(
+    pub fn of(
         (status, bytes, copied): (u16, f64, bool),
         headers: CacheHeaders<'_>,
         ttl_seconds: Option<f64>,
@@ -306,34 +280,6 @@ pub struct Settled<C> {
     /// Calls that joined the request but whose headers its answer's `Vary` does not accept:
     /// each sends its own.
     pub resend: Vec<C>,
-}
-
-impl<C: Copy + Into<f64>> Settled<C> {
-    /// The landing in `cache.js`'s numbers: `[kept entry or 0, ms to share it for (0: not),
-    /// n, n entries to drop..., m, m calls to send their own..., calls to answer...]`.
-    pub fn words(&self) -> Vec<f64> {
-        let mut out = vec![
-            self.kept.unwrap_or(0) as f64,
-            self.share_ms,
-            self.dropped.len() as f64,
-        ];
-        out.extend(self.dropped.iter().map(|&id| id as f64));
-        out.push(self.resend.len() as f64);
-        out.extend(self.resend.iter().map(|&w| w.into()));
-        out.extend(self.waiting.iter().map(|&w| w.into()));
-        out
-    }
-}
-
-/// The stale entry that answers the calls a refusal left waiting ([`Cache::refused`]), in
-/// `cache.js`'s numbers: `[entry, calls to answer...]`; `[]` when none answers.
-pub fn answered_words<C: Copy + Into<f64>>(answered: Option<(EntryId, Vec<C>)>) -> Vec<f64> {
-    let Some((entry, waiting)) = answered else {
-        return Vec::new();
-    };
-    let mut out = vec![entry as f64];
-    out.extend(waiting.into_iter().map(Into::into));
-    out
 }
 
 /// The cache's figures (`stats().cache`).
@@ -519,6 +465,18 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
         }
         let (entry, _) = self.serve_stale(now, key, e, waiting.len() as u64);
         Some((entry, waiting))
+    }
+
+    /// Whether `leader` leads the request in flight for `key`.
+    pub fn leads(&self, key: &K, leader: C) -> bool {
+        self.flights.get(key).is_some_and(|f| f.leader == leader)
+    }
+
+    /// Whether `caller` waits for the request in flight for `key`.
+    pub fn waits(&self, key: &K, caller: C) -> bool {
+        self.flights
+            .get(key)
+            .is_some_and(|f| f.waiting.contains(&caller))
     }
 
     /// Whether `e` may still answer at `now`: no more than `stale_for_ms` past its lifetime.

@@ -11,6 +11,7 @@ pub mod batch;
 pub mod bucket;
 pub mod budget;
 pub mod cache;
+pub mod cache_flow;
 pub mod cache_request;
 pub mod classify;
 pub mod credits;

@@ -226,6 +226,18 @@ pub fn put(cell: Cell, now: Millis, fresh_ms: Option<Millis>) -> Cell {
 }
 
 impl Asked {
+    /// An answer from `cache_share.js`'s numbers (see [`code`](Self::code)); anything not
+    /// understood is [`Asked::Alone`].
+    pub fn from_code(code: f64, ms: f64) -> Asked {
+        match code as u8 {
+            1 if ms.is_finite() && ms > 0.0 && code == 1.0 => Asked::Fresh { left_ms: ms },
+            2 if code == 2.0 => Asked::Lead,
+            3 if ms.is_finite() && code == 3.0 => Asked::Wait { left_ms: ms },
+            4 if code == 4.0 => Asked::Want,
+            _ => Asked::Alone,
+        }
+    }
+
     /// The answer in `cache.js`'s numbers: 0 alone, 1 fresh, 2 lead, 3 wait, 4 want; with its
     /// milliseconds (a leader's, how long its claim lasts; a want's, how long to wait).
     pub fn code(self) -> [f64; 2] {
@@ -256,31 +268,6 @@ impl Cell {
     pub fn words(self) -> [f64; 3] {
         [self.lease_until, self.fresh_until, self.put_at]
     }
-}
-
-/// [`thread_claim`] in `cache_share.js`'s numbers: its cell's `times`, `here_ms` how long the
-/// bytes this thread holds stay fresh (not above 0: it holds none), since when it listens, and
-/// when it last asked the others for them (below 0: never); the answer's code and ms, whether to
-/// write the cell back (1 or 0), and the cell to write.
-pub fn claim_words(
-    ours: bool,
-    times: &[f64],
-    now: Millis,
-    (here_ms, since, wanted_at): (Millis, Millis, Millis),
-) -> [f64; 6] {
-    let here = (here_ms > 0.0).then_some(here_ms);
-    let wanted_at = (wanted_at >= 0.0).then_some(wanted_at);
-    let (asked, write) = thread_claim(Cell::read(ours, times), now, here, (since, wanted_at));
-    let [code, ms] = asked.code();
-    let [lease, fresh, put] = write.unwrap_or_default().words();
-    let written = f64::from(u8::from(write.is_some()));
-    [code, ms, written, lease, fresh, put]
-}
-
-/// [`put`] in `cache_threads.js`'s numbers: `fresh_ms` below 0 for no entry to put.
-pub fn put_words(ours: bool, times: &[f64], now: Millis, fresh_ms: Millis) -> [f64; 3] {
-    let fresh = (fresh_ms >= 0.0).then_some(fresh_ms);
-    put(Cell::read(ours, times), now, fresh).words()
 }
 
 /// What `cache.lua`'s `get` answered (its code and number), understood.

@@ -1,0 +1,90 @@
+//! The threads' cache claims (see `rules::shared_cache`) in the memory they share: a cell per
+//! request, found by its name's hash, held by the same transaction protocol as a gate's slot
+//! (its words copied in, what changed copied out to a spare buffer made live at the let-go; a
+//! hold taken over from a stalled thread makes that thread's late writes count for nothing and
+//! its let-go fail). Two requests whose hashes meet share a cell: the one whose claim holds
+//! keeps it, the other goes on alone.
+
+use crate::core::authority::table::Key;
+use crate::core::rules::shared_cache::{put, thread_claim, Asked, Cell};
+use crate::core::Millis;
+
+/// The cells there are.
+pub const CELLS: u32 = 1024;
+
+/// A cell's words: its request's key (two halves), then the claim's lease until, fresh until
+/// and put at (the shared clock).
+pub const CELL_WORDS: usize = 5;
+
+/// The cells as one thread reaches them. A hold is a number `enter` gives and `leave` takes.
+pub trait Cells {
+    /// Holds cell `cell` and copies its live words into `words`: the hold (below 0: none).
+    fn enter(&self, cell: u32, words: &mut [f64; CELL_WORDS]) -> i32;
+    /// Lets go of the hold `held` on `cell`, making `words` live (`None`: nothing written);
+    /// false when the hold was taken over meanwhile and nothing it wrote counts.
+    fn leave(&self, cell: u32, held: i32, words: Option<&[f64; CELL_WORDS]>) -> bool;
+}
+
+/// The cell of a request's `key`.
+pub fn cell_of(key: Key) -> u32 {
+    (key.1 as u32) % CELLS
+}
+
+/// The key of a request's shared name: its last 16 hex digits (see `shared_cache::name`).
+pub fn key_of_name(name: &str) -> Option<Key> {
+    let tail = name.get(name.len().checked_sub(16)?..)?;
+    let half = |s: &str| u32::from_str_radix(s, 16).ok().map(|n| n as i32);
+    Some((half(&tail[..8])?, half(&tail[8..])?))
+}
+
+/// Runs `f` on `key`'s cell (its claim, `ours` when the cell names `key`) while this thread
+/// holds it, and writes the claim `f` returns, naming `key`; runs again when the hold was taken
+/// over meanwhile. `None` when the cell could not be held.
+fn transact<C: Cells, T>(
+    cells: &C,
+    key: Key,
+    mut f: impl FnMut(Cell) -> (T, Option<Cell>),
+) -> Option<T> {
+    let cell = cell_of(key);
+    let names = [f64::from(key.0), f64::from(key.1)];
+    loop {
+        let mut words = [0.0; CELL_WORDS];
+        let held = cells.enter(cell, &mut words);
+        if held < 0 {
+            return None;
+        }
+        let ours = words[..2] == names;
+        let (out, write) = f(Cell::read(ours, &words[2..]));
+        let written = write.map(|c| {
+            let [lease, fresh, put] = c.words();
+            [names[0], names[1], lease, fresh, put]
+        });
+        if cells.leave(cell, held, written.as_ref()) {
+            return Some(out);
+        }
+    }
+}
+
+/// A thread asks `key`'s cell at `now` (see [`thread_claim`]): `here` how long the bytes it
+/// holds stay fresh, `since` when it began to hear the others, `wanted_at` when it last asked
+/// them for the bytes. [`Asked::Alone`] when the cell could not be held.
+pub fn claim<C: Cells>(
+    cells: &C,
+    key: Key,
+    now: Millis,
+    here: Option<Millis>,
+    (since, wanted_at): (Millis, Option<Millis>),
+) -> Asked {
+    let asked = transact(cells, key, |cell| {
+        thread_claim(cell, now, here, (since, wanted_at))
+    });
+    asked.unwrap_or(Asked::Alone)
+}
+
+/// This thread's claim on `key`'s cell ends at `now`, with an entry fresh for `fresh_ms` put
+/// (`None`: nothing to put). A cell another request holds is left alone.
+pub fn settle<C: Cells>(cells: &C, key: Key, now: Millis, fresh_ms: Option<Millis>) {
+    transact(cells, key, |cell| {
+        ((), cell.ours.then(|| put(cell, now, fresh_ms)))
+    });
+}
