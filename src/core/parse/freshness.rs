@@ -32,7 +32,7 @@ pub enum Freshness {
     Unsaid,
 }
 
-/// The response headers [`freshness`] reads, as given (`None` when absent).
+/// The response headers `freshness` reads, as given (`None` when absent).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CacheHeaders<'a> {
     /// `Cache-Control`.

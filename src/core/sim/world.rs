@@ -7,11 +7,13 @@
 //! heard at once, then the process lets the other events of that instant go first, as the
 //! article's workers take turns), a store operation to the [`FakeStore`], a `/usage` probe is
 //! answered from [`World::usage`] (or the server's own count). With a cache
-//! ([`World::cache`]), a GET asks the core's [`Cache`] first, as `createFetch({ cache })`'s
+//! ([`World::cache`]), a GET asks the core's cache machine first
+//! ([`CacheFlow`](crate::core::rules::cache_flow::CacheFlow)), as `createFetch({ cache })`'s
 //! bindings do: a fresh entry answers it at once (a stale one too, when its gate would hold or
 //! refuse it), a request in flight is joined, else it leads.
 
 mod cache;
+mod cache_state;
 mod log;
 
 pub use self::log::{Log, Sent, Served};
@@ -24,18 +26,16 @@ use super::store::FakeStore;
 use crate::core::base::indexed::Indexed;
 use crate::core::base::slab::Mirror;
 use crate::core::base::timeline::Timeline;
-use crate::core::gate::action::{End, OpId};
+use crate::core::gate::action::OpId;
 use crate::core::gate::respond::BodyFacts;
 use crate::core::gate::store_link::StoreReply;
 use crate::core::gates::action::Action;
 use crate::core::gates::fleet::Shared;
 use crate::core::gates::ids::{CallRef, GateId, WrapperId};
 use crate::core::gates::profile::{Keeping, Request};
-use crate::core::gates::scope::RequestKey;
 use crate::core::gates::Gates;
-use crate::core::parse::freshness::CacheHeaders;
 use crate::core::rules::batch::Batch;
-use crate::core::rules::cache::{Cache, Landed};
+use crate::core::rules::cache_flow::Ended;
 use crate::core::rules::classify::{Body, Failure};
 use crate::core::rules::quota::Usage;
 use crate::core::Millis;
@@ -107,7 +107,7 @@ pub struct Process {
     /// Each call's index and request.
     calls: Mirror<(usize, Rc<SimCall>)>,
     /// Its cache: calls are known by their index.
-    cache: Option<Cache<RequestKey, usize>>,
+    cache: Option<cache_state::SimCache>,
 }
 
 #[derive(Debug, Clone)]
@@ -423,7 +423,9 @@ impl World {
                     Err(refused) => {
                         self.log.refused.insert(index, refused);
                         self.ended_now(index);
-                        self.landed(p, index, &call, Landed::Other, 0);
+                        let failed = Ended::Failed { refusal: None };
+                        let rest = self.cache_ended(p, index, failed, 0).unwrap_or_default();
+                        self.land(p, &rest, 0);
                     }
                 }
                 Some(p)
@@ -557,7 +559,7 @@ impl World {
                 }
                 Action::Event { gate, event, .. } => self.log.events.push((now, p, gate, event)),
                 Action::Settle { call, end, .. } => {
-                    let Some((index, request)) = self.processes[p].calls.remove(call) else {
+                    let Some((index, _)) = self.processes[p].calls.remove(call) else {
                         continue;
                     };
                     assert!(
@@ -567,23 +569,14 @@ impl World {
                     let status = (self.log.outcomes.get(&index))
                         .and_then(|o| o.last().copied().flatten())
                         .unwrap_or(0);
-                    let landed = match (&end, status, &self.processes[p].cache) {
-                        (End::Deliver, 200, Some(cache)) => Landed::of(
-                            (200, SNAPSHOT_BYTES, true),
-                            CacheHeaders::default(),
-                            None,
-                            1.7e12 + now,
-                            cache.config().default_ttl_ms,
-                        ),
-                        _ => Landed::Other,
-                    };
-                    if self.served_stale(p, index, &request, &end) {
+                    let ended = cache_state::ended_of(&end, status);
+                    let Some(rest) = self.cache_ended(p, index, ended, status) else {
                         continue;
-                    }
+                    };
                     let again = self.log.settled.insert(index, (now, end));
                     assert!(again.is_none(), "call {index} settled twice");
                     self.ended_now(index);
-                    self.landed(p, index, &request, landed, status);
+                    self.land(p, &rest, status);
                 }
                 Action::Forgotten { .. } | Action::DropAnswer { .. } => {}
             }
