@@ -1,4 +1,4 @@
-// A hold on a shared-memory slot that outlasts LEASE_MS is taken over; whatever the stalled holder
+// A hold on a shared-memory slot that outlasts TAKEOVER_MS is taken over; whatever the stalled holder
 // does when it resumes must not reach the slot's live words (a late copy into a buffer a later
 // writer made live admitted 100,336 of 100,000 under CPU load). Driven through shared_memory.js's
 // own exports, one thread: a second `enter` on a held slot waits out the lease and takes it over,
@@ -7,9 +7,9 @@
 // the source the package is built from.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cells, current, enter, enterCell, leave, leaveCell, useMemory, words } from '../src/js/shared_memory.js';
+import { current, enter, enterCell, leave, leaveCell, useMemory } from '../src/js/shared_memory.js';
+import { CELLS, CELL_WORDS, SLOT_WORDS as WORDS } from '../src/js/protocol.js';
 
-const WORDS = words();
 const s = current();
 // The module's memory, as `enter` and `leave` see it: region r is the WORDS f64s at r * WORDS.
 const heap = new Float64Array(8 * WORDS);
@@ -93,7 +93,6 @@ test("no write targets a taken-over holder's buffer while it may yet copy into i
 });
 
 test("the cache's cells are held the same way: a taken-over holder's late write counts for nothing", () => {
-  const [CELLS, CELL_WORDS] = cells();
   const cell = CELLS - 1;
   const at = (r) => r * WORDS;
   const writeCell = (v) => {

@@ -3,6 +3,7 @@
 // call the gate admits at once, and the driver (driver.rs) for every other attempt: one
 // implementation, one module, one timer.
 import { callerSignal, feedbackOf } from './reads.js';
+import { EARLY_MS } from './protocol.js';
 
 /** How an attempt ended, as passed to `settle(id, value, how, status, feedback)`. */
 export const RESPONSE = 0; // value: the Response (any status)
@@ -31,8 +32,8 @@ let timer;
 let armedFor = Infinity;
 // Node fires a delay above 2^31 - 1 ms after 1 ms; longer waits fire early and re-arm.
 const MAX_DELAY_MS = 2147483647;
-// Node's timers run on whole milliseconds and may fire up to one early; that counts as due.
-const EARLY_MS = 1;
+// Node's timers run on whole milliseconds and may fire up to one early; that counts as due
+// (EARLY_MS, the core's).
 
 function arm(due) {
   if (due >= armedFor) {

@@ -3,9 +3,10 @@
 // (`run`): it keeps the entries' bytes, makes every caller its own Response, sends, copies,
 // asks the shared cache (cache_share.js), and settles each caller's promise once.
 import { requestFacts, cacheFacts, callerSignal } from './reads.js';
+import * as P from './protocol.js';
 
 const MARK = 'x-odds-gate-cache';
-const MARKS = [undefined, 'hit', 'stale', 'coalesced'];
+const MARKS = new Map([[P.ACT_HIT, 'hit'], [P.ACT_STALE, 'stale'], [P.ACT_COALESCED, 'coalesced'], [P.ACT_COPY, 'coalesced']]);
 const isObject = (v) => v !== null && typeof v === 'object';
 
 /** `clone`'s status, headers and whole body; null when its body is longer than `limit` bytes or cannot be read. */
@@ -180,41 +181,41 @@ export function run(side, words) {
   for (let i = 0; i < words.length; i += 4) {
     const [code, a, b, c] = [words[i], words[i + 1], words[i + 2], words[i + 3]];
     switch (code) {
-      case 1: case 2: case 3: case 4: {
-        const kept = code === 4 ? leaders.get(b)?.kept : entries.get(b);
+      case P.ACT_HIT: case P.ACT_STALE: case P.ACT_COALESCED: case P.ACT_COPY: {
+        const kept = code === P.ACT_COPY ? leaders.get(b)?.kept : entries.get(b);
         // Bytes the core counts on are always here; were they not, the call sends its own.
         if (kept === undefined) forward(side, a);
-        else settle(side, a, () => answer(kept, MARKS[code === 4 ? 3 : code], c));
+        else settle(side, a, () => answer(kept, MARKS.get(code), c));
         break;
       }
-      case 5: forward(side, a); break;
-      case 6: lead(side, a); break;
-      case 7: ask(side, a); break;
-      case 8: {
+      case P.ACT_FORWARD: forward(side, a); break;
+      case P.ACT_LEAD: lead(side, a); break;
+      case P.ACT_ASK: ask(side, a); break;
+      case P.ACT_REJECT: {
         const w = take(side, a);
         w?.reject(leaders.get(b)?.error);
         break;
       }
-      case 9: copyResponse(side, a, b === 1, c === 1); break;
-      case 10: {
+      case P.ACT_TAKE: copyResponse(side, a, b === 1, c === 1); break;
+      case P.ACT_KEEP: {
         const kept = leaders.get(b)?.kept;
         if (kept !== undefined) entries.set(a, kept);
         break;
       }
-      case 11: entries.delete(a); break;
-      case 12: {
+      case P.ACT_DROP: entries.delete(a); break;
+      case P.ACT_PUT: {
         const l = leaders.get(a);
         share?.put(l.facts, l.asked, b, { ...l.kept, age: c }, l.chunks);
         break;
       }
-      case 13: {
+      case P.ACT_RELEASE: {
         const l = leaders.get(a);
         share?.release(l.facts, l.asked);
         break;
       }
-      case 14: leaders.get(a)?.controller.abort(); break;
-      case 15: leaders.get(a)?.response?.body?.cancel().catch(() => {}); break;
-      case 16: leaders.delete(a); break;
+      case P.ACT_CANCEL: leaders.get(a)?.controller.abort(); break;
+      case P.ACT_DISCARD: leaders.get(a)?.response?.body?.cancel().catch(() => {}); break;
+      case P.ACT_DONE: leaders.delete(a); break;
     }
   }
 }

@@ -7,12 +7,9 @@
 // that fails answers ALONE, so a call never fails because the shared cache does.
 import { BroadcastChannel } from 'node:worker_threads';
 import { current, sharedNow } from './shared_memory.js';
+// WANT is the threads' own: answered to cache.js as WAIT.
+import { ASKED_ALONE as ALONE, ASKED_FRESH as FRESH, ASKED_LEAD as LEAD, ASKED_WAIT as WAIT, ASKED_WANT as WANT } from './protocol.js';
 
-export const ALONE = 0;
-export const FRESH = 1;
-export const LEAD = 2;
-export const WAIT = 3;
-const WANT = 4; // the threads' own: answered to cache.js as WAIT
 
 /** The shared side of `transport`'s cache, or null when nothing shares it. */
 export function shareOf(transport) {

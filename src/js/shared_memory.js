@@ -17,7 +17,7 @@
 // admits nothing until SETTLE_MS passed and its loop turned: time for the threads already there
 // to answer (a shared memory heard of meanwhile may not be the best yet), or, when its shared memory is the
 // better, to bring what they spent over (a thread moves every key it holds as soon as it hears).
-// The main thread need not wait when it loads the package in the first EARLY_MS of the process,
+// The main thread need not wait when it loads the package in the first STARTUP_MS of the process,
 // nor later when Node's diagnostic report says it has started no worker thread (see `alone`).
 //
 // Growing. The buffer is growable (to MOST slots): a key that finds no room makes the table
@@ -44,7 +44,7 @@
 // thread holds a slot by compare-and-swap (seq + 1, held), copies the live buffer out, writes its
 // new state into a spare buffer (one of the two not live: the one not quarantined, else the one
 // the sequence number's parity picks) and lets go by compare-and-swap to (that buffer live, not
-// held); a read lets go with the same buffer live. A hold that lasts LEASE_MS unchanged is taken
+// held); a read lets go with the same buffer live. A hold that lasts TAKEOVER_MS unchanged is taken
 // over (its thread died, was terminated, or is stalled in it): the taker quarantines the buffer
 // the stalled holder writes into and so writes into the other spare, and the stalled holder's
 // late let-go fails, so it runs its transaction again. A holder copies its words only after it
@@ -53,6 +53,7 @@
 // until the next take-over (a dead thread never lifts it; two buffers are enough for holds that
 // are not taken over). Nothing a dead or stalled thread did half-way is ever live. The table lock
 // (for claiming a slot) and the cache's cells work the same way.
+import { SLOT_WORDS as WORDS, CELLS, CELL_WORDS } from './protocol.js';
 import {
   BroadcastChannel,
   getEnvironmentData,
@@ -63,12 +64,9 @@ import {
 
 const MAGIC = 0x0dd59a7e;
 const NAME = 'odds-gate/shared-memory/v6';
-const WORDS = 84;
 const SLOTS = 16384;
 // 16 times that: 262 MB of address space reserved, the memory itself only as the table grows.
 const MOST = 262144;
-const CELLS = 1024;
-const CELL_WORDS = 5;
 const CELL_BYTES = 16 + 3 * CELL_WORDS * 8;
 const HEAD_BYTES = 64 + CELLS * CELL_BYTES;
 const SLOT_BYTES = 16 + 3 * WORDS * 8;
@@ -77,13 +75,13 @@ const TABLE_LOCK = 10;
 // Far longer than any transaction (microseconds); short enough that a thread killed while
 // holding a slot holds up the others for a moment only. A live holder stalled longer by the
 // scheduler only runs its transaction again.
-const LEASE_MS = 100;
+const TAKEOVER_MS = 100;
 const SPINS = 64;
 
 // A thread that made its own shared memory admits nothing until this long after it said so (and its
 // event loop turned since): threads still starting up answer slowly.
 const SETTLE_MS = 200;
-const EARLY_MS = 100;
+const STARTUP_MS = 100;
 
 let sharedMemory = null;
 let channel = null;
@@ -182,7 +180,7 @@ function start() {
     adopt(make());
     // No worker can be admitting yet this early in the process (it starts, loads the package
     // and settles first): the main thread then need not wait.
-    if (!isMainThread || performance.now() > EARLY_MS) {
+    if (!isMainThread || performance.now() > STARTUP_MS) {
       turned = false;
       setTimeout(() => (turned = true), SETTLE_MS).unref();
     }
@@ -208,8 +206,6 @@ try {
   channel = null;
 }
 
-export const words = () => WORDS;
-export const cells = () => [CELLS, CELL_WORDS];
 export const thread = () => threadId;
 export const first = (s) => s.ints[1];
 export const slots = (s) => Atomics.load(s.ints, 2);
@@ -303,7 +299,7 @@ function holdAt(s, at, force, high, low) {
   let since = -1;
   for (let spins = 0; ; ) {
     if (!force && Atomics.load(ints, SUPERSEDED) !== 0) return -1;
-    if ((seen & 1) === 0 || (since >= 0 && performance.now() - since > LEASE_MS)) {
+    if ((seen & 1) === 0 || (since >= 0 && performance.now() - since > TAKEOVER_MS)) {
       // Taking over: the stalled holder may yet copy into its buffer.
       const quarantine = seen & 1 ? (target(seen) + 1) << 29 : seen & QUARANTINE;
       const next = (((seen & SEQ) + 8) & SEQ) | quarantine | (seen & 6) | 1;

@@ -5,11 +5,23 @@
 use wasm_bindgen::prelude::*;
 
 use super::clock;
-use crate::core::authority::cache_cells::{Cells, CELLS, CELL_WORDS};
+use crate::core::authority::cache_cells::{Cells, CELL_WORDS};
 use crate::core::authority::slot::{self, Memory};
 use crate::core::authority::table::Key;
 use crate::core::authority::threads::{self, WORDS};
 use crate::core::Millis;
+
+#[wasm_bindgen(module = "/src/js/protocol.js")]
+extern "C" {
+    /// The fingerprint of the protocol `protocol.js` was generated from (`build.rs`).
+    #[wasm_bindgen(thread_local_v2, js_name = PROTOCOL)]
+    static PROTOCOL_PRINT: String;
+}
+
+/// The fingerprint of the protocol the JavaScript side was generated from.
+fn protocol_print() -> String {
+    PROTOCOL_PRINT.with(Clone::clone)
+}
 
 #[wasm_bindgen(module = "/src/js/shared_memory.js")]
 extern "C" {
@@ -18,8 +30,6 @@ extern "C" {
     pub type SharedMemory;
     #[wasm_bindgen(js_name = current)]
     fn shared_memory_now() -> Option<SharedMemory>;
-    #[wasm_bindgen(js_name = words)]
-    fn shared_memory_words() -> u32;
     #[wasm_bindgen(js_name = thread)]
     fn thread_id() -> f64;
     #[wasm_bindgen(js_name = useMemory)]
@@ -45,16 +55,14 @@ extern "C" {
     fn key_low(s: &SharedMemory, i: u32) -> i32;
     #[wasm_bindgen(js_name = setKey)]
     fn set_key(s: &SharedMemory, i: u32, high: i32, low: i32);
-    #[wasm_bindgen(js_name = cells)]
-    fn shared_memory_cells() -> Vec<u32>;
     #[wasm_bindgen(js_name = enterCell)]
     fn enter_cell(s: &SharedMemory, c: u32, to: u32) -> i32;
     #[wasm_bindgen(js_name = leaveCell)]
     fn leave_cell(s: &SharedMemory, c: u32, held: i32, from: i32) -> bool;
 }
 
-/// The shared memory threads share now, if memory can be shared here (and the JavaScript side agrees on
-/// the size of a slot and of the cache's cells).
+/// The shared memory threads share now, if memory can be shared here (and the JavaScript side lays
+/// it out by this build's protocol).
 pub fn current() -> Option<SharedMemory> {
     thread_local!(static WIRED: () = {
         use_memory(&wasm_bindgen::memory());
@@ -66,8 +74,7 @@ pub fn current() -> Option<SharedMemory> {
         mover.forget();
     });
     WIRED.with(|_| ());
-    thread_local!(static AGREES: bool = shared_memory_words() as usize == WORDS
-        && shared_memory_cells() == [CELLS, CELL_WORDS as u32]);
+    thread_local!(static AGREES: bool = protocol_print() == env!("ODDS_GATE_PROTOCOL"));
     shared_memory_now().filter(|_| AGREES.with(|a| *a))
 }
 

@@ -8,6 +8,8 @@
 -- ARGV[3]  burst        ARGV[4] ms per token (the gate's rate now)     ARGV[5] max pause ms
 -- ARGV[6]  budget capacity ("" for no budget)
 -- ARGV[7.] per operation (see below)
+-- SLACK, READING_LEASE_MS, FIRST_READ_RECHECK_MS, MOST_OF_LEFT, NEW_PERIOD_MS, MIN_ASKED,
+-- SCALE_LOW and SCALE_HIGH are src/core/base/protocol.rs's: build.rs heads the script with them.
 -- The hash's fields: tokens, last (the last refill), burst and per_token (the rate that refill
 -- ran at: a call with another rate refills at this one up to now, then switches; absent in a
 -- hash from before, which then takes the rate it is called with), paused (when an anchored
@@ -33,7 +35,6 @@ local called_burst = tonumber(ARGV[3])
 local called_per_token = tonumber(ARGV[4])
 local max_pause = tonumber(ARGV[5])
 local capacity = tonumber(ARGV[6])
-local SLACK = 1e-9
 
 local s = redis.call('HMGET', key, 'tokens', 'last', 'cooldown', 'paused', 'anchor', 'budget',
   'quota', 'slow', 'burst', 'per_token', 'sent', 'order', 'credits')
@@ -206,8 +207,6 @@ end
 -- reading out was sent), c_read_at, c_read_used, c_pace. The spread's settings come with each
 -- operation that needs them: c_reserve, c_burst, c_refresh.
 local INF = math.huge
-local LEASE_MS, FIRST_READ_RECHECK_MS, MOST_OF_LEFT, NEW_PERIOD_MS = 30000, 100, 0.05, 1000
-local MIN_ASKED, SCALE_LOW, SCALE_HIGH = 10, 0.1, 100
 local cn = {}
 for n in string.gmatch(s[13] or '', '%S+') do cn[#cn + 1] = tonumber(n) end
 local c_read, c_next = cn[1] == 1, cn[2] or -INF
@@ -278,7 +277,7 @@ end
 -- SharedCredits::ask: Go ('go'), a reading claimed ('read'), or wait this many ms.
 local function credits_ask(spend, stated, reserve)
   if now >= c_next then
-    c_next = now + math.min(LEASE_MS, c_refresh)
+    c_next = now + math.min(READING_LEASE_MS, c_refresh)
     if c_bucket then c_tss = 0 end
     return 'read'
   end

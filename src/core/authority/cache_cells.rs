@@ -6,15 +6,16 @@
 //! keeps it, the other goes on alone.
 
 use crate::core::authority::table::Key;
+use crate::core::base::protocol;
 use crate::core::rules::shared_cache::{put, thread_claim, Asked, Cell};
 use crate::core::Millis;
 
 /// The cells there are.
-pub const CELLS: u32 = 1024;
+pub const CELLS: u32 = protocol::CELLS;
 
 /// A cell's words: its request's key (two halves), then the claim's lease until, fresh until
 /// and put at (the shared clock).
-pub const CELL_WORDS: usize = 5;
+pub const CELL_WORDS: usize = protocol::CELL_WORDS;
 
 /// The cells as one thread reaches them. A hold is a number `enter` gives and `leave` takes.
 pub trait Cells {

@@ -8,6 +8,7 @@
 //! [`Op::Admit`]: super::Op::Admit
 //! [`Op::Read`]: super::Op::Read
 
+use crate::core::base::protocol;
 use crate::core::rules::credits::{CreditBucket, Spread};
 use crate::core::rules::quota::Usage;
 use crate::core::rules::scale::CostScale;
@@ -17,10 +18,10 @@ use crate::core::Millis;
 /// probe's budget), and never more than a refresh. Its answer moves the next reading a refresh
 /// on; a reader that died, or a claim whose answer was lost (a store operation out of time),
 /// frees it at the lease's end.
-pub(crate) const LEASE_MS: Millis = 30_000.0;
+pub(crate) const LEASE_MS: Millis = protocol::READING_LEASE_MS;
 
 /// How soon a call waiting for the key's first reading, claimed by another, asks again.
-const FIRST_READ_RECHECK_MS: Millis = 100.0;
+const FIRST_READ_RECHECK_MS: Millis = protocol::FIRST_READ_RECHECK_MS;
 
 /// A call's credits, asked with its admission.
 #[derive(Debug, Clone, Copy, PartialEq)]

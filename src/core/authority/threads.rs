@@ -15,6 +15,7 @@ use crate::core::authority::fair::{Shares, Turn};
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::order::{self, Ask, Order};
 use crate::core::authority::{AdmissionId, Answer, Immediate, Op, Transitions};
+use crate::core::base::protocol;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
 use crate::core::rules::budget::RefillingConfig;
@@ -30,6 +31,8 @@ const ORDER_AT: usize = STATE + MemoryAuthority::WORDS;
 const HELD: usize = STATE + 9;
 /// Numbers in a slot.
 pub const WORDS: usize = ORDER_AT + order::WORDS;
+// The JavaScript side lays the shared memory out by the protocol's count.
+const _: () = assert!(WORDS == protocol::SLOT_WORDS);
 
 /// The highest thread number: numbers salt admission ids above 2^40 and stay below 2^53.
 pub(crate) const MAX_THREAD: u32 = 4095;

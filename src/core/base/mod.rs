@@ -6,6 +6,7 @@ pub mod hex;
 pub mod histogram;
 pub mod indexed;
 pub mod map;
+pub mod protocol;
 pub mod random;
 pub mod slab;
 pub(crate) mod timeline;

@@ -8,12 +8,13 @@
 //!   arrived); the pause ends by itself after `MAX_PAUSE_MS` so a lost response costs little.
 //! - *Slow mode.* Refill at half the rate while the server says the key is nearly spent.
 
+use crate::core::base::protocol;
 use crate::core::rules::allowance::Rate;
 use crate::core::Millis;
 
 /// Float slack, in tokens: a wake-up computed for the exact refill instant must neither miss it
 /// by a rounding error nor be rounded up a whole millisecond past it.
-const SLACK: f64 = 1e-9;
+const SLACK: f64 = protocol::SLACK;
 const WHOLE_TOKEN: f64 = 1.0 - SLACK;
 
 /// The longest an anchored refill waits for its response.

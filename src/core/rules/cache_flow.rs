@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use std::hash::Hash;
 
 use crate::core::base::map::Map;
+use crate::core::base::protocol;
 use crate::core::parse::freshness::{age_ms, CacheHeaders};
 use crate::core::rules::cache::{Cache, EntryId, Landed, Lookup, Refusal, Settled};
 use crate::core::rules::cache_request::CacheRequest;
@@ -135,11 +136,11 @@ pub enum CacheAction {
 }
 
 impl CacheAction {
-    /// The action as four numbers for `cache.js`: a code and its fields (see `cache.js`'s
-    /// `run`).
+    /// The action as four numbers for `cache.js`: a code (`base::protocol`'s `ACT_*`) and its
+    /// fields (see `cache.js`'s `run`).
     pub fn words(&self) -> [f64; 4] {
         let n = |c: CallId| f64::from(c);
-        match *self {
+        let (code, fields) = match *self {
             CacheAction::Answer {
                 call,
                 entry,
@@ -147,39 +148,43 @@ impl CacheAction {
                 age_s,
             } => {
                 let code = match how {
-                    How::Hit => 1.0,
-                    How::Stale => 2.0,
-                    How::Coalesced => 3.0,
+                    How::Hit => protocol::ACT_HIT,
+                    How::Stale => protocol::ACT_STALE,
+                    How::Coalesced => protocol::ACT_COALESCED,
                 };
-                [code, n(call), entry as f64, age_s]
+                (code, [n(call), entry as f64, age_s])
             }
             CacheAction::Copy {
                 call,
                 leader,
                 age_s,
-            } => [4.0, n(call), n(leader), age_s],
-            CacheAction::Forward { call } => [5.0, n(call), 0.0, 0.0],
-            CacheAction::Lead { call } => [6.0, n(call), 0.0, 0.0],
-            CacheAction::Ask { call } => [7.0, n(call), 0.0, 0.0],
-            CacheAction::Reject { call, leader } => [8.0, n(call), n(leader), 0.0],
-            CacheAction::Take { leader, give, ttl } => [
-                9.0,
-                n(leader),
-                f64::from(u8::from(give)),
-                f64::from(u8::from(ttl)),
-            ],
-            CacheAction::Keep { entry, leader } => [10.0, entry as f64, n(leader), 0.0],
-            CacheAction::Drop { entry } => [11.0, entry as f64, 0.0, 0.0],
+            } => (protocol::ACT_COPY, [n(call), n(leader), age_s]),
+            CacheAction::Forward { call } => (protocol::ACT_FORWARD, [n(call), 0.0, 0.0]),
+            CacheAction::Lead { call } => (protocol::ACT_LEAD, [n(call), 0.0, 0.0]),
+            CacheAction::Ask { call } => (protocol::ACT_ASK, [n(call), 0.0, 0.0]),
+            CacheAction::Reject { call, leader } => {
+                (protocol::ACT_REJECT, [n(call), n(leader), 0.0])
+            }
+            CacheAction::Take { leader, give, ttl } => {
+                let flag = |b: bool| f64::from(u8::from(b));
+                (protocol::ACT_TAKE, [n(leader), flag(give), flag(ttl)])
+            }
+            CacheAction::Keep { entry, leader } => {
+                (protocol::ACT_KEEP, [entry as f64, n(leader), 0.0])
+            }
+            CacheAction::Drop { entry } => (protocol::ACT_DROP, [entry as f64, 0.0, 0.0]),
             CacheAction::Put {
                 leader,
                 fresh_ms,
                 age_s,
-            } => [12.0, n(leader), fresh_ms, age_s],
-            CacheAction::Release { leader } => [13.0, n(leader), 0.0, 0.0],
-            CacheAction::Cancel { leader } => [14.0, n(leader), 0.0, 0.0],
-            CacheAction::Discard { leader } => [15.0, n(leader), 0.0, 0.0],
-            CacheAction::Done { leader } => [16.0, n(leader), 0.0, 0.0],
-        }
+            } => (protocol::ACT_PUT, [n(leader), fresh_ms, age_s]),
+            CacheAction::Release { leader } => (protocol::ACT_RELEASE, [n(leader), 0.0, 0.0]),
+            CacheAction::Cancel { leader } => (protocol::ACT_CANCEL, [n(leader), 0.0, 0.0]),
+            CacheAction::Discard { leader } => (protocol::ACT_DISCARD, [n(leader), 0.0, 0.0]),
+            CacheAction::Done { leader } => (protocol::ACT_DONE, [n(leader), 0.0, 0.0]),
+        };
+        let [a, b, c] = fields;
+        [f64::from(code), a, b, c]
     }
 }
 

@@ -3,14 +3,16 @@
 //! learn a cost per route as one gate does ([`Costs`](super::credits::Costs)). It learns one
 //! number instead: what a credit asked by a call of no stated cost turns out to cost.
 
+use crate::core::base::protocol;
+
 /// Credits asked (at no stated cost) since the last reading below which a reading's delta
 /// says too little to learn from: one credit counted twice, or a call in flight as the
 /// reading was sent, would move the scale by 10 % or more.
-const MIN_ASKED: f64 = 10.0;
+const MIN_ASKED: f64 = protocol::MIN_ASKED;
 
 /// The scale's range: a delta far off what was asked (a reading lost its calls, another key's
 /// user spent a burst) paces no call at more than 100 credits, nor at less than a tenth.
-const SCALE_RANGE: (f64, f64) = (0.1, 100.0);
+const SCALE_RANGE: (f64, f64) = (protocol::SCALE_LOW, protocol::SCALE_HIGH);
 
 /// The scale and what it learns from, in a shared spread.
 ///

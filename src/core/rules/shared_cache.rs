@@ -9,6 +9,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::core::base::hex::hex;
+use crate::core::base::protocol;
 use crate::core::Millis;
 
 /// How long a claim holds: longer than a request usually waits in the gate's line and takes,
@@ -229,25 +230,31 @@ impl Asked {
     /// An answer from `cache_share.js`'s numbers (see [`code`](Self::code)); anything not
     /// understood is [`Asked::Alone`].
     pub fn from_code(code: f64, ms: f64) -> Asked {
-        match code as u8 {
-            1 if ms.is_finite() && ms > 0.0 && code == 1.0 => Asked::Fresh { left_ms: ms },
-            2 if code == 2.0 => Asked::Lead,
-            3 if ms.is_finite() && code == 3.0 => Asked::Wait { left_ms: ms },
-            4 if code == 4.0 => Asked::Want,
-            _ => Asked::Alone,
+        let is = |c: u8| code == f64::from(c);
+        if is(protocol::ASKED_FRESH) && ms.is_finite() && ms > 0.0 {
+            Asked::Fresh { left_ms: ms }
+        } else if is(protocol::ASKED_LEAD) {
+            Asked::Lead
+        } else if is(protocol::ASKED_WAIT) && ms.is_finite() {
+            Asked::Wait { left_ms: ms }
+        } else if is(protocol::ASKED_WANT) {
+            Asked::Want
+        } else {
+            Asked::Alone
         }
     }
 
     /// The answer in `cache.js`'s numbers: 0 alone, 1 fresh, 2 lead, 3 wait, 4 want; with its
     /// milliseconds (a leader's, how long its claim lasts; a want's, how long to wait).
     pub fn code(self) -> [f64; 2] {
-        match self {
-            Asked::Alone => [0.0, 0.0],
-            Asked::Fresh { left_ms } => [1.0, left_ms],
-            Asked::Lead => [2.0, LEASE_MS],
-            Asked::Wait { left_ms } => [3.0, left_ms],
-            Asked::Want => [4.0, ARRIVAL_MS],
-        }
+        let (code, ms) = match self {
+            Asked::Alone => (protocol::ASKED_ALONE, 0.0),
+            Asked::Fresh { left_ms } => (protocol::ASKED_FRESH, left_ms),
+            Asked::Lead => (protocol::ASKED_LEAD, LEASE_MS),
+            Asked::Wait { left_ms } => (protocol::ASKED_WAIT, left_ms),
+            Asked::Want => (protocol::ASKED_WANT, ARRIVAL_MS),
+        };
+        [f64::from(code), ms]
     }
 }
 

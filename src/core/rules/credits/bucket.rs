@@ -4,20 +4,21 @@
 
 use super::costs::Costs;
 use super::settings::Spread;
+use crate::core::base::protocol;
 use crate::core::rules::quota::Usage;
 use crate::core::rules::scale::CostScale;
 use crate::core::Millis;
 
 /// Float slack, in credits: a wake-up computed for the exact refill instant must find the
 /// credits there despite rounding.
-const SLACK: f64 = 1e-9;
+const SLACK: f64 = protocol::SLACK;
 
 /// The most of the credits left for the period the bucket ever holds.
-const MOST_OF_LEFT: f64 = 0.05;
+const MOST_OF_LEFT: f64 = protocol::MOST_OF_LEFT;
 
 /// A period end later than the bucket's by more than this is a new period: readings of the
 /// same end made on clocks a few milliseconds apart (processes, a store) are one period.
-const NEW_PERIOD_MS: Millis = 1_000.0;
+const NEW_PERIOD_MS: Millis = protocol::NEW_PERIOD_MS;
 
 /// A key's credits paced to the end of its period. Plain numbers, `Copy`: an authority can keep
 /// it wherever a gate's state lives.
