@@ -2,7 +2,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import Redis from 'ioredis';
@@ -11,8 +10,9 @@ import { createFetch, redisStore, simulate, GateAbandonedError } from '../pkg/in
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 import { assertLiveWentFirst, LANES_RATE, LANES_SERVER } from './support/lanes-order.mjs';
 import { startRedis } from './support/redis-server.mjs';
+import { storeScript } from './support/store-script.mjs';
 
-const script = readFileSync(new URL('../src/store/gate.lua', import.meta.url), 'utf8');
+const script = storeScript('gate.lua');
 const child = fileURLToPath(new URL('./support/fleet-child.mjs', import.meta.url));
 const rate = { burst: 2, perSecond: 2 };
 const freshKey = () => `fleet-${randomUUID()}`;
