@@ -223,21 +223,44 @@ export function run(side, words) {
 /** `send` (the wrapper's gated fetch) behind the transport's cache. */
 export function cached(transport, send) {
   const side = sideOf(transport);
-  return (input, init) => new Promise((resolve, reject) => {
+  return (input, init) => {
     const signal = callerSignal(input, init);
     const facts = requestFacts(input, init);
     const asked = cacheFacts(input, init);
-    const id = transport.cacheBegin(facts, asked, signal?.aborted === true);
-    const w = { resolve, reject, input, init, signal, onAbort: undefined, facts, asked, send };
-    side.calls.set(id, w);
-    if (signal && !signal.aborted) {
-      w.onAbort = () => {
-        if (take(side, id) === undefined) return;
-        reject(signal.reason);
-        run(side, transport.cacheLeave(id));
-      };
-      signal.addEventListener('abort', w.onAbort, { once: true });
+    const out = transport.cacheBegin(facts, asked, signal?.aborted === true);
+    const id = out[0];
+    // The core's one action for this very call, done at once: its answer from a kept entry, or
+    // the gate's own promise.
+    if (out.length === 5 && out[2] === id) {
+      const code = out[1];
+      const kept = code === P.ACT_HIT || code === P.ACT_STALE ? side.entries.get(out[3]) : undefined;
+      if (kept !== undefined) {
+        try {
+          return Promise.resolve(answer(kept, MARKS.get(code), out[4]));
+        } catch (failed) {
+          return Promise.reject(failed);
+        }
+      }
+      if (code === P.ACT_FORWARD || kept === undefined && (code === P.ACT_HIT || code === P.ACT_STALE)) {
+        try {
+          return send(input, init);
+        } catch (error) {
+          return Promise.reject(error);
+        }
+      }
     }
-    run(side, transport.cacheActions());
-  });
+    return new Promise((resolve, reject) => {
+      const w = { resolve, reject, input, init, signal, onAbort: undefined, facts, asked, send };
+      side.calls.set(id, w);
+      if (signal && !signal.aborted) {
+        w.onAbort = () => {
+          if (take(side, id) === undefined) return;
+          reject(signal.reason);
+          run(side, transport.cacheLeave(id));
+        };
+        signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      run(side, out.slice(1));
+    });
+  };
 }

@@ -79,25 +79,22 @@ impl Transport {
     }
 
     /// A call begins, with the request's `facts` and headers (`asked`: `reads.js`'s
-    /// `requestFacts` and `cacheFacts`), its signal already `aborted` or not: its number. Its
-    /// actions follow with `cacheActions`.
+    /// `requestFacts` and `cacheFacts`), its signal already `aborted` or not: its number, then
+    /// the actions to perform now (one crossing for a call a kept entry answers).
     #[wasm_bindgen(js_name = cacheBegin)]
-    pub fn cache_begin(&self, facts: &str, asked: &str, aborted: bool) -> u32 {
+    pub fn cache_begin(&self, facts: &str, asked: &str, aborted: bool) -> Vec<f64> {
         let Some(cache) = self.cache() else {
-            return 0;
+            return Vec::new();
         };
         let now = clock::now();
         let mut c = cache.borrow_mut();
         let request = read(c.0.cache(), facts, asked);
         let held = |key: &RequestKey| self.holds(now, &key.0, &key.1);
         let key = request.as_ref().map(|(k, _)| k.clone());
-        c.0.begin(now, request, aborted, || key.as_ref().is_some_and(held))
-    }
-
-    /// The actions to perform now.
-    #[wasm_bindgen(js_name = cacheActions)]
-    pub fn cache_actions(&self) -> Vec<f64> {
-        self.report(|_| {})
+        let call = c.0.begin(now, request, aborted, || key.as_ref().is_some_and(held));
+        let mut out = vec![f64::from(call)];
+        out.extend(c.0.take_words());
+        out
     }
 
     /// The shared cache answered `leader`'s ask `[code, ms]` (`cache_share.js`'s; 0 for a
