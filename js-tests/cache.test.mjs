@@ -227,6 +227,33 @@ test('stale instead of refused: once the quota is spent, a kept snapshot answers
   }
 });
 
+test('an error the inner fetch makes is never taken for the gate\'s refusal, whatever its name: no stale answer', async () => {
+  const api = await startFakeOddsApi({ ...rate, ttlSeconds: 1 });
+  try {
+    // Once the entry is stale, the inner fetch fails with errors named as the gate's refusals.
+    let failing = false;
+    const named = [['QuotaExhaustedError', {}], ['GateAbandonedError', { reason: 'queue-wait' }]];
+    const inner = (input, init) => {
+      if (!failing) return fetch(input, init);
+      const [name, fields] = named.shift();
+      return Promise.reject(Object.assign(new Error('not the gate'), { name }, fields));
+    };
+    const fetchImpl = createFetch({ rate, typedErrors: false, retry: { maxAttempts: 1 }, cache: true, fetch: inner });
+    const headers = key();
+    const url = `${api.baseUrl}/events/e1/odds/snapshot`;
+    await (await fetchImpl(url, { headers })).text();
+    await kept(fetchImpl, 1);
+    await sleep(1_100);
+    failing = true;
+    for (const name of ['QuotaExhaustedError', 'GateAbandonedError']) {
+      await assert.rejects(fetchImpl(url, { headers }), (error) => error.name === name && error.message === 'not the gate');
+    }
+    assert.equal(fetchImpl.stats().cache.stale, 0);
+  } finally {
+    await api.close();
+  }
+});
+
 test('stale instead of held: during a Retry-After cooldown a GET past its entry\'s ttl is answered at once, with no request', async () => {
   const api = await startFakeOddsApi({ ...rate, ttlSeconds: 1 });
   const stop = new AbortController();
