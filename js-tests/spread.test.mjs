@@ -19,9 +19,12 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const count = (list) => list.reduce((m, k) => ({ ...m, [k]: (m[k] ?? 0) + 1 }), {});
 const SPREAD_FIELDS = ['state', 'periodEnd', 'used', 'limit', 'spreadPerHour', 'waitingForCredit', 'unpaced', 'projectedEnd'];
 
-test('quota.spread goes with threads (the default) and without', () => {
-  assert.match(createFetch({ quota: { spread: true } }).describe().spread, /paced to the end of its billing period/);
-  createFetch({ threads: false, quota: { spread: true } });
+test('quota.spread goes with threads (the default) and without, and describe() says who shares it', () => {
+  const threads = createFetch({ quota: { spread: true } }).describe().spread;
+  assert.match(threads, /paced to the end of its billing period/);
+  assert.match(threads, /shared by every thread of the process$/);
+  const alone = createFetch({ threads: false, quota: { spread: true } }).describe().spread;
+  assert.match(alone, /this thread's gates only \(threads: false\)$/);
   createFetch({ quota: { spread: false } });
 });
 
@@ -34,6 +37,7 @@ test('a bad quota option is refused naming its field', () => {
     [{ spread: true, reserve: '5%' }, TypeError, /`quota.reserve` to be a number, got string/],
     [{ spread: true, burstMs: 0 }, RangeError, /^`quota.burstMs` must be/],
     [{ spread: true, refreshMs: -1 }, RangeError, /^`quota.refreshMs` must be/],
+    [{ spread: true, refreshMs: 1 }, RangeError, /^`quota.refreshMs` must be a finite number >= 1000 \(GET \/usage at most once a second\), got 1$/],
     [{ spread: true, costs: [] }, TypeError, /`quota.costs` to be an object of route patterns to credits, got an array/],
     [{ spread: true, costs: { '/odds/history': 'five' } }, TypeError, /`quota.costs` to be an object of route patterns to credits, got string/],
     [{ spread: true, costs: { '/odds/history': -1 } }, RangeError, /^`quota.costs` must be credits, a finite number >= 0, got -1$/],

@@ -352,7 +352,7 @@ export interface QuotaOptions {
   reserve?: number;
   /** The most credits the bucket holds, as milliseconds of its refill (never more than 5 % of what is left). @default 3600000 (an hour) */
   burstMs?: number;
-  /** How often `GET /usage` is read to correct the bucket. @default 900000 (15 minutes) */
+  /** How often `GET /usage` is read to correct the bucket, in ms: at least 1000. @default 900000 (15 minutes) */
   refreshMs?: number;
   /**
    * What calls cost in credits, by route pattern: a path whose segments match the end of the

@@ -25,6 +25,11 @@ const sharedBy = (store, threads) => (store
     ? 'in this process, its worker threads included (shared: threads): a claim per request in the threads\' shared memory, the first thread to miss fetches and the others wait for its answer, which reaches every thread on a BroadcastChannel'
     : 'in this thread (shared: no; threads: false)');
 
+// Who shares the spread's bucket: whoever shares the key's gate.
+const spreadBy = (store, threads) => (store
+  ? 'shared by the fleet through the store'
+  : threads ? 'shared by every thread of the process' : "this thread's gates only (threads: false)");
+
 export function summary({ rate, learn, store, threads, sharedMemory, retry, budget, waiting, metrics, lane, learned, limits, cache, spread }) {
   const s = { rate, learn };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
@@ -61,7 +66,7 @@ export function summary({ rate, learn, store, threads, sharedMemory, retry, budg
     s.spread = `the key's credits paced to the end of its billing period: GET /usage on its first call and every ${spread.refreshMs} ms; `
       + `a call waits, as for a token, for its credits from a bucket refilling at (limit x (1 - ${spread.reserve}) - used) / (period end - now) per ms, less what others spend, `
       + `holding at most ${spread.burstMs} ms of refill and 5% of what is left; ${spread.reserve * 100}% of the limit kept in reserve; `
-      + `credits per call ${costs ? `stated for ${costs}, ` : ''}learned per route from the readings, 1 until known; this thread's gates only (threads: false)`;
+      + `credits per call ${costs ? `stated for ${costs}, ` : ''}learned per route from the readings, 1 until known; ${spreadBy(store, threads)}`;
   }
   if (cache) {
     s.cache = `one request per snapshot ${sharedBy(store, threads)}: a GET without a body identical to one in flight (credential, URL, Accept) joins it; `

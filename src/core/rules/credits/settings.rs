@@ -3,7 +3,11 @@
 //! apart from what the bucket does with it.
 
 use super::costs::Costs;
-use crate::core::rules::allowance::{positive, ConfigError};
+use crate::core::rules::allowance::{at_least, positive, ConfigError};
+
+/// The least `quota.refreshMs`: every reading is a `GET /usage`, and a reading a millisecond
+/// (a typo, or a unit mistaken) would send a thousand a second while every spread call waits.
+pub const MIN_REFRESH_MS: f64 = 1_000.0;
 
 /// The settings of the spread, read as `quota`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -92,7 +96,8 @@ impl Spread {
         Ok(spread.unwrap_or(false).then_some((settings, costs)))
     }
 
-    /// Checks `reserve` is in [0, 1) and the times are finite and above 0.
+    /// Checks `reserve` is in [0, 1), `burst_ms` is finite and above 0, and `refresh_ms` is
+    /// finite and at least [`MIN_REFRESH_MS`].
     pub fn validate(self) -> Result<Self, ConfigError> {
         if !(self.reserve >= 0.0 && self.reserve < 1.0) {
             return Err(ConfigError::OutOfRange {
@@ -102,7 +107,12 @@ impl Spread {
             });
         }
         positive("quota.burstMs", self.burst_ms)?;
-        positive("quota.refreshMs", self.refresh_ms)?;
+        at_least(
+            "quota.refreshMs",
+            self.refresh_ms,
+            MIN_REFRESH_MS,
+            "a finite number >= 1000 (GET /usage at most once a second)",
+        )?;
         Ok(self)
     }
 }
@@ -163,6 +173,19 @@ mod tests {
         }
         .validate()
         .is_ok());
+        // A reading a millisecond is refused, saying why; one a second is the least taken.
+        let every = |refresh_ms| Spread {
+            refresh_ms,
+            ..Spread::DEFAULT
+        };
+        let message = every(1.0).validate().unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "`quota.refreshMs` must be a finite number >= 1000 (GET /usage at most once a \
+             second), got 1"
+        );
+        assert!(every(MIN_REFRESH_MS - 1.0).validate().is_err());
+        assert!(every(MIN_REFRESH_MS).validate().is_ok());
         let costs = Costs::new(vec![("/events".into(), -1.0)]).unwrap_err();
         assert!(costs.to_string().contains("quota.costs"));
     }
@@ -175,14 +198,14 @@ mod tests {
         let (spread, costs) = Spread::given(Some(true), none, vec![]).unwrap().unwrap();
         assert_eq!(spread, Spread::DEFAULT);
         assert_eq!(costs.cost("GET /v1/events"), 1.0);
-        let given = [Some(0.0), Some(1000.0), Some(500.0)];
+        let given = [Some(0.0), Some(1000.0), Some(5000.0)];
         let route = ("GET /events/*/odds/history".to_owned(), 5.0);
         let (spread, costs) = Spread::given(Some(true), given, vec![route])
             .unwrap()
             .unwrap();
         assert_eq!(
             (spread.reserve, spread.burst_ms, spread.refresh_ms),
-            (0.0, 1000.0, 500.0)
+            (0.0, 1000.0, 5000.0)
         );
         assert_eq!(costs.cost("GET /v1/events/*/odds/history"), 5.0);
         let off_but_wrong = Spread::given(Some(false), [Some(2.0), None, None], vec![]);
