@@ -102,7 +102,7 @@ test('stats(): each kind of gate, value by value, in its order', async () => {
     gates: [gate(2, {
       peakWaiting: 2,
       quota: {
-        state: 'open', periodEnd: null, used: 251, limit: 1000, spreadPerHour: between(650, 750), waitingForCredit: 0,
+        state: 'open', periodEnd: (v, at) => assert.equal(v?.getTime(), usageEnd.getTime(), at), used: 251, limit: 1000, spreadPerHour: between(650, 750), waitingForCredit: 0,
         unpaced: 0, projectedEnd: null,
       },
       retryBudget: 500,

@@ -366,6 +366,7 @@ export interface QuotaOptions {
 /** `stats().gates[i].quota`: the quota's state; with `quota.spread`, the spread's figures too. */
 export interface QuotaStats {
   state: 'open' | 'probing' | 'exhausted';
+  /** When the spent quota opens again; with `quota.spread`, the billing period's end the readings said (null before one). */
   periodEnd: Date | null;
   /** With `quota.spread`: the key's credits used, as the last `/usage` and the calls since say (0 before a reading). */
   used?: number;

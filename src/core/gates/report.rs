@@ -273,10 +273,12 @@ fn write_quota(f: &Figures, wall: fn(Option<Millis>) -> Option<Millis>, w: &mut 
         Some(QuotaState::Exhausted { until }) => ("exhausted", until),
         _ => ("open", None),
     };
+    let spread = f.credits.as_ref();
+    // A spent quota's end, else the period's end the spread's readings said.
+    let until = until.or(spread.and_then(|c| c.period_end));
     w.open("quota");
     w.text("state", Some(state));
     w.maybe("periodEnd", wall(until));
-    let spread = f.credits.as_ref();
     w.open_if("spread", spread.is_some());
     w.maybe("used", spread.map(|c| c.used));
     w.maybe("limit", spread.map(|c| c.limit));

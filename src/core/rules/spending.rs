@@ -28,6 +28,8 @@ pub struct CreditFigures {
     /// When the limit would be reached at the key's pace between the last two readings
     /// (`None`: not before the period's end, or no pace known yet).
     pub projected_end: Option<Millis>,
+    /// The billing period's end, as the last reading said (`None`: before a reading).
+    pub period_end: Option<Millis>,
 }
 
 /// A gate's spread: its bucket once read, and the readings' schedule.
@@ -175,6 +177,7 @@ impl Spending {
             waiting_for_credit: waiting,
             unpaced: self.unpaced,
             projected_end: self.bucket.and_then(|b| b.projected_end(now)),
+            period_end: self.bucket.map(|b| b.period_end()),
         }
     }
 }

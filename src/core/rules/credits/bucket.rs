@@ -263,6 +263,11 @@ impl CreditBucket {
         self.used
     }
 
+    /// The period's end, as the last reading said.
+    pub(crate) fn period_end(&self) -> Millis {
+        self.period_end
+    }
+
     /// The period's limit.
     pub(crate) fn limit(&self) -> f64 {
         self.limit
