@@ -28,6 +28,36 @@ test('quota.spread goes with threads (the default) and without, and describe() s
   createFetch({ quota: { spread: false } });
 });
 
+test('a reading that finds the quota spent (used past the limit) fails the calls at once, typed or not, as the quota does', async () => {
+  const end = new Date(Date.now() + 3_600_000);
+  const stub = async (input) => {
+    const url = String(input instanceof Request ? input.url : input);
+    if (url.endsWith('/usage')) {
+      const usage = { api_credits_used: 5000, api_credits_limit: 1000, period_end_utc: end.toISOString() };
+      return new Response(JSON.stringify(usage), { headers: { 'content-type': 'application/json' } });
+    }
+    return new Response('{}', { headers: { 'content-type': 'application/json' } });
+  };
+  for (const typedErrors of [true, false]) {
+    const fetchImpl = createFetch({ rate, threads: false, typedErrors, fetch: stub, quota: { spread: true } });
+    const headers = key();
+    const started = performance.now();
+    const outcomes = await Promise.allSettled([1, 2].map(() => fetchImpl('http://127.0.0.1/v1/events/e1/odds/snapshot', { headers })));
+    // Wiring only (the rule runs on the virtual clock in tests/spread.rs): settled, not held.
+    assert.ok(performance.now() - started < 5_000, `settled after ${performance.now() - started} ms`);
+    for (const o of outcomes) {
+      if (typedErrors) {
+        assert.equal(o.status, 'rejected');
+        assert.ok(o.reason instanceof QuotaExhaustedError, String(o.reason));
+        assert.equal(o.reason.periodEnd?.getTime(), end.getTime());
+      } else {
+        assert.notEqual(o.status === 'fulfilled' && o.value.status, 200, 'never a success');
+      }
+    }
+    assert.equal(fetchImpl.stats().gates[0].quota.state, 'exhausted');
+  }
+});
+
 test('a bad quota option is refused naming its field', () => {
   const cases = [
     [5, TypeError, /`quota` to be an object, got number/],

@@ -447,6 +447,48 @@ fn the_first_calls_wait_for_the_first_reading_and_go_unpaced_when_it_has_no_answ
 }
 
 #[test]
+fn a_reading_that_finds_the_quota_spent_ends_every_waiting_call_at_once_as_the_quota() {
+    // Used past the limit: nothing waits for credit that cannot come this period.
+    let end = 950.0 * HOUR;
+    let mut g = spreading(Costs::default());
+    let first = g.start(0.0, call(None), 0);
+    let reading = match actions(&mut g, 0.0)[..] {
+        [GateAction::StartProbe { probe, .. }, GateAction::Send { call, .. }] if call == probe => {
+            probe
+        }
+        ref other => panic!("{other:?}"),
+    };
+    let second = g.start(3.0, call(None), 1);
+    actions(&mut g, 3.0);
+    g.responded_with(5.0, reading, 200, Feedback::default());
+    actions(&mut g, 5.0);
+    let spent = Usage {
+        used: 5_000.0,
+        limit: 1_000.0,
+        period_end: Some(end),
+    };
+    g.usage(6.0, reading, Some(spent));
+    let ended: Vec<(CallId, End)> = (actions(&mut g, 6.0).into_iter())
+        .filter_map(|a| match a {
+            GateAction::Settle { call, end, .. } if call != reading => Some((call, end)),
+            _ => None,
+        })
+        .collect();
+    let quota = End::Exhausted { until: Some(end) };
+    assert_eq!(ended, [(first, quota), (second, quota)]);
+    // A later call fails fast too, with no reading and no wait.
+    let third = g.start(10.0, call(None), 2);
+    let later: Vec<GateAction> = actions(&mut g, 10.0);
+    assert!(sends(&later).is_empty(), "{later:?}");
+    assert!(
+        later.iter().any(
+            |a| matches!(a, GateAction::Settle { call, end, .. } if *call == third && *end == quota)
+        ),
+        "{later:?}"
+    );
+}
+
+#[test]
 fn a_call_whose_credit_comes_after_its_deadline_is_refused_at_once() {
     // 1000 credits over 950 hours, 50 kept: a credit an hour, a quarter held at the start.
     let (mut h, _) = counted(spreading(Costs::default()), 1.0, 1000.0, 950.0 * HOUR);

@@ -19,7 +19,7 @@ pub(crate) const PROBE_BUDGET_MS: Millis = 30_000.0;
 
 /// How long a spent quota with no known period end stays closed in a shared store; the
 /// caller's `resetQuota()` reopens it sooner.
-const UNKNOWN_PERIOD_MS: Millis = 86_400_000.0;
+pub(super) const UNKNOWN_PERIOD_MS: Millis = 86_400_000.0;
 
 impl Gate {
     /// Starts the one probe, suspicion raised by `origin`'s response.
@@ -87,7 +87,7 @@ impl Gate {
     }
 
     /// Records the closure where the state lives, so every process sharing it fails fast.
-    fn close_quota(&mut self, now: Millis, ms: Millis) {
+    pub(super) fn close_quota(&mut self, now: Millis, ms: Millis) {
         self.tell(now, Op::Quota { ms });
     }
 

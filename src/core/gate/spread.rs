@@ -15,10 +15,11 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use super::action::End;
 use super::action::GateAction;
 use super::call::CallSpec;
 use super::ids::CallId;
-use super::probe::PROBE_BUDGET_MS;
+use super::probe::{PROBE_BUDGET_MS, UNKNOWN_PERIOD_MS};
 use super::queue::Place;
 use super::Gate;
 use crate::core::authority::credits::{Reading, Spend};
@@ -259,6 +260,18 @@ impl Gate {
         };
         // This gate's view of the key, for its figures (with a store, as of its own readings).
         spending.read(now, usage);
+        if let Some(u) = usage.filter(Usage::exhausted) {
+            // A spent quota is terminal, as the quota's probe finds it: nothing waits for
+            // credit that cannot come this period.
+            self.quota.close(u.period_end);
+            let ms = u
+                .period_end
+                .map_or(UNKNOWN_PERIOD_MS, |e| (e - now).max(1.0));
+            self.close_quota(now, ms);
+            let until = u.period_end;
+            self.drain(now, &|_| End::Exhausted { until });
+            return;
+        }
         if self.shares_credits {
             let spread = spending.spread();
             let reading = usage.and_then(|u| {
