@@ -122,7 +122,7 @@ proptest! {
         prop_assert_eq!((f.remaining, f.limit, f.reset_ms), (Some(r), Some(q), Some(t as f64 * 1000.0)));
     }
 
-    /// `/usage` numbers of any kind: exhausted exactly when a positive limit is reached.
+    /// `/usage` numbers of any kind: exhausted exactly when a limit of 0 or more is reached.
     #[test]
     fn usage_bodies_are_judged_by_their_numbers(
         used in prop_oneof![any::<f64>(), -10.0..1e6f64], limit in prop_oneof![any::<f64>(), -10.0..1e6f64],
@@ -132,7 +132,7 @@ proptest! {
         let (u, l) = pairs[key];
         let usage = Usage::from_fields(|k| if k == u { Some(used) } else if k == l { Some(limit) } else { None }, None);
         let usage = usage.expect("a pair was there");
-        prop_assert_eq!(usage.exhausted(), limit > 0.0 && used >= limit);
+        prop_assert_eq!(usage.exhausted(), limit >= 0.0 && used >= limit);
     }
 
     /// Quota bodies: any text, no panic; naming the quota or credits is recognised in any case.

@@ -398,8 +398,8 @@ fn sends(actions: &[GateAction]) -> Vec<CallId> {
 }
 
 #[test]
-fn the_first_calls_wait_for_the_first_reading_and_go_unpaced_when_it_has_no_answer() {
-    for answered in [true, false] {
+fn the_first_calls_wait_for_the_first_reading_and_go_unpaced_when_it_has_no_answer_or_no_limit() {
+    for (answered, limit) in [(true, 1000.0), (false, 1000.0), (true, -1.0)] {
         let mut g = spreading(Costs::default());
         let first = g.start(0.0, call(None), 0);
         let reading = match actions(&mut g, 0.0)[..] {
@@ -419,12 +419,12 @@ fn the_first_calls_wait_for_the_first_reading_and_go_unpaced_when_it_has_no_answ
         ));
         let usage = answered.then_some(Usage {
             used: 0.0,
-            limit: 1000.0,
+            limit,
             period_end: Some(950.0 * HOUR),
         });
         g.usage(6.0, reading, usage);
         let credits = |g: &mut Gate| g.figures(6.0).credits.unwrap();
-        if answered {
+        if answered && limit > 0.0 {
             // A quarter of an hour's refill: a quarter of a credit, not one.
             assert!(sends(&actions(&mut g, 6.0)).is_empty());
             let figures = credits(&mut g);
@@ -448,44 +448,46 @@ fn the_first_calls_wait_for_the_first_reading_and_go_unpaced_when_it_has_no_answ
 
 #[test]
 fn a_reading_that_finds_the_quota_spent_ends_every_waiting_call_at_once_as_the_quota() {
-    // Used past the limit: nothing waits for credit that cannot come this period.
+    // Used past the limit, or a limit of 0: nothing waits for credit that cannot come.
     let end = 950.0 * HOUR;
-    let mut g = spreading(Costs::default());
-    let first = g.start(0.0, call(None), 0);
-    let reading = match actions(&mut g, 0.0)[..] {
-        [GateAction::StartProbe { probe, .. }, GateAction::Send { call, .. }] if call == probe => {
-            probe
-        }
-        ref other => panic!("{other:?}"),
-    };
-    let second = g.start(3.0, call(None), 1);
-    actions(&mut g, 3.0);
-    g.responded_with(5.0, reading, 200, Feedback::default());
-    actions(&mut g, 5.0);
-    let spent = Usage {
-        used: 5_000.0,
-        limit: 1_000.0,
-        period_end: Some(end),
-    };
-    g.usage(6.0, reading, Some(spent));
-    let ended: Vec<(CallId, End)> = (actions(&mut g, 6.0).into_iter())
-        .filter_map(|a| match a {
-            GateAction::Settle { call, end, .. } if call != reading => Some((call, end)),
-            _ => None,
-        })
-        .collect();
-    let quota = End::Exhausted { until: Some(end) };
-    assert_eq!(ended, [(first, quota), (second, quota)]);
-    // A later call fails fast too, with no reading and no wait.
-    let third = g.start(10.0, call(None), 2);
-    let later: Vec<GateAction> = actions(&mut g, 10.0);
-    assert!(sends(&later).is_empty(), "{later:?}");
-    assert!(
-        later.iter().any(
-            |a| matches!(a, GateAction::Settle { call, end, .. } if *call == third && *end == quota)
-        ),
-        "{later:?}"
-    );
+    for (used, limit) in [(5_000.0, 1_000.0), (0.0, 0.0)] {
+        let mut g = spreading(Costs::default());
+        let first = g.start(0.0, call(None), 0);
+        let reading = match actions(&mut g, 0.0)[..] {
+            [GateAction::StartProbe { probe, .. }, GateAction::Send { call, .. }]
+                if call == probe =>
+            {
+                probe
+            }
+            ref other => panic!("{other:?}"),
+        };
+        let second = g.start(3.0, call(None), 1);
+        actions(&mut g, 3.0);
+        g.responded_with(5.0, reading, 200, Feedback::default());
+        actions(&mut g, 5.0);
+        let spent = Usage {
+            used,
+            limit,
+            period_end: Some(end),
+        };
+        g.usage(6.0, reading, Some(spent));
+        let ended: Vec<(CallId, End)> = (actions(&mut g, 6.0).into_iter())
+            .filter_map(|a| match a {
+                GateAction::Settle { call, end, .. } if call != reading => Some((call, end)),
+                _ => None,
+            })
+            .collect();
+        let quota = End::Exhausted { until: Some(end) };
+        assert_eq!(ended, [(first, quota), (second, quota)], "{spent:?}");
+        // A later call fails fast too, with no reading and no wait.
+        let third = g.start(10.0, call(None), 2);
+        let later: Vec<GateAction> = actions(&mut g, 10.0);
+        assert!(sends(&later).is_empty(), "{later:?}");
+        assert!(
+            later.iter().any(|a| matches!(a, GateAction::Settle { call, end, .. } if *call == third && *end == quota)),
+            "{later:?}"
+        );
+    }
 }
 
 #[test]

@@ -258,6 +258,9 @@ impl Gate {
         let Some(spending) = &mut self.spending else {
             return;
         };
+        // A reading with no limit above 0 that is not spent (a negative limit) paces nothing:
+        // no answer, so calls go on unpaced rather than wait for credit at a pace of 0.
+        let usage = usage.filter(|u| u.exhausted() || u.limit > 0.0);
         // This gate's view of the key, for its figures (with a store, as of its own readings).
         spending.read(now, usage);
         if let Some(u) = usage.filter(Usage::exhausted) {

@@ -149,9 +149,10 @@ impl Usage {
         Usage::from_fields(number, period_end.map(from_wall))
     }
 
-    /// The quota is spent.
+    /// The quota is spent: used at or above the limit, a limit of 0 included (a plan with no
+    /// credit this period). A negative or missing limit says nothing.
     pub fn exhausted(&self) -> bool {
-        self.limit > 0.0 && self.used >= self.limit
+        self.limit >= 0.0 && self.used >= self.limit
     }
 }
 

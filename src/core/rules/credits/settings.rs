@@ -97,7 +97,7 @@ impl Spread {
     }
 
     /// Checks `reserve` is in [0, 1), `burst_ms` is finite and above 0, and `refresh_ms` is
-    /// finite and at least [`MIN_REFRESH_MS`].
+    /// finite and at least `MIN_REFRESH_MS` (a second).
     pub fn validate(self) -> Result<Self, ConfigError> {
         if !(self.reserve >= 0.0 && self.reserve < 1.0) {
             return Err(ConfigError::OutOfRange {
