@@ -132,8 +132,10 @@ struct Month {
     held: usize,
     refused: usize,
     exhausted: u64,
-    /// `/usage` readings sent.
+    /// `/usage` readings sent within the period.
     readings: usize,
+    /// `/usage` readings sent past the period's end.
+    late_readings: usize,
     /// The shortest time between two readings (whichever process sent them).
     gaps: Millis,
 }
@@ -246,10 +248,13 @@ fn fleet_month(fleet: Fleet, times: f64, cost: f64, costs: Costs, seed: u64) -> 
     for s in sent.iter().filter(|s| !s.probe) {
         first[s.index].get_or_insert(s.at);
     }
-    let readings = sent.len() - sent.iter().filter(|s| !s.probe).count();
+    // Readings within the period; past its end (the counted server never turns it) they
+    // come a second, then 2, 4, 8 s... apart while calls wait.
+    let readings = sent.iter().filter(|s| s.probe && s.at < end).count();
+    let late_readings = sent.iter().filter(|s| s.probe && s.at >= end).count();
     let gaps = sent
         .iter()
-        .filter(|s| s.probe)
+        .filter(|s| s.probe && s.at < end)
         .map(|s| s.at)
         .collect::<Vec<_>>()
         .windows(2)
@@ -281,6 +286,7 @@ fn fleet_month(fleet: Fleet, times: f64, cost: f64, costs: Costs, seed: u64) -> 
         refused,
         exhausted: m.exhausted,
         readings,
+        late_readings,
         gaps,
     }
 }
@@ -289,8 +295,8 @@ impl Month {
     fn print(&self, name: &str) {
         println!(
             "{name}: {:.2} % of the spread spent, days {:.3}..{:.3} of even, {} admitted \
-             ({} held), {} refused, {} readings (at least {:.0} s apart), {} refused by the \
-             server",
+             ({} held), {} refused, {} readings (at least {:.0} s apart) and {} past the end, {} \
+             refused by the server",
             100.0 * self.spent,
             self.low,
             self.high,
@@ -299,6 +305,7 @@ impl Month {
             self.refused,
             self.readings,
             self.gaps / 1000.0,
+            self.late_readings,
             self.exhausted,
         );
     }
@@ -380,6 +387,14 @@ impl Month {
         // A token due within a timer's tolerance (1 ms) is taken early, readings' too.
         let gaps = self.gaps;
         assert!(gaps >= Spread::DEFAULT.refresh_ms - 1.0, "{gaps}");
+        self.check_late_readings();
+    }
+
+    /// Past the end, calls wait at most `MAX_WAIT` (60 s): readings at 1, 2, 4... 32 s past
+    /// it, one more if a reading at the end itself went out: 7 at most.
+    fn check_late_readings(&self) {
+        let late = self.late_readings;
+        assert!((1..=7).contains(&late), "{late}");
     }
 }
 
@@ -425,10 +440,11 @@ fn the_first_calls_wait_for_the_first_reading_and_go_unpaced_when_it_has_no_answ
         g.usage(6.0, reading, usage);
         let credits = |g: &mut Gate| g.figures(6.0).credits.unwrap();
         if answered && limit > 0.0 {
-            // A quarter of an hour's refill: a quarter of a credit, not one.
-            assert!(sends(&actions(&mut g, 6.0)).is_empty());
+            // A credit an hour; the bucket opens with one: the first call goes at once, the
+            // second waits an hour (the next reading comes first).
+            assert_eq!(sends(&actions(&mut g, 6.0)), [first]);
             let figures = credits(&mut g);
-            assert_eq!((figures.waiting_for_credit, figures.unpaced), (2, 0));
+            assert_eq!((figures.waiting_for_credit, figures.unpaced), (1, 0));
             assert!((figures.per_hour - 1.0).abs() < 1e-3, "{figures:?}");
             assert_eq!(
                 g.poll_timeout(6.0),
@@ -492,7 +508,7 @@ fn a_reading_that_finds_the_quota_spent_ends_every_waiting_call_at_once_as_the_q
 
 #[test]
 fn a_call_whose_credit_comes_after_its_deadline_is_refused_at_once() {
-    // 1000 credits over 950 hours, 50 kept: a credit an hour, a quarter held at the start.
+    // 1000 credits over 950 hours, 50 kept: a credit an hour, one held at the start.
     let (mut h, _) = counted(spreading(Costs::default()), 1.0, 1000.0, 950.0 * HOUR);
     let patient = h.start_at(0.0, call(None));
     let hurried = h.start_at(1_000.0, call(Some(MAX_WAIT)));
@@ -517,10 +533,10 @@ fn a_call_whose_credit_comes_after_its_deadline_is_refused_at_once() {
         );
         assert_eq!(h.ended_at(i), 1_000.0, "at once, not at its deadline");
     }
-    // Three quarters of an hour for the first credit, an hour for the next.
+    // The first credit at once (the bucket opens with one), an hour for the next.
     let sent = |i: usize| h.attempts_of(i)[0] / HOUR;
-    assert!((sent(patient) - 0.75).abs() < 0.01, "{}", sent(patient));
-    assert!((sent(waits) - 1.75).abs() < 0.01, "{}", sent(waits));
+    assert!(sent(patient) < 0.01, "{}", sent(patient));
+    assert!((sent(waits) - 1.0).abs() < 0.01, "{}", sent(waits));
     assert_eq!(h.end(waits), Some(End::Deliver));
 }
 
@@ -624,5 +640,6 @@ impl Month {
         assert!(low >= 0.99 && high <= 1.04, "{low:.3}..{high:.3}");
         let gaps = self.gaps;
         assert!(gaps >= Spread::DEFAULT.refresh_ms - 1.0, "{gaps}");
+        self.check_late_readings();
     }
 }

@@ -247,7 +247,12 @@ local function c_start(used, limit, period_end)
   c_limit, c_end, c_rate, c_others, c_tokens, c_last = limit, period_end, 0, 0, 0, now
   c_used, c_ru, c_tss, c_read_at, c_read_used, c_pace = used, 0, 0, now, used, 0
   c_repace()
-  c_tokens = math.min(c_cap(), c_rate * c_refresh)
+  c_tokens = math.min(c_cap(), math.max(c_rate * c_refresh, OPENING_CREDITS))
+end
+-- CreditBucket::next_reading.
+local function c_next_reading()
+  if c_end > now then return math.min(now + c_refresh, c_end) end
+  return now + math.min(math.max(now - c_end, PAST_END_REREAD_MS), c_refresh)
 end
 -- CreditBucket::ready (predict behind nobody): the time the credits are there (now if they are).
 local function c_ready(cost)
@@ -307,11 +312,9 @@ local function credits_take(spend, stated, reserve)
   end
   if stated then c_stated = c_stated + spend else c_asked = c_asked + spend end
 end
--- SharedCredits::read over CreditBucket::read_shared: the reading's answer corrects the bucket
--- and teaches the scale.
-local function credits_read(used, limit, end_ms)
-  c_read = true
-  c_next = now + c_refresh
+-- CreditBucket::read_shared: the reading's answer corrects the bucket (or makes it) and
+-- teaches the scale.
+local function c_correct(used, limit, end_ms)
   if not (used and limit and end_ms) then return end
   local period_end = now + end_ms
   if not c_bucket then return c_start(used, limit, period_end) end
@@ -330,6 +333,12 @@ local function credits_read(used, limit, end_ms)
   end
   c_limit, c_used, c_read_used, c_read_at, c_tss = limit, used, used, now, 0
   c_repace()
+end
+-- SharedCredits::read: the answer read into the bucket; the next reading due.
+local function credits_read(used, limit, end_ms)
+  c_read = true
+  c_correct(used, limit, end_ms)
+  if c_bucket then c_next = c_next_reading() else c_next = now + c_refresh end
 end
 
 -- The store hears of a new rate with the first operation that passes it, at that operation's

@@ -174,19 +174,20 @@ impl SharedCredits {
     /// a reading with no answer); the next reading is due a refresh later.
     pub(crate) fn read(&mut self, now: Millis, spread: Spread, reading: Option<Reading>) {
         self.read = true;
-        self.next_reading = now + spread.refresh_ms;
-        let Some(r) = reading else {
-            return;
-        };
-        let usage = Usage {
-            used: r.used,
-            limit: r.limit,
-            period_end: Some(now + r.end_ms),
-        };
-        match &mut self.bucket {
-            Some(bucket) => bucket.read_shared(now, usage, &mut self.scale),
-            None => self.bucket = CreditBucket::start(spread, now, usage),
+        if let Some(r) = reading {
+            let usage = Usage {
+                used: r.used,
+                limit: r.limit,
+                period_end: Some(now + r.end_ms),
+            };
+            match &mut self.bucket {
+                Some(bucket) => bucket.read_shared(now, usage, &mut self.scale),
+                None => self.bucket = CreditBucket::start(spread, now, usage),
+            }
         }
+        let refresh = spread.refresh_ms;
+        self.next_reading =
+            (self.bucket.as_ref()).map_or(now + refresh, |b| b.next_reading(now, refresh));
     }
 
     /// What one credit asked at no stated cost is taken to cost.

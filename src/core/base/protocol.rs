@@ -73,6 +73,15 @@ pub const FIRST_READ_RECHECK_MS: f64 = 100.0;
 /// (`rules::credits`, `gate.lua`).
 pub const MOST_OF_LEFT: f64 = 0.05;
 
+/// What the spread's new bucket holds at least, when it can hold that much: a credit, what a
+/// call costs when nothing else is known (`rules::credits`, `gate.lua`).
+pub const OPENING_CREDITS: f64 = 1.0;
+
+/// A reading that finds its period's end already past is read again at least this much later
+/// (and as long again as the end is past): the server turns its period within about that, and
+/// calls resume with the new one (`rules::credits`, `gate.lua`).
+pub const PAST_END_REREAD_MS: f64 = 1_000.0;
+
 /// A period end later than the bucket's by more than this is a new period (`rules::credits`,
 /// `gate.lua`).
 pub const NEW_PERIOD_MS: f64 = 1_000.0;

@@ -76,18 +76,20 @@ impl Spending {
     }
 
     /// A reading's answer at `now` (`None`: no usable answer). The first usable one makes the
-    /// bucket; later ones correct it; none leaves it as it is. Either way the next reading is
-    /// due a refresh later, and calls wait for no other.
+    /// bucket; later ones correct it; none leaves it as it is. The next reading is due a
+    /// refresh later, or as the period ends (see [`CreditBucket::next_reading`]), and calls
+    /// wait for no other.
     pub(crate) fn read(&mut self, now: Millis, usage: Option<Usage>) {
         self.first_read = true;
-        self.next_reading = now + self.spread.refresh_ms;
-        let Some(usage) = usage else {
-            return;
-        };
-        match &mut self.bucket {
-            Some(bucket) => bucket.read(now, usage, &mut self.costs),
-            None => self.bucket = CreditBucket::start(self.spread, now, usage),
+        if let Some(usage) = usage {
+            match &mut self.bucket {
+                Some(bucket) => bucket.read(now, usage, &mut self.costs),
+                None => self.bucket = CreditBucket::start(self.spread, now, usage),
+            }
         }
+        let refresh = self.spread.refresh_ms;
+        self.next_reading =
+            (self.bucket.as_ref()).map_or(now + refresh, |b| b.next_reading(now, refresh));
     }
 
     /// What a call of `route` costs: as stated or learned, 1 when nothing is known.
@@ -225,9 +227,9 @@ mod tests {
     fn a_prediction_counts_the_calls_ahead() {
         let mut s = Spending::new(Spread::DEFAULT, Costs::default());
         s.read(0.0, Some(usage(0.0)));
-        // One credit an hour, a quarter held at the start: three quarters of an hour for the
-        // first call's credit, an hour more behind one other.
-        for (ahead, hours) in [(0, 0.75), (1, 1.75)] {
+        // One credit an hour, one held at the start: the first call's credit now, an hour
+        // later behind one other.
+        for (ahead, hours) in [(0, 0.0), (1, 1.0)] {
             let at = s.predict(0.0, ahead, Some("GET /x"), false);
             assert!((at - hours * HOUR_MS).abs() <= 1.0, "{at}");
         }

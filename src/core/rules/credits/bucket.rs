@@ -20,6 +20,13 @@ const MOST_OF_LEFT: f64 = protocol::MOST_OF_LEFT;
 /// same end made on clocks a few milliseconds apart (processes, a store) are one period.
 const NEW_PERIOD_MS: Millis = protocol::NEW_PERIOD_MS;
 
+/// What a new bucket holds at least (when it can hold that much): a credit, what a call
+/// costs when nothing else is known.
+const OPENING: f64 = protocol::OPENING_CREDITS;
+
+/// A reading that finds its period's end already past is read again this much later.
+const PAST_END_REREAD_MS: Millis = protocol::PAST_END_REREAD_MS;
+
 /// A key's credits paced to the end of its period. Plain numbers, `Copy`: an authority can keep
 /// it wherever a gate's state lives.
 ///
@@ -63,10 +70,11 @@ pub struct CreditBucket {
 
 impl CreditBucket {
     /// The bucket a first reading at `now` makes; `None` when the reading has no period end
-    /// (there is nothing to pace to). It starts holding one refresh's refill (at most full):
-    /// light demand's first calls (after a start, a new period) go at once, while what is
-    /// spent before the next reading corrects the bucket stays one interval's worth, even for
-    /// calls whose cost is not learned yet, or a process restarting often.
+    /// (there is nothing to pace to). It opens with one refresh's refill, and at least one
+    /// credit (what a call costs when nothing else is known), never more than it holds full
+    /// (`burstMs` of the pace): a small plan's first call goes at once while the month has
+    /// credit, as do a new period's first calls, while what is spent before the next reading
+    /// corrects the bucket stays one interval's worth, even for a process restarting often.
     pub fn start(spread: Spread, now: Millis, usage: Usage) -> Option<CreditBucket> {
         let mut bucket = CreditBucket {
             spread,
@@ -84,8 +92,26 @@ impl CreditBucket {
             pace: 0.0,
         };
         bucket.repace(now);
-        bucket.tokens = bucket.cap().min(bucket.rate * spread.refresh_ms);
+        bucket.tokens = bucket
+            .cap()
+            .min((bucket.rate * spread.refresh_ms).max(OPENING));
         Some(bucket)
+    }
+
+    /// When the reading after one at `now` is due: `refresh_ms` later, or at the period's end
+    /// when that comes first (a new period's credit is read as it begins). When the end is
+    /// already past (the server has not turned its period yet), as long again as it is past,
+    /// from [`PAST_END_REREAD_MS`] up to `refresh_ms`: a second after, then 2, 4, 8 s... so
+    /// calls resume within about a second of a late turn, and a server that never turns is
+    /// read no more often than it would be doubling.
+    pub(crate) fn next_reading(&self, now: Millis, refresh_ms: Millis) -> Millis {
+        if self.period_end > now {
+            (now + refresh_ms).min(self.period_end)
+        } else {
+            now + (now - self.period_end)
+                .max(PAST_END_REREAD_MS)
+                .min(refresh_ms)
+        }
     }
 
     /// Numbers [`save`](Self::save) writes.
@@ -401,11 +427,47 @@ mod tests {
     }
 
     #[test]
-    fn starts_with_one_refreshs_refill() {
+    fn opens_with_a_credit_so_a_small_plans_first_call_goes_at_once() {
+        // 1000 credits, 5 % kept, over 950 hours: a credit an hour; a quarter of an hour's
+        // refill is less than a credit, so it opens with one.
         let mut b = CreditBucket::start(Spread::DEFAULT, 0.0, usage(0.0, 1000.0, 950.0 * HOUR));
         let b = b.as_mut().unwrap();
-        assert_eq!(b.take(0.0, 0.25), Ok(()), "a quarter of an hour's refill");
-        assert_eq!(b.take(0.0, 0.25), Err(HOUR / 4.0));
+        assert_eq!(b.take(0.0, 1.0), Ok(()), "the first call at once");
+        assert_eq!(b.take(0.0, 1.0), Err(HOUR), "then the due pace");
+        // The small plan: 1000 credits, 25 days left, a fresh process: 950 over 600
+        // hours, 1.58 an hour; the first call at once, then one every 38 minutes.
+        let mut b = CreditBucket::start(Spread::DEFAULT, 0.0, usage(0.0, 1000.0, 600.0 * HOUR));
+        let b = b.as_mut().unwrap();
+        assert_eq!(b.take(0.0, 1.0), Ok(()));
+        let second = b.take(0.0, 1.0).unwrap_err();
+        assert!((second - HOUR * 600.0 / 950.0).abs() < 2.0, "{second}");
+        assert_eq!(b.take(second, 1.0), Ok(()));
+        let third = b.take(second, 1.0).unwrap_err();
+        assert!((third - 2.0 * second).abs() < 2.0, "{third}");
+        // A call costing more than the bucket holds goes when it is full: 0.58 credits later.
+        let mut b = CreditBucket::start(Spread::DEFAULT, 0.0, usage(0.0, 1000.0, 600.0 * HOUR));
+        let at = b.as_mut().unwrap().take(0.0, 5.0).unwrap_err();
+        assert!((at - 0.583 / 1.583 * HOUR).abs() < 2_000.0, "{at}");
+        // A large plan opens with one refresh's refill: 100 credits an hour, 25 held.
+        let mut b = CreditBucket::start(Spread::DEFAULT, 0.0, usage(0.0, 1e5, 950.0 * HOUR));
+        let b = b.as_mut().unwrap();
+        assert_eq!(b.take(0.0, 25.0), Ok(()));
+        assert!(b.take(0.0, 1.0).is_err());
+    }
+
+    #[test]
+    fn the_next_reading_is_due_by_the_periods_end() {
+        let b = CreditBucket::start(Spread::DEFAULT, 0.0, usage(0.0, 1000.0, 10.0 * HOUR));
+        let b = b.unwrap();
+        let refresh = Spread::DEFAULT.refresh_ms;
+        assert_eq!(b.next_reading(0.0, refresh), refresh, "a refresh later");
+        let near = 10.0 * HOUR - 5_000.0;
+        assert_eq!(b.next_reading(near, refresh), 10.0 * HOUR, "at the end");
+        // The server has not turned yet: soon again, then less often.
+        let end = 10.0 * HOUR;
+        for (past, gap) in [(3.0, 1_000.0), (4_000.0, 4_000.0), (HOUR, refresh)] {
+            assert_eq!(b.next_reading(end + past, refresh), end + past + gap);
+        }
     }
 
     #[test]
