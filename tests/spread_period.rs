@@ -156,3 +156,37 @@ fn a_server_late_to_turn_its_period_is_read_again_soon_then_less_often() {
         "{after} ms after the end"
     );
 }
+
+#[test]
+fn a_usage_that_never_answers_holds_calls_no_longer_than_their_attempt_time_limit() {
+    // `retry.attemptTimeoutMs: 3000`: the first reading ends at 3 s with no answer, and the
+    // calls go on unpaced. Before #49 it held them 30 s (the probe's own limit).
+    let (mut h, _) = periods(1_000.0, 30.0 * 24.0 * HOUR, 600.0 * HOUR, 0.0);
+    h.world.usage_hangs = true;
+    let hurried = || CallSpec {
+        policy: Some(Rc::new(RetryPolicy {
+            attempt_timeout_ms: 3_000.0,
+            ..RetryPolicy::default()
+        })),
+        ..patient()
+    };
+    let refresh = Spread::DEFAULT.refresh_ms;
+    let first: Vec<usize> = (0..3).map(|_| h.start_at(0.0, hurried())).collect();
+    // The next reading is due a refresh after the first ended.
+    let at = refresh + 10_000.0;
+    let later: Vec<usize> = (0..3).map(|_| h.start_at(at, hurried())).collect();
+    h.run();
+    for i in first {
+        let held = h.attempts_of(i)[0];
+        // A timed-out request sets the gate's short pause for a failing network first.
+        assert!((3_000.0..3_300.0).contains(&held), "held {held} ms");
+        assert_eq!(h.end(i), Some(End::Deliver));
+    }
+    // Calls wait for the first reading only; later ones go on by the last answer (none).
+    for i in later {
+        assert_eq!(h.attempts_of(i)[0], at);
+        assert_eq!(h.end(i), Some(End::Deliver));
+    }
+    let readings = h.world.log.sent.iter().filter(|s| s.probe).count();
+    assert_eq!(readings, 2, "one at the start, one a refresh on");
+}

@@ -29,7 +29,7 @@ impl Gate {
         }
         let spec = CallSpec {
             batch: Some(Rc::new(RefCell::new(Batch {
-                deadline: now + PROBE_BUDGET_MS,
+                deadline: now + self.probe_budget(origin),
                 budget: None,
             }))),
             ..CallSpec::default()
@@ -39,6 +39,20 @@ impl Gate {
         self.actions
             .push_back(GateAction::StartProbe { probe, origin });
         self.join(now, probe);
+    }
+
+    /// The time limit of a probe or reading `origin`'s call set off: [`PROBE_BUDGET_MS`], or
+    /// the call's `attemptTimeoutMs` when shorter (the caller waits no longer for one attempt;
+    /// a `/usage` that never answers holds calls no longer than that).
+    pub(super) fn probe_budget(&self, origin: CallId) -> Millis {
+        let policy = self
+            .busy
+            .calls
+            .get(origin)
+            .and_then(|c| c.spec.policy.as_ref());
+        policy.map_or(PROBE_BUDGET_MS, |p| {
+            p.attempt_timeout_ms.min(PROBE_BUDGET_MS)
+        })
     }
 
     /// The probe's `/usage` answer, as read (`None`: no usable answer).

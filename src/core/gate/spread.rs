@@ -19,7 +19,7 @@ use super::action::End;
 use super::action::GateAction;
 use super::call::CallSpec;
 use super::ids::CallId;
-use super::probe::{PROBE_BUDGET_MS, UNKNOWN_PERIOD_MS};
+use super::probe::UNKNOWN_PERIOD_MS;
 use super::queue::Place;
 use super::Gate;
 use crate::core::authority::credits::{Reading, Spend};
@@ -225,11 +225,11 @@ impl Gate {
     }
 
     /// Starts a reading, beside `origin`'s request: an account call of the gate's own, at the
-    /// front of the queue, bounded as the probe is.
+    /// front of the queue, bounded as the probe is (by `origin`'s attempt time limit too).
     fn start_reading(&mut self, now: Millis, origin: CallId) {
         let spec = CallSpec {
             batch: Some(Rc::new(RefCell::new(Batch {
-                deadline: now + PROBE_BUDGET_MS,
+                deadline: now + self.probe_budget(origin),
                 budget: None,
             }))),
             account: true,

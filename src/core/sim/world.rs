@@ -142,6 +142,8 @@ pub struct World {
     pub store: FakeStore,
     /// What `/usage` says (`None`: it answers 500).
     pub usage: Option<Usage>,
+    /// Whether `/usage` never answers (its request hangs until its time limit).
+    pub usage_hangs: bool,
     /// How late every timer fires, in ms: a busy event loop's (0: on time).
     pub timer_late_ms: Millis,
     /// Each request reaches the server up to this long after it was sent (spread evenly by
@@ -198,6 +200,7 @@ impl World {
             server,
             store: FakeStore::default(),
             usage: None,
+            usage_hangs: false,
             timer_late_ms: 0.0,
             reach_ms: 0.0,
             sweeps: true,
@@ -652,7 +655,9 @@ impl World {
             .get(call)
             .cloned()
             .unwrap_or((usize::MAX, Rc::new(SimCall::get(p, 0, "", ""))));
-        let reply = if probe {
+        let reply = if probe && self.usage_hangs {
+            Reply::Hang
+        } else if probe {
             match self.usage_now() {
                 Some(_) => Reply::ok(),
                 None => Reply::status(500, &[]),
