@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { createFetch, QuotaExhaustedError } from '../pkg/index.js';
+import { createFetch, GateAbandonedError, QuotaExhaustedError } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 import { startRedis } from './support/redis-server.mjs';
 
@@ -26,6 +26,40 @@ test('quota.spread goes with threads (the default) and without, and describe() s
   const alone = createFetch({ threads: false, quota: { spread: true } }).describe().spread;
   assert.match(alone, /this thread's gates only \(threads: false\)$/);
   createFetch({ quota: { spread: false } });
+});
+
+test('a call whose credit is hours away is refused at once for credit, saying when, in one thread and shared by threads', async () => {
+  // 100 credits over 30 days, 95 spread: one every 7.6 hours. The first call takes the
+  // bucket's opening credit, the second waits for the next, a third with maxWaitMs: 3000 is
+  // refused at once (the rule and its figures: tests/spread.rs, on the virtual clock).
+  const api = await startFakeOddsApi({ ...rate, creditLimit: 100 });
+  try {
+    for (const threads of [false, true]) {
+      const fetchImpl = createFetch({ rate, threads, quota: { spread: true } });
+      const headers = key();
+      const url = `${api.baseUrl}/events/e1/odds/snapshot`;
+      assert.equal((await fetchImpl(url, { headers })).status, 200);
+      const waiting = new AbortController();
+      const second = fetchImpl(url, { headers, signal: waiting.signal });
+      await sleep(100);
+      const started = performance.now();
+      const hurried = fetchImpl.lane({ maxWaitMs: 3_000 });
+      const err = await hurried(url, { headers }).then(() => null, (e) => e);
+      const took = performance.now() - started;
+      waiting.abort();
+      await second.catch(() => {});
+      assert.ok(err instanceof GateAbandonedError && err.reason === 'credit-wait', `threads ${threads}: ${err}`);
+      assert.ok(took < 2_000, `threads ${threads}: refused after ${took} ms, not at its deadline`);
+      assert.match(err.message, /quota\.spread has its credit in \d+ s/);
+      // Alone: when its credit comes (its own lane's first: the next credit, 7.6 h); shared:
+      // when the head looks again, the next reading (15 minutes) at the latest.
+      const [low, high] = threads ? [3_000, 900_000] : [7.5 * 3_600_000, 7.7 * 3_600_000];
+      assert.ok(err.retryAfterMs > low && err.retryAfterMs <= high, `threads ${threads}: ${err.retryAfterMs}`);
+      assert.equal(fetchImpl.stats().gates[0].abandoned['credit-wait'], 1);
+    }
+  } finally {
+    await api.close();
+  }
 });
 
 test('a reading that finds the quota spent (used past the limit) fails the calls at once, typed or not, as the quota does', async () => {
@@ -58,6 +92,8 @@ test('a reading that finds the quota spent (used past the limit) fails the calls
   }
 });
 
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
 test('a bad quota option is refused naming its field', () => {
   const cases = [
     [5, TypeError, /`quota` to be an object, got number/],
@@ -71,7 +107,10 @@ test('a bad quota option is refused naming its field', () => {
     [{ spread: true, costs: [] }, TypeError, /`quota.costs` to be an object of route patterns to credits, got an array/],
     [{ spread: true, costs: { '/odds/history': 'five' } }, TypeError, /`quota.costs` to be an object of route patterns to credits, got string/],
     [{ spread: true, costs: { '/odds/history': -1 } }, RangeError, /^`quota.costs` must be credits, a finite number >= 0, got -1$/],
-    [{ spread: true, costs: { 'G T /x': 1 } }, RangeError, /^`quota.costs` takes route patterns as keys/],
+    [{ spread: true, costs: { 'G T /x': 1 } }, RangeError, /^`quota.costs` takes route patterns .* as keys, got "G T \/x"$/],
+    // Not a method, a query, no path, a full URL: each named.
+    ...['FOO /odds', '/odds?x=1', 'GET', '*', 'odds history', 'https://api.the-odds-api.com/v4/sports'].map((key) =>
+      [{ spread: true, costs: { [key]: 1 } }, RangeError, new RegExp(`as keys, got ${escapeRegExp(JSON.stringify(key))}$`)]),
     // Checked even when off.
     [{ spread: false, reserve: 2 }, RangeError, /^`quota.reserve` must be/],
   ];

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { createFetch } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 
-const REASONS = ['attempts', 'time-budget', 'retry-budget', 'deadline', 'retry-after-exceeds-deadline', 'store-unavailable', 'queue-wait', 'queue-full'];
+const REASONS = ['attempts', 'time-budget', 'retry-budget', 'deadline', 'retry-after-exceeds-deadline', 'store-unavailable', 'queue-wait', 'queue-full', 'credit-wait'];
 const BOUNDS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 60000, Infinity];
 
 const count = (v, at) => assert.ok(Number.isInteger(v) && v >= 0, `${at}: a count, got ${v}`);

@@ -55,7 +55,7 @@ const shortWaits = (count) => (h, at) => {
 const none = { throttled: 0, serverError: 0, network: 0, timeout: 0 };
 const notAbandoned = {
   attempts: 0, 'time-budget': 0, 'retry-budget': 0, deadline: 0, 'retry-after-exceeds-deadline': 0,
-  'store-unavailable': 0, 'queue-wait': 0, 'queue-full': 0,
+  'store-unavailable': 0, 'queue-wait': 0, 'queue-full': 0, 'credit-wait': 0,
 };
 
 /** A gate's figures with the defaults of one that has admitted `admitted` calls, `over` them. */

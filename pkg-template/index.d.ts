@@ -172,7 +172,9 @@ export type AbandonReason =
   | 'retry-after-exceeds-deadline'
   | 'store-unavailable'
   | 'queue-wait'
-  | 'queue-full';
+  | 'queue-full'
+  /** `quota.spread`'s credit comes later than `maxWaitMs`; `retryAfterMs` says when, when known. */
+  | 'credit-wait';
 
 /** Options of `redisStore`. */
 export interface RedisStoreOptions {
@@ -218,7 +220,7 @@ export class GateAbandonedError extends OddsGateError {
   readonly attempts: number;
   /** The last response's status, if one arrived. */
   readonly status: number | null;
-  /** The last Retry-After, in ms, if any. */
+  /** The last Retry-After, in ms, if any; for `credit-wait`, when the spread's credit comes (at the earliest, where threads or a store share it), if known. */
   readonly retryAfterMs: number | null;
 }
 
@@ -395,7 +397,7 @@ export interface CacheOptions {
   /**
    * How long past its lifetime an entry is kept to answer, marked `x-odds-gate-cache: stale`,
    * the calls the gate would hold in a cooldown or refuse (spent quota, `queue-wait`,
-   * `queue-full`, `deadline`, `store-unavailable`, `retry-after-exceeds-deadline`); 0: never.
+   * `credit-wait`, `queue-full`, `deadline`, `store-unavailable`, `retry-after-exceeds-deadline`); 0: never.
    * @default 600000
    */
   staleForMs?: number;

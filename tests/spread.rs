@@ -131,6 +131,8 @@ struct Month {
     /// Calls that waited for their admission (1 ms or more).
     held: usize,
     refused: usize,
+    /// Refusals that said credit (`credit-wait`), at once.
+    for_credit: usize,
     exhausted: u64,
     /// `/usage` readings sent within the period.
     readings: usize,
@@ -176,8 +178,18 @@ impl Slot for Kept {
 
 /// The world of a month's `fleet`, their server counting credits.
 fn month_world(fleet: Fleet, cost: f64, costs: Costs) -> (World, Vec<GateId>, Rc<RefCell<Meter>>) {
+    plan_world(fleet, cost, costs, LIMIT)
+}
+
+/// The world of a month of `limit` credits for `fleet`, their server counting credits.
+fn plan_world(
+    fleet: Fleet,
+    cost: f64,
+    costs: Costs,
+    limit: f64,
+) -> (World, Vec<GateId>, Rc<RefCell<Meter>>) {
     let end = DAYS as f64 * DAY;
-    let (_, meter) = counted(spreading(Costs::default()), cost, LIMIT, end);
+    let (_, meter) = counted(spreading(Costs::default()), cost, limit, end);
     let scope = Scope::of(Some("month"), None);
     let rate = Rate::new(10.0, 10.0).unwrap();
     let slot = Kept::default();
@@ -260,7 +272,7 @@ fn fleet_month(fleet: Fleet, times: f64, cost: f64, costs: Costs, seed: u64) -> 
         .windows(2)
         .map(|w| w[1] - w[0])
         .fold(f64::INFINITY, f64::min);
-    let (mut admitted, mut held, mut refused) = (0, 0, 0);
+    let (mut admitted, mut held, mut refused, mut for_credit) = (0, 0, 0, 0);
     for (i, &start) in starts.iter().enumerate() {
         match (first[i], h.log.settled.get(&i).map(|(_, end)| *end)) {
             (Some(sent), Some(End::Deliver)) => {
@@ -268,7 +280,16 @@ fn fleet_month(fleet: Fleet, times: f64, cost: f64, costs: Costs, seed: u64) -> 
                 held += usize::from(sent - start >= 1.0);
             }
             (None, Some(End::Abandoned { abandoned, .. })) => {
-                assert_eq!(abandoned.reason, Reason::QueueWait);
+                // Credit is what every refusal waits for: said at once when it is known.
+                match abandoned.reason {
+                    Reason::CreditWait => {
+                        for_credit += 1;
+                        // None: not before the next reading.
+                        let wait = abandoned.retry_after_ms.unwrap_or(f64::INFINITY);
+                        assert!(wait > MAX_WAIT, "{wait}");
+                    }
+                    reason => assert_eq!(reason, Reason::QueueWait),
+                }
                 refused += 1;
             }
             other => panic!("call {i}: {other:?}"),
@@ -284,6 +305,7 @@ fn fleet_month(fleet: Fleet, times: f64, cost: f64, costs: Costs, seed: u64) -> 
         admitted,
         held,
         refused,
+        for_credit,
         exhausted: m.exhausted,
         readings,
         late_readings,
@@ -295,7 +317,7 @@ impl Month {
     fn print(&self, name: &str) {
         println!(
             "{name}: {:.2} % of the spread spent, days {:.3}..{:.3} of even, {} admitted \
-             ({} held), {} refused, {} readings (at least {:.0} s apart) and {} past the end, {} \
+             ({} held), {} refused ({} for credit), {} readings (at least {:.0} s apart) and {} past the end, {} \
              refused by the server",
             100.0 * self.spent,
             self.low,
@@ -303,6 +325,7 @@ impl Month {
             self.admitted,
             self.held,
             self.refused,
+            self.for_credit,
             self.readings,
             self.gaps / 1000.0,
             self.late_readings,
@@ -525,7 +548,14 @@ fn a_call_whose_credit_comes_after_its_deadline_is_refused_at_once() {
     );
     let waits = h.start_at(1_000.0, call(Some(2.0 * HOUR)));
     h.run();
-    for (i, reason) in [(hurried, Reason::QueueWait), (in_batch, Reason::Deadline)] {
+    // Credit an hour away: `maxWaitMs` says credit, and when it comes; a batch's deadline is
+    // its own reason.
+    let Some(End::Abandoned { abandoned, .. }) = h.end(hurried) else {
+        panic!("{:?}", h.end(hurried));
+    };
+    let wait = abandoned.retry_after_ms.unwrap();
+    assert!((wait - HOUR).abs() < 0.01 * HOUR, "{wait}");
+    for (i, reason) in [(hurried, Reason::CreditWait), (in_batch, Reason::Deadline)] {
         assert!(
             matches!(h.end(i), Some(End::Abandoned { abandoned, .. }) if abandoned.reason == reason),
             "{:?}",
@@ -641,5 +671,49 @@ impl Month {
         let gaps = self.gaps;
         assert!(gaps >= Spread::DEFAULT.refresh_ms - 1.0, "{gaps}");
         self.check_late_readings();
+    }
+}
+
+#[test]
+fn a_call_whose_credit_is_hours_away_is_refused_at_once_for_credit_alone_in_threads_and_through_a_store(
+) {
+    // 100 credits a month, 95 spread: one every 7.6 hours. The first call takes the bucket's
+    // opening credit; the second waits for the next (it has no `maxWaitMs`); a third with
+    // `maxWaitMs: 3000` is refused at once, for credit, saying when to look again.
+    let credit_every = DAYS as f64 * DAY / 95.0;
+    for fleet in [Fleet::Alone, Fleet::Threads(2), Fleet::Store(2)] {
+        let (mut h, gates, _) = plan_world(fleet, 1.0, Costs::default(), 100.0);
+        let first = h.start_on(0.0, 0, gates[0], call(None));
+        let second = h.start_on(10_000.0, 0, gates[0], call(None));
+        let hurried = h.start_on(20_000.0, 0, gates[0], call(Some(3_000.0)));
+        h.run_until(HOUR);
+        let sent = |i: usize| {
+            h.log
+                .sent
+                .iter()
+                .filter(|s| !s.probe && s.index == i)
+                .count()
+        };
+        assert_eq!((sent(first), sent(second)), (1, 0), "{fleet:?}");
+        let (at, end) = h.log.settled[&hurried];
+        let Some(End::Abandoned { abandoned, .. }) = Some(end) else {
+            panic!("{fleet:?}: {end:?}");
+        };
+        assert_eq!(abandoned.reason, Reason::CreditWait, "{fleet:?} at {at}");
+        assert!(
+            at - 20_000.0 < 10.0,
+            "{fleet:?}: at once, not at its deadline: {at}"
+        );
+        let wait = abandoned.retry_after_ms.unwrap();
+        println!(
+            "{fleet:?}: refused after {} ms, look again in {wait} ms",
+            at - 20_000.0
+        );
+        // Alone, when its credit comes (the second's comes first); shared, when the head
+        // looks again (the next reading at the latest).
+        match fleet {
+            Fleet::Alone => assert!((wait - (2.0 * credit_every - 20_000.0)).abs() < 1_000.0),
+            _ => assert!(wait > 3_000.0 && wait <= credit_every, "{fleet:?}: {wait}"),
+        }
     }
 }

@@ -290,7 +290,7 @@ async function refresh(): Promise<string> {
       switch (err.reason) {
         case 'attempts': case 'time-budget': case 'retry-budget': case 'deadline':
         case 'retry-after-exceeds-deadline': case 'store-unavailable':
-        case 'queue-wait': case 'queue-full':
+        case 'queue-wait': case 'queue-full': case 'credit-wait':
           break;
         default: { const never: never = err.reason; void never; }
       }

@@ -16,7 +16,7 @@
 const LAYOUT = 'scope,requests,admitted,waiting,peakWaiting,cancelled,abandonedInQueue,throttled,wakeups,'
   + 'timerArmed,cooldownUntil,cooldownRemainingMs,slow,retries{throttled,serverError,network,timeout},'
   + 'abandoned{attempts,time-budget,retry-budget,deadline,retry-after-exceeds-deadline,store-unavailable,'
-  + 'queue-wait,queue-full},quotaRejected,'
+  + 'queue-wait,queue-full,credit-wait},quotaRejected,'
   + 'quota{state,periodEnd,spread?{used,limit,spreadPerHour,waitingForCredit,unpaced,projectedEnd}},'
   + 'retryBudget,rate{burst,perSecond},learned?{burst,perSecond,atLeast,confidence,lastThrottle},'
   + 'store{kind,threads,calls,failures,up},admissionWaitMs{count,sumMs,maxMs,bins[]},'
@@ -100,6 +100,7 @@ function gate() {
       'store-unavailable': num(),
       'queue-wait': num(),
       'queue-full': num(),
+      'credit-wait': num(),
     },
     quotaRejected: num(),
     quota: quota(),

@@ -73,7 +73,7 @@ export function summary({ rate, learn, store, threads, sharedMemory, retry, budg
       + `a 200 is answered again without a request while fresh, for its Cache-Control (no-store, no-cache, max-age), else Expires and Age, else its JSON body's ttl_seconds, else ${cache.defaultTtlMs} ms; `
       + `bodies up to ${cache.maxEntryBytes} bytes kept, ${cache.maxBytes} in all, least recently used first out; `
       + (cache.staleForMs > 0
-        ? `past its lifetime an entry answers for ${cache.staleForMs} ms more the calls the gate would hold in a cooldown or refuse (spent quota, queue-wait, queue-full, deadline, store-unavailable, retry-after-exceeds-deadline); `
+        ? `past its lifetime an entry answers for ${cache.staleForMs} ms more the calls the gate would hold in a cooldown or refuse (spent quota, queue-wait, credit-wait, queue-full, deadline, store-unavailable, retry-after-exceeds-deadline); `
         : 'no stale answers (staleForMs 0); ')
       + 'answers from it carry x-odds-gate-cache: hit | coalesced | stale and an Age';
   }

@@ -307,9 +307,12 @@ impl Gate {
         // of calls ahead of a newcomer would not know: it waits, and goes at its deadline.
         let newcomer = call.first_sent.is_none();
         let ahead = self.busy.queue.ahead(call.spec.lane);
-        if deadline.is_finite() && newcomer && self.predict_call(now, ahead, id) > deadline {
-            self.figures.trouble().abandoned_in_queue += 1;
-            return self.give_up(now, id, reason);
+        if deadline.is_finite() && newcomer {
+            let (at, credit) = self.predict_call(now, ahead, id);
+            if at > deadline {
+                self.figures.trouble().abandoned_in_queue += 1;
+                return self.refuse(now, id, reason, (credit > deadline).then_some(credit));
+            }
         }
         let busy = &mut *self.busy;
         let Some(call) = busy.calls.get_mut(id) else {
@@ -359,10 +362,30 @@ impl Gate {
     }
 
     /// When `call`, with `ahead` others in front of it, could be admitted: when the allowance
-    /// has its token (see [`predict`](Self::predict)) and the spread its credits.
-    fn predict_call(&mut self, now: Millis, ahead: usize, call: CallId) -> Millis {
+    /// has its token (see [`predict`](Self::predict)) and the spread its credits; and when the
+    /// credits come.
+    fn predict_call(&mut self, now: Millis, ahead: usize, call: CallId) -> (Millis, Millis) {
         let token = self.predict(now, ahead);
-        token.max(self.predict_credit(now, ahead, call))
+        let credit = self.predict_credit(now, ahead, call);
+        (token.max(credit), credit)
+    }
+
+    /// Refuses `call` for `reason` (its deadline's) before its admission. When the spread's
+    /// credit comes too late (at `credit`), a `maxWaitMs` refusal says so, and the error says
+    /// when it comes, when that is known.
+    fn refuse(&mut self, now: Millis, call: CallId, reason: Reason, credit: Option<Millis>) {
+        let Some(c) = self.busy.calls.get(call) else {
+            return;
+        };
+        let reason = match (credit, reason) {
+            (Some(_), Reason::QueueWait) => Reason::CreditWait,
+            _ => reason,
+        };
+        let mut end = End::abandoned_by(c, reason);
+        if let (Some(at), End::Abandoned { abandoned, .. }) = (credit, &mut end) {
+            abandoned.retry_after_ms = at.is_finite().then(|| (at - now).ceil());
+        }
+        self.settle(now, call, end);
     }
 
     /// The caller gave up on `call` (its signal aborted): it leaves the queue, its backoff or
@@ -533,10 +556,11 @@ impl Gate {
             };
             let (deadline, reason) = c.admission_deadline();
             let from = c.lane_in_queue();
-            if self.predict_call(now, kept, call) > deadline {
+            let (at, credit) = self.predict_call(now, kept, call);
+            if at > deadline {
                 self.busy.queue.left(from);
                 self.figures.trouble().abandoned_in_queue += 1;
-                self.give_up(now, call, reason);
+                self.refuse(now, call, reason, (credit > deadline).then_some(credit));
             } else {
                 kept += 1;
             }

@@ -180,13 +180,21 @@ impl Gate {
     }
 
     /// When `call`, joining behind `ahead` others, could have its credits (minus infinity
-    /// when it spends none: nothing to wait for).
+    /// when it spends none: nothing to wait for). Where the spread is shared, only what the
+    /// shared state last told the head is known: a head told to wait until then means a new
+    /// call waits at least as long.
     pub(super) fn predict_credit(&mut self, now: Millis, ahead: usize, call: CallId) -> Millis {
         let (Some(c), Some(spending)) = (self.busy.calls.get(call), &mut self.spending) else {
             return Millis::NEG_INFINITY;
         };
-        if c.probe || c.spec.account || self.shares_credits {
+        if c.probe || c.spec.account {
             return Millis::NEG_INFINITY;
+        }
+        if self.shares_credits {
+            return match self.credit_at > now && !self.busy.queue.is_empty() {
+                true => self.credit_at,
+                false => Millis::NEG_INFINITY,
+            };
         }
         spending.predict(now, ahead, c.spec.route.as_deref(), c.spec.lane.reserve)
     }

@@ -124,6 +124,14 @@ impl Gate {
                         (false, true) => ms.min(OPENING_RECHECK_MS),
                         (false, false) => ms,
                     };
+                // The credits (or the token) come then: a new call behind waits as long.
+                if self
+                    .busy
+                    .front()
+                    .is_some_and(|h| self.credits_asked(h.call).is_some())
+                {
+                    self.credit_at = now + ms;
+                }
             }
             Answer::Exhausted(ms) => self.quota_closed(now, ms),
             // This admission claimed the fleet's `/usage` reading: the head's gate reads.

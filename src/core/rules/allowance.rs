@@ -109,6 +109,16 @@ pub enum ConfigError {
         /// What is wrong with the item.
         error: Box<ConfigError>,
     },
+    /// A key of the map the field takes is not one it accepts (the key is quoted in the
+    /// message: keys are names, never secrets).
+    Key {
+        /// The option's name as the caller wrote it.
+        field: &'static str,
+        /// The key as given.
+        key: String,
+        /// What a key is.
+        expected: &'static str,
+    },
     /// The option cannot go with another option the caller set.
     Unsupported {
         /// The option's name as the caller wrote it.
@@ -116,6 +126,15 @@ pub enum ConfigError {
         /// What it cannot go with, and why.
         with: &'static str,
     },
+}
+
+/// `key` in double quotes, cut to 80 characters (a key pasted by mistake may be long).
+fn quoted(key: &str) -> String {
+    let mut cut: String = key.chars().take(80).collect();
+    if cut.len() < key.len() {
+        cut.push('…');
+    }
+    format!("{cut:?}")
 }
 
 impl ConfigError {
@@ -184,6 +203,19 @@ impl ConfigError {
                 &number(*got),
             ],
             ConfigError::Unsupported { field, with } => &["`", at, field, "` ", with],
+            ConfigError::Key {
+                field,
+                key,
+                expected,
+            } => &[
+                "`",
+                at,
+                field,
+                "` takes ",
+                expected,
+                " as keys, got ",
+                &quoted(key),
+            ],
             ConfigError::Missing { field } => &["`", at, field, "` is required"],
             ConfigError::Shape(what) => &[what],
             ConfigError::Item { list, index, error } => {

@@ -206,7 +206,7 @@ impl Refusal {
     }
 
     /// Whether a stale entry answers instead: the gate's own refusals, made without an answer
-    /// worth more than a kept one (a spent quota, `maxWaitMs`, `maxWaiting`, a batch's
+    /// worth more than a kept one (a spent quota, `maxWaitMs` for a token or credit, `maxWaiting`, a batch's
     /// deadline, a store failing closed, a `Retry-After` that outlasts the call). Not retries
     /// spent on the server's failures (`attempts`, `time-budget`, `retry-budget`): the caller
     /// hears of an outage as it would without the cache.
@@ -216,6 +216,7 @@ impl Refusal {
             Refusal::Abandoned(reason) => matches!(
                 reason,
                 Reason::QueueWait
+                    | Reason::CreditWait
                     | Reason::QueueFull
                     | Reason::Deadline
                     | Reason::StoreUnavailable

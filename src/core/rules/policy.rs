@@ -38,11 +38,14 @@ pub enum Reason {
     QueueWait,
     /// The queue already held `maxWaiting` calls.
     QueueFull,
+    /// The spread's credit for the call comes later than `maxWaitMs` from the call (the
+    /// error's `retryAfterMs` says when, when that is known).
+    CreditWait,
 }
 
 impl Reason {
     /// Every reason, for figures keyed by reason.
-    pub(crate) const ALL: [Reason; 8] = [
+    pub(crate) const ALL: [Reason; 9] = [
         Reason::Attempts,
         Reason::TimeBudget,
         Reason::RetryBudget,
@@ -51,6 +54,7 @@ impl Reason {
         Reason::StoreUnavailable,
         Reason::QueueWait,
         Reason::QueueFull,
+        Reason::CreditWait,
     ];
 
     /// The reason's place in `Reason::ALL`, for figures kept by reason.
@@ -74,6 +78,7 @@ impl Reason {
             Reason::StoreUnavailable => "store-unavailable",
             Reason::QueueWait => "queue-wait",
             Reason::QueueFull => "queue-full",
+            Reason::CreditWait => "credit-wait",
         }
     }
 }
@@ -93,7 +98,8 @@ pub struct Abandoned {
     pub attempts: u32,
     /// The last response's status, if any arrived.
     pub status: Option<u16>,
-    /// The last `Retry-After`, if any.
+    /// The last `Retry-After`, if any; for [`Reason::CreditWait`], when the spread's credit
+    /// comes (at the earliest, where it is shared), if known.
     pub retry_after_ms: Option<Millis>,
 }
 
@@ -103,8 +109,20 @@ impl Abandoned {
         let status = self
             .status
             .map_or(String::new(), |s| format!(", last status {s}"));
+        let credit = match (self.reason, self.retry_after_ms) {
+            (Reason::CreditWait, Some(ms)) => {
+                format!(
+                    "; quota.spread has its credit in {} s",
+                    (ms / 1000.0).ceil()
+                )
+            }
+            (Reason::CreditWait, None) => {
+                "; quota.spread has no credit for it before its next /usage reading".to_string()
+            }
+            _ => String::new(),
+        };
         format!(
-            "odds-gate gave up on the request ({}) after {} attempt(s){status}",
+            "odds-gate gave up on the request ({}) after {} attempt(s){status}{credit}",
             self.reason, self.attempts
         )
     }

@@ -3,7 +3,6 @@
 //! bucket, which only hands them each reading.
 
 use crate::core::rules::allowance::ConfigError;
-use crate::core::rules::classify::valid_method;
 use crate::core::rules::routes::MAX_ROUTES;
 
 /// What a call costs in credits, by route: stated (`quota.costs`, a route pattern to credits),
@@ -55,10 +54,12 @@ impl Costs {
         }
         for (pattern, credits) in &stated {
             if !is_pattern(pattern) {
-                return Err(ConfigError::Unsupported {
+                return Err(ConfigError::Key {
                     field: "quota.costs",
-                    with: "takes route patterns as keys: a path, `*` for any one segment, \
-                           after an optional method (`GET /events/*/odds/history`)",
+                    key: pattern.clone(),
+                    expected: "route patterns (a path from `/`, no query, `*` for any one \
+                               segment, after an optional HTTP method in capitals: \
+                               `GET /events/*/odds/history`)",
                 });
             }
             if !(credits.is_finite() && *credits >= 0.0) {
@@ -173,14 +174,21 @@ impl Costs {
     }
 }
 
-/// Whether `pattern` is a route pattern: a path (a segment at least, no spaces) after an
-/// optional method.
+/// Whether `pattern` is a route pattern: a path from `/` (a segment at least, no spaces, no
+/// query or fragment) after an optional method.
 fn is_pattern(pattern: &str) -> bool {
     let (method, path) = pattern.split_once(' ').unwrap_or(("GET", pattern));
-    valid_method(method)
+    METHODS.contains(&method)
+        && path.starts_with('/')
         && !path.trim_matches('/').is_empty()
-        && path.bytes().all(|b| b > b' ' && b != 0x7f)
+        && path
+            .bytes()
+            .all(|b| b > b' ' && b != 0x7f && b != b'?' && b != b'#')
 }
+
+/// The methods a pattern may name: HTTP's, as a request carries them. A key like
+/// `'odds history'` or `'FOO /odds'` is a mistake, not a method.
+const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
 #[cfg(test)]
 mod tests {
@@ -213,6 +221,34 @@ mod tests {
             5.0,
             "stated, not learned"
         );
+    }
+
+    #[test]
+    fn a_key_that_is_not_a_route_pattern_is_refused_by_name() {
+        for key in [
+            "FOO /odds",
+            "/odds?x=1",
+            "GET",
+            "*",
+            "odds history",
+            "get /odds",
+            "https://x/y",
+        ] {
+            let error = Costs::new(vec![(key.into(), 1.0)]).unwrap_err();
+            let message = error.message(|n| n.to_string());
+            assert!(
+                message.ends_with(&format!("as keys, got {key:?}")),
+                "{message}"
+            );
+        }
+        for key in [
+            "/odds",
+            "GET /events/*/odds",
+            "POST /bets",
+            "/*/odds/history/",
+        ] {
+            assert!(Costs::new(vec![(key.into(), 1.0)]).is_ok(), "{key}");
+        }
     }
 
     #[test]
