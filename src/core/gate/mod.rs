@@ -660,10 +660,10 @@ impl Gate {
     /// learning gate learned, which its `memo` keeps, and what is left of a
     /// retry budget kept in this process, which the gates keep beside it. A store's gate
     /// leaves the budget to the store (a fallback's, spent while the store was down, goes).
-    /// A gate that spreads its quota is never idle: forgotten, its pace for the period would
-    /// start over (a reading, and a fresh bucket's credits) with the next call.
+    /// A gate that spreads its quota leaves its spread in its memo too
+    /// ([`take_spending`](Self::take_spending)): made anew, it goes on at the same pace.
     pub fn idle(&mut self, now: Millis) -> bool {
-        if !self.busy.calls.is_empty() || !self.quota.idle(now) || self.spending.is_some() {
+        if !self.busy.calls.is_empty() || !self.quota.idle(now) {
             return false;
         }
         self.authority.idle(now)

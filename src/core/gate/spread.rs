@@ -94,6 +94,22 @@ impl Gate {
         Some(figures)
     }
 
+    /// Its spread, as a forgotten gate leaves it (the bucket and what costs it learned;
+    /// where threads or a store share the bucket, that stays with them).
+    pub(crate) fn take_spending(&mut self) -> Option<Box<Spending>> {
+        self.spending.take()
+    }
+
+    /// Goes on with `spending`, what its credential's forgotten gate left, when it spreads
+    /// with the same settings and stated costs (a wrapper that states others starts over).
+    pub(crate) fn resume_spending(&mut self, spending: Box<Spending>) {
+        if let Some(mine) = &self.spending {
+            if mine.spread() == spending.spread() && mine.stated() == spending.stated() {
+                self.spending = Some(spending);
+            }
+        }
+    }
+
     /// The settings it spreads with, when it does.
     pub(crate) fn spread(&self) -> Option<Spread> {
         self.spending.as_deref().map(Spending::spread)

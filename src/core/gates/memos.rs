@@ -6,6 +6,7 @@
 use super::scope::Print;
 use crate::core::base::map::Map;
 use crate::core::rules::learn::memo::Memo;
+use crate::core::rules::spending::Spending;
 
 /// What one forgotten gate left.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -15,6 +16,9 @@ pub(crate) struct Kept {
     /// Tokens left in its retry budget, when it was not full: a budget refills only with
     /// successes, so a key's gate made anew does not find it full again.
     pub budget_left: Option<f64>,
+    /// Its spread (`quota.spread`): the bucket and the costs learned, so a key that returns
+    /// goes on at its pace rather than a fresh bucket's, with no reading to wait for.
+    pub spending: Option<Box<Spending>>,
 }
 
 /// Memos kept per generation: when the young one is full it becomes the old one and the old
@@ -78,6 +82,7 @@ mod tests {
         Kept {
             learned: learner.memo(),
             budget_left: Some(480.0),
+            spending: None,
         }
     }
 

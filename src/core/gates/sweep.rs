@@ -69,6 +69,7 @@ impl Gates {
                 let kept = Kept {
                     learned: entry.gate.memo(),
                     budget_left: budget_not_full(&mut entry.gate),
+                    spending: entry.gate.take_spending(),
                 };
                 if kept != Kept::default() {
                     self.memos.put(entry.scope.print(self.keys), kept);

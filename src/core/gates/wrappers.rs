@@ -285,6 +285,9 @@ impl Gates {
             if let Some(left) = kept.budget_left {
                 gate.cap_budget(left);
             }
+            if let Some(spending) = kept.spending {
+                gate.resume_spending(spending);
+            }
         }
         Ok(gate)
     }

@@ -33,7 +33,7 @@ pub struct CreditFigures {
 }
 
 /// A gate's spread: its bucket once read, and the readings' schedule.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Spending {
     spread: Spread,
     costs: Costs,
@@ -165,6 +165,11 @@ impl Spending {
     /// The settings it spreads with.
     pub(crate) fn spread(&self) -> Spread {
         self.spread
+    }
+
+    /// The costs stated, pattern and credits, in order.
+    pub(crate) fn stated(&self) -> &[(String, f64)] {
+        self.costs.stated()
     }
 
     /// The figures at `now`, with `waiting` calls in queue behind a head that waits for credit.
