@@ -31,7 +31,8 @@ test('quota.spread goes with threads (the default) and without, and describe() s
 test('a call whose credit is hours away is refused at once for credit, saying when, in one thread and shared by threads', async () => {
   // 100 credits over 30 days, 95 spread: one every 7.6 hours. The first call takes the
   // bucket's opening credit, the second waits for the next, a third with maxWaitMs: 3000 is
-  // refused at once (the rule and its figures: tests/spread.rs, on the virtual clock).
+  // refused at once, and so is a fourth with none (the spread's bound: a minute). The rule and
+  // its figures: tests/spread.rs, on the virtual clock.
   const api = await startFakeOddsApi({ ...rate, creditLimit: 100 });
   try {
     for (const threads of [false, true]) {
@@ -40,7 +41,10 @@ test('a call whose credit is hours away is refused at once for credit, saying wh
       const url = `${api.baseUrl}/events/e1/odds/snapshot`;
       assert.equal((await fetchImpl(url, { headers })).status, 200);
       const waiting = new AbortController();
-      const second = fetchImpl(url, { headers, signal: waiting.signal });
+      // A background job's lane: it waits a day for credit (without a maxWaitMs, a minute).
+      const background = fetchImpl.lane({ maxWaitMs: 86_400_000 });
+      const second = background(url, { headers, signal: waiting.signal });
+      second.catch(() => {});
       await sleep(100);
       const started = performance.now();
       const hurried = fetchImpl.lane({ maxWaitMs: 3_000 });
@@ -51,11 +55,13 @@ test('a call whose credit is hours away is refused at once for credit, saying wh
       assert.ok(err instanceof GateAbandonedError && err.reason === 'credit-wait', `threads ${threads}: ${err}`);
       assert.ok(took < 2_000, `threads ${threads}: refused after ${took} ms, not at its deadline`);
       assert.match(err.message, /quota\.spread has its credit in \d+ s/);
-      // Alone: when its credit comes (its own lane's first: the next credit, 7.6 h); shared:
+      // Alone: when its credit comes (the background's call has the next: 15.2 h); shared:
       // when the head looks again, the next reading (15 minutes) at the latest.
-      const [low, high] = threads ? [3_000, 900_000] : [7.5 * 3_600_000, 7.7 * 3_600_000];
+      const [low, high] = threads ? [3_000, 900_000] : [15.1 * 3_600_000, 15.3 * 3_600_000];
       assert.ok(err.retryAfterMs > low && err.retryAfterMs <= high, `threads ${threads}: ${err.retryAfterMs}`);
-      assert.equal(fetchImpl.stats().gates[0].abandoned['credit-wait'], 1);
+      const sdk = await fetchImpl(url, { headers }).then(() => null, (e) => e);
+      assert.ok(sdk instanceof GateAbandonedError && sdk.reason === 'credit-wait', `threads ${threads}: ${sdk}`);
+      assert.equal(fetchImpl.stats().gates[0].abandoned['credit-wait'], 2);
     }
   } finally {
     await api.close();

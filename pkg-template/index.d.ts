@@ -173,7 +173,7 @@ export type AbandonReason =
   | 'store-unavailable'
   | 'queue-wait'
   | 'queue-full'
-  /** `quota.spread`'s credit comes later than `maxWaitMs`; `retryAfterMs` says when, when known. */
+  /** `quota.spread`'s credit comes later than `maxWaitMs` (60 s for a call with none); `retryAfterMs` says when, when known. */
   | 'credit-wait';
 
 /** Options of `redisStore`. */

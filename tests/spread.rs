@@ -31,7 +31,7 @@ use odds_gate::core::gates::Gates;
 use odds_gate::core::parse::feedback::Feedback;
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::batch::Batch;
-use odds_gate::core::rules::credits::{Costs, Spread};
+use odds_gate::core::rules::credits::{Costs, Spread, CREDIT_WAIT_MS};
 use odds_gate::core::rules::policy::{Reason, RetryPolicy};
 use odds_gate::core::rules::quota::Usage;
 use odds_gate::core::sim::home::SimHome;
@@ -581,7 +581,8 @@ fn a_lane_with_the_reserve_goes_when_the_background_has_spent_the_spread() {
             weight: 1.0,
             reserve,
         },
-        ..call(None)
+        // As long as it takes (the spread's own bound is a minute for calls that say none).
+        ..call(Some(2.0 * end))
     };
     // Background refreshes wanting twice the month at once, waiting as long as it takes.
     for _ in 0..200 {
@@ -678,15 +679,23 @@ impl Month {
 fn a_call_whose_credit_is_hours_away_is_refused_at_once_for_credit_alone_in_threads_and_through_a_store(
 ) {
     // 100 credits a month, 95 spread: one every 7.6 hours. The first call takes the bucket's
-    // opening credit; the second waits for the next (it has no `maxWaitMs`); a third with
+    // opening credit; the second waits for the next (its `maxWaitMs` is a day); a third with
     // `maxWaitMs: 3000` is refused at once, for credit, saying when to look again.
     let credit_every = DAYS as f64 * DAY / 95.0;
     for fleet in [Fleet::Alone, Fleet::Threads(2), Fleet::Store(2)] {
         let (mut h, gates, _) = plan_world(fleet, 1.0, Costs::default(), 100.0);
         let first = h.start_on(0.0, 0, gates[0], call(None));
-        let second = h.start_on(10_000.0, 0, gates[0], call(None));
+        let second = h.start_on(10_000.0, 0, gates[0], call(Some(DAY)));
         let hurried = h.start_on(20_000.0, 0, gates[0], call(Some(3_000.0)));
+        // No `maxWaitMs` of its own: the spread's bound (a minute) refuses it at once too.
+        let unbounded = h.start_on(30_000.0, 0, gates[0], call(None));
         h.run_until(HOUR);
+        let (at, end) = h.log.settled[&unbounded];
+        assert!(
+            matches!(end, End::Abandoned { abandoned, .. } if abandoned.reason == Reason::CreditWait),
+            "{fleet:?}: {end:?}"
+        );
+        assert!(at - 30_000.0 < 10.0, "{fleet:?}: {at}");
         let sent = |i: usize| {
             h.log
                 .sent
@@ -715,5 +724,29 @@ fn a_call_whose_credit_is_hours_away_is_refused_at_once_for_credit_alone_in_thre
             Fleet::Alone => assert!((wait - (2.0 * credit_every - 20_000.0)).abs() < 1_000.0),
             _ => assert!(wait > 3_000.0 && wait <= credit_every, "{fleet:?}: {wait}"),
         }
+    }
+}
+
+#[test]
+fn a_head_with_no_max_wait_told_to_wait_for_credit_past_a_minute_hears_so_in_threads_and_through_a_store(
+) {
+    // As above: the second call waits for a credit 7.6 hours away; with no `maxWaitMs` of its
+    // own it is refused as soon as the shared state tells it to wait past a minute.
+    for fleet in [Fleet::Threads(2), Fleet::Store(2)] {
+        let (mut h, gates, _) = plan_world(fleet, 1.0, Costs::default(), 100.0);
+        h.start_on(0.0, 0, gates[0], call(None));
+        let second = h.start_on(10_000.0, 0, gates[0], call(None));
+        h.run_until(HOUR);
+        let (at, end) = h.log.settled[&second];
+        let End::Abandoned { abandoned, .. } = end else {
+            panic!("{fleet:?}: {end:?}");
+        };
+        assert_eq!(abandoned.reason, Reason::CreditWait, "{fleet:?}");
+        assert!(at - 10_000.0 < 10.0, "{fleet:?}: refused at {at}");
+        let wait = abandoned.retry_after_ms.unwrap();
+        assert!(
+            wait > CREDIT_WAIT_MS && wait <= Spread::DEFAULT.refresh_ms,
+            "{wait}"
+        );
     }
 }

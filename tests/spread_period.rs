@@ -16,7 +16,7 @@ use odds_gate::core::gate::call::CallSpec;
 use odds_gate::core::gate::Gate;
 use odds_gate::core::rules::allowance::Rate;
 use odds_gate::core::rules::credits::{Costs, Spread};
-use odds_gate::core::rules::policy::RetryPolicy;
+use odds_gate::core::rules::policy::{Reason, RetryPolicy};
 use odds_gate::core::rules::quota::Usage;
 use odds_gate::core::sim::server::{Arrival, Server};
 use odds_gate::core::Millis;
@@ -90,8 +90,17 @@ fn periods(
     (h, server)
 }
 
-/// A call that waits for its credit as long as it takes.
+/// A call that waits for its credit as long as it takes (a background job's: its `maxWaitMs`
+/// raises the spread's own bound of a minute).
 fn patient() -> CallSpec {
+    CallSpec {
+        max_wait_ms: Some(30.0 * 24.0 * HOUR),
+        ..unbounded()
+    }
+}
+
+/// A call with no `maxWaitMs` of its own (an SDK caller's).
+fn unbounded() -> CallSpec {
     CallSpec {
         policy: Some(Rc::new(RetryPolicy::default())),
         replayable: true,
@@ -189,4 +198,46 @@ fn a_usage_that_never_answers_holds_calls_no_longer_than_their_attempt_time_limi
     }
     let readings = h.world.log.sent.iter().filter(|s| s.probe).count();
     assert_eq!(readings, 2, "one at the start, one a refresh on");
+}
+
+#[test]
+fn a_call_with_no_max_wait_waits_a_minute_for_credit_at_most_and_hears_when_it_comes() {
+    // Demand at 3x a small plan's pace (1,000 credits, 600 hours: one every 37.9 minutes),
+    // calls with no `maxWaitMs`: each waits for credit at most a minute (the spread's own
+    // bound), so calls waiting stay few; the others hear `credit-wait` at once, with when.
+    // Before #49 they all waited: 11 → 109 waiting in 27 s, 123 pending at the period's end.
+    let (mut h, server) = periods(1_000.0, 30.0 * 24.0 * HOUR, 600.0 * HOUR, 0.0);
+    let every = 600.0 * HOUR / 950.0 / 3.0;
+    let starts: Vec<Millis> = (0..30).map(|n| n as f64 * every).collect();
+    let calls: Vec<usize> = starts
+        .iter()
+        .map(|&at| h.start_at(at, unbounded()))
+        .collect();
+    h.run();
+    let (mut sent, mut refused) = (0, 0);
+    for (&i, &started) in calls.iter().zip(&starts) {
+        match h.end(i) {
+            Some(End::Deliver) => {
+                sent += 1;
+                let waited = h.attempts_of(i)[0] - started;
+                assert!(waited <= 60_000.0, "waited {waited} ms");
+            }
+            Some(End::Abandoned { abandoned, .. }) => {
+                refused += 1;
+                assert_eq!(abandoned.reason, Reason::CreditWait);
+                assert!(h.ended_at(i) - started < 1.0, "at once");
+                let when = abandoned.retry_after_ms.unwrap();
+                assert!(
+                    when > 60_000.0 && when <= 600.0 * HOUR / 950.0 + 1.0,
+                    "{when}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    println!("3x a small plan, no maxWaitMs: {sent} sent, {refused} refused at once");
+    // A credit every third call's arrival: a third sent (the opening credit one more).
+    assert!((10..=12).contains(&sent), "{sent}");
+    assert_eq!(sent + refused, 30);
+    assert_eq!(server.borrow().counted.len(), sent);
 }

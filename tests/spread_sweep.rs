@@ -54,7 +54,8 @@ fn an_idle_spreading_gate_is_forgotten_and_its_key_goes_on_at_its_pace() {
         budget: None,
         keeping: Keeping::Memory { threads: false },
         policy: Some(Rc::new(RetryPolicy::default())),
-        max_wait_ms: None,
+        // Long enough to wait for a credit (the spread's own bound is a minute).
+        max_wait_ms: Some(HOUR),
         max_waiting: None,
         reports_wait: false,
         typed_errors: false,

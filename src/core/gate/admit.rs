@@ -152,11 +152,11 @@ impl Gate {
                 true
             }
             Admission::Answered { answer, shares } => {
+                self.busy.queue.follow(shares.as_ref());
                 if let (Answer::Wait(ms), Some(_)) = (answer, needs.credits) {
                     // The credits (or the token) come then: look again then, not sooner.
-                    self.credit_at = now + ms;
+                    return self.told_to_wait(now, now + ms);
                 }
-                self.busy.queue.follow(shares.as_ref());
                 false
             }
         }

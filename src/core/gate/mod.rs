@@ -45,6 +45,7 @@ use crate::core::authority::{AdmissionId, Op};
 use crate::core::base::random::Random;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::budget::RefillingConfig;
+use crate::core::rules::credits::CREDIT_WAIT_MS;
 use crate::core::rules::fair::LaneId;
 use crate::core::rules::learn::{Learner, Sample};
 use crate::core::rules::policy::Reason;
@@ -312,6 +313,19 @@ impl Gate {
             if at > deadline {
                 self.figures.trouble().abandoned_in_queue += 1;
                 return self.refuse(now, id, reason, (credit > deadline).then_some(credit));
+            }
+        }
+        // The spread's own bound, for a call with no `maxWaitMs` of its own.
+        let unbounded = self
+            .busy
+            .calls
+            .get(id)
+            .is_some_and(|c| c.spec.max_wait_ms.is_none());
+        if newcomer && unbounded {
+            let credit = self.predict_credit(now, ahead, id);
+            if credit > now + CREDIT_WAIT_MS {
+                self.figures.trouble().abandoned_in_queue += 1;
+                return self.refuse(now, id, Reason::CreditWait, Some(credit));
             }
         }
         let busy = &mut *self.busy;
@@ -661,7 +675,7 @@ impl Gate {
     /// retry budget kept in this process, which the gates keep beside it. A store's gate
     /// leaves the budget to the store (a fallback's, spent while the store was down, goes).
     /// A gate that spreads its quota leaves its spread in its memo too
-    /// ([`take_spending`](Self::take_spending)): made anew, it goes on at the same pace.
+    /// (`take_spending`): made anew, it goes on at the same pace.
     pub fn idle(&mut self, now: Millis) -> bool {
         if !self.busy.calls.is_empty() || !self.quota.idle(now) {
             return false;

@@ -17,6 +17,7 @@ use std::rc::Rc;
 
 use super::action::End;
 use super::action::GateAction;
+use super::busy::live;
 use super::call::CallSpec;
 use super::ids::CallId;
 use super::probe::UNKNOWN_PERIOD_MS;
@@ -26,7 +27,8 @@ use crate::core::authority::credits::{Reading, Spend};
 use crate::core::authority::Op;
 use crate::core::rules::allowance::ConfigError;
 use crate::core::rules::batch::Batch;
-use crate::core::rules::credits::{Costs, Spread};
+use crate::core::rules::credits::{Costs, Spread, CREDIT_WAIT_MS};
+use crate::core::rules::policy::Reason;
 use crate::core::rules::quota::Usage;
 use crate::core::rules::spending::{CreditFigures, Spending};
 use crate::core::Millis;
@@ -108,6 +110,40 @@ impl Gate {
                 self.spending = Some(spending);
             }
         }
+    }
+
+    /// The shared spread told the head to wait until `at` for its credits (or its token): it
+    /// looks again then, and the calls behind it wait at least as long. Those with no
+    /// `maxWaitMs` of their own that would wait past the spread's own bound
+    /// ([`CREDIT_WAIT_MS`] from their start) hear `credit-wait` now, `at` as when to look
+    /// again. True when one did.
+    pub(super) fn told_to_wait(&mut self, now: Millis, at: Millis) -> bool {
+        self.credit_at = at;
+        // A cooldown, or a token a minute apart, would explain the wait as well: no bound then.
+        let token_ms = 1_000.0 / self.rate.per_second();
+        if self.cooldown_until() >= at || token_ms >= CREDIT_WAIT_MS {
+            return false;
+        }
+        let calls = &self.busy.calls;
+        let waiting: Vec<CallId> = (self.busy.queue.ordered(|p| live(calls, p)).into_iter())
+            .map(|p| p.call)
+            .collect();
+        let mut refused = false;
+        for call in waiting {
+            let Some(c) = self.busy.calls.get(call) else {
+                continue;
+            };
+            let unbounded = c.spec.max_wait_ms.is_none() && c.first_sent.is_none();
+            if !unbounded || c.probe || c.spec.account || at <= c.started + CREDIT_WAIT_MS {
+                continue;
+            }
+            let from = c.lane_in_queue();
+            self.busy.queue.left(from);
+            self.figures.trouble().abandoned_in_queue += 1;
+            self.refuse(now, call, Reason::CreditWait, Some(at));
+            refused = true;
+        }
+        refused
     }
 
     /// The settings it spreads with, when it does.

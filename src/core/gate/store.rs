@@ -125,12 +125,10 @@ impl Gate {
                         (false, false) => ms,
                     };
                 // The credits (or the token) come then: a new call behind waits as long.
-                if self
-                    .busy
-                    .front()
-                    .is_some_and(|h| self.credits_asked(h.call).is_some())
-                {
-                    self.credit_at = now + ms;
+                if let Some(head) = self.busy.front() {
+                    if self.credits_asked(head.call).is_some() {
+                        self.told_to_wait(now, now + ms);
+                    }
                 }
             }
             Answer::Exhausted(ms) => self.quota_closed(now, ms),

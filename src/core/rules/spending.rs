@@ -123,8 +123,9 @@ impl Spending {
 
     /// When a call of `route` joining behind `ahead` others could have its credits, taking
     /// each of them to cost what it does: `now` for one that draws on the `reserve` while the
-    /// reserve has them. Before the first reading nothing is known, and nothing is predicted:
-    /// `now`.
+    /// reserve has them; the next reading, at the earliest, when the bucket has not them before
+    /// it (a new period's may). Before the first reading nothing is known, and nothing is
+    /// predicted: `now`.
     pub(crate) fn predict(
         &mut self,
         now: Millis,
@@ -138,7 +139,10 @@ impl Spending {
         };
         match reserve && bucket.ready_reserved(now, cost).is_ok() {
             true => now,
-            false => bucket.predict(now, ahead as f64 * cost, cost),
+            false => match bucket.predict(now, ahead as f64 * cost, cost) {
+                Millis::INFINITY => self.next_reading.max(now),
+                at => at,
+            },
         }
     }
 

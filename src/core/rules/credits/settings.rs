@@ -9,6 +9,11 @@ use crate::core::rules::allowance::{at_least, positive, ConfigError};
 /// (a typo, or a unit mistaken) would send a thousand a second while every spread call waits.
 pub const MIN_REFRESH_MS: f64 = 1_000.0;
 
+/// How long a call with no `maxWaitMs` of its own may wait for the spread's credit: a caller
+/// (an SDK's, which cannot cancel) hears `credit-wait` at once rather than wait for hours, and
+/// calls waiting stay a minute's worth. A background job's lane raises it with its `maxWaitMs`.
+pub const CREDIT_WAIT_MS: f64 = 60_000.0;
+
 /// The settings of the spread, read as `quota`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(
