@@ -750,3 +750,23 @@ fn a_head_with_no_max_wait_told_to_wait_for_credit_past_a_minute_hears_so_in_thr
         );
     }
 }
+
+#[test]
+fn a_route_costing_five_not_stated_is_measured_before_it_can_overspend() {
+    // 100,000 credits over 30 days: 132 an hour, a quarter hour's (33) held at the start. A
+    // route costing 5, not stated, is taken for 1 until a reading's delta says otherwise: the
+    // reading due after its first 5 calls (a second after the first) measures it. Before #49
+    // the first 33 calls went on the opening's credit (165 credits, 5x the due line) and the
+    // next reading came a refresh later.
+    let (mut h, meter) = counted(spreading(Costs::default()), 5.0, LIMIT, DAYS as f64 * DAY);
+    for n in 0..60 {
+        h.start_at(n as f64 * 100.0, call(Some(DAY)));
+    }
+    h.run_until(60_000.0);
+    let spent = meter.borrow().used;
+    let readings = h.log.sent.iter().filter(|s| s.probe).count();
+    println!("cost 5 not stated: {spent} credits spent in the first minute, {readings} readings");
+    // 50 measured: the 10 calls sent before the early reading (a second after the first).
+    assert!(spent <= 55.0, "{spent}");
+    assert_eq!(readings, 2, "the first, and the early one");
+}

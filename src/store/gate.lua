@@ -324,8 +324,10 @@ local function c_correct(used, limit, end_ms)
     return c_start(used, limit, period_end)
   end
   local delta = used - c_read_used
-  local ours = math.max(c_learn(delta), c_used - c_read_used)
+  local taken = c_used - c_read_used
+  local ours = math.max(c_learn(delta), taken)
   c_refill()
+  c_tokens = c_tokens - (ours - taken)
   local seen = now - c_read_at
   if seen > 0 then
     c_others = math.max(delta - ours, 0) / seen

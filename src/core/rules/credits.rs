@@ -13,4 +13,4 @@ mod settings;
 
 pub use self::bucket::CreditBucket;
 pub use self::costs::Costs;
-pub use self::settings::{Spread, SpreadGiven, CREDIT_WAIT_MS};
+pub use self::settings::{Spread, SpreadGiven, CREDIT_WAIT_MS, MIN_REFRESH_MS};

@@ -12,6 +12,15 @@ const NO_ROUTE: &str = "";
 
 const HOUR_MS: Millis = 3_600_000.0;
 
+/// Calls of routes whose cost is neither stated nor learned after which a reading is due at
+/// once (a second after the last at the soonest): what they cost is measured before it can
+/// overspend. A route costing 5 taken for 1 spends 25 credits before its reading, not a
+/// refresh's worth five times over.
+const EARLY_READING_CALLS: u32 = 5;
+
+/// The soonest an early reading follows the last (`quota.refreshMs`'s floor).
+const EARLY_READING_MS: Millis = crate::core::rules::credits::MIN_REFRESH_MS;
+
 /// The spread's figures: the key's credits as the gate knows them.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CreditFigures {
@@ -60,12 +69,18 @@ impl Spending {
 
     /// Whether a reading is due at `now` (the gate starts one when a call waits).
     pub(crate) fn reading_due(&self, now: Millis) -> bool {
-        now >= self.next_reading
+        now >= self.next_reading()
     }
 
-    /// When the next reading is due.
+    /// When the next reading is due: a refresh after the last, or soon after it when calls of
+    /// routes whose cost is not known yet were sent (see [`EARLY_READING_CALLS`]).
     pub(crate) fn next_reading(&self) -> Millis {
-        self.next_reading
+        match &self.bucket {
+            Some(b) if self.costs.unlearned_calls() >= EARLY_READING_CALLS => {
+                self.next_reading.min(b.read_at() + EARLY_READING_MS)
+            }
+            _ => self.next_reading,
+        }
     }
 
     /// A reading goes now: what is taken from now on is not in its answer.

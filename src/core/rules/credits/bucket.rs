@@ -201,8 +201,12 @@ impl CreditBucket {
             return;
         }
         let delta = used - self.read_used;
-        let ours = ours(Some(delta)).max(self.used - self.read_used);
+        let taken = self.used - self.read_used;
+        let ours = ours(Some(delta)).max(taken);
         self.refill(now);
+        // What the callers' calls cost beyond what was taken for them (a cost learned only
+        // now) is paid from the bucket: a debt, not spent again.
+        self.tokens -= ours - taken;
         let seen = now - self.read_at;
         if seen > 0.0 {
             self.others = (delta - ours).max(0.0) / seen;

@@ -100,6 +100,16 @@ impl Costs {
         self.stated_cost(route).is_some()
     }
 
+    /// Calls counted since the last delta of routes whose cost is neither stated nor learned.
+    pub(crate) fn unlearned_calls(&self) -> u32 {
+        (self.calls.iter())
+            .filter(|(route, _)| {
+                self.stated_cost(route).is_none() && !self.learned.iter().any(|(r, _)| r == route)
+            })
+            .map(|(_, n)| n)
+            .sum()
+    }
+
     /// A call of `route` was sent.
     pub fn called(&mut self, route: &str) {
         if let Some(n) = value_of(&mut self.calls, route) {
