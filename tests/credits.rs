@@ -260,7 +260,8 @@ fn a_route_learned_to_cost_five_spends_the_same() {
         4,
     );
     m.print("3x at 5 credits, learned");
-    spends_the_spread_evenly(&m, 0.995, 0.99, 1.04);
+    // 0.998..1.009 measured: what calls took for 1 before the delta said 5 is paid then.
+    spends_the_spread_evenly(&m, 0.995, 0.99, 1.015);
 }
 
 #[test]
