@@ -73,7 +73,8 @@ export interface CreateFetchOptions {
    * flight; `{ burst, perSecond, learn: true }` learns below that ceiling. Every wrapper in
    * the process that sees the same credential shares one gate, so they must all pass the same
    * `rate` (and retry budget); a different one for a credential that already has a gate
-   * rejects that call with a `RangeError`. A `store` needs `{ burst, perSecond }`.
+   * rejects that call with a `RangeError`. With a `store`, either works: what a gate learns is
+   * the fleet's.
    * @default 'auto'
    */
   rate?: Rate | (Rate & { learn: true }) | 'auto';
@@ -488,7 +489,8 @@ export interface GatedFetch extends FetchLike {
   batch(options: BatchOptions): GatedFetch;
   /**
    * A fetchImpl on the same gates whose calls wait in a lane of their own, sharing admissions
-   * with the other lanes by weight (this one's calls wait in lane 0, of weight 1).
+   * with the other lanes by weight (the wrapper's own calls are the lane `default`, of weight 1),
+   * in every thread and process sharing the gates.
    * @throws {RangeError} a weight that is not a positive finite number.
    * @throws {TypeError} an option of the wrong type, an unknown option, or `retry.budget`.
    */
