@@ -481,7 +481,10 @@ export interface Description {
 
 /** A drop-in `fetchImpl` with the gate's figures attached. */
 export interface GatedFetch extends FetchLike {
-  /** Live figures of every gate this wrapper has used. */
+  /**
+   * Live figures of the gates this wrapper uses now: a gate idle for some seconds is forgotten
+   * (its counters go to the wrapper's totals, what it learned to its key's memo) and leaves the list.
+   */
   stats(): Stats;
   /** The configuration summary. */
   describe(): Description;
