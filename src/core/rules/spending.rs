@@ -49,6 +49,8 @@ pub(crate) struct Spending {
     bucket: Option<CreditBucket>,
     /// A reading has answered, usefully or not: calls no longer wait for the first.
     first_read: bool,
+    /// When the last reading answered, usefully or not.
+    last_read: Millis,
     /// No reading starts before this.
     next_reading: Millis,
     unpaced: u64,
@@ -62,6 +64,7 @@ impl Spending {
             costs,
             bucket: None,
             first_read: false,
+            last_read: Millis::NEG_INFINITY,
             next_reading: Millis::NEG_INFINITY,
             unpaced: 0,
         }
@@ -73,13 +76,13 @@ impl Spending {
     }
 
     /// When the next reading is due: a refresh after the last, or soon after it when calls of
-    /// routes whose cost is not known yet were sent (see [`EARLY_READING_CALLS`]).
+    /// routes whose cost is not known yet were sent (see [`EARLY_READING_CALLS`]) and the
+    /// last reading answered (a `/usage` that fails is not asked again sooner).
     pub(crate) fn next_reading(&self) -> Millis {
-        match &self.bucket {
-            Some(b) if self.costs.unlearned_calls() >= EARLY_READING_CALLS => {
-                self.next_reading.min(b.read_at() + EARLY_READING_MS)
-            }
-            _ => self.next_reading,
+        let answered = self.bucket.is_some_and(|b| b.read_at() >= self.last_read);
+        match answered && self.costs.unlearned_calls() >= EARLY_READING_CALLS {
+            true => self.next_reading.min(self.last_read + EARLY_READING_MS),
+            false => self.next_reading,
         }
     }
 
@@ -96,6 +99,7 @@ impl Spending {
     /// wait for no other.
     pub(crate) fn read(&mut self, now: Millis, usage: Option<Usage>) {
         self.first_read = true;
+        self.last_read = now;
         if let Some(usage) = usage {
             match &mut self.bucket {
                 Some(bucket) => bucket.read(now, usage, &mut self.costs),
@@ -245,6 +249,35 @@ mod tests {
         s.read(HOUR_MS, None);
         assert_eq!(s.figures(0.0, 0), before);
         assert_eq!(s.next_reading(), HOUR_MS + Spread::DEFAULT.refresh_ms);
+    }
+
+    #[test]
+    fn five_calls_of_an_unmeasured_route_make_a_reading_due_a_second_after_an_answered_one() {
+        let mut s = Spending::new(Spread::DEFAULT, Costs::default());
+        s.read(0.0, Some(usage(0.0)));
+        for _ in 0..4 {
+            s.take(10.0, Some("GET /x"), false);
+        }
+        assert_eq!(
+            s.next_reading(),
+            Spread::DEFAULT.refresh_ms,
+            "four: not yet"
+        );
+        s.take(10.0, Some("GET /x"), false);
+        assert_eq!(
+            s.next_reading(),
+            EARLY_READING_MS,
+            "a second after the last"
+        );
+        // The early reading fails: the next is a refresh on, not a second.
+        s.read(2_000.0, None);
+        assert_eq!(s.next_reading(), 2_000.0 + Spread::DEFAULT.refresh_ms);
+        // Answered, the route is measured: no early reading for it again.
+        s.read(3_000.0, Some(usage(5.0)));
+        for _ in 0..5 {
+            s.take(3_010.0, Some("GET /x"), false);
+        }
+        assert_eq!(s.next_reading(), 3_000.0 + Spread::DEFAULT.refresh_ms);
     }
 
     #[test]
