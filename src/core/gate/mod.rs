@@ -315,13 +315,9 @@ impl Gate {
                 return self.refuse(now, id, reason, (credit > deadline).then_some(credit));
             }
         }
-        // The spread's own bound, for a call with no `maxWaitMs` of its own.
-        let unbounded = self
-            .busy
-            .calls
-            .get(id)
-            .is_some_and(|c| c.spec.max_wait_ms.is_none());
-        if newcomer && unbounded {
+        // The spread's own bound, for a call with no deadline of its own (no `maxWaitMs`,
+        // no batch).
+        if newcomer && deadline.is_infinite() {
             let credit = self.predict_credit(now, ahead, id);
             if credit > now + CREDIT_WAIT_MS {
                 self.figures.trouble().abandoned_in_queue += 1;

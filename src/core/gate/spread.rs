@@ -114,7 +114,7 @@ impl Gate {
 
     /// The shared spread told the head to wait until `at` for its credits (or its token): it
     /// looks again then, and the calls behind it wait at least as long. Those with no
-    /// `maxWaitMs` of their own that would wait past the spread's own bound
+    /// deadline of their own (no `maxWaitMs`, no batch) that would wait past the spread's own bound
     /// ([`CREDIT_WAIT_MS`] from their start) hear `credit-wait` now, `at` as when to look
     /// again. True when one did.
     pub(super) fn told_to_wait(&mut self, now: Millis, at: Millis) -> bool {
@@ -133,7 +133,7 @@ impl Gate {
             let Some(c) = self.busy.calls.get(call) else {
                 continue;
             };
-            let unbounded = c.spec.max_wait_ms.is_none() && c.first_sent.is_none();
+            let unbounded = c.first_sent.is_none() && c.admission_deadline().0.is_infinite();
             if !unbounded || c.probe || c.spec.account || at <= c.started + CREDIT_WAIT_MS {
                 continue;
             }
