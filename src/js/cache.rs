@@ -9,7 +9,6 @@ use super::clock;
 use super::driver::driver;
 use super::errors;
 use super::headers::{self, header_value};
-use super::options::SharedCache;
 use super::props::get;
 use super::transport::Transport;
 use super::Exported;
@@ -24,21 +23,6 @@ use crate::core::rules::shared_cache::Asked;
 extern "C" {
     #[wasm_bindgen(thread_local_v2, js_name = cached)]
     static CACHED: js_sys::Function;
-    /// Performs `words` (actions) on `cache.js`'s side of a cache.
-    #[wasm_bindgen(js_name = run)]
-    fn run_actions(side: &JsValue, words: Vec<f64>);
-}
-
-/// The timer woke `cache`'s machine at `now`: what it asks is done on its side.
-pub(super) fn wake(cache: &SharedCache, now: f64) {
-    let (words, side) = {
-        let mut c = cache.borrow_mut();
-        c.0.wake(now);
-        (c.0.take_words(), c.1.clone())
-    };
-    if !words.is_empty() {
-        run_actions(&side, words);
-    }
 }
 
 #[wasm_bindgen]

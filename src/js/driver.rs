@@ -20,7 +20,7 @@ use super::events::Events;
 use super::headers;
 use super::home::JsHome;
 use super::metrics::Metrics;
-use super::cache;
+use super::cache_wake;
 use super::options::{CacheCell, Config};
 use super::random::process_id;
 use super::redis::RedisStore;
@@ -478,7 +478,7 @@ impl Driver {
             .filter_map(Weak::upgrade)
             .collect();
         for cache in caches {
-            cache::wake(&cache, now);
+            cache_wake::wake(&cache, now);
         }
         self.with(|g| g.handle_timeout(now));
         self.drive_at(now);
