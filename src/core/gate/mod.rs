@@ -551,30 +551,41 @@ impl Gate {
     /// Lets go of waiters that a new cooldown has made hopeless: their admission is now
     /// predicted after their deadline.
     fn expire_hopeless(&mut self, now: Millis) {
+        self.refuse_queued(now, |gate, call, kept| {
+            let (deadline, reason) = gate.busy.calls.get(call)?.admission_deadline();
+            let (at, credit) = gate.predict_call(now, kept, call);
+            (at > deadline).then_some((reason, (credit > deadline).then_some(credit)))
+        });
+    }
+
+    /// Walks the queue in its order and refuses each call `verdict` gives a reason (with when
+    /// credit comes, where that is why): it leaves the queue, counted as abandoned there.
+    /// `verdict` is told how many calls ahead were kept. How many it refused.
+    pub(super) fn refuse_queued(
+        &mut self,
+        now: Millis,
+        mut verdict: impl FnMut(&mut Self, CallId, usize) -> Option<(Reason, Option<Millis>)>,
+    ) -> usize {
         let calls = &self.busy.calls;
-        let waiting: Vec<CallId> = self
-            .busy
-            .queue
-            .ordered(|p| live(calls, p))
-            .into_iter()
+        let waiting: Vec<CallId> = (self.busy.queue.ordered(|p| live(calls, p)).into_iter())
             .map(|p| p.call)
             .collect();
-        let mut kept = 0;
+        let (mut kept, mut refused) = (0, 0);
         for call in waiting {
-            let Some(c) = self.busy.calls.get(call) else {
+            let Some(from) = self.busy.calls.get(call).map(|c| c.lane_in_queue()) else {
                 continue;
             };
-            let (deadline, reason) = c.admission_deadline();
-            let from = c.lane_in_queue();
-            let (at, credit) = self.predict_call(now, kept, call);
-            if at > deadline {
-                self.busy.queue.left(from);
-                self.figures.trouble().abandoned_in_queue += 1;
-                self.refuse(now, call, reason, (credit > deadline).then_some(credit));
-            } else {
-                kept += 1;
+            match verdict(self, call, kept) {
+                Some((reason, credit)) => {
+                    self.busy.queue.left(from);
+                    self.figures.trouble().abandoned_in_queue += 1;
+                    self.refuse(now, call, reason, credit);
+                    refused += 1;
+                }
+                None => kept += 1,
             }
         }
+        refused
     }
 
     /// Whether a new call at `now` would be held past a cooldown, refused for a spent quota or

@@ -17,7 +17,6 @@ use std::rc::Rc;
 
 use super::action::End;
 use super::action::GateAction;
-use super::busy::live;
 use super::call::CallSpec;
 use super::ids::CallId;
 use super::probe::UNKNOWN_PERIOD_MS;
@@ -124,26 +123,13 @@ impl Gate {
         if self.cooldown_until() >= at || token_ms >= CREDIT_WAIT_MS {
             return false;
         }
-        let calls = &self.busy.calls;
-        let waiting: Vec<CallId> = (self.busy.queue.ordered(|p| live(calls, p)).into_iter())
-            .map(|p| p.call)
-            .collect();
-        let mut refused = false;
-        for call in waiting {
-            let Some(c) = self.busy.calls.get(call) else {
-                continue;
-            };
+        let refused = self.refuse_queued(now, |gate, call, _| {
+            let c = gate.busy.calls.get(call)?;
             let unbounded = c.first_sent.is_none() && c.admission_deadline().0.is_infinite();
-            if !unbounded || c.probe || c.spec.account || at <= c.started + CREDIT_WAIT_MS {
-                continue;
-            }
-            let from = c.lane_in_queue();
-            self.busy.queue.left(from);
-            self.figures.trouble().abandoned_in_queue += 1;
-            self.refuse(now, call, Reason::CreditWait, Some(at));
-            refused = true;
-        }
-        refused
+            let hopeless = unbounded && !c.probe && !c.spec.account;
+            (hopeless && at > c.started + CREDIT_WAIT_MS).then_some((Reason::CreditWait, Some(at)))
+        });
+        refused > 0
     }
 
     /// The settings it spreads with, when it does.
