@@ -47,7 +47,7 @@ async function worker() {
 
 /** One row, in this process: `keys` busy keys across the threads, then the new key. */
 async function row(keys, most) {
-  if (most) setEnvironmentData('odds-gate/shared-memory/v5/size', [16384, most]);
+  if (most) setEnvironmentData('odds-gate/shared-memory/v7/size', [16384, most]);
   await import(pkg); // the main thread first: the threads inherit its shared memory
   const api = await startFakeOddsApi(HOT);
   const hotKey = `hot-${randomUUID()}`;

@@ -6,12 +6,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import Redis from 'ioredis';
 import { createFetch, redisStore, QuotaExhaustedError } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 import { startRedis } from './support/redis-server.mjs';
 import { group, processMember, threadMember } from './support/cache-group.mjs';
 
+const run = promisify(execFile);
 const MARK = 'x-odds-gate-cache';
 const rate = { burst: 2, perSecond: 2 };
 const marks = (responses) => responses.map((r) => r.headers.get(MARK));
@@ -435,6 +438,30 @@ test('threads on: what a thread holds of the threads\' entries counts against ma
   }
 });
 
+test('threads on: the threads\' entries count against maxBytes once for the whole process: 4 threads x 16 URLs x 6 KB through 64 KiB', async () => {
+  const api = await startFakeOddsApi({ burst: 64, perSecond: 64, ttlSeconds: 30, snapshotBytes: 6_000 });
+  try {
+    const scenario = new URL('./support/ring-scenario.mjs', import.meta.url).pathname;
+    const { stdout } = await run(process.execPath, [scenario, api.baseUrl, randomUUID()], { timeout: 60_000 });
+    const { first, second, ring, bodiesMatch } = JSON.parse(stdout);
+    assert.deepEqual(count(first), { null: 64 });
+    // The ring is the one copy of the threads' entries: 64 KiB past its 64-byte head.
+    assert.equal(ring, 64 + 65_536);
+    // Thread 0 asks for its own 16 and then the others', each newest first: only what the
+    // ring still holds answers, the newest 10 put (two rounds and a half of 4 threads). Of its
+    // own, its last two or three; with copies of its own beside the threads' (before the
+    // ring) it answered 10 of them, and 11 in all.
+    const fromMemory = (list) => list.filter((m) => m === 'hit' || m === 'coalesced').length;
+    const own = second.slice(0, 16);
+    assert.deepEqual(own.slice(0, 2), ['hit', 'hit'], JSON.stringify(second));
+    assert.ok(fromMemory(own) <= 3, `${fromMemory(own)} of its own answered from memory: ${JSON.stringify(second)}`);
+    assert.ok(fromMemory(second) <= 10, `${fromMemory(second)} answered from memory: ${JSON.stringify(second)}`);
+    assert.ok(bodiesMatch, 'every answer from memory is the body its URL was first fetched with');
+  } finally {
+    await api.close();
+  }
+});
+
 test('a worker thread that starts late finds the entries the other threads already keep', async () => {
   const api = await startFakeOddsApi({ ...rate, ttlSeconds: 30 });
   const first = await group(threadMember, 1, { rate });
@@ -443,7 +470,7 @@ test('a worker thread that starts late finds the entries the other threads alrea
     const apiKey = randomUUID();
     const [a] = await first.all({ op: 'get', url, apiKey, n: 1 });
     assert.deepEqual(a.marks, [null]);
-    await sleep(400); // past the bytes' journey (ARRIVAL_MS): only a thread that asks gets them
+    await sleep(400); // long after the put: the bytes wait in the threads' ring, not in a message
     const late = await group(threadMember, 2, { rate });
     try {
       const replies = await late.all({ op: 'get', url, apiKey, n: 2 });

@@ -98,6 +98,43 @@ fn one_request_answers_everyone_waiting_and_its_copy_then_answers_as_a_hit_with_
 }
 
 #[test]
+fn an_entry_whose_bytes_the_ring_lost_goes_uncounted_and_the_next_call_asks_again() {
+    let mut f = flow(true);
+    let a = begin(&mut f, 0.0, "k");
+    assert_eq!(f.take_actions(), [A::Ask { call: a }]);
+    f.asked(
+        1.0,
+        a,
+        Asked::Fresh { left_ms: 5_000.0 },
+        Some((100.0, 0.0)),
+    );
+    let out = f.take_actions();
+    let A::Keep { entry, .. } = out[0] else {
+        panic!("kept first: {out:?}")
+    };
+    let b = begin(&mut f, 10.0, "k");
+    let hit = A::Answer {
+        call: b,
+        entry,
+        how: How::Hit,
+        age_s: 0.0,
+    };
+    assert_eq!(f.take_actions(), [hit]);
+    assert_eq!(f.cache().figures().hits, 2);
+    // The ring overwrote its bytes: b is sent on as it is, and counts as no hit.
+    f.lost(entry, How::Hit);
+    assert_eq!(f.take_actions(), [A::Drop { entry }]);
+    let figures = f.cache().figures();
+    assert_eq!((figures.hits, figures.entries, figures.bytes), (1, 0, 0.0));
+    // Lost again (another caller held it too): nothing more goes, nothing more is uncounted.
+    f.lost(entry, How::Hit);
+    assert_eq!(f.take_actions(), []);
+    assert_eq!(f.cache().figures().hits, 1);
+    let c = begin(&mut f, 20.0, "k");
+    assert_eq!(f.take_actions(), [A::Ask { call: c }]);
+}
+
+#[test]
 fn a_failed_request_fails_every_caller_that_waited_for_it_and_a_copy_that_failed_sends_theirs() {
     let mut f = flow(false);
     let a = begin(&mut f, 0.0, "k");

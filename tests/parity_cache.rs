@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use odds_gate::core::gates::scope::{RequestKey, Scope};
 use odds_gate::core::parse::decimal;
+use odds_gate::core::rules::arena::Place;
 use odds_gate::core::rules::shared_cache::{claim, put, Asked, Cell, LEASE_MS};
 use odds_gate::core::Millis;
 use odds_gate::store::cache::{self, cache_key, reply_words, Stored, CACHE_SCRIPT};
@@ -27,6 +28,15 @@ use redis_support::{Connection, Reply, Server};
 
 /// The processes that ask: their ids, as the script's claimants.
 const PROCESSES: [&str; 3] = ["p", "q", "r"];
+
+/// Where the store keeps an entry's bytes, for the core's cell: with its times, so always
+/// there while it is fresh (no ring overwrites them).
+const IN_THE_HASH: Place = Place {
+    start: 0.0,
+    len: 1.0,
+    capacity: 1.0,
+    digest: [0.0, 0.0],
+};
 
 /// How many requests a sequence asks for.
 const REQUESTS: usize = 3;
@@ -214,9 +224,7 @@ fn compare(
         let reply = match step {
             Step::Get(p) => {
                 let process = PROCESSES[*p];
-                // The store holds the entry's bytes with its times: always here while fresh.
-                let here = Some(state.cell.fresh_until - now);
-                let (asked, write) = claim(state.cell, now, here);
+                let (asked, write) = claim(state.cell, now, None);
                 if let Some(cell) = write {
                     state.cell = cell;
                 }
@@ -242,7 +250,6 @@ fn compare(
                         "wait"
                     }
                     Asked::Alone => return fail("the core went alone on its own cell".into()),
-                    Asked::Want => return fail("claim() never asks the threads for bytes".into()),
                 };
                 let edge = [before.cell.fresh_until, before.cell.lease_until];
                 tally.at_edge += usize::from(edge.contains(&now));
@@ -272,7 +279,7 @@ fn compare(
                 let stale_ms = stale_ms.max(KEEP_AT_LEAST_MS - fresh_ms);
                 let (status, words) = ENTRIES[*entry];
                 let stored: Stored = words.map(String::from);
-                state.cell = put(state.cell, now, Some(*fresh_ms));
+                state.cell = put(state.cell, now, Some((*fresh_ms, IN_THE_HASH)));
                 state.lead = None;
                 state.entry = Some((status, stored.clone()));
                 let times = (*fresh_ms, stale_ms);

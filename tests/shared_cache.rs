@@ -9,16 +9,26 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use odds_gate::core::gates::scope::{RequestKey, Scope};
+use odds_gate::core::rules::arena::Place;
 use odds_gate::core::rules::cache::{Cache, CacheConfig, Landed, Lookup};
 use odds_gate::core::rules::cache_request::CacheRequest;
 use odds_gate::core::rules::shared_cache::{
-    claim, follow, put, thread_claim, Asked, Cell, ARRIVAL_MS, FIRST_POLL_MS, LEASE_MS,
-    MAX_POLL_MS, WAIT_MS,
+    claim, follow, put, Asked, Cell, FIRST_POLL_MS, LEASE_MS, MAX_POLL_MS, WAIT_MS,
 };
 use odds_gate::core::Millis;
 use odds_gate::store::cache::{
     cache_key, put as put_args, reply, reply_words, shared_name as name,
 };
+
+/// A place in the threads' ring, told apart by `n`.
+fn place(n: f64) -> Place {
+    Place {
+        start: n * 100.0,
+        len: 100.0,
+        capacity: 1_000.0,
+        digest: [n, 7.0],
+    }
+}
 
 fn request(api_key: &str, url: &str, accept: &str) -> RequestKey {
     (Scope::of(Some(api_key), None), url.into(), accept.into())
@@ -46,86 +56,43 @@ fn the_first_to_ask_claims_the_fetch_the_others_wait_for_its_lease() {
 }
 
 #[test]
-fn a_put_entry_answers_while_fresh_where_its_bytes_are_and_is_waited_for_where_not_yet() {
+fn a_put_entry_answers_while_fresh_and_bytes_found_overwritten_are_fetched_again() {
     let (_, cell) = claim(Cell::default(), 0.0, None);
-    let cell = put(cell.unwrap(), 100.0, Some(5_000.0));
-    assert_eq!(cell.lease_until, 0.0);
-    let here = Some(4_900.0);
+    let cell = put(cell.unwrap(), 100.0, Some((5_000.0, place(1.0))));
+    assert_eq!((cell.lease_until, cell.place), (0.0, Some(place(1.0))));
     assert_eq!(
-        claim(cell, 200.0, here).0,
-        Asked::Fresh { left_ms: 4_900.0 }
+        claim(cell, 200.0, None),
+        (Asked::Fresh { left_ms: 4_900.0 }, None)
     );
-    // A thread the bytes have not reached yet waits for them, ARRIVAL_MS at most...
-    let waits = claim(cell, 120.0, None).0;
-    assert_eq!(
-        waits,
-        Asked::Wait {
-            left_ms: ARRIVAL_MS - 20.0
-        }
-    );
-    // ...then fetches them itself.
-    assert_eq!(claim(cell, 100.0 + ARRIVAL_MS, None).0, Asked::Lead);
-    // Past its lifetime, the next to ask claims.
-    assert_eq!(claim(cell, 5_100.0, here).0, Asked::Lead);
-}
-
-#[test]
-fn a_thread_that_started_after_a_fresh_entry_was_posted_asks_the_others_once_then_fetches() {
-    let (_, cell) = claim(Cell::default(), 0.0, None);
-    let cell = put(cell.unwrap(), 100.0, Some(5_000.0));
-    // This thread began to listen after the entry was posted.
-    let since = 2_000.0;
-    // Within the bytes' journey it waits for them as any thread does, asking nobody.
-    let waits = thread_claim(cell, 150.0, None, (since, None)).0;
-    assert_eq!(
-        waits,
-        Asked::Wait {
-            left_ms: ARRIVAL_MS - 50.0
-        }
-    );
-    // Past it, it asks the others, nothing written...
-    let late = 3_000.0;
-    assert_eq!(
-        thread_claim(cell, late, None, (since, None)),
-        (Asked::Want, None)
-    );
-    assert_eq!(Asked::Want.code(), [4.0, ARRIVAL_MS]);
-    // ...waits ARRIVAL_MS for an answer...
-    let asked = thread_claim(cell, late + 50.0, None, (since, Some(late))).0;
-    assert_eq!(
-        asked,
-        Asked::Wait {
-            left_ms: ARRIVAL_MS - 50.0
-        }
-    );
-    let here = Some(1_900.0);
-    let fresh = thread_claim(cell, late + 60.0, here, (since, Some(late))).0;
-    assert_eq!(fresh, Asked::Fresh { left_ms: 1_900.0 });
-    // ...then claims the fetch, as claim() would.
-    let (asked, write) = thread_claim(cell, late + ARRIVAL_MS, None, (since, Some(late)));
+    // A thread that found those bytes overwritten in the ring claims the fetch, and the cell
+    // names them no more; bytes of another place lost say nothing of these.
+    let (asked, write) = claim(cell, 200.0, Some(place(1.0)));
     assert_eq!(asked, Asked::Lead);
+    let write = write.expect("the claim is written");
+    assert_eq!((write.lease_until, write.place), (200.0 + LEASE_MS, None));
     assert_eq!(
-        write.map(|c| c.lease_until),
-        Some(late + ARRIVAL_MS + LEASE_MS)
+        claim(write, 300.0, None).0,
+        Asked::Wait {
+            left_ms: LEASE_MS - 100.0
+        }
     );
-    // An ask made before this entry was put says nothing of it: ask again.
-    assert_eq!(
-        thread_claim(cell, late, None, (since, Some(50.0))).0,
-        Asked::Want
-    );
-    // A thread that heard the entry and dropped it for room fetches at once, as claim().
-    assert_eq!(thread_claim(cell, late, None, (50.0, None)).0, Asked::Lead);
-    // Past the entry's lifetime, or under a stranger's claim: as claim().
-    assert_eq!(
-        thread_claim(cell, 5_100.0, None, (since, None)).0,
-        Asked::Lead
-    );
-    let stranger = Cell {
-        ours: false,
+    let other = claim(cell, 200.0, Some(place(2.0))).0;
+    assert_eq!(other, Asked::Fresh { left_ms: 4_900.0 });
+    // While another leads, a lost place is forgotten and the thread waits for the lead.
+    let led = Cell {
+        lease_until: 9_000.0,
         ..cell
     };
-    let theirs = thread_claim(stranger, late, None, (since, None)).0;
-    assert_eq!(theirs, claim(stranger, late, None).0);
+    let (asked, write) = claim(led, 200.0, Some(place(1.0)));
+    assert_eq!(asked, Asked::Wait { left_ms: 8_800.0 });
+    assert_eq!(write.map(|c| c.place), Some(None));
+    // Past its lifetime, the next to ask claims; a fresh cell naming no bytes answers nothing.
+    assert_eq!(claim(cell, 5_100.0, None).0, Asked::Lead);
+    let empty = Cell {
+        place: None,
+        ..cell
+    };
+    assert_eq!(claim(empty, 200.0, None).0, Asked::Lead);
 }
 
 #[test]
@@ -143,6 +110,7 @@ fn another_requests_cell_is_never_waited_on_while_its_lease_holds() {
         lease_until: 5_000.0,
         fresh_until: 0.0,
         put_at: 0.0,
+        place: Some(place(1.0)),
     };
     assert_eq!(claim(theirs, 1_000.0, None), (Asked::Alone, None));
     let (asked, cell) = claim(theirs, 5_000.0, None);
@@ -297,8 +265,7 @@ fn four_processes_polling_ten_snapshots_make_one_request_per_snapshot_per_lifeti
             }
             Event::Ask(p, leader, s, polls, since) => {
                 let cell = cells.get(&s).copied().unwrap_or_default();
-                let here = (now < cell.fresh_until).then_some(cell.fresh_until - now);
-                let (asked, write) = claim(Cell { ours: true, ..cell }, now, here);
+                let (asked, write) = claim(Cell { ours: true, ..cell }, now, None);
                 if let Some(w) = write {
                     cells.insert(s, w);
                 }
@@ -317,7 +284,6 @@ fn four_processes_polling_ten_snapshots_make_one_request_per_snapshot_per_lifeti
                         let ask = Event::Ask(p, leader, s, polls + 1, since);
                         queue.push(Reverse((at(now + delay), ask)));
                     }
-                    Asked::Want => unreachable!("claim() never asks the threads for bytes"),
                     Asked::Lead | Asked::Alone => {
                         upstream += 1;
                         queue.push(Reverse((at(now + UPSTREAM_MS), Event::Land(p, leader, s))));
@@ -326,7 +292,7 @@ fn four_processes_polling_ten_snapshots_make_one_request_per_snapshot_per_lifeti
             }
             Event::Land(p, leader, s) => {
                 let cell = cells.get(&s).copied().unwrap_or_default();
-                cells.insert(s, put(cell, now, Some(TTL_MS)));
+                cells.insert(s, put(cell, now, Some((TTL_MS, place(1.0)))));
                 let landed = Landed::Ok {
                     bytes: 100.0,
                     lifetime: Some(TTL_MS),

@@ -37,6 +37,6 @@ export async function group(make, n, job) {
   const all = (command) => Promise.all(members.map((m) => m.ask(command)));
   // Quit closes each member's Redis client; then the member goes.
   const quit = () => Promise.all(members.map((m) => Promise.race([m.ask({ op: 'quit' }), sleep(2_000)]).then(m.end)));
-  return { all, quit };
+  return { all, quit, members };
 }
 

@@ -164,7 +164,7 @@ async function main(job) {
     result.firstMs = performance.now() - asked;
     await idle?.terminate();
   } else if (job.mode === 'small') {
-    setEnvironmentData('odds-gate/shared-memory/v6/size', [4, 8]);
+    setEnvironmentData('odds-gate/shared-memory/v7/size', [4, 8]);
     const { createFetch } = await import(pkg);
     const events = [];
     const fetchImpl = createFetch({ rate: job.rate, fetch: instant, retry: false, onEvent: (e) => events.push(e) });

@@ -43,12 +43,20 @@ async function ttlOf(body) {
 // Statuses whose Response has no body (the constructor refuses one).
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
-/** A caller's own Response of a kept answer, marked with how it came and its `Age`. */
-function answer(kept, mark, age) {
+/**
+ * A kept answer's body: its bytes here, or read again from the threads' ring (`kept.place`);
+ * null for a status that has none; undefined when the ring no longer holds them.
+ */
+function bodyOf(side, kept) {
+  if (NULL_BODY.has(kept.status)) return null;
+  return kept.body ?? side.share?.read?.(kept.place);
+}
+
+/** A caller's own Response of a kept answer and its `body`, marked with how it came and its `Age`. */
+function answer(kept, body, mark, age) {
   const headers = new Headers(kept.headers);
   headers.set(MARK, mark);
   headers.set('age', String(age));
-  const body = NULL_BODY.has(kept.status) ? null : kept.body;
   return new Response(body, { status: kept.status, statusText: kept.statusText, headers });
 }
 
@@ -133,9 +141,10 @@ function ask(side, id) {
   const l = leaderOf(side, id);
   const asked = (code, ms, entry) => {
     if (entry !== undefined) {
-      const { status, statusText, headers } = entry;
-      l.kept = { status, statusText, headers, body: new Blob([entry.bytes]) };
-      l.chunks = [entry.bytes];
+      const { status, statusText, headers, place } = entry;
+      // Bytes the threads' ring holds are read from it again for each answer, not kept here.
+      l.kept = place === undefined ? { status, statusText, headers, body: new Blob([entry.bytes]) } : { status, statusText, headers, place };
+      l.chunks = place === undefined ? [entry.bytes] : undefined;
     }
     const bytes = entry === undefined ? -1 : entry.bytes.byteLength;
     const age = entry === undefined ? 0 : entry.age * 1000 + entry.since;
@@ -183,9 +192,14 @@ export function run(side, words) {
     switch (code) {
       case P.ACT_HIT: case P.ACT_STALE: case P.ACT_COALESCED: case P.ACT_COPY: {
         const kept = code === P.ACT_COPY ? leaders.get(b)?.kept : entries.get(b);
-        // Bytes the core counts on are always here; were they not, the call sends its own.
-        if (kept === undefined) forward(side, a);
-        else settle(side, a, () => answer(kept, MARKS.get(code), c));
+        const body = kept === undefined ? undefined : bodyOf(side, kept);
+        if (body !== undefined) {
+          settle(side, a, () => answer(kept, body, MARKS.get(code), c));
+          break;
+        }
+        // Bytes the ring overwrote: the entry goes, and the call sends its own request.
+        if (kept !== undefined && code !== P.ACT_COPY) run(side, side.transport.cacheLost(b, code));
+        forward(side, a);
         break;
       }
       case P.ACT_FORWARD: forward(side, a); break;
@@ -205,7 +219,13 @@ export function run(side, words) {
       case P.ACT_DROP: entries.delete(a); break;
       case P.ACT_PUT: {
         const l = leaders.get(a);
-        share?.put(l.facts, l.asked, b, { ...l.kept, age: c }, l.chunks);
+        const place = share?.put(l.facts, l.asked, b, { ...l.kept, age: c }, l.chunks);
+        // In the threads' ring, the bytes count once for the whole process: read from there.
+        if (place !== undefined) {
+          l.kept.place = place;
+          l.kept.body = undefined;
+          l.chunks = undefined;
+        }
         break;
       }
       case P.ACT_RELEASE: {
@@ -233,15 +253,18 @@ export function cached(transport, send) {
     // the gate's own promise.
     if (out.length === 5 && out[2] === id) {
       const code = out[1];
-      const kept = code === P.ACT_HIT || code === P.ACT_STALE ? side.entries.get(out[3]) : undefined;
-      if (kept !== undefined) {
+      const answers = code === P.ACT_HIT || code === P.ACT_STALE;
+      const kept = answers ? side.entries.get(out[3]) : undefined;
+      const body = kept === undefined ? undefined : bodyOf(side, kept);
+      if (body !== undefined) {
         try {
-          return Promise.resolve(answer(kept, MARKS.get(code), out[4]));
+          return Promise.resolve(answer(kept, body, MARKS.get(code), out[4]));
         } catch (failed) {
           return Promise.reject(failed);
         }
       }
-      if (code === P.ACT_FORWARD || kept === undefined && (code === P.ACT_HIT || code === P.ACT_STALE)) {
+      if (kept !== undefined) run(side, transport.cacheLost(out[3], code));
+      if (code === P.ACT_FORWARD || answers) {
         try {
           return send(input, init);
         } catch (error) {

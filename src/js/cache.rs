@@ -13,6 +13,7 @@ use super::props::get;
 use super::transport::Transport;
 use super::Exported;
 use crate::core::gates::scope::{request_key, RequestKey};
+use crate::core::rules::cache::{EntryId, How};
 use crate::core::parse::freshness::CacheHeaders;
 use crate::core::rules::cache::{Cache, Refusal};
 use crate::core::rules::cache_flow::{says_json, CallId, Copied, Ended};
@@ -155,6 +156,13 @@ impl Transport {
     #[wasm_bindgen(js_name = cacheLeave)]
     pub fn cache_leave(&self, call: CallId) -> Vec<f64> {
         self.report(|c| c.leave(call))
+    }
+
+    /// The bytes of `entry` were lost from the threads' ring when it was to answer a call as
+    /// action `code` said (a hit, stale, coalesced); `cache.js` sends that call on as it is.
+    #[wasm_bindgen(js_name = cacheLost)]
+    pub fn cache_lost(&self, entry: f64, code: u8) -> Vec<f64> {
+        self.report(|c| c.lost(entry as EntryId, How::of_code(code)))
     }
 }
 

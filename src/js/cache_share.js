@@ -1,14 +1,14 @@
 // The cache shared beyond this thread, for cache.js: the fleet's through the store's Redis
 // client (cache.lua, run by the module), or the process's threads' (a cell per request in their
-// shared memory, entries passed along a BroadcastChannel). The core decides (shared_cache.rs,
-// and cache_cells.rs for the threads' claims): what an answer means, how long a claim holds, how
-// long to wait; this file moves bytes. Either side answers `ask` with [code, ms] (codes below), a fresh
-// entry as [FRESH, ms fresh left, { since, status, statusText, headers, bytes, age }]; a side
-// that fails answers ALONE, so a call never fails because the shared cache does.
-import { BroadcastChannel } from 'node:worker_threads';
-import { current, sharedNow } from './shared_memory.js';
-// WANT is the threads' own: answered to cache.js as WAIT.
-import { ASKED_ALONE as ALONE, ASKED_FRESH as FRESH, ASKED_LEAD as LEAD, ASKED_WAIT as WAIT, ASKED_WANT as WANT } from './protocol.js';
+// shared memory, the bytes in its ring). The core decides (shared_cache.rs; cache_cells.rs and
+// arena.rs for the threads): what an answer means, how long a claim holds, how long to wait,
+// where bytes go and whether they are intact; this file moves bytes. Either side answers `ask`
+// with [code, ms] (codes below), a fresh entry as [FRESH, ms fresh left, { since, status,
+// statusText, headers, bytes, age, place }] (`place`: the threads' ring holds its bytes, which
+// `read` gives again); a side that fails answers ALONE, so a call never fails because the
+// shared cache does.
+import { current } from './shared_memory.js';
+import { ASKED_ALONE as ALONE, ASKED_FRESH as FRESH } from './protocol.js';
 
 
 /** The shared side of `transport`'s cache, or null when nothing shares it. */
@@ -62,96 +62,59 @@ function fleet(transport) {
   };
 }
 
-const CHANNEL = 'odds-gate/cache/v1';
-
-// Entries fetched by this thread's caches and the other threads', by shared name, while
-// fresh: { name, at, until, entry } (put at, fresh until: shared clock). One channel and one
-// map per thread, made when a cache first shares with the threads. The core's index
-// (arrivals.rs, through `owner`, any of the thread's transports) says which to keep: no more
-// than the caches' maxBytes, none past its lifetime, dropped at a wake-up of an unref'd timer.
-let arrived = null;
-// When this thread last asked the others for an entry's bytes it never received, by name
-// (shared clock): until they come or it claims the fetch.
-const wanted = new Map();
-let channel = null;
-let listening = 0; // since when (shared clock) this thread hears the channel
-let owner = null;
-let sweeper;
-let wakeAt = Infinity;
-
-const drop = (names) => {
-  for (const name of names) arrived.delete(name);
-};
-
-function schedule() {
-  const at = owner.cacheArrivedWake();
-  if (at < 0 || at >= wakeAt) return;
-  clearTimeout(sweeper);
-  wakeAt = at;
-  sweeper = setTimeout(() => {
-    wakeAt = Infinity;
-    drop(owner.cacheArrivedSweep(sharedNow()));
-    schedule();
-  }, Math.max(0, at - sharedNow()) + 1);
-  sweeper.unref?.();
+// An entry in the ring: a 4-byte length, then [status, statusText, headers, age] as JSON,
+// then the body.
+function pack(kept, chunks) {
+  const meta = Buffer.from(JSON.stringify([kept.status, kept.statusText, kept.headers, kept.age]));
+  const head = Buffer.alloc(4);
+  head.writeUInt32BE(meta.byteLength, 0);
+  return Buffer.concat([head, meta, ...chunks]);
 }
 
-function arrive(message) {
-  // Another thread asks for an entry it never received: whoever holds it fresh posts it again.
-  if (typeof message?.want === 'string') {
-    const held = arrived.get(message.want);
-    if (held !== undefined && owner.cacheArrivedLeft(message.want, sharedNow()) > 0) channel.postMessage(held);
-    return;
-  }
-  const bytes = message?.entry?.bytes?.byteLength;
-  if (typeof message?.name !== 'string' || typeof bytes !== 'number' || typeof message.until !== 'number') return;
-  arrived.set(message.name, message);
-  wanted.delete(message.name);
-  drop(owner.cacheArrive(message.name, bytes, message.until, sharedNow()));
-  schedule();
+function unpack(bytes) {
+  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const n = b.readUInt32BE(0);
+  const [status, statusText, headers, age] = JSON.parse(b.toString('utf8', 4, 4 + n));
+  return { status, statusText, headers, age, bytes: b.subarray(4 + n) };
 }
+
+// How often one ask reads a fresh entry whose bytes were overwritten as it read them.
+const READS = 3;
 
 function threads(transport) {
-  if (channel === null) {
-    arrived = new Map();
-    owner = transport;
-    listening = sharedNow();
-    channel = new BroadcastChannel(CHANNEL);
-    channel.unref();
-    channel.onmessage = ({ data }) => arrive(data);
-  }
-  transport.cacheArrivalsBound();
-
-  // The request's claim is the core's (authority/cache_cells.rs, on the shared memory's
-  // cells); this side posts and hears the bytes.
+  transport.cacheArenaBound();
+  // The request's claim and its bytes' place are the core's (authority/cache_cells.rs and
+  // arena.rs, on the shared memory's cells and ring); this side packs and unpacks.
   return {
     async ask(facts, asked) {
       const name = transport.cacheName(facts, asked);
       if (name === '') return [ALONE, 0];
-      const [code, ms, now] = transport.cacheClaimCell(name, listening, wanted.get(name) ?? -1);
-      if (code === WANT) {
-        wanted.set(name, now);
-        channel.postMessage({ want: name });
-        return [WAIT, ms];
+      let lost = [];
+      for (let i = 0; i < READS; i++) {
+        const got = transport.cacheClaimCell(name, lost);
+        if (got[0] !== FRESH) return [got[0], got[1]];
+        const place = got.slice(4);
+        const bytes = transport.cacheArenaTake(place);
+        if (bytes !== undefined) return [FRESH, got[1], { ...unpack(bytes), since: got[2] - got[3], place }];
+        lost = place;
       }
-      if (code === LEAD) wanted.delete(name);
-      if (code !== FRESH) return [code, ms];
-      const here = arrived.get(name);
-      return here === undefined ? [ALONE, 0] : [FRESH, ms, { ...here.entry, since: now - here.at }];
+      return [ALONE, 0];
     },
     put(facts, asked, freshMs, kept, chunks) {
       const name = transport.cacheName(facts, asked);
-      const now = name === '' ? -1 : transport.cacheSettleCell(name, freshMs);
-      if (now < 0) return;
-      const entry = { status: kept.status, statusText: kept.statusText, headers: kept.headers, bytes: bytesOf(chunks), age: kept.age };
-      const message = { name, at: now, until: now + freshMs, entry };
-      // This thread's other caches find it here; the other threads', on the channel.
-      arrive(message);
-      channel.postMessage(message);
+      if (name === '') return undefined;
+      const place = transport.cacheArenaKeep(pack(kept, chunks));
+      transport.cacheSettleCell(name, place.length > 0 ? freshMs : -1, place);
+      return place.length > 0 ? place : undefined;
     },
     release(facts, asked) {
       const name = transport.cacheName(facts, asked);
-      if (name !== '') transport.cacheSettleCell(name, -1);
+      if (name !== '') transport.cacheSettleCell(name, -1, []);
+    },
+    /** The body kept at `place`, when the ring still holds it. */
+    read(place) {
+      const bytes = transport.cacheArenaTake(place);
+      return bytes === undefined ? undefined : unpack(bytes).bytes;
     },
   };
 }

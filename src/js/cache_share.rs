@@ -1,20 +1,21 @@
 //! The cache shared beyond this thread (the core's `rules::shared_cache` decides): the fleet's
 //! through the store's Redis client (`cache.lua`), the threads' cells in their shared memory
-//! (`cache_threads.js` holds them, and asks here what each answer means). `cache.js` asks.
+//! and the bytes in its ring (`authority::cache_cells` and `rules::arena` decide).
+//! `cache_share.js` asks for `cache.js`.
 
-use std::cell::RefCell;
-
+use js_sys::Uint8Array;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use super::arena;
 use super::cache::key;
 use super::clock;
 use super::random::process_id;
 use super::text::number;
 use super::transport::Transport;
 use super::Exported;
-use crate::core::rules::arrivals::Arrivals;
 use super::shared_memory::{self, SharedMemory};
+use crate::core::rules::arena::Place;
 use crate::core::authority::cache_cells;
 use crate::core::authority::slot::Memory;
 use crate::core::rules::shared_cache::{Asked, Sharing};
@@ -24,12 +25,6 @@ use crate::store::cache as script;
 extern "C" {
     #[wasm_bindgen(thread_local_v2, js_name = shareOf)]
     static SHARE_OF: js_sys::Function;
-}
-
-thread_local! {
-    /// The entries this thread holds of what the process's threads fetched: one index for every
-    /// cache of the thread that shares with the threads (`cache_share.js` keeps the bytes).
-    static ARRIVALS: RefCell<Arrivals> = RefCell::default();
 }
 
 #[wasm_bindgen]
@@ -140,75 +135,64 @@ impl Transport {
         key(self, facts, asked).map_or_else(String::new, |k| script::shared_name(&k))
     }
 
-    /// A thread asks the threads' shared memory for the request called `name`: whether to
-    /// take a fresh entry (when the bytes this thread holds of it are fresh), ask the other
-    /// threads for its bytes (`since`: when this thread began to listen; `wanted_at`: when it
-    /// last asked, -1 never), lead or wait: `[code, ms, now]` (the shared clock); `[0, 0, now]`
-    /// when nothing is shared now.
+    /// A thread asks the threads' shared memory for the request called `name`, having found
+    /// the bytes at `lost` overwritten (a place's five words; none: it read none): whether to
+    /// take a fresh entry, lead or wait: `[code, ms, now, put at, ...place]` (the shared
+    /// clock; a fresh entry's place in the ring, five words); `[0, 0, now]` when nothing is
+    /// shared now.
     #[wasm_bindgen(js_name = cacheClaimCell)]
-    pub fn cache_claim_cell(&self, name: &str, since: f64, wanted_at: f64) -> Vec<f64> {
+    pub fn cache_claim_cell(&self, name: &str, lost: Vec<f64>) -> Vec<f64> {
         let now = SharedMemory::now();
-        let here = ARRIVALS.with(|a| a.borrow_mut().left(now, name));
-        let wanted_at = (wanted_at >= 0.0).then_some(wanted_at);
-        let asked = match (shared_memory::current(), cache_cells::key_of_name(name)) {
-            (Some(memory), Some(key)) => {
-                cache_cells::claim(&memory, key, now, here, (since, wanted_at))
-            }
-            _ => Asked::Alone,
+        let (asked, cell) = match (shared_memory::current(), cache_cells::key_of_name(name)) {
+            (Some(memory), Some(key)) => cache_cells::claim(&memory, key, now, Place::read(&lost)),
+            _ => (Asked::Alone, Default::default()),
         };
         let [code, ms] = asked.code();
-        vec![code, ms, now]
+        match (asked, cell.place) {
+            (Asked::Fresh { .. }, Some(place)) => {
+                let mut out = vec![code, ms, now, cell.put_at];
+                out.extend(place.words());
+                out
+            }
+            _ => vec![code, ms, now],
+        }
     }
 
     /// This thread's claim on the request called `name` ends, with an entry fresh for
-    /// `fresh_ms` put (below 0: none): the shared clock's time, or -1 when nothing is shared.
+    /// `fresh_ms` put, its bytes at `place` in the ring (five words; none, or `fresh_ms` below
+    /// 0: nothing put): the shared clock's time, or -1 when nothing is shared.
     #[wasm_bindgen(js_name = cacheSettleCell)]
-    pub fn cache_settle_cell(&self, name: &str, fresh_ms: f64) -> f64 {
+    pub fn cache_settle_cell(&self, name: &str, fresh_ms: f64, place: Vec<f64>) -> f64 {
         let (Some(memory), Some(key)) = (shared_memory::current(), cache_cells::key_of_name(name)) else {
             return -1.0;
         };
         let now = SharedMemory::now();
-        cache_cells::settle(&memory, key, now, (fresh_ms >= 0.0).then_some(fresh_ms));
+        let kept = Place::read(&place).filter(|_| fresh_ms >= 0.0);
+        cache_cells::settle(&memory, key, now, kept.map(|p| (fresh_ms, p)));
         now
     }
-}
 
-/// The threads' entries as this thread holds them (see `rules::arrivals`), times on the shared
-/// clock; any transport asks, the index is the thread's.
-#[wasm_bindgen]
-impl Transport {
-    /// The thread's index holds at least this cache's `maxBytes`.
-    #[wasm_bindgen(js_name = cacheArrivalsBound)]
-    pub fn cache_arrivals_bound(&self) {
+    /// The threads' ring holds at least this cache's `maxBytes`.
+    #[wasm_bindgen(js_name = cacheArenaBound)]
+    pub fn cache_arena_bound(&self) {
         if let Some(cache) = self.cache() {
-            let max = cache.borrow().0.cache().config().max_bytes;
-            ARRIVALS.with(|a| a.borrow_mut().bound(max));
+            arena::bound(cache.borrow().0.cache().config().max_bytes);
         }
     }
 
-    /// Entry `name`, `bytes` long and fresh until `until`, arrived at `now`: the names whose
-    /// bytes to drop (`name` itself when it is not kept).
-    #[wasm_bindgen(js_name = cacheArrive)]
-    pub fn cache_arrive(&self, name: &str, bytes: f64, until: f64, now: f64) -> Vec<String> {
-        ARRIVALS.with(|a| a.borrow_mut().arrive(now, name, bytes, until))
+    /// Writes an entry's `bytes` into the threads' ring: their place (five words), or none
+    /// when the ring could not take them.
+    #[wasm_bindgen(js_name = cacheArenaKeep)]
+    pub fn cache_arena_keep(&self, bytes: &Uint8Array) -> Vec<f64> {
+        arena::keep(bytes).map_or_else(Vec::new, |p| p.words().to_vec())
     }
 
-    /// How long entry `name` stays fresh after `now`; -1 when it is not here, or stale.
-    #[wasm_bindgen(js_name = cacheArrivedLeft)]
-    pub fn cache_arrived_left(&self, name: &str, now: f64) -> f64 {
-        ARRIVALS.with(|a| a.borrow_mut().left(now, name)).unwrap_or(-1.0)
-    }
-
-    /// The names whose lifetime ended by `now`, their bytes to drop.
-    #[wasm_bindgen(js_name = cacheArrivedSweep)]
-    pub fn cache_arrived_sweep(&self, now: f64) -> Vec<String> {
-        ARRIVALS.with(|a| a.borrow_mut().sweep(now))
-    }
-
-    /// When to sweep next (the shared clock); -1 when nothing is held.
-    #[wasm_bindgen(js_name = cacheArrivedWake)]
-    pub fn cache_arrived_wake(&self) -> f64 {
-        ARRIVALS.with(|a| a.borrow().wake_at()).unwrap_or(-1.0)
+    /// The bytes at `place` in the threads' ring (five words), or undefined when they are not
+    /// the ones written there any more.
+    #[wasm_bindgen(js_name = cacheArenaTake)]
+    pub fn cache_arena_take(&self, place: Vec<f64>) -> Exported {
+        let bytes = Place::read(&place).and_then(|p| arena::take(&p));
+        Ok(bytes.map_or(JsValue::UNDEFINED, JsValue::from))
     }
 }
 

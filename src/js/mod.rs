@@ -16,7 +16,7 @@ macro_rules! fetch_modules {
     ($($name:ident)*) => { $(#[cfg(feature = "fetch")] mod $name;)* };
 }
 fetch_modules!(
-    abort attempt body cache cache_share cache_wake calls driver events figures headers home metrics options random redis
+    abort arena attempt body cache cache_share cache_wake calls driver events figures headers home metrics options random redis
     replay shared_memory timer transport watch
 );
 // The simulator's module (feature `sim`), loaded by `simulate()` and `new Gate()` on first use,

@@ -27,7 +27,10 @@
 // a growable buffer's length costs about ten times as much to read or write, and an atomic
 // operation on it three times.
 //
-// Layout (one SharedArrayBuffer; offsets in bytes):
+// A shared memory is two SharedArrayBuffers, found and ranked as one: the table below, and the
+// ring of the cache's bytes (arena.js), which the cells name places in.
+//
+// Layout (the first SharedArrayBuffer; offsets in bytes):
 //   0  i32 magic             4  i32 first segment   8  i32 slots now    12 i32 superseded (0/1)
 //   16 f64 made (Unix ms)    24 f64 tie-break       32 i32 made by the main thread (0/1)
 //   40 i32 table lock        52 i32 threads asleep on the table lock
@@ -54,6 +57,7 @@
 // are not taken over). Nothing a dead or stalled thread did half-way is ever live. The table lock
 // (for claiming a slot) and the cache's cells work the same way.
 import { SLOT_WORDS as WORDS, CELLS, CELL_WORDS } from './protocol.js';
+import { makeArena, usableArena } from './arena.js';
 import {
   BroadcastChannel,
   getEnvironmentData,
@@ -63,7 +67,7 @@ import {
 } from 'node:worker_threads';
 
 const MAGIC = 0x0dd59a7e;
-const NAME = 'odds-gate/shared-memory/v6';
+const NAME = 'odds-gate/shared-memory/v7';
 const SLOTS = 16384;
 // 16 times that: 262 MB of address space reserved, the memory itself only as the table grows.
 const MOST = 262144;
@@ -116,10 +120,13 @@ function make() {
   floats[3] = Math.random();
   ints[8] = isMainThread ? 1 : 0;
   Atomics.store(ints, 0, MAGIC);
-  return sab;
+  return [sab, makeArena()];
 }
 
-function usable(sab) {
+// Whether `pair` is a shared memory this build can use: its table and its ring.
+function usable(pair) {
+  if (!Array.isArray(pair) || !usableArena(pair[1])) return false;
+  const sab = pair[0];
   return (
     sab instanceof SharedArrayBuffer &&
     sab.byteLength >= HEAD_BYTES &&
@@ -136,26 +143,26 @@ function rank(a, b) {
   return main || fa[2] - fb[2] || fa[3] - fb[3];
 }
 
-function hear(sab) {
-  if (!usable(sab)) return;
-  const order = rank(sab, sharedMemory.sab);
+function hear(pair) {
+  if (!usable(pair)) return;
+  const order = rank(pair[0], sharedMemory.sab);
   if (order === 0) return;
   if (order < 0) {
     const old = sharedMemory;
     Atomics.store(old.ints, SUPERSEDED, 1);
-    adopt(sab);
+    adopt(pair);
     // The gates of this module move what they spent on the old shared memory now, not at their next
     // transaction: a thread that does not wake for a while must not hide it meanwhile.
     mover?.(old, sharedMemory);
   } else {
-    channel.postMessage(sharedMemory.sab);
+    channel.postMessage([sharedMemory.sab, sharedMemory.arena]);
   }
 }
 
-function adopt(sab) {
-  sharedMemory = { sab, ints: null, f64: null };
+function adopt([sab, arena]) {
+  sharedMemory = { sab, arena, ints: null, f64: null };
   fit(sharedMemory, -1);
-  setEnvironmentData(NAME, sab);
+  setEnvironmentData(NAME, [sab, arena]);
 }
 
 // Makes the shared memory's views reach slot i (-1: the header), as far as the buffer has grown.
@@ -189,7 +196,7 @@ function start() {
   channel.onmessage = (event) => hear(event.data);
   // Never what keeps the process alive.
   channel.unref();
-  channel.postMessage(sharedMemory.sab);
+  channel.postMessage([sharedMemory.sab, sharedMemory.arena]);
 }
 
 // The shared memory threads share now, as this thread heard it; null where memory cannot

@@ -7,14 +7,15 @@
 
 use crate::core::authority::table::Key;
 use crate::core::base::protocol;
-use crate::core::rules::shared_cache::{put, thread_claim, Asked, Cell};
+use crate::core::rules::arena::Place;
+use crate::core::rules::shared_cache::{self, put, Asked, Cell};
 use crate::core::Millis;
 
 /// The cells there are.
 pub const CELLS: u32 = protocol::CELLS;
 
 /// A cell's words: its request's key (two halves), then the claim's lease until, fresh until
-/// and put at (the shared clock).
+/// and put at (the shared clock), and where the entry's bytes are in the ring (five words).
 pub const CELL_WORDS: usize = protocol::CELL_WORDS;
 
 /// The cells as one thread reaches them. A hold is a number `enter` gives and `leave` takes.
@@ -57,8 +58,10 @@ fn transact<C: Cells, T>(
         let ours = words[..2] == names;
         let (out, write) = f(Cell::read(ours, &words[2..]));
         let written = write.map(|c| {
-            let [lease, fresh, put] = c.words();
-            [names[0], names[1], lease, fresh, put]
+            let mut words = [0.0; CELL_WORDS];
+            words[..2].copy_from_slice(&names);
+            words[2..].copy_from_slice(&c.words());
+            words
         });
         if cells.leave(cell, held, written.as_ref()) {
             return Some(out);
@@ -66,26 +69,22 @@ fn transact<C: Cells, T>(
     }
 }
 
-/// A thread asks `key`'s cell at `now` (see [`thread_claim`]): `here` how long the bytes it
-/// holds stay fresh, `since` when it began to hear the others, `wanted_at` when it last asked
-/// them for the bytes. [`Asked::Alone`] when the cell could not be held.
-pub fn claim<C: Cells>(
-    cells: &C,
-    key: Key,
-    now: Millis,
-    here: Option<Millis>,
-    (since, wanted_at): (Millis, Option<Millis>),
-) -> Asked {
+/// A thread asks `key`'s cell at `now`, having found the bytes at `lost` overwritten (see
+/// [`shared_cache::claim`]): the answer, and the cell as it was read (for a fresh entry's
+/// place and age). [`Asked::Alone`] when the cell could not be held.
+pub fn claim<C: Cells>(cells: &C, key: Key, now: Millis, lost: Option<Place>) -> (Asked, Cell) {
     let asked = transact(cells, key, |cell| {
-        thread_claim(cell, now, here, (since, wanted_at))
+        let (asked, write) = shared_cache::claim(cell, now, lost);
+        ((asked, cell), write)
     });
-    asked.unwrap_or(Asked::Alone)
+    asked.unwrap_or((Asked::Alone, Cell::default()))
 }
 
-/// This thread's claim on `key`'s cell ends at `now`, with an entry fresh for `fresh_ms` put
-/// (`None`: nothing to put). A cell another request holds is left alone.
-pub fn settle<C: Cells>(cells: &C, key: Key, now: Millis, fresh_ms: Option<Millis>) {
+/// This thread's claim on `key`'s cell ends at `now`, with an entry fresh for `fresh_ms` put,
+/// its bytes at a place in the ring (`None`: nothing to put). A cell another request holds is
+/// left alone.
+pub fn settle<C: Cells>(cells: &C, key: Key, now: Millis, kept: Option<(Millis, Place)>) {
     transact(cells, key, |cell| {
-        ((), cell.ours.then(|| put(cell, now, fresh_ms)))
+        ((), cell.ours.then(|| put(cell, now, kept)))
     });
 }

@@ -11,8 +11,9 @@ pub const SLOT_WORDS: usize = 84;
 /// The threads' cache cells in their shared memory (`authority::cache_cells`).
 pub const CELLS: u32 = 1024;
 
-/// A cache cell's words: its request's key (two halves), lease until, fresh until, put at.
-pub const CELL_WORDS: usize = 5;
+/// A cache cell's words: its request's key (two halves), lease until, fresh until, put at,
+/// and where its bytes are in the ring (`rules::arena::Place`: five words).
+pub const CELL_WORDS: usize = 10;
 
 /// Timers fire on whole milliseconds and may run up to one early: a time due within this much
 /// is due now (`gate::early`, and `attempt.js`'s timeouts).
@@ -26,8 +27,6 @@ pub const ASKED_FRESH: u8 = 1;
 pub const ASKED_LEAD: u8 = 2;
 /// Another holds the fetch: wait, ask again.
 pub const ASKED_WAIT: u8 = 3;
-/// The threads' own: ask the other threads for an entry's bytes.
-pub const ASKED_WANT: u8 = 4;
 
 /// The cache's actions (`rules::cache_flow::CacheAction::words`): answer from a fresh entry.
 pub const ACT_HIT: u8 = 1;

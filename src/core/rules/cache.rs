@@ -283,6 +283,17 @@ pub struct Settled<C> {
     pub resend: Vec<C>,
 }
 
+/// How an answer reached a call, as its `x-odds-gate-cache` header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// From a fresh entry, with no request.
+    Hit,
+    /// From an entry past its lifetime, instead of the gate's hold or refusal.
+    Stale,
+    /// From another call's request.
+    Coalesced,
+}
+
 /// The cache's figures (`stats().cache`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CacheFigures {
@@ -637,6 +648,25 @@ impl<K: Hash + Eq + Clone, C: Hash + Eq + Copy> Cache<K, C> {
             .map(|(k, _)| k.clone())
             .collect();
         old.iter().filter_map(|k| self.remove(k)).collect()
+    }
+
+    /// The bytes of `entry` were lost (the threads' ring overwrote them) when it was to answer a
+    /// call `how`: it goes, and the call it did not answer is not counted as saved. False when
+    /// no such entry is kept.
+    pub fn lose(&mut self, entry: EntryId, how: How) -> bool {
+        let key = (self.entries.iter())
+            .find(|(_, k)| k.entry.id == entry)
+            .map(|(k, _)| k.clone());
+        if key.and_then(|k| self.remove(&k)).is_none() {
+            return false;
+        }
+        let counted = match how {
+            How::Hit => &mut self.figures.hits,
+            How::Stale => &mut self.figures.stale,
+            How::Coalesced => &mut self.figures.coalesced,
+        };
+        *counted = counted.saturating_sub(1);
+        true
     }
 
     /// The figures now.

@@ -12,23 +12,24 @@ use std::hash::Hash;
 use crate::core::base::map::Map;
 use crate::core::base::protocol;
 use crate::core::parse::freshness::{age_ms, CacheHeaders};
+pub use crate::core::rules::cache::How;
 use crate::core::rules::cache::{Cache, EntryId, Landed, Lookup, Refusal, Settled};
 use crate::core::rules::cache_request::CacheRequest;
-use crate::core::rules::shared_cache::{follow, Asked, ARRIVAL_MS};
+use crate::core::rules::shared_cache::{follow, Asked};
 use crate::core::Millis;
 
 /// A call through the cache, by the machine's number for it.
 pub type CallId = u32;
 
-/// How an answer reached a call, as its `x-odds-gate-cache` header says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum How {
-    /// From a fresh entry, with no request.
-    Hit,
-    /// From an entry past its lifetime, instead of the gate's hold or refusal.
-    Stale,
-    /// From another call's request.
-    Coalesced,
+impl How {
+    /// How an answer action (`cache.js`'s code: a hit, stale, else coalesced) meant to answer.
+    pub fn of_code(code: u8) -> How {
+        match code {
+            protocol::ACT_HIT => How::Hit,
+            protocol::ACT_STALE => How::Stale,
+            _ => How::Coalesced,
+        }
+    }
 }
 
 /// One thing for the bindings to do, in the order given.
@@ -397,8 +398,16 @@ impl<K: Hash + Eq + Clone> CacheFlow<K> {
                 self.done(leader);
             }
             (Asked::Wait { left_ms }, _) => self.follow(now, leader, &l, left_ms),
-            (Asked::Want, _) => self.follow(now, leader, &l, ARRIVAL_MS),
             _ => self.lead(leader),
+        }
+    }
+
+    /// The bytes of `entry` were lost when it was to answer a call `how` (the bindings send
+    /// that call on as it is): the entry goes.
+    pub fn lost(&mut self, entry: EntryId, how: How) {
+        if self.cache.lose(entry, how) {
+            self.born.remove(&entry);
+            self.actions.push_back(CacheAction::Drop { entry });
         }
     }
 

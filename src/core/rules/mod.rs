@@ -5,7 +5,7 @@
 //! what an option given as a flag means.
 
 pub mod allowance;
-pub mod arrivals;
+pub mod arena;
 pub mod backoff;
 pub mod batch;
 pub mod bucket;

@@ -1,5 +1,5 @@
 //! The cache shared beyond one thread (#36): the worker threads of a process (a claim per
-//! request in their shared memory, entries passed along their channel) and a fleet through
+//! request in their shared memory, entries' bytes in its ring, `rules::arena`) and a fleet through
 //! Redis (`cache.lua`). A process whose own cache misses asks the shared one before it leads a
 //! request: a fresh entry there answers; else it claims the fetch for [`LEASE_MS`] if nobody
 //! holds it and leads; else it waits for whoever does, asking again after a short backoff, and
@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 
 use crate::core::base::hex::hex;
 use crate::core::base::protocol;
+use crate::core::rules::arena::Place;
 use crate::core::Millis;
 
 /// How long a claim holds: longer than a request usually waits in the gate's line and takes,
@@ -25,11 +26,6 @@ pub const WAIT_MS: Millis = LEASE_MS;
 pub const FIRST_POLL_MS: Millis = 4.0;
 /// See [`FIRST_POLL_MS`].
 pub const MAX_POLL_MS: Millis = 25.0;
-
-/// How long a thread that found a fresh entry named in the shared memory waits for its bytes
-/// on the threads' channel (they are posted with the claim's release) before it fetches them:
-/// a busy thread may take a while to read its messages.
-pub const ARRIVAL_MS: Millis = 200.0;
 
 /// Who shares a wrapper's cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,9 +78,6 @@ pub enum Asked {
     /// Not shared now (the shared cache did not answer, or its answer was not understood):
     /// fetch as if alone.
     Alone,
-    /// A thread that never received a fresh entry's bytes (it started after they were posted,
-    /// or dropped them for room): ask the other threads for them, then wait `ARRIVAL_MS`.
-    Want,
 }
 
 /// The shared name of a request (its credential's scope, URL and identity: a hash of `Accept`
@@ -141,19 +134,21 @@ pub struct Cell {
     pub lease_until: Millis,
     /// Until when the last entry put is fresh.
     pub fresh_until: Millis,
-    /// When that entry was put (its bytes travel on the channel from then).
+    /// When that entry was put.
     pub put_at: Millis,
+    /// Where its bytes are in the threads' ring.
+    pub place: Option<Place>,
 }
 
-/// A thread asks the shared memory at `now` for a request (`cell`, its cell), `here` telling
-/// whether the fresh entry's bytes reached this thread: the answer and the cell to write back
-/// (`None`: unchanged). The same decisions as `cache.lua`'s `get`, plus the bytes' journey.
-pub fn claim(cell: Cell, now: Millis, here: Option<Millis>) -> (Asked, Option<Cell>) {
+/// A thread asks the shared memory at `now` for a request (`cell`, its cell), having found the
+/// bytes at `lost` overwritten (`None`: it read none): the answer and the cell to write back
+/// (`None`: unchanged). The same decisions as `cache.lua`'s `get`: a fresh entry whose bytes
+/// the ring still names answers; else the fetch is led by one thread and waited for by the rest.
+pub fn claim(cell: Cell, now: Millis, lost: Option<Place>) -> (Asked, Option<Cell>) {
     let mine = Cell {
         ours: true,
         lease_until: now + LEASE_MS,
-        fresh_until: 0.0,
-        put_at: 0.0,
+        ..Cell::default()
     };
     if !cell.ours {
         // Another request's lease: this one goes alone, never waits on a stranger's.
@@ -162,62 +157,39 @@ pub fn claim(cell: Cell, now: Millis, here: Option<Millis>) -> (Asked, Option<Ce
             false => (Asked::Lead, Some(mine)),
         };
     }
-    if now < cell.fresh_until {
-        if let Some(left_ms) = here {
-            return (Asked::Fresh { left_ms }, None);
-        }
-        let left_ms = cell.put_at + ARRIVAL_MS - now;
-        if left_ms > 0.0 {
-            return (Asked::Wait { left_ms }, None);
-        }
+    let place = cell.place.filter(|p| Some(*p) != lost);
+    if now < cell.fresh_until && place.is_some() {
+        let left_ms = cell.fresh_until - now;
+        return (Asked::Fresh { left_ms }, None);
     }
+    let forgot = Cell { place, ..cell };
     if cell.lease_until > now {
         let left_ms = cell.lease_until - now;
-        return (Asked::Wait { left_ms }, None);
+        return (
+            Asked::Wait { left_ms },
+            (place != cell.place).then_some(forgot),
+        );
     }
-    let keep = Cell {
-        fresh_until: cell.fresh_until,
-        put_at: cell.put_at,
-        ..mine
-    };
-    (Asked::Lead, Some(keep))
+    (
+        Asked::Lead,
+        Some(Cell {
+            lease_until: mine.lease_until,
+            ..forgot
+        }),
+    )
 }
 
-/// [`claim`] for a thread that has listened to the threads' channel since `since`, and last
-/// asked the other threads for the entry's bytes at `wanted_at`: a thread that finds a fresh
-/// entry posted before it listened (it started late), once the bytes' journey is over, asks the
-/// others for them ([`Asked::Want`]) and waits [`ARRIVAL_MS`] for them before it claims the
-/// fetch; a thread that starts late then finds the entries already kept. One that heard the
-/// entry and dropped it for room fetches at once: the others, bounded alike, likely did too.
-pub fn thread_claim(
-    cell: Cell,
-    now: Millis,
-    here: Option<Millis>,
-    (since, wanted_at): (Millis, Option<Millis>),
-) -> (Asked, Option<Cell>) {
-    let missed = cell.ours && now < cell.fresh_until && here.is_none() && cell.put_at < since;
-    if missed && now >= cell.put_at + ARRIVAL_MS {
-        match wanted_at.filter(|&at| at >= cell.put_at) {
-            None => return (Asked::Want, None),
-            Some(at) if now < at + ARRIVAL_MS => {
-                let left_ms = at + ARRIVAL_MS - now;
-                return (Asked::Wait { left_ms }, None);
-            }
-            Some(_) => {}
-        }
-    }
-    claim(cell, now, here)
-}
-
-/// The leader put an entry fresh for `fresh_ms` at `now` (`None`: it has none to put): the cell
-/// it writes back, its claim released.
-pub fn put(cell: Cell, now: Millis, fresh_ms: Option<Millis>) -> Cell {
-    match fresh_ms {
-        Some(ms) => Cell {
+/// The leader put an entry fresh for `fresh_ms` at `now`, its bytes at a place in the ring
+/// (`None`: it has none to put, or the ring could not take it): the cell it writes back, its
+/// claim released.
+pub fn put(cell: Cell, now: Millis, kept: Option<(Millis, Place)>) -> Cell {
+    match kept {
+        Some((ms, place)) => Cell {
             ours: true,
             lease_until: 0.0,
             fresh_until: now + ms,
             put_at: now,
+            place: Some(place),
         },
         None => Cell {
             lease_until: 0.0,
@@ -237,30 +209,27 @@ impl Asked {
             Asked::Lead
         } else if is(protocol::ASKED_WAIT) && ms.is_finite() {
             Asked::Wait { left_ms: ms }
-        } else if is(protocol::ASKED_WANT) {
-            Asked::Want
         } else {
             Asked::Alone
         }
     }
 
-    /// The answer in `cache.js`'s numbers: 0 alone, 1 fresh, 2 lead, 3 wait, 4 want; with its
-    /// milliseconds (a leader's, how long its claim lasts; a want's, how long to wait).
+    /// The answer in `cache.js`'s numbers: 0 alone, 1 fresh, 2 lead, 3 wait; with its
+    /// milliseconds (a leader's, how long its claim lasts).
     pub fn code(self) -> [f64; 2] {
         let (code, ms) = match self {
             Asked::Alone => (protocol::ASKED_ALONE, 0.0),
             Asked::Fresh { left_ms } => (protocol::ASKED_FRESH, left_ms),
             Asked::Lead => (protocol::ASKED_LEAD, LEASE_MS),
             Asked::Wait { left_ms } => (protocol::ASKED_WAIT, left_ms),
-            Asked::Want => (protocol::ASKED_WANT, ARRIVAL_MS),
         };
         [f64::from(code), ms]
     }
 }
 
 impl Cell {
-    /// A cell from `cache_threads.js`'s words (`ours`: it names this request): lease until,
-    /// fresh until, put at (0 for a word missing).
+    /// A cell from its words in the shared memory (`ours`: it names this request): lease until,
+    /// fresh until, put at, then the place of its bytes (0 for a word missing).
     pub fn read(ours: bool, times: &[f64]) -> Cell {
         let at = |i: usize| times.get(i).copied().unwrap_or(0.0);
         Cell {
@@ -268,12 +237,23 @@ impl Cell {
             lease_until: at(0),
             fresh_until: at(1),
             put_at: at(2),
+            place: times.get(3..).and_then(Place::read),
         }
     }
 
-    /// The cell in `cache_threads.js`'s words.
-    pub fn words(self) -> [f64; 3] {
-        [self.lease_until, self.fresh_until, self.put_at]
+    /// The cell in its words (see [`read`](Self::read)).
+    pub fn words(self) -> [f64; 8] {
+        let [a, b, c, d, e] = self.place.map_or([0.0; 5], Place::words);
+        [
+            self.lease_until,
+            self.fresh_until,
+            self.put_at,
+            a,
+            b,
+            c,
+            d,
+            e,
+        ]
     }
 }
 
