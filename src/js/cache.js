@@ -44,19 +44,21 @@ async function ttlOf(body) {
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 /**
- * A kept answer's body: its bytes here, or read again from the threads' ring (`kept.place`);
- * null for a status that has none; undefined when the ring no longer holds them.
+ * A kept answer as it is now: here, or (`kept.place`) read again from the threads' ring, which
+ * holds its only copy; undefined when the ring no longer holds it.
  */
-function bodyOf(side, kept) {
-  if (NULL_BODY.has(kept.status)) return null;
-  return kept.body ?? side.share?.read?.(kept.place);
+function now(side, kept) {
+  if (kept.place === undefined) return kept;
+  const entry = side.share?.read?.(kept.place);
+  return entry && { status: entry.status, statusText: entry.statusText, headers: entry.headers, body: entry.bytes };
 }
 
-/** A caller's own Response of a kept answer and its `body`, marked with how it came and its `Age`. */
-function answer(kept, body, mark, age) {
+/** A caller's own Response of a kept answer, marked with how it came and its `Age`. */
+function answer(kept, mark, age) {
   const headers = new Headers(kept.headers);
   headers.set(MARK, mark);
   headers.set('age', String(age));
+  const body = NULL_BODY.has(kept.status) ? null : kept.body;
   return new Response(body, { status: kept.status, statusText: kept.statusText, headers });
 }
 
@@ -142,8 +144,8 @@ function ask(side, id) {
   const asked = (code, ms, entry) => {
     if (entry !== undefined) {
       const { status, statusText, headers, place } = entry;
-      // Bytes the threads' ring holds are read from it again for each answer, not kept here.
-      l.kept = place === undefined ? { status, statusText, headers, body: new Blob([entry.bytes]) } : { status, statusText, headers, place };
+      // An entry the threads' ring holds is read from it again for each answer, not kept here.
+      l.kept = place === undefined ? { status, statusText, headers, body: new Blob([entry.bytes]) } : { place };
       l.chunks = place === undefined ? [entry.bytes] : undefined;
     }
     const bytes = entry === undefined ? -1 : entry.bytes.byteLength;
@@ -192,9 +194,9 @@ export function run(side, words) {
     switch (code) {
       case P.ACT_HIT: case P.ACT_STALE: case P.ACT_COALESCED: case P.ACT_COPY: {
         const kept = code === P.ACT_COPY ? leaders.get(b)?.kept : entries.get(b);
-        const body = kept === undefined ? undefined : bodyOf(side, kept);
-        if (body !== undefined) {
-          settle(side, a, () => answer(kept, body, MARKS.get(code), c));
+        const got = kept === undefined ? undefined : now(side, kept);
+        if (got !== undefined) {
+          settle(side, a, () => answer(got, MARKS.get(code), c));
           break;
         }
         // Bytes the ring overwrote: the entry goes, and the call sends its own request.
@@ -220,10 +222,10 @@ export function run(side, words) {
       case P.ACT_PUT: {
         const l = leaders.get(a);
         const place = share?.put(l.facts, l.asked, b, { ...l.kept, age: c }, l.chunks);
-        // In the threads' ring, the bytes count once for the whole process: read from there.
+        // In the threads' ring, the entry counts once for the whole process: read from there.
         if (place !== undefined) {
+          for (const field of Object.keys(l.kept)) delete l.kept[field];
           l.kept.place = place;
-          l.kept.body = undefined;
           l.chunks = undefined;
         }
         break;
@@ -255,10 +257,10 @@ export function cached(transport, send) {
       const code = out[1];
       const answers = code === P.ACT_HIT || code === P.ACT_STALE;
       const kept = answers ? side.entries.get(out[3]) : undefined;
-      const body = kept === undefined ? undefined : bodyOf(side, kept);
-      if (body !== undefined) {
+      const got = kept === undefined ? undefined : now(side, kept);
+      if (got !== undefined) {
         try {
-          return Promise.resolve(answer(kept, body, MARKS.get(code), out[4]));
+          return Promise.resolve(answer(got, MARKS.get(code), out[4]));
         } catch (failed) {
           return Promise.reject(failed);
         }

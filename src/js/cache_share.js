@@ -111,10 +111,10 @@ function threads(transport) {
       const name = transport.cacheName(facts, asked);
       if (name !== '') transport.cacheSettleCell(name, -1, []);
     },
-    /** The body kept at `place`, when the ring still holds it. */
+    /** The entry kept at `place` ({ status, statusText, headers, bytes, age }), when the ring still holds it. */
     read(place) {
       const bytes = transport.cacheArenaTake(place);
-      return bytes === undefined ? undefined : unpack(bytes).bytes;
+      return bytes === undefined ? undefined : unpack(bytes);
     },
   };
 }
