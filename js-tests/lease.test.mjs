@@ -38,9 +38,10 @@ function assertLive(slot, v) {
   assert.equal(leave(s, slot, held, -1), true);
   assert.deepEqual([...new Set(heap.subarray(IN * WORDS, (IN + 1) * WORDS))], [v]);
 }
-// How many buffers hold WORDS copies of v: the first slots lie well within the first 32,768 f64s
-// (after the header and the cache's cells, 17,416), and each test's values are its own.
-const buffers = (v) => s.f64.subarray(0, 32768).filter((x) => x === v).length / WORDS;
+// How many buffers hold WORDS copies of v: the slots these tests use lie in the first 8 after the
+// header and the cache's cells (shared_memory.js's layout), and each test's values are its own.
+const HEAD_F64 = (64 + CELLS * (16 + 3 * CELL_WORDS * 8)) / 8;
+const buffers = (v) => s.f64.subarray(0, HEAD_F64 + 8 * (2 + 3 * WORDS)).filter((x) => x === v).length / WORDS;
 // A hold that another hold takes over: it stalls (its thread descheduled, collecting garbage)
 // from now until the test lets it go.
 function stall(slot, v) {
