@@ -8,7 +8,8 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
-use odds_gate::core::rules::arena::{keep, take, Place, Ring};
+use odds_gate::core::base::protocol::RING_MOST_BYTES;
+use odds_gate::core::rules::arena::{keep, size, take, Place, Ring};
 use proptest::prelude::*;
 
 /// The ring every "thread" shares, and who wrote each of its bytes last (the start of the
@@ -216,6 +217,15 @@ fn a_place_in_a_ring_of_another_size_is_not_read() {
         None,
         "bytes not the ones the cell names"
     );
+}
+
+#[test]
+fn the_ring_is_as_large_as_the_largest_max_bytes_up_to_its_reservation() {
+    assert_eq!(size(65_536.0), 65_536.0);
+    assert_eq!(size(1_000.5), 1_000.0, "whole bytes");
+    assert_eq!(size(1e12), RING_MOST_BYTES);
+    assert_eq!(size(RING_MOST_BYTES), 268_435_456.0);
+    assert_eq!(size(0.0), 0.0);
 }
 
 #[test]

@@ -5,16 +5,14 @@
 // Layout (bytes): 0 i32 growing (0/1)   4 i32 the ring's size now
 //                 8 BigInt64 the head (bytes ever reserved)   RING_AT..: the ring
 import { createHash } from 'node:crypto';
+import { RING_MOST_BYTES } from './protocol.js';
 
 const RING_AT = 64;
-// The most address space the ring reserves; its memory is taken only as it grows (to the
-// largest cache.maxBytes that shares with the threads).
-const MOST = 256 * 1024 * 1024;
 
 /** A new ring, empty until a cache fits it (a fixed empty one where memory cannot grow). */
 export function makeArena() {
   try {
-    return new SharedArrayBuffer(RING_AT, { maxByteLength: RING_AT + MOST });
+    return new SharedArrayBuffer(RING_AT, { maxByteLength: RING_AT + RING_MOST_BYTES });
   } catch {
     return new SharedArrayBuffer(RING_AT);
   }
@@ -51,11 +49,10 @@ export function arenaDigest(bytes) {
   return [d.readUInt32BE(0), d.readUInt32BE(4)];
 }
 
-/** Grows the ring to `want` bytes (at most MOST) unless it is that large, or another thread grows it now. */
-export function arenaFit(s, want) {
+/** Grows the ring to `size` bytes (the core's size) unless it is that large, or another thread grows it now. */
+export function arenaFit(s, size) {
   const a = s.arena;
   const ints = viewOf(s).ints;
-  const size = Math.min(Math.floor(want), MOST);
   if (Atomics.load(ints, 1) >= size || !a.growable || Atomics.compareExchange(ints, 0, 0, 1) !== 0) return;
   try {
     if (a.byteLength < RING_AT + size) a.grow(RING_AT + size);

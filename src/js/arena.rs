@@ -71,7 +71,7 @@ impl Ring for Hand<'_> {
 /// when there is none or it could not take them.
 pub fn keep(bytes: &Uint8Array) -> Option<Place> {
     let memory = shared_memory::current()?;
-    fit(&memory, WANT.with(Cell::get));
+    fit(&memory, arena::size(WANT.with(Cell::get)));
     let hand = Hand {
         memory: &memory,
         bytes,

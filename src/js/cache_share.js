@@ -78,27 +78,16 @@ function unpack(bytes) {
   return { status, statusText, headers, age, bytes: b.subarray(4 + n) };
 }
 
-// How often one ask reads a fresh entry whose bytes were overwritten as it read them.
-const READS = 3;
-
 function threads(transport) {
   transport.cacheArenaBound();
   // The request's claim and its bytes' place are the core's (authority/cache_cells.rs and
-  // arena.rs, on the shared memory's cells and ring); this side packs and unpacks.
+  // rules/arena.rs, on the shared memory's cells and ring); this side packs and unpacks.
   return {
     async ask(facts, asked) {
       const name = transport.cacheName(facts, asked);
       if (name === '') return [ALONE, 0];
-      let lost = [];
-      for (let i = 0; i < READS; i++) {
-        const got = transport.cacheClaimCell(name, lost);
-        if (got[0] !== FRESH) return [got[0], got[1]];
-        const place = got.slice(4);
-        const bytes = transport.cacheArenaTake(place);
-        if (bytes !== undefined) return [FRESH, got[1], { ...unpack(bytes), since: got[2] - got[3], place }];
-        lost = place;
-      }
-      return [ALONE, 0];
+      const [code, ms, since, place, bytes] = transport.cacheClaimCell(name);
+      return code === FRESH ? [FRESH, ms, { ...unpack(bytes), since, place }] : [code, ms];
     },
     put(facts, asked, freshMs, kept, chunks) {
       const name = transport.cacheName(facts, asked);

@@ -18,7 +18,7 @@ use super::shared_memory::{self, SharedMemory};
 use crate::core::rules::arena::Place;
 use crate::core::authority::cache_cells;
 use crate::core::authority::slot::Memory;
-use crate::core::rules::shared_cache::{Asked, Sharing};
+use crate::core::rules::shared_cache::{Asked, Sharing, READS};
 use crate::store::cache as script;
 
 #[wasm_bindgen(module = "/src/js/cache_share.js")]
@@ -135,27 +135,34 @@ impl Transport {
         key(self, facts, asked).map_or_else(String::new, |k| script::shared_name(&k))
     }
 
-    /// A thread asks the threads' shared memory for the request called `name`, having found
-    /// the bytes at `lost` overwritten (a place's five words; none: it read none): whether to
-    /// take a fresh entry, lead or wait: `[code, ms, now, put at, ...place]` (the shared
-    /// clock; a fresh entry's place in the ring, five words); `[0, 0, now]` when nothing is
-    /// shared now.
+    /// A thread asks the threads' shared memory for the request called `name`: whether to take
+    /// a fresh entry, lead or wait: `[code, ms]` (the core's `Asked::code`), with a fresh entry
+    /// `[1, ms, ms since put, place (five numbers), bytes]`, its bytes read from the ring
+    /// (bytes found overwritten as they were read are forgotten and the cell asked again,
+    /// [`READS`] times at most); `[0, 0]` when nothing is shared now.
     #[wasm_bindgen(js_name = cacheClaimCell)]
-    pub fn cache_claim_cell(&self, name: &str, lost: Vec<f64>) -> Vec<f64> {
-        let now = SharedMemory::now();
-        let (asked, cell) = match (shared_memory::current(), cache_cells::key_of_name(name)) {
-            (Some(memory), Some(key)) => cache_cells::claim(&memory, key, now, Place::read(&lost)),
-            _ => (Asked::Alone, Default::default()),
+    pub fn cache_claim_cell(&self, name: &str) -> Exported {
+        let (Some(memory), Some(key)) = (shared_memory::current(), cache_cells::key_of_name(name)) else {
+            return Ok(alone());
         };
-        let [code, ms] = asked.code();
-        match (asked, cell.place) {
-            (Asked::Fresh { .. }, Some(place)) => {
-                let mut out = vec![code, ms, now, cell.put_at];
-                out.extend(place.words());
-                out
+        let mut lost = None;
+        for _ in 0..READS {
+            let now = SharedMemory::now();
+            let (asked, cell) = cache_cells::claim(&memory, key, now, lost);
+            let [code, ms] = asked.code();
+            let (Asked::Fresh { .. }, Some(place)) = (asked, cell.place) else {
+                return Ok(js_sys::Array::of2(&code.into(), &ms.into()).into());
+            };
+            if let Some(bytes) = arena::take(&place) {
+                let words = js_sys::Float64Array::from(&place.words()[..]);
+                let out = js_sys::Array::of3(&code.into(), &ms.into(), &(now - cell.put_at).into());
+                out.push(&words);
+                out.push(&bytes);
+                return Ok(out.into());
             }
-            _ => vec![code, ms, now],
+            lost = Some(place);
         }
+        Ok(alone())
     }
 
     /// This thread's claim on the request called `name` ends, with an entry fresh for
@@ -188,7 +195,7 @@ impl Transport {
     }
 
     /// The bytes at `place` in the threads' ring (five words), or undefined when they are not
-    /// the ones written there any more.
+    /// the ones written there any more (an entry a thread keeps, read again for each answer).
     #[wasm_bindgen(js_name = cacheArenaTake)]
     pub fn cache_arena_take(&self, place: Vec<f64>) -> Exported {
         let bytes = Place::read(&place).and_then(|p| arena::take(&p));

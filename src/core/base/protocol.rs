@@ -15,6 +15,10 @@ pub const CELLS: u32 = 1024;
 /// and where its bytes are in the ring (`rules::arena::Place`: five words).
 pub const CELL_WORDS: usize = 10;
 
+/// The most bytes the threads' ring of cache bytes may grow to (`rules::arena`): the address
+/// space its buffer reserves, taken as memory only as it grows.
+pub const RING_MOST_BYTES: f64 = 268435456.0;
+
 /// Timers fire on whole milliseconds and may run up to one early: a time due within this much
 /// is due now (`gate::early`, and `attempt.js`'s timeouts).
 pub const EARLY_MS: f64 = 1.0;

@@ -11,6 +11,14 @@
 //! writer stalled for a whole ring (its place lapped, its late bytes landing in a newer
 //! entry's), a ring that grew (every place moved), or a place read in another ring.
 
+use crate::core::base::protocol;
+
+/// The size of the ring for caches whose largest `cache.maxBytes` is `max_bytes`: that, in whole
+/// bytes, up to [`protocol::RING_MOST_BYTES`].
+pub fn size(max_bytes: f64) -> f64 {
+    max_bytes.min(protocol::RING_MOST_BYTES).floor().max(0.0)
+}
+
 /// Where an entry's bytes are: their start (bytes ever reserved before them), their length,
 /// the ring's size when they were written, and their digest.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -27,6 +27,11 @@ pub const FIRST_POLL_MS: Millis = 4.0;
 /// See [`FIRST_POLL_MS`].
 pub const MAX_POLL_MS: Millis = 25.0;
 
+/// How often one ask of the threads' shared memory reads a fresh entry's bytes from their ring
+/// and finds them overwritten as it read (each time a newer entry was put meanwhile) before it
+/// goes on alone: a bound, never reached but by a ring far too small for its entries.
+pub const READS: u32 = 3;
+
 /// Who shares a wrapper's cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sharing {
