@@ -9,10 +9,9 @@
 // idle process still holds). Each mode in a fresh process; about 2 minutes each.
 // `node bench/run.mjs --only cache-memory` writes its table; ODDS_GATE_BEFORE_PKG=<a pkg/ dir>
 // adds the same rows for that build, run in the same rounds.
-import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { fix, int } from './lib/util.mjs';
+import { pathToFileURL } from 'node:url';
+import { fix, int, perModeAndBuild } from './lib/util.mjs';
 
 const URLS = 90_000;
 const MARKS = [30_000, 60_000, 90_000];
@@ -51,27 +50,13 @@ async function measure(pkg, options) {
   return figures;
 }
 
-function inChild(pkg, mode) {
-  return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--child', pkg, mode],
-      { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    child.on('message', resolve);
-    child.on('exit', (code) => code && reject(new Error(`cache-memory ${mode}: exited with ${code}`)));
-  });
-}
-
 export async function run() {
-  const builds = [['', fileURLToPath(new URL('../pkg', import.meta.url))]];
-  if (process.env.ODDS_GATE_BEFORE_PKG) builds.push([' (before)', process.env.ODDS_GATE_BEFORE_PKG]);
   const rows = [];
   const grown = {};
-  for (const [mode] of MODES) {
-    for (const [label, pkg] of builds) {
-      const r = await inChild(pkg, mode);
-      grown[`${mode}${label}`] = r[90_000] - r.start;
-      rows.push([`${mode}${label}`, fix(r.start, 0), ...MARKS.map((m) => `+${fix(r[m] - r.start, 0)}`),
-        `+${fix(r.idle - r.start, 0)}`, String(r.entries), fix(r.seconds, 1)]);
-    }
+  for (const [row, r] of await perModeAndBuild(import.meta.url, MODES.map(([m]) => m))) {
+    grown[row] = r[90_000] - r.start;
+    rows.push([row, fix(r.start, 0), ...MARKS.map((m) => `+${fix(r[m] - r.start, 0)}`),
+      `+${fix(r.idle - r.start, 0)}`, String(r.entries), fix(r.seconds, 1)]);
   }
   const over = grown['threads on'] - grown['threads off'];
   return [{

@@ -6,11 +6,10 @@
 // no cache for the floor. RSS of the process after a full GC in every thread, grown from before
 // the first call. Each row in a fresh process. ODDS_GATE_BEFORE_PKG=<a pkg/ dir> adds the same
 // rows for that build, run in the same rounds.
-import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker, getEnvironmentData, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { fix, int } from './lib/util.mjs';
+import { fix, int, perModeAndBuild } from './lib/util.mjs';
 
 const THREADS = 4;
 const EACH = 8_000;
@@ -72,27 +71,14 @@ async function measure(pkg, options) {
   return { start, grown, held, ring: ring === undefined ? '-' : fix(ring / 2 ** 20, 1), entries: filled.reduce((n, f) => n + f.entries, 0), seconds };
 }
 
-function inChild(pkg, mode) {
-  return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--child', pkg, mode],
-      { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } });
-    child.on('message', resolve);
-    child.on('exit', (code) => code && reject(new Error(`cache-threads ${mode}: exited with ${code}`)));
-  });
-}
-
 export async function run() {
-  const builds = [['', fileURLToPath(new URL('../pkg', import.meta.url))]];
-  if (process.env.ODDS_GATE_BEFORE_PKG) builds.push([' (before)', process.env.ODDS_GATE_BEFORE_PKG]);
   const rows = [];
   const grown = {};
-  for (const [mode] of MODES) {
-    for (const [label, pkg] of builds) {
-      const r = await inChild(pkg, mode);
-      grown[`${mode}${label}`] = r.grown;
-      grown[`${mode}${label} held`] = r.held;
-      rows.push([`${mode}${label}`, fix(r.start, 0), `+${fix(r.grown, 0)}`, fix(r.held, 0), r.ring, String(r.entries), fix(r.seconds, 1)]);
-    }
+  // Fewer malloc arenas per thread: RSS then varies less between runs.
+  for (const [row, r] of await perModeAndBuild(import.meta.url, MODES.map(([m]) => m), { MALLOC_ARENA_MAX: '2' })) {
+    grown[row] = r.grown;
+    grown[`${row} held`] = r.held;
+    rows.push([row, fix(r.start, 0), `+${fix(r.grown, 0)}`, fix(r.held, 0), r.ring, String(r.entries), fix(r.seconds, 1)]);
   }
   const over = (mode) => grown[`${mode} held`] - grown['no cache held'];
   const mib = MAX_BYTES / 2 ** 20;

@@ -1,7 +1,9 @@
 // Shared helpers: statistics, table formatting, memory/timer probes, and loading the built package.
+import { fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 
 export { sleep };
 
@@ -111,4 +113,28 @@ export async function finishOrCutOff(runs, stop, cap, drainMs) {
   clearTimeout(cap);
   const drained = first === 'done' || (await within(all, drainMs, 'stuck')) === 'done';
   return { endedAt, drained };
+}
+
+/**
+ * Runs `script` (a bench file that answers `--child PKG MODE` with one message, then exits) once
+ * per mode and build, each in a fresh process with --expose-gc and `env` added: [row label, its
+ * answer], in order. The builds: this package, and with ODDS_GATE_BEFORE_PKG=<a pkg/ dir> that
+ * one (" (before)"), run in the same rounds.
+ */
+export async function perModeAndBuild(script, modes, env = {}) {
+  const builds = [['', fileURLToPath(new URL('../../pkg', import.meta.url))]];
+  if (process.env.ODDS_GATE_BEFORE_PKG) builds.push([' (before)', process.env.ODDS_GATE_BEFORE_PKG]);
+  const out = [];
+  for (const mode of modes) {
+    for (const [label, pkg] of builds) {
+      const answer = await new Promise((resolve, reject) => {
+        const child = fork(fileURLToPath(script), ['--child', pkg, mode],
+          { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } });
+        child.on('message', resolve);
+        child.on('exit', (code) => code && reject(new Error(`${fileURLToPath(script)} ${mode}: exited with ${code}`)));
+      });
+      out.push([`${mode}${label}`, answer]);
+    }
+  }
+  return out;
 }
