@@ -283,8 +283,11 @@ test('10,000 retried 503s with 64 KiB bodies leave the socket count bounded', as
     assert.equal(settled.filter((s) => s.status === 'fulfilled').length, n);
     // Drained bodies free their connections for reuse: sockets are not leaked per request. A
     // socket is busy while its request is in flight and until its body is read; bodies nobody
-    // read would hold one each (about n at the peak).
-    assert.ok(sockets.opened < n / 4, `${sockets.opened} sockets opened for ${2 * n} requests`);
+    // read would hold one each (about n at the peak). Live requests need one each while in
+    // flight, and a loaded machine has more in flight at once: CI saw 2,923 opened with 2,927
+    // in flight at the peak, 746..1,836 otherwise; so the bound follows what was in flight.
+    assert.ok(sockets.opened < n / 2, `${sockets.opened} sockets opened for ${2 * n} requests`);
+    assert.ok(sockets.opened <= 2 * peakInFlight + 256, `${sockets.opened} sockets opened, ${peakInFlight} requests in flight at the peak`);
     assert.ok(sockets.peakOpen <= 2 * peakInFlight + 256, `peak ${sockets.peakOpen} sockets open, ${peakInFlight} requests in flight`);
   } finally {
     await bodyApi.close();
