@@ -185,7 +185,7 @@ export interface RedisStoreOptions {
   timeoutMs?: number;
   /** While Redis is down: admit locally at `localShare` of the allowance, or reject calls. @default 'local' */
   onFailure?: 'local' | 'closed';
-  /** The share of the allowance one process may use alone while Redis is down (0 < x <= 1). @default 0.25 */
+  /** The share of the allowance (and of `quota.spread`'s pace) one process may use alone while Redis is down (0 < x <= 1). @default 0.25 */
   localShare?: number;
   /** How long after a failure Redis is asked again. @default 1000 */
   retryMs?: number;

@@ -11,7 +11,7 @@
 
 mod redis_support;
 
-use odds_gate::core::authority::credits::{Reading, Spend};
+use odds_gate::core::authority::credits::{CreditView, Reading, Spend};
 use odds_gate::core::authority::fair::Shares;
 use odds_gate::core::authority::memory::MemoryAuthority;
 use odds_gate::core::authority::store::StoreAuthority;
@@ -21,7 +21,7 @@ use odds_gate::core::rules::bucket::Count;
 use odds_gate::core::rules::budget::RefillingConfig;
 use odds_gate::core::rules::credits::Spread;
 use odds_gate::core::Millis;
-use odds_gate::store::{answer, args, claimant, shares, GATE_SCRIPT};
+use odds_gate::store::{answer, args, claimant, credit_view, shares, GATE_SCRIPT};
 use proptest::prelude::*;
 use redis_support::{Connection, Reply, Server};
 
@@ -36,8 +36,14 @@ struct RedisAuthority<'a> {
 }
 
 impl RedisAuthority<'_> {
-    /// Runs `op` for `process`: the answer, and the fair order the answer gives.
-    fn apply_for(&mut self, now: Millis, process: &str, op: &Op) -> (Answer, Shares) {
+    /// Runs `op` for `process`: the answer, the fair order and what of the shared spread the
+    /// answer gives.
+    fn apply_for(
+        &mut self,
+        now: Millis,
+        process: &str,
+        op: &Op,
+    ) -> (Answer, Shares, Option<CreditView>) {
         let text = |n: f64| n.to_string();
         let argv = args(op, self.rate, self.budget, Some(now), process, &text);
         let mut parts = vec!["EVALSHA", &self.sha, "1", &self.key];
@@ -51,7 +57,9 @@ impl RedisAuthority<'_> {
                 let answer = answer(&field(0), &field(1), &field(2), &field(3), &field(4))
                     .unwrap_or_else(|| panic!("unreadable answer {items:?}"));
                 let shares = shares(&field(7)).unwrap_or_else(|| panic!("no order {items:?}"));
-                (answer, shares)
+                let view = credit_view(&field(8));
+                assert!(view.is_some() || field(8).is_empty(), "{items:?}");
+                (answer, shares, view)
             }
             other => panic!("the script failed on {op:?}: {other:?}"),
         }
@@ -96,6 +104,8 @@ enum Step {
     /// A `/usage` reading's answer (used, limit, ms to the period's end; none: the period
     /// ends at [`PERIOD_END`], as for every reading that says so), or none usable.
     Read(Option<(f64, f64, Option<Millis>)>),
+    /// Credits a process spent on its own while the store was down, told when it is back.
+    Spent(f64),
     /// An admission with a learning gate's count: exactly (or at most) this many tokens, as
     /// of the request admitted this many admissions back.
     Counted(bool, f64, usize),
@@ -167,6 +177,7 @@ fn step() -> impl Strategy<Value = Step> {
         2 => (0usize..4).prop_map(Step::Resume),
         2 => (prop::option::of(0.0..5_000.0f64), seen).prop_map(|(c, r)| Step::Feedback(c, r)),
         1 => Just(Step::Clear),
+        1 => prop::sample::select(vec![1.0, 7.5, 300.0]).prop_map(Step::Spent),
         2 => (prop::sample::select(vec![0.0, 5.0, 10.0]), prop::sample::select(vec![0.0, 1.0, 5.0, 10.0]))
             .prop_map(|(cost, refund)| Step::Charge(cost, refund)),
         1 => prop::sample::select(vec![0.0, 0.0, 800.0, 5_000.0]).prop_map(Step::Quota),
@@ -209,6 +220,10 @@ struct Tally {
     read: usize,
     /// Of those, readings that changed the scale of costs not stated.
     scaled: usize,
+    /// Answers that said another call's credits come later (a [`CreditView`]'s `next_ms`).
+    viewed: usize,
+    /// Credits spent alone, told.
+    told_spent: usize,
 }
 
 /// Runs `steps` (each after a pause) through both authorities, for a gate starting at `rate`;
@@ -315,6 +330,13 @@ fn compare(
                 },
                 None => continue,
             },
+            Step::Spent(credits) => match spread {
+                Some(spread) => Op::Spent {
+                    spread,
+                    credits: *credits,
+                },
+                None => continue,
+            },
             Step::Resume(back) => Op::Resume {
                 id: admitted
                     .iter()
@@ -363,12 +385,14 @@ fn compare(
             .any(|c| c[0] != 0.0 && c[0] != who);
         let scale = store.memory.shared_credits().scale();
         let a = store.apply_for(now, who, redis.rate, &op);
-        let (b, order) = redis.apply_for(now, process, &op);
-        if a != b {
+        let view = store.credit_view(now, &op);
+        let (b, order, said) = redis.apply_for(now, process, &op);
+        if a != b || view != said {
             return Err(format!(
-                "step {i} at {now}: {op:?}: memory {a:?}, redis {b:?}"
+                "step {i} at {now}: {op:?}: memory {a:?} {view:?}, redis {b:?} {said:?}"
             ));
         }
+        tally.viewed += usize::from(view.is_some_and(|v| v.next_ms.is_some_and(|ms| ms > 0.0)));
         if order != store.shares() || redis.order() != store.order() {
             return Err(format!(
                 "step {i} at {now}: {op:?}: the order differs: memory {:?}, redis {:?}",
@@ -389,6 +413,7 @@ fn compare(
                 },
                 Answer::Read,
             ) => tally.claimed += 1,
+            (Op::Spent { .. }, _) => tally.told_spent += 1,
             (Op::Read { .. }, _) => {
                 tally.read += 1;
                 tally.scaled += usize::from(store.memory.shared_credits().scale() != scale);
@@ -567,6 +592,8 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
                 claimed: sum.claimed + done.claimed,
                 read: sum.read + done.read,
                 scaled: sum.scaled + done.scaled,
+                viewed: sum.viewed + done.viewed,
+                told_spent: sum.told_spent + done.told_spent,
             });
             Ok(())
         })
@@ -575,8 +602,9 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
     eprintln!(
         "{} sequences, {} operations ({} brought a new rate, {} waits checked against \
          predict, {} admissions in order, {} of them while another process held a claim; {} \
-         took credits, {} claimed a reading, {} readings, {} of them changed the scale): \
-         identical answers and order",
+         took credits, {} claimed a reading, {} readings, {} of them changed the scale; {} \
+         answers said credit comes later, {} told credits spent alone): identical answers, \
+         order and credit figures",
         cases.get(),
         total.ops,
         total.retuned,
@@ -586,14 +614,20 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
         total.spent,
         total.claimed,
         total.read,
-        total.scaled
+        total.scaled,
+        total.viewed,
+        total.told_spent
     );
     // Floors that say each kind was exercised: waits checked against predict ran 470 to 550
     // across random runs since the credit draws joined the mix (more than 500 failed runs).
     assert!(total.ops > 1_000 && total.retuned > 500 && total.predicted > 350);
     assert!(total.ordered > 1_000 && total.contested > 500);
     assert!(total.spent > 100 && total.claimed > 200 && total.read > 500);
-    // 7 to 10 seen across random runs: a scale is learned from readings of one period with
+    // 586 in one run: answers that said another call's credits come later.
+    assert!(total.viewed > 300, "{}", total.viewed);
+    assert!(total.told_spent > 100, "{}", total.told_spent);
+    // 6 to 10 seen across random runs (fewer since told spending restarts the count): a scale
+    // is learned from readings of one period with
     // 10 credits asked at no stated cost between them; the example above checks its value.
     assert!(total.scaled > 2, "{}", total.scaled);
 }

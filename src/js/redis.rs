@@ -149,7 +149,7 @@ impl RedisStore {
         async move {
             let reply = eval(&client, Script::Gate, &key, &args).await?;
             let field = |i| js_sys::Reflect::get_u32(&reply, i).map(|v| v.as_string());
-            let mut fields: [String; 8] = Default::default();
+            let mut fields: [String; 9] = Default::default();
             for (i, text) in (0..).zip(&mut fields) {
                 *text = field(i)?.unwrap_or_default();
             }

@@ -3,7 +3,7 @@
 -- keep them in step, line for line; tests/parity.rs runs random operations through both and
 -- compares answers.
 -- KEYS[1]  the gate's hash, "og:{<scope>}:gate" (the scope is a hash tag: one Cluster slot)
--- ARGV[1]  operation: admit | resume | feedback | clear | charge | quota | read
+-- ARGV[1]  operation: admit | resume | feedback | clear | charge | quota | read | spent
 -- ARGV[2]  now in ms, or "" to use Redis TIME (tests pass a virtual clock)
 -- ARGV[3]  burst        ARGV[4] ms per token (the gate's rate now)     ARGV[5] max pause ms
 -- ARGV[6]  budget capacity ("" for no budget)
@@ -19,8 +19,9 @@
 -- layout), with a budget, budget, and where gates spread their quota, credits (the shared spread:
 -- src/core/authority/credits.rs over src/core/rules/credits.rs's CreditBucket, its numbers).
 -- Times are Redis-clock ms. Every answer is {code, number, number, number, number, burst, ms per
--- token, fair order}, burst and ms per token the rate stored before the call, the fair order
--- the clock and lanes of the order after it (its first 14 numbers); delays are relative to
+-- token, fair order, credits}, burst and ms per token the rate stored before the call, the fair
+-- order the clock and lanes of the order after it (its first 14 numbers), credits what an
+-- admission with credits or a reading says of the shared spread (c_view; "" otherwise); delays are relative to
 -- Redis's now, so callers never compare their own clocks with another process's. Numbers are
 -- stored with 17 significant digits, so the state round-trips exactly.
 
@@ -207,6 +208,7 @@ end
 -- reading out was sent), c_read_at, c_read_used, c_pace. The spread's settings come with each
 -- operation that needs them: c_reserve, c_burst, c_refresh.
 local INF = math.huge
+local function exact(n) return string.format('%.17g', n) end
 local cn = {}
 for n in string.gmatch(s[13] or '', '%S+') do cn[#cn + 1] = tonumber(n) end
 local c_read, c_next = cn[1] == 1, cn[2] or -INF
@@ -336,11 +338,31 @@ local function c_correct(used, limit, end_ms)
   c_limit, c_used, c_read_used, c_read_at, c_tss = limit, used, used, now, 0
   c_repace()
 end
+-- SharedCredits::spent: credits a process spent on its own (its store down), used, out of what
+-- the bucket gathered meanwhile (down to empty, no debt); the scale counts again from here.
+local function credits_spent(cost)
+  if not c_bucket then return end
+  c_refill()
+  c_tokens = math.min(c_tokens, math.max(c_tokens - cost, 0))
+  c_spend(cost)
+  c_learn(nil)
+end
 -- SharedCredits::read: the answer read into the bucket; the next reading due.
 local function credits_read(used, limit, end_ms)
   c_read = true
   c_correct(used, limit, end_ms)
   if c_bucket then c_next = c_next_reading() else c_next = now + c_refresh end
+end
+
+-- SharedCredits::view: the bucket's used, limit, credits per ms and ms to the period's end,
+-- and ms until another call costing `cost` could have its credits (the next reading at the
+-- latest; -1 when none was asked about), and the scale; "" before a reading made a bucket.
+local function c_view(cost, is_stated)
+  if not c_bucket then return '' end
+  local next_ms = -1
+  if cost then next_ms = math.max(math.min(c_ready(c_credits(cost, is_stated)), c_next) - now, 0) end
+  return table.concat({exact(c_used), exact(c_limit), exact(c_rate), exact(c_end - now),
+    exact(next_ms), exact(c_scale)}, ' ')
 end
 
 -- The store hears of a new rate with the first operation that passes it, at that operation's
@@ -357,6 +379,9 @@ if burst ~= called_burst or per_token ~= called_per_token then
 end
 
 local answer
+-- An admission's credits and whether their cost is stated (nil: it asks none; a reading's
+-- answer tells the spread too).
+local spend, stated
 if op == 'admit' then
   -- ARGV[7] the (first) admission's name; ARGV[8], ARGV[9] what a response said first (""
   -- for nothing): a limit and remaining count to pace by, or `is`/`max` and a learning gate's
@@ -406,6 +431,13 @@ if op == 'admit' then
       behind = {'wait', wait, 0}
     end
   end
+  -- ARGV[21] the call's credits ("" for none: the gate does not spread), ARGV[22] "1" when it
+  -- may draw on the reserve, ARGV[23..25] the spread's reserve, burst and refresh (ms),
+  -- ARGV[26] "1" when its cost is stated (not scaled).
+  spend, stated = tonumber(ARGV[21]), ARGV[26] == '1'
+  if spend then
+    c_reserve, c_burst, c_refresh = tonumber(ARGV[23]), tonumber(ARGV[24]), tonumber(ARGV[25])
+  end
   if behind then
     answer = behind
   elseif quota > now and ARGV[13] ~= '1' then
@@ -413,15 +445,10 @@ if op == 'admit' then
   elseif now < cooldown then
     answer = {'wait', math.max(cooldown - now, 1), 0}
   end
-  -- ARGV[21] the call's credits ("" for none: the gate does not spread), ARGV[22] "1" when it
-  -- may draw on the reserve, ARGV[23..25] the spread's reserve, burst and refresh (ms),
-  -- ARGV[26] "1" when its cost is stated (not scaled).
-  local spend = tonumber(ARGV[21])
   local credit = 'go'
   if not answer and spend then
-    c_reserve, c_burst, c_refresh = tonumber(ARGV[23]), tonumber(ARGV[24]), tonumber(ARGV[25])
     want = 1
-    credit = credits_ask(spend, ARGV[26] == '1', ARGV[22] == '1')
+    credit = credits_ask(spend, stated, ARGV[22] == '1')
     if credit == 'read' then
       answer = {'read', 0, 0}
     elseif credit ~= 'go' then
@@ -441,7 +468,7 @@ if op == 'admit' then
         tokens = tokens - 1
         admissions = admissions + 1
       end
-      if spend then credits_take(spend, ARGV[26] == '1', ARGV[22] == '1') end
+      if spend then credits_take(spend, stated, ARGV[22] == '1') end
       local seq = sent
       sent = sent + admissions
       answer = {'admitted', full and 1 or 0, wait_ms(), admissions, seq}
@@ -507,6 +534,17 @@ elseif op == 'read' then
   -- limit and ms until the period ends ("" for no usable answer).
   c_reserve, c_burst, c_refresh = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
   credits_read(tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]))
+  stated = false
+  if c_bucket then
+    answer = {'credits', c_used, c_limit, c_rate}
+  else
+    answer = {'credits', 0, 0, 0}
+  end
+elseif op == 'spent' then
+  -- ARGV[7..9] the spread's reserve, burst and refresh (ms); ARGV[10] the credits.
+  c_reserve, c_burst, c_refresh = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+  credits_spent(tonumber(ARGV[10]))
+  stated = false
   if c_bucket then
     answer = {'credits', c_used, c_limit, c_rate}
   else
@@ -515,8 +553,9 @@ elseif op == 'read' then
 else
   return redis.error_reply('odds-gate: unknown operation ' .. op)
 end
+local view = ''
+if spend or op == 'read' or op == 'spent' then view = c_view(spend, stated) end
 
-local function exact(n) return string.format('%.17g', n) end
 local order = {}
 for i = 1, 46 do order[i] = exact(o[i]) end
 redis.call('HSET', key, 'tokens', exact(tokens), 'last', exact(last), 'cooldown', exact(cooldown),
@@ -548,4 +587,4 @@ local idle = math.max(burst * interval() + max_pause, cooldown - now, quota - no
 redis.call('PEXPIRE', key, math.ceil(idle))
 return {answer[1], exact(answer[2]), exact(answer[3]), exact(answer[4] or 0),
   exact(answer[5] or 0), exact(stored_burst), exact(stored_per_token),
-  table.concat(order, ' ', 1, 14)}
+  table.concat(order, ' ', 1, 14), view}

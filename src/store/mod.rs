@@ -5,6 +5,7 @@
 
 pub mod cache;
 
+use crate::core::authority::credits::CreditView;
 use crate::core::authority::fair::{self, Fair, Shares};
 use crate::core::authority::order;
 use crate::core::authority::{AdmissionId, Answer, Op, Seen};
@@ -187,6 +188,11 @@ pub fn args(
         Op::ClearCooldown => ("clear", vec![]),
         Op::Charge { cost, refund } => ("charge", vec![number(*cost), number(*refund)]),
         Op::Quota { ms } => ("quota", vec![number(*ms)]),
+        Op::Spent { spread, credits } => {
+            let mut extra = spread_args(spread, number).to_vec();
+            extra.push(number(*credits));
+            ("spent", extra)
+        }
         Op::Read { spread, reading } => {
             let mut extra = spread_args(spread, number).to_vec();
             extra.extend([
@@ -255,15 +261,37 @@ pub fn answer(code: &str, value: &str, extra: &str, count: &str, seq: &str) -> O
     })
 }
 
-/// The gate script's reply, its eight fields as text: the answer, the rate the store held
-/// before the operation and the fair order after it. `None` for an answer it never gives.
-pub fn reply(fields: &[String; 8]) -> Option<StoreReply> {
-    let [code, value, extra, count, seq, burst, ms_per_token, order] = fields;
+/// The gate script's reply, its nine fields as text: the answer, the rate the store held
+/// before the operation, the fair order after it and what it said of the shared spread.
+/// `None` for an answer it never gives.
+pub fn reply(fields: &[String; 9]) -> Option<StoreReply> {
+    let [code, value, extra, count, seq, burst, ms_per_token, order, credits] = fields;
     Some(StoreReply {
         answer: answer(code, value, extra, count, seq)?,
         stored: stored_rate(burst, ms_per_token),
         shares: shares(order),
+        credits: credit_view(credits),
     })
+}
+
+/// The shared spread's figures as the script's answer gives them (its ninth element): used,
+/// limit, credits per ms, ms until the period ends, ms until another call of the cost asked
+/// could have its credits (-1: none was asked about), and the scale of costs not stated. `None` for anything else (the
+/// empty field of an answer that said nothing of it).
+pub fn credit_view(text: &str) -> Option<CreditView> {
+    let mut numbers = text
+        .split(' ')
+        .map(|t| decimal::parse(t).filter(|n| n.is_finite()));
+    let mut next = || numbers.next().flatten();
+    let view = CreditView {
+        used: next()?,
+        limit: next()?,
+        per_ms: next()?,
+        end_ms: next()?,
+        next_ms: Some(next()?).filter(|n| *n >= 0.0),
+        scale: next()?,
+    };
+    numbers.next().is_none().then_some(view)
 }
 
 /// The rate the script says the store held before the operation (its burst and milliseconds

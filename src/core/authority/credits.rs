@@ -48,6 +48,27 @@ pub struct Reading {
     pub end_ms: Millis,
 }
 
+/// What a store tells a gate of the shared spread with an answer that touched it (an
+/// admission with credits, a reading): the bucket's figures, and when a call like the one
+/// asked could next have its credits. Times are from the store's now, so no process compares
+/// its clock with another's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreditView {
+    /// The key's `used` as the shared bucket counts it.
+    pub used: f64,
+    /// The period's limit.
+    pub limit: f64,
+    /// The refill, in credits per millisecond.
+    pub per_ms: f64,
+    /// Milliseconds until the period ends.
+    pub end_ms: Millis,
+    /// Milliseconds until another call of the cost asked could have its credits (0: now),
+    /// the next reading at the latest; `None` when no call was asked about (a reading).
+    pub next_ms: Option<Millis>,
+    /// What a credit asked at no stated cost costs (see `CostScale`).
+    pub scale: f64,
+}
+
 /// What an admission's credits say.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Credit {
@@ -74,6 +95,9 @@ pub struct SharedCredits {
     read: bool,
     /// No reading is claimed before this.
     next_reading: Millis,
+    /// Kept by one process on its own (its store down): its readings count everyone's calls
+    /// but its own, so they teach the scale nothing.
+    alone: bool,
 }
 
 impl Default for SharedCredits {
@@ -83,6 +107,7 @@ impl Default for SharedCredits {
             scale: CostScale::default(),
             read: false,
             next_reading: Millis::NEG_INFINITY,
+            alone: false,
         }
     }
 }
@@ -115,6 +140,7 @@ impl SharedCredits {
             scale: CostScale::load(std::array::from_fn(|i| words[3 + i])),
             read: words[0] == 1.0,
             next_reading: words[1],
+            alone: false,
         }
     }
 
@@ -180,14 +206,81 @@ impl SharedCredits {
                 limit: r.limit,
                 period_end: Some(now + r.end_ms),
             };
+            // Alone, what the key spent is mostly others': the scale stays as the fleet's.
+            let mut kept = CostScale::load([self.scale.scale(), 0.0, 0.0]);
+            let scale = if self.alone {
+                &mut kept
+            } else {
+                &mut self.scale
+            };
             match &mut self.bucket {
-                Some(bucket) => bucket.read_shared(now, usage, &mut self.scale),
+                Some(bucket) => bucket.read_shared(now, usage, scale),
                 None => self.bucket = CreditBucket::start(spread, now, usage),
             }
         }
         let refresh = spread.refresh_ms;
         self.next_reading =
             (self.bucket.as_ref()).map_or(now + refresh, |b| b.next_reading(now, refresh));
+    }
+
+    /// `credits` a process spent on its own (its store down) are counted at `now` as used,
+    /// out of what the bucket gathered meanwhile; the scale starts counting again, so the
+    /// next reading (whose delta holds what the fleet spent alone, told or not yet) teaches it
+    /// nothing unless enough calls asked after this.
+    pub(crate) fn spent(&mut self, now: Millis, credits: f64) {
+        if let Some(bucket) = &mut self.bucket {
+            bucket.spent(now, credits);
+            self.scale.learn(None);
+        }
+    }
+
+    /// The bucket's figures at `now`, and when a call like `spend` could next have its
+    /// credits (see [`CreditView`]); `None` before a reading made a bucket.
+    pub fn view(&mut self, now: Millis, spend: Option<Spend>) -> Option<CreditView> {
+        let bucket = self.bucket.as_mut()?;
+        let next_ms = spend.map(|s| {
+            let at = bucket.predict(now, 0.0, self.scale.credits(s.cost, s.stated));
+            (at.min(self.next_reading) - now).max(0.0)
+        });
+        Some(CreditView {
+            used: bucket.used(),
+            limit: bucket.limit(),
+            per_ms: bucket.per_ms(),
+            end_ms: bucket.period_end() - now,
+            next_ms,
+            scale: self.scale.scale(),
+        })
+    }
+
+    /// A process on its own (its store down) takes `share` of the spread's pace from `now`
+    /// and leaves the rest to the others, as it does with the allowance; `seed`, when given,
+    /// is the store's bucket it goes on from, with its scale (heard so many ms before `now`;
+    /// the process reads again a refresh later).
+    pub(crate) fn alone(
+        &mut self,
+        now: Millis,
+        spread: Spread,
+        share: f64,
+        seed: Option<(CreditView, Millis)>,
+    ) {
+        self.alone = true;
+        if let Some((v, ago)) = seed {
+            self.scale = CostScale::load([v.scale, 0.0, 0.0]);
+            let usage = Usage {
+                used: v.used,
+                limit: v.limit,
+                period_end: Some(now + v.end_ms - ago),
+            };
+            self.bucket = CreditBucket::start(spread, now, usage);
+            self.read = true;
+            self.next_reading = (self.bucket.as_ref()).map_or(now + spread.refresh_ms, |b| {
+                b.next_reading(now, spread.refresh_ms)
+            });
+        }
+        if let Some(bucket) = &mut self.bucket {
+            // Its share of a new bucket's opening credit too: the members open one between them.
+            bucket.share(now, share, seed.is_some());
+        }
     }
 
     /// What one credit asked at no stated cost is taken to cost.

@@ -158,6 +158,11 @@ impl MemoryAuthority {
         &self.credits
     }
 
+    /// The shared spread, to change.
+    pub fn shared_credits_mut(&mut self) -> &mut SharedCredits {
+        &mut self.credits
+    }
+
     /// Whether nothing here is worth keeping but the retry budget: a full bucket that is not
     /// paused, no cooldown or quota closure left. A gate in this state can be forgotten and
     /// made anew later with no difference to anyone, its budget put back as it was (see
@@ -342,6 +347,15 @@ impl Transitions for MemoryAuthority {
             Op::Quota { ms } => {
                 self.quota_until = if ms > 0.0 { now + ms } else { 0.0 };
                 Answer::QuotaSet((self.quota_until - now).max(0.0))
+            }
+            Op::Spent { credits, .. } => {
+                self.credits.spent(now, credits);
+                let (used, limit, per_ms) = self.credits.figures();
+                Answer::Credits {
+                    used,
+                    limit,
+                    per_ms,
+                }
             }
             Op::Read { spread, reading } => {
                 self.credits.read(now, spread, reading);

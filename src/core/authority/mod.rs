@@ -70,6 +70,15 @@ pub enum Op {
         /// The answer.
         reading: Option<Reading>,
     },
+    /// Credits a process spent on its own while the shared state was out of reach (its store
+    /// down): the shared bucket counts them as taken, at a known cost, so it neither spends
+    /// them again nor learns from them that calls cost more than they do.
+    Spent {
+        /// The spread's settings.
+        spread: crate::core::rules::credits::Spread,
+        /// The credits.
+        credits: f64,
+    },
     /// The response to admission `id` came back: if it paused the refill, the refill restarts.
     Resume {
         /// The admission's number.

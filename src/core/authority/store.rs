@@ -2,6 +2,7 @@
 //! the queues of the processes that share it. The simulator's store runs it, and the parity test
 //! holds the script to it.
 
+use super::credits::CreditView;
 use super::fair::{Shares, Turn};
 use super::memory::MemoryAuthority;
 use super::order::{self, Ask, Order};
@@ -70,6 +71,17 @@ impl StoreAuthority {
             }
             ref op => self.memory.apply(now, op),
         }
+    }
+
+    /// What the answer to `op`, just applied at `now`, tells of the shared spread (as the
+    /// script's ninth field): after an admission that asked for credits, or a reading.
+    pub fn credit_view(&mut self, now: Millis, op: &Op) -> Option<CreditView> {
+        let spend = match *op {
+            Op::Admit { credits, .. } => Some(credits?),
+            Op::Read { .. } | Op::Spent { .. } => None,
+            _ => return None,
+        };
+        self.memory.shared_credits_mut().view(now, spend)
     }
 
     /// The fair order's clock and lanes, as the script's answer gives them.

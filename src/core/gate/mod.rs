@@ -79,8 +79,8 @@ pub struct Gate {
     /// beside the allowance, one reader at a time): the gate asks for credits with each
     /// admission and decides nothing.
     shares_credits: bool,
-    /// When the threads' slot said the head's credits come: its wake-up (a store's answer
-    /// sets the link's own).
+    /// When the shared spread last said credit comes: the threads' slot to a head told to wait
+    /// (its wake-up), or a store, for a call like its last admission's.
     credit_at: Millis,
     /// Bare 429s whose bodies said nothing: the learner hears them once the bare 429s in a
     /// row turn out to be the rate's (a spent quota's say nothing of the rate).

@@ -84,13 +84,17 @@ impl Gate {
             None => 0,
         };
         let mut figures = self.spending.as_ref()?.figures(now, waiting);
-        // Shared in this process (threads), the figures are the shared bucket's.
+        // Shared (threads, a store), the figures are the shared bucket's: with a store, as it
+        // last told them.
         if let Some((used, limit, per_ms)) = self.authority.credits(now) {
             if self.shares_credits && limit > 0.0 {
                 figures.used = used;
                 figures.limit = limit;
                 figures.per_hour = per_ms * 3_600_000.0;
             }
+        }
+        if let Some(view) = self.authority.link().and_then(|l| l.heard_credits(now)) {
+            figures.period_end = Some(now + view.end_ms);
         }
         Some(figures)
     }
@@ -219,8 +223,8 @@ impl Gate {
 
     /// When `call`, joining behind `ahead` others, could have its credits (minus infinity
     /// when it spends none: nothing to wait for). Where the spread is shared, only what the
-    /// shared state last told the head is known: a head told to wait until then means a new
-    /// call waits at least as long.
+    /// shared state last said is known: a head told to wait for credit until then, or a store
+    /// that said when a call like the last could next have its credits.
     pub(super) fn predict_credit(&mut self, now: Millis, ahead: usize, call: CallId) -> Millis {
         let (Some(c), Some(spending)) = (self.busy.calls.get(call), &mut self.spending) else {
             return Millis::NEG_INFINITY;
@@ -229,7 +233,7 @@ impl Gate {
             return Millis::NEG_INFINITY;
         }
         if self.shares_credits {
-            return match self.credit_at > now && !self.busy.queue.is_empty() {
+            return match self.credit_at > now {
                 true => self.credit_at,
                 false => Millis::NEG_INFINITY,
             };

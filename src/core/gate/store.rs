@@ -21,11 +21,14 @@ impl Gate {
             return;
         };
         let (purpose, changed) = match &reply {
-            Some(reply) => link.answered(op, reply),
+            Some(reply) => link.answered(now, op, reply),
             None => link.failed(now, op),
         };
         let (answer, shares) = (reply.map(|r| r.answer), reply.and_then(|r| r.shares));
+        let credit_next = reply.and_then(|r| r.credits?.next_ms);
         if changed {
+            // Back up, the link may have something to tell the store (what it spent alone).
+            self.flush();
             let event = if answer.is_some() {
                 Event::StoreUp
             } else {
@@ -39,6 +42,11 @@ impl Gate {
         match (purpose, answer) {
             (Purpose::Admit(id), Some(answer)) => {
                 self.store_admission(now, id, answer);
+                // When a call like the head's has its credits next: a new call that would wait
+                // for them is refused or answered stale at once, as where the spread is local.
+                if let Some(ms) = credit_next {
+                    self.credit_at = now + ms;
+                }
                 // The processes' queues follow one fair order (see `authority::order`).
                 self.busy.queue.follow(shares.as_ref());
             }

@@ -13,11 +13,13 @@ pub mod given;
 
 use super::action::OpId;
 use super::ids::CallId;
+use crate::core::authority::credits::CreditView;
 use crate::core::authority::fair::Shares;
 use crate::core::authority::memory::MemoryAuthority;
 use crate::core::authority::{AdmissionId, Answer, Op, Seen, Transitions};
 use crate::core::rules::allowance::{positive, ConfigError, Rate};
 use crate::core::rules::budget::RefillingConfig;
+use crate::core::rules::credits::Spread;
 use crate::core::Millis;
 
 /// What a gate does while the store cannot answer.
@@ -113,6 +115,8 @@ pub struct StoreReply {
     pub stored: Option<Rate>,
     /// The fair order between the processes' queues after it (`None` if it said none).
     pub shares: Option<Shares>,
+    /// What it said of the shared spread (`None` if nothing).
+    pub credits: Option<CreditView>,
 }
 
 /// The gate's view of its store.
@@ -153,6 +157,13 @@ pub(crate) struct StoreLink {
     seen: Option<(Seen, Millis)>,
     /// The allowance the store held before the latest answer, not yet looked at.
     pub(super) stored: Option<Rate>,
+    /// The shared spread as the store last told it, and when (this process's clock).
+    heard_credits: Option<(CreditView, Millis)>,
+    /// The store went down since the fail-safe last took up the spread: it starts from what
+    /// was heard, at its share.
+    spread_alone: bool,
+    /// Credits spent while alone, not yet told to the store, with the spread's settings.
+    spent_alone: Option<(f64, Spread)>,
     calls: u64,
     failures: u64,
 }
@@ -183,6 +194,9 @@ impl StoreLink {
             refunds: 0.0,
             seen: None,
             stored: None,
+            heard_credits: None,
+            spread_alone: false,
+            spent_alone: None,
             calls: 0,
             failures: 0,
         }
@@ -244,9 +258,17 @@ impl StoreLink {
         Some(purpose)
     }
 
-    /// The store answered `id`: what it was for (`None` if it had been abandoned), and
-    /// whether the store is back up after being down.
-    pub(super) fn answered(&mut self, id: OpId, reply: &StoreReply) -> (Option<Purpose>, bool) {
+    /// The store answered `id` at `now`: what it was for (`None` if it had been abandoned),
+    /// and whether the store is back up after being down.
+    pub(super) fn answered(
+        &mut self,
+        now: Millis,
+        id: OpId,
+        reply: &StoreReply,
+    ) -> (Option<Purpose>, bool) {
+        if let Some(view) = reply.credits {
+            self.heard_credits = Some((view, now));
+        }
         let Some(purpose) = self.take(id) else {
             return (None, false);
         };
@@ -262,6 +284,10 @@ impl StoreLink {
             _ => {}
         }
         let back = std::mem::replace(&mut self.down, false);
+        if let Some((credits, spread)) = self.spent_alone.take() {
+            // The shared bucket counts what was spent alone: not spent again, not learned from.
+            self.send(now, Purpose::Tell, Op::Spent { spread, credits });
+        }
         (Some(purpose), back)
     }
 
@@ -274,7 +300,20 @@ impl StoreLink {
         self.failures += 1;
         self.retry_at = now + self.settings.retry_ms;
         let went = !std::mem::replace(&mut self.down, true);
+        self.spread_alone |= went;
         (Some(purpose), went)
+    }
+
+    /// The shared spread as the store last told it, its times from `now`: the fleet's figures
+    /// (`None` before the store said any).
+    pub(super) fn heard_credits(&self, now: Millis) -> Option<CreditView> {
+        let (view, at) = self.heard_credits?;
+        let ago = now - at;
+        Some(CreditView {
+            end_ms: view.end_ms - ago,
+            next_ms: view.next_ms.map(|ms| (ms - ago).max(0.0)),
+            ..view
+        })
     }
 
     /// A charge of `cost` the store failed to answer: whether the fail-safe's budget pays.

@@ -30,8 +30,8 @@ pub struct FakeStore {
 
 impl FakeStore {
     /// Runs `op` for process `who`'s gate of `scope` at `now`, with the gate's rate and budget
-    /// as the operation carries them, answering with the rate it held before and the fair
-    /// order, as the script does; `None` while down.
+    /// as the operation carries them, answering with the rate it held before, the fair order
+    /// and the shared spread's figures, as the script does; `None` while down.
     pub fn run(
         &mut self,
         now: Millis,
@@ -57,6 +57,7 @@ impl FakeStore {
             answer,
             stored: Some(stored),
             shares: Some(authority.shares()),
+            credits: authority.credit_view(now, op),
         })
     }
 

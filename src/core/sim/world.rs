@@ -120,7 +120,7 @@ enum What {
     Timer(usize),
     Sweep(usize),
     Go(usize),
-    StoreAnswer(usize, GateId, OpId, Option<StoreReply>),
+    StoreAnswer(usize, GateId, OpId, Option<Box<StoreReply>>),
     Recalled(usize, GateId, Vec<Shared>),
 }
 
@@ -388,7 +388,7 @@ impl World {
             What::StoreAnswer(p, gate, op, answer) => {
                 self.processes[p]
                     .gates
-                    .store_answered(now, gate, op, answer);
+                    .store_answered(now, gate, op, answer.map(|a| *a));
                 Some(p)
             }
             What::Recalled(p, gate, facts) => {
@@ -546,7 +546,8 @@ impl World {
                     let who = p as f64 + 1.0;
                     if let Some(reply) = self.store.run(now, (&scope, who), &op, rate, budget) {
                         let at = now + self.store.latency;
-                        self.push(at, What::StoreAnswer(p, gate, id, Some(reply)));
+                        let reply = Some(Box::new(reply));
+                        self.push(at, What::StoreAnswer(p, gate, id, reply));
                     }
                 }
                 Action::Share {

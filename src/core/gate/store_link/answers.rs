@@ -5,7 +5,7 @@
 
 use super::{OnFailure, Purpose, StoreLink};
 use crate::core::authority::fair::Turn;
-use crate::core::authority::{AdmissionId, Head, Op, Remaining, Seen, Transitions};
+use crate::core::authority::{AdmissionId, Answer, Head, Op, Remaining, Seen, Transitions};
 use crate::core::gate::action::OpId;
 use crate::core::gate::authority::{Admission, Authority, Held, Needs};
 use crate::core::gate::ids::CallId;
@@ -35,13 +35,32 @@ impl Authority for StoreLink {
                 };
                 self.send(now, Purpose::Tell, ping);
             }
-            let fallback = &mut self.fallback;
-            // Alone, the spread is not kept: the fail-safe's share of the allowance paces.
-            let needs = Needs {
-                account,
-                credits: None,
+            // Alone, the fail-safe spreads too: its share of the pace, from the store's bucket
+            // as last heard (or from a reading of its own when none was).
+            if let Some(spend) = credits.filter(|_| self.spread_alone) {
+                self.spread_alone = false;
+                let seed = self.heard_credits.map(|(view, at)| (view, now - at));
+                let share = self.settings.local_share;
+                let shared = self.fallback.shared_credits_mut();
+                shared.alone(now, spend.spread, share, seed);
+            }
+            let needs = Needs { account, credits };
+            let admission =
+                Authority::admit(&mut self.fallback, now, id, turn, want, learning, needs);
+            let answer = match &admission {
+                Admission::Answered { answer, .. } => Some(answer),
+                _ => None,
             };
-            return Authority::admit(fallback, now, id, turn, want, learning, needs);
+            if let (Some(spend), Some(Answer::Admitted { .. })) = (credits, answer) {
+                let shared = self.fallback.shared_credits();
+                let cost = match spend.stated {
+                    true => spend.cost,
+                    false => spend.cost * shared.scale(),
+                };
+                let (spent, _) = self.spent_alone.get_or_insert((0.0, spend.spread));
+                *spent += cost;
+            }
+            return admission;
         }
         if self.admitting || now < self.ready_at {
             return Admission::NotYet;
@@ -105,8 +124,13 @@ impl Authority for StoreLink {
     }
 
     /// The fail-safe hears it too, should the store go down; the store, unless it is down.
+    /// A reading the fail-safe takes in leaves it its share of the pace.
     fn tell(&mut self, now: Millis, op: Op) {
         self.fallback.apply(now, &op);
+        if let Op::Read { spread, .. } = op {
+            let share = self.settings.local_share;
+            (self.fallback.shared_credits_mut()).alone(now, spread, share, None);
+        }
         if let Op::ClearCooldown = op {
             self.cooldown_until = 0.0;
         }
@@ -210,6 +234,18 @@ impl Authority for StoreLink {
 
     fn store_counts(&self) -> Option<(u64, u64, bool)> {
         Some((self.calls, self.failures, !self.down))
+    }
+
+    /// The fleet's, as the store last told them; the fail-safe's while it spreads alone.
+    fn credits(&mut self, now: Millis) -> Option<(f64, f64, f64)> {
+        if self.alone() {
+            let (used, limit, per_ms) = self.fallback.shared_credits().figures();
+            if limit > 0.0 {
+                return Some((used, limit, per_ms));
+            }
+        }
+        let view = self.heard_credits(now)?;
+        Some((view.used, view.limit, view.per_ms))
     }
 
     fn link(&mut self) -> Option<&mut StoreLink> {

@@ -220,6 +220,31 @@ impl CreditBucket {
         self.repace(now);
     }
 
+    /// `cost` credits spent up to `now` outside the bucket (by processes on their own, at
+    /// their share of the pace): counted as used, and paid from what the bucket gathered
+    /// meanwhile, down to empty and no further (it was spent at the pace: no debt).
+    pub(crate) fn spent(&mut self, now: Millis, cost: f64) {
+        self.refill(now);
+        self.tokens = self.tokens.min((self.tokens - cost).max(0.0));
+        self.spend(cost);
+    }
+
+    /// Takes `share` of what the spread can pay from `now` and leaves the rest to others
+    /// (counted as their pace until a reading measures theirs higher), and that share of
+    /// what it holds when `held` says so: a process spreading on its own while the state it
+    /// shares is out of reach.
+    pub(crate) fn share(&mut self, now: Millis, share: f64, held: bool) {
+        let time_left = self.period_end - now;
+        if time_left > 0.0 {
+            let whole = self.spread_left().max(0.0) / time_left;
+            self.others = self.others.max(whole * (1.0 - share));
+        }
+        if held {
+            self.tokens *= share;
+        }
+        self.repace(now);
+    }
+
     /// Spends `cost` credits of the spread at `now`, or says when they will be there (a whole
     /// millisecond, never earlier). `Err(INFINITY)`: not before the next reading (the spread
     /// for the period is spent, or the period is over).
