@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { createFetch, GateAbandonedError, QuotaExhaustedError } from '../pkg/index.js';
+import Redis from 'ioredis';
+import { createFetch, redisStore, GateAbandonedError, QuotaExhaustedError } from '../pkg/index.js';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 import { startRedis } from './support/redis-server.mjs';
 
@@ -276,6 +277,13 @@ async function fleetPeriod(name, spawnMember, extra = {}) {
     // One reader at a time: a reading a refresh for all of them (about 19), not one each.
     assert.ok(end.usage >= 5 && end.usage <= PERIOD_MS / REFRESH_MS + 2, `${end.usage} /usage readings`);
     assert.ok(seen.filter((s) => s.ok > 0).length >= 2, 'they share the spread');
+    // Every member's stats() show the key's figures, not only the reader's (#49: through Redis,
+    // as the store last told each with an admission).
+    for (const { quota } of seen) {
+      assert.equal(quota.limit, 100, JSON.stringify(quota));
+      assert.ok(quota.used >= 0.5 * end.ok && quota.used <= end.ok + 3, `${JSON.stringify(quota)}; the server counted ${end.ok}`);
+      assert.ok(Math.abs(quota.periodEnd - (started + PERIOD_MS)) < 2_000, `${quota.periodEnd} against ${started + PERIOD_MS}`);
+    }
   } finally {
     for (const m of members) m.kill();
     await api.close();
@@ -283,6 +291,58 @@ async function fleetPeriod(name, spawnMember, extra = {}) {
 }
 
 const member = fileURLToPath(new URL('./support/spread-child.mjs', import.meta.url));
+
+test('with Redis down, a process spreads at its localShare of the pace, not unpaced', { timeout: 30_000 }, async () => {
+  // 100 credits over a 10 s period, 95 to spread; a process alone takes a quarter of what is
+  // left over the time left (the rest is left to the others, who here spend nothing): about
+  // 95 x (1 - (1.5 / 9.5) ^ 0.25) = 35 in its first 8 s, against 80 at the whole pace. 4 workers
+  // call in a loop for 8 s. Before #49 the spread admitted unpaced while the store was down:
+  // the whole limit, then the quota's 429s. The rule and its figures: tests/spread_store.rs,
+  // on the virtual clock.
+  const PERIOD_MS = 10_000;
+  const down = await startRedis();
+  const client = new Redis({ port: down.port, host: '127.0.0.1', maxRetriesPerRequest: 0, retryStrategy: () => 100 });
+  client.on('error', () => {});
+  const api = await startFakeOddsApi({ ...rate, creditLimit: 100, billingPeriodMs: PERIOD_MS });
+  const stop = new AbortController();
+  try {
+    await down.kill();
+    const store = redisStore(client, { timeoutMs: 200, localShare: 0.25 });
+    const fetchImpl = createFetch({ rate, store, typedErrors: true, quota: { spread: true, refreshMs: 1000 } });
+    const headers = key();
+    const url = `${api.baseUrl}/events/e1/odds/snapshot`;
+    const seen = { ok: 0, other: [] };
+    const worker = async () => {
+      // Bounded in count and in time (stopped at 8 s).
+      for (let i = 0; i < 500 && !stop.signal.aborted; i++) {
+        try {
+          const response = await fetchImpl(url, { headers, signal: stop.signal });
+          await response.text();
+          if (response.status === 200) seen.ok++;
+          else seen.other.push(response.status);
+        } catch (err) {
+          if (err.name === 'AbortError') return;
+          if (err.reason !== 'credit-wait') seen.other.push(String(err));
+          await sleep(50);
+        }
+      }
+    };
+    const workers = Promise.all(Array.from({ length: 4 }, worker));
+    await sleep(8_000);
+    stop.abort();
+    await workers;
+    const { store: counts } = fetchImpl.stats().gates[0];
+    console.log(`spread with Redis down: ${seen.ok} credits in 8 s (about 35 at a quarter of the pace, 80 at all of it); `
+      + `store ${JSON.stringify(counts)}; ${seen.other.length} other answers`);
+    assert.deepEqual(seen.other, []);
+    assert.equal(counts.up, false);
+    assert.ok(seen.ok >= 10 && seen.ok <= 50, `${seen.ok} credits spent alone`);
+  } finally {
+    stop.abort();
+    client.disconnect();
+    await api.close();
+  }
+});
 
 // The three live periods are paced by the fake API's 20 s billing period, not by the CPU: they
 // run at once (each with its own server and key), so the file takes one period, not three.

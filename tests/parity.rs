@@ -177,7 +177,9 @@ fn step() -> impl Strategy<Value = Step> {
         2 => (0usize..4).prop_map(Step::Resume),
         2 => (prop::option::of(0.0..5_000.0f64), seen).prop_map(|(c, r)| Step::Feedback(c, r)),
         1 => Just(Step::Clear),
-        1 => prop::sample::select(vec![1.0, 7.5, 300.0]).prop_map(Step::Spent),
+        // Rare: told spending restarts the scale's count, which the floors below need to learn.
+        1 => prop::option::weighted(0.1, prop::sample::select(vec![1.0, 7.5, 300.0]))
+            .prop_map(|spent| spent.map_or(Step::Clear, Step::Spent)),
         2 => (prop::sample::select(vec![0.0, 5.0, 10.0]), prop::sample::select(vec![0.0, 1.0, 5.0, 10.0]))
             .prop_map(|(cost, refund)| Step::Charge(cost, refund)),
         1 => prop::sample::select(vec![0.0, 0.0, 800.0, 5_000.0]).prop_map(Step::Quota),
@@ -625,9 +627,8 @@ fn the_lua_script_and_the_memory_authority_give_the_same_answers() {
     assert!(total.spent > 100 && total.claimed > 200 && total.read > 500);
     // 586 in one run: answers that said another call's credits come later.
     assert!(total.viewed > 300, "{}", total.viewed);
-    assert!(total.told_spent > 100, "{}", total.told_spent);
-    // 6 to 10 seen across random runs (fewer since told spending restarts the count): a scale
-    // is learned from readings of one period with
+    assert!(total.told_spent > 20, "{}", total.told_spent);
+    // 4 to 14 seen across random runs: a scale is learned from readings of one period with
     // 10 credits asked at no stated cost between them; the example above checks its value.
     assert!(total.scaled > 2, "{}", total.scaled);
 }

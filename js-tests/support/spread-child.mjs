@@ -3,7 +3,7 @@
 // (`job.redisPort`) or in the memory the process's threads share. Says "ready" once loaded (a
 // line on stdout, or a message to the parent thread); goes at the first line on stdin (or
 // message), stops at the second (its calls aborted) or after `job.calls` calls; then says what
-// it saw, as JSON.
+// it saw, and what its stats() say of the key's credits, as JSON.
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { createFetch, redisStore, QuotaExhaustedError } from '../../pkg/index.js';
 
@@ -52,7 +52,9 @@ const worker = async () => {
 };
 await Promise.all(Array.from({ length: job.workers }, worker));
 if (!stop.signal.aborted) await new Promise((resolve) => stop.signal.addEventListener('abort', resolve));
-say({ ok, failures });
+// What this member's stats() say of the key's credits: the fleet's, read by whichever member read.
+const { used, limit, periodEnd } = fetchImpl.stats().gates[0]?.quota ?? {};
+say({ ok, failures, quota: { used, limit, periodEnd: periodEnd?.getTime() ?? null } });
 if (isMainThread) process.stdin.pause();
 else parentPort.close();
 await client?.quit();

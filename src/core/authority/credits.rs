@@ -255,13 +255,14 @@ impl SharedCredits {
     /// A process on its own (its store down) takes `share` of the spread's pace from `now`
     /// and leaves the rest to the others, as it does with the allowance; `seed`, when given,
     /// is the store's bucket it goes on from, with its scale (heard so many ms before `now`;
-    /// the process reads again a refresh later).
+    /// the process reads again a refresh later). A bucket made now (from the seed, or by the
+    /// reading just taken in when `had` says there was none) holds that share of its opening.
     pub(crate) fn alone(
         &mut self,
         now: Millis,
-        spread: Spread,
-        share: f64,
+        (spread, share): (Spread, f64),
         seed: Option<(CreditView, Millis)>,
+        had: bool,
     ) {
         self.alone = true;
         if let Some((v, ago)) = seed {
@@ -279,8 +280,13 @@ impl SharedCredits {
         }
         if let Some(bucket) = &mut self.bucket {
             // Its share of a new bucket's opening credit too: the members open one between them.
-            bucket.share(now, share, seed.is_some());
+            bucket.share(now, share, seed.is_some() || !had);
         }
+    }
+
+    /// Whether a reading made the bucket.
+    pub(crate) fn has_bucket(&self) -> bool {
+        self.bucket.is_some()
     }
 
     /// What one credit asked at no stated cost is taken to cost.

@@ -42,7 +42,8 @@ impl Authority for StoreLink {
                 let seed = self.heard_credits.map(|(view, at)| (view, now - at));
                 let share = self.settings.local_share;
                 let shared = self.fallback.shared_credits_mut();
-                shared.alone(now, spend.spread, share, seed);
+                let had = shared.has_bucket();
+                shared.alone(now, (spend.spread, share), seed, had);
             }
             let needs = Needs { account, credits };
             let admission =
@@ -126,10 +127,11 @@ impl Authority for StoreLink {
     /// The fail-safe hears it too, should the store go down; the store, unless it is down.
     /// A reading the fail-safe takes in leaves it its share of the pace.
     fn tell(&mut self, now: Millis, op: Op) {
+        let had = self.fallback.shared_credits().has_bucket();
         self.fallback.apply(now, &op);
         if let Op::Read { spread, .. } = op {
             let share = self.settings.local_share;
-            (self.fallback.shared_credits_mut()).alone(now, spread, share, None);
+            (self.fallback.shared_credits_mut()).alone(now, (spread, share), None, had);
         }
         if let Op::ClearCooldown = op {
             self.cooldown_until = 0.0;
