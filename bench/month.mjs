@@ -11,7 +11,7 @@
 import { pathToFileURL } from 'node:url';
 import { setMaxListeners } from 'node:events';
 import Bottleneck from 'bottleneck';
-import { createFetch } from '../pkg/index.js';
+import { createFetch, simulate } from '../pkg/index.js';
 import { startFakeOddsApi } from '../js-tests/support/fake-odds-api.mjs';
 import { fix, textTable } from './lib/util.mjs';
 
@@ -108,6 +108,31 @@ async function measure(periodMs) {
     `${fix(r.low)}..${fix(r.high)}`, r.ok, r.refused, r.creditWait, r.waiting, r.failed, r.usageCalls]);
 }
 
+const TURN_HEAD = ['plan', 'spread', 'calls wanted', 'calls sent', 'first call (ms)', 'each new period\'s first call: ms it waited in it',
+  'credits (last period)', 'quota ran out', 'day / even day (min..max)', '/usage readings'];
+
+/** The small plan and the period's turn (#49) on the virtual clock: simulate({ quota }), one
+ *  worker polling `polls` times evenly over the run, with and without the spread. */
+function turns() {
+  const plans = [
+    ['1,000 credits, 25 days left, 3x demand', { limit: 1_000, days: 25 }, 3 * 950],
+    ['100 credits a day, two days, 3x demand', { limit: 100, days: 1, periods: 2 }, 2 * 3 * 95],
+    ['10,000 credits a month, two months, 3x demand', { limit: 10_000, periods: 2 }, 2 * 3 * 9_500],
+  ];
+  const rows = [];
+  for (const [label, quota, polls] of plans) {
+    for (const spread of [false, true]) {
+      const q = simulate({ workers: 1, polls, quota: { ...quota, spread } }).quota;
+      const shares = q.spent.slice(0, Math.round(q.periodMs / q.sliceMs)).map((n) => n / q.even);
+      rows.push([label, spread ? 'yes' : 'no', q.wanted, q.sent, q.firstSentMs ?? 'never',
+        q.resumedMs.length ? q.resumedMs.map((ms) => (ms === null ? 'never' : fix(ms, 0))).join(', ') : '-', q.used,
+        q.exhaustedAtMs === null ? 'never' : `day ${fix(q.exhaustedAtMs / 86_400_000, 2)}`,
+        `${fix(Math.min(...shares))}..${fix(Math.max(...shares))}`, q.readings]);
+    }
+  }
+  return rows;
+}
+
 /** bench/run.mjs's entry: one table (`quick`: a 15 s period). */
 export async function run({ quick }) {
   // A day of 10 s: quota.refreshMs (at least a second) is then a tenth of a day.
@@ -143,11 +168,37 @@ export async function run({ quick }) {
     notes: ['bottleneck spends the whole limit (no reserve) and never runs out, but only because the refresh ' +
       'was sized by hand for this limit and period: it knows nothing of /usage, of other users of the key, of ' +
       'what a call costs or of when the period ends; the spread reads all of them from /usage'],
-  }];
+  }, turnsTable()];
+}
+
+/** The small plan and the period's turn as a table of bench/run.mjs's. */
+function turnsTable() {
+  const rows = turns();
+  const spreads = rows.filter((r) => r[1] === 'yes');
+  const meets = (r) => r[4] === 0 && String(r[5]).split(', ').every((ms) => ms === '-' || Number(ms) < 1_000) && r[7] === 'never';
+  return {
+    id: 'month-turns',
+    title: 'A small plan and a period\'s turn, on the virtual clock (#49)',
+    what: 'simulate({ workers: 1, polls, quota: { limit, days, periods, spread } }) (the production gates on the virtual ' +
+      'clock, against a server that counts credits and answers /usage): one worker polls 3x what the spread allows, ' +
+      'evenly over the run; a small plan of 1,000 credits with 25 days left, a daily plan of 100 credits over two ' +
+      'periods, and a 30-day plan of 10,000 credits over two. The server\'s count starts over at each period\'s ' +
+      'turn. "first call" is when the run\'s first call went out; "each new period\'s first call" how long the first ' +
+      'call sent in each later period waited in it (from the period\'s start, or its own if later); days are the first period\'s, against an even day',
+    target: '#49: with the spread, a small plan\'s first call at once, and each new period\'s first call within a ' +
+      'second of its start, never run out',
+    verdict: `${spreads.every(meets) ? 'met' : 'MISSED'} (${spreads.map((r) => `${r[0]}: first at ${r[4]} ms, ` +
+      `turns ${r[5]} ms`).join('; ')})`,
+    head: TURN_HEAD,
+    rows,
+    notes: ['Before #49 a small plan\'s first call went after 22.9 minutes (the bucket opened with one refresh\'s ' +
+      'refill), and no call went for 11 s after a new period began (the reading came a refresh later)'],
+  };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const periodMs = Number(process.argv[2] ?? 300_000);
   console.log(`${DEMAND * LIMIT} calls over a ${periodMs / 1000} s period of ${LIMIT} credits`);
   console.log(textTable(HEAD, await measure(periodMs)));
+  console.log(textTable(TURN_HEAD, turns()));
 }

@@ -188,7 +188,9 @@ test('simulate --quota-limit: a month at 3x the quota runs dry after 10.5 days, 
   assert.equal(plain.code, 0, plain.stderr);
   assert.match(plain.stdout, /; a quota of 10000 credits$/m);
   assert.match(plain.stdout, /^quota: 10000 of 10000 credits used \(100 %\) over 30 days; ran out after 10\.53 days$/m);
-  assert.match(plain.stdout, /^ {2}1 \/usage reading; 18500 calls refused for the spent quota, 0 held .*, 0 still waiting at the end$/m);
+  // 10001 sent: the first call past the quota went out, and was refused (the server's 429).
+  assert.match(plain.stdout, /^ {2}28500 calls wanted, 10001 sent, the first at 0 ms; 1 \/usage reading$/m);
+  assert.match(plain.stdout, /^ {2}18500 calls refused for the spent quota, 0 held .*, 0 still waiting at the end$/m);
   assert.match(plain.stdout, /^day +credits +of even +\(\| an even spend: 333\.33\)$/m);
   assert.match(plain.stdout, /^1 +950 +2\.85 +#+\|#+$/m);
   assert.match(plain.stdout, /^30 +0 +0 +\|$/m);
@@ -216,9 +218,33 @@ test('simulate --quota-limit: a month at 3x the quota runs dry after 10.5 days, 
     '--cache-ttl-ms', '60000', '--cache-stale-for-ms', '86400000', '--svg', 'month.svg']);
   assert.equal(cached.code, 0, cached.stderr);
   assert.match(cached.stdout, /^cache: 1951 requests saved \(0 fresh hits, 51 joined to a request in flight, 1900 stale\); 51 requests sent$/m);
-  assert.match(cached.stdout, /^ {2}1 \/usage reading; 0 calls refused for the spent quota/m);
+  assert.match(cached.stdout, /; 1 \/usage reading$/m);
+  assert.match(cached.stdout, /^ {2}0 calls refused for the spent quota/m);
   const rings = parseXml(readFileSync(join(dir, 'month.svg'), 'utf8')).filter((e) => e.attrs['data-cache'] === 'stale');
   assert.equal(rings.length, 1900);
+});
+
+test('simulate --quota-limit: a small plan starts at once, and a new period resumes at once (--quota-periods)', async () => {
+  // 1,000 credits with 25 days left, one poll every 12 minutes wanted: the first call at 0 ms,
+  // then the spread's pace (tests/sim_spread.rs runs the same months).
+  const small = await cli(['simulate', '--workers', '1', '--polls', '3000', '--quota-limit', '1000', '--quota-days', '25',
+    '--spread', '--svg', 'month.svg']);
+  assert.equal(small.code, 0, small.stderr);
+  assert.match(small.stdout, /^ {2}3000 calls wanted, 950 sent, the first at 0 ms; \d+ \/usage readings$/m);
+  assert.match(small.stdout, /^quota: 950 of 1000 credits used \(95 %\) over 25 days, spread to its end; never ran out$/m);
+  // Two 1-day periods of 100 credits at 3x demand: the second period's first call goes as it begins.
+  const turn = await cli(['simulate', '--workers', '1', '--polls', '600', '--quota-limit', '100', '--quota-days', '1',
+    '--quota-periods', '2', '--spread', '--svg', 'month.svg']);
+  assert.equal(turn.code, 0, turn.stderr);
+  assert.match(turn.stdout, /over 1 day \(the last of 2 periods\), spread to its end/);
+  assert.match(turn.stdout, /^ {2}period 2 began at 86400000 ms: its first call went after waiting 0 ms in it$/m);
+  // The even-spend mark stands in one column on every row.
+  const marks = turn.stdout.split('\n').filter((l) => /^\d+ +[\d.]+ +[\d.-]+ /.test(l)).map((l) => l.indexOf('|'));
+  assert.equal(marks.length, 20);
+  assert.equal(new Set(marks).size, 1, String(marks));
+  const bad = await cli(['simulate', '--quota-limit', '100', '--quota-periods', '1.5']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--quota-periods/);
 });
 
 test('the SVG timeline is well-formed, with one lane per worker and a mark per attempt', async () => {

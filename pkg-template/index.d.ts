@@ -617,6 +617,8 @@ export interface SimulatedQuotaOptions {
   days?: number;
   /** Credits already used when the run starts. @default 0 */
   used?: number;
+  /** Periods one after another (a whole number, 1 to 12); the server's count starts over at each. @default 1 */
+  periods?: number;
   /** @default false */
   spread?: boolean;
   /** As `QuotaOptions.reserve`. @default 0.05 */
@@ -632,10 +634,20 @@ export interface SimulatedQuotaOptions {
 /** How a month's credits went (`SimulateResult.quota`). */
 export interface SimulatedMonth {
   limit: number;
-  /** Credits the server counted at the period's end. */
+  /** Credits the server counted at the (last) period's end. */
   used: number;
   spread: boolean;
   periodMs: number;
+  /** Periods the run held. */
+  periods: number;
+  /** Calls made. */
+  wanted: number;
+  /** Calls sent (their first attempt went out). */
+  sent: number;
+  /** When the first call went out; `null`: none did. */
+  firstSentMs: number | null;
+  /** For each period after the first, how long its first call sent waited in it: from the period's start, or the call's own if later (`null`: none went). */
+  resumedMs: (number | null)[];
   /** A day, or a tenth of a period shorter than two days. */
   sliceMs: number;
   /** Credits spent in each slice. */

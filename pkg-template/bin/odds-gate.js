@@ -64,6 +64,9 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
   --quota-days N       the period, in days (default 30); or
   --quota-period-ms N  the period, in ms
   --quota-used N       credits already used when the run starts (default 0)
+  --quota-periods N    periods one after another (default 1, at most 12): the server's
+                       count starts over at each; prints how long each new period's first
+                       call waited in it
   --spread             the gates pace the credits to the period's end (quota: { spread: true })
   --quota-reserve N    the share kept for lanes with reserve: true (default 0.05)
   --quota-burst-ms N   the most the credit bucket holds, as ms of its refill (default 3600000)
@@ -101,6 +104,7 @@ const NUMERIC = new Map([
   ['quota-days', 'quotaDays'],
   ['quota-period-ms', 'quotaPeriodMs'],
   ['quota-used', 'quotaUsed'],
+  ['quota-periods', 'quotaPeriods'],
   ['quota-reserve', 'quotaReserve'],
   ['quota-burst-ms', 'quotaBurstMs'],
   ['quota-refresh-ms', 'quotaRefreshMs'],
@@ -111,6 +115,7 @@ const QUOTA_FLAGS = new Map([
   ['days', ['quotaDays', '--quota-days']],
   ['periodMs', ['quotaPeriodMs', '--quota-period-ms']],
   ['used', ['quotaUsed', '--quota-used']],
+  ['periods', ['quotaPeriods', '--quota-periods']],
   ['spread', ['spread', '--spread']],
   ['reserve', ['quotaReserve', '--quota-reserve']],
   ['burstMs', ['quotaBurstMs', '--quota-burst-ms']],
@@ -217,13 +222,21 @@ function quotaFlags(flags) {
 function month(q) {
   const daily = q.sliceMs === 86_400_000;
   const fixed = (n, d = 1) => Number(n.toFixed(d));
-  const periodText = q.periodMs >= 86_400_000 ? plural(fixed(q.periodMs / 86_400_000, 2), 'day') : `${q.periodMs} ms`;
+  const periodText = q.periodMs >= 86_400_000 ? plural(fixed(q.periodMs / 86_400_000, 2), 'day') : `${Math.round(q.periodMs)} ms`;
+  // A time in the run, in days when the slices are days, else in whole ms.
+  const when = (ms) => (daily ? plural(fixed(ms / 86_400_000, 2), 'day') : `${Math.round(ms)} ms`);
   const ranOut = q.exhaustedAtMs === null ? 'never ran out'
-    : `ran out ${daily ? `after ${fixed(q.exhaustedAtMs / 86_400_000, 2)} days` : `at ${q.exhaustedAtMs} ms`}`;
-  const lines = [`quota: ${fixed(q.used, 2)} of ${q.limit} credits used (${fixed((100 * q.used) / q.limit)} %) over ${periodText}`
+    : `ran out ${daily ? `after ${when(q.exhaustedAtMs)}` : `at ${when(q.exhaustedAtMs)}`}`;
+  const periods = q.periods > 1 ? ` (the last of ${q.periods} periods)` : '';
+  const lines = [`quota: ${fixed(q.used, 2)} of ${q.limit} credits used (${fixed((100 * q.used) / q.limit)} %) over ${periodText}${periods}`
     + `${q.spread ? ', spread to its end' : ''}; ${ranOut}`,
-  `  ${plural(q.readings, '/usage reading')}; ${plural(q.refused, 'call')} refused for the spent quota,`
+  `  ${plural(q.wanted, 'call')} wanted, ${q.sent} sent, the first ${q.firstSentMs === null ? 'never' : `at ${Math.round(q.firstSentMs)} ms`};`
+    + ` ${plural(q.readings, '/usage reading')}`,
+  `  ${plural(q.refused, 'call')} refused for the spent quota,`
     + ` ${q.held} held a second or more (for credit), ${q.waiting} still waiting at the end`];
+  q.resumedMs.forEach((ms, i) => {
+    lines.push(`  period ${i + 2} began at ${when((i + 1) * q.periodMs)}: its first call ${ms === null ? 'never went' : `went after waiting ${Math.round(ms)} ms in it`}`);
+  });
   const width = 40;
   const top = Math.max(q.even, ...q.spent);
   const bar = (n) => '#'.repeat(Math.round((width * n) / (top || 1)));
@@ -232,9 +245,12 @@ function month(q) {
     const drawn = bar(n).padEnd(width);
     // `|` marks the even spend on each bar.
     const withEven = mark < width ? `${drawn.slice(0, mark)}|${drawn.slice(mark + 1)}` : `${drawn}|`;
-    return [daily ? i + 1 : i * q.sliceMs, fixed(n, 2), q.even ? fixed(n / q.even, 3) : '-', withEven.trimEnd()];
+    return [daily ? i + 1 : Math.round(i * q.sliceMs), fixed(n, 2), q.even ? fixed(n / q.even, 3) : '-', withEven.trimEnd()];
   });
-  lines.push('', table([daily ? 'day' : 'from (ms)', 'credits', 'of even', `(| an even spend: ${fixed(q.even, 2)})`], rows));
+  // The bars left-aligned, so the even-spend mark stands in one column on every row.
+  const text = table([daily ? 'day' : 'from (ms)', 'credits', 'of even', ''], rows.map((r) => [...r.slice(0, 3), '']));
+  const bars = text.split('\n').map((line, i) => `${line}  ${i === 0 ? `(| an even spend: ${fixed(q.even, 2)})` : rows[i - 1][3]}`.trimEnd());
+  lines.push('', ...bars);
   return lines;
 }
 
@@ -370,7 +386,7 @@ async function simulateCommand(argv) {
   out.push('');
   out.push(table(
     ['scenario', 'attempts', 'throttled (429)', 'completed', 'abandoned', 'last attempt (ms)'],
-    [[label, result.attempts, result.throttled, result.completed, result.abandoned, result.lastAttemptMs]],
+    [[label, result.attempts, result.throttled, result.completed, result.abandoned, Math.round(result.lastAttemptMs)]],
   ));
   if (result.limiters) {
     out.push('');

@@ -247,10 +247,10 @@ impl SimGiven {
         };
         let quota = self.quota.map(SimQuotaGiven::quota).transpose()?;
         let polls = (SIM_CALLS.given("polls", self.polls)?).unwrap_or(d.polls);
-        // A month's polls, left to their own pace, are spread evenly over its period.
+        // A month's polls, left to their own pace, are spread evenly over its periods.
         let poll_every_ms = match (self.poll_every_ms, &quota) {
             (Some(ms), _) => ms,
-            (None, Some(q)) => q.period_ms / f64::from(polls),
+            (None, Some(q)) => q.run_ms() / f64::from(polls),
             (None, None) => d.poll_every_ms,
         };
         let burst = self.burst.unwrap_or(d.rate.burst());

@@ -129,7 +129,7 @@ pub struct SimOptions {
     /// Times each of the wrapper's own workers fetches its snapshots.
     pub polls: u32,
     /// Poll `i` starts at `i x poll_every_ms`, or when the one before ends if later (with a
-    /// quota and left out: the polls spread evenly over its period).
+    /// quota and left out: the polls spread evenly over its periods).
     pub poll_every_ms: Millis,
     /// With a cache (`createFetch({ cache })`, in each process): how long the server's
     /// snapshots are fresh, and kept stale. The wrapper's own workers then fetch the same
@@ -632,8 +632,8 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
         worker_of.push(worker);
     }
     match &options.quota {
-        // The month ends with its period: calls still waiting for credit then are left so.
-        Some(q) => world.run_until(q.period_ms),
+        // The month ends with its (last) period: calls still waiting for credit then are left so.
+        Some(q) => world.run_until(q.run_ms()),
         None => world.run(),
     }
     let mut report = SimReport {

@@ -21,7 +21,10 @@ pub const DAY_MS: Millis = 86_400_000.0;
 /// A call admitted this long after it started was held (for credit, at a month's pace).
 const HELD_MS: Millis = 1_000.0;
 
-/// `quota: { limit, periodMs | days, used, spread, reserve, burstMs, refreshMs, costs }` as
+/// The most periods one run may hold.
+const MOST_PERIODS: f64 = 12.0;
+
+/// `quota: { limit, periodMs | days, used, periods, spread, reserve, burstMs, refreshMs, costs }` as
 /// given (`None`: left out); `costs` as read (`C`: the bindings first take it as it is, then
 /// read it with [`costs`](Self::costs)).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -39,6 +42,8 @@ pub struct SimQuotaGiven<C = Vec<(String, f64)>> {
     pub days: Option<f64>,
     /// Credits already used when the run starts.
     pub used: Option<f64>,
+    /// Periods the run holds, one after another (each starts with nothing used).
+    pub periods: Option<f64>,
     /// The gates spread the credits to the period's end.
     pub spread: Option<bool>,
     /// `quota.reserve`, as `createFetch` takes it.
@@ -61,6 +66,7 @@ impl<C> SimQuotaGiven<C> {
             period_ms: self.period_ms,
             days: self.days,
             used: self.used,
+            periods: self.periods,
             spread: self.spread,
             reserve: self.reserve,
             burst_ms: self.burst_ms,
@@ -79,6 +85,9 @@ pub struct SimQuota {
     pub period_ms: Millis,
     /// Credits used at 0.
     pub used: f64,
+    /// Periods one after another: the run ends with the last; the server's count starts
+    /// over at each turn.
+    pub periods: u32,
     /// What calls cost, by route.
     pub costs: Costs,
     /// The gates' spread, when they spread.
@@ -103,11 +112,20 @@ impl SimQuotaGiven {
             (None, None) => 30.0 * DAY_MS,
         };
         let used = self.used.unwrap_or(0.0);
+        let periods = self.periods.unwrap_or(1.0);
+        if !(periods.fract() == 0.0 && (1.0..=MOST_PERIODS).contains(&periods)) {
+            return Err(ConfigError::OutOfRange {
+                field: "quota.periods",
+                expected: "a whole number from 1 to 12",
+                got: periods,
+            });
+        }
         let settings = [self.reserve, self.burst_ms, self.refresh_ms];
         Ok(SimQuota {
             limit: positive("quota.limit", limit)?,
             period_ms,
             used: at_least("quota.used", used, 0.0, "a finite number >= 0")?,
+            periods: periods as u32,
             costs: Costs::new(self.costs.clone())?,
             spread: Spread::given(self.spread, settings, self.costs)?,
         })
@@ -115,6 +133,11 @@ impl SimQuotaGiven {
 }
 
 impl SimQuota {
+    /// How long the run is: every period, one after another.
+    pub fn run_ms(&self) -> Millis {
+        self.period_ms * f64::from(self.periods)
+    }
+
     /// How long a slice of the report is: a day when the period holds two or more, else a
     /// tenth of the period.
     fn slice_ms(&self) -> Millis {
@@ -124,8 +147,8 @@ impl SimQuota {
         }
     }
 
-    /// What an even spend puts in each whole slice: the credits left at 0 (less the reserve
-    /// when the gates spread) over the period.
+    /// What an even spend puts in each whole slice of the first period: the credits left at 0
+    /// (less the reserve when the gates spread) over the period.
     fn even(&self) -> f64 {
         let kept = self.spread.as_ref().map_or(0.0, |(s, _)| s.reserve);
         let left = (self.limit * (1.0 - kept) - self.used).max(0.0);
@@ -137,6 +160,8 @@ impl SimQuota {
 #[derive(Debug)]
 pub struct Meter {
     quota: SimQuota,
+    /// The period counted now (0 first).
+    period: u32,
     used: f64,
     /// Credits spent in each slice.
     spent: Vec<f64>,
@@ -156,9 +181,10 @@ pub(crate) struct Metered {
 impl Metered {
     /// `inner`, charging as `quota` says.
     pub fn new(inner: Allowances, quota: &SimQuota) -> Metered {
-        let slices = (quota.period_ms / quota.slice_ms() - 1e-9).ceil().max(1.0) as usize;
+        let slices = (quota.run_ms() / quota.slice_ms() - 1e-9).ceil().max(1.0) as usize;
         let meter = Meter {
             quota: quota.clone(),
+            period: 0,
             used: quota.used,
             spent: vec![0.0; slices],
             exhausted_at: None,
@@ -170,9 +196,22 @@ impl Metered {
     }
 }
 
+impl Meter {
+    /// Turns to the period `now` is in: the count starts over (the last period runs on past
+    /// its end, as a server late to turn does).
+    fn turn(&mut self, now: Millis) {
+        let period = ((now / self.quota.period_ms) as u32).min(self.quota.periods - 1);
+        if period > self.period {
+            self.period = period;
+            self.used = 0.0;
+        }
+    }
+}
+
 impl Server for Metered {
     fn reply(&mut self, now: Millis, attempt: &Arrival) -> Reply {
         let mut m = self.meter.borrow_mut();
+        m.turn(now);
         let cost = m.quota.costs.cost(&route_of(attempt.method, attempt.url));
         if m.used + cost > m.quota.limit {
             m.exhausted_at.get_or_insert(now);
@@ -189,12 +228,13 @@ impl Server for Metered {
         reply
     }
 
-    fn usage(&mut self, _: Millis) -> Option<Usage> {
-        let m = self.meter.borrow();
+    fn usage(&mut self, now: Millis) -> Option<Usage> {
+        let mut m = self.meter.borrow_mut();
+        m.turn(now);
         Some(Usage {
             used: m.used,
             limit: m.quota.limit,
-            period_end: Some(m.quota.period_ms),
+            period_end: Some(m.quota.period_ms * f64::from(m.period + 1)),
         })
     }
 }
@@ -209,12 +249,23 @@ impl Server for Metered {
 pub struct MonthReport {
     /// Credits in the period.
     pub limit: f64,
-    /// Credits the server counted at the period's end.
+    /// Credits the server counted at the (last) period's end.
     pub used: f64,
     /// Whether the gates spread the credits.
     pub spread: bool,
     /// The period's length, in ms.
     pub period_ms: Millis,
+    /// Periods the run held.
+    pub periods: u32,
+    /// Calls made.
+    pub wanted: usize,
+    /// Calls sent (their first attempt went out).
+    pub sent: usize,
+    /// When the first call went out (`null`: none did).
+    pub first_sent_ms: Option<Millis>,
+    /// For each period after the first, how long its first call sent waited in it: from the
+    /// period's start, or from the call's own start if later (`null`: none went).
+    pub resumed_ms: Vec<Option<Millis>>,
     /// A slice's length: a day, or a tenth of a short period.
     pub slice_ms: Millis,
     /// Credits spent in each slice.
@@ -249,6 +300,19 @@ impl MonthReport {
         for s in log.sent.iter().filter(|s| !s.probe) {
             first.entry(s.index, || s.at);
         }
+        let q = &meter.quota;
+        let calls = || log.sent.iter().filter(|s| !s.probe);
+        let first_after = |from: Millis| calls().find(|s| s.at >= from);
+        // How long the first call sent in a period waited in it: from the period's start, or
+        // from its own if later (a call made then that went at once waited nothing).
+        let resumed_ms = (1..q.periods)
+            .map(|k| {
+                let start = q.period_ms * f64::from(k);
+                let s = first_after(start)?;
+                let made = log.started.get(&s.index).copied().unwrap_or(start);
+                Some(s.at - made.max(start))
+            })
+            .collect();
         let held = (log.started.iter())
             .filter(|(i, &at)| {
                 first
@@ -259,12 +323,16 @@ impl MonthReport {
         let waiting = (log.started.iter())
             .filter(|(i, _)| !world.ended(*i))
             .count();
-        let q = &meter.quota;
         MonthReport {
             limit: q.limit,
             used: meter.used,
             spread: q.spread.is_some(),
             period_ms: q.period_ms,
+            periods: q.periods,
+            wanted: log.started.len(),
+            sent: first.len(),
+            first_sent_ms: first_after(0.0).map(|s| s.at),
+            resumed_ms,
             slice_ms: q.slice_ms(),
             spent: meter.spent.clone(),
             even: q.even(),
