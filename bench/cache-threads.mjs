@@ -10,6 +10,7 @@ import { createServer } from 'node:http';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker, getEnvironmentData, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { fix, int, perModeAndBuild } from './lib/util.mjs';
+import { SHARED_MEMORY } from '../js-tests/support/shared-memory-name.mjs';
 
 const THREADS = 4;
 const EACH = 8_000;
@@ -65,7 +66,7 @@ async function measure(pkg, options) {
   const held = (await Promise.all(gcs)).reduce((sum, g) => sum + g.held, 0);
   const grown = mb() - start;
   // The threads' ring, as the workers found it (this thread made the shared memory).
-  const ring = getEnvironmentData('odds-gate/shared-memory/v7')?.[1]?.byteLength;
+  const ring = getEnvironmentData(SHARED_MEMORY)?.[1]?.byteLength;
   await Promise.all(workers.map((w) => w.terminate()));
   server.close();
   return { start, grown, held, ring: ring === undefined ? '-' : fix(ring / 2 ** 20, 1), entries: filled.reduce((n, f) => n + f.entries, 0), seconds };

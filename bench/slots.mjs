@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { Worker, isMainThread, parentPort, setEnvironmentData, workerData } from 'node:worker_threads';
 import { startFakeOddsApi } from '../js-tests/support/fake-odds-api.mjs';
 import { fix, int } from './lib/util.mjs';
+import { SHARED_MEMORY_SIZE } from '../js-tests/support/shared-memory-name.mjs';
 
 const THREADS = 4;
 const HOT = { burst: 5, perSecond: 5 };
@@ -47,7 +48,7 @@ async function worker() {
 
 /** One row, in this process: `keys` busy keys across the threads, then the new key. */
 async function row(keys, most) {
-  if (most) setEnvironmentData('odds-gate/shared-memory/v7/size', [16384, most]);
+  if (most) setEnvironmentData(SHARED_MEMORY_SIZE, [16384, most]);
   await import(pkg); // the main thread first: the threads inherit its shared memory
   const api = await startFakeOddsApi(HOT);
   const hotKey = `hot-${randomUUID()}`;

@@ -4,6 +4,7 @@
 // its own, then the others', each newest first; every answer a 200. Prints { first, second, ring, bodiesMatch } as one JSON line.
 //   node ring-scenario.mjs BASE_URL API_KEY
 import { getEnvironmentData } from 'node:worker_threads';
+import { SHARED_MEMORY } from './shared-memory-name.mjs';
 import { group, threadMember } from './cache-group.mjs';
 // The main thread makes the shared memory the workers inherit.
 import '../../pkg/index.js';
@@ -43,6 +44,6 @@ for (const n of order) {
   if (reply.marks[0] !== null) bodiesMatch &&= reply.bodies[0] === got.get(n);
 }
 // The ring's buffer as the threads share it (this thread made the shared memory they found).
-const [, ring] = getEnvironmentData('odds-gate/shared-memory/v7') ?? [];
+const [, ring] = getEnvironmentData(SHARED_MEMORY) ?? [];
 await g.quit();
 process.stdout.write(`${JSON.stringify({ first, second, ring: ring?.byteLength ?? -1, bodiesMatch })}\n`);

@@ -25,6 +25,7 @@
 import { Worker, isMainThread, parentPort, setEnvironmentData, workerData } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { SHARED_MEMORY_SIZE } from './shared-memory-name.mjs';
 
 const pkg = new URL('../../pkg/index.js', import.meta.url).href;
 const self = fileURLToPath(import.meta.url);
@@ -164,7 +165,7 @@ async function main(job) {
     result.firstMs = performance.now() - asked;
     await idle?.terminate();
   } else if (job.mode === 'small') {
-    setEnvironmentData('odds-gate/shared-memory/v7/size', [4, 8]);
+    setEnvironmentData(SHARED_MEMORY_SIZE, [4, 8]);
     const { createFetch } = await import(pkg);
     const events = [];
     const fetchImpl = createFetch({ rate: job.rate, fetch: instant, retry: false, onEvent: (e) => events.push(e) });

@@ -93,7 +93,8 @@ function threads(transport) {
       const name = transport.cacheName(facts, asked);
       if (name === '') return undefined;
       const place = transport.cacheArenaKeep(pack(kept, chunks));
-      transport.cacheSettleCell(name, place.length > 0 ? freshMs : -1, place);
+      // Without a place (the ring could not take the bytes) the cell is let go, entry-less.
+      transport.cacheSettleCell(name, freshMs, place);
       return place.length > 0 ? place : undefined;
     },
     release(facts, asked) {

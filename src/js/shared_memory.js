@@ -56,7 +56,7 @@
 // until the next take-over (a dead thread never lifts it; two buffers are enough for holds that
 // are not taken over). Nothing a dead or stalled thread did half-way is ever live. The table lock
 // (for claiming a slot) and the cache's cells work the same way.
-import { SLOT_WORDS as WORDS, CELLS, CELL_WORDS } from './protocol.js';
+import { SLOT_WORDS as WORDS, CELLS, CELL_WORDS, SHARED_MEMORY_LAYOUT } from './protocol.js';
 import { makeArena, usableArena } from './arena.js';
 import {
   BroadcastChannel,
@@ -67,7 +67,7 @@ import {
 } from 'node:worker_threads';
 
 const MAGIC = 0x0dd59a7e;
-const NAME = 'odds-gate/shared-memory/v7';
+const NAME = `odds-gate/shared-memory/v${SHARED_MEMORY_LAYOUT}`;
 const SLOTS = 16384;
 // 16 times that: 262 MB of address space reserved, the memory itself only as the table grows.
 const MOST = 262144;

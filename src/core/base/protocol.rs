@@ -8,6 +8,11 @@
 /// (`authority::threads::WORDS`, which checks it at compile time).
 pub const SLOT_WORDS: usize = 84;
 
+/// The layout of the threads' shared memory (slots, cells, the ring): its version names the
+/// environment data the threads find it by (`odds-gate/shared-memory/v<layout>`), so threads of
+/// builds with another layout never share it.
+pub const SHARED_MEMORY_LAYOUT: u32 = 7;
+
 /// The threads' cache cells in their shared memory (`authority::cache_cells`).
 pub const CELLS: u32 = 1024;
 
