@@ -529,22 +529,15 @@ elseif op == 'quota' then
   local ms = tonumber(ARGV[7])
   if ms > 0 then quota = now + ms else quota = 0 end
   answer = {'quota', math.max(quota - now, 0), 0}
-elseif op == 'read' then
-  -- ARGV[7..9] the spread's reserve, burst and refresh (ms); ARGV[10..12] the reading's used,
-  -- limit and ms until the period ends ("" for no usable answer).
+elseif op == 'read' or op == 'spent' then
+  -- ARGV[7..9] the spread's reserve, burst and refresh (ms); then a reading's used, limit and
+  -- ms until the period ends ("" for no usable answer), or the credits spent alone.
   c_reserve, c_burst, c_refresh = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-  credits_read(tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]))
-  stated = false
-  if c_bucket then
-    answer = {'credits', c_used, c_limit, c_rate}
+  if op == 'read' then
+    credits_read(tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]))
   else
-    answer = {'credits', 0, 0, 0}
+    credits_spent(tonumber(ARGV[10]))
   end
-elseif op == 'spent' then
-  -- ARGV[7..9] the spread's reserve, burst and refresh (ms); ARGV[10] the credits.
-  c_reserve, c_burst, c_refresh = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-  credits_spent(tonumber(ARGV[10]))
-  stated = false
   if c_bucket then
     answer = {'credits', c_used, c_limit, c_rate}
   else

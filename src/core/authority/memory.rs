@@ -250,6 +250,16 @@ impl MemoryAuthority {
 }
 
 impl MemoryAuthority {
+    /// The spread's figures, as an operation on it answers.
+    fn credit_answer(&self) -> Answer {
+        let (used, limit, per_ms) = self.credits.figures();
+        Answer::Credits {
+            used,
+            limit,
+            per_ms,
+        }
+    }
+
     /// As many tokens as are there, up to `want` (one with `credits`, which it takes with
     /// its token).
     fn take_token(
@@ -348,23 +358,13 @@ impl Transitions for MemoryAuthority {
                 self.quota_until = if ms > 0.0 { now + ms } else { 0.0 };
                 Answer::QuotaSet((self.quota_until - now).max(0.0))
             }
-            Op::Spent { credits, .. } => {
-                self.credits.spent(now, credits);
-                let (used, limit, per_ms) = self.credits.figures();
-                Answer::Credits {
-                    used,
-                    limit,
-                    per_ms,
-                }
-            }
             Op::Read { spread, reading } => {
                 self.credits.read(now, spread, reading);
-                let (used, limit, per_ms) = self.credits.figures();
-                Answer::Credits {
-                    used,
-                    limit,
-                    per_ms,
-                }
+                self.credit_answer()
+            }
+            Op::Spent { credits, .. } => {
+                self.credits.spent(now, credits);
+                self.credit_answer()
             }
         }
     }
