@@ -8,7 +8,7 @@
 -- ARGV[3]  burst        ARGV[4] ms per token (the gate's rate now)     ARGV[5] max pause ms
 -- ARGV[6]  budget capacity ("" for no budget)
 -- ARGV[7.] per operation (see below)
--- SLACK, READING_LEASE_MS, FIRST_READ_RECHECK_MS, MOST_OF_LEFT, NEW_PERIOD_MS, MIN_ASKED,
+-- SLACK, READING_LEASE_MS, FIRST_READ_RECHECK_MS, EARLY_READING_MS, MOST_OF_LEFT, NEW_PERIOD_MS, MIN_ASKED,
 -- SCALE_LOW and SCALE_HIGH are src/core/base/protocol.rs's: build.rs heads the script with them.
 -- The hash's fields: tokens, last (the last refill), burst and per_token (the rate that refill
 -- ran at: a call with another rate refills at this one up to now, then switches; absent in a
@@ -199,7 +199,7 @@ local function unclaim(who)
 end
 
 -- The shared spread (src/core/authority/credits.rs, SharedCredits): c_read (a reading has
--- answered), c_next (no reading claimed before it; absent: due), the scale (src/core/rules/
+-- answered; saved as 2 with c_early, the bucket's early reading claimed), c_next (no reading claimed before it; absent: due), the scale (src/core/rules/
 -- scale.rs, CostScale): c_scale (what a credit asked at no stated cost costs; 0 or absent: 1),
 -- c_stated and c_asked (credits taken at stated costs, and asked at none, since the last usable
 -- reading), and once a reading made one, the bucket (src/core/rules/credits.rs,
@@ -211,7 +211,7 @@ local INF = math.huge
 local function exact(n) return string.format('%.17g', n) end
 local cn = {}
 for n in string.gmatch(s[13] or '', '%S+') do cn[#cn + 1] = tonumber(n) end
-local c_read, c_next = cn[1] == 1, cn[2] or -INF
+local c_read, c_early, c_next = (cn[1] or 0) >= 1, cn[1] == 2, cn[2] or -INF
 local c_bucket = cn[3] == 1
 local c_scale, c_stated, c_asked = cn[4] or 0, cn[5] or 0, cn[6] or 0
 if c_scale == 0 then c_scale = 1 end
@@ -281,9 +281,19 @@ local function c_learn(delta)
   end
   return stated + asked * c_scale
 end
+-- SharedCredits::due: when the next reading may be claimed; early (a second after the first
+-- reading), once a bucket (c_early: claimed), while only the first has come and MIN_ASKED
+-- credits were asked at no stated cost.
+local function c_due()
+  if c_bucket and not c_early and not (c_pace > 0) and c_asked >= MIN_ASKED then
+    return math.min(c_next, c_read_at + EARLY_READING_MS)
+  end
+  return c_next
+end
 -- SharedCredits::ask: Go ('go'), a reading claimed ('read'), or wait this many ms.
 local function credits_ask(spend, stated, reserve)
-  if now >= c_next then
+  if now >= c_due() then
+    c_early = c_early or now < c_next
     c_next = now + math.min(READING_LEASE_MS, c_refresh)
     if c_bucket then c_tss = 0 end
     return 'read'
@@ -299,7 +309,7 @@ local function credits_ask(spend, stated, reserve)
     at = now
   end
   if at <= now then return 'go' end
-  return math.max(math.min(at, c_next) - now, 1)
+  return math.max(math.min(at, c_due()) - now, 1)
 end
 -- SharedCredits::take: CreditBucket::take, or take_reserved; the call counts for the scale.
 local function credits_take(spend, stated, reserve)
@@ -350,7 +360,10 @@ end
 -- SharedCredits::read: the answer read into the bucket; the next reading due.
 local function credits_read(used, limit, end_ms)
   c_read = true
+  local period = c_bucket and c_end or nil
   c_correct(used, limit, end_ms)
+  -- A new bucket (the first, or a new period's) may have its early reading.
+  if c_bucket and c_end ~= period then c_early = false end
   if c_bucket then c_next = c_next_reading() else c_next = now + c_refresh end
 end
 
@@ -360,7 +373,10 @@ end
 local function c_view(cost, is_stated)
   if not c_bucket then return '' end
   local next_ms = -1
-  if cost then next_ms = math.max(math.min(c_ready(c_credits(cost, is_stated)), c_next) - now, 0) end
+  if cost then
+    local due = c_due()
+    next_ms = math.max(math.min(c_ready(c_credits(cost, is_stated)), due) - now, 0)
+  end
   return table.concat({exact(c_used), exact(c_limit), exact(c_rate), exact(c_end - now),
     exact(next_ms), exact(c_scale)}, ' ')
 end
@@ -566,7 +582,7 @@ else
 end
 if capacity then redis.call('HSET', key, 'budget', exact(budget)) end
 if c_read or c_next > -INF then
-  local c = {c_read and 1 or 0, c_next, c_bucket and 1 or 0, c_scale, c_stated, c_asked}
+  local c = {c_read and (c_early and 2 or 1) or 0, c_next, c_bucket and 1 or 0, c_scale, c_stated, c_asked}
   if c_bucket then
     for _, n in ipairs({c_limit, c_end, c_rate, c_others, c_tokens, c_last, c_used, c_ru, c_tss,
       c_read_at, c_read_used, c_pace}) do c[#c + 1] = n end

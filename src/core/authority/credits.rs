@@ -23,6 +23,9 @@ pub(crate) const LEASE_MS: Millis = protocol::READING_LEASE_MS;
 /// How soon a call waiting for the key's first reading, claimed by another, asks again.
 const FIRST_READ_RECHECK_MS: Millis = protocol::FIRST_READ_RECHECK_MS;
 
+/// How soon after the first reading an early one is due (see [`SharedCredits::due`]).
+const EARLY_READING_MS: Millis = protocol::EARLY_READING_MS;
+
 /// A call's credits, asked with its admission.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Spend {
@@ -95,6 +98,8 @@ pub struct SharedCredits {
     read: bool,
     /// No reading is claimed before this.
     next_reading: Millis,
+    /// The early reading of this bucket (see [`due`](Self::due)) was claimed: one a bucket.
+    early_claimed: bool,
     /// Kept by one process on its own (its store down): its readings count everyone's calls
     /// but its own, so they teach the scale nothing.
     alone: bool,
@@ -107,6 +112,7 @@ impl Default for SharedCredits {
             scale: CostScale::default(),
             read: false,
             next_reading: Millis::NEG_INFINITY,
+            early_claimed: false,
             alone: false,
         }
     }
@@ -116,12 +122,12 @@ impl SharedCredits {
     /// Numbers [`save`](Self::save) writes.
     pub(crate) const WORDS: usize = BUCKET_AT + CreditBucket::WORDS;
 
-    /// The state as numbers, for a slot shared by threads: whether a reading answered, the
-    /// next reading's time (minus infinity: due), whether there is a bucket, the scale's
-    /// numbers, and the bucket's.
+    /// The state as numbers, for a slot shared by threads: whether a reading answered (2: and
+    /// the bucket's early reading was claimed), the next reading's time (minus infinity: due),
+    /// whether there is a bucket, the scale's numbers, and the bucket's.
     pub(crate) fn save(&self) -> [f64; Self::WORDS] {
         let mut words = [0.0; Self::WORDS];
-        words[0] = f64::from(u8::from(self.read));
+        words[0] = f64::from(u8::from(self.read) + u8::from(self.read && self.early_claimed));
         words[1] = self.next_reading;
         words[3..BUCKET_AT].copy_from_slice(&self.scale.save());
         if let Some(bucket) = &self.bucket {
@@ -138,8 +144,9 @@ impl SharedCredits {
         SharedCredits {
             bucket: (words[2] == 1.0).then(|| CreditBucket::load(bucket)),
             scale: CostScale::load(std::array::from_fn(|i| words[3 + i])),
-            read: words[0] == 1.0,
+            read: words[0] >= 1.0,
             next_reading: words[1],
+            early_claimed: words[0] == 2.0,
             alone: false,
         }
     }
@@ -154,6 +161,7 @@ impl SharedCredits {
             self.scale = other.scale;
         }
         self.read |= other.read;
+        self.early_claimed |= other.early_claimed;
         self.next_reading = self.next_reading.max(other.next_reading);
     }
 
@@ -161,7 +169,8 @@ impl SharedCredits {
     /// asker reads; what is taken from now on is not in its answer); before the first answer
     /// calls wait for it; with no bucket after it, they go unpaced.
     pub(crate) fn ask(&mut self, now: Millis, spend: Spend) -> Credit {
-        if now >= self.next_reading {
+        if now >= self.due() {
+            self.early_claimed |= now < self.next_reading;
             self.next_reading = now + LEASE_MS.min(spend.spread.refresh_ms);
             if let Some(bucket) = &mut self.bucket {
                 bucket.sent();
@@ -177,7 +186,24 @@ impl SharedCredits {
         };
         match ready {
             Ok(()) => Credit::Go,
-            Err(at) => Credit::Wait((at.min(self.next_reading) - now).max(1.0)),
+            Err(at) => Credit::Wait((at.min(self.due()) - now).max(1.0)),
+        }
+    }
+
+    /// When the next reading may be claimed: as scheduled; or, once for a bucket, while only
+    /// its first reading has come and `MIN_ASKED` credits were asked at no stated cost since,
+    /// a second after it (a route dearer than a credit is measured before it overspends, as a
+    /// gate alone measures an unknown route early).
+    fn due(&self) -> Millis {
+        match &self.bucket {
+            Some(b)
+                if !self.early_claimed
+                    && !b.measured()
+                    && self.scale.asked() >= protocol::MIN_ASKED =>
+            {
+                self.next_reading.min(b.read_at() + EARLY_READING_MS)
+            }
+            _ => self.next_reading,
         }
     }
 
@@ -200,6 +226,7 @@ impl SharedCredits {
     /// a reading with no answer); the next reading is due a refresh later.
     pub(crate) fn read(&mut self, now: Millis, spread: Spread, reading: Option<Reading>) {
         self.read = true;
+        let period = self.bucket.map(|b| b.period_end());
         if let Some(r) = reading {
             let usage = Usage {
                 used: r.used,
@@ -217,6 +244,10 @@ impl SharedCredits {
                 Some(bucket) => bucket.read_shared(now, usage, scale),
                 None => self.bucket = CreditBucket::start(spread, now, usage),
             }
+        }
+        // A new bucket (the first, or a new period's) may have its early reading.
+        if self.bucket.map(|b| b.period_end()) != period {
+            self.early_claimed = false;
         }
         let refresh = spread.refresh_ms;
         self.next_reading =
@@ -237,10 +268,11 @@ impl SharedCredits {
     /// The bucket's figures at `now`, and when a call like `spend` could next have its
     /// credits (see [`CreditView`]); `None` before a reading made a bucket.
     pub fn view(&mut self, now: Millis, spend: Option<Spend>) -> Option<CreditView> {
+        let next_reading = self.due();
         let bucket = self.bucket.as_mut()?;
         let next_ms = spend.map(|s| {
             let at = bucket.predict(now, 0.0, self.scale.credits(s.cost, s.stated));
-            (at.min(self.next_reading) - now).max(0.0)
+            (at.min(next_reading) - now).max(0.0)
         });
         Some(CreditView {
             used: bucket.used(),

@@ -102,6 +102,12 @@ pub const SLACK: f64 = 1e-9;
 /// too little to learn the spread's cost scale from (`rules::scale`, `gate.lua`).
 pub const MIN_ASKED: f64 = 10.0;
 
+/// Where the spread is shared and only its first reading has come, a reading is due this long
+/// after it once `MIN_ASKED` credits were asked at no stated cost: what they cost is measured
+/// before a route dearer than a credit can overspend a refresh's worth (`authority::credits`,
+/// `gate.lua`; a gate alone has its own rule, `rules::spending`).
+pub const EARLY_READING_MS: f64 = 1_000.0;
+
 /// The least the spread's cost scale may be (`rules::scale`, `gate.lua`).
 pub const SCALE_LOW: f64 = 0.1;
 

@@ -101,6 +101,11 @@ impl CostScale {
         stated + asked * self.scale
     }
 
+    /// Credits asked at no stated cost since the last usable reading, unscaled.
+    pub(crate) fn asked(&self) -> f64 {
+        self.asked
+    }
+
     /// What one credit asked at no stated cost is taken to cost.
     pub(crate) fn scale(&self) -> f64 {
         self.scale

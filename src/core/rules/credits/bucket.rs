@@ -313,6 +313,12 @@ impl CreditBucket {
         self.read_at
     }
 
+    /// Whether a reading after the first measured the key's spending (none yet, or nothing
+    /// was spent between them).
+    pub(crate) fn measured(&self) -> bool {
+        self.pace > 0.0
+    }
+
     /// The server's `used` as this process knows it.
     pub(crate) fn used(&self) -> f64 {
         self.used
