@@ -74,18 +74,18 @@ test("simulate()'s errors name the field in the caller's words, as a TypeError o
 
 test("createFetch(), lane(), batch() and Gate word their whole numbers and required fields the same way", () => {
   const cases = [
-    [() => createFetch({ usageUrl: '/usage' }), 'TypeError', 'Expected `usageUrl` to be an absolute http: or https: URL'],
-    [() => createFetch({ usageUrl: 'https://a b/usage' }), 'TypeError', 'Expected `usageUrl` to be an absolute http: or https: URL'],
+    [() => createFetch({ usageUrl: '/usage' }), 'TypeError', 'Expected `usageUrl` to be an absolute http: or https: URL, got one that does not start with http:// or https://'],
+    [() => createFetch({ usageUrl: 'https://a b/usage' }), 'TypeError', 'Expected `usageUrl` to be an absolute http: or https: URL, got one with no host, or with a space or control character'],
     [() => createFetch({ maxWaitMs: -1 }), 'RangeError', '`maxWaitMs` must be a finite number >= 0, got -1'],
     [() => createFetch({ maxWaiting: 1.5 }), 'RangeError', whole('maxWaiting', 0, 1000000000, 1.5)],
     [() => createFetch({ retry: { maxAttempts: 0 } }), 'RangeError', whole('retry.maxAttempts', 1, 100, 0)],
     [() => createFetch({ rate: { burst: 2 } }), 'TypeError', '`rate.perSecond` is required'],
     [() => createFetch({ rate: { perSecond: 2 } }), 'TypeError', '`rate.burst` is required'],
     [() => createFetch().lane({ maxWaiting: -1 }), 'RangeError', whole('maxWaiting', 0, 1000000000, -1)],
-    [() => createFetch().lane({ weight: 0 }), 'RangeError', 'Expected `weight` to be a positive finite number, got 0'],
+    [() => createFetch().lane({ weight: 0 }), 'RangeError', 'Expected `lane.weight` to be a positive finite number, got 0'],
     [() => createFetch().batch({ deadlineMs: 10, retryBudget: 0.5 }), 'RangeError', whole('retryBudget', 0, 1000000000, 0.5)],
     [() => createFetch().batch({ retryBudget: 1 }), 'TypeError', '`deadlineMs` is required'],
-    [() => createFetch().lane({ weight: Infinity }), 'RangeError', 'Expected `weight` to be a positive finite number, got Infinity'],
+    [() => createFetch().lane({ weight: Infinity }), 'RangeError', 'Expected `lane.weight` to be a positive finite number, got Infinity'],
     [() => new Gate({ burst: 2, perSecond: 2 }).admitAt(NaN), 'RangeError', 'Expected `now` to be a finite number, got NaN'],
     [() => new Gate({ burst: 2, perSecond: 2 }).defer(-Infinity, 1), 'RangeError', 'Expected `now` to be a finite number, got -Infinity'],
     [() => new Gate({ burst: 2, perSecond: 2 }).defer(0, -1), 'RangeError', '`delayMs` must be a finite number >= 0, got -1'],
@@ -112,7 +112,19 @@ test("redisStore()'s options are refused in the same words", () => {
   for (const [options, name, message] of cases) {
     assert.throws(() => redisStore(client, options), { name, message }, JSON.stringify(options));
   }
-  assert.throws(() => redisStore({}), { name: 'TypeError', message: 'Expected an ioredis or node-redis client (with script loading and evalsha)' });
+  // What it got, never silently taken: a node-redis client never connected would fail every
+  // command and leave each process admitting alone.
+  const expected = 'Expected an ioredis or node-redis client (with script loading and evalsha), got ';
+  for (const [given, got] of [
+    [{}, 'an object without `script` and `evalsha` (ioredis) or `scriptLoad` and `evalSha` (node-redis)'],
+    [null, 'null'],
+    [undefined, 'undefined'],
+    ['redis://127.0.0.1', 'string'],
+    [{ evalSha() {}, scriptLoad() {}, isOpen: false }, 'a node-redis client that is not connected (call `await client.connect()` first)'],
+  ]) {
+    assert.throws(() => redisStore(given), { name: 'TypeError', message: expected + got }, String(given));
+  }
+  redisStore({ evalSha() {}, scriptLoad() {}, isOpen: true });
 });
 
 test('retry, retry.budget and cache: what a flag means, and what is refused', () => {

@@ -4,9 +4,16 @@
 
 const nodeRedis = (client) => typeof client?.evalSha === 'function' && typeof client.scriptLoad === 'function';
 
-/** Whether `client` is a node-redis or an ioredis client. */
-export function isClient(client) {
-  return nodeRedis(client) || (typeof client?.evalsha === 'function' && typeof client.script === 'function');
+/** What keeps `client` from being a store's client, for the TypeError's "got ..." ('' for
+ *  nothing): not a node-redis or ioredis client, or a node-redis one never connected (its
+ *  commands would fail and every process would admit alone, quietly). */
+export function clientProblem(client) {
+  if (nodeRedis(client)) {
+    return client.isOpen === false ? 'a node-redis client that is not connected (call `await client.connect()` first)' : '';
+  }
+  if (typeof client?.evalsha === 'function' && typeof client.script === 'function') return '';
+  if (client === null || (typeof client !== 'object' && typeof client !== 'function')) return String(client === null ? null : typeof client);
+  return 'an object without `script` and `evalsha` (ioredis) or `scriptLoad` and `evalSha` (node-redis)';
 }
 
 /** Loads the script `source`: its SHA1. */

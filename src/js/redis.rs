@@ -52,8 +52,8 @@ pub fn is_store(value: &JsValue) -> bool {
 
 #[wasm_bindgen(module = "/src/js/redis.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = isClient)]
-    fn is_client(client: &JsValue) -> bool;
+    #[wasm_bindgen(js_name = clientProblem)]
+    fn client_problem(client: &JsValue) -> String;
     fn load(client: &JsValue, source: &str) -> js_sys::Promise;
     #[wasm_bindgen(js_name = evalSha)]
     fn eval_sha(client: &JsValue, sha: &str, key: &str, args: &js_sys::Array) -> js_sys::Promise;
@@ -61,14 +61,16 @@ extern "C" {
     fn no_script(error: &JsValue) -> bool;
 }
 
-/// An ioredis or node-redis client, or the `TypeError` that says it is neither.
+/// An ioredis or node-redis client (connected, for node-redis), or the `TypeError` that says
+/// what it got.
 fn check_client(client: &JsValue) -> Result<(), JsValue> {
-    if is_client(client) {
-        return Ok(());
+    match client_problem(client) {
+        problem if problem.is_empty() => Ok(()),
+        problem => Err(type_error(&format!(
+            "Expected an ioredis or node-redis client (with script loading and evalsha), got \
+             {problem}"
+        ))),
     }
-    Err(type_error(
-        "Expected an ioredis or node-redis client (with script loading and evalsha)",
-    ))
 }
 
 /// The store's prefix and settings, from `redisStore()`'s options.

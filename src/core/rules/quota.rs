@@ -70,14 +70,17 @@ pub(crate) fn asks_account(method: &str, url: &str) -> bool {
     method.eq_ignore_ascii_case("GET") && (path.ends_with("/usage") || path.ends_with("/limits"))
 }
 
-/// `usageUrl` as given, when it can be a `/usage` address ([`valid_usage_url`]).
+/// `usageUrl` as given, when it can be a `/usage` address ([`valid_usage_url`]). The error
+/// says what was wrong with it, never the URL itself (it may carry a key).
 pub fn usage_url(given: Option<String>) -> Result<Option<String>, ConfigError> {
-    match given {
-        Some(url) if !valid_usage_url(&url) => Err(ConfigError::Shape(
-            "Expected `usageUrl` to be an absolute http: or https: URL",
-        )),
-        given => Ok(given),
-    }
+    let Some(url) = given.as_deref().filter(|url| !valid_usage_url(url)) else {
+        return Ok(given);
+    };
+    let absolute = url.starts_with("https://") || url.starts_with("http://");
+    Err(ConfigError::Shape(match absolute {
+        false => "Expected `usageUrl` to be an absolute http: or https: URL, got one that does not start with http:// or https://",
+        true => "Expected `usageUrl` to be an absolute http: or https: URL, got one with no host, or with a space or control character",
+    }))
 }
 
 /// Whether `url` can be a `/usage` address: absolute `http:` or `https:`, with a host, no
