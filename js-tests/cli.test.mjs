@@ -109,6 +109,15 @@ function parseXml(xml) {
   return elements;
 }
 
+test('--version prints the package\'s version', async () => {
+  const { version } = JSON.parse(readFileSync(new URL('../pkg/package.json', import.meta.url), 'utf8'));
+  for (const flag of ['--version', '-v']) {
+    const r = await cli([flag]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, `odds-gate ${version}\n`);
+  }
+});
+
 test('the XML check itself rejects what is not well-formed', () => {
   assert.equal(parseXml('<?xml version="1.0"?>\n<a x="1"><b/>t &amp; u</a>\n').length, 2);
   for (const bad of ['<a><b></a></b>', '<a>', '<a x=1/>', '<a x="1" x="2"/>', '<a>&nope;</a>', '<a/><b/>', 'x<a/>', '<a>1 < 2</a>']) {

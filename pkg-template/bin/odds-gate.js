@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // odds-gate's planning CLI: `simulate` runs the article's virtual-clock model on the package's
 // core and draws its timeline; `demo` runs the live eight-worker demo against a local fake API.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve, relative } from 'node:path';
 
 const USAGE = `Usage:
@@ -9,6 +9,7 @@ const USAGE = `Usage:
   odds-gate demo                 eight live workers against a local fake Odds API (about 7 s):
                                  plain fetch with a fixed 1 s retry, then through createFetch
   odds-gate --help               this text
+  odds-gate --version            the package's version
 
 simulate options (a number follows each, as "--workers 8" or "--workers=8"):
   --workers N          workers (default 8)
@@ -485,6 +486,11 @@ async function demoCommand(argv) {
 async function main(argv) {
   if (argv.includes('--help') || argv.includes('-h') || argv[0] === 'help') {
     process.stdout.write(USAGE);
+    return;
+  }
+  if (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version') {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    process.stdout.write(`odds-gate ${version}\n`);
     return;
   }
   const [command, ...rest] = argv;
