@@ -12,8 +12,10 @@ const freshKey = () => `article-${randomUUID()}`;
 test('independent delays repeat the collision; shared admission avoids it in this model', () => {
   const independent = simulate();
   const shared = simulate({ shared: true });
-  assert.deepEqual([independent.attempts, independent.throttled, independent.completed], [20, 12, 8]);
-  assert.deepEqual([shared.attempts, shared.throttled, shared.completed], [8, 0, 8]);
+  // The article's assertions, unchanged: simulate() speaks its words (`rejected`, beside ours).
+  assert.deepEqual([independent.attempts, independent.rejected, independent.completed], [20, 12, 8]);
+  assert.deepEqual([shared.attempts, shared.rejected, shared.completed], [8, 0, 8]);
+  assert.equal(independent.throttled, independent.rejected);
   assert.equal(independent.lastAttemptMs, 3000);
   assert.equal(shared.lastAttemptMs, 3000);
   assert.deepEqual(shared.timeline.map((x) => x.at), [0, 0, 500, 1000, 1500, 2000, 2500, 3000]);
@@ -41,7 +43,7 @@ test('later responses can extend the cooldown but cannot shorten it', () => {
 
 test('two independent gates still exceed the one server allowance', () => {
   const result = simulate({ separateGates: true });
-  assert.deepEqual([result.attempts, result.throttled, result.completed], [14, 6, 8]);
+  assert.deepEqual([result.attempts, result.rejected, result.completed], [14, 6, 8]);
 });
 
 test('one batch retry allowance bounds extra calls across all eight workers', () => {
@@ -114,7 +116,7 @@ test("every combination of the article's options gives the article's own model's
           const want = articleModel(options);
           const got = simulate(options);
           const name = JSON.stringify(options);
-          for (const field of ['attempts', 'throttled', 'completed', 'abandoned', 'lastAttemptMs']) {
+          for (const field of ['attempts', 'rejected', 'completed', 'abandoned', 'lastAttemptMs']) {
             assert.equal(got[field], want[field], `${name}: ${field}`);
           }
           assert.deepEqual(got.timeline, want.timeline, name);

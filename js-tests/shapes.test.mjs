@@ -44,7 +44,7 @@ test('describe(): a Redis store in words, from its prefix and settings', () => {
 
 test('simulate(): the report, its estimates, lanes and limiters, in their order', () => {
   const learning = simulate({ learn: true, headers: true, workers: 4 });
-  assert.deepEqual(Object.keys(learning), ['attempts', 'throttled', 'completed', 'abandoned', 'lastAttemptMs', 'timeline', 'learned']);
+  assert.deepEqual(Object.keys(learning), ['attempts', 'throttled', 'rejected', 'completed', 'abandoned', 'lastAttemptMs', 'timeline', 'learned']);
   assert.deepEqual(Object.keys(learning.timeline[0]), ['at', 'worker', 'status']);
   assert.deepEqual(Object.keys(learning.learned[0]), ['at', 'burst', 'perSecond', 'atLeast', 'confidence']);
   const lanes = simulate({ lanes: [{ name: 'a', workers: 2 }], workers: 1 });

@@ -737,6 +737,8 @@ export interface SimulatedAttempt {
 export interface SimulateResult {
   attempts: number;
   throttled: number;
+  /** `throttled` in the article's word, so its assertions run unchanged. */
+  rejected: number;
   completed: number;
   /** Workers that gave up: never counted as completed. */
   abandoned: number;

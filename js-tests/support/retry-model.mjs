@@ -92,7 +92,7 @@ export function simulate({
  
   return {
     attempts: timeline.length,
-    throttled: timeline.filter(x => x.status === 429).length,
+    rejected: timeline.filter(x => x.status === 429).length,
     completed,
     abandoned,
     lastAttemptMs: timeline.at(-1)?.at ?? 0,

@@ -321,6 +321,8 @@ pub struct SimReport {
     pub attempts: usize,
     /// Of those, throttled (429).
     pub throttled: usize,
+    /// The same count in the article's word, so its assertions run unchanged.
+    pub rejected: usize,
     /// Workers that got their snapshot.
     pub completed: usize,
     /// Workers that gave up (attempts or retry budget spent): never counted as success.
@@ -639,6 +641,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     let mut report = SimReport {
         attempts: 0,
         throttled: 0,
+        rejected: 0,
         completed: 0,
         abandoned: 0,
         last_attempt_ms: 0.0,
@@ -725,6 +728,7 @@ pub fn simulate(options: &SimOptions) -> Result<SimReport, ConfigError> {
     let sent = || report.timeline.iter().filter(|a| a.cache.is_none());
     report.attempts = sent().count();
     report.throttled = sent().filter(|a| a.status == 429).count();
+    report.rejected = report.throttled;
     report.last_attempt_ms = sent().next_back().map_or(0.0, |a| a.at);
     Ok(report)
 }
