@@ -2,8 +2,11 @@
  * odds-gate: one shared rate-limit gate per API key, in front of the Odds API SDK's `fetchImpl`.
  */
 
-/** What the Odds API SDK's `fetchImpl` option accepts. */
-export type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
+/**
+ * A fetch: what the Odds API SDK's `fetchImpl` option accepts (it passes a string or a `URL`),
+ * and what `fetch` itself takes (a `Request` too, whose method, headers and body are read).
+ */
+export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 /** A token-bucket allowance. */
 export interface Rate {
@@ -203,7 +206,7 @@ export type RedisClientLike =
 
 /**
  * Keeps gates in Redis so every process that uses the same key shares one allowance.
- * @throws {TypeError} a client without script loading and evalsha, or a bad option.
+ * @throws {TypeError} a client without script loading and evalsha (or a node-redis client not connected), or a bad option.
  * @throws {RangeError} an option out of range.
  */
 export function redisStore(client: RedisClientLike, options?: RedisStoreOptions): GateStore;

@@ -41,6 +41,8 @@ declare class OddsApiClient {
 const fetchImpl = createFetch({ rate: { burst: 2, perSecond: 2 } });
 expectType<GatedFetch>(fetchImpl);
 const asSdk: SdkFetchLike = fetchImpl; // a drop-in fetchImpl
+const asFetch: typeof fetch = fetchImpl; // and a drop-in fetch
+void asFetch;
 new OddsApiClient({ apiKey: 'key', fetchImpl });
 new OddsApiClient({ apiKey: 'key', fetchImpl: fetchImpl.batch({ deadlineMs: 5_000 }) });
 new OddsApiClient({ apiKey: 'key', fetchImpl: fetchImpl.lane({ weight: 9 }) });
@@ -53,7 +55,10 @@ fetchImpl.lane({ weight: '9' });
 expectType<string>(fetchImpl.lane({ name: 'live', weight: 9 }).stats().lane.name);
 // @ts-expect-error a lane's name is a string
 fetchImpl.lane({ name: 9 });
-expectTrue<Equal<FetchLike, SdkFetchLike>>();
+// Wider than the SDK's (a Request too), so every SDK fetchImpl call fits it.
+expectTrue<Equal<Parameters<FetchLike>[0], string | URL | Request>>();
+const sdkCall: FetchLike = ((input: string | URL | Request) => fetch(input)) satisfies SdkFetchLike;
+void sdkCall;
 void asSdk;
 
 // Called as the SDK calls it, and as people call fetch.
@@ -62,6 +67,9 @@ const response: Promise<Response> = fetchImpl('https://api.odds-api.net/v1/usage
   headers: { Accept: 'application/json', 'X-API-Key': 'key' },
 });
 fetchImpl(new URL('https://api.odds-api.net/v1/usage'));
+fetchImpl(new Request('https://api.odds-api.net/v1/usage', { headers: { 'X-API-Key': 'key' } }));
+// @ts-expect-error not a URL, a string or a Request
+fetchImpl(42);
 fetchImpl('https://x.invalid/', { headers: new Headers({ Authorization: 'Bearer t' }), signal: AbortSignal.timeout(1_000) });
 fetchImpl('https://x.invalid/', { headers: [['X-API-Key', 'key']] });
 void response;
