@@ -55,3 +55,32 @@ test('simulate(): the report, its estimates, lanes and limiters, in their order'
   const lookups = simulate({ lookups: { calls: 2, burst: 1, perSecond: 1 } });
   assert.deepEqual(lookups.limiters[0], { name: 'snapshot', attempts: 20, throttled: 12, doneMs: 3000 });
 });
+
+test('describe() says what each mode does, as it is configured: threads, store, spread, learning, lanes, cache', () => {
+  const client = { evalsha() {}, script() {} };
+  const d = (options) => createFetch(options).describe();
+  const fixed = { burst: 2, perSecond: 2 };
+  // Where the allowance lives.
+  assert.match(d({}).store, /^in-process memory shared by every thread of the process/);
+  assert.match(d({ threads: false }).store, /^in-process memory of this thread only \(threads: false\)/);
+  assert.match(d({ store: redisStore(client) }).store, /^shared across processes through Redis.*each process admits alone at 25% of the allowance, and Redis/);
+  // With the spread, what a process alone spends of it, and who shares its bucket.
+  const fleet = d({ store: redisStore(client), quota: { spread: true } });
+  assert.match(fleet.store, /at 25% of the allowance and of the spread's pace \(told to Redis when it answers again\)/);
+  assert.match(fleet.spread, /a scale the readings teach.*; shared by the fleet through the store$/);
+  assert.match(d({ quota: { spread: true } }).spread, /a scale the readings teach.*; shared by every thread of the process$/);
+  assert.match(d({ threads: false, quota: { spread: true } }).spread, /else learned per route.*; this thread's gates only \(threads: false\)$/);
+  assert.equal(d({}).spread, undefined);
+  // Learning, or the rate given.
+  assert.equal(d({}).learn, true);
+  assert.match(d({}).text, /^- bucket: learned per credential from the responses:/m);
+  assert.equal(d({ rate: fixed }).learn, false);
+  assert.match(d({ rate: fixed }).text, /^- bucket: burst 2 at 2 per second, per credential/m);
+  // A lane's own words.
+  assert.match(createFetch({ rate: fixed }).lane({ name: 'bg', weight: 3 }).describe().lane, /^lane "bg", of weight 3:/);
+  assert.equal(d({ rate: fixed }).lane, undefined);
+  // The cache, by who shares it.
+  assert.match(d({ cache: true }).cache, /\(shared: threads\).*in a ring in that memory/);
+  assert.match(d({ cache: true, threads: false }).cache, /\(shared: no; threads: false\)/);
+  assert.match(d({ cache: true, store: redisStore(client) }).cache, /\(shared: the fleet\)/);
+});

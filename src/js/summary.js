@@ -12,9 +12,11 @@ const LABELS = [
   ['quota', 'quota'], ['spread', 'spread'], ['cache', 'cache'], ['metrics', 'metrics'], ['learned', 'learned'],
 ];
 
-/** A Redis store, in one queue. */
-const shared = ({ prefix, settings: s }) => `shared across processes through Redis (keys ${prefix}:{scope}:gate, Redis TIME as the clock); `
-  + `if Redis does not answer within ${s.timeoutMs} ms, ${s.onFailure === 'local' ? `each process admits alone at ${s.localShare * 100}% of the allowance` : 'calls fail with GateAbandonedError (store-unavailable)'}, `
+/** A Redis store, in one queue (`spreads`: with quota.spread, whose pace is shared the same way). */
+const shared = ({ prefix, settings: s }, spreads) => `shared across processes through Redis (keys ${prefix}:{scope}:gate, Redis TIME as the clock); `
+  + `if Redis does not answer within ${s.timeoutMs} ms, ${s.onFailure === 'local'
+    ? `each process admits alone at ${s.localShare * 100}% of the allowance${spreads ? ' and of the spread\'s pace (told to Redis when it answers again)' : ''}`
+    : 'calls fail with GateAbandonedError (store-unavailable)'}, `
   + `and Redis is asked again after ${s.retryMs} ms`;
 
 /** The summary object, with its `text`. */
@@ -22,7 +24,7 @@ const shared = ({ prefix, settings: s }) => `shared across processes through Red
 const sharedBy = (store, threads) => (store
   ? 'across the fleet sharing the store (shared: the fleet): a process that misses asks Redis, where entries live with their lifetime and staleForMs; the first to ask claims the fetch for a lease and the others wait for its answer, polling with a short backoff, then fetch themselves when the lease ends; a store that does not answer leaves each process its own cache'
   : threads
-    ? 'in this process, its worker threads included (shared: threads): a claim per request in the threads\' shared memory, the first thread to miss fetches and the others wait for its answer, which reaches every thread on a BroadcastChannel'
+    ? 'in this process, its worker threads included (shared: threads): a claim per request in the threads\' shared memory, the first thread to miss fetches and the others wait for its answer, whose bytes the threads keep once, in a ring in that memory (checked at every read, the oldest overwritten first)'
     : 'in this thread (shared: no; threads: false)');
 
 // Who shares the spread's bucket: whoever shares the key's gate.
@@ -33,7 +35,7 @@ const spreadBy = (store, threads) => (store
 export function summary({ rate, learn, store, threads, sharedMemory, retry, budget, waiting, metrics, lane, learned, limits, cache, spread }) {
   const s = { rate, learn };
   s.scope = 'one gate per credential (SHA-256 of X-API-Key, else Authorization), shared by every wrapper in the process';
-  s.store = store ? shared(store) : (threads
+  s.store = store ? shared(store, Boolean(spread)) : (threads
     ? 'in-process memory shared by every thread of the process (SharedArrayBuffer): one allowance per process, worker threads included; other processes have their own'
       + `; a slot per key, ${sharedMemory.slots} now, at most ${sharedMemory.most} (the table doubles while busy keys need more; an idle key's slot goes to the next)`
       + (sharedMemory.alone ? `; ${sharedMemory.alone} of this wrapper's keys found all ${sharedMemory.most} busy and keep${sharedMemory.alone === 1 ? 's' : ''} an allowance of their own in this thread (stats().gates[i].store.threads false)` : '')
@@ -66,7 +68,9 @@ export function summary({ rate, learn, store, threads, sharedMemory, retry, budg
     s.spread = `the key's credits paced to the end of its billing period: GET /usage on its first call and every ${spread.refreshMs} ms; `
       + `a call waits, as for a token, for its credits from a bucket refilling at (limit x (1 - ${spread.reserve}) - used) / (period end - now) per ms, less what others spend, `
       + `holding at most ${spread.burstMs} ms of refill and 5% of what is left; ${spread.reserve * 100}% of the limit kept in reserve; `
-      + `credits per call ${costs ? `stated for ${costs}, ` : ''}learned per route from the readings, 1 until known; ${spreadBy(store, threads)}`;
+      + `credits per call ${costs ? `stated for ${costs}, ` : ''}${store || threads
+        ? 'else 1 times a scale the readings teach (one for every route not stated, the calls of all who share the spread counted together), a reading due a second after the first once 10 credits were asked'
+        : 'else learned per route from the readings, 1 until known, a reading due a second after the last once 5 calls of routes not yet measured went'}; ${spreadBy(store, threads)}`;
   }
   if (cache) {
     s.cache = `one request per snapshot ${sharedBy(store, threads)}: a GET without a body identical to one in flight (credential, URL, Accept) joins it; `
