@@ -39,7 +39,7 @@ test('the tarball holds exactly what package.json `files` names, plus package.js
   assert.deepEqual([...packed].sort(), [...expected].sort());
 
   // The pieces a user needs, by name, and nothing of the build.
-  for (const f of ['package.json', 'README.md', 'index.js', 'index.d.ts', 'errors.js', 'odds_gate.js',
+  for (const f of ['package.json', 'README.md', 'LICENSE', 'index.js', 'index.d.ts', 'errors.js', 'odds_gate.js',
     'odds_gate_bg.wasm', 'bin/odds-gate.js', 'bin/timeline-svg.js', 'demo/eight-workers.js',
     'demo/fake-odds-api.js', 'demo/sdk-client.js', 'demo/workers.js']) {
     assert.ok(packed.includes(f), `${f} is not in the tarball`);

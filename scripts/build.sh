@@ -46,6 +46,7 @@ mv "$out/sim/odds_gate_sim.js" "$out/sim/odds_gate_sim.cjs"
 rm -rf "$out/sim/snippets" "$out/sim/"*.d.ts
 optimise "$out/sim/odds_gate_sim_bg.wasm"
 cp -R pkg-template/. "$out/"
+cp LICENSE "$out/LICENSE"
 chmod 755 "$out"
 old=$(mktemp -d "$PWD/.pkg-old.XXXXXX")
 [ -d pkg ] && mv pkg "$old/pkg"
