@@ -203,6 +203,19 @@ test('simulate --quota-limit: a month at 3x the quota runs dry after 10.5 days, 
   assert.match(plain.stdout, /^day +credits +of even +\(\| an even spend: 333\.33\)$/m);
   assert.match(plain.stdout, /^1 +950 +2\.85 +#+\|#+$/m);
   assert.match(plain.stdout, /^30 +0 +0 +\|$/m);
+  // The month as an SVG: a bar a day for all 30 days (0 after it ran out), the even line, days
+  // on the axis; small (one bar a day, not a mark per call).
+  const month = readFileSync(join(dir, 'month.svg'), 'utf8');
+  const elements = parseXml(month);
+  const bars = elements.filter((e) => e.attrs['data-slice'] !== undefined);
+  assert.equal(bars.length, 30);
+  assert.deepEqual(bars.slice(0, 2).map((b) => Number(b.attrs['data-credits'])), [950, 950]);
+  assert.equal(Number(bars[29].attrs['data-credits']), 0);
+  assert.equal(elements.filter((e) => e.attrs['data-even'] === '333.33').length, 1);
+  assert.match(month, />day</);
+  assert.match(month, /a quota of 10000 credits over 30 days</);
+  assert.ok(month.length < 100_000, `${month.length} bytes`);
+  assert.match(plain.stdout, /^month: wrote month\.svg/m);
   const spread = await cli([...args, '--spread', '--json', '--svg', 'month.svg']);
   assert.equal(spread.code, 0, spread.stderr);
   const out = JSON.parse(spread.stdout);
@@ -229,8 +242,9 @@ test('simulate --quota-limit: a month at 3x the quota runs dry after 10.5 days, 
   assert.match(cached.stdout, /^cache: 1951 requests saved \(0 fresh hits, 51 joined to a request in flight, 1900 stale\); 51 requests sent$/m);
   assert.match(cached.stdout, /; 1 \/usage reading$/m);
   assert.match(cached.stdout, /^ {2}0 calls refused for the spent quota/m);
-  const rings = parseXml(readFileSync(join(dir, 'month.svg'), 'utf8')).filter((e) => e.attrs['data-cache'] === 'stale');
-  assert.equal(rings.length, 1900);
+  // A month is drawn as its credits a slice (a tenth of this 1-day period), not as its calls.
+  const drawn = readFileSync(join(dir, 'month.svg'), 'utf8');
+  assert.equal(parseXml(drawn).filter((e) => e.attrs['data-slice'] !== undefined).length, 10);
 });
 
 test('simulate --quota-limit: a small plan starts at once, and a new period resumes at once (--quota-periods)', async () => {

@@ -75,7 +75,9 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
   --quota-cost PATTERN=CREDITS
                        what a call of a route costs, e.g. "GET /events/*/odds/snapshot=5"
                        (the server charges it, the gates are told it); repeat it per route
-  --svg FILE           where to write the SVG timeline (default ./odds-gate-timeline.svg)
+  --svg FILE           where to write the SVG timeline (default ./odds-gate-timeline.svg); with
+                       --quota-limit, the month instead: a bar of credits a day against the
+                       even spend
   --json               print the result as JSON instead of the table
 `;
 
@@ -336,20 +338,23 @@ async function simulateCommand(argv) {
   }
 
   const { renderTimelineSvg, scenarioLabel } = await import('./timeline-svg.js');
+  const { renderMonthSvg } = await import('./month-svg.js');
   const scenario = { shared: false, separateGates: 0, ...options };
   const svgPath = resolve(flags.svg ?? 'odds-gate-timeline.svg');
-  let svgNote; // where the timeline went, or why it was not drawn
+  // A month is drawn as its credits day by day; any other run as its timeline.
+  const drawing = result.quota ? 'month' : 'timeline';
+  let svgNote; // where the drawing went, or why it was not drawn
   let written = false;
   try {
-    writeFileSync(svgPath, renderTimelineSvg(result, scenario));
+    writeFileSync(svgPath, result.quota ? renderMonthSvg(result.quota) : renderTimelineSvg(result, scenario));
     written = true;
-    svgNote = `timeline: wrote ${relative(process.cwd(), svgPath) || svgPath} (${svgPath})`;
+    svgNote = `${drawing}: wrote ${relative(process.cwd(), svgPath) || svgPath} (${svgPath})`;
   } catch (err) {
     if (err instanceof RangeError) {
-      svgNote = `timeline: not drawn: ${err.message}`;
+      svgNote = `${drawing}: not drawn: ${err.message}`;
     } else if (err.code) {
       // Asked for a file and could not write it: the figures still print, the exit code says so.
-      process.stderr.write(`odds-gate simulate: cannot write the timeline to ${svgPath}: ${err.message}\n`);
+      process.stderr.write(`odds-gate simulate: cannot write the ${drawing} to ${svgPath}: ${err.message}\n`);
       process.exitCode = 1;
     } else {
       throw err;

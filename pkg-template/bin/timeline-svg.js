@@ -128,7 +128,7 @@ export function renderTimelineSvg(result, scenario) {
   const push = (s) => out.push(s);
   const label = scenarioLabel(scenario);
   const ra = scenario.retryAfterMs;
-  const title = `odds-gate simulate: ${allWorkers(scenario)} workers${lookups ? ` + ${lookups} lookups` : ''}`
+  const title = `odds-gate simulate: ${allWorkers(scenario)} worker${allWorkers(scenario) === 1 ? '' : 's'}${lookups ? ` + ${lookups} lookups` : ''}`
     + `${weighted.length ? ` in ${weighted.length} lanes` : ''}, ${label}`;
   const sub = `server: burst ${scenario.burst}, ${scenario.perSecond} per second, Retry-After ${ra} ms`
     + ` · up to ${scenario.maxAttempts} attempts per worker`
