@@ -29,15 +29,20 @@ test('quota.spread goes with threads (the default) and without, and describe() s
   createFetch({ quota: { spread: false } });
 });
 
-test('a call whose credit is hours away is refused at once for credit, saying when, in one thread and shared by threads', async () => {
+test('a call whose credit is hours away is refused at once for credit, saying when, in one thread, shared by threads and through Redis', async () => {
   // 100 credits over 30 days, 95 spread: one every 7.6 hours. The first call takes the
   // bucket's opening credit, the second waits for the next, a third with maxWaitMs: 3000 is
   // refused at once, and so is a fourth with none (the spread's bound: a minute). The rule and
   // its figures: tests/spread.rs, on the virtual clock.
   const api = await startFakeOddsApi({ ...rate, creditLimit: 100 });
+  const redis = await startRedis();
+  const client = new Redis({ port: redis.port, host: '127.0.0.1' });
   try {
-    for (const threads of [false, true]) {
-      const fetchImpl = createFetch({ rate, threads, quota: { spread: true } });
+    for (const mode of ['alone', 'threads', 'redis']) {
+      const threads = mode === 'threads';
+      const fetchImpl = createFetch({
+        rate, threads, quota: { spread: true }, ...(mode === 'redis' && { store: redisStore(client, { timeoutMs: 2000 }) }),
+      });
       const headers = key();
       const url = `${api.baseUrl}/events/e1/odds/snapshot`;
       assert.equal((await fetchImpl(url, { headers })).status, 200);
@@ -53,19 +58,21 @@ test('a call whose credit is hours away is refused at once for credit, saying wh
       const took = performance.now() - started;
       waiting.abort();
       await second.catch(() => {});
-      assert.ok(err instanceof GateAbandonedError && err.reason === 'credit-wait', `threads ${threads}: ${err}`);
-      assert.ok(took < 2_000, `threads ${threads}: refused after ${took} ms, not at its deadline`);
+      assert.ok(err instanceof GateAbandonedError && err.reason === 'credit-wait', `${mode}: ${err}`);
+      assert.ok(took < 2_000, `${mode}: refused after ${took} ms, not at its deadline`);
       assert.match(err.message, /quota\.spread has its credit in \d+ s/);
       // Alone: when its credit comes (the background's call has the next: 15.2 h); shared:
       // when the head looks again, the next reading (15 minutes) at the latest.
-      const [low, high] = threads ? [3_000, 900_000] : [15.1 * 3_600_000, 15.3 * 3_600_000];
-      assert.ok(err.retryAfterMs > low && err.retryAfterMs <= high, `threads ${threads}: ${err.retryAfterMs}`);
+      const [low, high] = mode === 'alone' ? [15.1 * 3_600_000, 15.3 * 3_600_000] : [3_000, 900_000];
+      assert.ok(err.retryAfterMs > low && err.retryAfterMs <= high, `${mode}: ${err.retryAfterMs}`);
       const sdk = await fetchImpl(url, { headers }).then(() => null, (e) => e);
-      assert.ok(sdk instanceof GateAbandonedError && sdk.reason === 'credit-wait', `threads ${threads}: ${sdk}`);
+      assert.ok(sdk instanceof GateAbandonedError && sdk.reason === 'credit-wait', `${mode}: ${sdk}`);
       assert.equal(fetchImpl.stats().gates[0].abandoned['credit-wait'], 2);
     }
   } finally {
     await api.close();
+    client.disconnect();
+    await redis.stop();
   }
 });
 
