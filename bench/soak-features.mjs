@@ -2,7 +2,7 @@
 // `node bench/soak-features.mjs [calls]` (default 30,000 per kind of wrapper, in two laps, plus a
 // lap of each to warm up; 9 to 12 minutes on 2 busy cores, most of it calls waiting on the
 // server's allowance or idle time for the sweeps). Printed, never asserted; not part of CI (its figures are in BENCHMARKS.md,
-// by hand: bench/REMAINS.md).
+// by hand: docs/performance.md).
 //
 // The same faults as soak.mjs, from a server in a process of its own: 2% connection resets, 8%
 // 503s (a quarter of them with Retry-After: 1), 4% slow answers (0.2 to 2 s); one caller in ten
