@@ -20,7 +20,7 @@ import { startRedis } from './support/redis-server.mjs';
 
 /** The files whose code blocks are checked: the README, CONTRIBUTING.md and every page of the guide. */
 const DOC_FILES = ['README.md', 'CONTRIBUTING.md',
-  ...(existsSync(join(REPO, 'docs')) ? readdirSync(join(REPO, 'docs')) : []).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+  ...readdirSync(join(REPO, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 const DOCS = DOC_FILES.map((file) => ({ file, lines: readFileSync(join(REPO, file), 'utf8').split('\n') }));
 
 /**
@@ -382,6 +382,7 @@ test('every code block is of a kind this test checks (js, sh, or an untagged out
   const other = BLOCKS.filter((b) => !['js', 'sh', ''].includes(b.lang));
   assert.deepEqual(other.map((b) => `${where(b)} \`\`\`${b.lang}`), [], 'teach js-tests/readme.test.mjs about these blocks');
   assert.ok(BLOCKS.filter((b) => b.lang === 'js').length >= 2 && BLOCKS.filter((b) => b.lang === '').length >= 4, 'the docs lost their blocks?');
+  for (const file of ['README.md', 'docs/README.md']) assert.ok(DOC_FILES.includes(file), `${file} is not read`);
 });
 
 // ---- markdown tables ---------------------------------------------------------------------------
