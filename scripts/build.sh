@@ -46,6 +46,10 @@ mv "$out/sim/odds_gate_sim.js" "$out/sim/odds_gate_sim.cjs"
 rm -rf "$out/sim/snippets" "$out/sim/"*.d.ts
 optimise "$out/sim/odds_gate_sim_bg.wasm"
 cp -R pkg-template/. "$out/"
+# The package's README is the repository's, with the guide it links to (docs/, named in "files").
+cp README.md "$out/README.md"
+mkdir "$out/docs"
+cp docs/*.md "$out/docs/"
 chmod 755 "$out"
 old=$(mktemp -d "$PWD/.pkg-old.XXXXXX")
 [ -d pkg ] && mv pkg "$old/pkg"
