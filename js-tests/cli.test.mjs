@@ -1,10 +1,10 @@
 // The package's CLI as a user runs it: `node pkg/bin/odds-gate.js ...` in a child process.
-// simulate: the article's numbers in the table, the SVG timeline written and well-formed, bad
+// simulate: the article's numbers in the table, the SVG timeline written (when asked) and well-formed, bad
 // flags refused with exit 2; demo: the live run, where the gate's row shows no 429.
 import assert from 'node:assert/strict';
 import { test, after } from 'node:test';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -131,11 +131,15 @@ test('simulate: one shared gate by default, the article\'s admissions at 0, 0, 5
   assert.deepEqual(row(r.stdout, 'one shared gate'), [8, 0, 8, 0, 3000]);
   assert.match(r.stdout, /attempts\s+throttled \(429\)\s+completed\s+abandoned\s+last attempt \(ms\)/);
   assert.match(r.stdout, /^admissions \(ms\): 0, 0, 500, 1000, 1500, 2000, 2500, 3000$/m);
-  // Written to the default place, and the output says where.
-  const svg = join(dir, 'odds-gate-timeline.svg');
+  // No file unless asked: nothing written in the folder it ran in, and nothing said of one.
+  assert.deepEqual(readdirSync(dir).filter((f) => f.endsWith('.svg')), []);
+  assert.doesNotMatch(r.stdout, /timeline:/);
+  // Asked, it is written where asked, and the output says where.
+  const asked = await cli(['simulate', '--workers', '8', '--svg', 'asked.svg']);
+  const svg = join(dir, 'asked.svg');
   assert.ok(existsSync(svg));
-  assert.match(r.stdout, /timeline: wrote odds-gate-timeline\.svg/);
-  assert.ok(r.stdout.includes(svg), 'the absolute path is printed');
+  assert.match(asked.stdout, /timeline: wrote asked\.svg/);
+  assert.ok(asked.stdout.includes(svg), 'the absolute path is printed');
 });
 
 test('simulate --independent: 20 attempts, 12 throttled (the article\'s collision)', async () => {

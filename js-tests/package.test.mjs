@@ -64,6 +64,16 @@ test('the tarball holds exactly what package.json `files` names, plus package.js
   }
 });
 
+test('the package\'s README is the repository\'s, with the guide it links to (docs/)', () => {
+  const packed = project.packed.map((f) => f.path);
+  const same = (file) => assert.equal(readFileSync(join(project.installed, file), 'utf8'), readFileSync(join(REPO, file), 'utf8'),
+    `the package's ${file} is not the repository's: scripts/build.sh copies it`);
+  same('README.md');
+  const guide = readdirSync(join(REPO, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`);
+  assert.deepEqual(packed.filter((f) => f.startsWith('docs/')).sort(), guide, 'the package ships another guide than docs/*.md');
+  for (const file of guide) same(file);
+});
+
 test('installed: `exports`, `main`, `types` and `engines` work from a consumer module', async () => {
   const manifest = JSON.parse(readFileSync(join(project.installed, 'package.json'), 'utf8'));
   assert.equal(manifest.engines?.node, '>=20');

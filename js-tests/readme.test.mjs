@@ -1,4 +1,5 @@
-// Every code block in README.md is extracted and run or checked, so the README cannot drift:
+// Every code block in README.md, CONTRIBUTING.md and the guide (docs/*.md) is extracted and run or
+// checked, so the docs cannot drift (a failure names the block as file:line, docs/cache.md:40):
 // - ```js blocks run as ES modules in a temp project where `odds-gate` is the packed and
 //   installed package (support/temp-project.mjs) and `@odds-api/client` a stand-in talking to a
 //   fake Odds API on 127.0.0.1; each must exit 0 on its own (connections closed);
@@ -9,7 +10,7 @@
 // - markdown tables stand apart from the text around them (else they render as a paragraph).
 import assert from 'node:assert/strict';
 import { before, after, test } from 'node:test';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -17,11 +18,16 @@ import { createTempProject, childEnv, demoRows, run, show, REPO } from './suppor
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 import { startRedis } from './support/redis-server.mjs';
 
-const README = readFileSync(join(REPO, 'README.md'), 'utf8');
-const LINES = README.split('\n');
+/** The files whose code blocks are checked: the README, CONTRIBUTING.md and every page of the guide. */
+const DOC_FILES = ['README.md', 'CONTRIBUTING.md',
+  ...readdirSync(join(REPO, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+const DOCS = DOC_FILES.map((file) => ({ file, lines: readFileSync(join(REPO, file), 'utf8').split('\n') }));
 
-/** The fenced blocks: `{ lang, code, line (of the opening fence, 1-based), before (the prose just above) }`. */
-function fencedBlocks() {
+/**
+ * A file's fenced blocks: `{ file, lang, code, line (of the opening fence, 1-based), before (the
+ * prose just above) }`.
+ */
+function fencedBlocks({ file, lines: LINES }) {
   const blocks = [];
   for (let i = 0; i < LINES.length; i++) {
     const open = /^( *)(`{3,})([^`\s]*)\s*$/.exec(LINES[i]);
@@ -29,20 +35,20 @@ function fencedBlocks() {
     const [, indent, fence, lang] = open;
     let end = i + 1;
     while (end < LINES.length && !(LINES[end].trim() === fence)) end++;
-    assert.ok(end < LINES.length, `README.md:${i + 1}: the code fence is never closed`);
+    assert.ok(end < LINES.length, `${file}:${i + 1}: the code fence is never closed`);
     // A fence inside a list item is indented; its lines carry that indentation too.
     const code = LINES.slice(i + 1, end).map((l) => (l.startsWith(indent) ? l.slice(indent.length) : l)).join('\n');
     let start = i;
     while (start > 0 && LINES[start - 1].trim() === '') start--;
     while (start > 0 && LINES[start - 1].trim() !== '') start--;
-    blocks.push({ lang, code, line: i + 1, before: LINES.slice(start, i).join('\n').trim() });
+    blocks.push({ file, lang, code, line: i + 1, before: LINES.slice(start, i).join('\n').trim() });
     i = end;
   }
   return blocks;
 }
 
-const BLOCKS = fencedBlocks();
-const where = (block) => `README.md:${block.line}`;
+const BLOCKS = DOCS.flatMap(fencedBlocks);
+const where = (block) => `${block.file}:${block.line}`;
 const firstLine = (block) => block.code.split('\n').find((l) => l.trim() !== '') ?? '';
 
 // ---- the temp project, the fake API, Redis ------------------------------------------------------
@@ -88,7 +94,7 @@ before(async () => {
     const realFetch = globalThis.fetch;
     globalThis.fetch = function fetch(input, init) {
       const url = new URL(input instanceof Request ? input.url : String(input));
-      if (url.hostname !== '127.0.0.1') return Promise.reject(new TypeError(\`README block tried to reach \${url.origin}; tests stay on 127.0.0.1\`));
+      if (url.hostname !== '127.0.0.1') return Promise.reject(new TypeError(\`a docs block tried to reach \${url.origin}; tests stay on 127.0.0.1\`));
       return realFetch(input, init);
     };
   `);
@@ -119,8 +125,8 @@ function otherPackages(block) {
     .filter((n) => n !== 'odds-gate' && n !== '@odds-api/client');
 }
 
-// The installed demo (`odds-gate demo`, about 7 s) serves the README's first table and its
-// `npx odds-gate demo` line: run once.
+// The installed demo (`odds-gate demo`, about 7 s) serves the README's first table and the
+// `npx odds-gate demo` lines: run once.
 let demoRun;
 const runDemo = () => (demoRun ??= runBin(['demo'], { cwd: project.project, timeoutMs: 120_000 }));
 
@@ -131,11 +137,11 @@ const freshDir = () => mkdtempSync(join(project.project, `run-${++dirs}-`));
 // ---- ```js blocks ----------------------------------------------------------------------------
 
 // What a block needs that it does not say itself, keyed by a distinctive line of the block.
-// A block that matches none runs as written. Prefer fixing the README over adding entries here.
+// A block that matches none runs as written. Prefer fixing the docs over adding entries here.
 const PREAMBLES = [
   {
     key: 'await Promise.all(eventIds.map((id) => client.getOddsSnapshot(id)));',
-    // The README's promise: the workers' snapshots, one allowance, no 429 (the fake API's
+    // The docs' promise: the workers' snapshots, one allowance, no 429 (the fake API's
     // allowance is the block's `rate`).
     expect: (stats) => {
       assert.ok(stats.ok >= 1, `the fake API served ${stats.ok} snapshots`);
@@ -180,6 +186,19 @@ const SH = [
   [/^npm install \.\/(pkg)$/, (m) => {
     assert.equal(JSON.parse(readFileSync(join(REPO, m[1], 'package.json'), 'utf8')).name, 'odds-gate');
   }],
+  // CONTRIBUTING.md's test commands: what they name exists (never run here: they are the suites
+  // this test is one of, or the Rust build). A `--test` target is a file or a folder of tests/.
+  [/^cargo test(?: --test ([\w-]+))?(?: -- --ignored)?$/, (m) => {
+    if (m[1]) assert.ok(existsSync(join(REPO, 'tests', `${m[1]}.rs`)) || existsSync(join(REPO, 'tests', m[1], 'main.rs')), `no tests/${m[1]}.rs or tests/${m[1]}/main.rs`);
+    else assert.ok(existsSync(join(REPO, 'Cargo.toml')), 'no Cargo.toml');
+  }],
+  [/^node --test((?: --[\w-]+(?:=\w+)?)*)((?: js-tests\/[\w*.-]+\.test\.mjs)+)$/, (m) => {
+    for (const file of m[2].trim().split(' ')) {
+      const name = file.slice('js-tests/'.length);
+      const pattern = new RegExp(`^${name.replace(/[.]/g, '\\.').replace(/\*/g, '[^/]*')}$`);
+      assert.ok(readdirSync(join(REPO, 'js-tests')).some((f) => pattern.test(f)), `${file} names no test file`);
+    }
+  }],
   // The CLI, through the installed package's bin (what npx runs).
   [/^npx odds-gate((?: [\w.=-]+)*)$/, async (m) => {
     const args = m[1].trim().split(' ');
@@ -197,7 +216,7 @@ for (const block of BLOCKS.filter((b) => b.lang === 'sh')) {
       const line = raw.replace(/(^|\s)#.*$/, '').trim(); // comments off
       for (const command of line ? line.split(/\s*&&\s*/) : []) {
         const rule = SH.find(([pattern]) => pattern.test(command));
-        assert.ok(rule, `README.md:${block.line + 1 + i}: \`${command}\` is a command js-tests/readme.test.mjs does not know: teach it (SH) how to check it`);
+        assert.ok(rule, `${block.file}:${block.line + 1 + i}: \`${command}\` is a command js-tests/readme.test.mjs does not know: teach it (SH) how to check it`);
         await rule[1](rule[0].exec(command));
       }
     }
@@ -227,32 +246,32 @@ const OUTPUTS = [
       assert.equal(r.code, 0, show(r));
       const shown = demoRows(block.code);
       const real = demoRows(r.stdout);
-      assert.deepEqual([...shown.keys()], [...real.keys()], `the README's rows are not the demo's:\n${r.stdout}`);
-      assert.equal(block.code.split('\n')[0].trimEnd(), r.stdout.split('\n')[0].trimEnd(), 'the header differs');
+      assert.deepEqual([...shown.keys()], [...real.keys()], `${where(block)}: the block's rows are not the demo's:\n${r.stdout}`);
+      assert.equal(block.code.split('\n')[0].trimEnd(), r.stdout.split('\n')[0].trimEnd(), `${where(block)}: the header differs`);
       // The setup in the prose above is the demo's own.
       const prose = /burst (\d+), (\d+) per second, `Retry-After: (\d+)`/.exec(block.before);
       const footnote = /\(burst (\d+), (\d+)\/s, Retry-After: (\d+)\)/.exec(r.stdout);
-      assert.ok(prose && footnote, `cannot read the server's setup from the README or from:\n${r.stdout}`);
-      assert.deepEqual(prose.slice(1), footnote.slice(1), 'the README describes another server than the demo runs');
+      assert.ok(prose && footnote, `${where(block)}: cannot read the server's setup from the prose above the block or from:\n${r.stdout}`);
+      assert.deepEqual(prose.slice(1), footnote.slice(1), `${where(block)}: the prose describes another server than the demo runs`);
 
       const gate = 'odds-gate shared gate';
       const plain = 'plain fetch + fixed 1 s retry';
       const counts = (row) => [row.attempts, row.throttled, row.completed];
       assert.deepEqual(counts(shown.get(gate)), counts(real.get(gate)), `the gated row:\n${r.stdout}`);
       // Plain fetch in real time: 20 attempts, 12 429s almost always, but a stall of a few hundred
-      // ms between the retries lets one more through. The README's figures must be the
+      // ms between the retries lets one more through. The block's figures must be the
       // article's (the same setup on the virtual clock), the real run the same collision.
       const { simulate } = await import(pathToFileURL(join(project.installed, 'index.js')).href);
       const [burst, perSecond, retryAfter] = footnote.slice(1).map(Number);
       const model = simulate({ burst, perSecond, retryAfterMs: retryAfter * 1000 });
-      assert.deepEqual(counts(shown.get(plain)), [model.attempts, model.throttled, model.completed], 'the README\'s plain row is not the article\'s');
+      assert.deepEqual(counts(shown.get(plain)), [model.attempts, model.throttled, model.completed], `${where(block)}: the plain row is not the article's`);
       const p = real.get(plain);
       assert.equal(p.completed, model.completed, r.stdout);
       assert.ok(p.throttled > 0 && p.attempts - p.throttled === p.completed, `plain fetch should collide:\n${r.stdout}`);
       assert.ok(Math.abs(p.attempts - model.attempts) <= 4, `plain fetch made ${p.attempts} attempts, the article ${model.attempts}:\n${r.stdout}`);
-      // Wall times: the README's respect the floor it states; the real run's only within wide bounds.
+      // Wall times: the block's respect the floor it states; the real run's only within wide bounds.
       const floor = (8 - burst) / perSecond;
-      assert.ok(shown.get(gate).wall >= floor, `the README's gated wall ${shown.get(gate).wall} s is under the floor ${floor} s`);
+      assert.ok(shown.get(gate).wall >= floor, `${where(block)}: the gated wall ${shown.get(gate).wall} s is under the floor ${floor} s`);
       for (const row of real.values()) assert.ok(row.wall >= floor - 0.1 && row.wall < 60, `wall ${row.wall} s:\n${r.stdout}`);
     },
   },
@@ -261,12 +280,12 @@ const OUTPUTS = [
     first: /^odds-gate configuration$/,
     async check(block) {
       const expr = /`(createFetch\([^`]*\))\.describe\(\)\.text` is:$/.exec(block.before)?.[1];
-      assert.ok(expr, 'the prose above no longer says which createFetch(...) prints this: teach the test');
+      assert.ok(expr, `${where(block)}: the prose above no longer says which createFetch(...) prints this: teach the test`);
       const file = join(freshDir(), 'describe.mjs');
       writeFileSync(file, `import { createFetch } from 'odds-gate';\nprocess.stdout.write(${expr}.describe().text);\n`);
       const r = await run(process.execPath, [file], { cwd: project.project, timeoutMs: 60_000 });
       assert.equal(r.code, 0, show(r));
-      assert.equal(r.stdout.trimEnd(), block.code.trimEnd(), 'describe().text (actual) is not what the README shows (expected)');
+      assert.equal(r.stdout.trimEnd(), block.code.trimEnd(), `${where(block)}: describe().text (actual) is not what the block shows (expected)`);
     },
   },
   {
@@ -274,14 +293,14 @@ const OUTPUTS = [
     first: /^odds-gate simulate: /,
     async check(block) {
       const args = /`npx odds-gate (simulate[\w .:=-]*)` prints:$/.exec(block.before)?.[1];
-      assert.ok(args, 'the prose above no longer says which `npx odds-gate simulate ...` prints this: teach the test');
+      assert.ok(args, `${where(block)}: the prose above no longer says which \`npx odds-gate simulate ...\` prints this: teach the test`);
       const cwd = freshDir();
       const r = await runBin(args.split(' '), { cwd, timeoutMs: 60_000 });
       assert.equal(r.code, 0, show(r));
-      // The one line that depends on where it ran: the README shows the timeline written into
+      // The one line that depends on where it ran: the block shows the timeline written into
       // /path/to/project; here it is the run's own folder.
       const printed = r.stdout.split(cwd).join('/path/to/project');
-      assert.equal(printed.trimEnd(), block.code.trimEnd(), `\`odds-gate ${args}\` printed (actual) what the README does not show (expected)`);
+      assert.equal(printed.trimEnd(), block.code.trimEnd(), `${where(block)}: \`odds-gate ${args}\` printed (actual) what the block does not show (expected)`);
     },
   },
   {
@@ -289,7 +308,7 @@ const OUTPUTS = [
     first: /^quota: /,
     async check(block) {
       const args = /`npx odds-gate (simulate[\w .:=-]*)` prints,\s+after\s+the\s+table:$/.exec(block.before)?.[1];
-      assert.ok(args, 'the prose above no longer says which `npx odds-gate simulate ...` prints this: teach the test');
+      assert.ok(args, `${where(block)}: the prose above no longer says which \`npx odds-gate simulate ...\` prints this: teach the test`);
       const r = await runBin(args.split(' '), { cwd: freshDir(), timeoutMs: 60_000 });
       assert.equal(r.code, 0, show(r));
       // The block's lines, in order, `...` standing for rows left out.
@@ -297,7 +316,7 @@ const OUTPUTS = [
       let at = 0;
       for (const line of block.code.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '...')) {
         const found = printed.indexOf(line, at);
-        assert.ok(found !== -1, `\`odds-gate ${args}\` did not print the README's line "${line}" where it shows it:\n${r.stdout}`);
+        assert.ok(found !== -1, `${where(block)}: \`odds-gate ${args}\` did not print the block's line "${line}" where it shows it:\n${r.stdout}`);
         at = found + 1;
       }
     },
@@ -307,7 +326,7 @@ const OUTPUTS = [
     first: /^\d+ processes x 8 workers, one key, /,
     async check(block) {
       const n = /`node demo\/fleet\.mjs (\d+)`/.exec(block.before)?.[1];
-      assert.ok(n, 'the prose above no longer says which `node demo/fleet.mjs N` prints this: teach the test');
+      assert.ok(n, `${where(block)}: the prose above no longer says which \`node demo/fleet.mjs N\` prints this: teach the test`);
       // A repository demo (it runs pkg/ and its own redis-server), about 30 s on 2 cores.
       const r = await run(process.execPath, ['demo/fleet.mjs', n], { cwd: REPO, timeoutMs: 240_000 });
       assert.equal(r.code, 0, show(r));
@@ -319,21 +338,21 @@ const OUTPUTS = [
       const pick = (rows, gate) => rows.find((row) => row.gate === gate);
       const redisRow = (rows) => pick(rows, 'one gate through Redis');
       const counts = (row) => ['jobs', 'completed', 'attempts', '429s'].map((c) => Number(row[c]));
-      // Through Redis the README shows the floor: every job once, no 429. A real run matches it,
+      // Through Redis the block shows the floor: every job once, no 429. A real run matches it,
       // but for one thing the gate cannot see: at the exact allowance the server's bucket is empty,
       // so an admitted call that reaches it late (a loaded machine, two CI jobs on two cores) lands
       // next to the following one and is answered 429, then retried. One such retry is allowed.
       const [sJobs, sDone, sAttempts, sRejected] = counts(redisRow(shown));
-      assert.deepEqual([sDone, sAttempts, sRejected], [sJobs, sJobs, 0], `the README's Redis row is not the floor:\n${block.code}`);
+      assert.deepEqual([sDone, sAttempts, sRejected], [sJobs, sJobs, 0], `${where(block)}: the Redis row is not the floor:\n${block.code}`);
       const [rJobs, rDone, rAttempts, rRejected] = counts(redisRow(real));
       assert.deepEqual([rJobs, rDone, rAttempts], [sJobs, sJobs, sJobs + rRejected], `through Redis:\n${r.stdout}`);
       assert.ok(rRejected <= 1, `through Redis, more than one late arrival answered 429:\n${r.stdout}`);
       // The prose's numbers are the table's.
       const prose = /through\s+Redis\s+the\s+(\d+)\s+jobs\s+take\s+(\d+)\s+attempts/.exec(block.before);
-      assert.ok(prose, 'the prose above no longer says what the Redis run takes: teach the test');
+      assert.ok(prose, `${where(block)}: the prose above no longer says what the Redis run takes: teach the test`);
       const [jobs, , attempts] = counts(redisRow(shown));
-      assert.deepEqual(prose.slice(1).map(Number), [jobs, attempts], 'the prose\'s jobs and attempts are not the table\'s');
-      // A gate per process: its counts vary run to run; the README's and the real run's both
+      assert.deepEqual(prose.slice(1).map(Number), [jobs, attempts], `${where(block)}: the prose's jobs and attempts are not the table's`);
+      // A gate per process: its counts vary run to run; the block's and the real run's both
       // overrun the key.
       for (const rows of [shown, real]) {
         const [jobs, completed, attempts, throttled] = counts(pick(rows, 'a gate per process'));
@@ -353,15 +372,22 @@ for (const block of BLOCKS.filter((b) => b.lang === '')) {
   });
 }
 
+test('every kind of output block the test knows is still shown somewhere (none lost in a move)', () => {
+  const outputs = BLOCKS.filter((b) => b.lang === '');
+  const lost = OUTPUTS.filter((o) => !outputs.some((b) => o.first.test(firstLine(b)))).map((o) => o.name);
+  assert.deepEqual(lost, [], 'no block of README.md, CONTRIBUTING.md or docs/*.md shows these any more: drop them from OUTPUTS, or put the block back');
+});
+
 test('every code block is of a kind this test checks (js, sh, or an untagged output)', () => {
   const other = BLOCKS.filter((b) => !['js', 'sh', ''].includes(b.lang));
   assert.deepEqual(other.map((b) => `${where(b)} \`\`\`${b.lang}`), [], 'teach js-tests/readme.test.mjs about these blocks');
-  assert.ok(BLOCKS.filter((b) => b.lang === 'js').length >= 2 && BLOCKS.filter((b) => b.lang === '').length >= 4, 'the README lost its blocks?');
+  assert.ok(BLOCKS.filter((b) => b.lang === 'js').length >= 2 && BLOCKS.filter((b) => b.lang === '').length >= 4, 'the docs lost their blocks?');
+  for (const file of ['README.md', 'docs/README.md']) assert.ok(DOC_FILES.includes(file), `${file} is not read`);
 });
 
 // ---- markdown tables ---------------------------------------------------------------------------
 
-test('every markdown table stands apart, with one indentation, inside its list item', () => {
+for (const { file, lines: LINES } of DOCS) test(`${file}: every markdown table stands apart, with one indentation, inside its list item`, () => {
   const isRow = (l) => /^\s*\|.*\|\s*$/.test(l);
   let inFence = false;
   for (let i = 0; i < LINES.length; i++) {
@@ -370,7 +396,7 @@ test('every markdown table stands apart, with one indentation, inside its list i
     let end = i;
     while (end < LINES.length && isRow(LINES[end])) end++;
     const rows = LINES.slice(i, end);
-    const at = `README.md:${i + 1}`;
+    const at = `${file}:${i + 1}`;
     const indent = /^ */.exec(rows[0])[0].length;
     assert.ok(i === 0 || LINES[i - 1].trim() === '', `${at}: a table needs a blank line before it`);
     assert.ok(end === LINES.length || LINES[end].trim() === '', `${at}: a table needs a blank line after it, or it runs into the next paragraph`);
@@ -384,7 +410,7 @@ test('every markdown table stands apart, with one indentation, inside its list i
       while (j >= 0 && !/^\s*([-*+]|\d+[.)]) +\S/.test(LINES[j])) j--;
       const item = /^(\s*([-*+]|\d+[.)]) +)/.exec(LINES[j] ?? '');
       assert.ok(item, `${at}: an indented table outside a list item renders as code`);
-      assert.equal(indent, item[1].length, `${at}: the table is not at its list item's content column (README.md:${j + 1})`);
+      assert.equal(indent, item[1].length, `${at}: the table is not at its list item's content column (${file}:${j + 1})`);
     }
     i = end;
   }

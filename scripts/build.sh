@@ -47,6 +47,10 @@ rm -rf "$out/sim/snippets" "$out/sim/"*.d.ts
 optimise "$out/sim/odds_gate_sim_bg.wasm"
 cp -R pkg-template/. "$out/"
 cp LICENSE "$out/LICENSE"
+# The package's README is the repository's, with the guide it links to (docs/, named in "files").
+cp README.md "$out/README.md"
+mkdir "$out/docs"
+cp docs/*.md "$out/docs/"
 chmod 755 "$out"
 old=$(mktemp -d "$PWD/.pkg-old.XXXXXX")
 [ -d pkg ] && mv pkg "$old/pkg"

@@ -5,7 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve, relative } from 'node:path';
 
 const USAGE = `Usage:
-  odds-gate simulate [options]   the article's virtual-clock model, as a table and an SVG timeline
+  odds-gate simulate [options]   the article's virtual-clock model, as a table (and, with --svg, a drawing)
   odds-gate demo                 eight live workers against a local fake Odds API (about 7 s):
                                  plain fetch with a fixed 1 s retry, then through createFetch
   odds-gate --help               this text
@@ -75,9 +75,9 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
   --quota-cost PATTERN=CREDITS
                        what a call of a route costs, e.g. "GET /events/*/odds/snapshot=5"
                        (the server charges it, the gates are told it); repeat it per route
-  --svg FILE           where to write the SVG timeline (default ./odds-gate-timeline.svg); with
-                       --quota-limit, the month instead: a bar of credits a day against the
-                       even spend
+  --svg FILE           also draw the run as an SVG in FILE (nothing is written without it): its
+                       timeline, or with --quota-limit the month, a bar of credits a day
+                       against the even spend
   --json               print the result as JSON instead of the table
 `;
 
@@ -340,15 +340,17 @@ async function simulateCommand(argv) {
   const { renderTimelineSvg, scenarioLabel } = await import('./timeline-svg.js');
   const { renderMonthSvg } = await import('./month-svg.js');
   const scenario = { shared: false, separateGates: 0, ...options };
-  const svgPath = resolve(flags.svg ?? 'odds-gate-timeline.svg');
-  // A month is drawn as its credits day by day; any other run as its timeline.
+  // Drawn only when asked (--svg FILE): a month as its credits day by day, any other run as its timeline.
+  const svgPath = flags.svg === undefined ? null : resolve(flags.svg);
   const drawing = result.quota ? 'month' : 'timeline';
   let svgNote; // where the drawing went, or why it was not drawn
   let written = false;
   try {
-    writeFileSync(svgPath, result.quota ? renderMonthSvg(result.quota) : renderTimelineSvg(result, scenario));
-    written = true;
-    svgNote = `${drawing}: wrote ${relative(process.cwd(), svgPath) || svgPath} (${svgPath})`;
+    if (svgPath !== null) {
+      writeFileSync(svgPath, result.quota ? renderMonthSvg(result.quota) : renderTimelineSvg(result, scenario));
+      written = true;
+      svgNote = `${drawing}: wrote ${relative(process.cwd(), svgPath) || svgPath} (${svgPath})`;
+    }
   } catch (err) {
     if (err instanceof RangeError) {
       svgNote = `${drawing}: not drawn: ${err.message}`;
