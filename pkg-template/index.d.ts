@@ -593,7 +593,7 @@ export interface SimulateOptions {
    * thread), and the workers poll the same snapshots: a fresh
    * entry answers a call without a request, a call identical to one in flight joins it.
    * `ttlMs` is how long the server's snapshots are fresh (its `ttl_seconds`, in ms); `true` is
-   * `{ ttlMs: 0 }` (calls in flight share one request, nothing is kept). `staleForMs` (10 min,
+   * `{ ttlMs: 0 }` (calls in flight share one request, nothing is answered fresh; an entry stays only for `staleForMs`, to answer stale). `staleForMs` (10 min,
    * as `createFetch`'s) is how long past that a kept entry answers at once, stale, a call the
    * gate would hold (a cooldown, no credit in the spread) or refuse (a spent quota). A key
    * never gets another key's answer. The result then has `hits`, `coalesced`, `stale` and

@@ -42,7 +42,7 @@ simulate options (a number follows each, as "--workers 8" or "--workers=8"):
                        (default 0: at once)
   --cache-ttl-ms N     the workers' GETs go through createFetch's cache, and the server's
                        snapshots are fresh for N ms (0: calls in flight share one request,
-                       nothing is kept); the workers then poll the same snapshots. Prints the
+                       nothing is answered fresh); the workers then poll the same snapshots. Prints the
                        requests the cache saved; the SVG draws its answers as rings
   --cache-stale-for-ms N
                        how long past that an entry answers, stale, a call the gate would hold

@@ -75,7 +75,7 @@ pub struct SimCacheGiven {
 }
 
 impl SimCacheGiven {
-    /// The cache `cache` asks for (`None`: none): `true` keeps nothing (calls in flight share
+    /// The cache `cache` asks for (`None`: none): `true` keeps nothing fresh (calls in flight share
     /// one request, as `createFetch({ cache: true })` without a `ttl_seconds`), `{ ttlMs }`
     /// keeps snapshots that long; either keeps them `staleForMs` longer (createFetch's 10
     /// minutes where left out) for calls the gate would hold or refuse.
@@ -389,7 +389,7 @@ mod tests {
     }
 
     #[test]
-    fn cache_true_shares_requests_in_flight_and_keeps_nothing() {
+    fn cache_true_shares_requests_in_flight_and_keeps_nothing_fresh() {
         let cache = |cache| {
             let given = SimGiven {
                 cache,
