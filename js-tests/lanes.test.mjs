@@ -77,7 +77,7 @@ test('a lane composes with batch(), and a bad lane option is a typed error namin
   assert.equal(round.stats().batch.remainingMs > 0, true);
   assert.equal((await fetchImpl.batch({ deadlineMs: 5_000 }).lane()('http://127.0.0.1/y', { headers })).status, 200);
   for (const weight of [0, -1, NaN, Infinity]) {
-    assert.throws(() => fetchImpl.lane({ weight }), { name: 'RangeError', message: /`weight`.*positive finite/ });
+    assert.throws(() => fetchImpl.lane({ weight }), { name: 'RangeError', message: /`lane\.weight`.*positive finite/ });
   }
   assert.throws(() => fetchImpl.lane({ weight: '2' }), { name: 'TypeError', message: /weight/ });
   assert.throws(() => fetchImpl.lane({ wieght: 2 }), { name: 'TypeError', message: /wieght/ });
