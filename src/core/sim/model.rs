@@ -14,8 +14,6 @@ use super::lanes::{self, Group, LaneReport, SimLane};
 use super::month::{Metered, MonthReport, SimQuota};
 use super::server::{Allowances, Headers, Limiter, Server};
 use super::world::{Served, SimCall, World};
-use crate::core::authority::memory::MemoryAuthority;
-use crate::core::authority::{AdmissionId, Answer, Op, Transitions};
 use crate::core::gate::action::{End, Event};
 use crate::core::gate::store_link::StoreSettings;
 use crate::core::gates::home::Home;
@@ -398,75 +396,6 @@ pub struct LimiterReport {
     pub throttled: u64,
     /// When its last call was done (settled).
     pub done_ms: Millis,
-}
-
-/// The article's `Gate`: `admitAt(now)` and `defer(now, delayMs)` on a virtual clock. It is the
-/// production [`MemoryAuthority`], each admission's response taken to come back at once.
-#[derive(Debug, Clone)]
-pub struct ArticleGate {
-    authority: MemoryAuthority,
-    next: AdmissionId,
-}
-
-impl ArticleGate {
-    /// `new Gate(rate)` as given, with its `learn`: the article's gate enforces its rate.
-    pub fn given(rate: Rate, learn: bool) -> Result<ArticleGate, ConfigError> {
-        match learn {
-            true => Err(ConfigError::Shape(
-                "`rate.learn` is for createFetch's `rate` only",
-            )),
-            false => Ok(ArticleGate::new(rate)),
-        }
-    }
-
-    /// A gate with a full bucket at time 0.
-    pub fn new(rate: Rate) -> ArticleGate {
-        ArticleGate {
-            authority: MemoryAuthority::new(rate, None, 0.0),
-            next: 0,
-        }
-    }
-
-    /// Admits at `now` (spending a token) and returns `now`, or returns the earliest time worth
-    /// coming back, spending nothing. The cooldown is checked first, so after a cooldown only
-    /// the burst goes at once and the rest wait for tokens.
-    pub fn admit_at(&mut self, now: Millis) -> Millis {
-        let id = self.next;
-        self.next += 1;
-        let admit = Op::Admit {
-            id,
-            want: 1,
-            seen: None,
-            account: false,
-            head: None,
-            credits: None,
-        };
-        match self.authority.apply(now, &admit) {
-            Answer::Admitted { .. } => {
-                self.authority.apply(now, &Op::Resume { id });
-                now
-            }
-            Answer::Wait(ms) | Answer::Exhausted(ms) => now + ms,
-            _ => now,
-        }
-    }
-
-    /// Holds every admission until `now + delay_ms`; a later, shorter delay never moves the
-    /// end earlier.
-    pub fn defer(&mut self, now: Millis, delay_ms: Millis) -> Result<(), ConfigError> {
-        let delay_ms = at_least("delayMs", delay_ms, 0.0, "a finite number >= 0")?;
-        let op = Op::Feedback {
-            cooldown_ms: Some(delay_ms),
-            remaining: None,
-        };
-        self.authority.apply(now, &op);
-        Ok(())
-    }
-
-    /// No admission before this time.
-    pub fn blocked_until(&self) -> Millis {
-        self.authority.cooldown_until()
-    }
 }
 
 /// Where a worker's calls go: its process and its key.
