@@ -177,7 +177,7 @@ impl SharedCredits {
             }
             return Credit::Read;
         }
-        let cost = self.scale.credits(spend.cost, spend.stated);
+        let cost = self.cost(spend);
         let ready = match (&mut self.bucket, self.read) {
             (Some(bucket), _) if spend.reserve => bucket.ready_reserved(now, cost),
             (Some(bucket), _) => bucket.ready(now, cost),
@@ -210,8 +210,8 @@ impl SharedCredits {
     /// The call [`ask`](Self::ask) let go at this same `now` takes its credits, and counts
     /// for the scale.
     pub(crate) fn take(&mut self, now: Millis, spend: Spend) {
+        let cost = self.cost(spend);
         if let Some(bucket) = &mut self.bucket {
-            let cost = self.scale.credits(spend.cost, spend.stated);
             // Asked at this same `now`, it has them.
             let _ = match spend.reserve {
                 true => bucket.take_reserved(now, cost),
@@ -269,9 +269,10 @@ impl SharedCredits {
     /// credits (see [`CreditView`]); `None` before a reading made a bucket.
     pub fn view(&mut self, now: Millis, spend: Option<Spend>) -> Option<CreditView> {
         let next_reading = self.due();
+        let cost = spend.map(|s| self.cost(s));
         let bucket = self.bucket.as_mut()?;
-        let next_ms = spend.map(|s| {
-            let at = bucket.predict(now, 0.0, self.scale.credits(s.cost, s.stated));
+        let next_ms = cost.map(|cost| {
+            let at = bucket.predict(now, 0.0, cost);
             (at.min(next_reading) - now).max(0.0)
         });
         Some(CreditView {
@@ -314,6 +315,11 @@ impl SharedCredits {
             // Its share of a new bucket's opening credit too: the members open one between them.
             bucket.share(now, share, seed.is_some() || !had);
         }
+    }
+
+    /// What a call asking `spend` takes: its stated cost, or its cost times the scale.
+    pub(crate) fn cost(&self, spend: Spend) -> f64 {
+        self.scale.credits(spend.cost, spend.stated)
     }
 
     /// Whether a reading made the bucket.

@@ -53,11 +53,7 @@ impl Authority for StoreLink {
                 _ => None,
             };
             if let (Some(spend), Some(Answer::Admitted { .. })) = (credits, answer) {
-                let shared = self.fallback.shared_credits();
-                let cost = match spend.stated {
-                    true => spend.cost,
-                    false => spend.cost * shared.scale(),
-                };
+                let cost = self.fallback.shared_credits().cost(spend);
                 let (spent, _) = self.spent_alone.get_or_insert((0.0, spend.spread));
                 *spent += cost;
             }
