@@ -62,7 +62,7 @@ fn check(headers: bool, max_throttled: f64, max_ratio: f64) {
             let throttled = r.throttled as f64 / r.attempts as f64;
             let line = format!(
                 "burst {burst} at {per_second}/s, {latency_ms} ms: {} attempts, {} 429s \
-                 ({:.1} %), wall {:.2} x floor, estimate {:?}",
+                 ({:.1} %), wall {:.3} x floor, estimate {:?}",
                 r.attempts,
                 r.throttled,
                 100.0 * throttled,
@@ -463,4 +463,74 @@ fn a_first_request_that_hangs_holds_the_key_a_second_not_its_time_limit() {
         assert_eq!(last, 1_080.0, "done ({policy:?})");
         assert!((1..6).all(|i| h.end(i) == Some(End::Deliver)));
     }
+}
+
+/// When the spent quota of [`quota_lifted`]'s server is lifted (a new period).
+const LIFTED_AT: f64 = 45_000.0;
+
+/// A learning gate paced by the counts of 2 @ 2/s (two calls a second), whose server answers
+/// the quota's 429 from [`SPENT_AT`] to [`LIFTED_AT`] (`/usage`: spent until then) with
+/// `spell`, and its own bucket all along without. Eight calls come at once just after, then
+/// four a second for 20 s. The estimate before the spell and a second after it, and the
+/// server's 429s after it.
+fn quota_lifted(spell: bool) -> (Estimate, Estimate, u32) {
+    let mut bucket = TokenBucket::new(Rate::new(2.0, 2.0).unwrap(), 0.0);
+    let throttled = Rc::new(std::cell::Cell::new(0));
+    let count = throttled.clone();
+    let quota = Reply::status(429, &[]).saying("quota_exceeded", "Monthly API credits exhausted");
+    let server = Box::new(move |now: f64, _, _| {
+        if spell && (SPENT_AT..LIFTED_AT).contains(&now) {
+            return quota.clone().after(20.0);
+        }
+        let ok = bucket.take(now);
+        let left = bucket.tokens(now).floor().to_string();
+        let counts = [("X-RateLimit-Limit", "2"), ("X-RateLimit-Remaining", &left)];
+        if !ok && now >= LIFTED_AT {
+            count.set(count.get() + 1);
+        }
+        match ok {
+            true => Reply::status(200, &counts),
+            false => Reply::status(429, &[("Retry-After", "1")]),
+        }
+        .after(20.0)
+    });
+    let mut h = Harness::new(learning_gate(), server);
+    h.usage = Some(Usage {
+        period_end: Some(LIFTED_AT),
+        ..SPENT
+    });
+    let calm = if spell { SPENT_AT } else { LIFTED_AT };
+    for i in 0..(calm / 500.0) as u32 {
+        h.start_at(f64::from(i) * 500.0, defaults());
+    }
+    for _ in 0..8 {
+        h.start_at(LIFTED_AT + 100.0, defaults());
+    }
+    for i in 0..80 {
+        h.start_at(LIFTED_AT + 1_000.0 + f64::from(i) * 250.0, defaults());
+    }
+    h.run_until(SPENT_AT - 1.0);
+    let before = h.learned().unwrap();
+    h.run_until(LIFTED_AT + 1_000.0);
+    let after = h.learned().unwrap();
+    h.run();
+    (before, after, throttled.get())
+}
+
+#[test]
+fn a_lifted_quota_leaves_the_pace_where_it_was() {
+    // Nothing was spent in the spell, so the server's bucket is full when calls come again:
+    // that says nothing of its refill. Before, the first answer after (found full while calls
+    // waited) doubled the pace, 1.96/s to 3.93/s, and the server answered more 429s after
+    // than it does a gate that never met the quota.
+    let (before, after, throttled) = quota_lifted(true);
+    let (_, _, without) = quota_lifted(false);
+    assert!(
+        after.per_second <= before.per_second * 1.02,
+        "{before:?} {after:?}"
+    );
+    assert!(
+        throttled <= without,
+        "{throttled} 429s after the spell, {without} without it"
+    );
 }

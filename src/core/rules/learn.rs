@@ -119,6 +119,8 @@ pub struct Learner {
     distrusted: bool,
     /// A round trip, smoothed (ms).
     rtt: Option<Millis>,
+    /// The latest request whose trusted count the gate heard: when it was sent, its number.
+    counted_sent: Option<(Millis, f64)>,
     /// The estimate last reported (see [`news`](Self::news)).
     told: Option<Estimate>,
 }
@@ -144,6 +146,7 @@ impl Learner {
             doubts: 0,
             distrusted: false,
             rtt: None,
+            counted_sent: None,
             told: None,
         }
     }

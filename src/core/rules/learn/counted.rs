@@ -50,7 +50,17 @@ impl Learner {
         // Found full (with a bucket of one, every answer that took a token looks so).
         let full = remaining >= 1.0 && remaining + 1.0 >= limit;
         let calm = self.last_throttle.is_none_or(|at| now - at > HORIZON_MS);
-        if full && s.backlogged && calm && !opening {
+        // Full after the key's spenders (by the requests numbered since) left the bucket alone
+        // long enough for the pace to fill it (a spent quota's spell, a rest): no news of the
+        // refill. A first count has nothing to compare with and is taken as it comes.
+        let rested = self.counted_sent.is_some_and(|(at, seq)| {
+            let spent = s.seq - seq;
+            (s.sent - at) / 1_000.0 * self.pace - spent >= limit
+        });
+        if self.counted_sent.is_none_or(|(_, seq)| s.seq > seq) {
+            self.counted_sent = Some((s.sent, s.seq));
+        }
+        if full && s.backlogged && calm && !opening && !rested {
             // Found full while calls waited: the refill outran the pace. Twice the best bound
             // at most, so a run of such answers cannot run away with it (and never lower: a
             // pace taken from another process may be above this gate's own bound).
