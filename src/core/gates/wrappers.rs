@@ -17,7 +17,7 @@ use crate::core::gate::store_link::StoreSettings;
 use crate::core::gate::Gate;
 use crate::core::rules::allowance::Allowance;
 use crate::core::rules::learn::Learner;
-use crate::core::rules::routes::MAX_LIMITERS;
+use crate::core::rules::routes::{MAX_LIMITERS, OVERFLOW};
 use crate::core::Millis;
 
 impl Gates {
@@ -173,15 +173,18 @@ impl Gates {
         }
         self.evict_idle(now, SWEEP_PER_GATE);
         let credential = scope.credential();
-        let limiter = credential != *scope;
+        let overflow = credential.in_limiter(OVERFLOW);
+        let limiter = credential != *scope && *scope != overflow;
         let made = self.limiters.get(&credential).copied().unwrap_or(0);
         if limiter && made >= MAX_LIMITERS {
-            // Past the cap the limiter's calls go to the credential's own gate.
-            return self.gate_for(now, wrapper, &credential, None);
+            // Past the cap the limiter's calls go to the gate all such limiters share.
+            return self.gate_for(now, wrapper, &overflow, None);
         }
-        let gate = self.make(now, scope, &profile)?;
+        let mut gate = self.make(now, scope, &profile)?;
         if limiter {
             self.limiters.insert(credential, made + 1);
+        } else if *scope == overflow {
+            gate.assume_limiter(OVERFLOW);
         }
         let gate = self.entries.insert(Entry {
             scope: scope.clone(),

@@ -57,6 +57,7 @@ use self::phase::Phase;
 use crate::core::rules::allowance::{Rate, MIN_PER_SECOND};
 use crate::core::rules::bucket::Count;
 use crate::core::rules::classify::took_token;
+use crate::core::rules::routes::OVERFLOW;
 use crate::core::Millis;
 
 /// What a 429 leaves of the pace without the counts (with them, of a pace above the bound):
@@ -157,7 +158,8 @@ impl Learner {
     }
 
     /// Whether an answer from limiter `named` is this gate's to learn from: the first limiter
-    /// named is the gate's; an answer from another belongs to that limiter's gate.
+    /// named is the gate's; an answer from another belongs to that limiter's gate, unless
+    /// this gate is the one the limiters past the cap share ([`OVERFLOW`]).
     pub(crate) fn owns(&mut self, named: Option<&str>) -> bool {
         match (named, &self.limiter) {
             (None, _) => true,
@@ -165,7 +167,7 @@ impl Learner {
                 self.limiter = Some(name.to_owned());
                 true
             }
-            (Some(name), Some(mine)) => name == mine,
+            (Some(name), Some(mine)) => name == mine || mine == OVERFLOW,
         }
     }
 

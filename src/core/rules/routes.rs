@@ -7,9 +7,15 @@
 pub(crate) const MAX_ROUTES: usize = 256;
 
 /// Gates a credential may have for limiters other than its first; the calls of a limiter past
-/// them go to the credential's own gate (a limiter name per resource must not grow memory with
-/// every resource).
+/// them go to one more gate, the credential's [`OVERFLOW`] (a limiter name per resource must
+/// not grow memory with every resource).
 pub const MAX_LIMITERS: usize = 16;
+
+/// The limiter name of the gate the calls of every limiter past [`MAX_LIMITERS`] share. It
+/// learns from the answers of any of them: a limiter per resource most often gives each
+/// resource the same allowance, and a gate that heard none of them would pace their calls
+/// from its opening, a second apart.
+pub const OVERFLOW: &str = "*";
 
 /// What a call's answer said of its route's limiter.
 #[derive(Debug, Clone, PartialEq, Eq)]
