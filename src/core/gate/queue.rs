@@ -270,6 +270,7 @@ impl Queue {
         // A lane with nobody waiting whose turn has come round again holds nothing worth keeping.
         let clock = self.clock;
         self.lanes.retain(|l| l.live > 0 || l.finish > clock);
+        self.forget_if_idle();
     }
 
     /// A live place left the queue from anywhere in it (it is skipped later): from the front, or
@@ -280,6 +281,20 @@ impl Queue {
             None => self.front_live -= 1,
         }
         self.live -= 1;
+        self.forget_if_idle();
+    }
+
+    /// With nobody waiting, no lane keeps a turn: as in start-time fair queuing, where an idle
+    /// server's clock jumps to the last finish, every lane starts at the clock when it comes
+    /// back. So a lane made per call (each one ahead of the clock by its one turn) is not kept
+    /// for ever, its search growing with every call.
+    fn forget_if_idle(&mut self) {
+        if self.live == 0 {
+            let last = self.lanes.iter().map(|l| l.finish).max();
+            self.clock = self.clock.max(last.unwrap_or(0));
+            self.lanes.clear();
+            self.front.clear();
+        }
     }
 
     /// Follows the order other threads' queues share with this one: the clock moves up to
@@ -502,6 +517,22 @@ mod tests {
         queue.pop(place(100));
         queue.push(place(102), lane(2, 9.0));
         assert_eq!(queue.front(|_| true).map(|p| p.rank), Some(102));
+    }
+
+    #[test]
+    fn a_lane_made_per_call_is_not_kept_once_nobody_waits() {
+        let mut queue = Queue::default();
+        for rank in 0..1_000 {
+            queue.push(place(rank), lane(rank as LaneId + 1, 1.0));
+            queue.pop(place(rank));
+        }
+        assert_eq!(queue.lanes.len(), 0);
+        // While calls wait, the lanes ahead are kept: the turns they had still count.
+        queue.push(place(2_000), lane(1, 1.0));
+        queue.push(place(2_001), lane(1, 1.0));
+        queue.pop(place(2_000));
+        queue.push(place(2_002), lane(2, 1.0));
+        assert_eq!(queue.front(|_| true).map(|p| p.rank), Some(2_002));
     }
 
     #[test]
