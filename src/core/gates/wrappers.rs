@@ -114,7 +114,15 @@ impl Gates {
             w.holders == 0
         });
         if last {
-            self.wrappers.remove(wrapper);
+            // Its gates forget it too: a lane made per call must not leave a user behind on
+            // its gate with every call (each searched by the next).
+            if let Some(w) = self.wrappers.remove(wrapper) {
+                for gate in w.gates.iter() {
+                    if let Some(entry) = self.entries.get_mut(*gate) {
+                        entry.users.retain(|&(user, _)| user != wrapper);
+                    }
+                }
+            }
         }
         last
     }
