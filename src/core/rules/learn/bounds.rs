@@ -39,6 +39,15 @@ impl Learner {
             .fold(0.0, f64::max)
     }
 
+    /// The bound the answers prove now: the marks' best once two are kept; until then, the
+    /// bound held (a resumed gate's, from its memo: 0 otherwise).
+    pub(super) fn proven(&self) -> f64 {
+        match self.marks.len() {
+            0 | 1 => self.at_least,
+            _ => self.best_bound(),
+        }
+    }
+
     /// The best lower bound the kept marks give, each against those before it.
     pub(super) fn best_bound(&self) -> f64 {
         let mut best: f64 = 0.0;

@@ -43,7 +43,7 @@ impl Learner {
         self.claim = Some((remaining, s.seq));
         let mark = self.mark(now, remaining, s);
         self.remember(mark);
-        self.at_least = self.best_bound();
+        self.at_least = self.proven();
         if self.at_least > 0.0 {
             self.unconfirmed = None;
         }
@@ -77,7 +77,7 @@ impl Learner {
         self.remember(mark);
         if fresh {
             self.throttled(now, self.pace);
-            self.at_least = self.best_bound();
+            self.at_least = self.proven();
             self.pace = (self.pace * BETA).max(self.at_least).max(MIN_PACE);
         }
     }

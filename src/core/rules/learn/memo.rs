@@ -15,6 +15,8 @@ pub(crate) struct Memo {
     window: f32,
     /// The capacity the counts gave, or 0 when none did (whole, at most `MAX_BURST`).
     burst: f32,
+    /// The bound on the rate the answers had proven (the estimate's `atLeast`).
+    at_least: f32,
     /// The answers carry trusted counts.
     counted: bool,
     /// The counts lied and are ignored.
@@ -40,6 +42,7 @@ impl Learner {
             pace: self.pace,
             window,
             burst: self.burst.unwrap_or(0.0) as f32,
+            at_least: self.at_least as f32,
             counted,
             distrusted: self.distrusted,
             limiter: self.limiter.as_deref().map(Box::from),
@@ -62,6 +65,9 @@ impl Learner {
         };
         self.pace = memo.pace;
         self.burst = (memo.burst > 0.0).then_some(f64::from(memo.burst));
+        // The bound holds until answers here prove one (two marks), as it would have in the
+        // gate kept: its confidence comes back with it.
+        self.at_least = f64::from(memo.at_least).min(self.pace);
         self.distrusted = memo.distrusted;
         self.limiter = memo.limiter.as_deref().map(str::to_owned);
         // Not news: the key's estimate is what it was.
@@ -123,6 +129,14 @@ mod tests {
         assert_eq!(again.phase, Phase::Counted);
         // Resumed is not news.
         assert_eq!(again.clone().news(now), None);
+        // The proven bound comes back too, and holds through the next answer (one mark
+        // proves nothing yet): the confidence is what it was, not 0.
+        let confidence = learned.estimate(now).confidence;
+        assert!(confidence > 0.9, "{confidence}");
+        assert_eq!(again.estimate(now).confidence, confidence as f32 as f64);
+        let mut again = again;
+        again.observe(now + 100.0, &answer(now + 80.0, 200, Some((10, 9)), 0.0));
+        assert_eq!(again.estimate(now).confidence, confidence as f32 as f64);
     }
 
     #[test]
