@@ -27,6 +27,8 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 step "package (node --test against pkg/) and its types"
 bash scripts/build.sh
 node_modules/.bin/tsc -p types/tsconfig.json
+# The bindings' JavaScript, checked from its JSDoc (src/js/protocol.js is the build's).
+node_modules/.bin/tsc -p src/js/tsconfig.json
 # Node >= 22 reads `node --test` arguments as globs and would run the folder `js-tests/` as a
 # module; the shell's list of the test files works on every version. The files run one at a time:
 # their few real-time checks (wiring, with wide bounds) then never share the two cores.
@@ -39,7 +41,7 @@ PATH="$NODE24_BIN:$PATH" node --test --test-concurrency=1 --test-timeout=300000 
 # the README's examples (the demo, the four-thread example, the fleet demo through Redis) and the
 # quick fleet tests; about 95 s each. Children are started with process.execPath, so they run
 # under the same runtime. Deno: -A for the network, child processes and files; --no-check since
-# the tests are plain JS (checking would look for @types/node, no dependency here).
+# the tests are plain JS (tsc checks the bindings' JavaScript above, under Node's types).
 WIRING=(./js-tests/threads.test.mjs ./js-tests/idle-exit.test.mjs ./js-tests/readme.test.mjs)
 FLEET='eight workers through Redis|cooldown set by one process|process killed mid-admission'
 step "wiring under Bun (.tools/bun, from scripts/setup.sh)"

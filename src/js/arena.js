@@ -1,3 +1,4 @@
+// @ts-check
 // The ring of the threads' cache bytes: one growable SharedArrayBuffer made with the shared
 // memory (shared_memory.js) and found with it. The core decides (rules/arena.rs): where an
 // entry's bytes go and whether what was read back is intact; this file moves bytes and counts.
@@ -21,6 +22,7 @@ export function makeArena() {
 export const usableArena = (a) => a instanceof SharedArrayBuffer && a.byteLength >= RING_AT;
 
 // Views of a ring, made again when its size changed.
+/** @type {WeakMap<SharedArrayBuffer, { size: number, ints: Int32Array, head: BigInt64Array, ring: Uint8Array }>} */
 const views = new WeakMap();
 function viewOf(s) {
   const a = s.arena;

@@ -1,3 +1,4 @@
+// @ts-check
 // One attempt: the inner fetch under a per-attempt timeout and the caller's signal. Plain
 // JavaScript because it runs on every call: the package's fast path (fast.js) calls it for a
 // call the gate admits at once, and the driver (driver.rs) for every other attempt: one

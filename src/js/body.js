@@ -1,3 +1,4 @@
+// @ts-check
 // Disposing of a body in JavaScript, which has the pieces built in: its JSON for the quota
 // check (decoded only when the gate asks for it), and a cancel whose failure nobody needs to
 // hear about.

@@ -1,3 +1,4 @@
+// @ts-check
 // One request per snapshot (`createFetch({ cache })`), the JavaScript side. The core decides
 // (cache_flow.rs): every call reports to it, and this file performs the actions it answers
 // (`run`): it keeps the entries' bytes, makes every caller its own Response, sends, copies,

@@ -1,3 +1,4 @@
+// @ts-check
 // The cache shared beyond this thread, for cache.js: the fleet's through the store's Redis
 // client (cache.lua, run by the module), or the process's threads' (a cell per request in their
 // shared memory, the bytes in its ring). The core decides (shared_cache.rs; cache_cells.rs and

@@ -1,3 +1,4 @@
+// @ts-check
 // The package's error classes as errors.rs makes them: pkg-template/errors.js registers them at
 // load time, so `instanceof` works against the classes the package exports; unregistered (the
 // wasm tests) a plain Error with the same name and fields stands in.

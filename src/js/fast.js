@@ -1,3 +1,4 @@
+// @ts-check
 // The package's `fetchImpl` for one Transport. Plain JavaScript because it runs on every call:
 // the request's facts are read here and go into wasm with the call in one crossing; a call the
 // gate admits at once comes back as a handle and its attempt is the caller's promise (no

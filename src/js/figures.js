@@ -1,3 +1,4 @@
+// @ts-check
 // stats() and the metrics' figures cross from wasm in two parts: their many records (the gates,
 // and the metrics' lanes on each gate) as numbers in a row, their texts beside them (the core's
 // base/wire.rs, in pieces of some 90 gates), and the rest, a few keys, as an object with `gates`

@@ -1,3 +1,4 @@
+// @ts-check
 // An abort listener made on the JavaScript side: the bindings pass one long-lived callback and a
 // number, instead of making a wasm closure (and its finalizer record) for every waiting call.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // OpenTelemetry metrics for a wrapper made with `createFetch({ meter })`. Nothing here imports
 // @opentelemetry/api: the caller's Meter is used as it is, so a wrapper without one loads
 // nothing. Names follow OTel's rules (lower case, dot-separated namespace, UCUM units, seconds

@@ -1,3 +1,4 @@
+// @ts-check
 // Reads the bindings make on every call, done on the JavaScript side: crossing into wasm once
 // with one string costs far less than a property read and a string copy per field.
 const NONE = '\u0001'; // a header that is absent (no header value can hold this byte)

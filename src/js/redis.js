@@ -1,3 +1,4 @@
+// @ts-check
 // The two Redis clients a store takes, as one: node-redis (`scriptLoad(source)`,
 // `evalSha(sha, { keys, arguments })`) and ioredis (`script('LOAD', source)`,
 // `evalsha(sha, numKeys, ...keys, ...args)`). What either throws comes back as a rejection.

@@ -1,3 +1,4 @@
+// @ts-check
 // Sending a body more than once. A stream is read as it is sent, so before each attempt of a
 // request whose body is a stream (init.body, or a Request's own body) the driver splits it: one
 // copy goes now, the other is kept for the next attempt. Other bodies go as they are.

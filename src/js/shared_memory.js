@@ -1,3 +1,4 @@
+// @ts-check
 // The shared memory: the memory every thread of the process shares, where the gates' states live so one
 // key has one allowance in every worker thread. This file is the one place its layout, its locks
 // and how threads find it are defined; the Rust side (shared_memory.rs) only asks for a slot, holds it,
@@ -66,6 +67,12 @@ import {
   threadId,
 } from 'node:worker_threads';
 
+/**
+ * A shared memory as this thread sees it: the table's buffer and the cache's ring, and views of
+ * the table made again as it grows (see fit()).
+ * @typedef {{ sab: SharedArrayBuffer, arena: SharedArrayBuffer, ints: Int32Array | null, f64: Float64Array | null }} Shared
+ */
+
 const MAGIC = 0x0dd59a7e;
 const NAME = `odds-gate/shared-memory/v${SHARED_MEMORY_LAYOUT}`;
 const SLOTS = 16384;
@@ -87,6 +94,7 @@ const SPINS = 64;
 const SETTLE_MS = 200;
 const STARTUP_MS = 100;
 
+/** @type {Shared | null} */
 let sharedMemory = null;
 let channel = null;
 // Set by the module (shared_memory.rs): moves every key's state from one shared memory to another.
@@ -104,7 +112,7 @@ export const sharedNow = () => performance.timeOrigin + performance.now();
 const SIZE = `${NAME}/size`;
 
 function make() {
-  const [first, most] = getEnvironmentData(SIZE) ?? [SLOTS, MOST];
+  const [first, most] = /** @type {number[] | undefined} */ (getEnvironmentData(SIZE)) ?? [SLOTS, MOST];
   let sab;
   try {
     sab = new SharedArrayBuffer(HEAD_BYTES + first * SLOT_BYTES, { maxByteLength: HEAD_BYTES + most * SLOT_BYTES });
@@ -159,6 +167,7 @@ function hear(pair) {
   }
 }
 
+/** @param {SharedArrayBuffer[]} pair */
 function adopt([sab, arena]) {
   sharedMemory = { sab, arena, ints: null, f64: null };
   fit(sharedMemory, -1);
@@ -166,6 +175,7 @@ function adopt([sab, arena]) {
 }
 
 // Makes the shared memory's views reach slot i (-1: the header), as far as the buffer has grown.
+/** @param {Shared} s */
 function fit(s, i) {
   if (s.ints === null || HEAD_BYTES + (i + 1) * SLOT_BYTES > s.ints.byteLength) {
     const bytes = s.sab.byteLength;
@@ -177,7 +187,7 @@ function fit(s, i) {
 function start() {
   let inherited;
   try {
-    inherited = getEnvironmentData(NAME);
+    inherited = /** @type {any} */ (getEnvironmentData(NAME));
   } catch {
     inherited = undefined;
   }
@@ -214,12 +224,16 @@ try {
 }
 
 export const thread = () => threadId;
+/** @param {Shared} s */
 export const first = (s) => s.ints[1];
+/** @param {Shared} s */
 export const slots = (s) => Atomics.load(s.ints, 2);
 // The most slots the table can grow to.
+/** @param {Shared} s */
 export const most = (s) => (s.sab.growable ? (s.sab.maxByteLength - HEAD_BYTES) / SLOT_BYTES : slots(s));
 
 // Doubles the table (the table's lock held); false at its most, or when memory cannot grow.
+/** @param {Shared} s */
 export function grow(s) {
   const n = slots(s);
   if (2 * n > most(s)) return false;
@@ -247,8 +261,9 @@ let asked = false;
 function alone() {
   if (asked || !isMainThread) return false;
   asked = true;
-  const report = globalThis.process?.report;
-  const versions = globalThis.process?.versions ?? {};
+  // Fields of newer Nodes than the types know (`excludeNetwork`, `excludeEnv`), and Bun's and Deno's.
+  const report = /** @type {any} */ (globalThis.process?.report);
+  const versions = /** @type {any} */ (globalThis.process?.versions ?? {});
   if (versions.bun || versions.deno || typeof report?.getReport !== 'function' || typeof report.excludeNetwork !== 'boolean') return false;
   const [network, env] = [report.excludeNetwork, report.excludeEnv];
   try {
@@ -294,12 +309,14 @@ function target(held) {
 // Holds slot i (-1: the table): the lock word held; -1 when the shared memory was superseded and
 // `force` is false (the caller moves to the current shared memory first); -2 when the slot no longer
 // belongs to key (high, low) (it was idle and another key took it; 0, 0 checks nothing).
+/** @param {Shared} s */
 function hold(s, i, force, high, low) {
   fit(s, i);
   return holdAt(s, lockAt(i), force, high, low);
 }
 
 // Holds the lock word at i32 index `at` (see hold()).
+/** @param {Shared} s */
 function holdAt(s, at, force, high, low) {
   const ints = s.ints;
   let seen = Atomics.load(ints, at);
@@ -336,11 +353,13 @@ function holdAt(s, at, force, high, low) {
 
 // Lets go of a hold with `buffer` live (the hold's target when it wrote). False when the hold was
 // taken over meanwhile: nothing it wrote counts.
+/** @param {Shared} s */
 function release(s, i, held, buffer) {
   return releaseAt(s, lockAt(i), held, buffer);
 }
 
 // Lets go of the lock word at i32 index `at` (see release()).
+/** @param {Shared} s */
 function releaseAt(s, at, held, buffer) {
   const ints = s.ints;
   const next = (held & ~7) | (buffer << 1);
@@ -351,6 +370,7 @@ function releaseAt(s, at, held, buffer) {
 
 // Holds slot i and copies its live words to the module's memory at f64 index `to`: the lock
 // word held, or what hold() says when it is not held.
+/** @param {Shared} s */
 export function enter(s, i, force, high, low, to) {
   const held = hold(s, i, force, high, low);
   if (held >= 0) {
@@ -366,6 +386,7 @@ export function enter(s, i, force, high, low, to) {
 // Copies the module's words at f64 index `from` (-1: nothing written) to the slot's spare buffer
 // and lets go; false when the hold was taken over meanwhile (nothing it wrote counts, and once it
 // was taken over it copies nothing: a later writer may have made its buffer live).
+/** @param {Shared} s */
 export function leave(s, i, held, from) {
   if (from < 0) return release(s, i, held, live(held));
   if (Atomics.load(s.ints, lockAt(i)) !== held) return false;
@@ -380,6 +401,7 @@ export function leave(s, i, held, from) {
 // Holds slot i (a key's, as in enter), copies its first `len` live words to the module's memory at
 // f64 index `to` and lets go, at one call: false when it was not held (see hold()) or the hold was
 // taken over meanwhile (what it copied may be torn); the caller then reads it by a transaction.
+/** @param {Shared} s */
 export function peek(s, i, high, low, to, len) {
   const held = hold(s, i, false, high, low);
   if (held < 0) return false;
@@ -392,6 +414,7 @@ export function peek(s, i, high, low, to, len) {
 
 // Holds the cache's cell c and copies its live words to the module's memory at f64 index `to`:
 // the lock word held.
+/** @param {Shared} s */
 export function enterCell(s, c, to) {
   const held = holdAt(s, cellLockAt(c), true, 0, 0);
   const w = wasmWords();
@@ -401,6 +424,7 @@ export function enterCell(s, c, to) {
 }
 
 // As leave(), for the cache's cell c.
+/** @param {Shared} s */
 export function leaveCell(s, c, held, from) {
   const at = cellLockAt(c);
   if (from < 0) return releaseAt(s, at, held, live(held));
@@ -413,6 +437,7 @@ export function leaveCell(s, c, held, from) {
 }
 
 // The slots some key ever used.
+/** @param {Shared} s */
 export function used(s) {
   const out = [];
   const n = slots(s);
@@ -425,13 +450,18 @@ export function used(s) {
 }
 
 // The table: slot i's key (0, 0: never used), and giving it to another key (held).
+/** @param {Shared} s */
 export const keyHigh = (s, i) => (fit(s, i), s.ints[lockAt(i) + 1]);
+/** @param {Shared} s */
 export const keyLow = (s, i) => (fit(s, i), s.ints[lockAt(i) + 2]);
+/** @param {Shared} s */
 export function setKey(s, i, high, low) {
   fit(s, i);
   const at = lockAt(i);
   s.ints[at + 1] = high;
   s.ints[at + 2] = low;
 }
+/** @param {Shared} s */
 export const holdTable = (s) => hold(s, -1, true, 0, 0);
+/** @param {Shared} s */
 export const releaseTable = (s, held) => release(s, -1, held, live(held));

@@ -1,3 +1,4 @@
+// @ts-check
 // describe(): the checklist's configuration summary, worded here from the facts the bindings
 // pass (`rate` (null when learned without a ceiling), `learn`, `threads`, `waiting`, `metrics`,
 // the core's `limits`, and `store`, `retry`, `budget`, `sharedMemory` (the threads' table), `lane` (a
