@@ -10,7 +10,7 @@ use odds_gate::core::authority::cache_cells::{
 };
 use odds_gate::core::authority::table::Key;
 use odds_gate::core::rules::arena::Place;
-use odds_gate::core::rules::shared_cache::{Asked, LEASE_MS};
+use odds_gate::core::rules::shared_cache::{Asked, CLAIM_MS};
 
 /// Cells in plain memory: a hold copies the live words; a let-go publishes what it wrote unless
 /// `steal` says the hold was taken over meanwhile (then another writer's `theirs` went live).
@@ -73,12 +73,12 @@ fn the_first_claims_writes_its_key_and_the_next_waits_for_its_lease() {
     let cells = Plain::new();
     let key = (5, 7);
     assert_eq!(claim(&cells, key, 100.0, None).0, Asked::Lead);
-    assert_eq!(cells.words(key)[..3], [5.0, 7.0, 100.0 + LEASE_MS]);
+    assert_eq!(cells.words(key)[..3], [5.0, 7.0, 100.0 + CLAIM_MS]);
     let waits = claim(&cells, key, 200.0, None).0;
     assert_eq!(
         waits,
         Asked::Wait {
-            left_ms: LEASE_MS - 100.0
+            left_ms: CLAIM_MS - 100.0
         }
     );
     // Its entry put: fresh for the others, its lease over, its bytes' place named.
@@ -118,7 +118,7 @@ fn a_request_that_meets_anothers_cell_neither_takes_its_claim_nor_ends_it() {
     settle(&cells, theirs, 160.0, Some((5_000.0, place)));
     assert_eq!(cells.words(ours), before, "the other's put wrote nothing");
     // Once the claim ended, the cell goes to whoever asks.
-    let later = 100.0 + LEASE_MS + 1.0;
+    let later = 100.0 + CLAIM_MS + 1.0;
     assert_eq!(claim(&cells, theirs, later, None).0, Asked::Lead);
     assert_eq!(cells.words(theirs)[..2], [6.0, f64::from(7 + CELLS as i32)]);
 }
@@ -130,13 +130,13 @@ fn a_hold_taken_over_meanwhile_runs_again_on_what_the_taker_wrote() {
     // While this thread decides, a stalled hold is taken over and the taker claims the fetch:
     // what this thread wrote counts for nothing, and it decides again on the taker's claim.
     let mut taker = [0.0; CELL_WORDS];
-    taker[..3].copy_from_slice(&[5.0, 7.0, 90.0 + LEASE_MS]);
+    taker[..3].copy_from_slice(&[5.0, 7.0, 90.0 + CLAIM_MS]);
     *cells.steal.borrow_mut() = Some(taker);
     let asked = claim(&cells, key, 100.0, None).0;
     assert_eq!(
         asked,
         Asked::Wait {
-            left_ms: LEASE_MS - 10.0
+            left_ms: CLAIM_MS - 10.0
         }
     );
     assert_eq!(cells.entered.get(), 2);

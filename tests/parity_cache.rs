@@ -20,7 +20,7 @@ use std::time::Instant;
 use odds_gate::core::gates::scope::{RequestKey, Scope};
 use odds_gate::core::parse::decimal;
 use odds_gate::core::rules::arena::Place;
-use odds_gate::core::rules::shared_cache::{claim, put, Asked, Cell, LEASE_MS};
+use odds_gate::core::rules::shared_cache::{claim, put, Asked, Cell, CLAIM_MS};
 use odds_gate::core::Millis;
 use odds_gate::store::cache::{self, cache_key, reply_words, Stored, CACHE_SCRIPT};
 use proptest::prelude::*;
@@ -86,7 +86,7 @@ fn step() -> impl Strategy<Value = Step> {
     let process = 0..PROCESSES.len();
     // Lifetimes that end exactly where a pause does (the answer's edge), and any other.
     let fresh = prop_oneof![
-        prop::sample::select(vec![0.0, 0.5, 1.0, 250.0, 1_000.0, LEASE_MS, 30_000.0]),
+        prop::sample::select(vec![0.0, 0.5, 1.0, 250.0, 1_000.0, CLAIM_MS, 30_000.0]),
         0.0..20_000.0f64,
     ];
     let stale = prop::sample::select(vec![0.0, 500.0, 600_000.0]);
@@ -107,8 +107,8 @@ fn pause() -> impl Strategy<Value = Millis> {
             1.0,
             250.0,
             1_000.0,
-            LEASE_MS - 1.0,
-            LEASE_MS,
+            CLAIM_MS - 1.0,
+            CLAIM_MS,
             30_000.0
         ]),
         0.0..12_000.0f64,
@@ -392,15 +392,15 @@ fn the_store_keeps_an_entry_for_its_fresh_and_stale_time_and_a_claim_for_its_lea
     };
     let lead = Reply::Array(vec![
         Reply::Bulk("lead".into()),
-        Reply::Bulk(text(LEASE_MS)),
+        Reply::Bulk(text(CLAIM_MS)),
     ]);
     // A claim on a request nobody put: kept for the lease.
-    assert_eq!(kept_for(cache::get("q", &text), LEASE_MS), lead);
+    assert_eq!(kept_for(cache::get("q", &text), CLAIM_MS), lead);
     for (fresh_ms, stale_ms) in [(1_500.0, 30_000.0), (250.0, 0.5), (0.0, 100.5)] {
         kept_for(put(fresh_ms, stale_ms), (fresh_ms + stale_ms).ceil());
     }
     // An entry kept for less than a lease (101 ms, no longer fresh): a claim keeps it longer.
-    assert_eq!(kept_for(cache::get("q", &text), LEASE_MS), lead);
+    assert_eq!(kept_for(cache::get("q", &text), CLAIM_MS), lead);
     // One kept for longer: a claim leaves its time alone.
     kept_for(put(0.0, 30_000.0), 30_000.0);
     let reply = connection.eval(&sha, &key, &cache::get("r", &text));
@@ -408,5 +408,5 @@ fn the_store_keeps_an_entry_for_its_fresh_and_stale_time_and_a_claim_for_its_lea
     let Reply::Integer(ttl) = connection.command(&["PTTL", &key]) else {
         panic!("no TTL after the claim");
     };
-    assert!(ttl as f64 > LEASE_MS && ttl <= 30_000, "{ttl}");
+    assert!(ttl as f64 > CLAIM_MS && ttl <= 30_000, "{ttl}");
 }

@@ -13,7 +13,7 @@ use odds_gate::core::rules::arena::Place;
 use odds_gate::core::rules::cache::{Cache, CacheConfig, Landed, Lookup};
 use odds_gate::core::rules::cache_request::CacheRequest;
 use odds_gate::core::rules::shared_cache::{
-    claim, follow, put, Asked, Cell, FIRST_POLL_MS, LEASE_MS, MAX_POLL_MS, WAIT_MS,
+    claim, follow, put, Asked, Cell, CLAIM_MS, FIRST_POLL_MS, MAX_POLL_MS, WAIT_MS,
 };
 use odds_gate::core::Millis;
 use odds_gate::store::cache::{
@@ -39,19 +39,19 @@ fn the_first_to_ask_claims_the_fetch_the_others_wait_for_its_lease() {
     let (asked, cell) = claim(Cell::default(), 1_000.0, None);
     assert_eq!(asked, Asked::Lead);
     let cell = cell.expect("a claim is written");
-    assert_eq!(cell.lease_until, 1_000.0 + LEASE_MS);
+    assert_eq!(cell.lease_until, 1_000.0 + CLAIM_MS);
     // The cell was free (never used, or another request's with its lease over): now it is ours.
     assert!(cell.ours);
     let (asked, write) = claim(cell, 1_200.0, None);
     assert_eq!(
         asked,
         Asked::Wait {
-            left_ms: LEASE_MS - 200.0
+            left_ms: CLAIM_MS - 200.0
         }
     );
     assert_eq!(write, None);
     // The lease over, the next to ask claims.
-    let (asked, _) = claim(cell, 1_000.0 + LEASE_MS, None);
+    let (asked, _) = claim(cell, 1_000.0 + CLAIM_MS, None);
     assert_eq!(asked, Asked::Lead);
 }
 
@@ -69,11 +69,11 @@ fn a_put_entry_answers_while_fresh_and_bytes_found_overwritten_are_fetched_again
     let (asked, write) = claim(cell, 200.0, Some(place(1.0)));
     assert_eq!(asked, Asked::Lead);
     let write = write.expect("the claim is written");
-    assert_eq!((write.lease_until, write.place), (200.0 + LEASE_MS, None));
+    assert_eq!((write.lease_until, write.place), (200.0 + CLAIM_MS, None));
     assert_eq!(
         claim(write, 300.0, None).0,
         Asked::Wait {
-            left_ms: LEASE_MS - 100.0
+            left_ms: CLAIM_MS - 100.0
         }
     );
     let other = claim(cell, 200.0, Some(place(2.0))).0;
@@ -341,8 +341,8 @@ fn the_answers_and_cells_cross_to_javascript_as_numbers() {
     assert_eq!(Asked::Fresh { left_ms: 40.0 }.code(), [1.0, 40.0]);
     assert_eq!(
         Asked::Lead.code(),
-        [2.0, LEASE_MS],
-        "a leader's claim lasts LEASE_MS"
+        [2.0, CLAIM_MS],
+        "a leader's claim lasts CLAIM_MS"
     );
     assert_eq!(Asked::Wait { left_ms: 7.0 }.code(), [3.0, 7.0]);
     for code in [0.0, 1.0, 2.0, 3.0, 4.0, 9.0] {
@@ -375,7 +375,7 @@ fn the_fleets_entries_are_written_and_read_field_by_field() {
     assert_eq!(numbers, [1.0, 4_000.0, 1_000.0, 200.0]);
     assert_eq!(texts, ["OK", "{}", "e30=", "3"].map(String::from));
     let lead = ["lead", "0"].map(String::from);
-    assert_eq!(reply_words(&lead), (vec![2.0, LEASE_MS], &[][..]));
+    assert_eq!(reply_words(&lead), (vec![2.0, CLAIM_MS], &[][..]));
     let short = ["fresh", "4000", "1000"].map(String::from);
     assert_eq!(
         reply_words(&short),

@@ -3,7 +3,7 @@
 
 use crate::core::gates::scope::RequestKey;
 use crate::core::parse::decimal;
-use crate::core::rules::shared_cache::{self, Asked, LEASE_MS};
+use crate::core::rules::shared_cache::{self, Asked, CLAIM_MS};
 use crate::core::Millis;
 
 /// The script, loaded and run as the gate's is.
@@ -20,10 +20,10 @@ pub fn shared_name((scope, url, identity): &RequestKey) -> String {
     shared_cache::name(scope.as_str(), url, identity)
 }
 
-/// The arguments of `get`: `process` asks, and claims the fetch for [`LEASE_MS`] when nobody
+/// The arguments of `get`: `process` asks, and claims the fetch for [`CLAIM_MS`] when nobody
 /// holds it and no fresh entry is there.
 pub fn get(process: &str, number: &dyn Fn(f64) -> String) -> Vec<String> {
-    vec!["get".into(), process.into(), number(LEASE_MS)]
+    vec!["get".into(), process.into(), number(CLAIM_MS)]
 }
 
 /// What `put` stores beside its status: the status text, the headers (JSON), the body

@@ -14,12 +14,6 @@ use crate::core::rules::quota::Usage;
 use crate::core::rules::scale::CostScale;
 use crate::core::Millis;
 
-/// The longest a claimed reading holds off other readers: as long as the reading may take (the
-/// probe's budget), and never more than a refresh. Its answer moves the next reading a refresh
-/// on; a reader that died, or a claim whose answer was lost (a store operation out of time),
-/// frees it at the lease's end.
-pub(crate) const LEASE_MS: Millis = protocol::READING_LEASE_MS;
-
 /// How soon a call waiting for the key's first reading, claimed by another, asks again.
 const FIRST_READ_RECHECK_MS: Millis = protocol::FIRST_READ_RECHECK_MS;
 
@@ -171,7 +165,7 @@ impl SharedCredits {
     pub(crate) fn ask(&mut self, now: Millis, spend: Spend) -> Credit {
         if now >= self.due() {
             self.early_claimed |= now < self.next_reading;
-            self.next_reading = now + LEASE_MS.min(spend.spread.refresh_ms);
+            self.next_reading = now + protocol::READING_LEASE_MS.min(spend.spread.refresh_ms);
             if let Some(bucket) = &mut self.bucket {
                 bucket.sent();
             }

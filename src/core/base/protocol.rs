@@ -71,7 +71,10 @@ pub const ACT_DISCARD: u8 = 15;
 pub const ACT_DONE: u8 = 16;
 
 /// How long one process's reading of the spread's credits holds the fleet's others off
-/// (`authority::credits`, `gate.lua`).
+/// (`authority::credits`, `gate.lua`): as long as the reading may take (the probe's budget; the
+/// core holds it to a refresh at most). Its answer moves the next reading a refresh on; a
+/// reader that died, or a claim whose answer was lost (a store operation out of time), frees
+/// it at the lease's end.
 pub const READING_LEASE_MS: f64 = 30_000.0;
 
 /// How soon a process that found no reading yet looks again (`authority::credits`, `gate.lua`).

@@ -1,7 +1,7 @@
 //! The cache shared beyond one thread (#36): the worker threads of a process (a claim per
 //! request in their shared memory, entries' bytes in its ring, `rules::arena`) and a fleet through
 //! Redis (`cache.lua`). A process whose own cache misses asks the shared one before it leads a
-//! request: a fresh entry there answers; else it claims the fetch for [`LEASE_MS`] if nobody
+//! request: a fresh entry there answers; else it claims the fetch for [`CLAIM_MS`] if nobody
 //! holds it and leads; else it waits for whoever does, asking again after a short backoff, and
 //! fetches itself when the lease ends (it then claims) or after [`WAIT_MS`]. The shared cache
 //! saves requests and never fails a call: when it does not answer, the process goes on alone.
@@ -16,10 +16,10 @@ use crate::core::Millis;
 /// How long a claim holds: longer than a request usually waits in the gate's line and takes,
 /// so the others rarely fetch beside it; short enough that a leader that died holds nobody up
 /// for long.
-pub const LEASE_MS: Millis = 10_000.0;
+pub const CLAIM_MS: Millis = 10_000.0;
 
 /// The longest a call waits for another's answer before it fetches itself: the lease.
-pub const WAIT_MS: Millis = LEASE_MS;
+pub const WAIT_MS: Millis = CLAIM_MS;
 
 /// The first wait before asking again, and the longest: a waiter sees the entry at most this
 /// long after it is put, for a few asks per request (the leader's request takes far longer).
@@ -152,7 +152,7 @@ pub struct Cell {
 pub fn claim(cell: Cell, now: Millis, lost: Option<Place>) -> (Asked, Option<Cell>) {
     let mine = Cell {
         ours: true,
-        lease_until: now + LEASE_MS,
+        lease_until: now + CLAIM_MS,
         ..Cell::default()
     };
     if !cell.ours {
@@ -225,7 +225,7 @@ impl Asked {
         let (code, ms) = match self {
             Asked::Alone => (protocol::ASKED_ALONE, 0.0),
             Asked::Fresh { left_ms } => (protocol::ASKED_FRESH, left_ms),
-            Asked::Lead => (protocol::ASKED_LEAD, LEASE_MS),
+            Asked::Lead => (protocol::ASKED_LEAD, CLAIM_MS),
             Asked::Wait { left_ms } => (protocol::ASKED_WAIT, left_ms),
         };
         [f64::from(code), ms]
