@@ -1149,7 +1149,7 @@ fn an_event_about_a_gate_names_every_wrapper_that_used_it() {
 fn a_wrapper_is_forgotten_with_its_last_holder_and_says_so() {
     let mut gates = Gates::new(Box::new(SimHome::alone(1)));
     let wrapper = gates.wrapper(profile(Allowance::Fixed(Rate::ARTICLE)));
-    gates.hold(wrapper);
+    gates.retain(wrapper);
     assert!(!gates.release(wrapper), "a batch still holds it");
     assert!(gates.profile(wrapper).is_some());
     assert!(gates.release(wrapper));

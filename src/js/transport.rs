@@ -173,7 +173,7 @@ impl Transport {
             retry_budget: retry_budget.number(),
         };
         let batch = given.batch(clock::now()).map_err(config_error)?;
-        driver().with(|g| g.hold(self.wrapper));
+        driver().with(|g| g.retain(self.wrapper));
         let batch = Some(Rc::new(RefCell::new(batch)));
         Ok(Transport::of(self.wrapper, self.config.clone(), batch))
     }

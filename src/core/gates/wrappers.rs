@@ -100,7 +100,7 @@ impl Gates {
     }
 
     /// One more holder of `wrapper` (a batch shares its wrapper's gates).
-    pub fn hold(&mut self, wrapper: WrapperId) {
+    pub fn retain(&mut self, wrapper: WrapperId) {
         if let Some(w) = self.wrappers.get_mut(wrapper) {
             w.holders += 1;
         }
