@@ -286,8 +286,9 @@ test('a process killed mid-admission leaves nothing stuck for the others', async
       fetchImpl(`${api.baseUrl}/events/${i}/odds/snapshot`, { headers: { 'X-API-Key': apiKey } })));
     const waited = performance.now() - started;
     assert.ok(responses.every((r) => r.status === 200));
-    // The dead process's pause ends by itself (at most 1 s), then tokens flow at 2/s.
-    assert.ok(waited < 30_000, `waited ${waited} ms`);
+    // The dead process's pause ends by itself (at most 1 s), then tokens flow at 2/s: about
+    // 1.5 s for the two calls; a loaded machine's timers and Redis round trips get 1.5 s more.
+    assert.ok(waited < 3_000, `waited ${waited} ms`);
   } finally {
     await api.close();
     await client.quit();

@@ -279,8 +279,9 @@ test('attempts in flight share one timer, and each still times out on time', asy
   const slowEnds = await Promise.all(slowCalls);
   for (const s of slowEnds) {
     assert.equal(s.err.name, 'TimeoutError');
-    // Never early; late only by what a loaded machine does to timers.
-    assert.ok(s.ms >= 395 && s.ms < 10_000, `a 400 ms attempt ended after ${s.ms.toFixed(0)} ms`);
+    // Never early; late only by what a loaded machine does to timers (a timer that missed its
+    // turn and waited for another would be seconds late).
+    assert.ok(s.ms >= 395 && s.ms < 2_000, `a 400 ms attempt ended after ${s.ms.toFixed(0)} ms`);
   }
   // The shorter timeout, set later, fired first: it moved the one timer earlier.
   assert.ok(q.ms < Math.min(...slowEnds.map((s) => s.ms)), 'the 100 ms attempt ended before the 400 ms ones');
