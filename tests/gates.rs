@@ -371,25 +371,7 @@ fn a_limiter_name_per_resource_makes_no_more_limiter_gates_than_the_cap() {
     // after another: past the cap, their calls go to one more gate, shared. Bursts of 1,000
     // let them all go within half a second, before any of those gates has its token back (an
     // idle one would be forgotten).
-    let server = |_: Millis, a: &Arrival| {
-        let id = a.url.rsplit('/').next().unwrap_or("x");
-        Reply::status(
-            200,
-            &[
-                ("x-ratelimit-limit", "1000"),
-                ("x-ratelimit-remaining", "999"),
-                ("x-ratelimit-bucket", &format!("event-{id}")),
-            ],
-        )
-        .after(1.0)
-    };
-    let (mut w, wrapper) = world(learning(), server);
-    let mut last = w.start_at(0.0, SimCall::get(0, wrapper, KEY, SNAPSHOT));
-    for i in 0..200 {
-        last = w.start_after(last, SimCall::get(0, wrapper, KEY, &lookup(i)));
-    }
-    w.run();
-    assert!((0..201).all(|i| w.log.settled[&i].1 == End::Deliver));
+    let (w, wrapper) = lookups_in_turn(true, 1000);
     // One after another, each answered in 1 ms.
     assert_eq!(w.log.settled[&200].0, 201.0, "when the last settled");
     let gates = &w.processes[0].gates;
@@ -1241,9 +1223,10 @@ fn a_lane_is_made_from_its_wrapper_and_named_by_its_number_when_unnamed() {
     );
 }
 
-/// 200 lookups one after another, each answered in 1 ms by a limiter of burst `limit` with a
-/// token left, named `per_event` after its event or all one name: when the last settled.
-fn lookups_in_turn(per_event: bool, limit: u32) -> Millis {
+/// A snapshot, then 200 lookups one after another, each answered in 1 ms by a limiter of burst
+/// `limit` with a token left, named `per_event` after its event or all one name: the world once
+/// every call was delivered, and the wrapper.
+fn lookups_in_turn(per_event: bool, limit: u32) -> (World, WrapperId) {
     let server = move |_: Millis, a: &Arrival| {
         let id = a.url.rsplit('/').next().unwrap_or("x");
         let name = match per_event {
@@ -1267,7 +1250,7 @@ fn lookups_in_turn(per_event: bool, limit: u32) -> Millis {
     }
     w.run();
     assert!((0..201).all(|i| w.log.settled[&i].1 == End::Deliver));
-    w.log.settled[&200].0
+    (w, wrapper)
 }
 
 #[test]
@@ -1276,8 +1259,8 @@ fn a_limiter_per_event_costs_what_one_limiter_does() {
     // answers. Before, they went to the credential's gate, which heard none of them and let
     // one a second go: 15.0 s in all against 0.2 s under one name.
     for limit in [2, 10, 1000] {
-        let one = lookups_in_turn(false, limit);
-        let many = lookups_in_turn(true, limit);
+        let one = lookups_in_turn(false, limit).0.log.settled[&200].0;
+        let many = lookups_in_turn(true, limit).0.log.settled[&200].0;
         assert_eq!(many, one, "limit {limit}");
     }
 }
