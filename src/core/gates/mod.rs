@@ -6,6 +6,25 @@
 //! the driver hands in `now` and what happened to a call (by its [`CallRef`], which stays the
 //! same when the call moves), and performs what [`poll_action`](Gates::poll_action) says; one
 //! timer serves every gate ([`poll_timeout`](Gates::poll_timeout)).
+//!
+//! Its catalogue, wherever each is written:
+//! - **Set-up** (`wrappers.rs`): `store`, `wrapper`, `lane`, `lane_of_wrapper`, `retain` and
+//!   `release` (a wrapper's holders), `reset_quota`, `clear_cooldown`; `insert` takes a gate
+//!   made elsewhere (the gate's own tests).
+//! - **Inputs**, what happened (here): `start` (a wrapper's call) and `start_on` (a call on a
+//!   given gate); of an attempt, `attempt_ended` (the driver's one door), which reaches
+//!   `responded` / `responded_with` (a response), `failed` (none) or `cancel`; `disposed` (a
+//!   response body nobody will read, and what it said); `usage` (a probe's `/usage`); `abort`
+//!   (the caller's signal); `store_answered` (the store's answer to an operation); in
+//!   `sharing.rs`, `recalled` (what the fleet keeps of a credential, for a gate just made); in
+//!   `wake.rs`, `handle_timeout` (the one timer fired).
+//! - **Outputs**: `poll_action` (the next [`Action`]: send, settle, a store operation, an event,
+//!   a gate forgotten), `poll_timeout` (when to wake next; `sweep_timeout` in `sweep.rs`, the
+//!   sweep's share of it).
+//! - **Queries**, which change nothing the calls see: in `view.rs`, `gates_of`, `lane_of`,
+//!   `retired`, `gate_of`, `find`, `holds`, `budget`, `view`, `len`, `gate_mut`; in
+//!   `report.rs`, `stats`, `observed` and `facts` (what `stats()`, the metrics and
+//!   `describe()` show); `profile` and `shares_memory` in `wrappers.rs`.
 
 pub mod action;
 pub(crate) mod compat;
