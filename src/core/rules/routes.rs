@@ -46,6 +46,15 @@ pub(crate) struct Routes {
     scouting: Vec<String>,
 }
 
+/// Pushes `item`, making room for one alone at first: a credential most often has one route
+/// or two, where a first push would make room for four.
+fn push_one<T>(items: &mut Vec<T>, item: T) {
+    if items.capacity() == 0 {
+        items.reserve_exact(1);
+    }
+    items.push(item);
+}
+
 /// Where `route` is in `routes`.
 fn find(routes: &[String], route: &str) -> Option<usize> {
     routes.iter().position(|r| r == route)
@@ -70,7 +79,7 @@ impl Routes {
         if self.heard.len() + self.scouting.len() >= MAX_ROUTES {
             return Role::Free;
         }
-        self.scouting.push(route.to_owned());
+        push_one(&mut self.scouting, route.to_owned());
         Role::Scout
     }
 
@@ -80,6 +89,10 @@ impl Routes {
     pub(crate) fn heard(&mut self, route: &str, heard: &LimiterFeedback, first: Option<&str>) {
         if let Some(at) = find(&self.scouting, route) {
             self.scouting.swap_remove(at);
+            if self.scouting.is_empty() {
+                // No scout out: nothing held for one (most credentials scout a route or two).
+                self.scouting = Vec::new();
+            }
         }
         let limiter = match heard {
             LimiterFeedback::Nothing => return,
@@ -87,13 +100,13 @@ impl Routes {
             LimiterFeedback::Limiter(limiter) => Some(limiter.as_str()),
         };
         if self.heard.len() < MAX_ROUTES && find(&self.heard, route).is_none() {
-            self.heard.push(route.to_owned());
+            push_one(&mut self.heard, route.to_owned());
         }
         let other = limiter.filter(|&limiter| first != Some(limiter));
         match (other, self.other.iter().position(|(r, _)| r == route)) {
             (Some(limiter), Some(at)) => self.other[at].1 = limiter.to_owned(),
             (Some(limiter), None) if self.other.len() < MAX_ROUTES => {
-                self.other.push((route.to_owned(), limiter.to_owned()));
+                push_one(&mut self.other, (route.to_owned(), limiter.to_owned()));
             }
             (None, Some(at)) => {
                 self.other.swap_remove(at);

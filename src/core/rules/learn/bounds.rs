@@ -62,6 +62,11 @@ impl Learner {
     // Never inlined: one copy for its three callers (1 KB of wasm).
     #[inline(never)]
     pub(super) fn remember(&mut self, mark: Mark) {
+        if self.marks.capacity() == 0 {
+            // Room for one: a gate that made one call keeps one mark, not the four a first
+            // push would make room for.
+            self.marks.reserve_exact(1);
+        }
         if self.marks.len() == MARKS {
             // Keep the oldest (the longest window) and the newest: drop the second.
             self.marks.remove(1);
