@@ -5,7 +5,7 @@
 //! `cargo test --release --test fleet_counts -- --nocapture --test-threads 1` prints every run.
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::rc::Rc;
+mod profiles;
 
 use odds_gate::core::gate::action::End;
 use odds_gate::core::gate::store_link::StoreSettings;
@@ -14,7 +14,6 @@ use odds_gate::core::gates::profile::{Keeping, Profile};
 use odds_gate::core::gates::Gates;
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::budget::RefillingConfig;
-use odds_gate::core::rules::policy::RetryPolicy;
 use odds_gate::core::sim::home::{SharedMemory, SimHome};
 use odds_gate::core::sim::server::{Allowances, Headers, Limiter};
 use odds_gate::core::sim::world::{SimCall, World};
@@ -83,15 +82,8 @@ fn world(s: Setup) -> (World, Vec<WrapperId>) {
             None => Keeping::Memory { threads: true },
         };
         wrappers.push(gates.wrapper(Profile {
-            allowance: Allowance::Fixed(s.rate),
             budget: Some(RefillingConfig::DEFAULT),
-            keeping,
-            policy: Some(Rc::new(RetryPolicy::default())),
-            max_wait_ms: None,
-            max_waiting: None,
-            reports_wait: false,
-            typed_errors: false,
-            spread: None,
+            ..profiles::profile(Allowance::Fixed(s.rate), keeping)
         }));
         all.push(gates);
     }

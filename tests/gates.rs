@@ -5,6 +5,8 @@
 //! [`Gates`] through the simulator's own driver, [`World`].
 #![cfg(not(target_arch = "wasm32"))]
 
+mod profiles;
+
 use std::rc::Rc;
 
 use odds_gate::core::gate::action::{End, Event};
@@ -37,17 +39,7 @@ fn lookup(i: usize) -> String {
 }
 
 fn profile(allowance: Allowance) -> Profile {
-    Profile {
-        allowance,
-        budget: None,
-        keeping: Keeping::Memory { threads: false },
-        policy: Some(Rc::new(RetryPolicy::default())),
-        max_wait_ms: None,
-        max_waiting: None,
-        reports_wait: false,
-        typed_errors: false,
-        spread: None,
-    }
+    profiles::profile(allowance, Keeping::Memory { threads: false })
 }
 
 fn learning() -> Profile {

@@ -4,7 +4,7 @@
 //! production `Gates`: 40 background calls, then 8 live ones, at 2/s.
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::rc::Rc;
+mod profiles;
 
 use odds_gate::core::gate::action::End;
 use odds_gate::core::gate::queue::{Lane, Place, Queue};
@@ -13,7 +13,6 @@ use odds_gate::core::gates::ids::WrapperId;
 use odds_gate::core::gates::profile::{Keeping, Profile};
 use odds_gate::core::gates::Gates;
 use odds_gate::core::rules::allowance::{Allowance, Rate};
-use odds_gate::core::rules::policy::RetryPolicy;
 use odds_gate::core::sim::home::{SharedMemory, SimHome};
 use odds_gate::core::sim::server::{Allowances, Limiter};
 use odds_gate::core::sim::world::{SimCall, World};
@@ -24,17 +23,7 @@ use proptest::prelude::*;
 const SNAPSHOT: &str = "http://api/v1/events/e1/odds/snapshot";
 
 fn profile(rate: Rate) -> Profile {
-    Profile {
-        allowance: Allowance::Fixed(rate),
-        budget: None,
-        keeping: Keeping::Memory { threads: false },
-        policy: Some(Rc::new(RetryPolicy::default())),
-        max_wait_ms: None,
-        max_waiting: None,
-        reports_wait: false,
-        typed_errors: false,
-        spread: None,
-    }
+    profiles::profile(Allowance::Fixed(rate), Keeping::Memory { threads: false })
 }
 
 /// One process; a lane for each weight (`None`: the wrapper's own lane 0) on one key at `rate`,

@@ -3,19 +3,19 @@
 //! bytes still allocated are divided among their gates.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod profiles;
+
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::rc::Rc;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use odds_gate::core::gates::action::Action;
 use odds_gate::core::gates::ids::WrapperId;
-use odds_gate::core::gates::profile::{Keeping, LaneAsks, Profile, Request};
+use odds_gate::core::gates::profile::{Keeping, LaneAsks, Request};
 use odds_gate::core::gates::Gates;
 use odds_gate::core::parse::feedback::Feedback;
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::classify::Body;
-use odds_gate::core::rules::policy::RetryPolicy;
 use odds_gate::core::sim::home::SimHome;
 
 /// The system's allocator, counting the bytes it holds.
@@ -46,17 +46,10 @@ const KEYS: usize = 10_000;
 /// Gates with one wrapper with `allowance` (the default `createFetch()`'s other settings).
 fn gates_for(allowance: Allowance) -> (Gates, WrapperId) {
     let mut gates = Gates::new(Box::new(SimHome::alone(1)));
-    let wrapper = gates.wrapper(Profile {
+    let wrapper = gates.wrapper(profiles::profile(
         allowance,
-        budget: None,
-        keeping: Keeping::Memory { threads: false },
-        policy: Some(Rc::new(RetryPolicy::default())),
-        max_wait_ms: None,
-        max_waiting: None,
-        reports_wait: false,
-        typed_errors: false,
-        spread: None,
-    });
+        Keeping::Memory { threads: false },
+    ));
     (gates, wrapper)
 }
 

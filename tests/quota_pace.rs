@@ -5,15 +5,14 @@
 //! spell is the pace after it: neither the quota's 429s nor the full bucket they leave move it.
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::rc::Rc;
+mod profiles;
 
 use odds_gate::core::gate::action::Event;
 use odds_gate::core::gate::store_link::StoreSettings;
-use odds_gate::core::gates::profile::{Keeping, Profile};
+use odds_gate::core::gates::profile::Keeping;
 use odds_gate::core::gates::Gates;
 use odds_gate::core::rules::allowance::{Allowance, Rate};
 use odds_gate::core::rules::bucket::TokenBucket;
-use odds_gate::core::rules::policy::RetryPolicy;
 use odds_gate::core::rules::quota::Usage;
 use odds_gate::core::sim::home::{SharedMemory, SimHome};
 use odds_gate::core::sim::server::{Arrival, Reply};
@@ -53,17 +52,7 @@ fn run(spenders: Spenders, spell: bool) -> (f64, f64, usize) {
             Spenders::Threads(_) => Keeping::Memory { threads: true },
             Spenders::One => Keeping::Memory { threads: false },
         };
-        wrappers.push(gates.wrapper(Profile {
-            allowance: Allowance::Learned(None),
-            budget: None,
-            keeping,
-            policy: Some(Rc::new(RetryPolicy::default())),
-            max_wait_ms: None,
-            max_waiting: None,
-            reports_wait: false,
-            typed_errors: false,
-            spread: None,
-        }));
+        wrappers.push(gates.wrapper(profiles::profile(Allowance::Learned(None), keeping)));
         all.push(gates);
     }
     let mut bucket = TokenBucket::new(Rate::new(2.0, 2.0).unwrap(), 0.0);
