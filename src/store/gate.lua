@@ -8,8 +8,9 @@
 -- ARGV[3]  burst        ARGV[4] ms per token (the gate's rate now)     ARGV[5] max pause ms
 -- ARGV[6]  budget capacity ("" for no budget)
 -- ARGV[7.] per operation (see below)
--- SLACK, READING_LEASE_MS, FIRST_READ_RECHECK_MS, EARLY_READING_MS, MOST_OF_LEFT, NEW_PERIOD_MS, MIN_ASKED,
--- SCALE_LOW and SCALE_HIGH are src/core/base/protocol.rs's: build.rs heads the script with them.
+-- SLACK, READING_LEASE_MS, FIRST_READ_RECHECK_MS, EARLY_READING_MS, MOST_OF_LEFT,
+-- NEW_PERIOD_MS, MIN_ASKED, SCALE_LOW and SCALE_HIGH are src/core/base/protocol.rs's: build.rs
+-- heads the script with them.
 -- The hash's fields: tokens, last (the last refill), burst and per_token (the rate that refill
 -- ran at: a call with another rate refills at this one up to now, then switches; absent in a
 -- hash from before, which then takes the rate it is called with), paused (when an anchored
@@ -199,11 +200,12 @@ local function unclaim(who)
 end
 
 -- The shared spread (src/core/authority/credits.rs, SharedCredits): c_read (a reading has
--- answered; saved as 2 with c_early, the bucket's early reading claimed), c_next (no reading claimed before it; absent: due), the scale (src/core/rules/
--- scale.rs, CostScale): c_scale (what a credit asked at no stated cost costs; 0 or absent: 1),
--- c_stated and c_asked (credits taken at stated costs, and asked at none, since the last usable
--- reading), and once a reading made one, the bucket (src/core/rules/credits.rs,
--- CreditBucket): c_limit, c_end (the period's end), c_rate,
+-- answered; saved as 2 with c_early, the bucket's early reading claimed), c_next (no reading
+-- claimed before it; absent: due), the scale (src/core/rules/scale.rs, CostScale): c_scale
+-- (what a credit asked at no stated cost costs; 0 or absent: 1), c_stated and c_asked (credits
+-- taken at stated costs, and asked at none, since the last usable reading), and once a reading
+-- made one, the bucket (src/core/rules/credits.rs, CreditBucket): c_limit, c_end (the period's
+-- end), c_rate,
 -- c_others, c_tokens, c_last, c_used, c_ru (drawn from the reserve), c_tss (taken since the
 -- reading out was sent), c_read_at, c_read_used, c_pace. The spread's settings come with each
 -- operation that needs them: c_reserve, c_burst, c_refresh.

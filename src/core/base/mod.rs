@@ -8,6 +8,7 @@ pub mod indexed;
 pub mod map;
 pub mod protocol;
 pub mod random;
+pub(crate) mod room;
 pub mod slab;
 pub(crate) mod timeline;
 pub mod wall;

@@ -9,6 +9,7 @@ use crate::core::base::hex::hex;
 use crate::core::rules::cache::cacheable;
 use crate::core::rules::cache_request::CacheRequest;
 use crate::core::rules::classify::Body;
+use crate::core::rules::routes::OVERFLOW;
 
 /// What makes two GETs the same for the cache: the credential (its scope, a hash), the URL and
 /// a hash of `Accept` and every part of the request that carries identity.
@@ -68,6 +69,13 @@ impl Scope {
     /// the credential's first limiter (whose scope is the credential's).
     pub fn in_limiter(&self, limiter: &str) -> Scope {
         Scope(Rc::from(format!("{}#{limiter}", self.credential().0)))
+    }
+
+    /// Whether this is the scope of a limiter beside the credential's first that counts against
+    /// its [`MAX_LIMITERS`](crate::core::rules::routes::MAX_LIMITERS) (the [`OVERFLOW`] gate,
+    /// past them, does not).
+    pub(crate) fn capped_limiter(&self) -> bool {
+        (self.0.split_once('#')).is_some_and(|(_, limiter)| limiter != OVERFLOW)
     }
 
     /// The credential's scope, without a limiter.

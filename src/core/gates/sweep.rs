@@ -10,7 +10,6 @@ use super::profile::Keeping;
 use super::{Gates, SWEEP_AT_LEAST, SWEEP_EVERY_MS};
 use crate::core::gate::early::EARLY_MS;
 use crate::core::gate::Gate;
-use crate::core::rules::routes::OVERFLOW;
 use crate::core::Millis;
 
 impl Gates {
@@ -77,7 +76,7 @@ impl Gates {
                 }
             }
             let credential = entry.scope.credential();
-            if credential != entry.scope && entry.scope != credential.in_limiter(OVERFLOW) {
+            if entry.scope.capped_limiter() {
                 let left = self
                     .limiters
                     .get(&credential)

@@ -10,6 +10,7 @@ use super::{compat, lane_name};
 use super::{Entry, Gates, Wrapper, SWEEP_PER_GATE};
 use crate::core::authority::threads::{Settings, ThreadAuthority};
 use crate::core::base::map::{Map, Set};
+use crate::core::base::room::push_one;
 use crate::core::base::slab::Mirror;
 use crate::core::gate::figures::Counts;
 use crate::core::gate::queue::Lane;
@@ -181,17 +182,17 @@ impl Gates {
         }
         self.evict_idle(now, SWEEP_PER_GATE);
         let credential = scope.credential();
-        let overflow = credential.in_limiter(OVERFLOW);
-        let limiter = credential != *scope && *scope != overflow;
+        let limiter = scope.capped_limiter();
         let made = self.limiters.get(&credential).copied().unwrap_or(0);
         if limiter && made >= MAX_LIMITERS {
             // Past the cap the limiter's calls go to the gate all such limiters share.
-            return self.gate_for(now, wrapper, &overflow, None);
+            return self.gate_for(now, wrapper, &credential.in_limiter(OVERFLOW), None);
         }
         let mut gate = self.make(now, scope, &profile)?;
         if limiter {
             self.limiters.insert(credential, made + 1);
-        } else if *scope == overflow {
+        } else if credential != *scope {
+            // A limiter's scope past the cap: the shared gate.
             gate.assume_limiter(OVERFLOW);
         }
         let gate = self.entries.insert(Entry {
@@ -228,11 +229,8 @@ impl Gates {
         };
         match entry.users.iter_mut().find(|(w, _)| *w == wrapper) {
             Some(user) => user.1 = user.1.or(print),
-            None => {
-                // Most gates have one user: room for it alone.
-                entry.users.reserve_exact(1);
-                entry.users.push((wrapper, print));
-            }
+            // Most gates have one user: room for it alone.
+            None => push_one(&mut entry.users, (wrapper, print)),
         }
         if let Some(w) = self.wrappers.get_mut(wrapper) {
             w.gates.insert(gate);

@@ -2,6 +2,8 @@
 //! say: a route is the method and the path, ids written `*`; a route nobody has heard from
 //! sends one call ahead (its scout) and the rest wait behind it.
 
+use crate::core::base::room::push_one;
+
 /// Routes a credential remembers the limiter of; past this, new routes stay on the first limiter
 /// and send no scout.
 pub(crate) const MAX_ROUTES: usize = 256;
@@ -44,15 +46,6 @@ pub(crate) struct Routes {
     heard: Vec<String>,
     /// Routes whose scout is out.
     scouting: Vec<String>,
-}
-
-/// Pushes `item`, making room for one alone at first: a credential most often has one route
-/// or two, where a first push would make room for four.
-fn push_one<T>(items: &mut Vec<T>, item: T) {
-    if items.capacity() == 0 {
-        items.reserve_exact(1);
-    }
-    items.push(item);
 }
 
 /// Where `route` is in `routes`.
