@@ -2,11 +2,13 @@
 // gate's figures attached. Every rule lives in the WebAssembly core, and the call path in the
 // bindings (their fast.js makes the function); this file only puts the figures on it. The
 // simulator is a second module that sim.js loads on first use.
-import { Transport, registerErrors, redisStore, gatedFunction } from './odds_gate.js';
+import { Transport, registerErrors, redisStore, gatedFunction, joinThreads } from './odds_gate.js';
 import { simulate, Gate } from './sim.js';
 import { OddsGateError, GateAbandonedError, QuotaExhaustedError } from './errors.js';
 
 registerErrors(GateAbandonedError, QuotaExhaustedError);
+// This thread answers the others about their shared memories from now on, before it makes a gate.
+joinThreads();
 const gated = gatedFunction();
 
 function wrap(transport) {

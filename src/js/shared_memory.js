@@ -15,11 +15,9 @@
 // transaction (an admission waits until its thread has heard where that is).
 //
 // Messages arrive only as a thread's event loop turns, so a thread that made its own shared memory
-// admits nothing until SETTLE_MS passed and its loop turned: time for the threads already there
-// to answer (a shared memory heard of meanwhile may not be the best yet), or, when its shared memory is the
-// better, to bring what they spent over (a thread moves every key it holds as soon as it hears).
-// The main thread need not wait when it loads the package in the first STARTUP_MS of the process,
-// nor later when Node's diagnostic report says it has started no worker thread (see `alone`).
+// may not admit at once. The rules, which memory wins and when a thread may admit, are the
+// core's (authority/settle.rs): this file reads the facts they ask for (a memory's header, the
+// SETTLE_MS timer, Node's list of the worker threads it started) and the Rust side asks them.
 //
 // Growing. The buffer is growable (to MOST slots): a key that finds no room makes the table
 // double, under the table's lock (table.rs in the core says where keys go, so growing moves
@@ -57,7 +55,7 @@
 // until the next take-over (a dead thread never lifts it; two buffers are enough for holds that
 // are not taken over). Nothing a dead or stalled thread did half-way is ever live. The table lock
 // (for claiming a slot) and the cache's cells work the same way.
-import { SLOT_WORDS as WORDS, CELLS, CELL_WORDS, SHARED_MEMORY_LAYOUT } from './protocol.js';
+import { SLOT_WORDS as WORDS, CELLS, CELL_WORDS, SHARED_MEMORY_LAYOUT, SETTLE_MS } from './protocol.js';
 import { makeArena, usableArena } from './arena.js';
 import {
   BroadcastChannel,
@@ -89,21 +87,27 @@ const TABLE_LOCK = 10;
 const TAKEOVER_MS = 100;
 const SPINS = 64;
 
-// A thread that made its own shared memory admits nothing until this long after it said so (and its
-// event loop turned since): threads still starting up answer slowly.
-const SETTLE_MS = 200;
-const STARTUP_MS = 100;
-
 /** @type {Shared | null} */
 let sharedMemory = null;
 let channel = null;
-// Set by the module (shared_memory.rs): moves every key's state from one shared memory to another.
+// Set by the module (shared_memory.rs, `wire`): moves every key's state from one shared memory
+// to another, and ranks two by their headers (the core's `settle::rank`: < 0 when the first wins).
 let mover = null;
-export function onMove(move) {
-  mover = move;
+let ranker = null;
+// What was heard before the module wired itself, heard again when it does.
+let unheard = [];
+export function wire(move, rank) {
+  [mover, ranker] = [move, rank];
+  const heard = unheard;
+  unheard = [];
+  heard.forEach(hear);
 }
-// Whether this thread may admit: its event loop turned SETTLE_MS after it made its shared memory.
-let turned = true;
+// How this thread came by its shared memory: [made here, by the main thread, the process's age
+// then] (made here 0: handed down); and whether SETTLE_MS passed since and the loop turned.
+let started = [0, 0, 0];
+let waited = false;
+export const startedAs = () => started;
+export const hasWaited = () => waited;
 
 export const sharedNow = () => performance.timeOrigin + performance.now();
 
@@ -143,17 +147,13 @@ function usable(pair) {
   );
 }
 
-// How shared memory `a` ranks against shared memory `b`: < 0 better (the main thread's, else made first), 0 the
-// same memory (each message brings its own SharedArrayBuffer object for it).
-function rank(a, b) {
-  const [fa, fb] = [new Float64Array(a, 0, 4), new Float64Array(b, 0, 4)];
-  const main = new Int32Array(b, 32, 1)[0] - new Int32Array(a, 32, 1)[0];
-  return main || fa[2] - fb[2] || fa[3] - fb[3];
-}
+// Who made shared memory `sab`, as the core's `settle::Maker`: [main thread (0/1), made, tie-break].
+const maker = (sab) => [new Int32Array(sab, 32, 1)[0], ...new Float64Array(sab, 16, 2)];
 
 function hear(pair) {
   if (!usable(pair)) return;
-  const order = rank(pair[0], sharedMemory.sab);
+  if (!ranker) return void unheard.push(pair);
+  const order = ranker(...maker(pair[0]), ...maker(sharedMemory.sab));
   if (order === 0) return;
   if (order < 0) {
     const old = sharedMemory;
@@ -195,12 +195,8 @@ function start() {
     adopt(inherited);
   } else {
     adopt(make());
-    // No worker can be admitting yet this early in the process (it starts, loads the package
-    // and settles first): the main thread then need not wait.
-    if (!isMainThread || performance.now() > STARTUP_MS) {
-      turned = false;
-      setTimeout(() => (turned = true), SETTLE_MS).unref();
-    }
+    started = [1, isMainThread ? 1 : 0, performance.now()];
+    setTimeout(() => (waited = true), SETTLE_MS).unref();
   }
   channel = new BroadcastChannel(NAME);
   channel.onmessage = (event) => hear(event.data);
@@ -247,32 +243,24 @@ export function grow(s) {
   Atomics.store(s.ints, 2, 2 * n);
   return true;
 }
-// Whether this thread may admit yet (see SETTLE_MS).
-export const settled = () => turned || (turned = alone());
-
-// Whether this is the main thread of a process with no other thread, asked once, at the first
-// admission that would wait to settle: then no shared memory made elsewhere can exist to hear of (every
-// other thread is a worker the main thread started, or one of theirs), and waiting SETTLE_MS
-// would only delay the first call. Node's diagnostic report lists the workers the main thread
-// started (2-6 ms to make; its network section is left out, which would look up host names,
-// and the environment where Node can leave it out); Bun's and Deno's list none even while some
-// run, so only Node's is believed (the report's `excludeNetwork` is Node's own, since 20.13).
-let asked = false;
-function alone() {
-  if (asked || !isMainThread) return false;
-  asked = true;
+// How many worker threads this process's main thread has started, by Node's diagnostic report:
+// -1 where none can be believed (Bun's and Deno's list none even while some run; the report's
+// `excludeNetwork` is Node's own, since 20.13). The core asks it once, of the main thread (see
+// settle.rs). The report takes 2-6 ms; its network section, which would look up host names, and
+// the environment are left out where Node can.
+export function workersStarted() {
   // Fields of newer Nodes than the types know (`excludeNetwork`, `excludeEnv`), and Bun's and Deno's.
   const report = /** @type {any} */ (globalThis.process?.report);
   const versions = /** @type {any} */ (globalThis.process?.versions ?? {});
-  if (versions.bun || versions.deno || typeof report?.getReport !== 'function' || typeof report.excludeNetwork !== 'boolean') return false;
+  if (versions.bun || versions.deno || typeof report?.getReport !== 'function' || typeof report.excludeNetwork !== 'boolean') return -1;
   const [network, env] = [report.excludeNetwork, report.excludeEnv];
   try {
     report.excludeNetwork = true;
     if (typeof env === 'boolean') report.excludeEnv = true;
     const { workers } = report.getReport();
-    return Array.isArray(workers) && workers.length === 0;
+    return Array.isArray(workers) ? workers.length : -1;
   } catch {
-    return false;
+    return -1;
   } finally {
     report.excludeNetwork = network;
     if (typeof env === 'boolean') report.excludeEnv = env;

@@ -2,10 +2,13 @@
 //! locks and how threads find it), as the core's [`Memory`]: the core's `authority/slot.rs`
 //! decides how a gate's slot is found, held and moved.
 
+use std::cell::RefCell;
+
 use wasm_bindgen::prelude::*;
 
 use super::clock;
 use crate::core::authority::cache_cells::{Cells, CELL_WORDS};
+use crate::core::authority::settle::{self, Maker, Settling, Start};
 use crate::core::authority::slot::{self, Memory};
 use crate::core::authority::table::Key;
 use crate::core::authority::threads::{self, WORDS};
@@ -34,10 +37,14 @@ extern "C" {
     fn thread_id() -> f64;
     #[wasm_bindgen(js_name = useMemory)]
     fn use_memory(memory: &JsValue);
-    #[wasm_bindgen(js_name = onMove)]
-    fn on_move(mover: &Closure<dyn FnMut(SharedMemory, SharedMemory)>);
+    fn wire(mover: &Closure<dyn FnMut(SharedMemory, SharedMemory)>, ranker: &Closure<Ranker>);
+    #[wasm_bindgen(js_name = startedAs)]
+    fn started_as() -> Vec<f64>;
+    #[wasm_bindgen(js_name = hasWaited)]
+    fn has_waited() -> bool;
+    #[wasm_bindgen(js_name = workersStarted)]
+    fn workers_started() -> f64;
     fn used(s: &SharedMemory) -> Vec<u32>;
-    fn settled() -> bool;
     fn first(s: &SharedMemory) -> u32;
     fn slots(s: &SharedMemory) -> u32;
     fn most(s: &SharedMemory) -> u32;
@@ -61,21 +68,50 @@ extern "C" {
     fn leave_cell(s: &SharedMemory, c: u32, held: i32, from: i32) -> bool;
 }
 
-/// The shared memory threads share now, if memory can be shared here (and the JavaScript side lays
-/// it out by this build's protocol).
-pub fn current() -> Option<SharedMemory> {
+/// How two shared memories rank, by who made each (main thread, made, tie-break): the core's
+/// [`settle::rank`] as a number, < 0 when the first wins.
+type Ranker = dyn Fn(f64, f64, f64, f64, f64, f64) -> f64;
+
+/// Wires this thread to the process's other threads: from now on what it hears of their shared
+/// memories is ranked by the core, and a better one takes this thread's gates' states along.
+/// The package calls it as it loads, so a thread answers the others before it makes a gate.
+#[wasm_bindgen(js_name = joinThreads)]
+pub fn join_threads() {
     thread_local!(static WIRED: () = {
         use_memory(&wasm_bindgen::memory());
-        // Lives as long as the module: the shared memory may move at any time.
+        // Live as long as the module: the shared memory may move at any time.
         let mover = Closure::<dyn FnMut(SharedMemory, SharedMemory)>::new(|old, new| {
             slot::move_all(&old, &new);
         });
-        on_move(&mover);
+        let ranker = Closure::<Ranker>::new(|am, at, ab, bm, bt, bb| {
+            let maker = |main, made, tie| Maker { main: main != 0.0, made, tie };
+            settle::rank(maker(am, at, ab), maker(bm, bt, bb)) as i8 as f64
+        });
+        wire(&mover, &ranker);
         mover.forget();
+        ranker.forget();
     });
     WIRED.with(|_| ());
+}
+
+/// The shared memory threads share now, if memory can be shared here (and the JavaScript side lays
+/// it out by this build's protocol).
+pub fn current() -> Option<SharedMemory> {
+    join_threads();
     thread_local!(static AGREES: bool = protocol_print() == env!("ODDS_GATE_PROTOCOL"));
     shared_memory_now().filter(|_| AGREES.with(|a| *a))
+}
+
+/// Whether this thread may admit yet, by the core's [`Settling`] on what `shared_memory.js` saw.
+fn settled() -> bool {
+    thread_local!(static SETTLING: RefCell<Settling> = RefCell::new(Settling::new(
+        match started_as()[..] {
+            [made, main, age] if made != 0.0 => Start::Made { main: main != 0.0, age },
+            _ => Start::Inherited,
+        }
+    )));
+    let workers = || u32::try_from(workers_started() as i64).ok();
+    SETTLING.with_borrow_mut(|s| s.settled(has_waited(), workers))
 }
 
 /// This thread's number for the gates' claims, from `worker_threads`' id.

@@ -18,6 +18,7 @@ pub mod credits;
 pub mod fair;
 pub mod memory;
 pub(crate) mod order;
+pub mod settle;
 pub mod slot;
 pub mod store;
 pub mod table;

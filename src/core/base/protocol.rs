@@ -28,6 +28,15 @@ pub const RING_MOST_BYTES: f64 = 268435456.0;
 /// is due now (`gate::early`, and `attempt.js`'s timeouts).
 pub const EARLY_MS: f64 = 1.0;
 
+/// A thread that made a shared memory of its own admits nothing until this long after, and its
+/// event loop turned since: time for the threads already there to answer (`authority::settle`,
+/// `shared_memory.js`'s timer).
+pub const SETTLE_MS: f64 = 200.0;
+
+/// The main thread that makes its shared memory this early in its process need not wait: no
+/// worker can be admitting yet (`authority::settle`).
+pub const STARTUP_MS: f64 = 100.0;
+
 /// What the shared cache answered (`rules::shared_cache::Asked`): not shared now.
 pub const ASKED_ALONE: u8 = 0;
 /// A fresh entry.
