@@ -72,6 +72,18 @@ test("simulate()'s errors name the field in the caller's words, as a TypeError o
   }
 });
 
+test("simulate()'s forms mean what they say: separateGates true is two processes, retryBudget null is none, headers 'throttled' only on 429s", () => {
+  const strip = ({ timeline, ...r }) => r;
+  const split = (separateGates) => strip(simulate({ separateGates, workers: 8 }));
+  assert.deepEqual(split(true), split(2));
+  assert.notDeepEqual(split(3), split(2), 'a number is that many processes');
+  assert.deepEqual(split(false), strip(simulate({ workers: 8 })));
+  assert.deepEqual(strip(simulate({ retryBudget: null, alwaysReject: true })), strip(simulate({ alwaysReject: true })));
+  assert.notDeepEqual(strip(simulate({ retryBudget: 0, alwaysReject: true })), strip(simulate({ alwaysReject: true })), 'a budget of 0 is one');
+  const learned = (headers) => strip(simulate({ learn: true, headers, workers: 32, snapshots: 8 }));
+  assert.notDeepEqual(learned('throttled'), learned(true), 'headers on 429s only learn otherwise than on every answer');
+});
+
 test("createFetch(), lane(), batch() and Gate word their whole numbers and required fields the same way", () => {
   const cases = [
     [() => createFetch({ usageUrl: '/usage' }), 'TypeError', 'Expected `usageUrl` to be an absolute http: or https: URL, got one that does not start with http:// or https://'],

@@ -1,7 +1,7 @@
 //! Rules the bindings once made and now only translate (#35), pinned natively: what the
 //! `onEvent` hook is told, the options' defaults and a lane's retry budget, which ends of a led
 //! request are the gate's refusals (for the cache), and the typed errors' messages, and
-//! `quota` as given to `createFetch` and `simulate()`, the forms `simulate()`'s flags take, and
+//! `quota` as given to `createFetch`, and
 //! what an attempt's end means, the cache's key and numbers for `cache.js`, and which unread
 //! bodies are drained, what the metrics' histograms record, who shares a cache, a request's
 //! kind of body, and where the quota probe asks.
@@ -24,10 +24,6 @@ use odds_gate::core::rules::policy::{Abandoned, Reason};
 use odds_gate::core::rules::quota::exhausted_message;
 use odds_gate::core::rules::quota::probe_url;
 use odds_gate::core::rules::shared_cache::Sharing;
-use odds_gate::core::sim::given::number_or_null;
-use odds_gate::core::sim::{HeadersGiven, SimQuotaGiven, Split};
-use serde::de::value::Error;
-use serde::de::{Deserialize, IntoDeserializer};
 
 /// What the hook gets, as JSON (times as they are: the bindings make them `Date`s; a float
 /// keeps serde_json's `.0`, which JavaScript's numbers do not show).
@@ -191,40 +187,6 @@ fn quota_as_given_reads_its_costs_then_means_what_the_core_says() {
         ..SpreadGiven::default()
     };
     assert_eq!(wrong.costs(read).unwrap_err(), "not costs: five");
-    let month = SimQuotaGiven {
-        limit: Some(100.0),
-        costs: "history",
-        ..SimQuotaGiven::default()
-    };
-    let month = month.costs(read).unwrap();
-    assert_eq!(month.limit, Some(100.0));
-    assert_eq!(month.costs, vec![("/odds/history".to_string(), 5.0)]);
-}
-
-#[test]
-fn simulates_flags_take_their_forms_or_say_which_they_take() {
-    fn read<'a, T: Deserialize<'a>>(d: impl IntoDeserializer<'a, Error>) -> Result<T, String> {
-        T::deserialize(d.into_deserializer()).map_err(|e| e.to_string())
-    }
-    assert_eq!(read::<Split>(true), Ok(Split::Flag(true)));
-    assert_eq!(read::<Split>(3.0), Ok(Split::Count(3.0)));
-    assert_eq!(read::<Split>(3_i64), Ok(Split::Count(3.0)));
-    assert_eq!(read::<Split>("two"), Err("a boolean or a number".into()));
-    assert_eq!(read::<Split>(()), Err("a boolean or a number".into()));
-    assert_eq!(read::<HeadersGiven>(false), Ok(HeadersGiven::Flag(false)));
-    assert_eq!(
-        read::<HeadersGiven>("throttled"),
-        Ok(HeadersGiven::Throttled)
-    );
-    let headers = Err("a boolean or 'throttled'".into());
-    assert_eq!(read::<HeadersGiven>("all"), headers);
-    assert_eq!(read::<HeadersGiven>(1.0), headers);
-    fn budget<'a>(d: impl IntoDeserializer<'a, Error>) -> Result<Option<f64>, String> {
-        number_or_null(d.into_deserializer()).map_err(|e| e.to_string())
-    }
-    assert_eq!(budget(5.0), Ok(Some(5.0)));
-    assert_eq!(budget(()), Ok(None), "null: none");
-    assert_eq!(budget(true), Err("a number or null".into()));
 }
 
 #[test]

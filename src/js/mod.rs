@@ -19,12 +19,9 @@ fetch_modules!(
     abort arena attempt body cache cache_share cache_wake calls driver events figures headers home metrics options random redis
     replay shared_memory timer transport watch
 );
-// The simulator's module (feature `sim`), loaded by `simulate()` and `new Gate()` on first use,
-// and the serde reader of `simulate()`'s options.
+// The simulator's module (feature `sim`), loaded by `simulate()` and `new Gate()` on first use.
 #[cfg(feature = "sim")]
 mod model;
-#[cfg(feature = "sim")]
-mod sim_de;
 
 /// Talc instead of the default dlmalloc: a few KB less wasm. The module is single-threaded.
 #[global_allocator]

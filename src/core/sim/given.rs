@@ -62,11 +62,6 @@ pub struct SimGiven {
 
 /// `cache: { ttlMs, staleForMs }`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Deserialize),
-    serde(rename_all = "camelCase")
-)]
 pub struct SimCacheGiven {
     /// How long the server's snapshots are fresh, in ms.
     pub ttl_ms: Option<f64>,
@@ -113,71 +108,8 @@ pub enum HeadersGiven {
     Throttled,
 }
 
-/// The JavaScript forms `separateGates`, `headers` and `retryBudget` take, each read as what
-/// it means or refused in the words of a type error ("a boolean or a number").
-#[cfg(feature = "serde")]
-mod forms {
-    use serde::de::{Deserialize, Deserializer, Error};
-
-    use super::{HeadersGiven, Split};
-
-    /// What a field took: a flag, a number, a text or `null`.
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Form {
-        Flag(bool),
-        Number(f64),
-        Text(String),
-        Null(()),
-    }
-
-    fn form<'de, D: Deserializer<'de>>(d: D, expected: &'static str) -> Result<Form, D::Error> {
-        Form::deserialize(d).map_err(|_| D::Error::custom(expected))
-    }
-
-    impl<'de> Deserialize<'de> for Split {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            const EXPECTED: &str = "a boolean or a number";
-            match form(d, EXPECTED)? {
-                Form::Flag(flag) => Ok(Split::Flag(flag)),
-                Form::Number(n) => Ok(Split::Count(n)),
-                _ => Err(D::Error::custom(EXPECTED)),
-            }
-        }
-    }
-
-    impl<'de> Deserialize<'de> for HeadersGiven {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            const EXPECTED: &str = "a boolean or 'throttled'";
-            match form(d, EXPECTED)? {
-                Form::Flag(flag) => Ok(HeadersGiven::Flag(flag)),
-                Form::Text(text) if text == "throttled" => Ok(HeadersGiven::Throttled),
-                _ => Err(D::Error::custom(EXPECTED)),
-            }
-        }
-    }
-
-    /// `retryBudget`: a number, or `null` for none (as left out).
-    pub fn number_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-        const EXPECTED: &str = "a number or null";
-        match form(d, EXPECTED)? {
-            Form::Number(n) => Ok(Some(n)),
-            Form::Null(()) => Ok(None),
-            _ => Err(D::Error::custom(EXPECTED)),
-        }
-    }
-}
-
-#[cfg(feature = "serde")]
-pub use self::forms::number_or_null;
-
 /// `lookups: { calls, burst, perSecond }`, each required.
 #[derive(Debug, Clone, Default, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Deserialize),
-    serde(rename_all = "camelCase")
-)]
 pub struct LookupsGiven {
     /// Lookups made.
     pub calls: Option<f64>,
@@ -189,11 +121,6 @@ pub struct LookupsGiven {
 
 /// One of `lanes`: `{ name, weight, workers, snapshots, startMs }`, `workers` required.
 #[derive(Debug, Clone, Default, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Deserialize),
-    serde(rename_all = "camelCase")
-)]
 pub struct LaneGiven {
     /// Its name.
     pub name: Option<String>,

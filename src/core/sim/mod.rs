@@ -12,7 +12,7 @@ pub mod store;
 pub mod world;
 
 pub use self::article_gate::ArticleGate;
-pub use self::given::{HeadersGiven, LaneGiven, SimGiven, Split};
+pub use self::given::{HeadersGiven, LaneGiven, LookupsGiven, SimCacheGiven, SimGiven, Split};
 pub use self::lanes::SimLane;
 pub use self::model::{simulate, Coordination, SimCache, SimOptions, SimReport};
 pub use self::month::{MonthReport, SimQuotaGiven};

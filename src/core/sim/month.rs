@@ -28,12 +28,7 @@ const MOST_PERIODS: f64 = 12.0;
 /// given (`None`: left out); `costs` as read (`C`: the bindings first take it as it is, then
 /// read it with [`costs`](Self::costs)).
 #[derive(Debug, Clone, Default, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Deserialize),
-    serde(rename_all = "camelCase")
-)]
-pub struct SimQuotaGiven<C = Vec<(String, f64)>> {
+pub struct SimQuotaGiven {
     /// Credits in the period.
     pub limit: Option<f64>,
     /// The period's length, in ms.
@@ -54,26 +49,7 @@ pub struct SimQuotaGiven<C = Vec<(String, f64)>> {
     pub refresh_ms: Option<f64>,
     /// Route patterns and what a call of each costs: the server charges it, the gates are
     /// told it.
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub costs: C,
-}
-
-impl<C> SimQuotaGiven<C> {
-    /// The same, its `costs` read by `read`.
-    pub fn costs<D, E>(self, read: impl FnOnce(C) -> Result<D, E>) -> Result<SimQuotaGiven<D>, E> {
-        Ok(SimQuotaGiven {
-            limit: self.limit,
-            period_ms: self.period_ms,
-            days: self.days,
-            used: self.used,
-            periods: self.periods,
-            spread: self.spread,
-            reserve: self.reserve,
-            burst_ms: self.burst_ms,
-            refresh_ms: self.refresh_ms,
-            costs: read(self.costs)?,
-        })
-    }
+    pub costs: Vec<(String, f64)>,
 }
 
 /// The month asked for, checked.
