@@ -1,6 +1,6 @@
 //! The threads' cache claims in their shared memory (`authority::cache_cells`): a cell per
-//! request held by the slots' transaction protocol, here over cells in this thread's memory
-//! whose holds can be taken over on demand, as a stalled thread's are.
+//! request locked by the slots' transaction protocol, here over cells in this thread's memory
+//! whose locks can be taken over on demand, as a stalled thread's are.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::cell::{Cell as Flag, RefCell};
@@ -12,12 +12,12 @@ use odds_gate::core::authority::table::Key;
 use odds_gate::core::rules::arena::Place;
 use odds_gate::core::rules::shared_cache::{Asked, CLAIM_MS};
 
-/// Cells in plain memory: a hold copies the live words; a let-go publishes what it wrote unless
-/// `steal` says the hold was taken over meanwhile (then another writer's `theirs` went live).
+/// Cells in plain memory: a lock copies the live words; a let-go publishes what it wrote unless
+/// `steal` says the lock was taken over meanwhile (then another writer's `theirs` went live).
 #[derive(Default)]
 struct Plain {
     cells: RefCell<Vec<[f64; CELL_WORDS]>>,
-    holds: Flag<i32>,
+    locks: Flag<i32>,
     steal: RefCell<Option<[f64; CELL_WORDS]>>,
     entered: Flag<u32>,
 }
@@ -38,10 +38,10 @@ impl Cells for Plain {
     fn enter(&self, cell: u32, words: &mut [f64; CELL_WORDS]) -> i32 {
         self.entered.set(self.entered.get() + 1);
         *words = self.cells.borrow()[cell as usize];
-        self.holds.set(self.holds.get() + 1);
-        self.holds.get()
+        self.locks.set(self.locks.get() + 1);
+        self.locks.get()
     }
-    fn leave(&self, cell: u32, _held: i32, words: Option<&[f64; CELL_WORDS]>) -> bool {
+    fn leave(&self, cell: u32, _lock: i32, words: Option<&[f64; CELL_WORDS]>) -> bool {
         if let Some(theirs) = self.steal.borrow_mut().take() {
             self.cells.borrow_mut()[cell as usize] = theirs;
             return false;
@@ -127,7 +127,7 @@ fn a_request_that_meets_anothers_cell_neither_takes_its_claim_nor_ends_it() {
 fn a_hold_taken_over_meanwhile_runs_again_on_what_the_taker_wrote() {
     let cells = Plain::new();
     let key = (5, 7);
-    // While this thread decides, a stalled hold is taken over and the taker claims the fetch:
+    // While this thread decides, a stalled lock is taken over and the taker claims the fetch:
     // what this thread wrote counts for nothing, and it decides again on the taker's claim.
     let mut taker = [0.0; CELL_WORDS];
     taker[..3].copy_from_slice(&[5.0, 7.0, 90.0 + CLAIM_MS]);

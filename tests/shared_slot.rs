@@ -22,7 +22,7 @@ struct Vecs(Rc<RefCell<Inner>>);
 struct Inner {
     keys: Vec<Key>,
     words: Vec<[f64; WORDS]>,
-    /// Replaced by a larger memory: only a forced hold enters.
+    /// Replaced by a larger memory: only a forced lock enters.
     superseded: bool,
 }
 
@@ -74,16 +74,16 @@ impl Memory for Vecs {
         *words = inner.words[i as usize];
         1
     }
-    fn leave(&self, i: u32, _held: i32, words: Option<&[f64; WORDS]>) -> bool {
+    fn leave(&self, i: u32, _lock: i32, words: Option<&[f64; WORDS]>) -> bool {
         if let Some(words) = words {
             self.0.borrow_mut().words[i as usize] = *words;
         }
         true
     }
-    fn hold_table(&self) -> i32 {
+    fn lock_table(&self) -> i32 {
         1
     }
-    fn release_table(&self, _held: i32) {}
+    fn unlock_table(&self, _lock: i32) {}
     fn first(&self) -> u32 {
         self.0.borrow().keys.len() as u32
     }
@@ -243,14 +243,14 @@ fn the_figures_read_a_slot_without_writing_it_and_follow_a_moved_memory() {
     let i = old.slot_of("scope-r").unwrap();
     // Given back fresh (its thread moved it): read as a fresh state, and left fresh.
     old.0.borrow_mut().words[i] = [0.0; WORDS];
-    assert_eq!(a.held(), (0.0, false, None));
+    assert_eq!(a.standing(), (0.0, false, None));
     assert_eq!(old.0.borrow().words[i], [0.0; WORDS], "nothing written");
     // On a replaced memory, the read moves to the new one as a transaction would.
     assert!(matches!(admit(&mut a, 0), Answer::Admitted { .. }));
     let new = Vecs::new(16);
     old.0.borrow_mut().superseded = true;
     new.tell();
-    assert_eq!(a.held(), (0.0, false, None));
+    assert_eq!(a.standing(), (0.0, false, None));
     let j = new.slot_of("scope-r").expect("moved");
     assert_eq!(new.0.borrow().words[j][0], 1.0, "ready on the new memory");
 }

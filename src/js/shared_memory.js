@@ -1,7 +1,7 @@
 // @ts-check
 // The shared memory: the memory every thread of the process shares, where the gates' states live so one
 // key has one allowance in every worker thread. This file is the one place its layout, its locks
-// and how threads find it are defined; the Rust side (shared_memory.rs) only asks for a slot, holds it,
+// and how threads find it are defined; the Rust side (shared_memory.rs) only asks for a slot, locks it,
 // copies words in and out, and lets go.
 //
 // Finding it. The first copy of the package to load in a thread takes the shared memory its parent
@@ -41,18 +41,18 @@
 //      12 i32 threads asleep on the lock
 //      16 + b * WORDS * 8: buffer b of 3, WORDS f64 each (the core's threads::WORDS)
 //
-// Locking. A lock is one i32: bit 0 held, bits 1-2 the buffer that holds the live state, bits
-// 3-28 a sequence number that counts holds, bits 29-30 the quarantined buffer + 1 (0: none). A
-// thread holds a slot by compare-and-swap (seq + 1, held), copies the live buffer out, writes its
+// Locking. A lock is one i32: bit 0 locked, bits 1-2 the buffer that holds the live state, bits
+// 3-28 a sequence number that counts locks, bits 29-30 the quarantined buffer + 1 (0: none). A
+// thread locks a slot by compare-and-swap (seq + 1, locked), copies the live buffer out, writes its
 // new state into a spare buffer (one of the two not live: the one not quarantined, else the one
 // the sequence number's parity picks) and lets go by compare-and-swap to (that buffer live, not
-// held); a read lets go with the same buffer live. A hold that lasts TAKEOVER_MS unchanged is taken
+// locked); a read lets go with the same buffer live. A lock that lasts TAKEOVER_MS unchanged is taken
 // over (its thread died, was terminated, or is stalled in it): the taker quarantines the buffer
-// the stalled holder writes into and so writes into the other spare, and the stalled holder's
-// late let-go fails, so it runs its transaction again. A holder copies its words only after it
-// saw its hold still held, so a stalled one copies nothing once taken over, and while it may
+// the stalled owner writes into and so writes into the other spare, and the stalled owner's
+// late let-go fails, so it runs its transaction again. An owner copies its words only after it
+// saw its lock still held, so a stalled one copies nothing once taken over, and while it may
 // still be copying (it was taken over mid-copy) no writer targets its buffer: the quarantine stays
-// until the next take-over (a dead thread never lifts it; two buffers are enough for holds that
+// until the next take-over (a dead thread never lifts it; two buffers are enough for locks that
 // are not taken over). Nothing a dead or stalled thread did half-way is ever live. The table lock
 // (for claiming a slot) and the cache's cells work the same way.
 import { SLOT_WORDS as WORDS, CELLS, CELL_WORDS, SHARED_MEMORY_LAYOUT, SETTLE_MS } from './protocol.js';
@@ -82,7 +82,7 @@ const SLOT_BYTES = 16 + 3 * WORDS * 8;
 const SUPERSEDED = 3;
 const TABLE_LOCK = 10;
 // Far longer than any transaction (microseconds); short enough that a thread killed while
-// holding a slot holds up the others for a moment only. A live holder stalled longer by the
+// locking a slot holds up the others for a moment only. A live owner stalled longer by the
 // scheduler only runs its transaction again.
 const TAKEOVER_MS = 100;
 const SPINS = 64;
@@ -228,13 +228,13 @@ export const slots = (s) => Atomics.load(s.ints, 2);
 /** @param {Shared} s */
 export const most = (s) => (s.sab.growable ? (s.sab.maxByteLength - HEAD_BYTES) / SLOT_BYTES : slots(s));
 
-// Doubles the table (the table's lock held); false at its most, or when memory cannot grow.
+// Doubles the table (the table's lock locked); false at its most, or when memory cannot grow.
 /** @param {Shared} s */
 export function grow(s) {
   const n = slots(s);
   if (2 * n > most(s)) return false;
   try {
-    // Grown already when a holder of the table's lock died before it counted the new slots.
+    // Grown already when the owner of the table's lock died before it counted the new slots.
     if (s.sab.byteLength < HEAD_BYTES + 2 * n * SLOT_BYTES) s.sab.grow(HEAD_BYTES + 2 * n * SLOT_BYTES);
   } catch {
     return false;
@@ -277,48 +277,48 @@ export function useMemory(m) {
 const wasmWords = () => (heap?.length ? heap : (heap = new Float64Array(memory.buffer)));
 
 // The i32 index of a lock word: slot i's, or (i = -1) the table's.
-const lockAt = (i) => (i < 0 ? TABLE_LOCK : (HEAD_BYTES + i * SLOT_BYTES) / 4);
+const lockIndex = (i) => (i < 0 ? TABLE_LOCK : (HEAD_BYTES + i * SLOT_BYTES) / 4);
 // The i32 index of the cache's cell c's lock word, and the f64 index of its buffer b.
-const cellLockAt = (c) => (64 + c * CELL_BYTES) / 4;
+const cellLockIndex = (c) => (64 + c * CELL_BYTES) / 4;
 const cellBufferAt = (c, b) => (64 + c * CELL_BYTES + 16) / 8 + b * CELL_WORDS;
 // The f64 index of buffer b of slot i.
 const bufferAt = (i, b) => (HEAD_BYTES + i * SLOT_BYTES + 16) / 8 + b * WORDS;
 // A lock word's sequence number and quarantined buffer (see "Locking").
 const SEQ = 0x1ffffff8;
 const QUARANTINE = 0x60000000;
-const live = (held) => (held >> 1) & 3;
-// The buffer a hold writes into: one of the two that are not live, the one not quarantined, else
+const live = (locked) => (locked >> 1) & 3;
+// The buffer a lock's owner writes into: one of the two that are not live, the one not quarantined, else
 // by the sequence's parity (buffer numbers add up to 3).
-function target(held) {
-  const q = (held & QUARANTINE) >> 29;
-  return q ? 3 - live(held) - (q - 1) : (live(held) + 1 + ((held >> 3) & 1)) % 3;
+function target(locked) {
+  const q = (locked & QUARANTINE) >> 29;
+  return q ? 3 - live(locked) - (q - 1) : (live(locked) + 1 + ((locked >> 3) & 1)) % 3;
 }
 
-// Holds slot i (-1: the table): the lock word held; -1 when the shared memory was superseded and
+// Locks slot i (-1: the table): the lock word as locked; -1 when the shared memory was superseded and
 // `force` is false (the caller moves to the current shared memory first); -2 when the slot no longer
 // belongs to key (high, low) (it was idle and another key took it; 0, 0 checks nothing).
 /** @param {Shared} s */
-function hold(s, i, force, high, low) {
+function lock(s, i, force, high, low) {
   fit(s, i);
-  return holdAt(s, lockAt(i), force, high, low);
+  return lockAt(s, lockIndex(i), force, high, low);
 }
 
-// Holds the lock word at i32 index `at` (see hold()).
+// Locks the lock word at i32 index `at` (see lock()).
 /** @param {Shared} s */
-function holdAt(s, at, force, high, low) {
+function lockAt(s, at, force, high, low) {
   const ints = s.ints;
   let seen = Atomics.load(ints, at);
   let since = -1;
   for (let spins = 0; ; ) {
     if (!force && Atomics.load(ints, SUPERSEDED) !== 0) return -1;
     if ((seen & 1) === 0 || (since >= 0 && performance.now() - since > TAKEOVER_MS)) {
-      // Taking over: the stalled holder may yet copy into its buffer.
+      // Taking over: the stalled owner may yet copy into its buffer.
       const quarantine = seen & 1 ? (target(seen) + 1) << 29 : seen & QUARANTINE;
       const next = (((seen & SEQ) + 8) & SEQ) | quarantine | (seen & 6) | 1;
       const was = Atomics.compareExchange(ints, at, seen, next);
       if (was === seen) {
         if ((high | low) === 0 || (ints[at + 1] === high && ints[at + 2] === low)) return next;
-        releaseAt(s, at, next, live(next));
+        unlockAt(s, at, next, live(next));
         return -2;
       }
       [seen, since, spins] = [was, -1, 0];
@@ -330,7 +330,7 @@ function holdAt(s, at, force, high, low) {
       continue;
     }
     if (since < 0) since = performance.now();
-    // Slot header word 3 counts the threads asleep on the lock, so a release wakes only them.
+    // Slot header word 3 counts the threads asleep on the lock, so an unlock wakes only them.
     Atomics.add(ints, at + 3, 1);
     Atomics.wait(ints, at, seen, 1);
     Atomics.sub(ints, at + 3, 1);
@@ -339,89 +339,89 @@ function holdAt(s, at, force, high, low) {
   }
 }
 
-// Lets go of a hold with `buffer` live (the hold's target when it wrote). False when the hold was
+// Lets go of a lock with `buffer` live (the lock's target when it wrote). False when the lock was
 // taken over meanwhile: nothing it wrote counts.
 /** @param {Shared} s */
-function release(s, i, held, buffer) {
-  return releaseAt(s, lockAt(i), held, buffer);
+function unlock(s, i, locked, buffer) {
+  return unlockAt(s, lockIndex(i), locked, buffer);
 }
 
-// Lets go of the lock word at i32 index `at` (see release()).
+// Lets go of the lock word at i32 index `at` (see unlock()).
 /** @param {Shared} s */
-function releaseAt(s, at, held, buffer) {
+function unlockAt(s, at, locked, buffer) {
   const ints = s.ints;
-  const next = (held & ~7) | (buffer << 1);
-  const ok = Atomics.compareExchange(ints, at, held, next) === held;
+  const next = (locked & ~7) | (buffer << 1);
+  const ok = Atomics.compareExchange(ints, at, locked, next) === locked;
   if (Atomics.load(ints, at + 3) !== 0) Atomics.notify(ints, at);
   return ok;
 }
 
-// Holds slot i and copies its live words to the module's memory at f64 index `to`: the lock
-// word held, or what hold() says when it is not held.
+// Locks slot i and copies its live words to the module's memory at f64 index `to`: the lock
+// word locked, or what lock() says when it is not locked.
 /** @param {Shared} s */
 export function enter(s, i, force, high, low, to) {
-  const held = hold(s, i, force, high, low);
-  if (held >= 0) {
+  const locked = lock(s, i, force, high, low);
+  if (locked >= 0) {
     const w = wasmWords();
     const f = s.f64;
-    const from = bufferAt(i, live(held));
+    const from = bufferAt(i, live(locked));
     // A loop, not set(subarray()): with views of a fixed length it is the cheaper (no view made).
     for (let k = 0; k < WORDS; k++) w[to + k] = f[from + k];
   }
-  return held;
+  return locked;
 }
 
 // Copies the module's words at f64 index `from` (-1: nothing written) to the slot's spare buffer
-// and lets go; false when the hold was taken over meanwhile (nothing it wrote counts, and once it
+// and lets go; false when the lock was taken over meanwhile (nothing it wrote counts, and once it
 // was taken over it copies nothing: a later writer may have made its buffer live).
 /** @param {Shared} s */
-export function leave(s, i, held, from) {
-  if (from < 0) return release(s, i, held, live(held));
-  if (Atomics.load(s.ints, lockAt(i)) !== held) return false;
+export function leave(s, i, locked, from) {
+  if (from < 0) return unlock(s, i, locked, live(locked));
+  if (Atomics.load(s.ints, lockIndex(i)) !== locked) return false;
   const w = wasmWords();
   const f = s.f64;
-  const b = target(held);
+  const b = target(locked);
   const to = bufferAt(i, b);
   for (let k = 0; k < WORDS; k++) f[to + k] = w[from + k];
-  return release(s, i, held, b);
+  return unlock(s, i, locked, b);
 }
 
-// Holds slot i (a key's, as in enter), copies its first `len` live words to the module's memory at
-// f64 index `to` and lets go, at one call: false when it was not held (see hold()) or the hold was
+// Locks slot i (a key's, as in enter), copies its first `len` live words to the module's memory at
+// f64 index `to` and lets go, at one call: false when it was not locked (see lock()) or the lock was
 // taken over meanwhile (what it copied may be torn); the caller then reads it by a transaction.
 /** @param {Shared} s */
 export function peek(s, i, high, low, to, len) {
-  const held = hold(s, i, false, high, low);
-  if (held < 0) return false;
+  const locked = lock(s, i, false, high, low);
+  if (locked < 0) return false;
   const w = wasmWords();
   const f = s.f64;
-  const from = bufferAt(i, live(held));
+  const from = bufferAt(i, live(locked));
   for (let k = 0; k < len; k++) w[to + k] = f[from + k];
-  return release(s, i, held, live(held));
+  return unlock(s, i, locked, live(locked));
 }
 
-// Holds the cache's cell c and copies its live words to the module's memory at f64 index `to`:
-// the lock word held.
+// Locks the cache's cell c and copies its live words to the module's memory at f64 index `to`:
+// the lock word locked.
 /** @param {Shared} s */
 export function enterCell(s, c, to) {
-  const held = holdAt(s, cellLockAt(c), true, 0, 0);
+  const locked = lockAt(s, cellLockIndex(c), true, 0, 0);
   const w = wasmWords();
-  const from = cellBufferAt(c, live(held));
+  const from = cellBufferAt(c, live(locked));
   for (let k = 0; k < CELL_WORDS; k++) w[to + k] = s.f64[from + k];
-  return held;
+  return locked;
 }
 
 // As leave(), for the cache's cell c.
 /** @param {Shared} s */
-export function leaveCell(s, c, held, from) {
-  const at = cellLockAt(c);
-  if (from < 0) return releaseAt(s, at, held, live(held));
-  if (Atomics.load(s.ints, at) !== held) return false;
+export function leaveCell(s, c, locked, from) {
+  const at = cellLockIndex(c);
+  if (from < 0) return unlockAt(s, at, locked, live(locked));
+  if (Atomics.load(s.ints, at) !== locked) return false;
   const w = wasmWords();
-  const b = target(held);
+  const b = target(locked);
   const to = cellBufferAt(c, b);
   for (let k = 0; k < CELL_WORDS; k++) s.f64[to + k] = w[from + k];
-  return releaseAt(s, at, held, b);
+  return unlockAt(s, at, locked, b);
 }
 
 // The slots some key ever used.
@@ -431,25 +431,25 @@ export function used(s) {
   const n = slots(s);
   fit(s, n - 1);
   for (let i = 0; i < n; i++) {
-    const at = lockAt(i);
+    const at = lockIndex(i);
     if (s.ints[at + 1] !== 0 || s.ints[at + 2] !== 0) out.push(i);
   }
   return out;
 }
 
-// The table: slot i's key (0, 0: never used), and giving it to another key (held).
+// The table: slot i's key (0, 0: never used), and giving it to another key (locked).
 /** @param {Shared} s */
-export const keyHigh = (s, i) => (fit(s, i), s.ints[lockAt(i) + 1]);
+export const keyHigh = (s, i) => (fit(s, i), s.ints[lockIndex(i) + 1]);
 /** @param {Shared} s */
-export const keyLow = (s, i) => (fit(s, i), s.ints[lockAt(i) + 2]);
+export const keyLow = (s, i) => (fit(s, i), s.ints[lockIndex(i) + 2]);
 /** @param {Shared} s */
 export function setKey(s, i, high, low) {
   fit(s, i);
-  const at = lockAt(i);
+  const at = lockIndex(i);
   s.ints[at + 1] = high;
   s.ints[at + 2] = low;
 }
 /** @param {Shared} s */
-export const holdTable = (s) => hold(s, -1, true, 0, 0);
+export const lockTable = (s) => lock(s, -1, true, 0, 0);
 /** @param {Shared} s */
-export const releaseTable = (s, held) => release(s, -1, held, live(held));
+export const unlockTable = (s, locked) => unlock(s, -1, locked, live(locked));

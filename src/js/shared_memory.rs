@@ -1,6 +1,6 @@
 //! The shared memory the process's threads share (`shared_memory.js` defines the memory, its
 //! locks and how threads find it), as the core's [`Memory`]: the core's `authority/slot.rs`
-//! decides how a gate's slot is found, held and moved.
+//! decides how a gate's slot is found, locked and moved.
 
 use std::cell::RefCell;
 
@@ -50,12 +50,12 @@ extern "C" {
     fn most(s: &SharedMemory) -> u32;
     fn grow(s: &SharedMemory) -> bool;
     fn enter(s: &SharedMemory, i: u32, force: bool, high: i32, low: i32, to: u32) -> i32;
-    fn leave(s: &SharedMemory, i: u32, held: i32, from: i32) -> bool;
+    fn leave(s: &SharedMemory, i: u32, lock: i32, from: i32) -> bool;
     fn peek(s: &SharedMemory, i: u32, high: i32, low: i32, to: u32, len: u32) -> bool;
-    #[wasm_bindgen(js_name = holdTable)]
-    fn hold_table(s: &SharedMemory) -> i32;
-    #[wasm_bindgen(js_name = releaseTable)]
-    fn release_table(s: &SharedMemory, held: i32);
+    #[wasm_bindgen(js_name = lockTable)]
+    fn lock_table(s: &SharedMemory) -> i32;
+    #[wasm_bindgen(js_name = unlockTable)]
+    fn unlock_table(s: &SharedMemory, lock: i32);
     #[wasm_bindgen(js_name = keyHigh)]
     fn key_high(s: &SharedMemory, i: u32) -> i32;
     #[wasm_bindgen(js_name = keyLow)]
@@ -65,7 +65,7 @@ extern "C" {
     #[wasm_bindgen(js_name = enterCell)]
     fn enter_cell(s: &SharedMemory, c: u32, to: u32) -> i32;
     #[wasm_bindgen(js_name = leaveCell)]
-    fn leave_cell(s: &SharedMemory, c: u32, held: i32, from: i32) -> bool;
+    fn leave_cell(s: &SharedMemory, c: u32, lock: i32, from: i32) -> bool;
 }
 
 /// How two shared memories rank, by who made each (main thread, made, tie-break): the core's
@@ -156,18 +156,18 @@ impl Memory for SharedMemory {
     fn enter(&self, i: u32, force: bool, key: Key, words: &mut [f64; WORDS]) -> i32 {
         enter(self, i, force, key.0, key.1, index_of(Some(words)) as u32)
     }
-    fn leave(&self, i: u32, held: i32, words: Option<&[f64; WORDS]>) -> bool {
-        leave(self, i, held, index_of(words))
+    fn leave(&self, i: u32, lock: i32, words: Option<&[f64; WORDS]>) -> bool {
+        leave(self, i, lock, index_of(words))
     }
     fn peek(&self, i: u32, key: Key, words: &mut [f64]) -> bool {
         let to = (words.as_ptr() as usize / 8) as u32;
         peek(self, i, key.0, key.1, to, words.len() as u32)
     }
-    fn hold_table(&self) -> i32 {
-        hold_table(self)
+    fn lock_table(&self) -> i32 {
+        lock_table(self)
     }
-    fn release_table(&self, held: i32) {
-        release_table(self, held)
+    fn unlock_table(&self, lock: i32) {
+        unlock_table(self, lock)
     }
     fn first(&self) -> u32 {
         first(self)
@@ -193,8 +193,8 @@ impl Cells for SharedMemory {
     fn enter(&self, cell: u32, words: &mut [f64; CELL_WORDS]) -> i32 {
         enter_cell(self, cell, (words.as_ptr() as usize / 8) as u32)
     }
-    fn leave(&self, cell: u32, held: i32, words: Option<&[f64; CELL_WORDS]>) -> bool {
+    fn leave(&self, cell: u32, lock: i32, words: Option<&[f64; CELL_WORDS]>) -> bool {
         let from = words.map_or(-1, |w| (w.as_ptr() as usize / 8) as i32);
-        leave_cell(self, cell, held, from)
+        leave_cell(self, cell, lock, from)
     }
 }

@@ -1,7 +1,7 @@
 //! The threads' cache claims (see `rules::shared_cache`) in the memory they share: a cell per
-//! request, found by its name's hash, held by the same transaction protocol as a gate's slot
+//! request, found by its name's hash, locked by the same transaction protocol as a gate's slot
 //! (its words copied in, what changed copied out to a spare buffer made live at the let-go; a
-//! hold taken over from a stalled thread makes that thread's late writes count for nothing and
+//! lock taken over from a stalled thread makes that thread's late writes count for nothing and
 //! its let-go fail). Two requests whose hashes meet share a cell: the one whose claim holds
 //! keeps it, the other goes on alone.
 
@@ -18,13 +18,13 @@ pub const CELLS: u32 = protocol::CELLS;
 /// and put at (the shared clock), and where the entry's bytes are in the ring (five words).
 pub const CELL_WORDS: usize = protocol::CELL_WORDS;
 
-/// The cells as one thread reaches them. A hold is a number `enter` gives and `leave` takes.
+/// The cells as one thread reaches them. A lock is a number `enter` gives and `leave` takes.
 pub trait Cells {
-    /// Holds cell `cell` and copies its live words into `words`: the hold (below 0: none).
+    /// Locks cell `cell` and copies its live words into `words`: the lock (below 0: none).
     fn enter(&self, cell: u32, words: &mut [f64; CELL_WORDS]) -> i32;
-    /// Lets go of the hold `held` on `cell`, making `words` live (`None`: nothing written);
-    /// false when the hold was taken over meanwhile and nothing it wrote counts.
-    fn leave(&self, cell: u32, held: i32, words: Option<&[f64; CELL_WORDS]>) -> bool;
+    /// Lets go of `lock` on `cell`, making `words` live (`None`: nothing written);
+    /// false when the lock was taken over meanwhile and nothing it wrote counts.
+    fn leave(&self, cell: u32, lock: i32, words: Option<&[f64; CELL_WORDS]>) -> bool;
 }
 
 /// The cell of a request's `key`.
@@ -40,8 +40,8 @@ pub fn key_of_name(name: &str) -> Option<Key> {
 }
 
 /// Runs `f` on `key`'s cell (its claim, `ours` when the cell names `key`) while this thread
-/// holds it, and writes the claim `f` returns, naming `key`; runs again when the hold was taken
-/// over meanwhile. `None` when the cell could not be held.
+/// holds it, and writes the claim `f` returns, naming `key`; runs again when the lock was taken
+/// over meanwhile. `None` when the cell could not be lock.
 fn transact<C: Cells, T>(
     cells: &C,
     key: Key,
@@ -51,8 +51,8 @@ fn transact<C: Cells, T>(
     let names = [f64::from(key.0), f64::from(key.1)];
     loop {
         let mut words = [0.0; CELL_WORDS];
-        let held = cells.enter(cell, &mut words);
-        if held < 0 {
+        let lock = cells.enter(cell, &mut words);
+        if lock < 0 {
             return None;
         }
         let ours = words[..2] == names;
@@ -63,7 +63,7 @@ fn transact<C: Cells, T>(
             words[2..].copy_from_slice(&c.words());
             words
         });
-        if cells.leave(cell, held, written.as_ref()) {
+        if cells.leave(cell, lock, written.as_ref()) {
             return Some(out);
         }
     }
@@ -71,7 +71,7 @@ fn transact<C: Cells, T>(
 
 /// A thread asks `key`'s cell at `now`, having found the bytes at `lost` overwritten (see
 /// [`shared_cache::claim`]): the answer, and the cell as it was read (for a fresh entry's
-/// place and age). [`Asked::Alone`] when the cell could not be held.
+/// place and age). [`Asked::Alone`] when the cell could not be lock.
 pub fn claim<C: Cells>(cells: &C, key: Key, now: Millis, lost: Option<Place>) -> (Asked, Cell) {
     let asked = transact(cells, key, |cell| {
         let (asked, write) = shared_cache::claim(cell, now, lost);

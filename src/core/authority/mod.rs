@@ -283,7 +283,7 @@ pub trait Immediate: Transitions {
     fn budget_left(&mut self) -> Option<f64>;
     /// [`cooldown_until`](Self::cooldown_until), [`slow`](Self::slow) and
     /// [`budget_left`](Self::budget_left) at one look (`stats()` asks them of every gate).
-    fn held(&mut self) -> (Millis, bool, Option<f64>) {
+    fn standing(&mut self) -> (Millis, bool, Option<f64>) {
         (self.cooldown_until(), self.slow(), self.budget_left())
     }
     /// Whether nothing here is worth keeping (made anew, the state would be the same).

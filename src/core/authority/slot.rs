@@ -1,8 +1,8 @@
 //! A gate's [`Slot`] on the memory a process's threads share. The memory's locks and words live
 //! where the threads can reach them (the bindings' `shared_memory.js`); [`Memory`] is how this
 //! file reaches them. What is decided here: the slot for a key is found, or claimed, under the
-//! table's lock; a transaction holds the slot, copies its live words in, and copies what changed
-//! out to a spare buffer that becomes live when the hold is let go; when the memory is replaced
+//! table's lock; a transaction locks the slot, copies its live words in, and copies what changed
+//! out to a spare buffer that becomes live when the lock is let go; when the memory is replaced
 //! by a larger one, or the slot given to another key, the transaction follows the key.
 
 use crate::core::authority::table::{self, Key, Table, NEVER_USED};
@@ -15,7 +15,7 @@ pub const SUPERSEDED: i32 = -1;
 pub const TAKEN: i32 = -2;
 
 /// The memory the threads share, as one thread reaches it: its slots' locks and words, and its
-/// table of keys. A hold is a number `enter` gives and `leave` takes back.
+/// table of keys. A lock is a number `enter` gives and `leave` takes back.
 pub trait Memory: Sized {
     /// The memory the threads share now, as this thread has heard; `None` where memory cannot
     /// be shared.
@@ -26,25 +26,25 @@ pub trait Memory: Sized {
     fn now() -> Millis;
     /// Whether `other` is this very memory.
     fn is(&self, other: &Self) -> bool;
-    /// Holds slot `i` for `key` (`force`: even on a memory replaced by another) and copies its
-    /// live words into `words`: the hold, or [`SUPERSEDED`] or [`TAKEN`].
+    /// Locks slot `i` for `key` (`force`: even on a memory replaced by another) and copies its
+    /// live words into `words`: the lock, or [`SUPERSEDED`] or [`TAKEN`].
     fn enter(&self, i: u32, force: bool, key: Key, words: &mut [f64; WORDS]) -> i32;
-    /// Lets go of the hold `held` on slot `i`, making `words` live (`None`: nothing written);
-    /// false when the hold was taken over meanwhile and nothing it wrote counts.
-    fn leave(&self, i: u32, held: i32, words: Option<&[f64; WORDS]>) -> bool;
-    /// Holds slot `i` for `key`, copies its first live words into `words` and lets go, at
+    /// Lets go of `lock` on slot `i`, making `words` live (`None`: nothing written);
+    /// false when the lock was taken over meanwhile and nothing it wrote counts.
+    fn leave(&self, i: u32, lock: i32, words: Option<&[f64; WORDS]>) -> bool;
+    /// Locks slot `i` for `key`, copies its first live words into `words` and lets go, at
     /// one call: false when the memory was replaced, the slot given to another key or the
-    /// hold taken over meanwhile (then a transaction reads it).
+    /// lock taken over meanwhile (then a transaction reads it).
     fn peek(&self, i: u32, key: Key, words: &mut [f64]) -> bool {
         let mut all = [0.0; WORDS];
-        let held = self.enter(i, false, key, &mut all);
+        let lock = self.enter(i, false, key, &mut all);
         words.copy_from_slice(&all[..words.len()]);
-        held >= 0 && self.leave(i, held, None)
+        lock >= 0 && self.leave(i, lock, None)
     }
-    /// Takes the table's lock: the hold, for [`release_table`](Self::release_table).
-    fn hold_table(&self) -> i32;
+    /// Takes the table's lock, for [`unlock_table`](Self::unlock_table).
+    fn lock_table(&self) -> i32;
     /// Lets go of the table's lock.
-    fn release_table(&self, held: i32);
+    fn unlock_table(&self, lock: i32);
     /// The table's first segment's slots (see `Table::first`).
     fn first(&self) -> u32;
     /// The slots there are now.
@@ -76,21 +76,21 @@ pub fn move_all<M: Memory>(old: &M, new: &M) {
 /// holds moves exactly once.
 fn take_out<M: Memory>(memory: &M, i: u32, key: Key) -> Option<[f64; WORDS]> {
     let mut words = [0.0; WORDS];
-    let held = memory.enter(i, true, key, &mut words);
+    let lock = memory.enter(i, true, key, &mut words);
     let fresh = [0.0; WORDS];
-    (held >= 0 && memory.leave(i, held, Some(&fresh))).then_some(words)
+    (lock >= 0 && memory.leave(i, lock, Some(&fresh))).then_some(words)
 }
 
 /// Merges `from` (a state taken out elsewhere) into slot `j`, `key`'s.
 fn bring<M: Memory>(memory: &M, j: u32, key: Key, from: &[f64; WORDS], now: Millis) {
     loop {
         let mut into = [0.0; WORDS];
-        let held = memory.enter(j, true, key, &mut into);
-        if held < 0 {
+        let lock = memory.enter(j, true, key, &mut into);
+        if lock < 0 {
             return;
         }
         merge(&mut into, from, now);
-        if memory.leave(j, held, Some(&into)) {
+        if memory.leave(j, lock, Some(&into)) {
             return;
         }
     }
@@ -169,8 +169,8 @@ impl<M: Memory> Slot for MemorySlot<M> {
                 return true;
             }
             let mut words = [0.0; WORDS];
-            let held = self.memory.enter(self.index, force, self.key, &mut words);
-            match held {
+            let lock = self.memory.enter(self.index, force, self.key, &mut words);
+            match lock {
                 // Moved, or (not told where yet) an admission waits and the rest go on here.
                 SUPERSEDED if self.rehome() => {}
                 SUPERSEDED if admission => return false,
@@ -178,7 +178,7 @@ impl<M: Memory> Slot for MemorySlot<M> {
                 TAKEN => self.refind(),
                 _ => {
                     let wrote = f(&mut words);
-                    if self.memory.leave(self.index, held, wrote.then_some(&words)) {
+                    if self.memory.leave(self.index, lock, wrote.then_some(&words)) {
                         return true;
                     }
                 }
@@ -204,19 +204,19 @@ impl<M: Memory> Slot for MemorySlot<M> {
 /// The slot of `key` on `memory`, claiming one if it has none (see [`table`]). Under the
 /// table's lock, so two threads never claim two slots for one key.
 fn locate<M: Memory>(memory: &M, key: Key, now: Millis) -> Option<u32> {
-    let held = memory.hold_table();
-    let index = table::locate(&mut Held { memory, now }, key);
-    memory.release_table(held);
+    let lock = memory.lock_table();
+    let index = table::locate(&mut LockedTable { memory, now }, key);
+    memory.unlock_table(lock);
     index
 }
 
-/// The memory's table, its lock held, at `now` on the shared clock.
-struct Held<'a, M> {
+/// The memory's table, its lock lock, at `now` on the shared clock.
+struct LockedTable<'a, M> {
     memory: &'a M,
     now: Millis,
 }
 
-impl<M: Memory> Table for Held<'_, M> {
+impl<M: Memory> Table for LockedTable<'_, M> {
     fn first(&self) -> u32 {
         self.memory.first()
     }
@@ -229,19 +229,19 @@ impl<M: Memory> Table for Held<'_, M> {
     /// Its state holds nothing worth keeping.
     fn vacant(&mut self, i: u32) -> bool {
         let mut words = [0.0; WORDS];
-        let held = self.memory.enter(i, true, NEVER_USED, &mut words);
+        let lock = self.memory.enter(i, true, NEVER_USED, &mut words);
         let idle = vacant(&mut words, self.now);
-        self.memory.leave(i, held, None);
+        self.memory.leave(i, lock, None);
         idle
     }
-    /// Gives slot `i` to `key`, fresh (held, so a gate still naming it sees the change at once).
+    /// Gives slot `i` to `key`, fresh (lock, so a gate still naming it sees the change at once).
     fn give(&mut self, i: u32, key: Key) {
         let mut words = [0.0; WORDS];
-        let held = self.memory.enter(i, true, NEVER_USED, &mut words);
+        let lock = self.memory.enter(i, true, NEVER_USED, &mut words);
         self.memory.set_key(i, key);
         let fresh = [0.0; WORDS];
         debug_assert_eq!(fresh[READY], 0.0);
-        self.memory.leave(i, held, Some(&fresh));
+        self.memory.leave(i, lock, Some(&fresh));
     }
     fn grow(&mut self) -> bool {
         self.memory.grow()

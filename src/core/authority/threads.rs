@@ -27,8 +27,8 @@ const CONFIG: usize = 1;
 const CONFIG_WORDS: usize = 7;
 const STATE: usize = CONFIG + CONFIG_WORDS;
 const ORDER_AT: usize = STATE + MemoryAuthority::WORDS;
-/// The words [`Immediate::held`] reads: the settings and the state but the shared spread's.
-const HELD: usize = STATE + 9;
+/// The words [`Immediate::standing`] reads: the settings and the state but the shared spread's.
+const STANDING: usize = STATE + 9;
 /// Numbers in a slot.
 pub const WORDS: usize = ORDER_AT + order::WORDS;
 // The JavaScript side lays the shared memory out by the protocol's count.
@@ -173,7 +173,7 @@ pub struct ThreadAuthority {
     thread: u32,
     /// Added to this thread's clock, it gives the clock the threads share.
     offset: Millis,
-    /// Held back (on this thread's clock) for a head of another thread that came first.
+    /// Standing back (on this thread's clock) for a head of another thread that came first.
     yield_until: Millis,
     /// Successes' refunds to the retry budget not yet told: they ride along with this thread's
     /// next transaction (a success costs none of its own).
@@ -422,7 +422,7 @@ impl Immediate for ThreadAuthority {
     }
 
     fn cooldown_until(&mut self) -> Millis {
-        Immediate::held(self).0
+        Immediate::standing(self).0
     }
 
     fn slow(&mut self) -> bool {
@@ -435,7 +435,7 @@ impl Immediate for ThreadAuthority {
 
     /// One hold of the slot rather than three, reading only the words it needs (a refund
     /// not yet told rides along with a transaction, as always).
-    fn held(&mut self) -> (Millis, bool, Option<f64>) {
+    fn standing(&mut self) -> (Millis, bool, Option<f64>) {
         let offset = self.offset;
         let look = |a: &MemoryAuthority| {
             let until = a.cooldown_until();
@@ -447,9 +447,9 @@ impl Immediate for ThreadAuthority {
         }
         let settings = self.settings;
         let mut seen = None;
-        self.slot.read(HELD, &mut |part| {
+        self.slot.read(STANDING, &mut |part| {
             let mut words = [0.0; WORDS];
-            words[..HELD].copy_from_slice(part);
+            words[..STANDING].copy_from_slice(part);
             // A fresh slot reads as the first transaction would make it.
             if words[READY] != 1.0 {
                 init(&mut words, settings);

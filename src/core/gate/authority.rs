@@ -44,9 +44,9 @@ pub(crate) struct Needs {
     pub(crate) credits: Option<Spend>,
 }
 
-/// The cooldown, the refill and the retry budget as the figures show them.
-pub(crate) struct Held {
-    /// No admission before this time (0 when never held).
+/// Where the gate stands: the cooldown, the refill and the retry budget, as the figures show them.
+pub(crate) struct Standing {
+    /// No admission before this time (0 when never cooled down).
     pub(super) cooldown_until: Millis,
     /// Whether the refill runs at half rate.
     pub(super) slow: bool,
@@ -91,7 +91,7 @@ pub(crate) trait Authority {
     /// The cooldown's end as this process knows it.
     fn cooldown_until(&mut self) -> Millis;
     /// What the figures show of the shared state.
-    fn held(&mut self) -> Held;
+    fn standing(&mut self) -> Standing;
     /// Applies an operation nobody waits on.
     fn tell(&mut self, now: Millis, op: Op);
     /// Records what a response said of the allowance ([`Op::Feedback`]); `heard` is the
@@ -182,9 +182,9 @@ impl<T: Immediate> Authority for T {
     fn cooldown_until(&mut self) -> Millis {
         Immediate::cooldown_until(self)
     }
-    fn held(&mut self) -> Held {
-        let (cooldown_until, slow, retry_budget) = Immediate::held(self);
-        Held {
+    fn standing(&mut self) -> Standing {
+        let (cooldown_until, slow, retry_budget) = Immediate::standing(self);
+        Standing {
             cooldown_until,
             slow,
             retry_budget,

@@ -32,7 +32,7 @@ mod store;
 use std::collections::VecDeque;
 
 use self::action::{End, Event, GateAction};
-use self::authority::{Authority, Held};
+use self::authority::{Authority, Standing};
 use self::busy::{live, Busy};
 use self::call::{Call, CallSpec, Stage};
 use self::figures::{Counts, Figures, State};
@@ -659,11 +659,11 @@ impl Gate {
 
     /// A snapshot of the figures at `now`.
     pub fn figures(&mut self, now: Millis) -> Figures {
-        let Held {
+        let Standing {
             cooldown_until,
             slow,
             retry_budget,
-        } = self.authority.held();
+        } = self.authority.standing();
         let state = State {
             waiting: self.waiting(),
             peak_waiting: self.peak_waiting,

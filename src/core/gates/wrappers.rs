@@ -1,4 +1,4 @@
-//! Wrappers and the gates they make: each wrapper's profile (held by the wrapper and its
+//! Wrappers and the gates they make: each wrapper's profile (kept by the wrapper and its
 //! batches), its stores, and the gate of a scope, made from the profile on first use or checked
 //! against it (see [`compat`](super::compat)).
 
@@ -36,8 +36,8 @@ impl Gates {
         self.identities.get(store).map(String::as_str)
     }
 
-    /// A new wrapper asking for `profile`, held once (see [`release`](Self::release)). Its
-    /// calls wait in lane 0, with every other wrapper's own calls.
+    /// A new wrapper asking for `profile`, retained once (see [`release`](Self::release)). Its
+    /// calls wait in the default lane, with every other wrapper's own calls.
     pub fn wrapper(&mut self, profile: Profile) -> WrapperId {
         self.wrapper_in(profile, Lane::default())
     }

@@ -7,7 +7,7 @@ use super::{OnFailure, Purpose, StoreLink};
 use crate::core::authority::fair::Turn;
 use crate::core::authority::{AdmissionId, Answer, Head, Op, Remaining, Seen, Transitions};
 use crate::core::gate::action::OpId;
-use crate::core::gate::authority::{Admission, Authority, Held, Needs};
+use crate::core::gate::authority::{Admission, Authority, Needs, Standing};
 use crate::core::gate::ids::CallId;
 use crate::core::rules::allowance::Rate;
 use crate::core::rules::bucket::Count;
@@ -109,11 +109,11 @@ impl Authority for StoreLink {
         self.cooldown_until.max(fallback)
     }
 
-    fn held(&mut self) -> Held {
+    fn standing(&mut self) -> Standing {
         if self.alone() {
-            return self.fallback.held();
+            return self.fallback.standing();
         }
-        Held {
+        Standing {
             cooldown_until: self.cooldown_until,
             slow: self.slow,
             retry_budget: self.budget_left,
