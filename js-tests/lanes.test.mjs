@@ -85,9 +85,9 @@ test('a lane composes with batch(), and a bad lane option is a typed error namin
   assert.throws(() => fetchImpl.lane({ retry: { budget: false } }), { name: 'TypeError', message: /retry\.budget/ });
   assert.throws(() => fetchImpl.lane({ maxWaitMs: -1 }), { name: 'RangeError', message: /maxWaitMs/ });
   for (const name of ['', 'x'.repeat(65)]) {
-    assert.throws(() => fetchImpl.lane({ name }), { name: 'RangeError', message: /`name` must be 1 to 64 characters long/ });
+    assert.throws(() => fetchImpl.lane({ name }), { name: 'RangeError', message: /`lane\.name` must be 1 to 64 characters long/ });
   }
-  assert.throws(() => fetchImpl.lane({ name: 7 }), { name: 'TypeError', message: /`name`/ });
+  assert.throws(() => fetchImpl.lane({ name: 7 }), { name: 'TypeError', message: /`lane\.name`/ });
   assert.equal(fetchImpl.lane({ name: 'é'.repeat(64) }).stats().lane.name.length, 64);
 });
 

@@ -93,10 +93,10 @@ test("createFetch(), lane(), batch() and Gate word their whole numbers and requi
     [() => createFetch({ retry: { maxAttempts: 0 } }), 'RangeError', whole('retry.maxAttempts', 1, 100, 0)],
     [() => createFetch({ rate: { burst: 2 } }), 'TypeError', '`rate.perSecond` is required'],
     [() => createFetch({ rate: { perSecond: 2 } }), 'TypeError', '`rate.burst` is required'],
-    [() => createFetch().lane({ maxWaiting: -1 }), 'RangeError', whole('maxWaiting', 0, 1000000000, -1)],
+    [() => createFetch().lane({ maxWaiting: -1 }), 'RangeError', whole('lane.maxWaiting', 0, 1000000000, -1)],
     [() => createFetch().lane({ weight: 0 }), 'RangeError', 'Expected `lane.weight` to be a positive finite number, got 0'],
-    [() => createFetch().batch({ deadlineMs: 10, retryBudget: 0.5 }), 'RangeError', whole('retryBudget', 0, 1000000000, 0.5)],
-    [() => createFetch().batch({ retryBudget: 1 }), 'TypeError', '`deadlineMs` is required'],
+    [() => createFetch().batch({ deadlineMs: 10, retryBudget: 0.5 }), 'RangeError', whole('batch.retryBudget', 0, 1000000000, 0.5)],
+    [() => createFetch().batch({ retryBudget: 1 }), 'TypeError', '`batch.deadlineMs` is required'],
     [() => createFetch().lane({ weight: Infinity }), 'RangeError', 'Expected `lane.weight` to be a positive finite number, got Infinity'],
     [() => new Gate({ burst: 2, perSecond: 2 }).admitAt(NaN), 'RangeError', 'Expected `now` to be a finite number, got NaN'],
     [() => new Gate({ burst: 2, perSecond: 2 }).defer(-Infinity, 1), 'RangeError', 'Expected `now` to be a finite number, got -Infinity'],
@@ -167,7 +167,7 @@ test('retry, retry.budget and cache: what a flag means, and what is refused', ()
     name: 'TypeError',
     message: "A lane's retries draw on its wrapper's retry budget: set `retry.budget` in createFetch, not in lane()",
   });
-  assert.throws(() => createFetch().lane({ retry: 1 }), { name: 'TypeError', message: 'Expected `retry` to be a boolean or an object, got number' });
+  assert.throws(() => createFetch().lane({ retry: 1 }), { name: 'TypeError', message: 'Expected `lane.retry` to be a boolean or an object, got number' });
 });
 
 test("the main module's options reader: unknown keys, wrong types and list items in serde's words, the first bad key in the object's own order", () => {
@@ -179,8 +179,9 @@ test("the main module's options reader: unknown keys, wrong types and list items
     rate: 'burst, perSecond, learn',
     quota: 'spread, reserve, burstMs, refreshMs, costs',
     cache: 'maxBytes, maxEntryBytes, defaultTtlMs, staleForMs, keyHeaders',
-    'lane options': 'name, weight, reserve, retry, maxWaitMs, maxWaiting',
-    'batch options': 'deadlineMs, retryBudget',
+    lane: 'name, weight, reserve, retry, maxWaitMs, maxWaiting',
+    'lane.retry': 'maxAttempts, timeBudgetMs, attemptTimeoutMs, baseMs, capMs, statuses, methods, budget',
+    batch: 'deadlineMs, retryBudget',
   };
   const unknown = (what, key) => `Unknown option \`${what}.${key}\`; known options: ${known[what]}`;
   const statuses = 'Expected `retry.statuses` to hold HTTP status codes (integers from 100 to 599)';
@@ -195,9 +196,9 @@ test("the main module's options reader: unknown keys, wrong types and list items
     [() => createFetch({ rate: { burst: 2, perSecond: 2, perMinute: 1 } }), 'TypeError', unknown('rate', 'perMinute')],
     [() => createFetch({ quota: { limit: 5 } }), 'TypeError', unknown('quota', 'limit')],
     [() => createFetch({ cache: { maxbytes: 5 } }), 'TypeError', unknown('cache', 'maxbytes')],
-    [() => createFetch().lane({ wieght: 2 }), 'TypeError', unknown('lane options', 'wieght')],
-    [() => createFetch().lane({ retry: { cap: 5 } }), 'TypeError', unknown('retry', 'cap')],
-    [() => createFetch().batch({ deadlineMs: 10, budget: 1 }), 'TypeError', unknown('batch options', 'budget')],
+    [() => createFetch().lane({ wieght: 2 }), 'TypeError', unknown('lane', 'wieght')],
+    [() => createFetch().lane({ retry: { cap: 5 } }), 'TypeError', unknown('lane.retry', 'cap')],
+    [() => createFetch().batch({ deadlineMs: 10, budget: 1 }), 'TypeError', unknown('batch', 'budget')],
     [() => new Gate({ burst: 2, perSecond: 2, rate: 1 }), 'TypeError', unknown('rate', 'rate')],
     // Wrong types: what the field takes and the type given, never the value.
     [() => createFetch({ maxWaitMs: '5' }), 'TypeError', 'Expected `maxWaitMs` to be a number, got string'],
@@ -209,7 +210,7 @@ test("the main module's options reader: unknown keys, wrong types and list items
     [() => createFetch({ onEvent: [] }), 'TypeError', 'Expected `onEvent` to be a function, got an array'],
     [() => createFetch({ rate: { burst: 2, perSecond: Symbol('s') } }), 'TypeError', 'Expected `rate.perSecond` to be a number, got symbol'],
     [() => createFetch({ rate: { burst: 2, perSecond: 2, learn: 'yes' } }), 'TypeError', 'Expected `rate.learn` to be a boolean, got string'],
-    [() => createFetch({ rate: null }), 'TypeError', 'Expected `rate` to be an object, got null'],
+    [() => createFetch({ rate: null }), 'TypeError', "Expected `rate` to be 'auto' or { burst, perSecond }, got null"],
     [() => createFetch({ rate: 'fast' }), 'TypeError', "Expected `rate` to be 'auto' or { burst, perSecond }, got string"],
     [() => createFetch({ retry: { maxAttempts: '3' } }), 'TypeError', 'Expected `retry.maxAttempts` to be a number, got string'],
     [() => createFetch({ retry: { budget: { capacity: null } } }), 'TypeError', 'Expected `retry.budget.capacity` to be a number, got null'],
@@ -217,9 +218,9 @@ test("the main module's options reader: unknown keys, wrong types and list items
     [() => createFetch({ quota: { costs: { '/a': '2' } } }), 'TypeError', 'Expected `quota.costs` to be an object of route patterns to credits, got string'],
     [() => createFetch({ quota: [] }), 'TypeError', 'Expected `quota` to be an object, got an array'],
     [() => createFetch({ cache: { staleForMs: () => 1 } }), 'TypeError', 'Expected `cache.staleForMs` to be a number, got function'],
-    [() => createFetch().lane({ name: 3 }), 'TypeError', 'Expected `name` to be a string, got number'],
-    [() => createFetch().lane({ reserve: 'yes' }), 'TypeError', 'Expected `reserve` to be a boolean, got string'],
-    [() => createFetch().batch({ deadlineMs: '10' }), 'TypeError', 'Expected `deadlineMs` to be a number, got string'],
+    [() => createFetch().lane({ name: 3 }), 'TypeError', 'Expected `lane.name` to be a string, got number'],
+    [() => createFetch().lane({ reserve: 'yes' }), 'TypeError', 'Expected `lane.reserve` to be a boolean, got string'],
+    [() => createFetch().batch({ deadlineMs: '10' }), 'TypeError', 'Expected `batch.deadlineMs` to be a number, got string'],
     [() => createFetch().batch(), 'TypeError', 'Expected `batch options` to be an object, got undefined'],
     [() => createFetch(null), 'TypeError', 'Expected `options` to be an object, got null'],
     [() => createFetch().lane([]), 'TypeError', 'Expected `lane options` to be an object, got an array'],
@@ -235,7 +236,7 @@ test("the main module's options reader: unknown keys, wrong types and list items
     [() => createFetch({ cache: { keyHeaders: 'X-Odds-Key' } }), 'TypeError', 'Expected `cache.keyHeaders` to be an array, got string'],
     [() => createFetch({ cache: { keyHeaders: ['X-Odds-Key', 'X Odds'] } }), 'TypeError', 'Expected `cache.keyHeaders` to hold header names (tokens)'],
     [() => createFetch({ cache: { keyHeaders: [7] } }), 'TypeError', 'Expected `cache.keyHeaders` to hold header names (tokens)'],
-    [() => createFetch().lane({ retry: { methods: [1] } }), 'TypeError', methods],
+    [() => createFetch().lane({ retry: { methods: [1] } }), 'TypeError', 'Expected `lane.retry.methods` to hold HTTP method names (tokens)'],
     // Unknown keys are found first, wherever they are; then the first bad key in the object's order.
     [() => createFetch({ maxWaitMs: null, bogus: 1 }), 'TypeError', unknown('options', 'bogus')],
     [() => createFetch({ retry: { maxAttempts: null, bogus: 1 } }), 'TypeError', unknown('retry', 'bogus')],
@@ -243,8 +244,8 @@ test("the main module's options reader: unknown keys, wrong types and list items
     [() => createFetch({ threads: 1, maxWaitMs: null }), 'TypeError', 'Expected `threads` to be a boolean, got number'],
     [() => createFetch({ retry: { statuses: [1], baseMs: 'x' } }), 'TypeError', statuses],
     [() => createFetch({ retry: { baseMs: 'x', statuses: [1] } }), 'TypeError', 'Expected `retry.baseMs` to be a number, got string'],
-    [() => createFetch().lane({ maxWaiting: null, name: 1 }), 'TypeError', 'Expected `maxWaiting` to be a number, got null'],
-    [() => createFetch().lane({ name: 1, maxWaiting: null }), 'TypeError', 'Expected `name` to be a string, got number'],
+    [() => createFetch().lane({ maxWaiting: null, name: 1 }), 'TypeError', 'Expected `lane.maxWaiting` to be a number, got null'],
+    [() => createFetch().lane({ name: 1, maxWaiting: null }), 'TypeError', 'Expected `lane.name` to be a string, got number'],
     [() => redisStore(client, { retryMs: null, prefix: 1 }), 'TypeError', 'Expected `retryMs` to be a number, got null'],
   ];
   for (const [make, name, message] of cases) {

@@ -96,11 +96,12 @@ pub fn object<const N: usize>(
 pub fn options<const N: usize>(
     value: &JsValue,
     what: &str,
+    prefix: &str,
     fields: &[Field; N],
 ) -> Result<[Given; N], JsValue> {
     let empty = js_sys::Object::new();
     let value = if value.is_undefined() { &empty } else { value };
-    object(value, what, "", fields)
+    object(value, what, prefix, fields)
 }
 
 /// [`object`]'s one body for every table. As serde's derive did: any unknown key first, then
@@ -123,7 +124,11 @@ fn read(
             Some(i) => at.push(i),
             None => {
                 let known: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
-                return Err(unknown_option(what, key, &known.join(", ")));
+                let within = match prefix {
+                    "" => format!("{what}."),
+                    _ => prefix.to_owned(),
+                };
+                return Err(unknown_option(&within, key, &known.join(", ")));
             }
         }
     }
@@ -220,9 +225,10 @@ fn describe(value: &JsValue) -> String {
     }
 }
 
-/// An unknown key, with the keys that are `known` ("a, b, c").
-pub fn unknown_option(what: &str, key: &str, known: &str) -> JsValue {
+/// An unknown key of the object at `within` (`retry.`), with the keys that are `known`
+/// ("a, b, c").
+pub fn unknown_option(within: &str, key: &str, known: &str) -> JsValue {
     type_error(&format!(
-        "Unknown option `{what}.{key}`; known options: {known}"
+        "Unknown option `{within}{key}`; known options: {known}"
     ))
 }

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 use super::de::{self, Field, Kind};
-use super::errors::{config_error, type_error};
+use super::errors::config_error;
 use super::events::Events;
 use super::metrics::Metrics;
 use super::readers::{self, rate};
@@ -18,7 +18,7 @@ use crate::core::gates::scope::RequestKey;
 use crate::core::gates::profile::{
     limits, Keeping, LaneAsks, Profile, StoreId, THREADS, TYPED_ERRORS,
 };
-use crate::core::rules::allowance::Allowance;
+use crate::core::rules::allowance::{Allowance, ConfigError};
 use crate::core::rules::budget::RefillingConfig;
 use crate::core::rules::cache::{Cache, CacheConfig, CacheGiven};
 use crate::core::rules::cache_flow::CacheFlow;
@@ -52,8 +52,8 @@ fn allowance(value: Option<JsValue>) -> Result<Allowance, JsValue> {
         None => None,
         Some(value) => match value.as_string() {
             Some(text) if text == "auto" => None,
-            Some(_) => return Err(de::wrong("rate", "'auto' or { burst, perSecond }", &value)),
-            None => Some(rate(&value)?),
+            None if de::is_object(&value) => Some(rate(&value)?),
+            _ => return Err(de::wrong("rate", "'auto' or { burst, perSecond }", &value)),
         },
     };
     Ok(Allowance::given(rate))
@@ -154,20 +154,17 @@ pub fn config(
 ) -> Result<(Config, Profile), JsValue> {
     // `createFetch()` alone learns the allowance with every default.
     let [rate, fetch, retry_given, on_event, usage, store, max_wait_ms, max_waiting, meter, threads, typed_errors, cache, quota_given] =
-        de::options(options, "options", &OPTIONS)?;
+        de::options(options, "options", "", &OPTIONS)?;
     let allowance = allowance(rate.value())?;
-    let (retry, budget) = RetryGiven::toggled(retry(retry_given.value())?).map_err(config_error)?;
+    let (retry, budget) =
+        RetryGiven::toggled(retry(retry_given.value(), "retry")?).map_err(config_error)?;
     let usage_url = usage_url(usage.string()).map_err(config_error)?;
     let (max_wait_ms, max_waiting) =
         limits(max_wait_ms.number(), max_waiting.number()).map_err(config_error)?;
     let store = match store.value() {
         None => None,
         Some(store) if is_store(&store) => Some(RedisStore::from_descriptor(&store)?),
-        Some(_) => {
-            return Err(type_error(
-                "Expected `store` to come from redisStore(client)",
-            ))
-        }
+        Some(other) => return Err(de::wrong("store", "a store from redisStore(client)", &other)),
     };
     let cache = de::toggle(cache.value(), "cache", cache_given)?;
     let key_headers = match &cache {
@@ -221,33 +218,37 @@ pub fn config(
 /// made it).
 pub fn lane(options: &JsValue) -> Result<(LaneAsks, f64, Option<Rc<str>>), JsValue> {
     let [name, weight, reserve, retry_given, max_wait_ms, max_waiting] =
-        de::options(options, "lane options", &LANE)?;
+        de::options(options, "lane options", "lane.", &LANE)?;
+    // The core names a field as the options name it; the caller reads it as `lane.weight`.
+    let within = |e| config_error(ConfigError::within("lane", e));
     let name = name.string();
     if let Some(name) = &name {
-        lane_name::check("name", name).map_err(config_error)?;
+        lane_name::check("name", name).map_err(within)?;
     }
-    let weight = LaneAsks::weight(weight.number()).map_err(config_error)?;
+    let weight = LaneAsks::weight(weight.number()).map_err(within)?;
     let mut asks = LaneAsks {
         reserve: reserve.flag().unwrap_or(false),
         ..LaneAsks::default()
     };
     if let Some(value) = retry_given.value() {
-        let names_budget =
-            de::is_object(&value) && js_sys::Reflect::has(&value, &"budget".into()) == Ok(true);
-        LaneAsks::own_retry(names_budget).map_err(config_error)?;
-        let (policy, _) = RetryGiven::toggled(retry(Some(value))?).map_err(config_error)?;
+        // A key whose value is `undefined` is left out, as everywhere.
+        let names_budget = de::is_object(&value)
+            && js_sys::Reflect::get(&value, &"budget".into()).is_ok_and(|b| !b.is_undefined());
+        LaneAsks::own_retry(names_budget).map_err(within)?;
+        let (policy, _) =
+            RetryGiven::toggled(retry(Some(value), "lane.retry")?).map_err(within)?;
         asks.policy = Some(policy.map(Rc::new));
     }
     (asks.max_wait_ms, asks.max_waiting) =
-        limits(max_wait_ms.number(), max_waiting.number()).map_err(config_error)?;
+        limits(max_wait_ms.number(), max_waiting.number()).map_err(within)?;
     Ok((asks, weight, name.map(Rc::from)))
 }
 
-/// `retry` as given: a flag or its fields.
-fn retry(value: Option<JsValue>) -> Result<Option<Toggle<RetryGiven>>, JsValue> {
-    de::toggle(value, "retry", |value| {
+/// `retry` as given: a flag or its fields. `field` names it (`retry`, or a lane's `lane.retry`).
+fn retry(value: Option<JsValue>, field: &str) -> Result<Option<Toggle<RetryGiven>>, JsValue> {
+    de::toggle(value, field, |value| {
         let [max_attempts, time_budget_ms, attempt_timeout_ms, base_ms, cap_ms, statuses, methods, budget_given] =
-            de::object(value, "retry", "retry.", &RETRY)?;
+            de::object(value, field, &format!("{field}."), &RETRY)?;
         Ok(RetryGiven {
             max_attempts: max_attempts.number(),
             time_budget_ms: time_budget_ms.number(),

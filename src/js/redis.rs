@@ -83,7 +83,7 @@ fn settings(options: &JsValue) -> Result<(String, StoreSettings), JsValue> {
         ("retryMs", Kind::Number),
     ];
     let [prefix, timeout_ms, on_failure, local_share, retry_ms] =
-        de::options(options, "redisStore options", &fields)?;
+        de::options(options, "redisStore options", "", &fields)?;
     let given = StoreGiven {
         prefix: prefix.string(),
         timeout_ms: timeout_ms.number(),

@@ -12,6 +12,7 @@ use super::clock;
 use super::de::{self, Kind};
 use super::driver::{driver, Driver};
 use super::errors::{abort_reason, config_error, range_error, type_error};
+use crate::core::rules::allowance::ConfigError;
 use super::figures;
 use super::headers::{self, Credential};
 use super::options::{self, Config};
@@ -167,12 +168,14 @@ impl Transport {
     /// are limited to `retryBudget` in all.
     pub fn batch(&self, options: JsValue) -> Result<Transport, JsValue> {
         let fields = [("deadlineMs", Kind::Number), ("retryBudget", Kind::Number)];
-        let [deadline_ms, retry_budget] = de::object(&options, "batch options", "", &fields)?;
+        let [deadline_ms, retry_budget] =
+            de::object(&options, "batch options", "batch.", &fields)?;
         let given = BatchGiven {
             deadline_ms: deadline_ms.number(),
             retry_budget: retry_budget.number(),
         };
-        let batch = given.batch(clock::now()).map_err(config_error)?;
+        let within = |e| config_error(ConfigError::within("batch", e));
+        let batch = given.batch(clock::now()).map_err(within)?;
         driver().with(|g| g.retain(self.wrapper));
         let batch = Some(Rc::new(RefCell::new(batch)));
         Ok(Transport::of(self.wrapper, self.config.clone(), batch))

@@ -84,8 +84,8 @@ impl LaneAsks {
     /// A lane's weight as given: 1 (the wrapper's own calls' share) where left out.
     pub fn weight(given: Option<f64>) -> Result<f64, ConfigError> {
         let weight = given.unwrap_or(1.0);
-        positive("lane.weight", weight).map_err(|_| ConfigError::NotA {
-            field: "lane.weight",
+        positive("weight", weight).map_err(|_| ConfigError::NotA {
+            field: "weight",
             expected: "a positive finite number",
             got: weight,
         })
@@ -177,8 +177,13 @@ mod tests {
         assert_eq!(LaneAsks::weight(None), Ok(1.0));
         assert_eq!(LaneAsks::weight(Some(3.0)), Ok(3.0));
         let refused = LaneAsks::weight(Some(f64::INFINITY)).unwrap_err();
-        let expected = "Expected `lane.weight` to be a positive finite number, got inf";
+        let expected = "Expected `weight` to be a positive finite number, got inf";
         assert_eq!(refused.to_string(), expected);
+        // As lane() says it: the field within the options it was given.
+        let within = ConfigError::within("lane", refused);
+        let expected = "Expected `lane.weight` to be a positive finite number, got inf";
+        assert_eq!(within.to_string(), expected);
+        assert!(!within.is_shape(), "a RangeError");
     }
 
     #[test]

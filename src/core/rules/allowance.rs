@@ -109,6 +109,13 @@ pub enum ConfigError {
         /// What is wrong with the item.
         error: Box<ConfigError>,
     },
+    /// The error of a field of the options given to a method (`lane.weight`).
+    Within {
+        /// The method's name.
+        object: &'static str,
+        /// What is wrong with the field.
+        error: Box<ConfigError>,
+    },
     /// A key of the map the field takes is not one it accepts (the key is quoted in the
     /// message: keys are names, never secrets).
     Key {
@@ -138,6 +145,14 @@ fn quoted(key: &str) -> String {
 }
 
 impl ConfigError {
+    /// `error`, its field named within the options given to `object()` (`lane.weight`).
+    pub fn within(object: &'static str, error: ConfigError) -> ConfigError {
+        ConfigError::Within {
+            object,
+            error: Box::new(error),
+        }
+    }
+
     /// The message, with the offending number written by `number` (the bindings have
     /// JavaScript write it, as the caller would).
     pub fn message(&self, number: impl Fn(f64) -> String) -> String {
@@ -150,7 +165,7 @@ impl ConfigError {
     pub fn is_shape(&self) -> bool {
         match self {
             ConfigError::Missing { .. } | ConfigError::Shape(_) => true,
-            ConfigError::Item { error, .. } => error.is_shape(),
+            ConfigError::Item { error, .. } | ConfigError::Within { error, .. } => error.is_shape(),
             _ => false,
         }
     }
@@ -221,6 +236,9 @@ impl ConfigError {
             ConfigError::Item { list, index, error } => {
                 let within = format!("{at}{list}[{index}].");
                 return error.message_in(&within, number);
+            }
+            ConfigError::Within { object, error } => {
+                return error.message_in(&format!("{at}{object}."), number);
             }
         };
         for part in parts {
