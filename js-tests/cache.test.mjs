@@ -72,17 +72,25 @@ test('a fresh answer is served for its ttl_seconds without a request, then asked
 });
 
 test('Cache-Control decides before ttl_seconds: no-store keeps nothing, max-age keeps longer', async () => {
-  for (const [cacheControl, requests] of [['no-store', 3], ['max-age=60', 1]]) {
+  for (const [cacheControl, requests, answers, entries] of [['no-store', 3, [null, null, null], 0], ['max-age=60', 1, [null, 'hit', 'hit'], 1]]) {
     const api = await startFakeOddsApi({ ...rate, burst: 5, ttlSeconds: 0, cacheControl });
     try {
       const fetchImpl = createFetch({ rate: { burst: 5, perSecond: 2 }, cache: true });
       const headers = key();
-      for (let i = 0; i < 3; i++) {
-        await (await fetchImpl(`${api.baseUrl}/events/e1/odds/snapshot`, { headers })).text();
-        // Its copy is read after the caller has the answer, and a call joins it until then.
-        await new Promise((resolve) => setTimeout(resolve, 100));
+      // The answer's copy is read after its caller has it, and a call made until then joins it
+      // ('coalesced'): such a call settles only once the copy is read and kept or not, so the
+      // call after it finds what the cache decided. Three answers that did not join: at most
+      // one join after each of the first two.
+      const seen = [];
+      for (let calls = 0; seen.length < 3 && calls < 5; calls++) {
+        const response = await fetchImpl(`${api.baseUrl}/events/e1/odds/snapshot`, { headers });
+        await response.text();
+        if (response.headers.get(MARK) !== 'coalesced') seen.push(response.headers.get(MARK));
       }
+      assert.deepEqual(seen, answers, cacheControl);
       assert.equal(api.stats().attempts, requests, cacheControl);
+      const { cache } = fetchImpl.stats();
+      assert.deepEqual([cache.entries, cache.hits], [entries, 3 - requests], cacheControl);
     } finally {
       await api.close();
     }

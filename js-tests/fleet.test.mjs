@@ -162,7 +162,7 @@ test('8 processes x 4 workers share one allowance through Redis, unlike a gate p
 
 test('lanes across processes: live calls of one go before background calls another queued', async () => {
   // One key at 20/s through Redis: process A queues 40 background calls (weight 1), process B
-  // 8 live calls (weight 9) half a second later. The processes follow one fair order in Redis
+  // 8 live calls (weight 9) once A's are waiting. The processes follow one fair order in Redis
   // (in arrival order alone, the live calls would be done last of all).
   const api = await startFakeOddsApi(LANES_SERVER);
   try {
@@ -176,8 +176,16 @@ test('lanes across processes: live calls of one go before background calls anoth
       proc.once('exit', resolve);
     })));
     procs[0].stdin.end('go\n');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // A's calls wait in Redis once the server has seen a third: the burst (2) went at once, the
+    // third only when the bucket refilled, with the other 37 queued behind it. Polled every 5 ms
+    // for at most 10 s; B goes either way, so that it ends.
+    const until = performance.now() + 10_000;
+    for (let i = 0; i < 2_000 && api.stats().attempts < 3 && procs[0].exitCode === null && performance.now() < until; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const sent = api.stats().attempts;
     procs[1].stdin.end('go\n');
+    assert.ok(sent >= 3 && sent < 40, `B went when A's calls had reached the server ${sent} times`);
     const done = (await Promise.all(results)).flatMap((r) => r.done).sort((a, b) => a.at - b.at);
     assertLiveWentFirst(done, api);
   } finally {
