@@ -162,7 +162,7 @@ test('a route stated to cost 5 takes 5 credits per call from the spread, with a 
 
 test('a lane with reserve: true goes at once, from the reserve, while a background call waits for the spread', async () => {
   assert.throws(() => createFetch({ threads: false }).lane({ reserve: 'yes' }), {
-    name: 'TypeError', message: /`reserve` to be a boolean, got string/,
+    name: 'TypeError', message: /`lane\.reserve` to be a boolean, got string/,
   });
   // 100 credits over 1000 s, half kept: the spread's 50 come at 0.05 a second, 2.5 held at most.
   const api = await startFakeOddsApi({ ...rate, creditLimit: 100, billingPeriodMs: 1_000_000 });
