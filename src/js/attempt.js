@@ -5,6 +5,7 @@
 // implementation, one module, one timer.
 import { callerSignal, feedbackOf } from './reads.js';
 import { EARLY_MS } from './protocol.js';
+import { inRequestOf, perRequest } from './requests.js';
 
 /** How an attempt ended, as passed to `settle(id, value, how, status, feedback)`. */
 export const RESPONSE = 0; // value: the Response (any status)
@@ -40,7 +41,7 @@ function arm(due) {
   if (due >= armedFor) {
     // A timer kept from earlier attempts (see `landed`) serves: it fires, finds who is due
     // and re-arms for the rest.
-    timer.ref();
+    timer.ref?.();
     return;
   }
   clearTimeout(timer);
@@ -64,10 +65,11 @@ function expire() {
 }
 
 function landed(flight) {
+  if (flight.own !== undefined) return clearTimeout(flight.own);
   inFlight.delete(flight);
-  // With nothing in flight the timer is kept but no longer holds the process open: the next
-  // attempt reuses it instead of a setTimeout and a clearTimeout per call.
-  if (inFlight.size === 0 && timer !== undefined) timer.unref();
+  // With nothing in flight the timer is kept but no longer holds the process open (where a timer
+  // is an object: Workers' is a number): the next attempt reuses it instead of a setTimeout and a clearTimeout per call.
+  if (inFlight.size === 0 && timer !== undefined) timer.unref?.();
 }
 
 function abortReason(signal) {
@@ -106,9 +108,18 @@ export function attempt(fetch, input, init, timeoutMs, settle, id) {
   const caller = callerSignal(input, init);
   if (caller && caller.aborted) return Promise.resolve(caller).then((c) => settle(id, abortReason(c), CALLER_ABORTED, 0));
   const controller = new AbortController();
+  /** @type {{ due: number, controller: AbortController, timedOut: boolean, own?: any }} */
   const flight = { due: performance.now() + timeoutMs, controller, timedOut: false };
-  inFlight.add(flight);
-  arm(flight.due);
+  if (perRequest()) {
+    // Its request's own timer: one armed from another request would end with that request.
+    flight.own = setTimeout(() => {
+      flight.timedOut = true;
+      controller.abort(new DOMException('The attempt timed out', 'TimeoutError'));
+    }, Math.min(Math.ceil(timeoutMs), MAX_DELAY_MS));
+  } else {
+    inFlight.add(flight);
+    arm(flight.due);
+  }
   const onAbort = () => controller.abort(abortReason(caller));
   if (caller) caller.addEventListener('abort', onAbort);
   const guarded = Object.assign({}, init !== null && typeof init === 'object' ? init : undefined);
@@ -128,4 +139,9 @@ export function attempt(fetch, input, init, timeoutMs, settle, id) {
       return settle(id, error, flight.timedOut ? TIMED_OUT : failed(input, guarded), 0);
     },
   );
+}
+
+/** The driver's way to an attempt (see `attempt`): sent from the call's own request where calls keep to theirs (requests.js). */
+export function send(fetch, input, init, timeoutMs, settle, id) {
+  inRequestOf(id, () => attempt(fetch, input, init, timeoutMs, settle, id));
 }

@@ -14,8 +14,8 @@ use crate::core::Millis;
 #[wasm_bindgen(module = "/src/js/attempt.js")]
 extern "C" {
     /// Sends `fetch(input, init)` under `timeout_ms` (0: untouched) and the caller's signal,
-    /// then calls `settle(id, value, how, status, feedback)`.
-    #[wasm_bindgen(js_name = attempt)]
+    /// then calls `settle(id, value, how, status, feedback)`; from the call's own request where
+    /// calls keep to theirs (`requests.js`).
     pub fn send(
         fetch: &js_sys::Function,
         input: &JsValue,
@@ -23,7 +23,7 @@ extern "C" {
         timeout_ms: Millis,
         settle: &js_sys::Function,
         id: f64,
-    ) -> js_sys::Promise;
+    );
 }
 
 #[wasm_bindgen(module = "/src/js/fast.js")]

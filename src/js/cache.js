@@ -5,6 +5,7 @@
 // asks the shared cache (cache_share.js), and settles each caller's promise once.
 import { requestFacts, cacheFacts, callerSignal } from './reads.js';
 import * as P from './protocol.js';
+import { perRequest } from './requests.js';
 
 const MARK = 'x-odds-gate-cache';
 const MARKS = new Map([[P.ACT_HIT, 'hit'], [P.ACT_STALE, 'stale'], [P.ACT_COALESCED, 'coalesced'], [P.ACT_COPY, 'coalesced']]);
@@ -83,6 +84,7 @@ function take(side, id) {
   if (w === undefined) return undefined;
   side.calls.delete(id);
   w.signal?.removeEventListener('abort', w.onAbort);
+  clearInterval(w.keep);
   return w;
 }
 
@@ -90,6 +92,8 @@ function take(side, id) {
 function settle(side, id, make) {
   const w = take(side, id);
   if (w === undefined) return;
+  // Where each request is a context of its own, the caller makes it, in its own (see `cached`).
+  if (perRequest()) return w.resolve(make);
   try {
     w.resolve(make());
   } catch (failed) {
@@ -275,8 +279,11 @@ export function cached(transport, send) {
         }
       }
     }
-    return new Promise((resolve, reject) => {
-      const w = { resolve, reject, input, init, signal, onAbort: undefined, facts, asked, send };
+    const waits = new Promise((resolve, reject) => {
+      const w = { resolve, reject, input, init, signal, onAbort: undefined, facts, asked, send, keep: undefined };
+      // Where each request is a context of its own (requests.js), a caller waiting for another
+      // request's answer keeps a timer of its own request, or the runtime calls it hung.
+      if (perRequest()) w.keep = setInterval(() => {}, 1_000);
       side.calls.set(id, w);
       if (signal && !signal.aborted) {
         w.onAbort = () => {
@@ -288,5 +295,8 @@ export function cached(transport, send) {
       }
       run(side, out.slice(1));
     });
+    // A Response made in one request's context cannot be read in another's (workerd): where each
+    // request is one, the caller's own continuation makes its Response from the kept bytes.
+    return perRequest() ? waits.then((got) => (typeof got === 'function' ? got() : got)) : waits;
   };
 }

@@ -25,6 +25,7 @@ use super::options::{CacheCell, Config};
 use super::random::process_id;
 use super::redis::RedisStore;
 use super::replay;
+use super::requests;
 use super::timer::Timer;
 use super::watch::Watches;
 use crate::core::base::map::Map;
@@ -71,6 +72,8 @@ pub struct Driver {
     /// Actions are being performed: a call made meanwhile (from a hook or an inner fetch)
     /// leaves its actions to the loop already running.
     driving: Cell<bool>,
+    /// Calls keep to their own requests (`requests.rs`: workerd).
+    per_request: Cell<bool>,
 }
 
 thread_local! {
@@ -108,6 +111,7 @@ thread_local! {
         attributes: RefCell::new(Mirror::default()),
         caches: RefCell::new(Vec::new()),
         driving: Cell::new(false),
+        per_request: Cell::new(false),
         }
     });
 }
@@ -199,7 +203,28 @@ impl Driver {
             let on_abort = self.on_abort.as_ref().unchecked_ref();
             js.watch = Some(self.watches.borrow_mut().add(signal, call, on_abort));
         }
+        drop(calls);
+        if self.per_request.get() {
+            requests::waits(call, self.timer.borrow().left(clock::now()));
+        }
         promise
+    }
+
+    /// From now on calls keep to their own requests (see `requests.rs`); false when they did.
+    pub fn keep_requests(&self) -> bool {
+        !self.per_request.replace(true)
+    }
+
+    /// A waiting call's own timer fired: wakes the gates if they are due; how long until they
+    /// are due next (infinite: nothing is).
+    pub fn tick(self: &Rc<Self>) -> Millis {
+        let now = clock::now();
+        if self.timer.borrow().left(now) == Some(0.0) {
+            self.timer.borrow_mut().disarm();
+            self.wake_at(now);
+        }
+        let left = self.timer.borrow().left(clock::now());
+        left.unwrap_or(Millis::INFINITY)
     }
 
     /// The promise of a call just started or just attempted, which the driver settles (an
@@ -426,7 +451,7 @@ impl Driver {
             return self.with(|g| g.failed(clock::now(), call, Failure::UNSENT));
         };
         let settle = self.on_attempt.as_ref().unchecked_ref();
-        let _ = attempt::send(&fetch, &input, &init, timeout, settle, call as f64);
+        attempt::send(&fetch, &input, &init, timeout, settle, call as f64);
     }
 
     /// Settles the caller's promise (or keeps the result for a synchronous caller) and forgets
@@ -446,6 +471,9 @@ impl Driver {
         drop(calls);
         if let Some(watch) = js.watch {
             self.watches.borrow_mut().remove(watch, call);
+        }
+        if self.per_request.get() {
+            requests::settled(call);
         }
         js.settle(result);
     }
@@ -473,7 +501,11 @@ impl Driver {
     /// The timer fired: the gates and the caches that wait for a time are woken.
     fn woken(self: &Rc<Self>) {
         self.timer.borrow_mut().fired();
-        let now = clock::now();
+        self.wake_at(clock::now());
+    }
+
+    /// Wakes the caches that wait for a time and the gates, at `now`.
+    fn wake_at(self: &Rc<Self>, now: Millis) {
         let caches: Vec<Rc<CacheCell>> = (self.caches.borrow().iter())
             .filter_map(Weak::upgrade)
             .collect();

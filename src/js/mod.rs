@@ -17,7 +17,7 @@ macro_rules! fetch_modules {
 }
 fetch_modules!(
     abort arena attempt body cache cache_share cache_wake calls driver events figures headers home metrics options random redis
-    replay shared_memory timer transport watch
+    replay requests shared_memory timer transport watch
 );
 // The simulator's module (feature `sim`), loaded by `simulate()` and `new Gate()` on first use.
 #[cfg(feature = "sim")]
@@ -62,6 +62,6 @@ pub type Exported = Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue>;
 pub use model::{simulate, ModelGate};
 #[cfg(feature = "fetch")]
 pub use {
-    attempt::gated_function, errors::register_errors, redis::redis_store,
+    attempt::gated_function, errors::register_errors, redis::redis_store, requests::per_request,
     shared_memory::join_threads, transport::Transport,
 };

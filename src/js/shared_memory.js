@@ -185,6 +185,8 @@ function fit(s, i) {
 }
 
 function start() {
+  // A runtime without threads (the edge entry's worker_threads has no BroadcastChannel).
+  if (typeof BroadcastChannel !== 'function') return;
   let inherited;
   try {
     inherited = /** @type {any} */ (getEnvironmentData(NAME));

@@ -69,6 +69,11 @@ impl Timer {
         }
     }
 
+    /// How long from `now` until it is due (see [`Alarm::left`]).
+    pub fn left(&self, now: Millis) -> Option<Millis> {
+        self.alarm.left(now)
+    }
+
     /// Forgets the handle of a run that has just happened; returns when it was due.
     pub fn fired(&mut self) -> Option<Millis> {
         self.handle = None;

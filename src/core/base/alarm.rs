@@ -36,11 +36,28 @@ impl Alarm {
     pub fn fired(&mut self) -> Option<Millis> {
         self.due.take()
     }
+
+    /// How long from `now` until it is due (0 once due); `None` when nothing is. For a waiter
+    /// that keeps a timer of its own beside this one (a request's, in workerd).
+    pub fn left(&self, now: Millis) -> Option<Millis> {
+        self.due.map(|due| (due - now).max(0.0))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_is_left_is_the_wait_until_due_and_nothing_once_disarmed() {
+        let mut alarm = Alarm::default();
+        assert_eq!(alarm.left(0.0), None);
+        alarm.arm(250.0, 100.0);
+        assert_eq!(alarm.left(100.0), Some(150.0));
+        assert_eq!(alarm.left(300.0), Some(0.0), "due: no wait");
+        alarm.disarm();
+        assert_eq!(alarm.left(300.0), None);
+    }
 
     #[test]
     fn one_timer_for_many_waiters_armed_again_only_for_an_earlier_due() {
