@@ -46,6 +46,8 @@ mv "$out/sim/odds_gate_sim.js" "$out/sim/odds_gate_sim.cjs"
 rm -rf "$out/sim/snippets" "$out/sim/"*.d.ts
 optimise "$out/sim/odds_gate_sim_bg.wasm"
 cp -R pkg-template/. "$out/"
+# The edge entry's glue (edge.js): the same module with its wasm imported, no Node builtins.
+node scripts/edge-glue.mjs "$out"
 cp LICENSE "$out/LICENSE"
 # The package's README is the repository's, with the guide it links to (docs/, named in "files").
 cp README.md "$out/README.md"
