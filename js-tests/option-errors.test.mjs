@@ -3,6 +3,7 @@
 // reads must not change when a decision moves between the two.
 import assert from 'node:assert/strict';
 import test from 'node:test';
+import { Redis as Upstash } from '@upstash/redis';
 import { Gate, simulate, createFetch, redisStore } from '../pkg/index.js';
 
 const whole = (field, from, to, got) => `Expected \`${field}\` to be an integer from ${from} to ${to}, got ${got}`;
@@ -126,17 +127,20 @@ test("redisStore()'s options are refused in the same words", () => {
   }
   // What it got, never silently taken: a node-redis client never connected would fail every
   // command and leave each process admitting alone.
-  const expected = 'Expected an ioredis or node-redis client (with script loading and evalsha), got ';
+  const expected = 'Expected an ioredis, node-redis or @upstash/redis client (with script loading and evalsha), got ';
   for (const [given, got] of [
     [{}, 'an object without `script` and `evalsha` (ioredis) or `scriptLoad` and `evalSha` (node-redis)'],
     [null, 'null'],
     [undefined, 'undefined'],
     ['redis://127.0.0.1', 'string'],
     [{ evalSha() {}, scriptLoad() {}, isOpen: false }, 'a node-redis client that is not connected (call `await client.connect()` first)'],
+    // @upstash/redis parses replies that read as JSON unless told not to.
+    [new Upstash({ url: 'http://127.0.0.1:9', token: 't' }), 'an @upstash/redis client that parses replies (make it with `automaticDeserialization: false`)'],
   ]) {
-    assert.throws(() => redisStore(given), { name: 'TypeError', message: expected + got }, String(given));
+    assert.throws(() => redisStore(given), { name: 'TypeError', message: expected + got }, got);
   }
   redisStore({ evalSha() {}, scriptLoad() {}, isOpen: true });
+  redisStore(new Upstash({ url: 'http://127.0.0.1:9', token: 't', automaticDeserialization: false }));
 });
 
 test('retry, retry.budget and cache: what a flag means, and what is refused', () => {

@@ -199,10 +199,14 @@ export interface GateStore {
   readonly __oddsGateStore: true;
 }
 
-/** The smallest shape of client `redisStore` accepts: an ioredis or node-redis client. */
+/**
+ * The smallest shape of client `redisStore` accepts: an ioredis or node-redis client, or an
+ * @upstash/redis one over HTTP (made with `automaticDeserialization: false`).
+ */
 export type RedisClientLike =
   | { evalsha(...args: any[]): Promise<unknown>; script(...args: any[]): Promise<unknown> }
-  | { evalSha(...args: any[]): Promise<unknown>; scriptLoad(...args: any[]): Promise<unknown> };
+  | { evalSha(...args: any[]): Promise<unknown>; scriptLoad(...args: any[]): Promise<unknown> }
+  | { evalsha(...args: any[]): Promise<unknown>; scriptLoad(...args: any[]): Promise<unknown> };
 
 /**
  * Keeps gates in Redis so every process that uses the same key shares one allowance.

@@ -1,5 +1,5 @@
-//! The Redis store as the bindings see it: a duck-typed client (ioredis or node-redis), the gate
-//! script loaded once and run with `EVALSHA`. The gate decides what to run, when a call is too
+//! The Redis store as the bindings see it: a duck-typed client (ioredis, node-redis or
+//! @upstash/redis over HTTP), the gate script loaded once and run with `EVALSHA`. The gate decides what to run, when a call is too
 //! late, and what to do while Redis does not answer (`core::gate::store_link`); this module
 //! only runs operations and reads the answers.
 
@@ -61,14 +61,14 @@ extern "C" {
     fn no_script(error: &JsValue) -> bool;
 }
 
-/// An ioredis or node-redis client (connected, for node-redis), or the `TypeError` that says
-/// what it got.
+/// An ioredis, node-redis or @upstash/redis client (connected, for node-redis), or the
+/// `TypeError` that says what it got.
 fn check_client(client: &JsValue) -> Result<(), JsValue> {
     match client_problem(client) {
         problem if problem.is_empty() => Ok(()),
         problem => Err(type_error(&format!(
-            "Expected an ioredis or node-redis client (with script loading and evalsha), got \
-             {problem}"
+            "Expected an ioredis, node-redis or @upstash/redis client (with script loading and \
+             evalsha), got {problem}"
         ))),
     }
 }
