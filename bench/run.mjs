@@ -1,4 +1,4 @@
-// Benchmark entry: `node bench/run.mjs [--quick] [--only coordination,overhead,admission,scale,keys,keys:learning,threads,slots,fleet,fleet-counts,size,learn,learn-matrix,no-harm,lanes,lanes-per-call,startup,cpu,cache,cache-memory,cache-threads,month,memory,stats]`.
+// Benchmark entry: `node bench/run.mjs [--quick] [--only coordination,overhead,admission,scale,keys,keys:learning,threads,slots,fleet,fleet-counts,size,learn,learn-matrix,no-harm,lanes,lanes-per-call,startup,edge,cpu,cache,cache-memory,cache-threads,month,memory,stats]`.
 // `--only learn` runs learn-matrix too (its live counterpart of tests/learn_matrix.rs); `--only learn-matrix` runs it
 // with no-harm (#34's rows, the sustained 1,000-call workloads among them); `--only no-harm` runs those alone.
 // `--only keys` runs keys:learning too (the same waves through the default, learning, createFetch()).
@@ -15,14 +15,14 @@ import os from 'node:os';
 import { textTable, mdTable } from './lib/util.mjs';
 import { compose, titleOf } from './lib/compose.mjs';
 
-const ALL = ['coordination', 'overhead', 'admission', 'scale', 'keys', 'keys:learning', 'threads', 'slots', 'fleet', 'fleet-counts', 'size', 'learn', 'learn-matrix', 'no-harm', 'lanes', 'lanes-per-call', 'startup', 'cpu', 'cache', 'cache-memory', 'cache-threads', 'month', 'memory', 'stats'];
+const ALL = ['coordination', 'overhead', 'admission', 'scale', 'keys', 'keys:learning', 'threads', 'slots', 'fleet', 'fleet-counts', 'size', 'learn', 'learn-matrix', 'no-harm', 'lanes', 'lanes-per-call', 'startup', 'edge', 'cpu', 'cache', 'cache-memory', 'cache-threads', 'month', 'memory', 'stats'];
 // A name that brings another with it (right after it, once).
 const WITH = { learn: ['learn-matrix', 'no-harm'], 'learn-matrix': ['no-harm'], keys: ['keys:learning'] };
 // learn: ~6 min when every contender finishes; its six runs are cut off at 4 x floor + 10 s (1,296 s in all),
 // each with up to 60 s more for stragglers to stop. learn-matrix: ~6 min; its nine rows are cut off at
 // 4 x floor + 10 s (1,153 s in all), each with up to 60 s more. no-harm: ~15 min when every contender finishes;
 // its runs are cut off at 2 x floor + 10 s or their own bound (1,814 s in all), each with up to 60 s more.
-const LIMIT_S = { coordination: 900, overhead: 600, admission: 300, scale: 300, keys: 300, 'keys:learning': 300, threads: 600, slots: 600, fleet: 300, 'fleet-counts': 1500, size: 60, learn: 1800, 'learn-matrix': 1800, 'no-harm': 2400, lanes: 300, 'lanes-per-call': 300, startup: 300, cpu: 300, cache: 600, 'cache-memory': 1200, 'cache-threads': 600, month: 600, memory: 600, stats: 300 }; // hard stop per child
+const LIMIT_S = { coordination: 900, overhead: 600, admission: 300, scale: 300, keys: 300, 'keys:learning': 300, threads: 600, slots: 600, fleet: 300, 'fleet-counts': 1500, size: 60, learn: 1800, 'learn-matrix': 1800, 'no-harm': 2400, lanes: 300, 'lanes-per-call': 300, startup: 300, edge: 600, cpu: 300, cache: 600, 'cache-memory': 1200, 'cache-threads': 600, month: 600, memory: 600, stats: 300 }; // hard stop per child
 // The per-call costs and the memory per waiter depend on the engine (Node 20's AbortController
 // alone costs microseconds, and its V8 can crash with many calls queued), so these also run on
 // the current LTS when scripts/setup.sh has installed it.

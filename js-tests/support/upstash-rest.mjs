@@ -2,7 +2,9 @@
 // @upstash/redis speaks (what isolates that cannot open a TCP connection use): a POST of one
 // command as a JSON array to `/`, or of several to `/pipeline`, with a bearer token; the answer
 // `{ result }` or `{ error }` (one each, in order, for a pipeline), strings in base64 when the
-// request says `Upstash-Encoding: base64`. Each command goes to Redis as it is (ioredis `call`).
+// request says `Upstash-Encoding: base64`. Each command goes to Redis as it is (ioredis `call`),
+// but for a script's `allow-key-locking` flag, which is Upstash's own (@upstash/ratelimit's
+// scripts, in the edge benchmark, say it): open-source Redis refuses the flag.
 import http from 'node:http';
 import Redis from 'ioredis';
 
@@ -21,6 +23,7 @@ export async function startUpstashRest(redisPort, token = 'test-token') {
     const encode = (v) => (!base64 ? v : typeof v === 'string' ? Buffer.from(v).toString('base64') : Array.isArray(v) ? v.map(encode) : v);
     const run = async ([name, ...args]) => {
       stats.commands++;
+      args = args.map((a) => (typeof a === 'string' && a.startsWith('#!lua') ? a.replace(/^#!lua flags=allow-key-locking\b/, '#!lua') : a));
       try {
         return { result: encode(await redis.call(String(name), ...args.map(String))) };
       } catch (error) {
