@@ -5,7 +5,7 @@
 // bundle) that makes its limiter and sends one GET to a local server, body read; "adds" is its
 // median less the raw fetch's, over interleaved rounds. @upstash/ratelimit asks Redis through a
 // REST endpoint on 127.0.0.1 in front of a real redis-server, as it must; so does the row of
-// odds-gate with a store.
+// odds-gate with a store. Then a fleet: 4 workerd isolates sharing one key through that store.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import { EdgeRuntime } from 'edge-runtime';
 import { loadPkg, median, fix, rotate } from './lib/util.mjs';
 import { startRedis } from '../js-tests/support/redis-server.mjs';
 import { startUpstashRest } from '../js-tests/support/upstash-rest.mjs';
+import { runEdgeFleet } from '../js-tests/support/edge-fleet.mjs';
 
 const PKG = new URL('../pkg/', import.meta.url).pathname;
 const RATE = 'burst: 10, perSecond: 5';
@@ -70,7 +71,7 @@ const wasmGlobal = {
 
 export async function run({ quick }) {
   await loadPkg(); // waits out a concurrent build
-  const rounds = quick ? 3 : 11;
+  const rounds = quick ? 3 : 21;
   const server = http.createServer((req, res) => res.end('{"ok":true}'));
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const redis = await startRedis();
@@ -130,6 +131,22 @@ export async function run({ quick }) {
         rows: NAMES.map((name) => [name, fix(med(name), 1), name === 'raw fetch' ? '-' : fix(adds(name), 1), fix(scripts[name].length / 1000, 1)]),
       });
     }
+    // The fleet: each run its own Redis, endpoint and fake API (js-tests/support/edge-fleet.mjs).
+    const fleets = [];
+    for (let r = 0; r < (quick ? 1 : 5); r++) fleets.push(await runEdgeFleet({ project }));
+    const ratio = median(fleets.map((f) => f.wall / f.floor));
+    const trips = median(fleets.map((f) => f.storeRequests / f.attempts));
+    const throttled = fleets.reduce((n, f) => n + f.throttled, 0);
+    const rows = fleets.map((f, i) => [String(i + 1), `${f.attempts}/${f.answers.filter((a) => a === 200).length}`, String(f.throttled), fix(f.wall, 2), fix(f.wall / f.floor, 3), fix(f.storeRequests / f.attempts, 2)]);
+    tables.push({
+      id: 'edge-fleet',
+      title: 'A fleet of isolates: 4 in workerd share one key through @upstash/redis over HTTP',
+      what: `${fleets.length} runs, each: 4 new workerd isolates (miniflare), 16 calls at once in each, one key at burst 4, 16/s (floor ${fleets[0].floor} s), their gates in a real redis-server through a REST endpoint on 127.0.0.1; wall from the four requests sent to the last answered; store requests are the endpoint's HTTP requests`,
+      target: '0 429s, wall <= 1.05 x floor; one store round trip per admission at most',
+      verdict: `${throttled === 0 && ratio <= 1.05 ? 'met' : 'MISSED'} (429s ${throttled}, median wall/floor ${fix(ratio, 3)}); round trips ${trips <= 1 ? 'met' : 'MISSED'} (median ${fix(trips, 2)} an admission)`,
+      head: ['run', 'attempts/200s', '429s', 'wall (s)', 'wall/floor', 'store requests/admission'],
+      rows,
+    });
   } finally {
     rmSync(project, { recursive: true, force: true });
     server.close();

@@ -12,9 +12,8 @@ import * as esbuild from 'esbuild';
 import { Miniflare } from 'miniflare';
 import { EdgeRuntime } from 'edge-runtime';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
-import { createTempProject, childEnv, run, show, REPO } from './support/temp-project.mjs';
-import { startRedis } from './support/redis-server.mjs';
-import { startUpstashRest } from './support/upstash-rest.mjs';
+import { createTempProject, childEnv, run, show } from './support/temp-project.mjs';
+import { runEdgeFleet } from './support/edge-fleet.mjs';
 
 const SERVER = { burst: 2, perSecond: 2, retryAfterSeconds: 1 };
 let project;
@@ -50,8 +49,6 @@ async function bundle(conditions, entry, plugins = []) {
   writeFileSync(join(project.project, 'worker.js'), entry);
   const out = await esbuild.build({
     entryPoints: [join(project.project, 'worker.js')],
-    // @upstash/redis, for the fleet, from this repository's dev dependencies.
-    nodePaths: [join(REPO, 'node_modules')],
     bundle: true, write: false, format: 'esm', platform: 'neutral', conditions, mainFields: ['module', 'main'],
     external: ['*.wasm'], plugins, logLevel: 'silent',
   });
@@ -143,53 +140,13 @@ test("in Vercel's edge-runtime: the eight workers make 8 attempts and no 429", a
 
 // Isolates share one allowance through Redis over HTTP: an @upstash/redis client (each isolate
 // its own, as each Worker makes its own) to a REST endpoint in front of a real redis-server.
-const FLEET = { burst: 4, perSecond: 16 };
-const FLEET_WORKER = `
-import { createFetch, redisStore } from 'odds-gate';
-import { Redis } from '@upstash/redis';
-let fetchImpl;
-export default {
-  async fetch(request) {
-    const q = new URL(request.url).searchParams;
-    const client = new Redis({ url: q.get('store'), token: q.get('token'), automaticDeserialization: false, enableTelemetry: false });
-    fetchImpl ??= createFetch({ rate: { burst: ${FLEET.burst}, perSecond: ${FLEET.perSecond} }, store: redisStore(client, { prefix: q.get('prefix') }) });
-    const answers = await Promise.all(Array.from({ length: Number(q.get('n')) }, (_, i) =>
-      fetchImpl(q.get('api') + '/events/' + q.get('tag') + '-' + i + '/odds/snapshot', { headers: { 'x-api-key': 'fleet-key' } })
-        .then(async (r) => { await r.text(); return r.status; }, (e) => e.name + ': ' + e.message)));
-    return Response.json({ answers, store: fetchImpl.describe().store });
-  },
-};
-`;
-
-test('in workerd: 4 isolates share one allowance through @upstash/redis over HTTP: 64 calls, no 429, near the floor', async () => {
-  const redis = await startRedis();
-  const rest = await startUpstashRest(redis.port);
-  const api = await startFakeOddsApi({ ...FLEET, retryAfterSeconds: 1 });
-  const script = await bundle(['workerd', 'worker'], FLEET_WORKER);
-  const wasm = readFileSync(join(project.installed, 'odds_gate_bg.wasm'));
-  const isolates = [0, 1, 2, 3].map(() => new Miniflare({
-    modules: [{ type: 'ESModule', path: 'worker.js', contents: script }, { type: 'CompiledWasm', path: 'odds_gate_bg.wasm', contents: wasm }],
-    compatibilityDate: '2025-01-01',
-  }));
-  try {
-    await Promise.all(isolates.map((mf) => mf.ready));
-    const query = (i) => new URLSearchParams({ api: api.baseUrl, store: rest.url, token: rest.token, prefix: 'edge-fleet', n: '16', tag: `i${i}` });
-    const started = performance.now();
-    const answers = await Promise.all(isolates.map(async (mf, i) => (await mf.dispatchFetch(`http://worker/?${query(i)}`)).json()));
-    const wall = (performance.now() - started) / 1000;
-    const floor = (64 - FLEET.burst) / FLEET.perSecond;
-    const server = api.stats();
-    console.log(`4 isolates x 16 calls through @upstash/redis over HTTP (burst ${FLEET.burst}, ${FLEET.perSecond}/s): ${server.attempts} attempts, ${server.throttled} 429s, ${wall.toFixed(2)} s against a floor of ${floor} s (${(wall / floor).toFixed(3)}x), ${rest.stats().requests} store requests`);
-    assert.deepEqual(answers.flatMap((a) => a.answers), Array(64).fill(200));
-    assert.deepEqual([server.attempts, server.throttled], [64, 0]);
-    assert.match(answers[0].store, /redis/i);
-    // Wiring in real time, with a wide bound (the figure is printed above): isolates at the whole
-    // allowance each would collect 429s, not time.
-    assert.ok(wall <= floor * 1.5, `${wall.toFixed(2)} s, floor ${floor} s`);
-  } finally {
-    await Promise.all(isolates.map((mf) => mf.dispose()));
-    await api.close();
-    await rest.close();
-    await redis.stop();
-  }
+test('in workerd: 4 isolates share one allowance through @upstash/redis over HTTP: 64 calls, no 429', async () => {
+  const fleet = await runEdgeFleet({ project: project.project });
+  console.log(`4 isolates x 16 calls through @upstash/redis over HTTP (burst 4, 16/s): ${fleet.attempts} attempts, ${fleet.throttled} 429s, ${fleet.wall.toFixed(2)} s against a floor of ${fleet.floor} s (${(fleet.wall / fleet.floor).toFixed(3)}x), ${fleet.storeRequests} store requests`);
+  assert.deepEqual(fleet.answers, Array(64).fill(200));
+  assert.deepEqual([fleet.attempts, fleet.throttled], [64, 0]);
+  assert.match(fleet.store, /redis/i);
+  // Wiring in real time, with a wide bound (bench/edge.mjs measures it): isolates at the whole
+  // allowance each would collect 429s, not time.
+  assert.ok(fleet.wall <= fleet.floor * 1.5, `${fleet.wall.toFixed(2)} s, floor ${fleet.floor} s`);
 });
