@@ -17,6 +17,7 @@ import { pathToFileURL } from 'node:url';
 import { createTempProject, childEnv, demoRows, run, show, REPO } from './support/temp-project.mjs';
 import { startFakeOddsApi } from './support/fake-odds-api.mjs';
 import { startRedis } from './support/redis-server.mjs';
+import { startUpstashRest } from './support/upstash-rest.mjs';
 
 /** The files whose code blocks are checked: the README, CONTRIBUTING.md and every page of the guide. */
 const DOC_FILES = ['README.md', 'CONTRIBUTING.md',
@@ -56,6 +57,7 @@ const firstLine = (block) => block.code.split('\n').find((l) => l.trim() !== '')
 let project; // support/temp-project.mjs
 let api; // the fake Odds API on 127.0.0.1
 let redis; // a throwaway redis-server, only when some block needs one
+let rest; // a REST endpoint in front of it, for @upstash/redis, when some block needs one
 const BIN = () => join(project.project, 'node_modules', '.bin', 'odds-gate');
 // The installed bin as npx runs it: through its `#!/usr/bin/env node`. Under Bun or Deno (the
 // wiring runs of scripts/test.sh) that line would pick Node, so the runtime itself runs the
@@ -107,10 +109,12 @@ before(async () => {
     symlinkSync(target, join(modules, name), 'dir');
   }
   if (BLOCKS.some((b) => b.lang === 'js' && /REDIS_URL|\b(ioredis|redis)\b/.test(b.code))) redis = await startRedis();
+  if (BLOCKS.some((b) => b.lang === 'js' && /UPSTASH_REDIS_REST_URL/.test(b.code))) rest = await startUpstashRest(redis.port);
 });
 
 after(async () => {
   await api?.close();
+  await rest?.close();
   await redis?.stop();
   project?.cleanup();
 });
@@ -140,6 +144,14 @@ const freshDir = () => mkdtempSync(join(project.project, `run-${++dirs}-`));
 // A block that matches none runs as written. Prefer fixing the docs over adding entries here.
 const PREAMBLES = [
   {
+    // docs/edge.md's Next.js route: its handler asked once.
+    key: "export const runtime = 'edge';",
+    postamble: `const answer = await GET(new Request('http://route/?event=evt-1'));
+if (!answer.ok) throw new Error(\`the route answered \${answer.status}\`);
+await answer.text();`,
+    expect: (stats) => assert.equal(stats.ok, 1, 'the route fetched one snapshot'),
+  },
+  {
     key: 'await Promise.all(eventIds.map((id) => client.getOddsSnapshot(id)));',
     // The docs' promise: the workers' snapshots, one allowance, no 429 (the fake API's
     // allowance is the block's `rate`).
@@ -156,15 +168,27 @@ for (const block of BLOCKS.filter((b) => b.lang === 'js')) {
     assert.deepEqual(missing, [], `${where(block)} imports ${missing.join(', ')}: not a devDependency of the repository, so this test cannot provide it`);
     const entries = PREAMBLES.filter((p) => block.code.includes(p.key));
     const source = [...entries.map((p) => p.preamble ?? ''), block.code, ...entries.map((p) => p.postamble ?? '')].join('\n');
-    const file = join(freshDir(), 'block.mjs');
+    const dir = freshDir();
+    let file = join(dir, 'block.mjs');
     const loopbackOnly = pathToFileURL(join(project.project, 'loopback-only.mjs')).href;
     // Deno takes `--import` and ignores it: there the guard is the block's first import.
-    writeFileSync(file, process.versions.deno ? `import ${JSON.stringify(loopbackOnly)};\n${source}` : source);
+    const guarded = (code) => (process.versions.deno ? `import ${JSON.stringify(loopbackOnly)};\n${code}` : code);
+    writeFileSync(file, guarded(source));
+    if (/^export default \{/m.test(block.code)) {
+      // A Worker (docs/edge.md): its handler is asked once, the environment its bindings, from a
+      // module of its own (Bun would serve a module whose default export has a `fetch`).
+      file = join(dir, 'run-worker.mjs');
+      writeFileSync(file, guarded(`import worker from './block.mjs';
+const response = await worker.fetch(new Request('http://worker/?event=evt-1'), process.env);
+if (!response.ok) throw new Error(\`the worker answered \${response.status}: \${await response.text()}\`);
+await response.text();`));
+    }
     api.reset();
     const r = await run(process.execPath, ['--import', loopbackOnly, file], {
       cwd: project.project,
       timeoutMs: 60_000,
-      env: childEnv({ ODDS_API_KEY: apiKey, ODDS_API_BASE_URL: api.baseUrl, ...(redis && { REDIS_URL: redis.url }) }),
+      env: childEnv({ ODDS_API_KEY: apiKey, ODDS_API_BASE_URL: api.baseUrl, ...(redis && { REDIS_URL: redis.url }),
+        ...(rest && { UPSTASH_REDIS_REST_URL: rest.url, UPSTASH_REDIS_REST_TOKEN: rest.token }) }),
     });
     if (r.code !== 0) {
       const hint = entries.length ? '' : '\nNo entry of PREAMBLES in js-tests/readme.test.mjs matches this block: if it uses names '
