@@ -121,6 +121,14 @@ pub fn driver() -> Rc<Driver> {
     DRIVER.with(Rc::clone)
 }
 
+/// Turns per-request calls on for this thread (`requests.rs`): the edge entry, as it loads.
+#[wasm_bindgen(js_name = perRequest)]
+pub fn per_request() {
+    if !driver().per_request.replace(true) {
+        requests::listen(|| driver().tick());
+    }
+}
+
 impl Driver {
     /// Runs `f` on the gates.
     pub fn with<R>(&self, f: impl FnOnce(&mut Gates) -> R) -> R {
@@ -210,14 +218,9 @@ impl Driver {
         promise
     }
 
-    /// From now on calls keep to their own requests (see `requests.rs`); false when they did.
-    pub fn keep_requests(&self) -> bool {
-        !self.per_request.replace(true)
-    }
-
     /// A waiting call's own timer fired: wakes the gates if they are due; how long until they
     /// are due next (infinite: nothing is).
-    pub fn tick(self: &Rc<Self>) -> Millis {
+    fn tick(self: &Rc<Self>) -> Millis {
         let now = clock::now();
         if self.timer.borrow().left(now) == Some(0.0) {
             self.timer.borrow_mut().disarm();

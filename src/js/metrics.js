@@ -11,13 +11,10 @@ const LANE = 'odds_gate.lane';
 
 /** The instruments on `meter`; `boundsSeconds` (a Float64Array) are the histograms' bucket bounds; the cache's with `cache`, the spread's with `spread`. */
 export function instruments(meter, boundsSeconds, cache, spread) {
-  const expected = 'Expected `meter` to be an OpenTelemetry Meter (metrics.getMeter(name))';
-  if (meter === null || Array.isArray(meter) || typeof meter !== 'object') {
-    throw new TypeError(`${expected}, got ${meter === null ? 'null' : Array.isArray(meter) ? 'an array' : typeof meter}`);
-  }
+  // An object: options.rs refused anything else, saying what it got.
   const missing = METHODS.filter((m) => typeof meter[m] !== 'function');
   if (missing.length > 0) {
-    throw new TypeError(`${expected}; it has no ${missing.join(', ')}`);
+    throw new TypeError(`Expected \`meter\` to be an OpenTelemetry Meter (metrics.getMeter(name)); it has no ${missing.join(', ')}`);
   }
   const histogram = (name, description) => meter.createHistogram(name, {
     description, unit: 's', advice: { explicitBucketBoundaries: Array.from(boundsSeconds) },

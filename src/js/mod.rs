@@ -62,6 +62,6 @@ pub type Exported = Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue>;
 pub use model::{simulate, ModelGate};
 #[cfg(feature = "fetch")]
 pub use {
-    attempt::gated_function, errors::register_errors, redis::redis_store, requests::per_request,
+    attempt::gated_function, driver::per_request, errors::register_errors, redis::redis_store,
     shared_memory::join_threads, transport::Transport,
 };

@@ -183,7 +183,12 @@ pub fn config(
     let caches = cache.is_some();
     let spread = quota(quota_given.value())?;
     let spreads = spread.is_some();
-    let metrics = meter.value().map(|m| Metrics::new(&m, caches, spreads).map(Rc::new));
+    let meter = meter.value();
+    if let Some(m) = meter.as_ref().filter(|m| !de::is_object(m)) {
+        let expected = "an OpenTelemetry Meter (metrics.getMeter(name))";
+        return Err(de::wrong("meter", expected, m));
+    }
+    let metrics = meter.map(|m| Metrics::new(&m, caches, spreads).map(Rc::new));
     let metrics = metrics.transpose()?;
     let threads = threads.flag().unwrap_or(THREADS);
     let profile = Profile {

@@ -1,30 +1,28 @@
 //! Calls that keep to their own requests (`requests.js`), for runtimes where each incoming
 //! request is a context of its own (Cloudflare's workerd): each waiting call keeps a timer of its
-//! request that wakes the gates, and its attempts are sent from its request. The edge entry
-//! turns it on; the rules stay the core's.
+//! request that wakes the gates, and its attempts are sent from its request. The driver turns it
+//! on for the edge entry and says which calls wait; this file only reaches `requests.js`.
 
 use wasm_bindgen::prelude::*;
 
-use super::driver::driver;
 use crate::core::gates::ids::CallRef;
 use crate::core::Millis;
 
 #[wasm_bindgen(module = "/src/js/requests.js")]
 extern "C" {
-    fn listen(tick: &Closure<dyn FnMut() -> f64>);
+    #[wasm_bindgen(js_name = listen)]
+    fn listen_with(tick: &Closure<dyn FnMut() -> f64>);
     fn enroll(id: f64, due_in_ms: f64);
     fn leave(id: f64);
 }
 
-/// Turns per-request calls on for this thread: the edge entry, as it loads.
-#[wasm_bindgen(js_name = perRequest)]
-pub fn per_request() {
-    if driver().keep_requests() {
-        // Lives as long as the module.
-        let tick = Closure::<dyn FnMut() -> f64>::new(|| driver().tick());
-        listen(&tick);
-        tick.forget();
-    }
+/// From now on calls keep to their own requests: `tick` wakes the gates if they are due and
+/// says how long until they are due next.
+pub fn listen(tick: impl FnMut() -> f64 + 'static) {
+    let tick = Closure::<dyn FnMut() -> f64>::new(tick);
+    listen_with(&tick);
+    // Lives as long as the module.
+    tick.forget();
 }
 
 /// `call` waits, its caller's request running: the gates wake `due_in` from now.
